@@ -1,0 +1,139 @@
+// Command pipeline runs long AI-agent work as declared phases. This package
+// only parses flags, calls the engine and prints; see README.md.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"pipeline/engine/spec"
+)
+
+// Exit codes are documented in README.md and stable.
+const (
+	exitCompleted = 0
+	exitFailed    = 1
+	exitUsage     = 2
+	exitPaused    = 3
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	root := rootCommand()
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitCompleted
+	}
+	var specErr *spec.Error
+	switch {
+	case alreadyPrinted(err):
+	case errors.As(err, &specErr):
+		// It names its own files and lines.
+		fmt.Fprint(os.Stderr, specErr.Error())
+	default:
+		fmt.Fprintf(os.Stderr, "pipeline: %s\n", trimNewline(err.Error()))
+	}
+	return exitCode(err)
+}
+
+// exitCode maps an error to the documented exit codes, in this one place.
+func exitCode(err error) int {
+	var (
+		specErr   *spec.Error
+		usage     *usageError
+		cmdErr    *commandError
+		exitError *exitStatus
+	)
+	switch {
+	case err == nil:
+		return exitCompleted
+	case errors.As(err, &exitError):
+		return exitError.code
+	case errors.As(err, &specErr), errors.As(err, &usage), errors.Is(err, fs.ErrNotExist):
+		return exitUsage
+	case errors.As(err, &cmdErr):
+		return exitFailed
+	default:
+		// Errors cobra raises before a command runs: unknown command or
+		// flag, wrong number of arguments.
+		return exitUsage
+	}
+}
+
+func trimNewline(s string) string {
+	for len(s) > 0 && s[len(s)-1] == '\n' {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// usageError is a mistake in how a command was called.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// commandError marks an error returned by a command's own code, as opposed
+// to one cobra raised while parsing the command line.
+type commandError struct{ err error }
+
+func (e *commandError) Error() string { return e.err.Error() }
+func (e *commandError) Unwrap() error { return e.err }
+
+// exitStatus ends a command with a given code after it printed its own
+// report (validate with problems, for example).
+type exitStatus struct {
+	code    int
+	printed bool
+}
+
+func (e *exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func alreadyPrinted(err error) bool {
+	var es *exitStatus
+	return errors.As(err, &es) && es.printed
+}
+
+func rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "pipeline",
+		Short: "Run long AI-agent work as declared phases",
+		Long: `pipeline runs the phases of a phases.yaml: each phase's steps (an agent
+CLI such as Claude Code, Gemini CLI or Codex CLI, any command, or a shell
+step such as the tests), with pause triggers and retry/restart policies
+written as expressions.
+
+Exit codes: 0 completed, 1 failed, 2 usage or spec error, 3 paused.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
+	root.AddCommand(validateCommand(), planCommand(), schemaCommand(), initCommand(), versionCommand())
+	return root
+}
+
+// newCommand builds a command whose run function's errors are marked as the
+// command's own.
+func newCommand(cmd *cobra.Command, runFunc func(cmd *cobra.Command, args []string) error) *cobra.Command {
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if err := runFunc(c, args); err != nil {
+			return &commandError{err}
+		}
+		return nil
+	}
+	return cmd
+}

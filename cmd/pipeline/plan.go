@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"pipeline/engine/spec"
+)
+
+func planCommand() *cobra.Command {
+	var (
+		output   *outputFlag
+		specPath string
+	)
+	cmd := newCommand(&cobra.Command{
+		Use:   "plan [FILE]",
+		Short: "Show the phases, triggers and policies as they will run, and where each came from",
+		Long: `Merge the built-in defaults, phases.yaml and the spec's frontmatter, and
+show the result: every phase with its steps, triggers and policies, each
+value marked with its origin (built-in default, phases.yaml:line:col, or
+the spec's frontmatter). FILE defaults to ./phases.yaml.`,
+		Example: `  pipeline plan
+  pipeline plan examples/spec-workflow/phases.yaml --spec specs/045-dashboard/README.md
+  pipeline plan -o json`,
+		Args: cobra.MaximumNArgs(1),
+	}, func(cmd *cobra.Command, args []string) error {
+		if err := output.check(); err != nil {
+			return err
+		}
+		file := "phases.yaml"
+		if len(args) == 1 {
+			file = args[0]
+		}
+		plan, err := spec.Load(file, specPath)
+		if err != nil {
+			return err
+		}
+		if output.json() {
+			return writeJSON(cmd.OutOrStdout(), plan)
+		}
+		return printPlan(cmd.OutOrStdout(), plan)
+	})
+	output = addOutputFlag(cmd)
+	cmd.Flags().StringVar(&specPath, "spec", "", "spec file whose frontmatter overrides phases.yaml (default: the spec phases.yaml names)")
+	return cmd
+}
+
+// printPlan writes the plan as aligned rows of name, value and origin.
+func printPlan(w io.Writer, plan *spec.Plan) error {
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
+	row := func(indent, label, value string, from spec.Origin) {
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\n", indent, label, value, from)
+	}
+	row("", "pipeline", plan.Name.Value, plan.Name.From)
+	fmt.Fprintf(tw, "file\t%s\n", plan.File)
+	if plan.Spec != "" {
+		fmt.Fprintf(tw, "spec\t%s\n", plan.Spec)
+		for _, key := range sortedKeys(plan.SpecValues) {
+			if key == "agent_phases" || key == "pipeline" {
+				continue
+			}
+			fmt.Fprintf(tw, "  spec.%s\t%s\n", key, short(fmt.Sprint(plan.SpecValues[key])))
+		}
+	}
+	row("", "watch", orNone(strings.Join(plan.Watch.Value, ", ")), plan.Watch.From)
+	phases := make([]string, len(plan.Phases))
+	for i, p := range plan.Phases {
+		phases[i] = p.Name
+	}
+	row("", "phases", strings.Join(phases, " → "), plan.PhasesFrom)
+	if plan.PhasesFrom.Layer == spec.LayerSpec {
+		fmt.Fprintf(tw, "  replacing\t%s (phases.yaml)\n", strings.Join(plan.FilePhases, " → "))
+	}
+	for i, p := range plan.Phases {
+		fmt.Fprintln(tw)
+		row("", fmt.Sprintf("%d. %s", i+1, p.Name), "", p.From)
+		row("   ", "prompt", short(p.Prompt.Value), p.Prompt.From)
+		for _, s := range p.Steps {
+			if s.Agent != nil {
+				row("   ", "step "+s.Name, "agent: "+describeAgent(s.Agent.Value), s.Agent.From)
+				if s.Prompt != nil && s.Prompt.From != p.Prompt.From {
+					row("   ", "  prompt", short(s.Prompt.Value), s.Prompt.From)
+				}
+			} else {
+				row("   ", "step "+s.Name, "run: "+short(s.Run), s.From)
+			}
+			if s.Timeout != p.Timeout {
+				row("   ", "  timeout", s.Timeout.Value.String(), s.Timeout.From)
+			}
+			if s.IdleTimeout != p.IdleTimeout {
+				row("   ", "  idle_timeout", s.IdleTimeout.Value.String(), s.IdleTimeout.From)
+			}
+		}
+		triggerRows(row, "pause_when", p.PauseWhen)
+		triggerRows(row, "restart_when", p.RestartWhen)
+		exprRow(row, "retry.when", p.Retry.When)
+		exprRow(row, "retry.backoff", p.Retry.Backoff)
+		exprRow(row, "retry.escalate_when", p.Retry.EscalateWhen)
+		row("   ", "timeout", p.Timeout.Value.String(), p.Timeout.From)
+		row("   ", "idle_timeout", p.IdleTimeout.Value.String(), p.IdleTimeout.From)
+		if p.DoneWhen != nil {
+			exprRow(row, "done_when", *p.DoneWhen)
+		}
+		row("   ", "auto_advance", fmt.Sprint(p.AutoAdvance.Value), p.AutoAdvance.From)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// tabwriter pads every cell, the last ones too; trim what it left at
+	// the ends of lines.
+	for _, line := range strings.Split(strings.TrimSuffix(table.String(), "\n"), "\n") {
+		if _, err := fmt.Fprintln(w, strings.TrimRight(line, " ")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func triggerRows(row func(indent, label, value string, from spec.Origin), label string, list []spec.TriggerPlan) {
+	if len(list) == 0 {
+		row("   ", label, "none", spec.Origin{Layer: spec.LayerDefault})
+		return
+	}
+	for i, t := range list {
+		if i > 0 {
+			label = ""
+		}
+		row("   ", label, t.Name+": "+short(t.Expr.Source), t.From)
+	}
+}
+
+func exprRow(row func(indent, label, value string, from spec.Origin), label string, s spec.Setting[*spec.Expr]) {
+	value := "none"
+	if s.Value != nil {
+		value = short(s.Value.Source)
+	}
+	row("   ", label, value, s.From)
+}
+
+func describeAgent(a spec.Agent) string {
+	parts := []string{a.Kind}
+	if a.Model != "" {
+		parts = append(parts, "model="+a.Model)
+	}
+	if len(a.Command) > 0 {
+		parts = append(parts, "command="+strings.Join(a.Command, " "))
+	}
+	if len(a.Args) > 0 {
+		parts = append(parts, "args="+strings.Join(a.Args, " "))
+	}
+	if a.Feature != "" {
+		parts = append(parts, "feature="+a.Feature)
+	}
+	if len(a.Env) > 0 {
+		parts = append(parts, "env="+strings.Join(sortedKeys(a.Env), ","))
+	}
+	return strings.Join(parts, " ")
+}
+
+// short keeps one line of at most 72 characters of text for the table.
+func short(text string) string {
+	text = strings.Join(strings.Fields(text), " ")
+	if r := []rune(text); len(r) > 72 {
+		return string(r[:71]) + "…"
+	}
+	return text
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,574 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
+
+	"pipeline/triggers"
+)
+
+// decoder turns a YAML tree into the model's types. It walks the tree itself
+// rather than calling a generic unmarshaller so that it can report every
+// problem (not only the first), name unknown keys with a "did you mean", and
+// keep the position of every value for provenance and for expression errors.
+type decoder struct {
+	file string
+	// lines of the whole file, for snippets and expression positions.
+	lines []string
+	// lineOffset is added to the parser's lines: frontmatter starts below
+	// its opening ---.
+	lineOffset int
+	problems   problems
+	anchors    map[string]ast.Node
+	// positions maps a value's path (phases[1].pause_when.tokens) to where
+	// it was written.
+	positions map[string]Position
+}
+
+func newDecoder(file string, content []byte, lineOffset int) *decoder {
+	return &decoder{
+		file:       file,
+		lines:      strings.Split(string(content), "\n"),
+		lineOffset: lineOffset,
+		anchors:    map[string]ast.Node{},
+		positions:  map[string]Position{},
+	}
+}
+
+// parse parses one YAML document; it returns nil after recording a problem.
+func (d *decoder) parse(yamlText []byte) ast.Node {
+	f, err := parser.ParseBytes(yamlText, 0)
+	if err != nil {
+		var ye yaml.Error
+		if errors.As(err, &ye) && ye.GetToken() != nil {
+			d.report(ye.GetToken(), "YAML syntax: "+ye.GetMessage(), "check the indentation and the quoting on this line or the one before")
+		} else {
+			d.problems = append(d.problems, Problem{Position: Position{File: d.file, Line: 1 + d.lineOffset, Column: 1},
+				Message: "YAML syntax: " + err.Error()})
+		}
+		return nil
+	}
+	var bodies []ast.Node
+	for _, doc := range f.Docs {
+		if doc != nil && doc.Body != nil {
+			bodies = append(bodies, doc.Body)
+		}
+	}
+	if len(bodies) > 1 {
+		d.report(bodies[1].GetToken(), "a second YAML document (after ---) is not allowed here",
+			"keep one document in the file")
+	}
+	if len(bodies) == 0 {
+		return nil
+	}
+	return bodies[0]
+}
+
+func (d *decoder) position(tk *token.Token) Position {
+	if tk == nil {
+		return Position{File: d.file, Line: 1 + d.lineOffset, Column: 1}
+	}
+	line, col := tk.Position.Line+d.lineOffset, tk.Position.Column
+	if tk.Type == token.DoubleQuoteType || tk.Type == token.SingleQuoteType {
+		col++
+	}
+	return Position{File: d.file, Line: line, Column: max(col, 1)}
+}
+
+// nodePosition is where a node starts: for a mapping, its first key.
+func (d *decoder) nodePosition(node ast.Node) Position {
+	switch n := node.(type) {
+	case *ast.MappingNode:
+		if len(n.Values) > 0 && n.Values[0].Key != nil {
+			return d.position(n.Values[0].Key.GetToken())
+		}
+	case *ast.MappingValueNode:
+		if n.Key != nil {
+			return d.position(n.Key.GetToken())
+		}
+	}
+	return d.position(node.GetToken())
+}
+
+func (d *decoder) sourceLine(line int) string {
+	if line < 1 || line > len(d.lines) {
+		return ""
+	}
+	return strings.TrimRight(d.lines[line-1], "\r")
+}
+
+func (d *decoder) report(tk *token.Token, message, hint string) {
+	d.reportAt(d.position(tk), message, hint)
+}
+
+func (d *decoder) reportAt(pos Position, message, hint string) {
+	d.problems = append(d.problems, Problem{Position: pos, Message: message, Hint: hint, Source: d.sourceLine(pos.Line)})
+}
+
+// resolve follows anchors, aliases and tags to the node holding the value.
+func (d *decoder) resolve(node ast.Node) ast.Node {
+	for depth := 0; depth < 32; depth++ {
+		switch n := node.(type) {
+		case *ast.AnchorNode:
+			if name := n.Name.GetToken().Value; name != "" {
+				d.anchors[name] = n.Value
+			}
+			node = n.Value
+		case *ast.AliasNode:
+			target, ok := d.anchors[n.Value.GetToken().Value]
+			if !ok {
+				d.report(n.GetToken(), fmt.Sprintf("alias *%s names no anchor defined above it", n.Value.GetToken().Value), "define &name before using *name")
+				return nil
+			}
+			node = target
+		case *ast.TagNode:
+			node = n.Value
+		default:
+			return node
+		}
+	}
+	return node
+}
+
+func describe(node ast.Node) string {
+	switch node.(type) {
+	case *ast.MappingNode, *ast.MappingValueNode:
+		return "a mapping"
+	case *ast.SequenceNode:
+		return "a list"
+	case *ast.StringNode, *ast.LiteralNode:
+		return "a string"
+	case *ast.IntegerNode, *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
+		return "a number"
+	case *ast.BoolNode:
+		return "true or false"
+	case *ast.NullNode, nil:
+		return "nothing"
+	}
+	return "a " + node.Type().String()
+}
+
+func isNull(node ast.Node) bool {
+	_, ok := node.(*ast.NullNode)
+	return node == nil || ok
+}
+
+var (
+	exprType     = reflect.TypeOf(Expr{})
+	triggersType = reflect.TypeOf(Triggers{})
+	durationType = reflect.TypeOf(Duration(0))
+)
+
+// decode fills v (a pointer's element) from node. path names the value for
+// messages and positions; kind is the expression kind from the field's tag.
+func (d *decoder) decode(node ast.Node, v reflect.Value, path string, kind triggers.Kind) {
+	if node != nil {
+		d.positions[path] = d.nodePosition(node)
+	}
+	node = d.resolve(node)
+	if isNull(node) {
+		return
+	}
+	switch {
+	case v.Type() == exprType:
+		d.decodeExpr(node, v.Addr().Interface().(*Expr), path, kind)
+		return
+	case v.Type() == triggersType:
+		d.decodeTriggers(node, v.Addr().Interface().(*Triggers), path)
+		return
+	case v.Type() == durationType:
+		text, ok := d.scalar(node, path, "a duration such as 30m")
+		if !ok {
+			return
+		}
+		dur, err := ParseDuration(text)
+		if err != nil {
+			d.report(node.GetToken(), fmt.Sprintf("%s: %v", path, err), "use a number and a unit: 90s, 30m, 2h, 1h30m or 7d")
+			return
+		}
+		v.SetInt(int64(dur))
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		target := reflect.New(v.Type().Elem())
+		d.decode(node, target.Elem(), path, kind)
+		v.Set(target)
+	case reflect.Struct:
+		d.decodeStruct(node, v, path)
+	case reflect.Slice:
+		d.decodeSlice(node, v, path)
+	case reflect.Map:
+		d.decodeStringMap(node, v, path)
+	case reflect.String:
+		if text, ok := d.scalar(node, path, "a string"); ok {
+			v.SetString(text)
+		}
+	case reflect.Int:
+		n, ok := node.(*ast.IntegerNode)
+		if !ok {
+			d.report(node.GetToken(), fmt.Sprintf("%s must be a whole number, not %s", path, describe(node)), "")
+			return
+		}
+		i, _ := n.Value.(int64)
+		if u, isUnsigned := n.Value.(uint64); isUnsigned {
+			i = int64(min(u, 1<<62))
+		}
+		v.SetInt(i)
+	case reflect.Bool:
+		b, ok := node.(*ast.BoolNode)
+		if !ok {
+			d.report(node.GetToken(), fmt.Sprintf("%s must be true or false, not %s", path, describe(node)), "")
+			return
+		}
+		v.SetBool(b.Value)
+	default:
+		panic(fmt.Sprintf("spec: no decoder for %s", v.Type()))
+	}
+}
+
+// scalar returns the text of a scalar node; numbers and booleans are taken
+// as written, so that name: 2024 or prompt: yes read as text.
+func (d *decoder) scalar(node ast.Node, path, want string) (string, bool) {
+	switch n := node.(type) {
+	case *ast.StringNode:
+		return n.Value, true
+	case *ast.LiteralNode:
+		return n.Value.Value, true
+	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
+		return n.GetToken().Value, true
+	}
+	d.report(node.GetToken(), fmt.Sprintf("%s must be %s, not %s", path, want, describe(node)), "")
+	return "", false
+}
+
+type field struct {
+	name  string
+	index []int
+	kind  triggers.Kind
+}
+
+// fields lists the YAML keys of a struct type, flattening inline fields.
+func fields(t reflect.Type) []field {
+	var out []field
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("yaml")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		if tag == ",inline" {
+			for _, inner := range fields(f.Type) {
+				inner.index = append([]int{i}, inner.index...)
+				out = append(out, inner)
+			}
+			continue
+		}
+		kind := triggers.Condition
+		if f.Tag.Get("kind") == "duration" {
+			kind = triggers.Duration
+		}
+		out = append(out, field{name: tag, index: []int{i}, kind: kind})
+	}
+	return out
+}
+
+func fieldNames(fs []field) []string {
+	names := make([]string, len(fs))
+	for i, f := range fs {
+		names[i] = f.name
+	}
+	return names
+}
+
+// mappingEntries returns the entries of a mapping node, or reports that the
+// node is not a mapping. Duplicate keys are reported.
+func (d *decoder) mappingEntries(node ast.Node, path string) ([]*ast.MappingValueNode, bool) {
+	var entries []*ast.MappingValueNode
+	switch n := node.(type) {
+	case *ast.MappingNode:
+		entries = n.Values
+	case *ast.MappingValueNode:
+		entries = []*ast.MappingValueNode{n}
+	default:
+		what := path
+		if what == "" {
+			what = "the file"
+		}
+		d.report(node.GetToken(), fmt.Sprintf("%s must be a mapping (key: value lines), not %s", what, describe(node)), "")
+		return nil, false
+	}
+	seen := map[string]int{}
+	var unique []*ast.MappingValueNode
+	for _, e := range entries {
+		key := keyText(e)
+		if key == "<<" {
+			d.report(e.Key.GetToken(), "merge keys (<<) are not supported", "write the keys out, or use an alias for a whole value")
+			continue
+		}
+		if first, dup := seen[key]; dup {
+			d.report(e.Key.GetToken(), fmt.Sprintf("key %q appears twice in %s (first on line %d)", key, orFile(path), first),
+				"keep one of them")
+			continue
+		}
+		seen[key] = d.position(e.Key.GetToken()).Line
+		unique = append(unique, e)
+	}
+	return unique, true
+}
+
+func keyText(e *ast.MappingValueNode) string {
+	if e.Key == nil {
+		return ""
+	}
+	if s, ok := e.Key.(*ast.StringNode); ok {
+		return s.Value
+	}
+	return e.Key.GetToken().Value
+}
+
+func orFile(path string) string {
+	if path == "" {
+		return "the file"
+	}
+	return path
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func (d *decoder) decodeStruct(node ast.Node, v reflect.Value, path string) {
+	entries, ok := d.mappingEntries(node, path)
+	if !ok {
+		return
+	}
+	fs := fields(v.Type())
+	for _, e := range entries {
+		key := keyText(e)
+		var match *field
+		for i := range fs {
+			if fs[i].name == key {
+				match = &fs[i]
+				break
+			}
+		}
+		if match == nil {
+			d.unknownKey(e, key, path, fieldNames(fs))
+			continue
+		}
+		d.positions[join(path, key)+"#key"] = d.position(e.Key.GetToken())
+		d.decode(e.Value, v.FieldByIndex(match.index), join(path, key), match.kind)
+	}
+}
+
+func (d *decoder) unknownKey(e *ast.MappingValueNode, key, path string, known []string) {
+	hint := ""
+	if near := triggers.Closest(key, known); near != "" {
+		hint = fmt.Sprintf("did you mean %q?", near)
+	} else {
+		sorted := append([]string(nil), known...)
+		sort.Strings(sorted)
+		hint = "the keys allowed here are " + strings.Join(sorted, ", ")
+	}
+	where := "at the top level"
+	if path != "" {
+		where = "in " + path
+	}
+	d.report(e.Key.GetToken(), fmt.Sprintf("unknown key %q %s", key, where), hint)
+}
+
+func (d *decoder) decodeSlice(node ast.Node, v reflect.Value, path string) {
+	seq, ok := node.(*ast.SequenceNode)
+	if !ok {
+		d.report(node.GetToken(), fmt.Sprintf("%s must be a list, not %s", path, describe(node)),
+			"write a list as [a, b] or as lines starting with -")
+		return
+	}
+	out := reflect.MakeSlice(v.Type(), len(seq.Values), len(seq.Values))
+	for i, item := range seq.Values {
+		d.decode(item, out.Index(i), fmt.Sprintf("%s[%d]", path, i), triggers.Condition)
+	}
+	v.Set(out)
+}
+
+func (d *decoder) decodeStringMap(node ast.Node, v reflect.Value, path string) {
+	entries, ok := d.mappingEntries(node, path)
+	if !ok {
+		return
+	}
+	out := reflect.MakeMapWithSize(v.Type(), len(entries))
+	for _, e := range entries {
+		value := d.resolve(e.Value)
+		text := ""
+		if !isNull(value) {
+			var ok bool
+			if text, ok = d.scalar(value, join(path, keyText(e)), "a string"); !ok {
+				continue
+			}
+		}
+		out.SetMapIndex(reflect.ValueOf(keyText(e)), reflect.ValueOf(text))
+	}
+	v.Set(out)
+}
+
+func (d *decoder) decodeTriggers(node ast.Node, out *Triggers, path string) {
+	entries, ok := d.mappingEntries(node, path)
+	if !ok {
+		return
+	}
+	for _, e := range entries {
+		name := keyText(e)
+		if !validName(name) {
+			d.report(e.Key.GetToken(), fmt.Sprintf("trigger name %q in %s is not a plain name", name, path),
+				"use letters, digits, - and _; the name is the reason shown when it fires")
+			continue
+		}
+		trigger := Trigger{Name: name}
+		value := d.resolve(e.Value)
+		d.positions[join(path, name)] = d.position(e.Key.GetToken())
+		if !isNull(value) {
+			trigger.Expr = &Expr{}
+			d.decodeExpr(value, trigger.Expr, join(path, name), triggers.Condition)
+		}
+		*out = append(*out, trigger)
+	}
+}
+
+// decodeExpr reads and compiles an expression, reporting a compile error at
+// its line and column in the file.
+func (d *decoder) decodeExpr(node ast.Node, out *Expr, path string, kind triggers.Kind) {
+	source, ok := d.scalar(node, path, "an expression")
+	if !ok {
+		return
+	}
+	start := d.position(node.GetToken())
+	if lit, isLiteral := node.(*ast.LiteralNode); isLiteral {
+		start = Position{File: d.file, Line: d.position(lit.Start).Line + 1, Column: 1}
+	}
+	*out = Expr{Source: source, Kind: kind, At: d.skipSpace(start)}
+	compiled, err := triggers.Compile(source, kind)
+	if err != nil {
+		var ce *triggers.CompileError
+		if errors.As(err, &ce) {
+			offset := runeOffset(source, ce.Line, ce.Column)
+			d.reportAt(d.exprPosition(out.At, source, offset), fmt.Sprintf("%s: %s", path, ce.Message), ce.Hint)
+		} else {
+			d.reportAt(out.At, fmt.Sprintf("%s: %v", path, err), "")
+		}
+		return
+	}
+	out.Compiled = compiled
+}
+
+// runeOffset converts expr's 1-based line and 0-based column into a rune
+// offset within source.
+func runeOffset(source string, line, column int) int {
+	offset := 0
+	for i, l := range strings.Split(source, "\n") {
+		if i == line-1 {
+			return offset + column
+		}
+		offset += utf8.RuneCountInString(l) + 1
+	}
+	return offset
+}
+
+// skipSpace moves pos forward to the first non-space character.
+func (d *decoder) skipSpace(pos Position) Position {
+	for {
+		r, ok := d.runeAt(pos)
+		if !ok || !unicode.IsSpace(r) {
+			return pos
+		}
+		pos = d.next(pos)
+	}
+}
+
+// runeAt returns the character at pos; past the end of a line it is '\n'.
+func (d *decoder) runeAt(pos Position) (rune, bool) {
+	if pos.Line > len(d.lines) {
+		return 0, false
+	}
+	line := []rune(d.sourceLine(pos.Line))
+	if pos.Column-1 < len(line) {
+		return line[pos.Column-1], true
+	}
+	return '\n', true
+}
+
+func (d *decoder) next(pos Position) Position {
+	if pos.Column-1 >= utf8.RuneCountInString(d.sourceLine(pos.Line)) {
+		return Position{File: pos.File, Line: pos.Line + 1, Column: 1}
+	}
+	pos.Column++
+	return pos
+}
+
+// exprPosition maps a rune offset in an expression to the file, given where
+// its first character is. YAML strips indentation and folds line breaks in
+// block and multi-line scalars but keeps every other character, so the walk
+// counts only non-space characters on both sides.
+func (d *decoder) exprPosition(start Position, source string, offset int) Position {
+	src := []rune(source)
+	pastEnd := offset >= len(src)
+	if pastEnd {
+		offset = len(src)
+		for offset > 0 && unicode.IsSpace(src[offset-1]) {
+			offset--
+		}
+		offset-- // the last character; the caret goes one past it
+	}
+	remaining := 0
+	for _, r := range src[:max(offset, 0)] {
+		if !unicode.IsSpace(r) {
+			remaining++
+		}
+	}
+	pos := start
+	for {
+		r, ok := d.runeAt(pos)
+		if !ok {
+			return pos
+		}
+		if !unicode.IsSpace(r) {
+			if remaining == 0 {
+				break
+			}
+			remaining--
+		}
+		pos = d.next(pos)
+	}
+	if pastEnd {
+		pos.Column++
+	}
+	return pos
+}
+
+// validName reports whether name is usable as a phase, step or trigger
+// name: it appears in paths, logs and expressions.
+func validName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i, r := range name {
+		ok := r == '_' || r == '-' || r == '.' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
+		if !ok || (i == 0 && (r == '-' || r == '.')) {
+			return false
+		}
+	}
+	return true
+}

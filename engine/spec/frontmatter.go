@@ -1,0 +1,200 @@
+package spec
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"reflect"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+
+	"pipeline/triggers"
+)
+
+// Frontmatter is the YAML block at the top of a spec file: LeanSpec's keys
+// (status, priority, created, tags, depends_on, transitions, ...) and any
+// other, plus the two ways a spec overrides its pipeline.
+type Frontmatter struct {
+	Path string
+	// Values holds every key, reachable as spec.<key> in expressions.
+	Values map[string]any
+	// AgentPhases is LeanSpec's shape: a list of {phase: prompt}; it
+	// replaces the pipeline's phase list.
+	AgentPhases []AgentPhase
+	// Pipeline is a full override block: agent, defaults and phases.
+	Pipeline *Overrides
+	dec      *decoder
+}
+
+// AgentPhase is one entry of agent_phases.
+type AgentPhase struct {
+	Name   string
+	Prompt string
+	index  int
+}
+
+// Overrides is the pipeline: block of a spec's frontmatter.
+type Overrides struct {
+	Agent    *Agent  `yaml:"agent" json:"agent,omitempty" jsonschema_description:"agent for this spec, over phases.yaml's"`
+	Defaults *Policy `yaml:"defaults" json:"defaults,omitempty" jsonschema_description:"triggers and policies for this spec, over phases.yaml's defaults"`
+	Phases   []Phase `yaml:"phases" json:"phases,omitempty" jsonschema_description:"phases for this spec; they replace phases.yaml's list, and one named like a phase of phases.yaml amends it"`
+}
+
+// LoadSpec reads a spec file and its frontmatter.
+func LoadSpec(path string) (*Frontmatter, error) {
+	content, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSpec(path, content)
+}
+
+// ParseSpec reads the frontmatter of spec content. A spec without
+// frontmatter is valid and has no values. With problems, the partly decoded
+// frontmatter comes back with the *Error.
+func ParseSpec(path string, content []byte) (*Frontmatter, error) {
+	fm := &Frontmatter{Path: path, Values: map[string]any{}}
+	dec := newDecoder(path, content, 1)
+	fm.dec = dec
+	block, found, closed := frontmatterBlock(content)
+	if !found {
+		return fm, nil
+	}
+	if !closed {
+		dec.reportAt(Position{File: path, Line: 1, Column: 1}, "the frontmatter opened here is never closed",
+			"end the YAML block with a line holding only ---")
+		return fm, dec.problems.err()
+	}
+	root := dec.parse(block)
+	if root != nil {
+		fm.decode(dec.resolve(root))
+	}
+	return fm, dec.problems.err()
+}
+
+// frontmatterBlock finds the YAML between a first line of --- and the next
+// line of --- (or ...).
+func frontmatterBlock(content []byte) (block []byte, found, closed bool) {
+	content = bytes.TrimPrefix(content, []byte("\ufeff"))
+	first, rest, _ := bytes.Cut(content, []byte("\n"))
+	if string(bytes.TrimRight(first, " \t\r")) != "---" {
+		return nil, false, false
+	}
+	offset := 0
+	for len(rest[offset:]) > 0 {
+		line, _, _ := bytes.Cut(rest[offset:], []byte("\n"))
+		trimmed := string(bytes.TrimRight(line, " \t\r"))
+		if trimmed == "---" || trimmed == "..." {
+			return rest[:offset], true, true
+		}
+		offset += len(line) + 1
+		if offset > len(rest) {
+			break
+		}
+	}
+	return nil, true, false
+}
+
+func (fm *Frontmatter) decode(root ast.Node) {
+	d := fm.dec
+	entries, ok := d.mappingEntries(root, "the frontmatter")
+	if !ok {
+		return
+	}
+	for _, e := range entries {
+		key := keyText(e)
+		d.positions[key+"#key"] = d.position(e.Key.GetToken())
+		switch key {
+		case "agent_phases":
+			fm.decodeAgentPhases(e.Value)
+		case "pipeline":
+			fm.Pipeline = &Overrides{}
+			d.decode(e.Value, reflect.ValueOf(fm.Pipeline).Elem(), "pipeline", triggers.Condition)
+			checkAgent(d, fm.Pipeline.Agent, "pipeline.agent")
+			checkPhases(d, fm.Pipeline.Phases, "pipeline.phases")
+		default:
+			var value any
+			if err := yaml.NodeToValue(d.resolveTree(e.Value), &value); err != nil {
+				d.report(e.Value.GetToken(), fmt.Sprintf("%s: %v", key, err), "")
+				continue
+			}
+			fm.Values[key] = value
+		}
+	}
+	if fm.AgentPhases != nil && fm.Pipeline != nil && fm.Pipeline.Phases != nil {
+		d.reportAt(d.positions["pipeline.phases#key"], "both agent_phases and pipeline.phases give the phases",
+			"keep one: agent_phases for prompts only, pipeline.phases for full phases")
+	}
+}
+
+// resolveTree returns node unless it is an alias, which NodeToValue cannot
+// follow outside its own document.
+func (d *decoder) resolveTree(node ast.Node) ast.Node {
+	if _, isAlias := node.(*ast.AliasNode); isAlias {
+		return d.resolve(node)
+	}
+	return node
+}
+
+func (fm *Frontmatter) decodeAgentPhases(node ast.Node) {
+	d := fm.dec
+	d.positions["agent_phases"] = d.position(node.GetToken())
+	node = d.resolve(node)
+	if isNull(node) {
+		return
+	}
+	seq, ok := node.(*ast.SequenceNode)
+	if !ok {
+		d.report(node.GetToken(), "agent_phases must be a list, not "+describe(node),
+			`write one line per phase: - design: "Focus on the API"`)
+		return
+	}
+	fm.AgentPhases = []AgentPhase{}
+	seen := map[string]bool{}
+	for i, item := range seq.Values {
+		path := fmt.Sprintf("agent_phases[%d]", i)
+		d.positions[path] = d.position(item.GetToken())
+		item = d.resolve(item)
+		var phase AgentPhase
+		switch n := item.(type) {
+		case *ast.StringNode:
+			phase.Name = n.Value
+		default:
+			entries, ok := d.mappingEntries(item, path)
+			if !ok {
+				continue
+			}
+			if len(entries) != 1 {
+				d.report(item.GetToken(), fmt.Sprintf("%s must name one phase, not %d", path, len(entries)),
+					`write one phase per list item: - design: "Focus on the API"`)
+				continue
+			}
+			phase.Name = keyText(entries[0])
+			d.positions[path] = d.position(entries[0].Key.GetToken())
+			if value := d.resolve(entries[0].Value); !isNull(value) {
+				if phase.Prompt, ok = d.scalar(value, path+"."+phase.Name, "a prompt (text)"); !ok {
+					continue
+				}
+				d.positions[path+".prompt"] = d.position(value.GetToken())
+			}
+		}
+		phase.index = i
+		switch {
+		case !validName(phase.Name):
+			d.reportAt(d.positions[path], fmt.Sprintf("phase name %q in agent_phases is not a plain name", phase.Name),
+				"use letters, digits, -, _ and .")
+		case seen[phase.Name]:
+			d.reportAt(d.positions[path], fmt.Sprintf("phase %q appears twice in agent_phases", phase.Name), "")
+		}
+		seen[phase.Name] = true
+		fm.AgentPhases = append(fm.AgentPhases, phase)
+	}
+	if len(seq.Values) == 0 {
+		d.report(seq.GetToken(), "agent_phases is empty", "list at least one phase, or remove agent_phases")
+	}
+}
+
+func (fm *Frontmatter) origin(path string) Origin {
+	return Origin{Layer: LayerSpec, Position: fm.dec.positions[path]}
+}

@@ -1,0 +1,208 @@
+package spec
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/goccy/go-yaml/ast"
+
+	"pipeline/triggers"
+)
+
+// Document is a decoded phases.yaml and where each of its values was written.
+type Document struct {
+	Path     string
+	Pipeline Pipeline
+	dec      *decoder
+}
+
+// LoadFile reads and checks a phases.yaml. Problems in the file come back as
+// *Error; a file that cannot be read comes back as the os error.
+func LoadFile(path string) (*Document, error) {
+	content, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, content)
+}
+
+// Parse checks the phases.yaml content read from path. When the YAML parsed
+// but has problems, the partly decoded document comes back with the *Error,
+// so that Load can look for more problems before it reports.
+func Parse(path string, content []byte) (*Document, error) {
+	dec := newDecoder(path, content, 0)
+	doc := &Document{Path: path, dec: dec}
+	root := dec.parse(content)
+	if root == nil {
+		if len(dec.problems) == 0 {
+			dec.reportAt(Position{File: path, Line: 1, Column: 1}, "the file is empty",
+				"start with version: 1 and a list of phases; pipeline init writes a commented example")
+		}
+		return nil, dec.problems.err()
+	}
+	root = dec.resolve(root)
+	dec.decode(root, reflect.ValueOf(&doc.Pipeline).Elem(), "", triggers.Condition)
+	if _, isMapping := root.(*ast.MappingNode); isMapping || isMappingValue(root) {
+		doc.check(root)
+	}
+	return doc, dec.problems.err()
+}
+
+func isMappingValue(node ast.Node) bool {
+	_, ok := node.(*ast.MappingValueNode)
+	return ok
+}
+
+// origin says where the value at path was written.
+func (doc *Document) origin(path string) Origin {
+	return Origin{Layer: LayerPipeline, Position: doc.dec.positions[path]}
+}
+
+func (doc *Document) check(root ast.Node) {
+	d, p := doc.dec, &doc.Pipeline
+	top := Position{File: doc.Path, Line: 1, Column: 1}
+	switch {
+	case p.Version == 0 && !d.has("version"):
+		d.reportAt(top, "version is missing", "add version: 1 as the first line")
+	case p.Version != 1 && d.has("version"):
+		d.reportAt(d.positions["version"], fmt.Sprintf("version %d is not one this pipeline reads", p.Version),
+			"write version: 1; it is the only version so far")
+	}
+	switch {
+	case !d.has("phases"):
+		d.reportAt(top, "phases is missing: a pipeline needs at least one phase",
+			"add phases: with a list of - name: ... entries")
+	case len(p.Phases) == 0 && d.has("phases"):
+		d.reportAt(d.positions["phases"], "phases is empty: a pipeline needs at least one phase",
+			"add - name: ... entries under phases")
+	}
+	checkAgent(d, p.Agent, "agent")
+	checkPhases(d, p.Phases, "phases")
+	for i, glob := range p.Watch {
+		if _, err := filepath.Match(strings.ReplaceAll(glob, "**", "*"), ""); err != nil || strings.TrimSpace(glob) == "" {
+			d.reportAt(d.positions[fmt.Sprintf("watch[%d]", i)], fmt.Sprintf("watch[%d]: %q is not a valid glob", i, glob),
+				"use * for any name, ** for any folders, [abc] for a set, e.g. specs/**/*.md")
+		}
+	}
+}
+
+func (d *decoder) has(path string) bool {
+	_, ok := d.positions[path]
+	return ok
+}
+
+func checkAgent(d *decoder, a *Agent, path string) {
+	if a == nil {
+		return
+	}
+	if a.Kind != "" && !contains(AgentKinds, a.Kind) {
+		hint := "use one of " + strings.Join(AgentKinds, ", ")
+		if near := triggers.Closest(a.Kind, AgentKinds); near != "" {
+			hint = fmt.Sprintf("did you mean %q? (one of %s)", near, strings.Join(AgentKinds, ", "))
+		}
+		d.reportAt(d.positions[path+".kind"], fmt.Sprintf("%s.kind %q is not an agent kind", path, a.Kind), hint)
+	}
+	if a.Kind != "" && a.Kind != KindCommand && len(a.Command) > 0 {
+		d.reportAt(d.positions[path+".command"], fmt.Sprintf("%s.command is only for kind: command (this agent is %s)", path, a.Kind),
+			"pass extra arguments with args, or use kind: command to run your own program")
+	}
+	if a.Kind == KindCommand && len(a.Command) == 0 && d.has(path+".kind") {
+		d.reportAt(d.positions[path+".kind"], fmt.Sprintf("%s has kind: command but no command", path),
+			`add command: [./bin/my-agent, "{prompt}"]; an argument containing {prompt} gets the prompt, otherwise it goes to standard input`)
+	}
+	if d.has(path+".command") && len(a.Command) > 0 && strings.TrimSpace(a.Command[0]) == "" {
+		d.reportAt(d.positions[path+".command"], fmt.Sprintf("%s.command starts with an empty program name", path), "")
+	}
+}
+
+func checkPhases(d *decoder, phases []Phase, path string) {
+	seen := map[string]int{}
+	for i, phase := range phases {
+		at := fmt.Sprintf("%s[%d]", path, i)
+		switch {
+		case phase.Name == "" && !d.has(at+".name"):
+			d.reportAt(d.positions[at], fmt.Sprintf("%s has no name", at), "add name: design (or another word) to the phase")
+		case !validName(phase.Name):
+			d.reportAt(d.positions[at+".name"], fmt.Sprintf("phase name %q is not a plain name", phase.Name),
+				"use letters, digits, -, _ and .; the name is used in file names and in expressions")
+		default:
+			if first, dup := seen[phase.Name]; dup {
+				d.reportAt(d.positions[at+".name"], fmt.Sprintf("phase %q is defined twice (first as %s[%d])", phase.Name, path, first),
+					"give each phase its own name")
+			} else {
+				seen[phase.Name] = i
+			}
+		}
+		checkAgent(d, phase.Agent, at+".agent")
+		checkSteps(d, phase, at)
+	}
+}
+
+// defaultStepName is the name a step gets when it has none.
+func defaultStepName(s Step) string {
+	if s.Run != "" || s.Agent == nil {
+		return "run"
+	}
+	return "agent"
+}
+
+func checkSteps(d *decoder, phase Phase, at string) {
+	seen := map[string]bool{}
+	for i, step := range phase.Steps {
+		sp := fmt.Sprintf("%s.steps[%d]", at, i)
+		hasRun, hasAgent := d.has(sp+".run"), d.has(sp+".agent")
+		switch {
+		case hasRun && hasAgent:
+			d.reportAt(d.positions[sp+".run#key"], fmt.Sprintf("%s has both run and agent", sp),
+				"a step is either an agent step (agent: {}) or a shell step (run: ...); split it in two")
+		case !hasRun && !hasAgent:
+			d.reportAt(d.positions[sp], fmt.Sprintf("%s has neither run nor agent", sp),
+				"add agent: {} for an agent step with the phase prompt, or run: <shell command>")
+		case hasRun && strings.TrimSpace(step.Run) == "":
+			d.reportAt(d.positions[sp+".run"], fmt.Sprintf("%s.run is empty", sp), "write the shell command to run, e.g. go test ./...")
+		}
+		if hasRun && step.Prompt != "" {
+			d.reportAt(d.positions[sp+".prompt#key"], fmt.Sprintf("%s.prompt is only for agent steps", sp), "remove it, or make the step an agent step")
+		}
+		checkAgent(d, step.Agent, sp+".agent")
+		name := step.Name
+		if name == "" {
+			name = defaultStepName(step)
+		} else if !validName(name) {
+			d.reportAt(d.positions[sp+".name"], fmt.Sprintf("step name %q is not a plain name", name),
+				"use letters, digits, -, _ and .")
+			continue
+		}
+		if seen[name] {
+			where := d.positions[sp+".name"]
+			if step.Name == "" {
+				where = d.positions[sp]
+			}
+			d.reportAt(where, fmt.Sprintf("two steps of phase %q are named %q", phase.Name, name),
+				"give each step its own name: with name: ...")
+		}
+		seen[name] = true
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

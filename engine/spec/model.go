@@ -1,0 +1,101 @@
+// Package spec is the model of phases.yaml and of a spec's frontmatter: the
+// types, their decoding with source positions, validation, and the merge of
+// built-in defaults, phases.yaml and frontmatter into a Plan whose every
+// value records where it came from.
+package spec
+
+import (
+	"pipeline/triggers"
+)
+
+// Pipeline is one phases.yaml document as written.
+type Pipeline struct {
+	Version  int      `yaml:"version" json:"version" jsonschema:"required,enum=1" jsonschema_description:"format version of this file; always 1"`
+	Name     string   `yaml:"name" json:"name,omitempty" jsonschema_description:"name of the pipeline; defaults to the name of the folder holding phases.yaml"`
+	Spec     string   `yaml:"spec" json:"spec,omitempty" jsonschema_description:"markdown spec this pipeline carries out, relative to phases.yaml; its frontmatter may override phases and policies"`
+	Agent    *Agent   `yaml:"agent" json:"agent,omitempty" jsonschema_description:"default agent for agent steps"`
+	Defaults *Policy  `yaml:"defaults" json:"defaults,omitempty" jsonschema_description:"triggers and policies every phase inherits"`
+	Phases   []Phase  `yaml:"phases" json:"phases" jsonschema:"required,minItems=1" jsonschema_description:"the phases, run in order"`
+	Watch    []string `yaml:"watch" json:"watch,omitempty" jsonschema_description:"globs, relative to phases.yaml, whose changes resume a paused session"`
+}
+
+// Agent says which program does an agent step and how.
+type Agent struct {
+	Kind    string            `yaml:"kind" json:"kind,omitempty" jsonschema:"enum=claude,enum=gemini,enum=codex,enum=command" jsonschema_description:"claude | gemini | codex | command"`
+	Model   string            `yaml:"model" json:"model,omitempty" jsonschema_description:"model name passed to the agent CLI"`
+	Command []string          `yaml:"command" json:"command,omitempty" jsonschema_description:"for kind command: the program and its arguments; an argument containing {prompt} receives the prompt, otherwise the prompt goes to standard input"`
+	Args    []string          `yaml:"args" json:"args,omitempty" jsonschema_description:"extra arguments for the agent CLI"`
+	Env     map[string]string `yaml:"env" json:"env,omitempty" jsonschema_description:"environment variables set for the agent"`
+	Feature string            `yaml:"feature" json:"feature,omitempty" jsonschema_description:"tag under which the agent's native session is reused and recovered"`
+}
+
+// Agent kinds.
+const (
+	KindClaude  = "claude"
+	KindGemini  = "gemini"
+	KindCodex   = "codex"
+	KindCommand = "command"
+)
+
+// AgentKinds lists the valid values of agent.kind.
+var AgentKinds = []string{KindClaude, KindGemini, KindCodex, KindCommand}
+
+// Policy holds the triggers and policies that defaults set and a phase may
+// override.
+type Policy struct {
+	PauseWhen   Triggers `yaml:"pause_when" json:"pause_when,omitempty" jsonschema_description:"named conditions; when one is true the step is stopped and the session pauses with that name as reason"`
+	RestartWhen Triggers `yaml:"restart_when" json:"restart_when,omitempty" jsonschema_description:"named conditions; when one is true after a step, the agent's native session is dropped and the next attempt starts fresh with the resume context"`
+	Retry       *Retry   `yaml:"retry" json:"retry,omitempty" jsonschema_description:"when and how a failed step is tried again"`
+	Timeout     Duration `yaml:"timeout" json:"timeout,omitempty" jsonschema_description:"longest a step may run before it ends as timed out"`
+	IdleTimeout Duration `yaml:"idle_timeout" json:"idle_timeout,omitempty" jsonschema_description:"longest a step may go without output before it ends as timed out"`
+	AutoAdvance *bool    `yaml:"auto_advance" json:"auto_advance,omitempty" jsonschema_description:"go on to the next phase by itself (true) or pause at the phase boundary until resumed (false)"`
+}
+
+// Retry is the retry policy.
+type Retry struct {
+	When         *Expr `yaml:"when" json:"when,omitempty" jsonschema_description:"condition, after a step, to retry it"`
+	Backoff      *Expr `yaml:"backoff" json:"backoff,omitempty" kind:"duration" jsonschema_description:"duration to wait before a retry: a literal such as 10s or an expression such as duration(\"10s\") * consecutive_errors"`
+	EscalateWhen *Expr `yaml:"escalate_when" json:"escalate_when,omitempty" jsonschema_description:"condition to stop retrying and pause for a human (reason needs-human)"`
+}
+
+// Phase is one phase as written.
+type Phase struct {
+	Name     string `yaml:"name" json:"name" jsonschema:"required" jsonschema_description:"unique name of the phase"`
+	Prompt   string `yaml:"prompt" json:"prompt,omitempty" jsonschema_description:"what the agent is asked to do in this phase"`
+	Agent    *Agent `yaml:"agent" json:"agent,omitempty" jsonschema_description:"agent for this phase's agent steps, over the default agent"`
+	Steps    []Step `yaml:"steps" json:"steps,omitempty" jsonschema_description:"what the phase runs; without steps, one agent step with the phase prompt"`
+	Policy   `yaml:",inline"`
+	DoneWhen *Expr `yaml:"done_when" json:"done_when,omitempty" jsonschema_description:"condition, after the steps, for the phase to be done; when false the steps run again as a new attempt"`
+}
+
+// Step is one step of a phase: an agent step or a run step.
+type Step struct {
+	Name        string   `yaml:"name" json:"name,omitempty" jsonschema_description:"name of the step, for steps.<name> in expressions; defaults to agent or run"`
+	Agent       *Agent   `yaml:"agent" json:"agent,omitempty" jsonschema_description:"an agent step; {} uses the phase's agent"`
+	Run         string   `yaml:"run" json:"run,omitempty" jsonschema_description:"a shell command, such as the test suite"`
+	Prompt      string   `yaml:"prompt" json:"prompt,omitempty" jsonschema_description:"for an agent step: the prompt, instead of the phase prompt"`
+	Timeout     Duration `yaml:"timeout" json:"timeout,omitempty" jsonschema_description:"longest this step may run, over the phase's timeout"`
+	IdleTimeout Duration `yaml:"idle_timeout" json:"idle_timeout,omitempty" jsonschema_description:"longest this step may go without output, over the phase's idle_timeout"`
+}
+
+// Trigger is one named condition of pause_when or restart_when.
+type Trigger struct {
+	Name string
+	// Expr is nil when the trigger is written as null, which removes an
+	// inherited trigger of the same name.
+	Expr *Expr
+}
+
+// Triggers keeps the order in which the triggers were written: the first
+// that fires gives the reason.
+type Triggers []Trigger
+
+// Expr is an expression as written, where it was written, and its compiled
+// form.
+type Expr struct {
+	Source string
+	Kind   triggers.Kind
+	At     Position
+	// Compiled is set once the expression compiled without error.
+	Compiled *triggers.Expression
+}

@@ -1,0 +1,531 @@
+package spec
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"pipeline/triggers"
+)
+
+// Layer is where a value of the plan was set.
+type Layer string
+
+const (
+	// LayerDefault is a built-in default of pipeline.
+	LayerDefault Layer = "default"
+	// LayerPipeline is phases.yaml.
+	LayerPipeline Layer = "phases.yaml"
+	// LayerSpec is the spec's frontmatter.
+	LayerSpec Layer = "spec"
+)
+
+// Origin is where a value of the plan came from.
+type Origin struct {
+	Layer Layer `json:"layer"`
+	Position
+}
+
+func (o Origin) String() string {
+	switch {
+	case o.Layer == LayerDefault:
+		return "built-in default"
+	case o.Layer == LayerSpec:
+		return o.Position.String() + " (spec frontmatter)"
+	}
+	return o.Position.String()
+}
+
+// MarshalJSON writes the origin as its layer and position.
+func (o Origin) MarshalJSON() ([]byte, error) {
+	if o.Layer == LayerDefault {
+		return json.Marshal(struct {
+			Layer Layer `json:"layer"`
+		}{o.Layer})
+	}
+	return json.Marshal(struct {
+		Layer Layer `json:"layer"`
+		Position
+	}{o.Layer, o.Position})
+}
+
+var builtIn = Origin{Layer: LayerDefault}
+
+// Setting is one value of the plan and where it came from.
+type Setting[T any] struct {
+	Value T      `json:"value"`
+	From  Origin `json:"from"`
+}
+
+// Plan is a pipeline as it will run: built-in defaults, phases.yaml and the
+// spec's frontmatter merged, every value marked with its origin.
+type Plan struct {
+	File       string          `json:"file"`
+	Name       Setting[string] `json:"name"`
+	Spec       string          `json:"spec,omitempty"`
+	SpecValues map[string]any  `json:"spec_values,omitempty"`
+	Phases     []PhasePlan     `json:"phases"`
+	PhasesFrom Origin          `json:"phases_from"`
+	// FilePhases names the phases phases.yaml itself lists, so a reader can
+	// see what a spec's phases replaced.
+	FilePhases []string          `json:"file_phases"`
+	Watch      Setting[[]string] `json:"watch"`
+}
+
+// PhasePlan is one phase as it will run.
+type PhasePlan struct {
+	Name        string            `json:"name"`
+	From        Origin            `json:"from"`
+	Prompt      Setting[string]   `json:"prompt"`
+	Steps       []StepPlan        `json:"steps"`
+	PauseWhen   []TriggerPlan     `json:"pause_when"`
+	RestartWhen []TriggerPlan     `json:"restart_when"`
+	Retry       RetryPlan         `json:"retry"`
+	Timeout     Setting[Duration] `json:"timeout"`
+	IdleTimeout Setting[Duration] `json:"idle_timeout"`
+	AutoAdvance Setting[bool]     `json:"auto_advance"`
+	DoneWhen    *Setting[*Expr]   `json:"done_when,omitempty"`
+}
+
+// RetryPlan is the retry policy of a phase.
+type RetryPlan struct {
+	When         Setting[*Expr] `json:"when"`
+	Backoff      Setting[*Expr] `json:"backoff"`
+	EscalateWhen Setting[*Expr] `json:"escalate_when"`
+}
+
+// TriggerPlan is one named trigger of a phase.
+type TriggerPlan struct {
+	Name string `json:"name"`
+	Expr *Expr  `json:"expr"`
+	From Origin `json:"from"`
+}
+
+// StepPlan is one step of a phase as it will run.
+type StepPlan struct {
+	Name        string            `json:"name"`
+	From        Origin            `json:"from"`
+	Agent       *Setting[Agent]   `json:"agent,omitempty"`
+	Run         string            `json:"run,omitempty"`
+	Prompt      *Setting[string]  `json:"prompt,omitempty"`
+	Timeout     Setting[Duration] `json:"timeout"`
+	IdleTimeout Setting[Duration] `json:"idle_timeout"`
+}
+
+// MarshalJSON writes an expression as its source text.
+func (e *Expr) MarshalJSON() ([]byte, error) {
+	return json.Marshal(e.Source)
+}
+
+// MarshalJSON writes a duration as text, "none" for no limit.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(d.String())
+}
+
+// builtInPolicy is what every phase starts from.
+var builtInPolicy = sync.OnceValue(func() Policy {
+	compile := func(source string, kind triggers.Kind) *Expr {
+		compiled, err := triggers.Compile(source, kind)
+		if err != nil {
+			panic(fmt.Sprintf("built-in expression %q: %v", source, err))
+		}
+		return &Expr{Source: source, Kind: kind, Compiled: compiled}
+	}
+	yes := true
+	return Policy{
+		PauseWhen: Triggers{{Name: "checkpoint", Expr: compile("checkpoint", triggers.Condition)}},
+		Retry: &Retry{
+			When:         compile("exit_code != 0 || timed_out", triggers.Condition),
+			Backoff:      compile(`duration("10s") * consecutive_errors`, triggers.Duration),
+			EscalateWhen: compile("attempt > 3", triggers.Condition),
+		},
+		IdleTimeout: Duration(30 * 60 * 1e9),
+		AutoAdvance: &yes,
+	}
+})
+
+// policyLayer is one Policy and how to find where its values were written.
+type policyLayer struct {
+	policy *Policy
+	origin func(key string) Origin
+}
+
+// Load reads phases.yaml at path and its spec, checks both and merges them
+// into a Plan. specPath, when not empty, replaces the spec named in
+// phases.yaml. Every problem of both files is reported together as *Error.
+func Load(path, specPath string) (*Plan, error) {
+	doc, err := LoadFile(path)
+	if doc == nil {
+		return nil, err
+	}
+	var specOrigin Position
+	if specPath == "" && doc.Pipeline.Spec != "" {
+		specPath = filepath.Join(filepath.Dir(path), filepath.FromSlash(doc.Pipeline.Spec))
+		specOrigin = doc.dec.positions["spec"]
+	}
+	var fm *Frontmatter
+	if specPath != "" {
+		var specErr error
+		fm, specErr = LoadSpec(specPath)
+		switch {
+		case errors.Is(specErr, fs.ErrNotExist) && specOrigin.Line > 0:
+			doc.dec.reportAt(specOrigin, fmt.Sprintf("spec file %s does not exist", specPath),
+				"fix the path (it is relative to phases.yaml), or remove spec:")
+		case fm == nil && specErr != nil && !isSpecError(specErr):
+			return nil, specErr
+		}
+	}
+	return Resolve(doc, fm)
+}
+
+func isSpecError(err error) bool {
+	var specErr *Error
+	return errors.As(err, &specErr)
+}
+
+// Resolve merges built-in defaults, the phases.yaml document and the spec's
+// frontmatter (nil when there is no spec) into a Plan.
+func Resolve(doc *Document, fm *Frontmatter) (*Plan, error) {
+	r := &resolver{doc: doc, fm: fm}
+	plan := r.plan()
+	var all problems
+	all = append(all, doc.dec.problems...)
+	if fm != nil {
+		all = append(all, fm.dec.problems...)
+	}
+	if err := all.err(); err != nil {
+		return nil, err
+	}
+	return plan, nil
+}
+
+type resolver struct {
+	doc *Document
+	fm  *Frontmatter
+}
+
+func (r *resolver) plan() *Plan {
+	p := &r.doc.Pipeline
+	plan := &Plan{File: r.doc.Path}
+	plan.Name = Setting[string]{p.Name, r.doc.origin("name")}
+	if p.Name == "" {
+		abs, _ := filepath.Abs(r.doc.Path)
+		plan.Name = Setting[string]{filepath.Base(filepath.Dir(abs)), builtIn}
+	}
+	plan.Watch = Setting[[]string]{p.Watch, r.doc.origin("watch")}
+	if p.Watch == nil {
+		plan.Watch = Setting[[]string]{[]string{}, builtIn}
+	}
+	if r.fm != nil {
+		plan.Spec = r.fm.Path
+		plan.SpecValues = r.fm.Values
+	}
+	defaults := []policyLayer{{policy: ptr(builtInPolicy()), origin: func(string) Origin { return builtIn }}}
+	if p.Defaults != nil {
+		defaults = append(defaults, policyLayer{p.Defaults, r.docOrigin("defaults.")})
+	}
+	if r.fm != nil && r.fm.Pipeline != nil && r.fm.Pipeline.Defaults != nil {
+		defaults = append(defaults, policyLayer{r.fm.Pipeline.Defaults, r.fmOrigin("pipeline.defaults.")})
+	}
+	defaultAgent := Setting[Agent]{From: builtIn}
+	if p.Agent != nil {
+		defaultAgent = Setting[Agent]{*p.Agent, r.doc.origin("agent")}
+	}
+	if r.fm != nil && r.fm.Pipeline != nil && r.fm.Pipeline.Agent != nil {
+		defaultAgent = overlayAgent(defaultAgent, *r.fm.Pipeline.Agent, r.fm.origin("pipeline.agent"))
+	}
+	for _, source := range r.phaseSources() {
+		plan.Phases = append(plan.Phases, r.phase(source, defaults, defaultAgent))
+	}
+	for _, phase := range p.Phases {
+		plan.FilePhases = append(plan.FilePhases, phase.Name)
+	}
+	plan.PhasesFrom = r.doc.origin("phases")
+	if r.fm != nil && r.fm.AgentPhases != nil {
+		plan.PhasesFrom = r.fm.origin("agent_phases")
+	} else if r.fm != nil && r.fm.Pipeline != nil && r.fm.Pipeline.Phases != nil {
+		plan.PhasesFrom = r.fm.origin("pipeline.phases")
+	}
+	return plan
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func (r *resolver) docOrigin(prefix string) func(string) Origin {
+	return func(key string) Origin { return r.doc.origin(prefix + key) }
+}
+
+func (r *resolver) fmOrigin(prefix string) func(string) Origin {
+	return func(key string) Origin { return r.fm.origin(prefix + key) }
+}
+
+// phaseSource is one phase of the plan and the written phases it is made
+// of: phases.yaml's (base) and the frontmatter's (over), either may be nil.
+type phaseSource struct {
+	name       string
+	from       Origin
+	base       *Phase
+	baseOrigin func(string) Origin
+	over       *Phase
+	overOrigin func(string) Origin
+	// prompt from agent_phases, when set.
+	prompt *Setting[string]
+}
+
+func (r *resolver) phaseSources() []phaseSource {
+	docPhases := r.doc.Pipeline.Phases
+	find := func(name string) (*Phase, func(string) Origin) {
+		for i := range docPhases {
+			if docPhases[i].Name == name {
+				return &docPhases[i], r.docOrigin(fmt.Sprintf("phases[%d].", i))
+			}
+		}
+		return nil, nil
+	}
+	var out []phaseSource
+	switch {
+	case r.fm != nil && r.fm.AgentPhases != nil:
+		for _, ap := range r.fm.AgentPhases {
+			s := phaseSource{name: ap.Name, from: r.fm.origin(fmt.Sprintf("agent_phases[%d]", ap.index))}
+			s.base, s.baseOrigin = find(ap.Name)
+			if ap.Prompt != "" {
+				s.prompt = &Setting[string]{ap.Prompt, r.fm.origin(fmt.Sprintf("agent_phases[%d].prompt", ap.index))}
+			}
+			out = append(out, s)
+		}
+	case r.fm != nil && r.fm.Pipeline != nil && r.fm.Pipeline.Phases != nil:
+		for i := range r.fm.Pipeline.Phases {
+			over := &r.fm.Pipeline.Phases[i]
+			prefix := fmt.Sprintf("pipeline.phases[%d]", i)
+			s := phaseSource{name: over.Name, from: r.fm.origin(prefix), over: over, overOrigin: r.fmOrigin(prefix + ".")}
+			s.base, s.baseOrigin = find(over.Name)
+			out = append(out, s)
+		}
+	default:
+		for i := range docPhases {
+			prefix := fmt.Sprintf("phases[%d]", i)
+			out = append(out, phaseSource{name: docPhases[i].Name, from: r.doc.origin(prefix),
+				base: &docPhases[i], baseOrigin: r.docOrigin(prefix + ".")})
+		}
+	}
+	return out
+}
+
+// written returns the written phases of a source, phases.yaml's first.
+func (s phaseSource) written() (phases []*Phase, origins []func(string) Origin) {
+	if s.base != nil {
+		phases, origins = append(phases, s.base), append(origins, s.baseOrigin)
+	}
+	if s.over != nil {
+		phases, origins = append(phases, s.over), append(origins, s.overOrigin)
+	}
+	return phases, origins
+}
+
+func (r *resolver) phase(s phaseSource, defaults []policyLayer, defaultAgent Setting[Agent]) PhasePlan {
+	plan := PhasePlan{Name: s.name, From: s.from}
+	layers := append([]policyLayer(nil), defaults...)
+	written, origins := s.written()
+	agent := defaultAgent
+	plan.Prompt = Setting[string]{fmt.Sprintf("Carry out the %q phase for the spec.", s.name), builtIn}
+	var steps []Step
+	stepsOrigin := func(string) Origin { return builtIn }
+	for i, w := range written {
+		layers = append(layers, policyLayer{&w.Policy, origins[i]})
+		if w.Prompt != "" {
+			plan.Prompt = Setting[string]{w.Prompt, origins[i]("prompt")}
+		}
+		if w.Agent != nil {
+			agent = overlayAgent(agent, *w.Agent, origins[i]("agent"))
+		}
+		if w.Steps != nil {
+			steps, stepsOrigin = w.Steps, origins[i]
+		}
+		if w.DoneWhen != nil {
+			plan.DoneWhen = &Setting[*Expr]{w.DoneWhen, origins[i]("done_when")}
+		}
+	}
+	if s.prompt != nil {
+		plan.Prompt = *s.prompt
+	}
+	r.policies(&plan, layers)
+	if steps == nil {
+		steps = []Step{{Agent: &Agent{}}}
+	}
+	for i, step := range steps {
+		plan.Steps = append(plan.Steps, r.step(s, step, i, stepsOrigin, plan, agent))
+	}
+	if plan.DoneWhen != nil {
+		r.checkStepRefs(plan)
+	}
+	return plan
+}
+
+func (r *resolver) policies(plan *PhasePlan, layers []policyLayer) {
+	for _, l := range layers {
+		plan.PauseWhen = mergeTriggers(plan.PauseWhen, l.policy.PauseWhen, l.origin, "pause_when.")
+		plan.RestartWhen = mergeTriggers(plan.RestartWhen, l.policy.RestartWhen, l.origin, "restart_when.")
+		if rt := l.policy.Retry; rt != nil {
+			setExpr(&plan.Retry.When, rt.When, l.origin("retry.when"))
+			setExpr(&plan.Retry.Backoff, rt.Backoff, l.origin("retry.backoff"))
+			setExpr(&plan.Retry.EscalateWhen, rt.EscalateWhen, l.origin("retry.escalate_when"))
+		}
+		if l.policy.Timeout != 0 {
+			plan.Timeout = Setting[Duration]{l.policy.Timeout, l.origin("timeout")}
+		}
+		if l.policy.IdleTimeout != 0 {
+			plan.IdleTimeout = Setting[Duration]{l.policy.IdleTimeout, l.origin("idle_timeout")}
+		}
+		if l.policy.AutoAdvance != nil {
+			plan.AutoAdvance = Setting[bool]{*l.policy.AutoAdvance, l.origin("auto_advance")}
+		}
+	}
+	if plan.Timeout.From.Layer == "" {
+		plan.Timeout.From = builtIn
+	}
+}
+
+func setExpr(dst *Setting[*Expr], e *Expr, from Origin) {
+	if e != nil {
+		*dst = Setting[*Expr]{e, from}
+	}
+}
+
+// mergeTriggers lays over on top of base: a trigger with a known name
+// replaces it in place, a new one is added, one written as null removes it.
+func mergeTriggers(base []TriggerPlan, over Triggers, origin func(string) Origin, prefix string) []TriggerPlan {
+	out := slices.Clone(base)
+	for _, t := range over {
+		i := slices.IndexFunc(out, func(p TriggerPlan) bool { return p.Name == t.Name })
+		switch {
+		case t.Expr == nil && i >= 0:
+			out = slices.Delete(out, i, i+1)
+		case t.Expr == nil:
+		case i >= 0:
+			out[i] = TriggerPlan{t.Name, t.Expr, origin(prefix + t.Name)}
+		default:
+			out = append(out, TriggerPlan{t.Name, t.Expr, origin(prefix + t.Name)})
+		}
+	}
+	if out == nil {
+		out = []TriggerPlan{}
+	}
+	return out
+}
+
+// overlayAgent lays an agent written over an inherited one. A different
+// kind starts from scratch, so a gemini phase never inherits claude's model
+// or arguments; the feature tag is kept either way.
+func overlayAgent(base Setting[Agent], over Agent, from Origin) Setting[Agent] {
+	if isZeroAgent(over) {
+		return base
+	}
+	merged := base.Value
+	if over.Kind != "" && over.Kind != merged.Kind {
+		merged = Agent{Kind: over.Kind, Feature: merged.Feature}
+	}
+	if over.Model != "" {
+		merged.Model = over.Model
+	}
+	if over.Command != nil {
+		merged.Command = over.Command
+	}
+	if over.Args != nil {
+		merged.Args = over.Args
+	}
+	if over.Feature != "" {
+		merged.Feature = over.Feature
+	}
+	if over.Env != nil {
+		env := map[string]string{}
+		for k, v := range merged.Env {
+			env[k] = v
+		}
+		for k, v := range over.Env {
+			env[k] = v
+		}
+		merged.Env = env
+	}
+	return Setting[Agent]{merged, from}
+}
+
+func isZeroAgent(a Agent) bool {
+	return a.Kind == "" && a.Model == "" && a.Command == nil && a.Args == nil && a.Env == nil && a.Feature == ""
+}
+
+func (r *resolver) step(s phaseSource, step Step, i int, origin func(string) Origin, phase PhasePlan, agent Setting[Agent]) StepPlan {
+	prefix := fmt.Sprintf("steps[%d]", i)
+	plan := StepPlan{Name: step.Name, From: origin(prefix), Run: step.Run,
+		Timeout: phase.Timeout, IdleTimeout: phase.IdleTimeout}
+	if plan.Name == "" {
+		plan.Name = defaultStepName(step)
+	}
+	if step.Timeout != 0 {
+		plan.Timeout = Setting[Duration]{step.Timeout, origin(prefix + ".timeout")}
+	}
+	if step.IdleTimeout != 0 {
+		plan.IdleTimeout = Setting[Duration]{step.IdleTimeout, origin(prefix + ".idle_timeout")}
+	}
+	if step.Agent == nil {
+		return plan
+	}
+	resolved := overlayAgent(agent, *step.Agent, origin(prefix+".agent"))
+	plan.Agent = &resolved
+	plan.Prompt = &phase.Prompt
+	if step.Prompt != "" {
+		plan.Prompt = &Setting[string]{step.Prompt, origin(prefix + ".prompt")}
+	}
+	at := plan.From
+	if at.Layer == LayerDefault {
+		at = s.from
+	}
+	switch {
+	case resolved.Value.Kind == "":
+		r.reportAt(at, fmt.Sprintf("phase %q, step %q is an agent step but no agent kind is set", s.name, plan.Name),
+			"set agent: {kind: claude} (or gemini, codex, command) at the top of phases.yaml, in the phase, or in the step")
+	case resolved.Value.Kind == KindCommand && len(resolved.Value.Command) == 0:
+		r.reportAt(at, fmt.Sprintf("phase %q, step %q uses kind: command but no command is set", s.name, plan.Name),
+			`add command: [./bin/my-agent, "{prompt}"] to the agent`)
+	}
+	return plan
+}
+
+// checkStepRefs reports a steps.<name> in done_when that names no step of
+// the phase.
+func (r *resolver) checkStepRefs(plan PhasePlan) {
+	e := plan.DoneWhen.Value
+	if e.Compiled == nil {
+		return
+	}
+	var names []string
+	for _, s := range plan.Steps {
+		names = append(names, s.Name)
+	}
+	for _, ref := range e.Compiled.StepRefs {
+		if slices.Contains(names, ref.Name) {
+			continue
+		}
+		hint := "the steps of this phase are " + fmt.Sprint(names)
+		if near := triggers.Closest(ref.Name, names); near != "" {
+			hint = fmt.Sprintf("did you mean steps.%s?", near)
+		}
+		dec := r.decoderOf(plan.DoneWhen.From)
+		pos := dec.exprPosition(e.At, e.Source, ref.Offset)
+		dec.reportAt(pos, fmt.Sprintf("phase %q: done_when reads steps.%s, but the phase has no step %q", plan.Name, ref.Name, ref.Name), hint)
+	}
+}
+
+func (r *resolver) decoderOf(o Origin) *decoder {
+	if o.Layer == LayerSpec && r.fm != nil {
+		return r.fm.dec
+	}
+	return r.doc.dec
+}
+
+func (r *resolver) reportAt(o Origin, message, hint string) {
+	r.decoderOf(o).reportAt(o.Position, message, hint)
+}

@@ -1,0 +1,25 @@
+#!/bin/sh
+# A scripted stand-in for an agent CLI: it prints a few lines of work for the
+# prompt it is given, and in the design phase it stops once at a checkpoint
+# so the quickstart shows a pause and a resume.
+prompt="$1"
+echo "agent: working on: $prompt"
+case "$prompt" in
+*design*)
+	if [ ! -f .design-checkpoint ]; then
+		: > .design-checkpoint
+		echo "agent: drafted the design"
+		echo "[CHECKPOINT] design drafted; review it before implementation"
+		sleep 30
+		exit 0
+	fi
+	echo "agent: design reviewed, moving on"
+	;;
+*Implement*)
+	echo hello > greeting.txt
+	echo "agent: wrote greeting.txt"
+	;;
+*)
+	echo "agent: all done"
+	;;
+esac

@@ -1,0 +1,76 @@
+// Package triggers compiles the expressions written in phases.yaml (pause,
+// restart, retry and done conditions, back-off durations) against the typed
+// environment a running step exposes, and evaluates them.
+package triggers
+
+import "time"
+
+// Env is what an expression can read. Every field is documented in
+// docs/expressions.md; the expr tag is the name used in phases.yaml.
+type Env struct {
+	Tokens            int                 `expr:"tokens"`
+	ContextTokens     int                 `expr:"context_tokens"`
+	TotalTokens       int                 `expr:"total_tokens"`
+	CostUSD           float64             `expr:"cost_usd"`
+	Elapsed           time.Duration       `expr:"elapsed"`
+	PhaseElapsed      time.Duration       `expr:"phase_elapsed"`
+	SessionElapsed    time.Duration       `expr:"session_elapsed"`
+	ExitCode          int                 `expr:"exit_code"`
+	TimedOut          bool                `expr:"timed_out"`
+	Checkpoint        bool                `expr:"checkpoint"`
+	CheckpointNote    string              `expr:"checkpoint_note"`
+	Output            string              `expr:"output"`
+	Errors            int                 `expr:"errors"`
+	ConsecutiveErrors int                 `expr:"consecutive_errors"`
+	Attempt           int                 `expr:"attempt"`
+	Phase             string              `expr:"phase"`
+	Step              string              `expr:"step"`
+	Steps             map[string]StepVars `expr:"steps"`
+	FilesChanged      int                 `expr:"files_changed"`
+	Spec              map[string]any      `expr:"spec"`
+}
+
+// StepVars is the last result of one named step of the current phase,
+// reachable as steps.<name>.<field>.
+type StepVars struct {
+	ExitCode int           `expr:"exit_code"`
+	TimedOut bool          `expr:"timed_out"`
+	Tokens   int           `expr:"tokens"`
+	CostUSD  float64       `expr:"cost_usd"`
+	Elapsed  time.Duration `expr:"elapsed"`
+	Output   string        `expr:"output"`
+	Ran      bool          `expr:"ran"`
+}
+
+// Variable describes one name of Env for documentation, completion and
+// "did you mean" hints.
+type Variable struct {
+	Name    string
+	Type    string
+	Meaning string
+}
+
+// Variables lists every name an expression can read, in the order the
+// documentation shows them.
+var Variables = []Variable{
+	{"tokens", "int", "tokens used by the current step in this attempt (input + output)"},
+	{"context_tokens", "int", "size of the agent's context window in use at its last turn"},
+	{"total_tokens", "int", "tokens used by the whole session, across phases, attempts and resumes"},
+	{"cost_usd", "float", "cost of the whole session so far, in US dollars, as the agent reports it"},
+	{"elapsed", "duration", "time the current step has been running"},
+	{"phase_elapsed", "duration", "time spent in the current phase, across attempts and resumes"},
+	{"session_elapsed", "duration", "time spent running the session, across resumes"},
+	{"exit_code", "int", "exit code of the current step; 0 while it runs, -1 when it was killed by a signal"},
+	{"timed_out", "bool", "the current step hit its timeout or idle_timeout"},
+	{"checkpoint", "bool", "the step printed [CHECKPOINT] in a line of output"},
+	{"checkpoint_note", "string", "the rest of the line after the last [CHECKPOINT]"},
+	{"output", "string", "the last 64 KiB of the current step's output"},
+	{"errors", "int", "failed attempts in the current phase"},
+	{"consecutive_errors", "int", "failed attempts in a row in the current phase; reset by a success"},
+	{"attempt", "int", "number of the current attempt of the phase, from 1"},
+	{"phase", "string", "name of the current phase"},
+	{"step", "string", "name of the current step"},
+	{"steps", "map of step results", "steps.<name>.exit_code, .timed_out, .tokens, .cost_usd, .elapsed, .output, .ran: the last result of a step of this phase"},
+	{"files_changed", "int", "files changed in the work tree since the phase started (git)"},
+	{"spec", "map", "the spec's frontmatter: spec.status, spec.priority, spec.tags, or any other key"},
+}

@@ -1,0 +1,234 @@
+package triggers
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/vm"
+)
+
+// Kind is what an expression must produce.
+type Kind int
+
+const (
+	// Condition expressions (pause_when, restart_when, retry.when,
+	// escalate_when, done_when) produce a bool.
+	Condition Kind = iota
+	// Duration expressions (retry.backoff) produce a duration.
+	Duration
+)
+
+func (k Kind) String() string {
+	if k == Duration {
+		return "a duration"
+	}
+	return "true or false"
+}
+
+// Expression is a compiled expression, ready to evaluate many times.
+type Expression struct {
+	Source string
+	Kind   Kind
+	// Reads lists the top-level variables the expression reads, sorted, so a
+	// caller can skip evaluation when none of them changed.
+	Reads []string
+	// StepRefs are the names used as steps.<name>, with their offsets in
+	// Source, so a loader can check that each names a real step.
+	StepRefs []StepRef
+	program  *vm.Program
+}
+
+// StepRef is one steps.<name> in an expression.
+type StepRef struct {
+	Name   string
+	Offset int // in runes, from the start of Source
+}
+
+// CompileError is an expression that does not compile. Line is 1-based and
+// Column 0-based, in runes, both relative to the expression's source.
+type CompileError struct {
+	Line    int
+	Column  int
+	Message string
+	Hint    string
+}
+
+func (e *CompileError) Error() string {
+	return fmt.Sprintf("%d:%d: %s", e.Line, e.Column+1, e.Message)
+}
+
+var durationType = reflect.TypeOf(time.Duration(0))
+
+// Compile checks source against Env and returns the program to run. A
+// Duration expression may also be a bare duration literal such as 10s.
+func Compile(source string, kind Kind) (*Expression, error) {
+	if strings.TrimSpace(source) == "" {
+		return nil, &CompileError{Line: 1, Message: "the expression is empty", Hint: hintFor(kind)}
+	}
+	text := source
+	if kind == Duration {
+		if _, err := time.ParseDuration(strings.TrimSpace(source)); err == nil {
+			text = fmt.Sprintf("duration(%q)", strings.TrimSpace(source))
+		}
+	}
+	options := []expr.Option{expr.Env(Env{})}
+	if kind == Condition {
+		options = append(options, expr.AsBool())
+	}
+	program, err := expr.Compile(text, options...)
+	if err != nil {
+		return nil, compileError(err, kind)
+	}
+	if kind == Duration {
+		if t := program.Node().Type(); t != durationType {
+			return nil, &CompileError{Line: 1, Message: fmt.Sprintf("the expression gives %s, not a duration", typeName(t)),
+				Hint: hintFor(kind)}
+		}
+	}
+	e := &Expression{Source: source, Kind: kind, program: program}
+	if text == source {
+		e.Reads, e.StepRefs = inspect(program.Node())
+	}
+	return e, nil
+}
+
+func hintFor(kind Kind) string {
+	if kind == Duration {
+		return `write a duration such as 10s, or an expression such as duration("10s") * consecutive_errors`
+	}
+	return "write a condition such as tokens > 15000 or exit_code != 0"
+}
+
+func typeName(t reflect.Type) string {
+	if t == nil {
+		return "a value of unknown type"
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int64, reflect.Float64:
+		return "a number"
+	case reflect.Interface:
+		return "a value of unknown type"
+	}
+	return t.String()
+}
+
+var unknownName = regexp.MustCompile(`^unknown name (\S+)`)
+
+func compileError(err error, kind Kind) error {
+	var fe *file.Error
+	if !errors.As(err, &fe) {
+		message := err.Error()
+		if rest, ok := strings.CutPrefix(message, "expected bool, but got "); ok {
+			message = fmt.Sprintf("a condition must give true or false, but this gives %s", articled(rest))
+		}
+		return &CompileError{Line: 1, Message: message, Hint: hintFor(kind)}
+	}
+	ce := &CompileError{Line: fe.Line, Column: fe.Column, Message: fe.Message}
+	if ce.Line == 0 {
+		ce.Line = 1
+	}
+	switch {
+	case unknownName.MatchString(fe.Message):
+		name := unknownName.FindStringSubmatch(fe.Message)[1]
+		ce.Message = fmt.Sprintf("unknown variable %q", name)
+		if near := Closest(name, VariableNames()); near != "" {
+			ce.Hint = fmt.Sprintf("did you mean %q?", near)
+		} else {
+			ce.Hint = "see docs/expressions.md for the variables an expression can read"
+		}
+	case strings.Contains(fe.Message, "time.Duration and string"), strings.Contains(fe.Message, "string and time.Duration"):
+		ce.Hint = `durations are written duration("30m"), not "30m"`
+	}
+	return ce
+}
+
+func articled(typ string) string {
+	switch typ {
+	case "int", "float64", "int64":
+		return "a number"
+	case "string":
+		return "a string"
+	case "time.Duration":
+		return "a duration"
+	}
+	return typ
+}
+
+// VariableNames returns the names of Variables.
+func VariableNames() []string {
+	names := make([]string, len(Variables))
+	for i, v := range Variables {
+		names[i] = v.Name
+	}
+	return names
+}
+
+func inspect(root ast.Node) (reads []string, refs []StepRef) {
+	v := &inspector{seen: map[string]bool{}}
+	ast.Walk(&root, v)
+	sort.Strings(v.reads)
+	return v.reads, v.refs
+}
+
+type inspector struct {
+	seen  map[string]bool
+	reads []string
+	refs  []StepRef
+}
+
+func (v *inspector) Visit(node *ast.Node) {
+	switch n := (*node).(type) {
+	case *ast.IdentifierNode:
+		if !v.seen[n.Value] {
+			v.seen[n.Value] = true
+			v.reads = append(v.reads, n.Value)
+		}
+	case *ast.MemberNode:
+		id, ok := n.Node.(*ast.IdentifierNode)
+		if !ok || id.Value != "steps" {
+			return
+		}
+		if name, ok := n.Property.(*ast.StringNode); ok {
+			v.refs = append(v.refs, StepRef{Name: name.Value, Offset: n.Property.Location().From})
+		}
+	}
+}
+
+// Eval runs a condition against env. A run-time error is returned as an
+// error, never folded into false.
+func (e *Expression) Eval(env *Env) (bool, error) {
+	out, err := expr.Run(e.program, env)
+	if err != nil {
+		return false, fmt.Errorf("expression %q: %w", e.Source, err)
+	}
+	b, ok := out.(bool)
+	if !ok {
+		return false, fmt.Errorf("expression %q gave %T, not true or false", e.Source, out)
+	}
+	return b, nil
+}
+
+// EvalDuration runs a duration expression against env.
+func (e *Expression) EvalDuration(env *Env) (time.Duration, error) {
+	out, err := expr.Run(e.program, env)
+	if err != nil {
+		return 0, fmt.Errorf("expression %q: %w", e.Source, err)
+	}
+	d, ok := out.(time.Duration)
+	if !ok {
+		return 0, fmt.Errorf("expression %q gave %T, not a duration", e.Source, out)
+	}
+	return d, nil
+}
