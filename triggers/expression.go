@@ -75,11 +75,11 @@ func Compile(source string, kind Kind) (*Expression, error) {
 	}
 	text := source
 	if kind == Duration {
-		if _, err := time.ParseDuration(strings.TrimSpace(source)); err == nil {
+		if _, err := ParseDuration(source); err == nil {
 			text = fmt.Sprintf("duration(%q)", strings.TrimSpace(source))
 		}
 	}
-	options := []expr.Option{expr.Env(Env{})}
+	options := []expr.Option{expr.Env(Env{}), durationFunction}
 	if kind == Condition {
 		options = append(options, expr.AsBool())
 	}
@@ -95,9 +95,38 @@ func Compile(source string, kind Kind) (*Expression, error) {
 	}
 	e := &Expression{Source: source, Kind: kind, program: program}
 	if text == source {
-		e.Reads, e.StepRefs = inspect(program.Node())
+		var badDuration *ast.StringNode
+		e.Reads, e.StepRefs, badDuration = inspect(program.Node())
+		if badDuration != nil {
+			line, column := lineColumn(source, badDuration.Location().From)
+			return nil, &CompileError{Line: line, Column: column,
+				Message: fmt.Sprintf("duration(%q): %q is not a duration", badDuration.Value, badDuration.Value),
+				Hint:    "use a number and a unit: 90s, 30m, 2h, 1h30m or 7d"}
+		}
 	}
 	return e, nil
+}
+
+// durationFunction replaces expr's duration() so that expressions read
+// durations as phases.yaml does, days included.
+var durationFunction = expr.Function("duration", func(params ...any) (any, error) {
+	return ParseDuration(params[0].(string))
+}, new(func(string) time.Duration))
+
+// lineColumn turns a rune offset in source into expr's 1-based line and
+// 0-based column.
+func lineColumn(source string, offset int) (line, column int) {
+	line = 1
+	for i, r := range []rune(source) {
+		if i == offset {
+			break
+		}
+		column++
+		if r == '\n' {
+			line, column = line+1, 0
+		}
+	}
+	return line, column
 }
 
 func hintFor(kind Kind) string {
@@ -124,7 +153,11 @@ func typeName(t reflect.Type) string {
 	return t.String()
 }
 
-var unknownName = regexp.MustCompile(`^unknown name (\S+)`)
+var (
+	unknownName    = regexp.MustCompile(`^unknown name (\S+)`)
+	stepField      = regexp.MustCompile(`^type triggers\.StepVars has no field (\S+)`)
+	stepFieldNames = []string{"exit_code", "timed_out", "tokens", "cost_usd", "elapsed", "output", "ran"}
+)
 
 func compileError(err error, kind Kind) error {
 	var fe *file.Error
@@ -147,6 +180,13 @@ func compileError(err error, kind Kind) error {
 			ce.Hint = fmt.Sprintf("did you mean %q?", near)
 		} else {
 			ce.Hint = "see docs/expressions.md for the variables an expression can read"
+		}
+	case stepField.MatchString(fe.Message):
+		name := stepField.FindStringSubmatch(fe.Message)[1]
+		ce.Message = fmt.Sprintf("a step has no field %q", name)
+		ce.Hint = "a step has " + strings.Join(stepFieldNames, ", ")
+		if near := Closest(name, stepFieldNames); near != "" {
+			ce.Hint = fmt.Sprintf("did you mean %q? (%s)", near, ce.Hint)
 		}
 	case strings.Contains(fe.Message, "time.Duration and string"), strings.Contains(fe.Message, "string and time.Duration"):
 		ce.Hint = `durations are written duration("30m"), not "30m"`
@@ -175,17 +215,24 @@ func VariableNames() []string {
 	return names
 }
 
-func inspect(root ast.Node) (reads []string, refs []StepRef) {
+// inspect finds the variables an expression reads, its steps.<name>
+// references, and a constant duration("...") argument that does not parse.
+func inspect(root ast.Node) (reads []string, refs []StepRef, badDuration *ast.StringNode) {
 	v := &inspector{seen: map[string]bool{}}
 	ast.Walk(&root, v)
+	if v.seen["$env"] {
+		// $env["name"] can read anything: claim every variable.
+		v.reads = VariableNames()
+	}
 	sort.Strings(v.reads)
-	return v.reads, v.refs
+	return v.reads, v.refs, v.badDuration
 }
 
 type inspector struct {
-	seen  map[string]bool
-	reads []string
-	refs  []StepRef
+	seen        map[string]bool
+	reads       []string
+	refs        []StepRef
+	badDuration *ast.StringNode
 }
 
 func (v *inspector) Visit(node *ast.Node) {
@@ -194,6 +241,16 @@ func (v *inspector) Visit(node *ast.Node) {
 		if !v.seen[n.Value] {
 			v.seen[n.Value] = true
 			v.reads = append(v.reads, n.Value)
+		}
+	case *ast.CallNode:
+		callee, ok := n.Callee.(*ast.IdentifierNode)
+		if !ok || callee.Value != "duration" || len(n.Arguments) != 1 || v.badDuration != nil {
+			return
+		}
+		if arg, ok := n.Arguments[0].(*ast.StringNode); ok {
+			if _, err := ParseDuration(arg.Value); err != nil {
+				v.badDuration = arg
+			}
 		}
 	case *ast.MemberNode:
 		id, ok := n.Node.(*ast.IdentifierNode)
@@ -226,9 +283,17 @@ func (e *Expression) EvalDuration(env *Env) (time.Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("expression %q: %w", e.Source, err)
 	}
-	d, ok := out.(time.Duration)
-	if !ok {
-		return 0, fmt.Errorf("expression %q gave %T, not a duration", e.Source, out)
+	// expr types duration * float as a duration but computes a float of
+	// nanoseconds; take any number as nanoseconds.
+	switch d := out.(type) {
+	case time.Duration:
+		return d, nil
+	case float64:
+		return time.Duration(d), nil
+	case int:
+		return time.Duration(d), nil
+	case int64:
+		return time.Duration(d), nil
 	}
-	return d, nil
+	return 0, fmt.Errorf("expression %q gave %T, not a duration", e.Source, out)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -66,7 +67,7 @@ func printPlan(w io.Writer, plan *spec.Plan) error {
 			if key == "agent_phases" || key == "pipeline" {
 				continue
 			}
-			fmt.Fprintf(tw, "  spec.%s\t%s\n", key, short(fmt.Sprint(plan.SpecValues[key])))
+			fmt.Fprintf(tw, "  spec.%s\t%s\n", key, short(plainText(plan.SpecValues[key])))
 		}
 	}
 	row("", "watch", orNone(strings.Join(plan.Watch.Value, ", ")), plan.Watch.From)
@@ -171,6 +172,19 @@ func short(text string) string {
 		return string(r[:71]) + "…"
 	}
 	return text
+}
+
+// plainText writes a frontmatter value: text as it is, anything else as
+// JSON.
+func plainText(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(out)
 }
 
 func orNone(s string) string {

@@ -434,7 +434,7 @@ func (d *decoder) decodeTriggers(node ast.Node, out *Triggers, path string) {
 		name := keyText(e)
 		if !validName(name) {
 			d.report(e.Key.GetToken(), fmt.Sprintf("trigger name %q in %s is not a plain name", name, path),
-				"use letters, digits, - and _; the name is the reason shown when it fires")
+				"use letters, digits, -, _ and .; the name is the reason shown when it fires")
 			continue
 		}
 		trigger := Trigger{Name: name}

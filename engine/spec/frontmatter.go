@@ -6,7 +6,6 @@ import (
 	"os"
 	"reflect"
 
-	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 
 	"pipeline/triggers"
@@ -98,6 +97,9 @@ func frontmatterBlock(content []byte) (block []byte, found, closed bool) {
 
 func (fm *Frontmatter) decode(root ast.Node) {
 	d := fm.dec
+	if isNull(root) {
+		return
+	}
 	entries, ok := d.mappingEntries(root, "the frontmatter")
 	if !ok {
 		return
@@ -114,12 +116,7 @@ func (fm *Frontmatter) decode(root ast.Node) {
 			checkAgent(d, fm.Pipeline.Agent, "pipeline.agent")
 			checkPhases(d, fm.Pipeline.Phases, "pipeline.phases")
 		default:
-			var value any
-			if err := yaml.NodeToValue(d.resolveTree(e.Value), &value); err != nil {
-				d.report(e.Value.GetToken(), fmt.Sprintf("%s: %v", key, err), "")
-				continue
-			}
-			fm.Values[key] = value
+			fm.Values[key] = d.plainValue(e.Value, 0)
 		}
 	}
 	if fm.AgentPhases != nil && fm.Pipeline != nil && fm.Pipeline.Phases != nil {
@@ -128,13 +125,50 @@ func (fm *Frontmatter) decode(root ast.Node) {
 	}
 }
 
-// resolveTree returns node unless it is an alias, which NodeToValue cannot
-// follow outside its own document.
-func (d *decoder) resolveTree(node ast.Node) ast.Node {
-	if _, isAlias := node.(*ast.AliasNode); isAlias {
-		return d.resolve(node)
+// plainValue turns a node into maps, lists and scalars for spec.<key>,
+// following anchors and aliases as the rest of the decoder does.
+func (d *decoder) plainValue(node ast.Node, depth int) any {
+	node = d.resolve(node)
+	if node == nil {
+		return nil
 	}
-	return node
+	if depth > 64 {
+		d.report(node.GetToken(), "the frontmatter is nested too deeply", "")
+		return nil
+	}
+	switch n := node.(type) {
+	case *ast.MappingNode, *ast.MappingValueNode:
+		entries, _ := d.mappingEntries(n, "the frontmatter")
+		out := make(map[string]any, len(entries))
+		for _, e := range entries {
+			out[keyText(e)] = d.plainValue(e.Value, depth+1)
+		}
+		return out
+	case *ast.SequenceNode:
+		out := make([]any, len(n.Values))
+		for i, item := range n.Values {
+			out[i] = d.plainValue(item, depth+1)
+		}
+		return out
+	case *ast.StringNode:
+		return n.Value
+	case *ast.LiteralNode:
+		return n.Value.Value
+	case *ast.IntegerNode:
+		if i, ok := n.Value.(int64); ok {
+			return int(i)
+		}
+		return n.Value
+	case *ast.FloatNode:
+		return n.Value
+	case *ast.BoolNode:
+		return n.Value
+	case *ast.InfinityNode:
+		return n.Value
+	case *ast.NanNode:
+		return n.GetToken().Value
+	}
+	return nil
 }
 
 func (fm *Frontmatter) decodeAgentPhases(node ast.Node) {
@@ -158,6 +192,8 @@ func (fm *Frontmatter) decodeAgentPhases(node ast.Node) {
 		item = d.resolve(item)
 		var phase AgentPhase
 		switch n := item.(type) {
+		case nil:
+			continue
 		case *ast.StringNode:
 			phase.Name = n.Value
 		default:

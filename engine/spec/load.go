@@ -37,14 +37,16 @@ func Parse(path string, content []byte) (*Document, error) {
 	dec := newDecoder(path, content, 0)
 	doc := &Document{Path: path, dec: dec}
 	root := dec.parse(content)
-	if root == nil {
+	if root != nil {
+		root = dec.resolve(root)
+	}
+	if isNull(root) {
 		if len(dec.problems) == 0 {
 			dec.reportAt(Position{File: path, Line: 1, Column: 1}, "the file is empty",
 				"start with version: 1 and a list of phases; pipeline init writes a commented example")
 		}
 		return nil, dec.problems.err()
 	}
-	root = dec.resolve(root)
 	dec.decode(root, reflect.ValueOf(&doc.Pipeline).Elem(), "", triggers.Condition)
 	if _, isMapping := root.(*ast.MappingNode); isMapping || isMappingValue(root) {
 		doc.check(root)
@@ -90,6 +92,15 @@ func (doc *Document) check(root ast.Node) {
 	}
 }
 
+func (d *decoder) reportedAt(pos Position) bool {
+	for _, p := range d.problems {
+		if p.Position == pos {
+			return true
+		}
+	}
+	return false
+}
+
 func (d *decoder) has(path string) bool {
 	_, ok := d.positions[path]
 	return ok
@@ -125,6 +136,9 @@ func checkPhases(d *decoder, phases []Phase, path string) {
 		at := fmt.Sprintf("%s[%d]", path, i)
 		switch {
 		case phase.Name == "" && !d.has(at+".name"):
+			if d.reportedAt(d.positions[at]) {
+				break // a misspelt name key, already reported
+			}
 			d.reportAt(d.positions[at], fmt.Sprintf("%s has no name", at), "add name: design (or another word) to the phase")
 		case !validName(phase.Name):
 			d.reportAt(d.positions[at+".name"], fmt.Sprintf("phase name %q is not a plain name", phase.Name),

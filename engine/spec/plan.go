@@ -511,12 +511,23 @@ func (r *resolver) checkStepRefs(plan PhasePlan) {
 		}
 		hint := "the steps of this phase are " + fmt.Sprint(names)
 		if near := triggers.Closest(ref.Name, names); near != "" {
-			hint = fmt.Sprintf("did you mean steps.%s?", near)
+			hint = fmt.Sprintf("did you mean %s?", stepReference(near))
 		}
 		dec := r.decoderOf(plan.DoneWhen.From)
 		pos := dec.exprPosition(e.At, e.Source, ref.Offset)
-		dec.reportAt(pos, fmt.Sprintf("phase %q: done_when reads steps.%s, but the phase has no step %q", plan.Name, ref.Name, ref.Name), hint)
+		dec.reportAt(pos, fmt.Sprintf("phase %q: done_when reads %s, but the phase has no step %q", plan.Name, stepReference(ref.Name), ref.Name), hint)
 	}
+}
+
+// stepReference is how an expression reads a step: steps.test, or
+// steps["unit-tests"] when the name is not an identifier.
+func stepReference(name string) string {
+	for i, c := range name {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return fmt.Sprintf("steps[%q]", name)
+		}
+	}
+	return "steps." + name
 }
 
 func (r *resolver) decoderOf(o Origin) *decoder {

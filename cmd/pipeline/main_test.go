@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"pipeline/schemas"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// binary is the pipeline command built once for the end-to-end tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "pipeline-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "pipeline")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building pipeline:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// pipeline runs the built command in dir.
+func pipeline(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		code = exitErr.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{stdout.String(), stderr.String(), code}
+}
+
+const repoRoot = "../.."
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./cmd/pipeline -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the output (run with -update and review the diff):\n%s", path, got)
+	}
+}
+
+func TestPlanSpecWorkflowGolden(t *testing.T) {
+	r := pipeline(t, repoRoot, "plan", "examples/spec-workflow/phases.yaml")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	golden(t, "plan-spec-workflow.txt", r.stdout)
+	r = pipeline(t, repoRoot, "plan", "examples/spec-workflow/phases.yaml", "--spec", "examples/spec-workflow/specs/046-export/README.md")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	golden(t, "plan-spec-workflow-046.txt", r.stdout)
+}
+
+// The five-phase example's spec replaces its phases through agent_phases;
+// the plan says so, value by value.
+func TestPlanShowsFrontmatterReplacingPhases(t *testing.T) {
+	r := pipeline(t, repoRoot, "plan", "-o", "json", "examples/spec-workflow/phases.yaml")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	type origin struct {
+		Layer string `json:"layer"`
+		File  string `json:"file"`
+		Line  int    `json:"line"`
+	}
+	var plan struct {
+		FilePhases []string `json:"file_phases"`
+		PhasesFrom origin   `json:"phases_from"`
+		Phases     []struct {
+			Name   string `json:"name"`
+			From   origin `json:"from"`
+			Prompt struct {
+				Value string `json:"value"`
+				From  origin `json:"from"`
+			} `json:"prompt"`
+			Steps []struct {
+				Name string `json:"name"`
+			} `json:"steps"`
+			PauseWhen []struct {
+				Name string `json:"name"`
+				From origin `json:"from"`
+			} `json:"pause_when"`
+			AutoAdvance struct {
+				From origin `json:"from"`
+			} `json:"auto_advance"`
+		} `json:"phases"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &plan); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(plan.FilePhases, ","); got != "design,implementation,testing,documentation,review" {
+		t.Fatalf("phases.yaml phases %s", got)
+	}
+	var names []string
+	for _, p := range plan.Phases {
+		names = append(names, p.Name)
+		if p.From.Layer != "spec" || p.Prompt.From.Layer != "spec" || !strings.HasSuffix(p.Prompt.From.File, "045-dashboard/README.md") {
+			t.Errorf("phase %s: from %+v, prompt from %+v; want both from the spec", p.Name, p.From, p.Prompt.From)
+		}
+	}
+	if got := strings.Join(names, ","); got != "design,backend,implementation,review" {
+		t.Errorf("plan phases %s, want the spec's design,backend,implementation,review", got)
+	}
+	if plan.PhasesFrom.Layer != "spec" || plan.PhasesFrom.Line != 16 {
+		t.Errorf("phases from %+v, want the spec's agent_phases at line 16", plan.PhasesFrom)
+	}
+	impl := plan.Phases[2]
+	if len(impl.Steps) != 2 || impl.Steps[1].Name != "test" {
+		t.Errorf("implementation keeps phases.yaml's steps; got %+v", impl.Steps)
+	}
+	review := plan.Phases[3]
+	if review.AutoAdvance.From.Layer != "phases.yaml" || review.AutoAdvance.From.Line != 45 {
+		t.Errorf("review's auto_advance from %+v, want phases.yaml:45", review.AutoAdvance.From)
+	}
+	backend := plan.Phases[1]
+	for _, trig := range backend.PauseWhen {
+		if trig.Name == "tokens" && (trig.From.Layer != "phases.yaml" || trig.From.Line != 16) {
+			t.Errorf("backend's tokens trigger from %+v, want phases.yaml defaults at line 16", trig.From)
+		}
+	}
+}
+
+func TestValidateExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "good.yaml", "version: 1\nagent: {kind: claude}\nphases: [{name: a}]\n")
+	write(t, dir, "bad.yaml", "version: 1\nagent: {kind: claude}\nphases:\n  - name: a\n    pause_when: {t: tokns > 1}\n  - nam: b\n")
+	if r := pipeline(t, dir, "validate", "good.yaml"); r.code != 0 || !strings.Contains(r.stdout, "ok  good.yaml") {
+		t.Errorf("valid file: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	r := pipeline(t, dir, "validate", "good.yaml", "bad.yaml")
+	if r.code != exitUsage {
+		t.Errorf("invalid file: exit %d, want %d", r.code, exitUsage)
+	}
+	for _, want := range []string{"bad.yaml:5:21: phases[0].pause_when.t: unknown variable \"tokns\"", "bad.yaml:6:5: unknown key \"nam\"", "2 problems found"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	r = pipeline(t, dir, "validate", "-o", "json", "bad.yaml")
+	var out struct {
+		Valid bool `json:"valid"`
+		Files []struct {
+			Problems []struct {
+				Line, Column int
+				Message      string
+			} `json:"problems"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != exitUsage {
+		t.Fatalf("exit %d, %v: %s", r.code, err, r.stdout)
+	}
+	if out.Valid || len(out.Files[0].Problems) != 2 || out.Files[0].Problems[0].Line != 5 || out.Files[0].Problems[0].Column != 21 {
+		t.Errorf("json report %+v", out)
+	}
+	if r := pipeline(t, dir, "validate", "missing.yaml"); r.code != exitUsage || !strings.Contains(r.stderr, "missing.yaml") {
+		t.Errorf("missing file: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"no-such-command"},
+		{"plan", "--no-such-flag"},
+		{"plan", "-o", "yaml", "x.yaml"},
+		{"plan", "a.yaml", "b.yaml"},
+		{"plan", "missing.yaml"},
+		{"version", "extra"},
+	} {
+		if r := pipeline(t, dir, args...); r.code != exitUsage || r.stderr == "" {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and a message", args, r.code, r.stderr)
+		}
+	}
+}
+
+func TestInitWritesAValidStarterAndRefusesToOverwrite(t *testing.T) {
+	dir := t.TempDir()
+	if r := pipeline(t, dir, "init"); r.code != 0 {
+		t.Fatalf("init: exit %d: %s", r.code, r.stderr)
+	}
+	if r := pipeline(t, dir, "validate"); r.code != 0 {
+		t.Fatalf("the starter does not validate: %s", r.stderr)
+	}
+	if r := pipeline(t, dir, "validate", starterSpecPath); r.code != 0 {
+		t.Fatalf("the starter spec does not validate: %s", r.stderr)
+	}
+	// A second init, with only the spec gone: nothing is written.
+	specPath := filepath.Join(dir, filepath.FromSlash(starterSpecPath))
+	if err := os.Remove(specPath); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "phases.yaml", "mine\n")
+	r := pipeline(t, dir, "init")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "already exists") {
+		t.Errorf("init over an existing file: exit %d, %q", r.code, r.stderr)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "phases.yaml")); string(got) != "mine\n" {
+		t.Errorf("init overwrote phases.yaml: %q", got)
+	}
+	if _, err := os.Stat(specPath); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("init wrote the spec although it refused: %v", err)
+	}
+}
+
+func TestSchemaPrintsTheCheckedInSchemas(t *testing.T) {
+	if r := pipeline(t, ".", "schema"); r.code != 0 || r.stdout != string(schemas.Phases) {
+		t.Errorf("schema: exit %d, output differs from schemas/phases.schema.json", r.code)
+	}
+	if r := pipeline(t, ".", "schema", "--frontmatter"); r.code != 0 || r.stdout != string(schemas.Frontmatter) {
+		t.Errorf("schema --frontmatter: exit %d, output differs", r.code)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	if r := pipeline(t, ".", "version"); r.code != 0 || !strings.HasPrefix(r.stdout, "pipeline ") {
+		t.Errorf("version: exit %d, %q", r.code, r.stdout)
+	}
+}
+
+func write(t *testing.T, dir, name, content string) {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,141 @@
+package schemas_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/goccy/go-yaml"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"pipeline/schemas"
+)
+
+func compile(t *testing.T, name string, schema []byte) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(name, doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// instance reads YAML as the JSON value a schema validator sees.
+func instance(t *testing.T, yamlText []byte) any {
+	t.Helper()
+	js, err := yaml.YAMLToJSON(yamlText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func files(t *testing.T, globs ...string) []string {
+	t.Helper()
+	var out []string
+	for _, g := range globs {
+		matches, err := filepath.Glob(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, matches...)
+	}
+	if len(out) == 0 {
+		t.Fatalf("no files match %v", globs)
+	}
+	return out
+}
+
+// frontmatter returns the YAML between a spec's --- lines.
+func frontmatter(t *testing.T, content []byte) []byte {
+	t.Helper()
+	text := strings.ReplaceAll(string(content), "\r\n", "\n")
+	rest, ok := strings.CutPrefix(text, "---\n")
+	if !ok {
+		return nil
+	}
+	block, _, ok := strings.Cut(rest, "\n---\n")
+	if !ok {
+		t.Fatal("frontmatter not closed")
+	}
+	return []byte(block)
+}
+
+func TestExamplesMatchPhasesSchema(t *testing.T) {
+	schema := compile(t, "phases.schema.json", schemas.Phases)
+	for _, path := range files(t, "../examples/*/phases.yaml", "../cmd/pipeline/starter/phases.yaml") {
+		content, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := schema.Validate(instance(t, content)); err != nil {
+			t.Errorf("%s: %v", path, err)
+		}
+	}
+}
+
+func TestSpecsMatchFrontmatterSchema(t *testing.T) {
+	schema := compile(t, "frontmatter.schema.json", schemas.Frontmatter)
+	paths := files(t, "../examples/*/spec.md", "../examples/*/specs/*/README.md", "../cmd/pipeline/starter/spec.md")
+	for _, path := range paths {
+		content, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		block := frontmatter(t, content)
+		if block == nil {
+			continue
+		}
+		if err := schema.Validate(instance(t, block)); err != nil {
+			t.Errorf("%s: %v", path, err)
+		}
+	}
+}
+
+// The schemas reject what the loader rejects, so an editor flags it too.
+func TestSchemasRejectMistakes(t *testing.T) {
+	phases := compile(t, "phases.schema.json", schemas.Phases)
+	for _, bad := range []string{
+		"phases: [{name: a}]\n",                                   // no version
+		"version: 2\nphases: [{name: a}]\n",                       // unknown version
+		"version: 1\nphases: []\n",                                // no phases
+		"version: 1\nnme: x\nphases: [{name: a}]\n",               // unknown key
+		"version: 1\nagent: {kind: claud}\nphases: [{name: a}]\n", // bad kind
+		"version: 1\nphases: [{name: a, retry: {backof: 1s}}]\n",  // misspelt key
+		"version: 1\nphases: [{name: a, timeout: soon}]\n",        // bad duration
+		"version: 1\nphases: [{name: a, pause_when: [x]}]\n",      // triggers as a list
+		"version: 1\nphases: [{prompt: x}]\n",                     // no name
+	} {
+		if err := phases.Validate(instance(t, []byte(bad))); err == nil {
+			t.Errorf("the phases schema accepts %q", bad)
+		}
+	}
+	fm := compile(t, "frontmatter.schema.json", schemas.Frontmatter)
+	for _, bad := range []string{
+		"agent_phases: design\n",
+		"agent_phases: [{design: a, backend: b}]\n",
+		"pipeline: {phasess: []}\n",
+		"pipeline: {defaults: {timeout: 3 days}}\n",
+	} {
+		if err := fm.Validate(instance(t, []byte(bad))); err == nil {
+			t.Errorf("the frontmatter schema accepts %q", bad)
+		}
+	}
+	if err := fm.Validate(instance(t, []byte("status: planned\nowner: ana\ncustom: {a: 1}\n"))); err != nil {
+		t.Errorf("the frontmatter schema refuses free keys: %v", err)
+	}
+}

@@ -1,0 +1,169 @@
+package triggers_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"pipeline/triggers"
+)
+
+func TestCompileErrors(t *testing.T) {
+	tests := []struct {
+		source     string
+		kind       triggers.Kind
+		line, col  int // col is 0-based, as expr counts
+		message    string
+		hintSubstr string
+	}{
+		{"tokns > 15000", triggers.Condition, 1, 0, `unknown variable "tokns"`, `did you mean "tokens"`},
+		{"tokens", triggers.Condition, 1, 0, "must give true or false, but this gives a number", "condition"},
+		{"output", triggers.Condition, 1, 0, "gives a string", ""},
+		{"tokens >", triggers.Condition, 1, 7, "unexpected token EOF", ""},
+		{"exit_code != 0 ||\n  foo", triggers.Condition, 2, 2, `unknown variable "foo"`, "docs/expressions.md"},
+		{`elapsed > "30m"`, triggers.Condition, 1, 8, "mismatched types", `duration("30m")`},
+		{"tokens + 1", triggers.Duration, 1, 0, "gives a number, not a duration", "duration"},
+		{"10x", triggers.Duration, 1, 2, "", ""},
+		{`duration("10q") * 2`, triggers.Duration, 1, 9, `"10q" is not a duration`, "number and a unit"},
+		{`elapsed > duration("3 m")`, triggers.Condition, 1, 19, `"3 m" is not a duration`, ""},
+		{"steps.test.exitcode == 0", triggers.Condition, 1, 11, `a step has no field "exitcode"`, `did you mean "exit_code"`},
+		{"   ", triggers.Condition, 1, 0, "empty", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.source, func(t *testing.T) {
+			_, err := triggers.Compile(tt.source, tt.kind)
+			var ce *triggers.CompileError
+			if !errors.As(err, &ce) {
+				t.Fatalf("got %v (%T), want a *CompileError", err, err)
+			}
+			if ce.Line != tt.line || ce.Column != tt.col {
+				t.Errorf("at %d:%d, want %d:%d (%s)", ce.Line, ce.Column, tt.line, tt.col, ce.Message)
+			}
+			if !strings.Contains(ce.Message, tt.message) {
+				t.Errorf("message %q, want it to contain %q", ce.Message, tt.message)
+			}
+			if !strings.Contains(ce.Hint, tt.hintSubstr) {
+				t.Errorf("hint %q, want it to contain %q", ce.Hint, tt.hintSubstr)
+			}
+		})
+	}
+}
+
+func TestEvalCondition(t *testing.T) {
+	env := &triggers.Env{
+		Tokens: 20000, Elapsed: 31 * time.Minute, ExitCode: 1, Output: "--- FAIL: TestX",
+		Steps: map[string]triggers.StepVars{"test": {ExitCode: 0, Ran: true}},
+		Spec:  map[string]any{"priority": "high", "tags": []any{"api"}},
+	}
+	tests := []struct {
+		source string
+		want   bool
+	}{
+		{"tokens > 15000", true},
+		{"tokens > 25000", false},
+		{`elapsed > duration("30m")`, true},
+		{`elapsed > duration("1d")`, false},
+		{"exit_code != 0 || timed_out", true},
+		{`output matches "FAIL"`, true},
+		{"steps.test.exit_code == 0 && steps.test.ran", true},
+		{`steps.lint.ran`, false},
+		{`spec.priority == "high" && "api" in spec.tags`, true},
+		{`spec.missing == nil`, true},
+	}
+	for _, tt := range tests {
+		e, err := triggers.Compile(tt.source, triggers.Condition)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.source, err)
+		}
+		got, err := e.Eval(env)
+		if err != nil || got != tt.want {
+			t.Errorf("%s = %v, %v; want %v", tt.source, got, err, tt.want)
+		}
+	}
+}
+
+// A run-time error is an error, never a quiet false.
+func TestEvalRuntimeErrorIsAnError(t *testing.T) {
+	e, err := triggers.Compile(`spec.points > 3`, triggers.Condition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.Eval(&triggers.Env{Spec: map[string]any{"points": "many"}}); err == nil {
+		t.Fatalf("got %v and no error comparing a string with a number", got)
+	}
+}
+
+func TestEvalDuration(t *testing.T) {
+	tests := []struct {
+		source string
+		env    triggers.Env
+		want   time.Duration
+	}{
+		{"10s", triggers.Env{}, 10 * time.Second},
+		{"1d", triggers.Env{}, 24 * time.Hour},
+		{`duration("10s") * consecutive_errors`, triggers.Env{ConsecutiveErrors: 3}, 30 * time.Second},
+		{`duration("10s") * 1.5`, triggers.Env{}, 15 * time.Second},
+		{`duration("1s") * 2 ** attempt`, triggers.Env{Attempt: 3}, 8 * time.Second},
+	}
+	for _, tt := range tests {
+		e, err := triggers.Compile(tt.source, triggers.Duration)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.source, err)
+		}
+		got, err := e.EvalDuration(&tt.env)
+		if err != nil || got != tt.want {
+			t.Errorf("%s = %v, %v; want %v", tt.source, got, err, tt.want)
+		}
+	}
+}
+
+func TestReadsAndStepRefs(t *testing.T) {
+	e, err := triggers.Compile(`steps.test.exit_code == 0 && tokens > 5 && steps["unit-tests"].ran`, triggers.Condition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(e.Reads, ","); got != "steps,tokens" {
+		t.Errorf("reads %s, want steps,tokens", got)
+	}
+	if len(e.StepRefs) != 2 || e.StepRefs[0].Name != "test" || e.StepRefs[1].Name != "unit-tests" {
+		t.Errorf("step refs %+v", e.StepRefs)
+	}
+	all, err := triggers.Compile(`$env["tokens"] > 5`, triggers.Condition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all.Reads) != len(triggers.Variables) {
+		t.Errorf("an expression using $env reads %v, want every variable", all.Reads)
+	}
+}
+
+// Every variable of the documentation exists in Env, and the reverse.
+func TestVariablesMatchEnv(t *testing.T) {
+	for _, v := range triggers.Variables {
+		if _, err := triggers.Compile(v.Name+" == "+v.Name, triggers.Condition); err != nil {
+			t.Errorf("documented variable %s: %v", v.Name, err)
+		}
+	}
+	if n := triggers.CountExprTags(); n != len(triggers.Variables) {
+		t.Errorf("Env has %d variables, the documentation %d", n, len(triggers.Variables))
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	for text, want := range map[string]time.Duration{"90s": 90 * time.Second, "7d": 7 * 24 * time.Hour, "1d12h": 36 * time.Hour, " 2h ": 2 * time.Hour} {
+		if got, err := triggers.ParseDuration(text); err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", text, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "30x", "-5m", "-1d", "d", "1.5d", "5"} {
+		if got, err := triggers.ParseDuration(bad); err == nil {
+			t.Errorf("ParseDuration(%q) = %v, want an error", bad, got)
+		}
+	}
+	for d, want := range map[time.Duration]string{0: "none", 30 * time.Second: "30s", 90 * time.Second: "1m30s", 2 * time.Hour: "2h", 48 * time.Hour: "2d", 150 * time.Minute: "2h30m"} {
+		if got := triggers.FormatDuration(d); got != want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
