@@ -10,13 +10,13 @@ import (
 // ParseDuration reads a duration written as Go writes them (90s, 1h30m),
 // with d for days allowed as well (7d, 1d12h). Negative durations are
 // refused: every duration in a pipeline is a length of time.
-func ParseDuration(text string) (time.Duration, error) {
-	text = strings.TrimSpace(text)
+func ParseDuration(written string) (time.Duration, error) {
+	text := strings.TrimSpace(written)
 	var days time.Duration
 	if i := strings.IndexByte(text, 'd'); i > 0 {
 		n, err := strconv.Atoi(text[:i])
 		if err != nil || n < 0 {
-			return 0, fmt.Errorf("%q is not a duration", text)
+			return 0, fmt.Errorf("%q is not a duration", strings.TrimSpace(written))
 		}
 		days = time.Duration(n) * 24 * time.Hour
 		text = text[i+1:]
@@ -26,10 +26,10 @@ func ParseDuration(text string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(text)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration", text)
+		return 0, fmt.Errorf("%q is not a duration", strings.TrimSpace(written))
 	}
 	if d < 0 {
-		return 0, fmt.Errorf("%q is negative", text)
+		return 0, fmt.Errorf("%q is negative", strings.TrimSpace(written))
 	}
 	return days + d, nil
 }

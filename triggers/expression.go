@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -85,7 +86,7 @@ func Compile(source string, kind Kind) (*Expression, error) {
 	}
 	program, err := expr.Compile(text, options...)
 	if err != nil {
-		return nil, compileError(err, kind)
+		return nil, compileError(err, text, kind)
 	}
 	if kind == Duration {
 		if t := program.Node().Type(); t != durationType {
@@ -159,7 +160,7 @@ var (
 	stepFieldNames = []string{"exit_code", "timed_out", "tokens", "cost_usd", "elapsed", "output", "ran"}
 )
 
-func compileError(err error, kind Kind) error {
+func compileError(err error, source string, kind Kind) error {
 	var fe *file.Error
 	if !errors.As(err, &fe) {
 		message := err.Error()
@@ -171,6 +172,15 @@ func compileError(err error, kind Kind) error {
 	ce := &CompileError{Line: fe.Line, Column: fe.Column, Message: fe.Message}
 	if ce.Line == 0 {
 		ce.Line = 1
+	}
+	if strings.Contains(fe.Message, "unexpected token EOF") {
+		// expr points at the last character; the missing part goes after it.
+		lines := strings.Split(strings.TrimRight(source, " \t\n"), "\n")
+		ce.Line, ce.Column = len(lines), utf8.RuneCountInString(lines[len(lines)-1])
+		ce.Message = "the expression ends too early"
+		ce.Hint = "complete it: an operator needs a value on each side, and every ( [ { and quote needs its closing one"
+	} else if strings.HasPrefix(fe.Message, "unexpected token") {
+		ce.Hint = "check the syntax: and, or, not, ==, !=, <, >, in, matches; text in quotes; durations as duration(\"30m\")"
 	}
 	switch {
 	case unknownName.MatchString(fe.Message):

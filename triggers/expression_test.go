@@ -20,7 +20,7 @@ func TestCompileErrors(t *testing.T) {
 		{"tokns > 15000", triggers.Condition, 1, 0, `unknown variable "tokns"`, `did you mean "tokens"`},
 		{"tokens", triggers.Condition, 1, 0, "must give true or false, but this gives a number", "condition"},
 		{"output", triggers.Condition, 1, 0, "gives a string", ""},
-		{"tokens >", triggers.Condition, 1, 7, "unexpected token EOF", ""},
+		{"tokens >", triggers.Condition, 1, 8, "the expression ends too early", "operator needs a value"},
 		{"exit_code != 0 ||\n  foo", triggers.Condition, 2, 2, `unknown variable "foo"`, "docs/expressions.md"},
 		{`elapsed > "30m"`, triggers.Condition, 1, 8, "mismatched types", `duration("30m")`},
 		{"tokens + 1", triggers.Duration, 1, 0, "gives a number, not a duration", "duration"},

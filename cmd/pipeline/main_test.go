@@ -271,3 +271,27 @@ func write(t *testing.T, dir, name, content string) {
 		t.Fatal(err)
 	}
 }
+
+// Each kind of bad input exits 2 with file:line:col, whether it is the
+// YAML, an expression, the frontmatter or a missing spec.
+func TestBadInputExits2WithPosition(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "syntax.yaml", "version: 1\nphases:\n  - name: [a\n")
+	write(t, dir, "expr.yaml", "version: 1\nagent: {kind: claude}\nphases:\n  - name: a\n    done_when: \"spec.status == \\\"x\\\" && tokns\"\n")
+	write(t, dir, "fm.yaml", "version: 1\nagent: {kind: claude}\nspec: spec.md\nphases: [{name: a}]\n")
+	write(t, dir, "spec.md", "---\nstatus: x\nagent_phases: {a: b}\n---\n# body\n")
+	write(t, dir, "nospec.yaml", "version: 1\nagent: {kind: claude}\nspec: nope.md\nphases: [{name: a}]\n")
+	for file, want := range map[string]string{
+		"syntax.yaml": "syntax.yaml:3:11: YAML syntax",
+		"expr.yaml":   `expr.yaml:5:41: phases[0].done_when: unknown variable "tokns"`,
+		"fm.yaml":     "spec.md:3:15: agent_phases must be a list",
+		"nospec.yaml": "nospec.yaml:3:7: spec file nope.md does not exist",
+	} {
+		for _, command := range []string{"validate", "plan"} {
+			r := pipeline(t, dir, command, file)
+			if r.code != exitUsage || !strings.Contains(r.stderr, want) {
+				t.Errorf("%s %s: exit %d, want 2 and %q in:\n%s", command, file, r.code, want, r.stderr)
+			}
+		}
+	}
+}

@@ -33,25 +33,30 @@ type decoder struct {
 	// positions maps a value's path (phases[1].pause_when.tokens) to where
 	// it was written.
 	positions map[string]Position
+	// brokenAgents holds the places of agents already reported, so that
+	// the steps using them are not reported once more each.
+	brokenAgents map[Position]bool
 }
 
 func newDecoder(file string, content []byte, lineOffset int) *decoder {
 	return &decoder{
-		file:       file,
-		lines:      strings.Split(string(content), "\n"),
-		lineOffset: lineOffset,
-		anchors:    map[string]ast.Node{},
-		positions:  map[string]Position{},
+		file:         file,
+		lines:        strings.Split(string(content), "\n"),
+		lineOffset:   lineOffset,
+		anchors:      map[string]ast.Node{},
+		positions:    map[string]Position{},
+		brokenAgents: map[Position]bool{},
 	}
 }
 
 // parse parses one YAML document; it returns nil after recording a problem.
 func (d *decoder) parse(yamlText []byte) ast.Node {
-	f, err := parser.ParseBytes(yamlText, 0)
+	f, err := parser.ParseBytes(yamlText, 0, parser.AllowDuplicateMapKey())
 	if err != nil {
 		var ye yaml.Error
 		if errors.As(err, &ye) && ye.GetToken() != nil {
-			d.report(ye.GetToken(), "YAML syntax: "+ye.GetMessage(), "check the indentation and the quoting on this line or the one before")
+			message, hint := syntaxMessage(ye.GetMessage())
+			d.report(ye.GetToken(), message, hint)
 		} else {
 			d.problems = append(d.problems, Problem{Position: Position{File: d.file, Line: 1 + d.lineOffset, Column: 1},
 				Message: "YAML syntax: " + err.Error()})
@@ -65,7 +70,7 @@ func (d *decoder) parse(yamlText []byte) ast.Node {
 		}
 	}
 	if len(bodies) > 1 {
-		d.report(bodies[1].GetToken(), "a second YAML document (after ---) is not allowed here",
+		d.reportNode(bodies[1], "a second YAML document (after ---) is not allowed here",
 			"keep one document in the file")
 	}
 	if len(bodies) == 0 {
@@ -74,21 +79,32 @@ func (d *decoder) parse(yamlText []byte) ast.Node {
 	return bodies[0]
 }
 
+// syntaxMessage rewords the YAML parser's messages that name a character
+// or a grammar rule rather than the mistake.
+func syntaxMessage(message string) (string, string) {
+	switch {
+	case strings.Contains(message, "'\t'"):
+		return "YAML syntax: a tab is used for indentation", "YAML indents with spaces only; replace the tab with spaces"
+	case strings.Contains(message, "value is not allowed in this context"):
+		return "YAML syntax: a value is not allowed here", "check the indentation: a key's value goes on the same line or indented below it"
+	}
+	return "YAML syntax: " + message, "check the indentation and the quoting on this line or the one before"
+}
+
 func (d *decoder) position(tk *token.Token) Position {
 	if tk == nil {
 		return Position{File: d.file, Line: 1 + d.lineOffset, Column: 1}
 	}
-	line, col := tk.Position.Line+d.lineOffset, tk.Position.Column
-	if tk.Type == token.DoubleQuoteType || tk.Type == token.SingleQuoteType {
-		col++
-	}
-	return Position{File: d.file, Line: line, Column: max(col, 1)}
+	return Position{File: d.file, Line: tk.Position.Line + d.lineOffset, Column: max(tk.Position.Column, 1)}
 }
 
 // nodePosition is where a node starts: for a mapping, its first key.
 func (d *decoder) nodePosition(node ast.Node) Position {
 	switch n := node.(type) {
 	case *ast.MappingNode:
+		if n.IsFlowStyle && n.Start != nil {
+			return d.position(n.Start)
+		}
 		if len(n.Values) > 0 && n.Values[0].Key != nil {
 			return d.position(n.Values[0].Key.GetToken())
 		}
@@ -109,6 +125,11 @@ func (d *decoder) sourceLine(line int) string {
 
 func (d *decoder) report(tk *token.Token, message, hint string) {
 	d.reportAt(d.position(tk), message, hint)
+}
+
+// reportNode reports a problem with a whole value, at its start.
+func (d *decoder) reportNode(node ast.Node, message, hint string) {
+	d.reportAt(d.nodePosition(node), message, hint)
 }
 
 func (d *decoder) reportAt(pos Position, message, hint string) {
@@ -193,7 +214,7 @@ func (d *decoder) decode(node ast.Node, v reflect.Value, path string, kind trigg
 		}
 		dur, err := ParseDuration(text)
 		if err != nil {
-			d.report(node.GetToken(), fmt.Sprintf("%s: %v", path, err), "use a number and a unit: 90s, 30m, 2h, 1h30m or 7d")
+			d.reportNode(node, fmt.Sprintf("%s: %v", path, err), "use a number and a unit: 90s, 30m, 2h, 1h30m or 7d")
 			return
 		}
 		v.SetInt(int64(dur))
@@ -217,7 +238,7 @@ func (d *decoder) decode(node ast.Node, v reflect.Value, path string, kind trigg
 	case reflect.Int:
 		n, ok := node.(*ast.IntegerNode)
 		if !ok {
-			d.report(node.GetToken(), fmt.Sprintf("%s must be a whole number, not %s", path, describe(node)), "")
+			d.reportNode(node, fmt.Sprintf("%s must be a whole number, not %s", path, describe(node)), "")
 			return
 		}
 		i, _ := n.Value.(int64)
@@ -228,7 +249,7 @@ func (d *decoder) decode(node ast.Node, v reflect.Value, path string, kind trigg
 	case reflect.Bool:
 		b, ok := node.(*ast.BoolNode)
 		if !ok {
-			d.report(node.GetToken(), fmt.Sprintf("%s must be true or false, not %s", path, describe(node)), "")
+			d.reportNode(node, fmt.Sprintf("%s must be true or false, not %s", path, describe(node)), "")
 			return
 		}
 		v.SetBool(b.Value)
@@ -248,7 +269,7 @@ func (d *decoder) scalar(node ast.Node, path, want string) (string, bool) {
 	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
 		return n.GetToken().Value, true
 	}
-	d.report(node.GetToken(), fmt.Sprintf("%s must be %s, not %s", path, want, describe(node)), "")
+	d.reportNode(node, fmt.Sprintf("%s must be %s, not %s", path, want, describe(node)), "")
 	return "", false
 }
 
@@ -305,7 +326,7 @@ func (d *decoder) mappingEntries(node ast.Node, path string) ([]*ast.MappingValu
 		if what == "" {
 			what = "the file"
 		}
-		d.report(node.GetToken(), fmt.Sprintf("%s must be a mapping (key: value lines), not %s", what, describe(node)), "")
+		d.reportNode(node, fmt.Sprintf("%s must be a mapping (key: value lines), not %s", what, describe(node)), "")
 		return nil, false
 	}
 	seen := map[string]int{}
@@ -370,8 +391,13 @@ func (d *decoder) decodeStruct(node ast.Node, v reflect.Value, path string) {
 			d.unknownKey(e, key, path, fieldNames(fs))
 			continue
 		}
-		d.positions[join(path, key)+"#key"] = d.position(e.Key.GetToken())
+		keyPosition := d.position(e.Key.GetToken())
+		d.positions[join(path, key)+"#key"] = keyPosition
 		d.decode(e.Value, v.FieldByIndex(match.index), join(path, key), match.kind)
+		if isNull(e.Value) {
+			// An empty value has no place of its own; point at its key.
+			d.positions[join(path, key)] = keyPosition
+		}
 	}
 }
 
@@ -394,7 +420,7 @@ func (d *decoder) unknownKey(e *ast.MappingValueNode, key, path string, known []
 func (d *decoder) decodeSlice(node ast.Node, v reflect.Value, path string) {
 	seq, ok := node.(*ast.SequenceNode)
 	if !ok {
-		d.report(node.GetToken(), fmt.Sprintf("%s must be a list, not %s", path, describe(node)),
+		d.reportNode(node, fmt.Sprintf("%s must be a list, not %s", path, describe(node)),
 			"write a list as [a, b] or as lines starting with -")
 		return
 	}
@@ -456,16 +482,23 @@ func (d *decoder) decodeExpr(node ast.Node, out *Expr, path string, kind trigger
 		return
 	}
 	start := d.position(node.GetToken())
+	var quote rune
+	switch tk := node.GetToken(); {
+	case tk.Type == token.DoubleQuoteType:
+		quote, start.Column = '"', start.Column+1
+	case tk.Type == token.SingleQuoteType:
+		quote, start.Column = '\'', start.Column+1
+	}
 	if lit, isLiteral := node.(*ast.LiteralNode); isLiteral {
 		start = Position{File: d.file, Line: d.position(lit.Start).Line + 1, Column: 1}
 	}
-	*out = Expr{Source: source, Kind: kind, At: d.skipSpace(start)}
+	*out = Expr{Source: source, Kind: kind, At: d.skipSpace(start), quote: quote}
 	compiled, err := triggers.Compile(source, kind)
 	if err != nil {
 		var ce *triggers.CompileError
 		if errors.As(err, &ce) {
 			offset := runeOffset(source, ce.Line, ce.Column)
-			d.reportAt(d.exprPosition(out.At, source, offset), fmt.Sprintf("%s: %s", path, ce.Message), ce.Hint)
+			d.reportAt(d.exprPosition(*out, offset), fmt.Sprintf("%s: %s", path, ce.Message), ce.Hint)
 		} else {
 			d.reportAt(out.At, fmt.Sprintf("%s: %v", path, err), "")
 		}
@@ -518,12 +551,13 @@ func (d *decoder) next(pos Position) Position {
 	return pos
 }
 
-// exprPosition maps a rune offset in an expression to the file, given where
-// its first character is. YAML strips indentation and folds line breaks in
-// block and multi-line scalars but keeps every other character, so the walk
-// counts only non-space characters on both sides.
-func (d *decoder) exprPosition(start Position, source string, offset int) Position {
-	src := []rune(source)
+// exprPosition maps a rune offset in an expression to the file. YAML strips
+// indentation and folds line breaks in block and multi-line scalars but
+// keeps every other character, so the walk counts only non-space
+// characters on both sides; in a quoted scalar an escape (\" or ”) is
+// two characters in the file for one in the expression.
+func (d *decoder) exprPosition(e Expr, offset int) Position {
+	src := []rune(e.Source)
 	pastEnd := offset >= len(src)
 	if pastEnd {
 		offset = len(src)
@@ -538,7 +572,7 @@ func (d *decoder) exprPosition(start Position, source string, offset int) Positi
 			remaining++
 		}
 	}
-	pos := start
+	pos := e.At
 	for {
 		r, ok := d.runeAt(pos)
 		if !ok {
@@ -549,6 +583,9 @@ func (d *decoder) exprPosition(start Position, source string, offset int) Positi
 				break
 			}
 			remaining--
+			if next, _ := d.runeAt(d.next(pos)); (e.quote == '"' && r == '\\') || (e.quote == '\'' && r == '\'' && next == '\'') {
+				pos = d.next(pos) // the escaped character counts with its escape
+			}
 		}
 		pos = d.next(pos)
 	}

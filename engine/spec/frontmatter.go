@@ -133,7 +133,7 @@ func (d *decoder) plainValue(node ast.Node, depth int) any {
 		return nil
 	}
 	if depth > 64 {
-		d.report(node.GetToken(), "the frontmatter is nested too deeply", "")
+		d.reportNode(node, "the frontmatter is nested too deeply", "")
 		return nil
 	}
 	switch n := node.(type) {
@@ -173,14 +173,14 @@ func (d *decoder) plainValue(node ast.Node, depth int) any {
 
 func (fm *Frontmatter) decodeAgentPhases(node ast.Node) {
 	d := fm.dec
-	d.positions["agent_phases"] = d.position(node.GetToken())
+	d.positions["agent_phases"] = d.nodePosition(node)
 	node = d.resolve(node)
 	if isNull(node) {
 		return
 	}
 	seq, ok := node.(*ast.SequenceNode)
 	if !ok {
-		d.report(node.GetToken(), "agent_phases must be a list, not "+describe(node),
+		d.reportNode(node, "agent_phases must be a list, not "+describe(node),
 			`write one line per phase: - design: "Focus on the API"`)
 		return
 	}
@@ -188,7 +188,7 @@ func (fm *Frontmatter) decodeAgentPhases(node ast.Node) {
 	seen := map[string]bool{}
 	for i, item := range seq.Values {
 		path := fmt.Sprintf("agent_phases[%d]", i)
-		d.positions[path] = d.position(item.GetToken())
+		d.positions[path] = d.nodePosition(item)
 		item = d.resolve(item)
 		var phase AgentPhase
 		switch n := item.(type) {
@@ -202,7 +202,7 @@ func (fm *Frontmatter) decodeAgentPhases(node ast.Node) {
 				continue
 			}
 			if len(entries) != 1 {
-				d.report(item.GetToken(), fmt.Sprintf("%s must name one phase, not %d", path, len(entries)),
+				d.reportNode(item, fmt.Sprintf("%s must name one phase, not %d", path, len(entries)),
 					`write one phase per list item: - design: "Focus on the API"`)
 				continue
 			}
@@ -227,7 +227,7 @@ func (fm *Frontmatter) decodeAgentPhases(node ast.Node) {
 		fm.AgentPhases = append(fm.AgentPhases, phase)
 	}
 	if len(seq.Values) == 0 {
-		d.report(seq.GetToken(), "agent_phases is empty", "list at least one phase, or remove agent_phases")
+		d.reportNode(seq, "agent_phases is empty", "list at least one phase, or remove agent_phases")
 	}
 }
 

@@ -70,7 +70,7 @@ func (doc *Document) check(root ast.Node) {
 	switch {
 	case p.Version == 0 && !d.has("version"):
 		d.reportAt(top, "version is missing", "add version: 1 as the first line")
-	case p.Version != 1 && d.has("version"):
+	case p.Version != 1 && d.has("version") && !d.reportedAt(d.positions["version"]):
 		d.reportAt(d.positions["version"], fmt.Sprintf("version %d is not one this pipeline reads", p.Version),
 			"write version: 1; it is the only version so far")
 	}
@@ -78,7 +78,7 @@ func (doc *Document) check(root ast.Node) {
 	case !d.has("phases"):
 		d.reportAt(top, "phases is missing: a pipeline needs at least one phase",
 			"add phases: with a list of - name: ... entries")
-	case len(p.Phases) == 0 && d.has("phases"):
+	case len(p.Phases) == 0 && d.has("phases") && !d.reportedAt(d.positions["phases"]):
 		d.reportAt(d.positions["phases"], "phases is empty: a pipeline needs at least one phase",
 			"add - name: ... entries under phases")
 	}
@@ -118,10 +118,11 @@ func checkAgent(d *decoder, a *Agent, path string) {
 		d.reportAt(d.positions[path+".kind"], fmt.Sprintf("%s.kind %q is not an agent kind", path, a.Kind), hint)
 	}
 	if a.Kind != "" && a.Kind != KindCommand && len(a.Command) > 0 {
-		d.reportAt(d.positions[path+".command"], fmt.Sprintf("%s.command is only for kind: command (this agent is %s)", path, a.Kind),
+		d.reportAt(d.positions[path+".command#key"], fmt.Sprintf("%s.command is only for kind: command (this agent is %s)", path, a.Kind),
 			"pass extra arguments with args, or use kind: command to run your own program")
 	}
-	if a.Kind == KindCommand && len(a.Command) == 0 && d.has(path+".kind") {
+	if a.Kind == KindCommand && len(a.Command) == 0 && d.has(path+".kind") && (path == "agent" || path == "pipeline.agent") {
+		d.brokenAgents[d.positions[path]] = true
 		d.reportAt(d.positions[path+".kind"], fmt.Sprintf("%s has kind: command but no command", path),
 			`add command: [./bin/my-agent, "{prompt}"]; an argument containing {prompt} gets the prompt, otherwise it goes to standard input`)
 	}

@@ -98,4 +98,7 @@ type Expr struct {
 	At     Position
 	// Compiled is set once the expression compiled without error.
 	Compiled *triggers.Expression
+	// quote is the YAML quote around the expression, if any: its escapes
+	// shift columns.
+	quote rune
 }

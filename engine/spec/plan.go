@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"pipeline/triggers"
@@ -173,7 +174,7 @@ func Load(path, specPath string) (*Plan, error) {
 		fm, specErr = LoadSpec(specPath)
 		switch {
 		case errors.Is(specErr, fs.ErrNotExist) && specOrigin.Line > 0:
-			doc.dec.reportAt(specOrigin, fmt.Sprintf("spec file %s does not exist", specPath),
+			doc.dec.reportAt(specOrigin, fmt.Sprintf("spec file %s does not exist", doc.Pipeline.Spec),
 				"fix the path (it is relative to phases.yaml), or remove spec:")
 		case fm == nil && specErr != nil && !isSpecError(specErr):
 			return nil, specErr
@@ -483,6 +484,11 @@ func (r *resolver) step(s phaseSource, step Step, i int, origin func(string) Ori
 	if at.Layer == LayerDefault {
 		at = s.from
 	}
+	if r.decoderOf(resolved.From).reportedAt(resolved.From.Position) || r.decoderOf(resolved.From).brokenAgents[resolved.From.Position] {
+		// The agent this step uses is already reported as broken; one
+		// mistake, one problem.
+		return plan
+	}
 	switch {
 	case resolved.Value.Kind == "":
 		r.reportAt(at, fmt.Sprintf("phase %q, step %q is an agent step but no agent kind is set", s.name, plan.Name),
@@ -509,12 +515,12 @@ func (r *resolver) checkStepRefs(plan PhasePlan) {
 		if slices.Contains(names, ref.Name) {
 			continue
 		}
-		hint := "the steps of this phase are " + fmt.Sprint(names)
+		hint := "the steps of this phase are " + strings.Join(names, ", ")
 		if near := triggers.Closest(ref.Name, names); near != "" {
 			hint = fmt.Sprintf("did you mean %s?", stepReference(near))
 		}
 		dec := r.decoderOf(plan.DoneWhen.From)
-		pos := dec.exprPosition(e.At, e.Source, ref.Offset)
+		pos := dec.exprPosition(*e, ref.Offset)
 		dec.reportAt(pos, fmt.Sprintf("phase %q: done_when reads %s, but the phase has no step %q", plan.Name, stepReference(ref.Name), ref.Name), hint)
 	}
 }

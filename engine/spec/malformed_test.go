@@ -1,0 +1,562 @@
+package spec_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"pipeline/engine/spec"
+)
+
+// malformedProblem is one problem a malformed input must produce. Line and
+// Col are computed by hand from the input: the 1-based line and the 1-based
+// column (in characters) of the offending character.
+type malformedProblem struct {
+	file string // "" for phases.yaml, or "spec.md"
+	line int
+	col  int
+	msg  string // a substring of Problem.Message
+	hint string // when set, a substring of Problem.Hint
+}
+
+// malformedCase is one malformed phases.yaml (and optionally spec.md, which
+// the yaml names with spec: spec.md) and every problem it must produce.
+type malformedCase struct {
+	name  string
+	yaml  string
+	spec  string
+	wants []malformedProblem
+}
+
+// specHeader is a valid phases.yaml head that names spec.md; the phase it
+// lists is on line 5.
+const specHeader = "version: 1\nagent: {kind: claude}\nspec: spec.md\nphases:\n  - name: build\n"
+
+var malformedCases = []malformedCase{
+	// YAML syntax.
+	{
+		name: "unclosed flow sequence",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwatch: [specs/*.md\n",
+		// The [ that is never closed.
+		wants: []malformedProblem{{line: 5, col: 8, msg: "YAML syntax"}},
+	},
+	{
+		name: "unclosed double quote",
+		yaml: "version: 1\nagent: {kind: claude}\nname: \"build\nphases:\n  - name: build\n",
+		// The opening " that is never closed.
+		wants: []malformedProblem{{line: 3, col: 7, msg: "YAML syntax"}},
+	},
+	{
+		name: "bad indentation",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n steps: []\n",
+		// A key indented by one space: neither top level nor in the phase.
+		wants: []malformedProblem{{line: 5, col: 2, msg: "YAML syntax"}},
+	},
+	{
+		name:  "tab used for indentation",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n\t- name: build\n",
+		wants: []malformedProblem{{line: 4, col: 1, msg: "YAML syntax"}},
+	},
+
+	// Wrong types.
+	{
+		name:  "name as a list",
+		yaml:  "version: 1\nname: [a, b]\nagent: {kind: claude}\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 2, col: 7, msg: "name must be a string, not a list"}},
+	},
+	{
+		name:  "version as a string",
+		yaml:  "version: one\nagent: {kind: claude}\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 1, col: 10, msg: "version must be a whole number, not a string"}},
+	},
+	{
+		name:  "args as a string",
+		yaml:  "version: 1\nagent:\n  kind: claude\n  args: --verbose\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 4, col: 9, msg: "agent.args must be a list, not a string"}},
+	},
+	{
+		name: "auto_advance as a quoted string",
+		yaml: "version: 1\nagent: {kind: claude}\ndefaults:\n  auto_advance: \"yes\"\nphases:\n  - name: build\n",
+		// The value "yes" starts at its opening quote.
+		wants: []malformedProblem{{line: 4, col: 17, msg: "defaults.auto_advance must be true or false, not a string"}},
+	},
+	{
+		name:  "auto_advance as a plain string",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    auto_advance: always\n",
+		wants: []malformedProblem{{line: 5, col: 19, msg: "phases[0].auto_advance must be true or false, not a string"}},
+	},
+	{
+		name:  "agent as a string",
+		yaml:  "version: 1\nagent: claude\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 2, col: 8, msg: "agent must be a mapping (key: value lines), not a string"}},
+	},
+	{
+		name:  "env as a list",
+		yaml:  "version: 1\nagent:\n  kind: claude\n  env: [FOO=bar]\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 4, col: 8, msg: "agent.env must be a mapping (key: value lines), not a list"}},
+	},
+	{
+		name:  "phases as a mapping",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  build:\n    prompt: Build it.\n",
+		wants: []malformedProblem{{line: 4, col: 3, msg: "phases must be a list, not a mapping"}},
+	},
+	{
+		name:  "phase as a string",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - build\n",
+		wants: []malformedProblem{{line: 4, col: 5, msg: "phases[0] must be a mapping (key: value lines), not a string"}},
+	},
+	{
+		name:  "steps as a string",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    steps: go test ./...\n",
+		wants: []malformedProblem{{line: 5, col: 12, msg: "phases[0].steps must be a list, not a string"}},
+	},
+	{
+		name:  "file is a list",
+		yaml:  "- version: 1\n",
+		wants: []malformedProblem{{line: 1, col: 1, msg: "the file must be a mapping (key: value lines), not a list"}},
+	},
+	{
+		name:  "expression as a mapping",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    done_when: {a: b}\n",
+		wants: []malformedProblem{{line: 5, col: 16, msg: "phases[0].done_when must be an expression, not a mapping"}},
+	},
+
+	// Unknown keys.
+	{
+		name:  "unknown top-level key",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwacth: [specs/*.md]\n",
+		wants: []malformedProblem{{line: 5, col: 1, msg: `unknown key "wacth" at the top level`, hint: `did you mean "watch"?`}},
+	},
+	{
+		name: "unknown top-level key with no near key",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\ncolour: blue\n",
+		wants: []malformedProblem{{line: 5, col: 1, msg: `unknown key "colour" at the top level`,
+			hint: "the keys allowed here are agent, defaults, name, phases, spec, version, watch"}},
+	},
+	{
+		name:  "unknown key in agent",
+		yaml:  "version: 1\nagent:\n  kind: claude\n  modle: opus\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 4, col: 3, msg: `unknown key "modle" in agent`, hint: `did you mean "model"?`}},
+	},
+	{
+		name:  "unknown key in retry",
+		yaml:  "version: 1\nagent: {kind: claude}\ndefaults:\n  retry:\n    backof: 10s\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 5, col: 5, msg: `unknown key "backof" in defaults.retry`, hint: `did you mean "backoff"?`}},
+	},
+	{
+		name:  "unknown key in a phase",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    promt: Build it.\n",
+		wants: []malformedProblem{{line: 5, col: 5, msg: `unknown key "promt" in phases[0]`, hint: `did you mean "prompt"?`}},
+	},
+	{
+		name:  "unknown key in a step",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    steps:\n      - run: make\n        timout: 5m\n",
+		wants: []malformedProblem{{line: 7, col: 9, msg: `unknown key "timout" in phases[0].steps[0]`, hint: `did you mean "timeout"?`}},
+	},
+
+	// Version and phases.
+	{
+		name:  "missing version",
+		yaml:  "agent: {kind: claude}\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 1, col: 1, msg: "version is missing", hint: "version: 1"}},
+	},
+	{
+		name:  "version 2",
+		yaml:  "version: 2\nagent: {kind: claude}\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 1, col: 10, msg: "version 2 is not one this pipeline reads"}},
+	},
+	{
+		name:  "missing phases",
+		yaml:  "version: 1\nagent: {kind: claude}\n",
+		wants: []malformedProblem{{line: 1, col: 1, msg: "phases is missing"}},
+	},
+	{
+		name:  "empty phases list",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases: []\n",
+		wants: []malformedProblem{{line: 3, col: 9, msg: "phases is empty"}},
+	},
+	{
+		name: "phases with no value",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n",
+		// Nothing follows phases:, so the key is the place to point at.
+		wants: []malformedProblem{{line: 3, col: 1, msg: "phases is empty"}},
+	},
+	{
+		name:  "duplicate phase names",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n  - name: build\n",
+		wants: []malformedProblem{{line: 5, col: 11, msg: `phase "build" is defined twice (first as phases[0])`}},
+	},
+	{
+		name:  "phase without a name",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - prompt: Build it.\n",
+		wants: []malformedProblem{{line: 4, col: 5, msg: "phases[0] has no name"}},
+	},
+	{
+		name:  "invalid phase name characters",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build/test\n",
+		wants: []malformedProblem{{line: 4, col: 11, msg: `phase name "build/test" is not a plain name`}},
+	},
+
+	// Steps.
+	{
+		name: "duplicate step names",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    steps:\n" +
+			"      - name: test\n        run: go test ./...\n      - name: test\n        run: go vet ./...\n",
+		wants: []malformedProblem{{line: 8, col: 15, msg: `two steps of phase "build" are named "test"`}},
+	},
+	{
+		name:  "two unnamed run steps",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    steps:\n      - run: make\n      - run: make test\n",
+		wants: []malformedProblem{{line: 7, col: 9, msg: `two steps of phase "build" are named "run"`, hint: "name:"}},
+	},
+	{
+		name:  "step with both run and agent",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    steps:\n      - run: make\n        agent: {}\n",
+		wants: []malformedProblem{{line: 6, col: 9, msg: "phases[0].steps[0] has both run and agent"}},
+	},
+	{
+		name:  "step with neither run nor agent",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    steps:\n      - name: think\n        timeout: 5m\n",
+		wants: []malformedProblem{{line: 6, col: 9, msg: "phases[0].steps[0] has neither run nor agent"}},
+	},
+	{
+		name:  "invalid step name characters",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    steps:\n      - name: go test\n        run: go test ./...\n",
+		wants: []malformedProblem{{line: 6, col: 15, msg: `step name "go test" is not a plain name`}},
+	},
+	{
+		name:  "prompt on a run step",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    steps:\n      - run: make\n        prompt: Build it.\n",
+		wants: []malformedProblem{{line: 7, col: 9, msg: "phases[0].steps[0].prompt is only for agent steps"}},
+	},
+
+	// Agents.
+	{
+		name:  "agent kind misspelt",
+		yaml:  "version: 1\nagent: {kind: claud}\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 2, col: 15, msg: `agent.kind "claud" is not an agent kind`, hint: `did you mean "claude"?`}},
+	},
+	{
+		name:  "kind command without command",
+		yaml:  "version: 1\nagent: {kind: command}\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 2, col: 15, msg: "agent has kind: command but no command"}},
+	},
+	{
+		name: "command with kind claude",
+		yaml: "version: 1\nagent:\n  kind: claude\n  command: [./bin/agent]\nphases:\n  - name: build\n",
+		// The offending entry is the command key, as for "prompt is only
+		// for agent steps", which points at its key.
+		wants: []malformedProblem{{line: 4, col: 3, msg: "agent.command is only for kind: command"}},
+	},
+	{
+		name:  "agent step with no agent kind anywhere",
+		yaml:  "version: 1\nphases:\n  - name: build\n    steps:\n      - agent: {}\n",
+		wants: []malformedProblem{{line: 5, col: 9, msg: `phase "build", step "agent" is an agent step but no agent kind is set`}},
+	},
+
+	// Expressions.
+	{
+		name:  "expression with an unknown variable",
+		yaml:  "version: 1\nagent: {kind: claude}\ndefaults:\n  pause_when: {tokens: tokns > 15000}\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 4, col: 24, msg: `defaults.pause_when.tokens: unknown variable "tokns"`, hint: `did you mean "tokens"?`}},
+	},
+	{
+		name: "expression syntax error",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    done_when: exit_code == 0 )\n",
+		// The stray ).
+		wants: []malformedProblem{{line: 5, col: 31, msg: "phases[0].done_when: unexpected token"}},
+	},
+	{
+		name: "expression cut short",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    done_when: exit_code ==\n",
+		// Just past the last character, where the operand is missing.
+		wants: []malformedProblem{{line: 5, col: 28, msg: "phases[0].done_when:"}},
+	},
+	{
+		name:  "condition that is not true or false",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    done_when: exit_code + 1\n",
+		wants: []malformedProblem{{line: 5, col: 16, msg: "a condition must give true or false, but this gives a number"}},
+	},
+	{
+		name:  "backoff that is not a duration",
+		yaml:  "version: 1\nagent: {kind: claude}\ndefaults:\n  retry:\n    backoff: attempt * 2\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 5, col: 14, msg: "defaults.retry.backoff: the expression gives a number, not a duration"}},
+	},
+	{
+		name:  "block scalar expression with the error on its second line",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    done_when: |\n      exit_code == 0 &&\n        tokns < 5\n",
+		wants: []malformedProblem{{line: 7, col: 9, msg: `unknown variable "tokns"`}},
+	},
+	{
+		name:  "folded plain expression with the error on its second line",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    done_when: exit_code == 0 &&\n      tokns < 5\n",
+		wants: []malformedProblem{{line: 6, col: 7, msg: `unknown variable "tokns"`}},
+	},
+	{
+		name:  "double-quoted expression",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    done_when: \"exit_code == 0 && tokns < 5\"\n",
+		wants: []malformedProblem{{line: 5, col: 35, msg: `unknown variable "tokns"`}},
+	},
+	{
+		name: "double-quoted expression with escaped quotes",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    done_when: \"spec.status == \\\"done\\\" && tokns > 1\"\n",
+		// \" is two characters in the file and one in the expression.
+		wants: []malformedProblem{{line: 5, col: 44, msg: `unknown variable "tokns"`}},
+	},
+	{
+		name:  "single-quoted expression with doubled quotes",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    done_when: 'spec.status == ''done'' && tokns > 1'\n",
+		wants: []malformedProblem{{line: 5, col: 44, msg: `unknown variable "tokns"`}},
+	},
+	{
+		name: "expression after a non-ASCII character on its line",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - {name: build, prompt: \"café\", done_when: tokns > 1}\n",
+		// Columns count characters: é is one.
+		wants: []malformedProblem{{line: 4, col: 46, msg: `unknown variable "tokns"`}},
+	},
+	{
+		name:  "expression in a file with CRLF line ends",
+		yaml:  "version: 1\r\nagent: {kind: claude}\r\ndefaults:\r\n  pause_when: {tokens: tokns > 15000}\r\nphases:\r\n  - name: build\r\n",
+		wants: []malformedProblem{{line: 4, col: 24, msg: `unknown variable "tokns"`}},
+	},
+	{
+		name:  "trigger name that is not a plain name",
+		yaml:  "version: 1\nagent: {kind: claude}\ndefaults:\n  pause_when:\n    too many: tokens > 1\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 5, col: 5, msg: `trigger name "too many" in defaults.pause_when is not a plain name`}},
+	},
+	{
+		name: "done_when naming a step the phase lacks",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    steps:\n      - name: test\n        run: go test ./...\n" +
+			"    done_when: steps.tset.exit_code == 0\n",
+		wants: []malformedProblem{{line: 8, col: 22, msg: `phase "build": done_when reads steps.tset, but the phase has no step "tset"`, hint: "did you mean steps.test?"}},
+	},
+
+	// Durations.
+	{
+		name:  "timeout with an unknown unit",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    timeout: 30x\n",
+		wants: []malformedProblem{{line: 5, col: 14, msg: `phases[0].timeout: "30x" is not a duration`}},
+	},
+	{
+		name:  "negative timeout",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    timeout: -5m\n",
+		wants: []malformedProblem{{line: 5, col: 14, msg: `phases[0].timeout: "-5m" is negative`}},
+	},
+	{
+		name:  "duration with days and a bad rest",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    idle_timeout: 1d12x\n",
+		wants: []malformedProblem{{line: 5, col: 19, msg: `phases[0].idle_timeout: "1d12x" is not a duration`}},
+	},
+
+	// YAML structure.
+	{
+		name:  "duplicate key in one mapping",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    prompt: a\n    prompt: b\n",
+		wants: []malformedProblem{{line: 6, col: 5, msg: `key "prompt"`}},
+	},
+	{
+		name: "duplicate key and an unknown key",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    prompt: a\n    prompt: b\nwacth: [specs/*.md]\n",
+		wants: []malformedProblem{
+			{line: 6, col: 5, msg: `key "prompt"`},
+			{line: 7, col: 1, msg: `unknown key "wacth" at the top level`, hint: `did you mean "watch"?`},
+		},
+	},
+	{
+		name: "alias to an undefined anchor",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    prompt: *nothing\n",
+		// The * of the alias.
+		wants: []malformedProblem{{line: 5, col: 13, msg: "nothing"}},
+	},
+	{
+		name:  "merge key",
+		yaml:  "version: 1\nagent: {kind: claude}\ndefaults: &d\n  timeout: 5m\nphases:\n  - name: build\n    <<: *d\n",
+		wants: []malformedProblem{{line: 7, col: 5, msg: "merge keys (<<) are not supported"}},
+	},
+	{
+		name:  "invalid watch glob",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwatch:\n  - specs/[a.md\n",
+		wants: []malformedProblem{{line: 6, col: 5, msg: `watch[0]: "specs/[a.md" is not a valid glob`}},
+	},
+	{
+		name:  "empty file",
+		yaml:  "",
+		wants: []malformedProblem{{line: 1, col: 1, msg: "the file is empty"}},
+	},
+	{
+		name:  "file with only a comment",
+		yaml:  "# nothing yet\n",
+		wants: []malformedProblem{{line: 1, col: 1, msg: "the file is empty"}},
+	},
+	{
+		name: "second YAML document",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n---\nname: other\n",
+		// The first character of the second document, after its ---.
+		wants: []malformedProblem{{line: 6, col: 1, msg: "a second YAML document (after ---) is not allowed here"}},
+	},
+
+	// Spec files and their frontmatter.
+	{
+		name:  "frontmatter never closed",
+		yaml:  specHeader,
+		spec:  "---\nstatus: draft\n\n# Title\n",
+		wants: []malformedProblem{{file: "spec.md", line: 1, col: 1, msg: "the frontmatter opened here is never closed"}},
+	},
+	{
+		name: "YAML error inside frontmatter",
+		yaml: specHeader,
+		spec: "---\nstatus: draft\ntags: [a, b\n---\n# Title\n",
+		// The [ that is never closed, on line 3 of the .md file.
+		wants: []malformedProblem{{file: "spec.md", line: 3, col: 7, msg: "YAML syntax"}},
+	},
+	{
+		name:  "frontmatter that is a list",
+		yaml:  specHeader,
+		spec:  "---\n- status: draft\n---\n",
+		wants: []malformedProblem{{file: "spec.md", line: 2, col: 1, msg: "the frontmatter must be a mapping (key: value lines), not a list"}},
+	},
+	{
+		name:  "agent_phases not a list",
+		yaml:  specHeader,
+		spec:  "---\nagent_phases: design\n---\n",
+		wants: []malformedProblem{{file: "spec.md", line: 2, col: 15, msg: "agent_phases must be a list, not a string"}},
+	},
+	{
+		name:  "agent_phases empty",
+		yaml:  specHeader,
+		spec:  "---\nagent_phases: []\n---\n",
+		wants: []malformedProblem{{file: "spec.md", line: 2, col: 15, msg: "agent_phases is empty"}},
+	},
+	{
+		name:  "agent_phases item with two keys",
+		yaml:  specHeader,
+		spec:  "---\nagent_phases:\n  - design: Focus on the API\n    backend: Build the endpoints\n---\n",
+		wants: []malformedProblem{{file: "spec.md", line: 3, col: 5, msg: "agent_phases[0] must name one phase, not 2"}},
+	},
+	{
+		name:  "agent_phases naming a phase twice",
+		yaml:  specHeader,
+		spec:  "---\nagent_phases:\n  - build: Build it.\n  - build: Again.\n---\n",
+		wants: []malformedProblem{{file: "spec.md", line: 4, col: 5, msg: `phase "build" appears twice in agent_phases`}},
+	},
+	{
+		name:  "unknown key inside pipeline block",
+		yaml:  specHeader,
+		spec:  "---\npipeline:\n  agnet: {model: opus}\n---\n",
+		wants: []malformedProblem{{file: "spec.md", line: 3, col: 3, msg: `unknown key "agnet" in pipeline`, hint: `did you mean "agent"?`}},
+	},
+	{
+		name:  "both agent_phases and pipeline.phases",
+		yaml:  specHeader,
+		spec:  "---\nagent_phases:\n  - build: Build it.\npipeline:\n  phases:\n    - name: build\n---\n",
+		wants: []malformedProblem{{file: "spec.md", line: 5, col: 3, msg: "both agent_phases and pipeline.phases give the phases"}},
+	},
+	{
+		name:  "expression error inside pipeline block",
+		yaml:  specHeader,
+		spec:  "---\npipeline:\n  defaults:\n    pause_when: {tokens: tokns > 40000}\n---\n",
+		wants: []malformedProblem{{file: "spec.md", line: 4, col: 26, msg: `pipeline.defaults.pause_when.tokens: unknown variable "tokns"`}},
+	},
+	{
+		name: "spec done_when naming a step the phase lacks",
+		yaml: specHeader,
+		spec: "---\npipeline:\n  phases:\n    - name: build\n      done_when: steps.tset.exit_code == 0\n---\n",
+		// build has no steps, so it runs one step named agent.
+		wants: []malformedProblem{{file: "spec.md", line: 5, col: 24, msg: `phase "build": done_when reads steps.tset, but the phase has no step "tset"`}},
+	},
+	{
+		name:  "spec file that does not exist",
+		yaml:  "version: 1\nagent: {kind: claude}\nspec: missing.md\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 3, col: 7, msg: "missing.md does not exist"}},
+	},
+}
+
+func TestMalformedInputs(t *testing.T) {
+	if n := len(malformedCases); n < 36 {
+		t.Fatalf("only %d rows; the table must hold at least 36", n)
+	}
+	seen := map[string]bool{}
+	for _, tc := range malformedCases {
+		if seen[tc.name] {
+			t.Fatalf("two rows named %q", tc.name)
+		}
+		seen[tc.name] = true
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			files := map[string]string{"": filepath.Join(dir, "phases.yaml"), "spec.md": filepath.Join(dir, "spec.md")}
+			texts := map[string]string{"": tc.yaml, "spec.md": tc.spec}
+			if err := os.WriteFile(files[""], []byte(tc.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if tc.spec != "" {
+				if err := os.WriteFile(files["spec.md"], []byte(tc.spec), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := spec.Load(files[""], "")
+			var specErr *spec.Error
+			if !errors.As(err, &specErr) {
+				t.Fatalf("Load gave %v (%T), want a *spec.Error", err, err)
+			}
+			if mismatches := malformedMismatches(tc, specErr.Problems, files, texts); len(mismatches) > 0 {
+				t.Errorf("%s", strings.Join(mismatches, "\n"))
+			}
+		})
+	}
+}
+
+// malformedMismatches compares the problems with the row's expectations and
+// describes each difference, with the source line and a caret under both the
+// expected and the reported column.
+func malformedMismatches(tc malformedCase, got []spec.Problem, files, texts map[string]string) []string {
+	var out []string
+	used := make([]bool, len(got))
+	for _, want := range tc.wants {
+		file := files[want.file]
+		found := false
+		for i, p := range got {
+			if used[i] || p.File != file || p.Line != want.line || p.Column != want.col ||
+				!strings.Contains(p.Message, want.msg) || !strings.Contains(p.Hint, want.hint) {
+				continue
+			}
+			used[i], found = true, true
+			break
+		}
+		if !found {
+			out = append(out, fmt.Sprintf("missing: %s:%d:%d: message containing %q, hint containing %q\n%s",
+				filepath.Base(file), want.line, want.col, want.msg, want.hint, malformedCaret(texts[want.file], want.line, want.col)))
+		}
+	}
+	if len(got) != len(tc.wants) || len(out) > 0 {
+		out = append(out, fmt.Sprintf("the loader reported %d problem(s), the row expects %d:", len(got), len(tc.wants)))
+		for i, p := range got {
+			mark := "  "
+			if !used[i] {
+				mark = "! "
+			}
+			text := tc.yaml
+			if filepath.Base(p.File) == "spec.md" {
+				text = tc.spec
+			}
+			out = append(out, fmt.Sprintf("%s%s:%d:%d: %s (hint: %s)\n%s", mark, filepath.Base(p.File), p.Line, p.Column,
+				p.Message, p.Hint, malformedCaret(text, p.Line, p.Column)))
+		}
+	}
+	return out
+}
+
+// malformedCaret shows line of text with a caret under column col.
+func malformedCaret(text string, line, col int) string {
+	lines := strings.Split(text, "\n")
+	if line < 1 || line > len(lines) {
+		return fmt.Sprintf("      (no line %d in the file)", line)
+	}
+	src := strings.ReplaceAll(strings.TrimRight(lines[line-1], "\r"), "\t", " ")
+	pad := max(min(col-1, utf8.RuneCountInString(src)), 0)
+	return fmt.Sprintf("      | %s\n      | %s^", src, strings.Repeat(" ", pad))
+}
