@@ -3,7 +3,10 @@
 // environment a running step exposes, and evaluates them.
 package triggers
 
-import "time"
+import (
+	"reflect"
+	"time"
+)
 
 // Env is what an expression can read. Every field is documented in
 // docs/expressions.md; the expr tag is the name used in phases.yaml.
@@ -73,4 +76,38 @@ var Variables = []Variable{
 	{"steps", "map of step results", "steps.<name>.exit_code, .timed_out, .tokens, .cost_usd, .elapsed, .output, .ran: the last result of a step of this phase"},
 	{"files_changed", "int", "files changed in the work tree since the phase started (git)"},
 	{"spec", "map", "the spec's frontmatter: spec.status, spec.priority, spec.tags, or any other key"},
+}
+
+// envFields maps each expr name of Env to its field index.
+var envFields = func() map[string]int {
+	t := reflect.TypeOf(Env{})
+	fields := make(map[string]int, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		fields[t.Field(i).Tag.Get("expr")] = i
+	}
+	return fields
+}()
+
+// Values returns the values of the named variables, for the record of a
+// trigger that fired. Long text is cut to its last 200 characters.
+func (e *Env) Values(names []string) map[string]any {
+	v := reflect.ValueOf(e).Elem()
+	out := make(map[string]any, len(names))
+	for _, name := range names {
+		i, ok := envFields[name]
+		if !ok {
+			continue
+		}
+		value := v.Field(i).Interface()
+		switch x := value.(type) {
+		case string:
+			if r := []rune(x); len(r) > 200 {
+				value = "…" + string(r[len(r)-200:])
+			}
+		case time.Duration:
+			value = x.String()
+		}
+		out[name] = value
+	}
+	return out
 }

@@ -1,0 +1,419 @@
+package engine
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"pipeline/engine/spec"
+	"pipeline/triggers"
+)
+
+// Decide is the heart of the engine: given the plan, the session's state
+// and one event, it returns the new state and the actions to carry out. It
+// has no side effects; the runner (and the distributed backend) drive it.
+// An expression that fails at run time pauses the session with reason
+// expression-error: it is never taken as false.
+func Decide(plan *spec.Plan, s State, ev Event) (State, []Action) {
+	s = s.clone()
+	d := decider{plan: plan, s: &s, now: ev.eventTime()}
+	switch e := ev.(type) {
+	case Started:
+		d.start()
+	case StepFinished:
+		d.stepFinished(e.Result)
+	case TriggerFired:
+		d.triggerFired(e.Firing)
+	case TimerExpired:
+		if s.Status == StatusRunning && s.Waiting {
+			s.Waiting = false
+			d.startStep()
+		}
+	case PauseRequested:
+		d.pauseRequested(e)
+	case Resumed:
+		d.resumed(e)
+	}
+	return s, d.actions
+}
+
+type decider struct {
+	plan    *spec.Plan
+	s       *State
+	now     time.Time
+	actions []Action
+}
+
+func (s State) clone() State {
+	s.NativeSessions = maps.Clone(s.NativeSessions)
+	s.Steps = maps.Clone(s.Steps)
+	s.Phases = slices.Clone(s.Phases)
+	for i := range s.Phases {
+		s.Phases[i].ExitCodes = slices.Clone(s.Phases[i].ExitCodes)
+		s.Phases[i].Fired = slices.Clone(s.Phases[i].Fired)
+	}
+	return s
+}
+
+func (d *decider) do(a ...Action) { d.actions = append(d.actions, a...) }
+
+func (d *decider) phase() *spec.PhasePlan { return &d.plan.Phases[d.s.Phase] }
+
+func (d *decider) step() *spec.StepPlan { return &d.phase().Steps[d.s.Step] }
+
+func (d *decider) record() *PhaseRecord { return &d.s.Phases[d.s.Phase] }
+
+func (d *decider) start() {
+	s := d.s
+	*s = State{Status: StatusRunning, Attempt: 1, NativeSessions: map[string]string{}}
+	for _, p := range d.plan.Phases {
+		s.Phases = append(s.Phases, PhaseRecord{Name: p.Name})
+	}
+	d.enterPhase(0)
+}
+
+func (d *decider) enterPhase(i int) {
+	s := d.s
+	s.Phase, s.Step, s.Attempt = i, 0, 1
+	s.Errors, s.ConsecutiveErrors, s.PhaseElapsed = 0, 0, 0
+	s.Steps = map[string]triggers.StepVars{}
+	d.startStep()
+}
+
+// sessionKey names the native agent session a step uses: steps with one
+// feature share a session across phases.
+func sessionKey(phase *spec.PhasePlan, step *spec.StepPlan) string {
+	if step.Agent != nil && step.Agent.Value.Feature != "" {
+		return "feature:" + step.Agent.Value.Feature
+	}
+	return phase.Name + "/" + step.Name
+}
+
+func (d *decider) startStep() {
+	s := d.s
+	s.Status, s.StepRunning = StatusRunning, true
+	rec := d.record()
+	rec.Status = StatusRunning
+	rec.Attempts = max(rec.Attempts, s.Attempt)
+	start := StartStep{Phase: s.Phase, Step: s.Step, Attempt: s.Attempt}
+	if step := d.step(); step.Agent != nil {
+		start.SessionKey = sessionKey(d.phase(), step)
+		if s.FreshSession {
+			s.FreshSession = false
+			if _, had := s.NativeSessions[start.SessionKey]; had {
+				delete(s.NativeSessions, start.SessionKey)
+				d.do(DropSession{Key: start.SessionKey})
+			}
+		}
+		start.SessionID = s.NativeSessions[start.SessionKey]
+	}
+	d.do(start)
+}
+
+// Env is the environment expressions see after the given result.
+func (d *decider) env(r StepResult) *triggers.Env {
+	s := d.s
+	return &triggers.Env{
+		Tokens: r.Tokens, ContextTokens: r.ContextTokens, TotalTokens: s.TotalTokens, CostUSD: s.CostUSD,
+		Elapsed: r.Elapsed, PhaseElapsed: s.PhaseElapsed, SessionElapsed: s.SessionElapsed,
+		ExitCode: r.ExitCode, TimedOut: r.TimedOut, Checkpoint: r.Checkpoint, CheckpointNote: r.CheckpointNote,
+		Output: r.Output, Errors: s.Errors, ConsecutiveErrors: s.ConsecutiveErrors, Attempt: s.Attempt,
+		Phase: d.phase().Name, Step: d.step().Name, Steps: s.Steps, FilesChanged: s.FilesChanged,
+		Spec: d.plan.SpecValues,
+	}
+}
+
+// isCheck reports whether the current step is read by the phase's
+// done_when: its exit code is judged there, not by the retry policy.
+func (d *decider) isCheck() bool {
+	done := d.phase().DoneWhen
+	if done == nil || done.Value.Compiled == nil {
+		return false
+	}
+	name := d.step().Name
+	return slices.ContainsFunc(done.Value.Compiled.StepRefs, func(r triggers.StepRef) bool { return r.Name == name })
+}
+
+func (d *decider) stepFinished(r StepResult) {
+	s := d.s
+	if !s.StepRunning {
+		return
+	}
+	s.StepRunning = false
+	step, rec := d.step(), d.record()
+	s.TotalTokens += r.Tokens
+	s.CostUSD += r.CostUSD
+	s.SessionElapsed += r.Elapsed
+	s.PhaseElapsed += r.Elapsed
+	s.FilesChanged = max(s.FilesChanged, r.FilesChanged)
+	rec.Tokens += r.Tokens
+	rec.CostUSD += r.CostUSD
+	rec.Duration += r.Elapsed
+	rec.ExitCodes = append(rec.ExitCodes, r.ExitCode)
+	if r.SessionID != "" && step.Agent != nil {
+		s.NativeSessions[sessionKey(d.phase(), step)] = r.SessionID
+	}
+	s.Steps[step.Name] = triggers.StepVars{ExitCode: r.ExitCode, TimedOut: r.TimedOut, Tokens: r.Tokens,
+		CostUSD: r.CostUSD, Elapsed: r.Elapsed, Output: r.Output, Ran: true}
+
+	if s.Stopping != nil {
+		// A live trigger or a human stopped the step: pause at it, and
+		// run it again on resume.
+		firing := *s.Stopping
+		s.Stopping = nil
+		d.pause(firing)
+		return
+	}
+
+	check := d.isCheck()
+	failed := (r.ExitCode != 0 || r.TimedOut) && !check
+	if failed {
+		s.Errors++
+		s.ConsecutiveErrors++
+	} else if !check {
+		s.ConsecutiveErrors = 0
+	}
+	env := d.env(r)
+	phase := d.phase()
+	if failed && d.escalate(env) {
+		return
+	}
+	if !d.restart(env) {
+		return
+	}
+	if !check && phase.Retry.When.Value != nil {
+		retry, ok := d.condition(phase.Retry.When, env)
+		if !ok {
+			return
+		}
+		if retry {
+			d.retry(env)
+			return
+		}
+	}
+	if firing, ok := d.firstTrigger(phase.PauseWhen, env); !ok {
+		return
+	} else if firing != nil {
+		d.pause(*firing)
+		return
+	}
+	if failed {
+		d.fail(fmt.Sprintf("phase %q, step %q failed (exit code %d%s) and no policy retried it or paused",
+			phase.Name, step.Name, r.ExitCode, map[bool]string{true: ", timed out"}[r.TimedOut]))
+		return
+	}
+	if s.Step+1 < len(phase.Steps) {
+		s.Step++
+		d.startStep()
+		return
+	}
+	d.phaseEnd(env)
+}
+
+// phaseEnd runs after the last step of a phase: done_when decides between
+// a new attempt and the next phase.
+func (d *decider) phaseEnd(env *triggers.Env) {
+	s, phase := d.s, d.phase()
+	if phase.DoneWhen != nil {
+		done, ok := d.condition(*phase.DoneWhen, env)
+		if !ok {
+			return
+		}
+		if !done {
+			// Not done counts as an error of the phase, so escalation
+			// and restart policies bound a phase that never gets there.
+			s.Errors++
+			s.ConsecutiveErrors++
+			env.Errors, env.ConsecutiveErrors = s.Errors, s.ConsecutiveErrors
+			if d.escalate(env) || !d.restart(env) {
+				return
+			}
+			s.Attempt++
+			s.Step = 0
+			d.startStep()
+			return
+		}
+	}
+	rec := d.record()
+	rec.Status = StatusCompleted
+	if s.Phase+1 == len(d.plan.Phases) {
+		s.Status = StatusCompleted
+		d.do(Complete{})
+		return
+	}
+	if !phase.AutoAdvance.Value {
+		d.pause(Firing{Reason: ReasonPhaseComplete, Note: fmt.Sprintf("phase %q is done; auto_advance is false", phase.Name), At: d.now})
+		// Resume starts the next phase.
+		s.Phase++
+		s.Step, s.Attempt, s.Errors, s.ConsecutiveErrors, s.PhaseElapsed = 0, 1, 0, 0, 0
+		s.Steps = map[string]triggers.StepVars{}
+		return
+	}
+	d.enterPhase(s.Phase + 1)
+}
+
+// escalate pauses for a human when retry.escalate_when is true; it
+// reports whether it did (or an expression failed, which pauses too).
+func (d *decider) escalate(env *triggers.Env) bool {
+	when := d.phase().Retry.EscalateWhen
+	if when.Value == nil {
+		return false
+	}
+	yes, ok := d.condition(when, env)
+	if !ok {
+		return true
+	}
+	if yes {
+		d.pause(d.firing(ReasonNeedsHuman, when.Value, env))
+	}
+	return yes
+}
+
+// restart drops the native session when a restart_when trigger is true.
+// It reports false when an expression failed and the session paused.
+func (d *decider) restart(env *triggers.Env) bool {
+	firing, ok := d.firstTrigger(d.phase().RestartWhen, env)
+	if !ok {
+		return false
+	}
+	if firing != nil {
+		d.s.FreshSession = true
+		rec := d.record()
+		rec.Restarts++
+		rec.Fired = append(rec.Fired, *firing)
+	}
+	return true
+}
+
+func (d *decider) retry(env *triggers.Env) {
+	s, phase := d.s, d.phase()
+	var wait time.Duration
+	if backoff := phase.Retry.Backoff.Value; backoff != nil && backoff.Compiled != nil {
+		var err error
+		if wait, err = backoff.Compiled.EvalDuration(env); err != nil {
+			d.expressionError(err)
+			return
+		}
+	}
+	s.Attempt++
+	d.record().Retries++
+	if wait <= 0 {
+		d.startStep()
+		return
+	}
+	s.Waiting = true
+	d.do(Sleep{Duration: wait})
+}
+
+// condition evaluates one expression; ok is false when it failed and the
+// session paused with reason expression-error.
+func (d *decider) condition(setting spec.Setting[*spec.Expr], env *triggers.Env) (value, ok bool) {
+	if setting.Value == nil || setting.Value.Compiled == nil {
+		return false, true
+	}
+	value, err := setting.Value.Compiled.Eval(env)
+	if err != nil {
+		d.expressionError(fmt.Errorf("%s (%s): %w", setting.Value.Source, setting.From, err))
+		return false, false
+	}
+	return value, true
+}
+
+// firstTrigger returns the first trigger of list that is true.
+func (d *decider) firstTrigger(list []spec.TriggerPlan, env *triggers.Env) (*Firing, bool) {
+	for _, t := range list {
+		yes, ok := d.condition(spec.Setting[*spec.Expr]{Value: t.Expr, From: t.From}, env)
+		if !ok {
+			return nil, false
+		}
+		if yes {
+			f := d.firing(t.Name, t.Expr, env)
+			return &f, true
+		}
+	}
+	return nil, true
+}
+
+func (d *decider) firing(reason string, e *spec.Expr, env *triggers.Env) Firing {
+	f := Firing{Reason: reason, Expression: e.Source, At: d.now}
+	if e.Compiled != nil {
+		f.Values = env.Values(e.Compiled.Reads)
+	}
+	if reason == "checkpoint" || env.Checkpoint {
+		f.Note = env.CheckpointNote
+	}
+	return f
+}
+
+func (d *decider) expressionError(err error) {
+	d.pause(Firing{Reason: ReasonExpressionError, Note: err.Error(), At: d.now})
+}
+
+func (d *decider) pause(f Firing) {
+	s := d.s
+	s.Status, s.Waiting, s.StepRunning = StatusPaused, false, false
+	s.Pause = &f
+	if s.Phase < len(s.Phases) {
+		rec := d.record()
+		if rec.Status == StatusRunning {
+			rec.Status = StatusPaused
+		}
+		rec.Fired = append(rec.Fired, f)
+	}
+	d.do(Pause{Firing: f})
+}
+
+func (d *decider) fail(reason string) {
+	d.s.Status, d.s.FailReason = StatusFailed, reason
+	d.record().Status = StatusFailed
+	d.do(Fail{Reason: reason})
+}
+
+func (d *decider) triggerFired(f Firing) {
+	s := d.s
+	if s.Status != StatusRunning || !s.StepRunning || s.Stopping != nil {
+		return
+	}
+	s.Stopping = &f
+	d.do(StopStep{Reason: f.Reason})
+}
+
+func (d *decider) pauseRequested(e PauseRequested) {
+	s := d.s
+	reason := e.Reason
+	if reason == "" {
+		reason = ReasonHuman
+	}
+	f := Firing{Reason: reason, Note: e.Notes, At: d.now}
+	switch {
+	case s.Status != StatusRunning:
+		return
+	case s.StepRunning:
+		if s.Stopping == nil {
+			s.Stopping = &f
+			d.record().Human++
+			d.do(StopStep{Reason: reason})
+		}
+	default:
+		// Sleeping through a back-off: pause now; resume retries.
+		d.record().Human++
+		d.pause(f)
+	}
+}
+
+func (d *decider) resumed(e Resumed) {
+	s := d.s
+	if s.Status != StatusPaused {
+		return
+	}
+	rec := d.record()
+	rec.Human++
+	if s.Pause != nil && s.Pause.Reason == ReasonNeedsHuman {
+		// The human has looked: the streak of errors starts again, the
+		// attempt count (and so escalate_when) does not.
+		s.ConsecutiveErrors = 0
+	}
+	s.Pause = nil
+	d.startStep()
+}

@@ -1,0 +1,101 @@
+package engine
+
+import "time"
+
+// Event is something that happened to a session. Every event is plain
+// data, so the store can append it to the session's log as it comes.
+type Event interface{ eventTime() time.Time }
+
+// Started begins a new session.
+type Started struct{ At time.Time }
+
+// StepFinished is the end of the running step.
+type StepFinished struct {
+	At     time.Time
+	Result StepResult
+}
+
+// StepResult is what a step left behind.
+type StepResult struct {
+	ExitCode       int           `json:"exit_code"`
+	TimedOut       bool          `json:"timed_out,omitempty"`
+	Stopped        bool          `json:"stopped,omitempty"`
+	Tokens         int           `json:"tokens"`
+	ContextTokens  int           `json:"context_tokens,omitempty"`
+	CostUSD        float64       `json:"cost_usd,omitempty"`
+	Elapsed        time.Duration `json:"elapsed"`
+	Output         string        `json:"output,omitempty"`
+	Checkpoint     bool          `json:"checkpoint,omitempty"`
+	CheckpointNote string        `json:"checkpoint_note,omitempty"`
+	SessionID      string        `json:"session_id,omitempty"`
+	FilesChanged   int           `json:"files_changed,omitempty"`
+}
+
+// TriggerFired is a pause_when trigger that became true while a step ran.
+type TriggerFired struct {
+	At     time.Time
+	Firing Firing
+}
+
+// TimerExpired ends a back-off.
+type TimerExpired struct{ At time.Time }
+
+// PauseRequested asks the session to pause: Ctrl+C, SIGTERM or pause.
+type PauseRequested struct {
+	At     time.Time
+	Reason string
+	Notes  string
+}
+
+// Resumed continues a paused session.
+type Resumed struct {
+	At    time.Time
+	Notes string
+}
+
+func (e Started) eventTime() time.Time        { return e.At }
+func (e StepFinished) eventTime() time.Time   { return e.At }
+func (e TriggerFired) eventTime() time.Time   { return e.At }
+func (e TimerExpired) eventTime() time.Time   { return e.At }
+func (e PauseRequested) eventTime() time.Time { return e.At }
+func (e Resumed) eventTime() time.Time        { return e.At }
+
+// Action is what the decision function asks the runner to do.
+type Action interface{ isAction() }
+
+// StartStep runs step Step of phase Phase. SessionID, when set, is the
+// agent's native session to resume.
+type StartStep struct {
+	Phase, Step int
+	Attempt     int
+	SessionKey  string
+	SessionID   string
+}
+
+// StopStep stops the running step gracefully.
+type StopStep struct{ Reason string }
+
+// Sleep waits before the next action (a retry's back-off); the runner
+// answers with TimerExpired.
+type Sleep struct{ Duration time.Duration }
+
+// DropSession forgets the agent's native session under Key: the next
+// attempt starts fresh with the resume context.
+type DropSession struct{ Key string }
+
+// Pause ends the run with the session paused.
+type Pause struct{ Firing Firing }
+
+// Complete ends the run with every phase done.
+type Complete struct{}
+
+// Fail ends the run with the session failed.
+type Fail struct{ Reason string }
+
+func (StartStep) isAction()   {}
+func (StopStep) isAction()    {}
+func (Sleep) isAction()       {}
+func (DropSession) isAction() {}
+func (Pause) isAction()       {}
+func (Complete) isAction()    {}
+func (Fail) isAction()        {}

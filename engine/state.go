@@ -1,0 +1,102 @@
+// Package engine runs a plan: the pure decision function from (session
+// state, event) to (new state, actions), and the runner that carries the
+// actions out with processes, clocks and files. The spec model lives in
+// engine/spec.
+package engine
+
+import (
+	"time"
+
+	"pipeline/triggers"
+)
+
+// Status is where a session stands.
+type Status string
+
+// Session statuses.
+const (
+	StatusRunning   Status = "running"
+	StatusPaused    Status = "paused"
+	StatusCompleted Status = "completed"
+	StatusFailed    Status = "failed"
+)
+
+// Pause reasons the engine gives itself; a trigger's own name is the reason
+// when a trigger pauses.
+const (
+	ReasonNeedsHuman      = "needs-human"
+	ReasonInterrupted     = "interrupted"
+	ReasonPhaseComplete   = "phase-complete"
+	ReasonExpressionError = "expression-error"
+	ReasonHuman           = "paused-by-human"
+)
+
+// State is everything the decision function knows of a session. It is
+// plain data, written as JSON by the store after every event.
+type State struct {
+	Status Status `json:"status"`
+	// Phase and Step index the plan: the step running, to run next, or
+	// that paused.
+	Phase int `json:"phase"`
+	Step  int `json:"step"`
+	// Attempt counts the tries of the current phase, from 1: a retry of a
+	// step and a re-run after done_when was false are both new attempts.
+	Attempt           int `json:"attempt"`
+	Errors            int `json:"errors"`
+	ConsecutiveErrors int `json:"consecutive_errors"`
+
+	// StepRunning is set from StartStep to StepFinished; Waiting while a
+	// back-off sleeps.
+	StepRunning bool `json:"step_running,omitempty"`
+	Waiting     bool `json:"waiting,omitempty"`
+
+	// Stopping is the trigger (or human) that asked the running step to
+	// stop; the pause takes effect when the step has ended.
+	Stopping *Firing `json:"stopping,omitempty"`
+
+	Pause       *Firing `json:"pause,omitempty"`
+	FailReason  string  `json:"fail_reason,omitempty"`
+	TotalTokens int     `json:"total_tokens"`
+	CostUSD     float64 `json:"cost_usd"`
+	// SessionElapsed and PhaseElapsed add up the time steps ran, across
+	// attempts and resumes.
+	SessionElapsed time.Duration `json:"session_elapsed"`
+	PhaseElapsed   time.Duration `json:"phase_elapsed"`
+	FilesChanged   int           `json:"files_changed"`
+
+	// NativeSessions maps a session key (the agent's feature, or
+	// phase/step) to the agent CLI's own session id, for resume.
+	NativeSessions map[string]string `json:"native_sessions,omitempty"`
+	// FreshSession makes the next agent step start a new native session
+	// (a restart policy fired).
+	FreshSession bool `json:"fresh_session,omitempty"`
+	// Steps holds the last result of each step of the current phase.
+	Steps map[string]triggers.StepVars `json:"steps,omitempty"`
+
+	Phases []PhaseRecord `json:"phases"`
+}
+
+// PhaseRecord is the history of one phase.
+type PhaseRecord struct {
+	Name      string        `json:"name"`
+	Status    Status        `json:"status,omitempty"`
+	Attempts  int           `json:"attempts"`
+	Tokens    int           `json:"tokens"`
+	CostUSD   float64       `json:"cost_usd"`
+	Duration  time.Duration `json:"duration"`
+	ExitCodes []int         `json:"exit_codes,omitempty"`
+	Fired     []Firing      `json:"fired,omitempty"`
+	Restarts  int           `json:"restarts,omitempty"`
+	Retries   int           `json:"retries,omitempty"`
+	Human     int           `json:"human_interventions,omitempty"`
+}
+
+// Firing records a trigger or policy that fired, and the values of the
+// variables it read at that moment.
+type Firing struct {
+	Reason     string         `json:"reason"`
+	Expression string         `json:"expression,omitempty"`
+	Values     map[string]any `json:"values,omitempty"`
+	Note       string         `json:"note,omitempty"`
+	At         time.Time      `json:"at"`
+}
