@@ -12,11 +12,15 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/pipeline
 
-# The offline quickstart. Until the engine lands it checks the quickstart
-# and shows its plan.
+# The offline quickstart, in a fresh copy under bin/ so that it can run
+# again: a scripted agent works through three phases and stops at a
+# checkpoint in the first (exit 3, paused).
+QUICKSTART := bin/quickstart
 run: build
-	$(BIN) validate examples/quickstart/phases.yaml
-	$(BIN) plan examples/quickstart/phases.yaml
+	rm -rf $(QUICKSTART) && cp -r examples/quickstart $(QUICKSTART)
+	@$(BIN) run $(QUICKSTART)/phases.yaml; code=$$?; \
+	if [ $$code -eq 3 ]; then echo "make run: the session paused at the design checkpoint, as the quickstart shows (exit 3)"; \
+	else exit $$code; fi
 
 # Every test, with the race detector; fuzz seed corpora run as ordinary
 # tests here. lint runs first so a vet or gofmt problem fails fast.

@@ -5,6 +5,7 @@
 package engine
 
 import (
+	"slices"
 	"time"
 
 	"pipeline/triggers"
@@ -99,4 +100,13 @@ type Firing struct {
 	Values     map[string]any `json:"values,omitempty"`
 	Note       string         `json:"note,omitempty"`
 	At         time.Time      `json:"at"`
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

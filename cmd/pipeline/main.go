@@ -122,7 +122,7 @@ Exit codes: 0 completed, 1 failed, 2 usage or spec error, 3 paused.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
-	root.AddCommand(validateCommand(), planCommand(), schemaCommand(), initCommand(), versionCommand())
+	root.AddCommand(runCommand(), validateCommand(), planCommand(), schemaCommand(), initCommand(), versionCommand())
 	return root
 }
 

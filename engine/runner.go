@@ -1,0 +1,418 @@
+package engine
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"pipeline/engine/spec"
+	"pipeline/steps"
+	"pipeline/triggers"
+)
+
+// Recorder keeps what a run produces: the transcript of every step and
+// every event with the state it led to.
+type Recorder interface {
+	Transcript(phase string, attempt int, step string) (io.WriteCloser, error)
+	Record(ev Event, s State) error
+}
+
+// Runner carries out the decision function's actions with real processes,
+// a clock and files.
+type Runner struct {
+	Plan *spec.Plan
+	// Dir is where steps run: the folder of phases.yaml.
+	Dir      string
+	View     View
+	Clock    Clock
+	Recorder Recorder
+	// Grace is the time between interrupting a step and killing it.
+	Grace time.Duration
+	// Tick is how often time limits and time-based triggers are checked.
+	Tick time.Duration
+	// Interrupts delivers Ctrl+C and SIGTERM: the first pauses the session
+	// gracefully, the second kills the running step at once.
+	Interrupts <-chan struct{}
+}
+
+// Run drives the session from state with the first event (Started, or
+// Resumed) until it pauses, completes or fails, and returns the final state.
+// No process of a step outlives Run.
+func (r *Runner) Run(state State, first Event) State {
+	events := make(chan Event, 64)
+	var (
+		current   *execution
+		stopSleep func() bool
+		forced    bool
+	)
+	handle := func(ev Event) (finished bool) {
+		var actions []Action
+		state, actions = Decide(r.Plan, state, ev)
+		if err := r.Recorder.Record(ev, state); err != nil {
+			r.View.Say("pipeline: recording the session: %v", err)
+		}
+		for _, a := range actions {
+			switch a := a.(type) {
+			case StartStep:
+				current = r.start(a, state, events)
+			case StopStep:
+				if current != nil {
+					current.stop(r.Grace, false)
+				}
+			case Sleep:
+				r.View.Say("retrying in %s (attempt %d)", a.Duration, state.Attempt)
+				stopSleep = r.Clock.AfterFunc(a.Duration, func() { events <- TimerExpired{At: r.Clock.Now()} })
+			case DropSession:
+				r.View.Say("restart: the agent's session %s is dropped; the next attempt starts fresh", a.Key)
+			case Pause:
+				if stopSleep != nil {
+					stopSleep()
+				}
+				r.View.Say("paused: %s", describeFiring(a.Firing))
+				return true
+			case Complete:
+				r.View.Say("completed: %d phases", len(r.Plan.Phases))
+				return true
+			case Fail:
+				r.View.Say("failed: %s", a.Reason)
+				return true
+			}
+		}
+		return false
+	}
+	if handle(first) {
+		return state
+	}
+	for {
+		select {
+		case ev := <-events:
+			if _, ok := ev.(StepFinished); ok {
+				current = nil
+			}
+			if handle(ev) {
+				return state
+			}
+		case <-r.Interrupts:
+			if state.Stopping != nil && current != nil && !forced {
+				forced = true
+				r.View.Say("interrupted again: killing the step now")
+				current.stop(0, true)
+				continue
+			}
+			if handle(PauseRequested{At: r.Clock.Now(), Reason: ReasonInterrupted}) {
+				return state
+			}
+		}
+	}
+}
+
+func describeFiring(f Firing) string {
+	text := f.Reason
+	if f.Expression != "" && f.Expression != f.Reason {
+		text += fmt.Sprintf(" (%s)", f.Expression)
+	}
+	if len(f.Values) > 0 && f.Expression != f.Reason {
+		var parts []string
+		for _, k := range sortedKeys(f.Values) {
+			if k == "output" || k == "steps" || k == "spec" {
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("%s=%v", k, f.Values[k]))
+		}
+		if len(parts) > 0 {
+			text += " with " + strings.Join(parts, ", ")
+		}
+	}
+	if f.Note != "" {
+		text += ": " + f.Note
+	}
+	return text
+}
+
+// execution is one running step: its process, its output and its live
+// triggers.
+type execution struct {
+	r          *Runner
+	info       StepInfo
+	proc       *steps.Process
+	events     chan<- Event
+	transcript *bufio.Writer
+	file       io.WriteCloser
+
+	mu            sync.Mutex
+	monitor       *triggers.Monitor
+	scanner       steps.OutputScanner
+	tokens        *steps.LiveTokenCounter
+	promptTokens  int
+	tokensBefore  int
+	phaseBefore   time.Duration
+	sessionBefore time.Duration
+	started       time.Time
+	lastOutput    time.Time
+	timeout, idle time.Duration
+	timedOut      bool
+	stopped       bool
+	fired         bool
+	done          bool
+	stopTick      func() bool
+}
+
+// prompt is what the agent is asked: the step's prompt and where the spec is.
+func (r *Runner) prompt(step *spec.StepPlan) string {
+	text := step.Prompt.Value
+	if r.Plan.Spec != "" {
+		rel, err := filepath.Rel(r.Dir, r.Plan.Spec)
+		if err != nil {
+			rel = r.Plan.Spec
+		}
+		text += "\n\nSpec: " + rel
+	}
+	return text
+}
+
+func (r *Runner) command(a StartStep, step *spec.StepPlan) (steps.Command, int, error) {
+	phase := &r.Plan.Phases[a.Phase]
+	env := append(os.Environ(),
+		"PIPELINE_PHASE="+phase.Name, "PIPELINE_STEP="+step.Name, fmt.Sprintf("PIPELINE_ATTEMPT=%d", a.Attempt))
+	if r.Plan.Spec != "" {
+		env = append(env, "PIPELINE_SPEC="+r.Plan.Spec)
+	}
+	if step.Agent == nil {
+		return steps.Command{Args: []string{"sh", "-c", step.Run}, Dir: r.Dir, Env: env}, 0, nil
+	}
+	agent := step.Agent.Value
+	adapter, err := steps.AdapterFor(agent.Kind)
+	if err != nil {
+		return steps.Command{}, 0, err
+	}
+	prompt := r.prompt(step)
+	inv, err := adapter.Invocation(steps.Request{Kind: agent.Kind, Prompt: prompt, Model: agent.Model,
+		Command: agent.Command, Args: agent.Args, SessionID: a.SessionID, Dir: r.Dir})
+	if err != nil {
+		return steps.Command{}, 0, err
+	}
+	for _, k := range sortedKeys(agent.Env) {
+		env = append(env, k+"="+agent.Env[k])
+	}
+	cmd := steps.Command{Args: inv.Args, Dir: r.Dir, Env: env}
+	if inv.Stdin != "" {
+		cmd.Stdin = strings.NewReader(inv.Stdin)
+	}
+	return cmd, steps.CountTokens(prompt), nil
+}
+
+func (r *Runner) start(a StartStep, s State, events chan<- Event) *execution {
+	phase := &r.Plan.Phases[a.Phase]
+	step := &phase.Steps[a.Step]
+	timeLimit, tokenLimit := limits(phase, step)
+	e := &execution{r: r, events: events,
+		info: StepInfo{Phase: phase.Name, PhaseIndex: a.Phase, Phases: len(r.Plan.Phases), Step: step.Name,
+			Attempt: a.Attempt, TimeLimit: timeLimit, TokenLimit: tokenLimit},
+		timeout: time.Duration(step.Timeout.Value), idle: time.Duration(step.IdleTimeout.Value),
+		tokensBefore: s.TotalTokens, phaseBefore: s.PhaseElapsed, sessionBefore: s.SessionElapsed,
+	}
+	var list []triggers.Named
+	for _, t := range phase.PauseWhen {
+		if t.Expr.Compiled != nil {
+			list = append(list, triggers.Named{Name: t.Name, Expr: t.Expr.Compiled})
+		}
+	}
+	e.monitor = triggers.NewMonitor(list)
+	e.monitor.Env = triggers.Env{TotalTokens: s.TotalTokens, CostUSD: s.CostUSD, PhaseElapsed: s.PhaseElapsed,
+		SessionElapsed: s.SessionElapsed, Errors: s.Errors, ConsecutiveErrors: s.ConsecutiveErrors,
+		Attempt: a.Attempt, Phase: phase.Name, Step: step.Name, Steps: s.Steps, FilesChanged: s.FilesChanged,
+		Spec: r.Plan.SpecValues}
+
+	cmd, promptTokens, err := r.command(a, step)
+	if step.Agent != nil {
+		e.info.What = "agent " + step.Agent.Value.Kind
+		e.promptTokens = promptTokens
+	} else {
+		e.info.What = "run: " + step.Run
+	}
+	if err == nil {
+		e.file, err = r.Recorder.Transcript(phase.Name, a.Attempt, step.Name)
+	}
+	e.started = r.Clock.Now()
+	e.lastOutput = e.started
+	r.View.StepStarted(e.info)
+	if err == nil {
+		e.transcript = bufio.NewWriterSize(e.file, 1<<20)
+		e.proc, err = steps.Start(cmd)
+	}
+	if err != nil {
+		// The step could not start: it failed, as a missing program does
+		// in a shell.
+		r.View.Say("cannot start step %s: %v", step.Name, err)
+		if e.file != nil {
+			fmt.Fprintf(e.transcript, "pipeline: cannot start step: %v\n", err)
+			e.closeTranscript()
+		}
+		result := StepResult{ExitCode: 127, Output: err.Error()}
+		r.View.StepFinished(e.info, result)
+		events <- StepFinished{At: r.Clock.Now(), Result: result}
+		return nil
+	}
+	if step.Agent != nil {
+		e.tokens = steps.NewLiveTokenCounter()
+	}
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go e.read(e.proc.Stdout, &readers)
+	go e.read(e.proc.Stderr, &readers)
+	e.mu.Lock()
+	e.armTick()
+	e.mu.Unlock()
+	go e.finish(&readers)
+	return e
+}
+
+// chunkSize is how much of a step's output is read at once.
+const chunkSize = 256 << 10
+
+func (e *execution) read(r io.Reader, done *sync.WaitGroup) {
+	defer done.Done()
+	buf := make([]byte, chunkSize)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			if f := e.consume(buf[:n]); f != nil {
+				e.events <- TriggerFired{At: f.At, Firing: *f}
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// consume is the hot path: every chunk of output passes here once.
+func (e *execution) consume(chunk []byte) *Firing {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.transcript.Write(chunk)
+	e.r.View.Output(chunk)
+	e.scanner.Write(chunk)
+	e.lastOutput = e.r.Clock.Now()
+	m := e.monitor
+	if e.scanner.Found {
+		m.Env.Checkpoint, m.Env.CheckpointNote = true, e.scanner.CheckpointNote()
+		m.Changed(triggers.VarCheckpoint)
+	}
+	if m.Needs(triggers.VarOutput) {
+		m.Env.Output = e.scanner.Tail()
+		m.Changed(triggers.VarOutput)
+	}
+	if e.tokens != nil {
+		e.tokens.Write(chunk)
+		m.SetTokens(e.promptTokens+e.tokens.Count(), e.tokensBefore)
+	}
+	return e.check()
+}
+
+// check evaluates the live triggers; it returns the firing to report, at
+// most once per step. Called with e.mu held.
+func (e *execution) check() *Firing {
+	if e.fired || e.done {
+		return nil
+	}
+	named, err := e.monitor.Check()
+	if named == nil && err == nil {
+		return nil
+	}
+	e.fired = true
+	now := e.r.Clock.Now()
+	if err != nil {
+		return &Firing{Reason: ReasonExpressionError, Note: err.Error(), At: now}
+	}
+	f := &Firing{Reason: named.Name, Expression: named.Expr.Source, Values: e.monitor.Env.Values(named.Expr.Reads), At: now}
+	if e.monitor.Env.Checkpoint {
+		f.Note = e.monitor.Env.CheckpointNote
+	}
+	return f
+}
+
+func (e *execution) armTick() {
+	tick := e.r.Tick
+	if tick <= 0 {
+		tick = 100 * time.Millisecond
+	}
+	e.stopTick = e.r.Clock.AfterFunc(tick, e.onTick)
+}
+
+// onTick moves the clock variables, enforces timeout and idle_timeout, and
+// shows progress.
+func (e *execution) onTick() {
+	e.mu.Lock()
+	if e.done {
+		e.mu.Unlock()
+		return
+	}
+	now := e.r.Clock.Now()
+	elapsed := now.Sub(e.started)
+	e.monitor.SetElapsed(elapsed, e.phaseBefore, e.sessionBefore)
+	timedOut := !e.timedOut && !e.stopped &&
+		((e.timeout > 0 && elapsed >= e.timeout) || (e.idle > 0 && now.Sub(e.lastOutput) >= e.idle))
+	if timedOut {
+		e.timedOut = true
+	}
+	fired := e.check()
+	e.r.View.Progress(Progress{Elapsed: elapsed, Tokens: e.monitor.Env.Tokens})
+	e.armTick()
+	e.mu.Unlock()
+	if timedOut {
+		go e.proc.Stop(e.r.Grace)
+	}
+	if fired != nil {
+		e.events <- TriggerFired{At: fired.At, Firing: *fired}
+	}
+}
+
+// stop ends the step gracefully (or at once when now is set), because a
+// trigger or a human asked.
+func (e *execution) stop(grace time.Duration, now bool) {
+	e.mu.Lock()
+	e.stopped = true
+	e.mu.Unlock()
+	if now {
+		grace = 0
+	}
+	go e.proc.Stop(grace)
+}
+
+func (e *execution) closeTranscript() {
+	if err := e.transcript.Flush(); err != nil {
+		e.r.View.Say("pipeline: writing the transcript: %v", err)
+	}
+	if err := e.file.Close(); err != nil {
+		e.r.View.Say("pipeline: closing the transcript: %v", err)
+	}
+}
+
+// finish waits for the step's end and reports it.
+func (e *execution) finish(readers *sync.WaitGroup) {
+	code, waitErr := e.proc.Wait()
+	readers.Wait()
+	e.mu.Lock()
+	e.done = true
+	e.stopTick()
+	if waitErr != nil {
+		fmt.Fprintf(e.transcript, "pipeline: %v\n", waitErr)
+	}
+	tokens := 0
+	if e.tokens != nil {
+		tokens = e.promptTokens + e.tokens.Close()
+	}
+	result := StepResult{ExitCode: code, TimedOut: e.timedOut, Stopped: e.stopped && !e.timedOut,
+		Tokens: tokens, Elapsed: e.r.Clock.Now().Sub(e.started), Output: e.scanner.Tail(),
+		Checkpoint: e.scanner.Checkpoint, CheckpointNote: e.scanner.CheckpointNote()}
+	e.closeTranscript()
+	e.mu.Unlock()
+	e.r.View.StepFinished(e.info, result)
+	e.events <- StepFinished{At: e.r.Clock.Now(), Result: result}
+}

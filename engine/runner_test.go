@@ -1,0 +1,317 @@
+package engine_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"pipeline/engine"
+)
+
+// testView records what a run shows and hands each line of output to the
+// test as it arrives.
+type testView struct {
+	mu      sync.Mutex
+	output  bytes.Buffer
+	partial []byte
+	said    []string
+	lines   chan string
+}
+
+func newTestView() *testView { return &testView{lines: make(chan string, 1000)} }
+
+func (v *testView) StepStarted(engine.StepInfo) {}
+func (v *testView) Output(chunk []byte) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.output.Write(chunk)
+	v.partial = append(v.partial, chunk...)
+	for {
+		i := bytes.IndexByte(v.partial, '\n')
+		if i < 0 {
+			return
+		}
+		select {
+		case v.lines <- string(v.partial[:i]):
+		default:
+		}
+		v.partial = v.partial[i+1:]
+	}
+}
+func (v *testView) Progress(engine.Progress)                        {}
+func (v *testView) StepFinished(engine.StepInfo, engine.StepResult) {}
+func (v *testView) Say(format string, args ...any) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.said = append(v.said, fmt.Sprintf(format, args...))
+}
+func (v *testView) Close() error { return nil }
+
+func (v *testView) saidText() string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return strings.Join(v.said, "\n")
+}
+
+// awaitLine waits for a line of output: the child tells when it is ready.
+func (v *testView) awaitLine(t *testing.T, want string) {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case line := <-v.lines:
+			if strings.Contains(line, want) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no line %q in the output", want)
+		}
+	}
+}
+
+type harness struct {
+	t          *testing.T
+	dir        string
+	runner     *engine.Runner
+	view       *testView
+	recorder   *engine.FileRecorder
+	interrupts chan struct{}
+}
+
+func newHarness(t *testing.T, yamlText string, clock engine.Clock) *harness {
+	t.Helper()
+	dir := t.TempDir()
+	h := &harness{t: t, dir: dir, view: newTestView(), interrupts: make(chan struct{}, 2)}
+	plan := planOf(t, yamlText)
+	rec, err := engine.NewFileRecorder(filepath.Join(dir, ".pipeline", "sessions", "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rec.Close() })
+	h.recorder = rec
+	h.runner = &engine.Runner{Plan: plan, Dir: dir, View: h.view, Clock: clock, Recorder: rec,
+		Grace: 5 * time.Second, Tick: 100 * time.Millisecond, Interrupts: h.interrupts}
+	return h
+}
+
+// start runs the session in the background.
+func (h *harness) start() <-chan engine.State {
+	done := make(chan engine.State, 1)
+	go func() { done <- h.runner.Run(engine.State{}, engine.Started{At: h.runner.Clock.Now()}) }()
+	return done
+}
+
+func (h *harness) await(done <-chan engine.State) engine.State {
+	h.t.Helper()
+	select {
+	case s := <-done:
+		return s
+	case <-time.After(60 * time.Second):
+		h.t.Fatal("the run did not end")
+	}
+	return engine.State{}
+}
+
+func transcript(t *testing.T, h *harness, phase string, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(h.recorder.Dir, "transcripts", phase, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A checkpoint stops a step that ignores SIGINT: it is killed after the
+// grace period, and the session pauses with the checkpoint's note.
+func TestRunCheckpointStopsAStepThatIgnoresSIGINT(t *testing.T) {
+	h := newHarness(t, `version: 1
+agent: {kind: command, command: [sh, -c, 'trap "" INT; echo "[CHECKPOINT] half way"; while :; do sleep 1; done']}
+phases: [{name: design}]
+`, engine.RealClock{})
+	h.runner.Grace = 200 * time.Millisecond
+	s := h.await(h.start())
+	if s.Status != engine.StatusPaused || s.Pause.Reason != "checkpoint" || s.Pause.Note != "half way" {
+		t.Fatalf("state %+v, pause %+v", s, s.Pause)
+	}
+	if codes := s.Phases[0].ExitCodes; len(codes) != 1 || codes[0] != -1 {
+		t.Errorf("exit codes %v; want -1, killed", codes)
+	}
+	if got := transcript(t, h, "design", "1-agent.log"); !strings.Contains(got, "[CHECKPOINT] half way") {
+		t.Errorf("transcript %q", got)
+	}
+}
+
+// awaitExit blocks until pid has exited (a pidfd becomes readable).
+func awaitExit(t *testing.T, pid int) {
+	t.Helper()
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 10_000); n != 1 || err != nil {
+		t.Fatalf("process %d outlived its step", pid)
+	}
+}
+
+// A pause that stops a step takes its grandchildren with it.
+func TestRunPauseKillsGrandchildren(t *testing.T) {
+	h := newHarness(t, `version: 1
+phases:
+  - name: build
+    steps: [{run: '(trap "" INT; exec sleep 600) & echo "child $!"; wait'}]
+`, engine.RealClock{})
+	h.runner.Grace = 200 * time.Millisecond
+	done := h.start()
+	var pid int
+	for pid == 0 {
+		line := <-h.view.lines
+		if rest, ok := strings.CutPrefix(line, "child "); ok {
+			pid, _ = strconv.Atoi(rest)
+		}
+	}
+	h.interrupts <- struct{}{}
+	s := h.await(done)
+	if s.Status != engine.StatusPaused || s.Pause.Reason != engine.ReasonInterrupted {
+		t.Fatalf("state %+v", s)
+	}
+	awaitExit(t, pid)
+	if err := syscall.Kill(pid, 0); err == nil {
+		// A zombie is gone in every way that matters, but say so.
+		t.Logf("process %d exited and waits to be reaped", pid)
+	}
+}
+
+// Ctrl+C stops a cooperative step gracefully and pauses.
+func TestRunInterruptPausesGracefully(t *testing.T) {
+	h := newHarness(t, `version: 1
+phases:
+  - name: build
+    steps: [{run: 'trap "echo saved; exit 0" INT; echo ready; while :; do sleep 1; done'}]
+`, engine.RealClock{})
+	done := h.start()
+	h.view.awaitLine(t, "ready")
+	h.interrupts <- struct{}{}
+	s := h.await(done)
+	if s.Status != engine.StatusPaused || s.Pause.Reason != engine.ReasonInterrupted || s.Phases[0].Human != 1 {
+		t.Fatalf("state %+v", s)
+	}
+	if got := transcript(t, h, "build", "1-run.log"); !strings.Contains(got, "saved") {
+		t.Errorf("the step did not get to save: %q", got)
+	}
+}
+
+// An idle step times out; a slow step that keeps talking does not. The
+// clock is fake: the test moves it, and the children print when told to.
+func TestRunIdleTimeout(t *testing.T) {
+	clock := engine.NewFakeClock(time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC))
+	h := newHarness(t, `version: 1
+defaults:
+  idle_timeout: 1s
+  retry: {when: "false"}
+  pause_when: {stalled: timed_out}
+phases:
+  - name: talk
+    steps: [{run: 'exec 3< talk.fifo; while read line <&3; do [ "$line" = end ] && exit 0; echo "said $line"; done; exit 1'}]
+  - name: stall
+    steps: [{run: 'echo started; exec sleep 600'}]
+`, clock)
+	fifo := filepath.Join(h.dir, "talk.fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := h.start()
+	// One writer for the whole conversation: opening blocks until the
+	// step has opened its end.
+	talk, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		// 5 × 600ms = 3s of fake time, never 1s without output.
+		io.WriteString(talk, strconv.Itoa(i)+"\n")
+		h.view.awaitLine(t, "said "+strconv.Itoa(i))
+		clock.Advance(600 * time.Millisecond)
+	}
+	io.WriteString(talk, "end\n")
+	talk.Close()
+	h.view.awaitLine(t, "started")
+	clock.Advance(1100 * time.Millisecond)
+	s := h.await(done)
+	if s.Status != engine.StatusPaused || s.Pause.Reason != "stalled" || s.Phase != 1 {
+		t.Fatalf("state %+v, pause %+v", s, s.Pause)
+	}
+	if s.Phases[0].Status != engine.StatusCompleted {
+		t.Errorf("the talking step timed out: %+v", s.Phases[0])
+	}
+}
+
+// Failures back off 10s then 20s on the fake clock, then the step
+// succeeds.
+func TestRunRetriesWithBackoff(t *testing.T) {
+	clock := engine.NewFakeClock(time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC))
+	h := newHarness(t, `version: 1
+defaults:
+  retry: {when: exit_code != 0, backoff: duration("10s") * consecutive_errors, escalate_when: attempt > 5}
+phases:
+  - name: build
+    steps: [{run: 'n=$(cat count 2>/dev/null || echo 0); echo $((n+1)) > count; [ $n -ge 2 ]'}]
+`, clock)
+	done := h.start()
+	var s engine.State
+	for finished := false; !finished; {
+		select {
+		case s = <-done:
+			finished = true
+		case <-clock.Armed():
+			clock.AdvanceToNext()
+		case <-time.After(30 * time.Second):
+			t.Fatal("the run did not end")
+		}
+	}
+	if s.Status != engine.StatusCompleted || s.Phases[0].Attempts != 3 || s.Phases[0].Retries != 2 {
+		t.Fatalf("state %+v", s)
+	}
+	said := h.view.saidText()
+	if !strings.Contains(said, "retrying in 10s (attempt 2)") || !strings.Contains(said, "retrying in 20s (attempt 3)") {
+		t.Errorf("said:\n%s", said)
+	}
+}
+
+// Every file the run writes is private to the user.
+func TestRunFilesArePrivate(t *testing.T) {
+	h := newHarness(t, "version: 1\nphases: [{name: a, steps: [{run: echo hi}]}]\n", engine.RealClock{})
+	if s := h.await(h.start()); s.Status != engine.StatusCompleted {
+		t.Fatalf("state %+v", s)
+	}
+	err := filepath.Walk(filepath.Join(h.dir, ".pipeline"), func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		want := os.FileMode(0o600)
+		if info.IsDir() {
+			want = 0o700
+		}
+		if info.Mode().Perm() != want {
+			t.Errorf("%s is %v, want %v", path, info.Mode().Perm(), want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,110 @@
+package steps
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Request is one turn asked of an agent.
+type Request struct {
+	Kind    string
+	Prompt  string
+	Model   string
+	Command []string // for kind command
+	Args    []string
+	// SessionID is the agent's native session to resume; empty starts a
+	// new one.
+	SessionID string
+	Dir       string
+}
+
+// Invocation is how to start the agent for one turn.
+type Invocation struct {
+	Args []string
+	// Stdin, when not empty, is written to the agent's standard input.
+	Stdin string
+}
+
+// EventKind says what an agent's output told.
+type EventKind int
+
+// Event kinds.
+const (
+	EventText EventKind = iota
+	EventUsage
+	EventSession
+	EventError
+	EventResult
+)
+
+// Event is one thing an agent's output told: text it wrote, token usage,
+// cost, its native session id, an error, its final result.
+type Event struct {
+	Kind EventKind
+	Text string
+	// Usage of the turn so far: the input and output tokens, the size of
+	// the context in use, and the cost in US dollars.
+	InputTokens, OutputTokens, ContextTokens int
+	CostUSD                                  float64
+	SessionID                                string
+	// RateLimited and ResumeAfter come with an error when the vendor said
+	// to wait.
+	RateLimited bool
+	ResumeAfter time.Time
+}
+
+// Parser turns an agent's standard output, line by line, into events.
+type Parser interface {
+	Line(line []byte) []Event
+}
+
+// Adapter knows one agent CLI: how to call it for a turn (resuming its
+// native session by id) and how to read its output.
+type Adapter interface {
+	Invocation(Request) (Invocation, error)
+	// NewParser returns a parser for one turn's output, or nil when the
+	// output is plain text (its tokens are then counted with the
+	// tokenizer).
+	NewParser() Parser
+}
+
+// AdapterFor returns the adapter of an agent kind.
+func AdapterFor(kind string) (Adapter, error) {
+	switch kind {
+	case "command":
+		return commandAdapter{}, nil
+	case "claude", "gemini", "codex":
+		return nil, fmt.Errorf("the %s adapter is not built yet; use kind: command to run the CLI yourself", kind)
+	}
+	return nil, fmt.Errorf("unknown agent kind %q", kind)
+}
+
+// PromptPlaceholder in an argument of a command agent receives the prompt.
+const PromptPlaceholder = "{prompt}"
+
+// commandAdapter runs any program: an argument containing {prompt} gets
+// the prompt, otherwise the prompt goes to standard input. {model} is
+// replaced by the model.
+type commandAdapter struct{}
+
+func (commandAdapter) Invocation(r Request) (Invocation, error) {
+	if len(r.Command) == 0 {
+		return Invocation{}, fmt.Errorf("kind: command needs a command")
+	}
+	inv := Invocation{}
+	placed := false
+	for _, arg := range append(append([]string(nil), r.Command...), r.Args...) {
+		if strings.Contains(arg, PromptPlaceholder) {
+			placed = true
+			arg = strings.ReplaceAll(arg, PromptPlaceholder, r.Prompt)
+		}
+		inv.Args = append(inv.Args, strings.ReplaceAll(arg, "{model}", r.Model))
+	}
+	if !placed {
+		inv.Stdin = r.Prompt
+	}
+	return inv, nil
+}
+
+func (commandAdapter) NewParser() Parser { return nil }

@@ -1,0 +1,82 @@
+package steps
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// LiveTokenCounter counts the tokens of a step's output in a goroutine of
+// its own, so that the output path never waits for the tokenizer (which
+// runs at a few MB/s). Chunks that arrive while its queue is full are not
+// tokenized: their tokens are estimated from the tokens per byte of what
+// was counted. An agent prints far below the tokenizer's rate, so its count
+// is exact; only a flood (a build log, a benchmark) is partly estimated,
+// and Estimated says so.
+type LiveTokenCounter struct {
+	queue   chan []byte
+	buffers sync.Pool
+	exact   TokenCounter
+	counted atomic.Int64 // bytes given to the exact counter
+	skipped atomic.Int64 // bytes left to the estimate
+	done    chan struct{}
+	closed  bool
+}
+
+// liveQueue chunks may wait for the tokenizer; beyond, chunks are estimated.
+const liveQueue = 16
+
+// NewLiveTokenCounter starts a counter; Close stops it.
+func NewLiveTokenCounter() *LiveTokenCounter {
+	c := &LiveTokenCounter{queue: make(chan []byte, liveQueue), done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		for chunk := range c.queue {
+			c.exact.Write(chunk)
+			c.counted.Add(int64(len(chunk)))
+			c.buffers.Put(chunk[:0])
+		}
+		c.exact.Flush()
+	}()
+	return c
+}
+
+// Write queues a copy of p for counting, or leaves it to the estimate when
+// the queue is full. It never blocks and never fails.
+func (c *LiveTokenCounter) Write(p []byte) (int, error) {
+	buf, _ := c.buffers.Get().([]byte)
+	if cap(buf) < len(p) {
+		buf = make([]byte, 0, max(len(p), 64<<10))
+	}
+	buf = append(buf[:0], p...)
+	select {
+	case c.queue <- buf:
+	default:
+		c.skipped.Add(int64(len(p)))
+		c.buffers.Put(buf[:0])
+	}
+	return len(p), nil
+}
+
+// Count is the tokens so far: counted, plus the estimate for skipped bytes.
+func (c *LiveTokenCounter) Count() int {
+	tokens := int64(c.exact.Count())
+	if skipped := c.skipped.Load(); skipped > 0 {
+		if counted := c.counted.Load(); counted > 0 {
+			tokens += skipped * tokens / counted
+		}
+	}
+	return int(tokens)
+}
+
+// Estimated reports whether part of the count is an estimate.
+func (c *LiveTokenCounter) Estimated() bool { return c.skipped.Load() > 0 }
+
+// Close waits for the queued chunks to be counted and returns the total.
+func (c *LiveTokenCounter) Close() int {
+	if !c.closed {
+		c.closed = true
+		close(c.queue)
+	}
+	<-c.done
+	return c.Count()
+}

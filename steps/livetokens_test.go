@@ -1,0 +1,39 @@
+package steps
+
+import (
+	"strings"
+	"testing"
+)
+
+// Up to the queue's length of chunks waiting, every byte is tokenized: a
+// turn of an agent arrives in a few chunks, so its count is exact.
+func TestLiveTokenCounterIsExactWhileItKeepsUp(t *testing.T) {
+	text := strings.Repeat("The agent edited engine/runner.go and ran the tests: 42 passed.\n", 400)
+	c := NewLiveTokenCounter()
+	step := len(text)/liveQueue + 1
+	for i := 0; i < len(text); i += step {
+		c.Write([]byte(text[i:min(i+step, len(text))]))
+	}
+	got, want := c.Close(), CountTokens(text)
+	if got != want || c.Estimated() {
+		t.Fatalf("counted %d (estimated %v), want exactly %d", got, c.Estimated(), want)
+	}
+}
+
+func TestLiveTokenCounterEstimatesAFlood(t *testing.T) {
+	line := "2026-11-25T09:00:00Z INFO request served path=/api/v1/items status=200 duration=3ms\n"
+	chunk := []byte(strings.Repeat(line, 3000)) // ~250 KiB
+	c := NewLiveTokenCounter()
+	const chunks = 200
+	for i := 0; i < chunks; i++ {
+		c.Write(chunk)
+	}
+	got := c.Close()
+	want := chunks * CountTokens(string(chunk))
+	if !c.Estimated() {
+		t.Log("the tokenizer kept up with 50 MB: the count is exact")
+	}
+	if diff := float64(got-want) / float64(want); diff < -0.02 || diff > 0.02 {
+		t.Fatalf("counted %d, want %d ±2%%", got, want)
+	}
+}
