@@ -12,13 +12,23 @@ import (
 	"time"
 )
 
-// FileRecorder keeps a session in a folder: state.json (the latest state,
-// replaced atomically), events.jsonl (every event, appended) and
-// transcripts/<phase>/<attempt>-<step>.log. Folders are 0700 and files
-// 0600: transcripts hold whatever the agents printed.
+// FileRecorder keeps a session in a folder: events.jsonl (every event,
+// appended as it happens), state.json (a snapshot of the state, replaced
+// atomically) and transcripts/<phase>/<attempt>-<step>.log. Folders are
+// 0700 and files 0600: transcripts hold whatever the agents printed.
+//
+// The event log is the record: an appended line survives a kill -9 of the
+// runner at once, without an fsync on the hot path. The snapshot is
+// written, and both files synced, at most once per SnapshotEvery and when
+// the run ends.
 type FileRecorder struct {
 	Dir    string
 	events *os.File
+	// SnapshotEvery bounds how stale state.json gets during a run.
+	SnapshotEvery time.Duration
+	last          State
+	lastSnapshot  time.Time
+	dirty         bool
 }
 
 // NewSessionID makes a session id that sorts by start time.
@@ -37,7 +47,7 @@ func NewFileRecorder(dir string) (*FileRecorder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &FileRecorder{Dir: dir, events: events}, nil
+	return &FileRecorder{Dir: dir, events: events, SnapshotEvery: 2 * time.Second, lastSnapshot: time.Now()}, nil
 }
 
 // Transcript creates the transcript file of one step's attempt.
@@ -49,7 +59,8 @@ func (f *FileRecorder) Transcript(phase string, attempt int, step string) (io.Wr
 	return os.OpenFile(filepath.Join(dir, fmt.Sprintf("%d-%s.log", attempt, step)), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 }
 
-// Record appends the event and replaces the state.
+// Record appends the event, and writes the snapshot when the last one is
+// older than SnapshotEvery.
 func (f *FileRecorder) Record(ev Event, s State) error {
 	line, err := json.Marshal(struct {
 		Type  string `json:"type"`
@@ -61,15 +72,40 @@ func (f *FileRecorder) Record(ev Event, s State) error {
 	if _, err := f.events.Write(append(line, '\n')); err != nil {
 		return err
 	}
-	state, err := json.MarshalIndent(s, "", "  ")
+	f.last, f.dirty = s, true
+	if time.Since(f.lastSnapshot) >= f.SnapshotEvery {
+		return f.Snapshot()
+	}
+	return nil
+}
+
+// Snapshot syncs the event log and replaces state.json with the last state.
+func (f *FileRecorder) Snapshot() error {
+	if !f.dirty {
+		return nil
+	}
+	if err := f.events.Sync(); err != nil {
+		return err
+	}
+	state, err := json.MarshalIndent(f.last, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(f.Dir, "state.json"), state)
+	if err := writeAtomic(filepath.Join(f.Dir, "state.json"), state); err != nil {
+		return err
+	}
+	f.dirty, f.lastSnapshot = false, time.Now()
+	return nil
 }
 
-// Close closes the event log.
-func (f *FileRecorder) Close() error { return f.events.Close() }
+// Close writes the last snapshot and closes the event log.
+func (f *FileRecorder) Close() error {
+	err := f.Snapshot()
+	if closeErr := f.events.Close(); err == nil {
+		err = closeErr
+	}
+	return err
+}
 
 // writeAtomic replaces path with content: a reader sees the old file or the
 // new one, never a part.

@@ -53,6 +53,13 @@ func (r *Runner) Run(state State, first Event) State {
 	handle := func(ev Event) (finished bool) {
 		var actions []Action
 		state, actions = Decide(r.Plan, state, ev)
+		// Stopping a step cannot wait for the record: it is the latency
+		// from a trigger to the interrupt.
+		for _, a := range actions {
+			if _, ok := a.(StopStep); ok && current != nil {
+				current.stop(r.Grace, false)
+			}
+		}
 		if err := r.Recorder.Record(ev, state); err != nil {
 			r.View.Say("pipeline: recording the session: %v", err)
 		}
@@ -60,10 +67,6 @@ func (r *Runner) Run(state State, first Event) State {
 			switch a := a.(type) {
 			case StartStep:
 				current = r.start(a, state, events)
-			case StopStep:
-				if current != nil {
-					current.stop(r.Grace, false)
-				}
 			case Sleep:
 				r.View.Say("retrying in %s (attempt %d)", a.Duration, state.Attempt)
 				stopSleep = r.Clock.AfterFunc(a.Duration, func() { events <- TimerExpired{At: r.Clock.Now()} })
@@ -183,7 +186,7 @@ func (r *Runner) command(a StartStep, step *spec.StepPlan) (steps.Command, int, 
 		env = append(env, "PIPELINE_SPEC="+r.Plan.Spec)
 	}
 	if step.Agent == nil {
-		return steps.Command{Args: []string{"sh", "-c", step.Run}, Dir: r.Dir, Env: env}, 0, nil
+		return steps.Command{Args: shellCommand(step.Run), Dir: r.Dir, Env: env}, 0, nil
 	}
 	agent := step.Agent.Value
 	adapter, err := steps.AdapterFor(agent.Kind)
@@ -204,6 +207,20 @@ func (r *Runner) command(a StartStep, step *spec.StepPlan) (steps.Command, int, 
 		cmd.Stdin = strings.NewReader(inv.Stdin)
 	}
 	return cmd, steps.CountTokens(prompt), nil
+}
+
+// shellCommand runs a run step through sh -c, except a plain command line
+// (words only, nothing the shell would interpret), which runs directly, as
+// make does: it saves starting a shell for every step.
+func shellCommand(line string) []string {
+	if strings.ContainsAny(line, "|&;<>()$`\\\"'*?[]#~=%{}!\n") {
+		return []string{"sh", "-c", line}
+	}
+	words := strings.Fields(line)
+	if len(words) == 0 {
+		return []string{"sh", "-c", line}
+	}
+	return words
 }
 
 func (r *Runner) start(a StartStep, s State, events chan<- Event) *execution {
@@ -242,7 +259,7 @@ func (r *Runner) start(a StartStep, s State, events chan<- Event) *execution {
 	e.lastOutput = e.started
 	r.View.StepStarted(e.info)
 	if err == nil {
-		e.transcript = bufio.NewWriterSize(e.file, 1<<20)
+		e.transcript = bufio.NewWriterSize(e.file, 64<<10)
 		e.proc, err = steps.Start(cmd)
 	}
 	if err != nil {
@@ -263,8 +280,8 @@ func (r *Runner) start(a StartStep, s State, events chan<- Event) *execution {
 	}
 	var readers sync.WaitGroup
 	readers.Add(2)
-	go e.read(e.proc.Stdout, &readers)
-	go e.read(e.proc.Stderr, &readers)
+	go e.read(e.proc.Stdout, chunkSize, &readers)
+	go e.read(e.proc.Stderr, 16<<10, &readers)
 	e.mu.Lock()
 	e.armTick()
 	e.mu.Unlock()
@@ -275,9 +292,9 @@ func (r *Runner) start(a StartStep, s State, events chan<- Event) *execution {
 // chunkSize is how much of a step's output is read at once.
 const chunkSize = 256 << 10
 
-func (e *execution) read(r io.Reader, done *sync.WaitGroup) {
+func (e *execution) read(r io.Reader, size int, done *sync.WaitGroup) {
 	defer done.Done()
-	buf := make([]byte, chunkSize)
+	buf := make([]byte, size)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {

@@ -315,3 +315,27 @@ func TestRunFilesArePrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A plain command line runs without a shell; anything the shell would
+// interpret goes through sh -c, with the same results.
+func TestRunShellAndDirectCommands(t *testing.T) {
+	h := newHarness(t, `version: 1
+phases:
+  - name: a
+    steps:
+      - {name: direct, run: echo plain words}
+      - {name: shell, run: 'echo "$PIPELINE_STEP" | tr a-z A-Z > out.txt && cat out.txt'}
+      - {name: missing, run: no-such-program-here}
+`, engine.RealClock{})
+	h.runner.Plan.Phases[0].Retry.When.Value = nil
+	s := h.await(h.start())
+	if got := transcript(t, h, "a", "1-direct.log"); got != "plain words\n" {
+		t.Errorf("direct: %q", got)
+	}
+	if got := transcript(t, h, "a", "1-shell.log"); got != "SHELL\n" {
+		t.Errorf("shell: %q", got)
+	}
+	if s.Status != engine.StatusFailed || s.Steps["missing"].ExitCode != 127 {
+		t.Errorf("a missing program: %+v", s)
+	}
+}

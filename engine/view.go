@@ -84,7 +84,7 @@ type PlainView struct {
 
 // NewPlainView writes to w.
 func NewPlainView(w io.Writer, now func() time.Time) *PlainView {
-	return &PlainView{w: bufio.NewWriterSize(w, 1<<20), now: now, atStart: true}
+	return &PlainView{w: bufio.NewWriterSize(w, 64<<10), now: now, atStart: true}
 }
 
 func (v *PlainView) line(text string) {

@@ -20,6 +20,7 @@ type LiveTokenCounter struct {
 	skipped atomic.Int64 // bytes left to the estimate
 	done    chan struct{}
 	closed  bool
+	writes  int
 }
 
 // liveQueue chunks may wait for the tokenizer; beyond, chunks are estimated.
@@ -31,8 +32,14 @@ func NewLiveTokenCounter() *LiveTokenCounter {
 	go func() {
 		defer close(c.done)
 		for chunk := range c.queue {
-			c.exact.Write(chunk)
-			c.counted.Add(int64(len(chunk)))
+			counted := chunk
+			if c.skipped.Load() > 0 && len(chunk) > floodSample {
+				// The backlog of a flood is sampled too.
+				counted = chunk[:floodSample]
+				c.skipped.Add(int64(len(chunk) - floodSample))
+			}
+			c.exact.Write(counted)
+			c.counted.Add(int64(len(counted)))
 			c.buffers.Put(chunk[:0])
 		}
 		c.exact.Flush()
@@ -40,9 +47,27 @@ func NewLiveTokenCounter() *LiveTokenCounter {
 	return c
 }
 
+// floodSample is what, in a flood, one chunk in floodEvery gives the
+// tokenizer to keep the estimate's ratio current: enough to measure, little
+// enough that the tokenizer does not take a core from the step itself.
+const (
+	floodSample = SampleWindow
+	floodEvery  = 64
+)
+
 // Write queues a copy of p for counting, or leaves it to the estimate when
 // the queue is full. It never blocks and never fails.
 func (c *LiveTokenCounter) Write(p []byte) (int, error) {
+	if c.skipped.Load() > 0 {
+		// A flood: the estimate carries the count; sample it.
+		c.writes++
+		if c.writes%floodEvery != 0 || len(p) <= floodSample {
+			c.skipped.Add(int64(len(p)))
+			return len(p), nil
+		}
+		c.skipped.Add(int64(len(p) - floodSample))
+		p = p[:floodSample]
+	}
 	buf, _ := c.buffers.Get().([]byte)
 	if cap(buf) < len(p) {
 		buf = make([]byte, 0, max(len(p), 64<<10))

@@ -44,8 +44,18 @@ func (s *OutputScanner) Write(chunk []byte) (int, error) {
 			s.mark(chunk[i+len(CheckpointMarker)-len(s.carry):])
 		}
 	}
-	if i := bytes.LastIndex(chunk, CheckpointMarker); i >= 0 {
-		s.mark(chunk[i+len(CheckpointMarker):])
+	// bytes.Index is vectorised, bytes.LastIndex is not: search forward,
+	// and on from each hit, for the last marker.
+	if i := bytes.Index(chunk, CheckpointMarker); i >= 0 {
+		last := i
+		for {
+			next := bytes.Index(chunk[last+len(CheckpointMarker):], CheckpointMarker)
+			if next < 0 {
+				break
+			}
+			last += len(CheckpointMarker) + next
+		}
+		s.mark(chunk[last+len(CheckpointMarker):])
 	}
 	// Keep the stream's last len(marker)-1 bytes, whatever the chunk sizes.
 	s.carry = append(s.carry, chunk[len(chunk)-min(len(chunk), len(CheckpointMarker)-1):]...)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 
@@ -29,6 +30,15 @@ func main() {
 }
 
 func run(args []string) int {
+	// PIPELINE_CPUPROFILE=FILE writes a CPU profile, for work on the hot
+	// paths (see make bench).
+	if path := os.Getenv("PIPELINE_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer pprof.StopCPUProfile()
+			}
+		}
+	}
 	root := rootCommand()
 	root.SetArgs(args)
 	err := root.Execute()

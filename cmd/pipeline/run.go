@@ -64,7 +64,6 @@ Exit status: 0 completed, 1 failed, 2 usage or spec error, 3 paused.`,
 		if err != nil {
 			return err
 		}
-		defer recorder.Close()
 		view := newView(cmd)
 		interrupts := make(chan struct{}, 2)
 		signals := make(chan os.Signal, 2)
@@ -79,6 +78,9 @@ Exit status: 0 completed, 1 failed, 2 usage or spec error, 3 paused.`,
 		runner := &engine.Runner{Plan: plan, Dir: dir, View: view, Clock: clock, Recorder: recorder,
 			Grace: grace, Interrupts: interrupts}
 		state := runner.Run(engine.State{}, engine.Started{At: clock.Now()})
+		if err := recorder.Close(); err != nil {
+			return fmt.Errorf("recording the session: %w", err)
+		}
 		if err := view.Close(); err != nil {
 			return err
 		}

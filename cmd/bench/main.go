@@ -1,0 +1,282 @@
+// Command bench measures pipeline against the same work without it, side
+// by side in one run, and prints each figure with its ratio:
+//
+//  1. throughput: 1 GB of 100-byte lines from a step, through pipeline run
+//     (shown, kept in the transcript, five live triggers) against
+//     PRODUCER | tee FILE >/dev/null; and the peak memory at two sizes;
+//  2. latency from an agent writing [CHECKPOINT] to its process group
+//     receiving the interrupt, p50 and p99;
+//  3. start-up overhead of a one-step pipeline against running the step's
+//     command directly.
+//
+// Run it with make bench, or go run ./cmd/bench -h for its flags.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	var (
+		produce    = flag.Int64("produce", 0, "internal: write this many bytes of 100-byte lines to stdout")
+		checkpoint = flag.String("checkpoint-child", "", "internal: print [CHECKPOINT], report the time to SIGINT into this file")
+		size       = flag.Int64("bytes", 1<<30, "bytes of output for the throughput figure")
+		latencyN   = flag.Int("latency-runs", 200, "runs for the checkpoint latency figure")
+		startupN   = flag.Int("startup-runs", 200, "runs for the start-up figure")
+		binary     = flag.String("pipeline", "bin/pipeline", "the pipeline binary to measure")
+	)
+	flag.Parse()
+	switch {
+	case *produce > 0:
+		produceLines(*produce)
+		return
+	case *checkpoint != "":
+		checkpointChild(*checkpoint)
+		return
+	}
+	self, err := os.Executable()
+	check(err)
+	pipeline, err := filepath.Abs(*binary)
+	check(err)
+	// Files go to memory when the machine has /dev/shm, so that the disk's
+	// write-back does not decide the throughput figures.
+	tmp := ""
+	if info, err := os.Stat("/dev/shm"); err == nil && info.IsDir() {
+		tmp = "/dev/shm"
+	}
+	work, err := os.MkdirTemp(tmp, "pipeline-bench-")
+	check(err)
+	defer os.RemoveAll(work)
+	fmt.Printf("pipeline bench: %s, %d cores, files in %s\n\n", pipeline, numCPU(), work)
+	throughput(pipeline, self, work, *size)
+	latency(pipeline, self, work, *latencyN)
+	startup(pipeline, work, *startupN)
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func numCPU() int {
+	out, err := exec.Command("nproc").Output()
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	return n
+}
+
+// produceLines writes n bytes of 100-byte log lines, fast.
+func produceLines(n int64) {
+	line := []byte("2026-11-25T09:00:00.000Z INFO worker=7 request served path=/api/v1/items status=200 took=3ms ok")
+	for len(line) < 99 {
+		line = append(line, '.')
+	}
+	line = append(line, '\n')
+	buf := make([]byte, 0, 1<<20)
+	for len(buf)+len(line) <= cap(buf) {
+		buf = append(buf, line...)
+	}
+	w := os.Stdout
+	for n > 0 {
+		chunk := buf[:min(int64(len(buf)), n)]
+		if _, err := w.Write(chunk); err != nil {
+			os.Exit(1)
+		}
+		n -= int64(len(chunk))
+	}
+}
+
+// timed runs cmd and returns its wall time and its children's peak RSS.
+func timed(cmd *exec.Cmd) (time.Duration, int64, error) {
+	start := time.Now()
+	err := cmd.Run()
+	elapsed := time.Since(start)
+	var rss int64
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			rss = ru.Maxrss * 1024
+		}
+	}
+	return elapsed, rss, err
+}
+
+const throughputYAML = `version: 1
+agent: {kind: command, command: [%q, -produce, "%d"]}
+defaults:
+  pause_when:
+    tokens: tokens > 1000000000000
+    time: elapsed > duration("1h")
+    checkpoint: checkpoint
+    failure: exit_code != 0
+    budget: cost_usd > 1000
+  retry: {when: "false"}
+phases: [{name: flood}]
+`
+
+func throughput(pipeline, self, work string, size int64) {
+	fmt.Printf("1. throughput: %s of 100-byte lines\n", human(size))
+	dir := filepath.Join(work, "throughput")
+	check(os.MkdirAll(dir, 0o755))
+	var teeBest, pipeBest time.Duration
+	var pipeRSS int64
+	for round := 0; round < 3; round++ {
+		tee := exec.Command("sh", "-c", fmt.Sprintf("%q -produce %d | tee %q >/dev/null", self, size, filepath.Join(dir, "tee.out")))
+		d, _, err := timed(tee)
+		check(err)
+		if teeBest == 0 || d < teeBest {
+			teeBest = d
+		}
+		os.Remove(filepath.Join(dir, "tee.out"))
+		d, rss := runFlood(pipeline, self, dir, size)
+		if pipeBest == 0 || d < pipeBest {
+			pipeBest = d
+		}
+		pipeRSS = max(pipeRSS, rss)
+	}
+	teeRate, pipeRate := float64(size)/teeBest.Seconds(), float64(size)/pipeBest.Seconds()
+	fmt.Printf("   PRODUCER | tee FILE >/dev/null  %8.1f MB/s  (%v, best of 3)\n", teeRate/1e6, teeBest.Round(time.Millisecond))
+	fmt.Printf("   pipeline run (5 live triggers)  %8.1f MB/s  (%v, best of 3)\n", pipeRate/1e6, pipeBest.Round(time.Millisecond))
+	fmt.Printf("   ratio                           %8.1f %%  of tee (target: at least 90 %%)\n", 100*pipeRate/teeRate)
+	_, smallRSS := runFlood(pipeline, self, dir, size/8)
+	fmt.Printf("   peak memory of pipeline run     %8s for %s, %s for %s (flat: target)\n\n",
+		human(smallRSS), human(size/8), human(pipeRSS), human(size))
+}
+
+// runFlood runs one pipeline whose step prints size bytes, output shown
+// (to /dev/null) and kept in the transcript.
+func runFlood(pipeline, self, dir string, size int64) (time.Duration, int64) {
+	file := filepath.Join(dir, "phases.yaml")
+	check(os.WriteFile(file, []byte(fmt.Sprintf(throughputYAML, self, size)), 0o644))
+	os.RemoveAll(filepath.Join(dir, ".pipeline"))
+	cmd := exec.Command(pipeline, "run", file)
+	cmd.Env = append(os.Environ(), "CI=true")
+	d, rss, err := timed(cmd)
+	check(err)
+	transcripts, _ := filepath.Glob(filepath.Join(dir, ".pipeline", "sessions", "*", "transcripts", "flood", "1-agent.log"))
+	if len(transcripts) != 1 {
+		check(fmt.Errorf("no transcript of the flood"))
+	}
+	info, err := os.Stat(transcripts[0])
+	check(err)
+	if info.Size() != size {
+		check(fmt.Errorf("the transcript holds %d bytes, not %d", info.Size(), size))
+	}
+	return d, rss
+}
+
+// checkpointChild prints the marker and writes to report how long after
+// its write the interrupt arrived.
+func checkpointChild(report string) {
+	interrupts := make(chan os.Signal, 1)
+	signal.Notify(interrupts, syscall.SIGINT)
+	out := bufio.NewWriter(os.Stdout)
+	out.WriteString("working\n")
+	out.Flush()
+	start := time.Now()
+	os.Stdout.WriteString("[CHECKPOINT] measured\n")
+	select {
+	case <-interrupts:
+		took := time.Since(start)
+		f, err := os.OpenFile(report, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		check(err)
+		fmt.Fprintln(f, took.Nanoseconds())
+		f.Close()
+	case <-time.After(10 * time.Second):
+		os.Exit(1)
+	}
+}
+
+const latencyYAML = `version: 1
+agent: {kind: command, command: [%q, -checkpoint-child, %q]}
+phases: [{name: measure}]
+`
+
+func latency(pipeline, self, work string, runs int) {
+	fmt.Printf("2. checkpoint latency: [CHECKPOINT] written → SIGINT received by the step, %d runs\n", runs)
+	dir := filepath.Join(work, "latency")
+	check(os.MkdirAll(dir, 0o755))
+	report := filepath.Join(dir, "report")
+	file := filepath.Join(dir, "phases.yaml")
+	check(os.WriteFile(file, []byte(fmt.Sprintf(latencyYAML, self, report)), 0o644))
+	for i := 0; i < runs; i++ {
+		cmd := exec.Command(pipeline, "run", file)
+		cmd.Env = append(os.Environ(), "CI=true")
+		if err := cmd.Run(); err == nil || cmd.ProcessState.ExitCode() != 3 {
+			check(fmt.Errorf("run %d: want a pause (exit 3), got %v", i, err))
+		}
+	}
+	content, err := os.ReadFile(report)
+	check(err)
+	var samples []time.Duration
+	for _, line := range strings.Fields(string(content)) {
+		n, err := strconv.ParseInt(line, 10, 64)
+		check(err)
+		samples = append(samples, time.Duration(n))
+	}
+	if len(samples) != runs {
+		check(fmt.Errorf("%d of %d runs reported", len(samples), runs))
+	}
+	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
+	fmt.Printf("   p50 %v   p99 %v   max %v   (target: p99 under 5ms)\n\n",
+		pct(samples, 50), pct(samples, 99), samples[len(samples)-1])
+}
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	i := (len(sorted)*p + 99) / 100
+	return sorted[min(max(i-1, 0), len(sorted)-1)].Round(time.Microsecond)
+}
+
+const startupYAML = `version: 1
+phases: [{name: one, steps: [{run: "true"}]}]
+`
+
+func startup(pipeline, work string, runs int) {
+	fmt.Printf("3. start-up: a one-step pipeline (run: true) against the command alone, %d runs each\n", runs)
+	dir := filepath.Join(work, "startup")
+	check(os.MkdirAll(dir, 0o755))
+	file := filepath.Join(dir, "phases.yaml")
+	check(os.WriteFile(file, []byte(startupYAML), 0o644))
+	measure := func(args ...string) []time.Duration {
+		var out []time.Duration
+		for i := 0; i < runs; i++ {
+			cmd := exec.Command(args[0], args[1:]...)
+			cmd.Env = append(os.Environ(), "CI=true")
+			d, _, err := timed(cmd)
+			check(err)
+			out = append(out, d)
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+		return out
+	}
+	direct := measure("sh", "-c", "true")
+	piped := measure(pipeline, "run", file)
+	fmt.Printf("   sh -c true                  p50 %v   p90 %v\n", pct(direct, 50), pct(direct, 90))
+	fmt.Printf("   pipeline run (1 step)       p50 %v   p90 %v\n", pct(piped, 50), pct(piped, 90))
+	fmt.Printf("   overhead                    p50 %v   (target: under 10ms; %.1f× the command alone)\n",
+		pct(piped, 50)-pct(direct, 50), float64(pct(piped, 50))/float64(pct(direct, 50)))
+}
+
+func human(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d KiB", n>>10)
+}
