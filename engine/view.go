@@ -139,13 +139,13 @@ func (v *PlainView) Progress(Progress) {
 func (v *PlainView) StepFinished(info StepInfo, r StepResult) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.line(describeResult(info, r))
+	v.line("== " + describeResult(info, r))
 	v.w.Flush()
 }
 
 func describeResult(info StepInfo, r StepResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "== step %s ", info.Step)
+	fmt.Fprintf(&b, "step %s ", info.Step)
 	switch {
 	case r.Stopped:
 		b.WriteString("stopped")
