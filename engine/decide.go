@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"pipeline/engine/spec"
@@ -34,6 +35,17 @@ func Decide(plan *spec.Plan, s State, ev Event) (State, []Action) {
 		d.pauseRequested(e)
 	case Resumed:
 		d.resumed(e)
+	case Recovered:
+		d.recovered()
+	case Noted:
+		if e.Notes != "" && s.Phase < len(s.Phases) {
+			d.record().Notes = append(d.record().Notes, e.Notes)
+		}
+	case Completed:
+		if s.Status != StatusCompleted {
+			s.Status, s.Pause, s.StepRunning, s.Waiting = StatusCompleted, nil, false, false
+			d.do(Complete{})
+		}
 	}
 	return s, d.actions
 }
@@ -96,9 +108,14 @@ func (d *decider) startStep() {
 	rec := d.record()
 	rec.Status = StatusRunning
 	rec.Attempts = max(rec.Attempts, s.Attempt)
+	if rec.Started.IsZero() {
+		rec.Started = d.now
+	}
 	start := StartStep{Phase: s.Phase, Step: s.Step, Attempt: s.Attempt}
 	if step := d.step(); step.Agent != nil {
 		start.SessionKey = sessionKey(d.phase(), step)
+		start.ResumeContext = s.ResumeContext || s.FreshSession
+		s.ResumeContext = false
 		if s.FreshSession {
 			s.FreshSession = false
 			if _, had := s.NativeSessions[start.SessionKey]; had {
@@ -150,9 +167,22 @@ func (d *decider) stepFinished(r StepResult) {
 	rec.Tokens += r.Tokens
 	rec.CostUSD += r.CostUSD
 	rec.Duration += r.Elapsed
-	rec.ExitCodes = append(rec.ExitCodes, r.ExitCode)
+	rec.ExitCodes = keepLast(append(rec.ExitCodes, r.ExitCode))
 	if r.SessionID != "" && step.Agent != nil {
 		s.NativeSessions[sessionKey(d.phase(), step)] = r.SessionID
+		rec.NativeSession = r.SessionID
+	}
+	if rec.HeadBefore == "" {
+		rec.HeadBefore = r.HeadBefore
+	}
+	if r.Head != "" {
+		rec.HeadAfter = r.Head
+	}
+	if r.Files != nil {
+		rec.Files = r.Files
+	}
+	if summary := summarize(r); summary != "" && step.Agent != nil {
+		rec.Summary = summary
 	}
 	s.Steps[step.Name] = triggers.StepVars{ExitCode: r.ExitCode, TimedOut: r.TimedOut, Tokens: r.Tokens,
 		CostUSD: r.CostUSD, Elapsed: r.Elapsed, Output: r.Output, Ran: true}
@@ -236,7 +266,7 @@ func (d *decider) phaseEnd(env *triggers.Env) {
 		}
 	}
 	rec := d.record()
-	rec.Status = StatusCompleted
+	rec.Status, rec.Ended = StatusCompleted, d.now
 	if s.Phase+1 == len(d.plan.Phases) {
 		s.Status = StatusCompleted
 		d.do(Complete{})
@@ -281,7 +311,7 @@ func (d *decider) restart(env *triggers.Env) bool {
 		d.s.FreshSession = true
 		rec := d.record()
 		rec.Restarts++
-		rec.Fired = append(rec.Fired, *firing)
+		rec.Fired = keepLast(append(rec.Fired, *firing))
 	}
 	return true
 }
@@ -359,7 +389,7 @@ func (d *decider) pause(f Firing) {
 		if rec.Status == StatusRunning {
 			rec.Status = StatusPaused
 		}
-		rec.Fired = append(rec.Fired, f)
+		rec.Fired = keepLast(append(rec.Fired, f))
 	}
 	d.do(Pause{Firing: f})
 }
@@ -386,6 +416,9 @@ func (d *decider) pauseRequested(e PauseRequested) {
 		reason = ReasonHuman
 	}
 	f := Firing{Reason: reason, Note: e.Notes, At: d.now}
+	if e.Notes != "" && s.Phase < len(s.Phases) && (s.Status == StatusRunning) {
+		d.record().Notes = append(d.record().Notes, e.Notes)
+	}
 	switch {
 	case s.Status != StatusRunning:
 		return
@@ -407,8 +440,20 @@ func (d *decider) resumed(e Resumed) {
 	if s.Status != StatusPaused {
 		return
 	}
+	if e.Phase != "" {
+		for i, p := range d.plan.Phases {
+			if p.Name == e.Phase {
+				s.Phase, s.Step, s.Attempt, s.Errors, s.ConsecutiveErrors, s.PhaseElapsed = i, 0, 1, 0, 0, 0
+				s.Steps = map[string]triggers.StepVars{}
+			}
+		}
+	}
 	rec := d.record()
 	rec.Human++
+	if e.Notes != "" {
+		rec.Notes = append(rec.Notes, e.Notes)
+	}
+	s.ResumeContext = true
 	if s.Pause != nil && s.Pause.Reason == ReasonNeedsHuman {
 		// The human has looked: the streak of errors starts again, the
 		// attempt count (and so escalate_when) does not.
@@ -416,4 +461,44 @@ func (d *decider) resumed(e Resumed) {
 	}
 	s.Pause = nil
 	d.startStep()
+}
+
+// recovered continues after the runner died: the step it ran (or was
+// about to retry) runs again, with the resume context.
+func (d *decider) recovered() {
+	s := d.s
+	if s.Status != StatusRunning {
+		return
+	}
+	s.StepRunning, s.Waiting, s.Stopping = false, false, nil
+	s.ResumeContext = true
+	d.startStep()
+}
+
+// summarize keeps what a step said last: its checkpoint note, or its last
+// line of output.
+func summarize(r StepResult) string {
+	if r.CheckpointNote != "" {
+		return r.CheckpointNote
+	}
+	out := strings.TrimRight(r.Output, "\n ")
+	if i := strings.LastIndexByte(out, '\n'); i >= 0 {
+		out = out[i+1:]
+	}
+	if runes := []rune(strings.TrimSpace(out)); len(runes) > 200 {
+		return string(runes[:200]) + "…"
+	}
+	return strings.TrimSpace(out)
+}
+
+// historyLength bounds the exit codes and firings a phase record keeps:
+// the latest tell the story, and a state that grows with every attempt
+// would make every decision (and a resume) slower than the last.
+const historyLength = 32
+
+func keepLast[T any](list []T) []T {
+	if len(list) > historyLength {
+		return list[len(list)-historyLength:]
+	}
+	return list
 }

@@ -29,6 +29,11 @@ type StepResult struct {
 	CheckpointNote string        `json:"checkpoint_note,omitempty"`
 	SessionID      string        `json:"session_id,omitempty"`
 	FilesChanged   int           `json:"files_changed,omitempty"`
+	// Files and Head come from git when the work folder is a repository:
+	// the files changed since the phase started, and HEAD now.
+	Files      []string `json:"files,omitempty"`
+	Head       string   `json:"head,omitempty"`
+	HeadBefore string   `json:"head_before,omitempty"`
 }
 
 // TriggerFired is a pause_when trigger that became true while a step ran.
@@ -47,11 +52,27 @@ type PauseRequested struct {
 	Notes  string
 }
 
-// Resumed continues a paused session.
+// Resumed continues a paused session; Phase, when set, jumps to that
+// phase.
 type Resumed struct {
 	At    time.Time
 	Notes string
+	Phase string
 }
+
+// Recovered continues a session whose runner died (killed, crashed, the
+// machine rebooted) while it was running: the step it was running, if any,
+// runs again.
+type Recovered struct{ At time.Time }
+
+// Noted adds a human's notes to a paused session.
+type Noted struct {
+	At    time.Time
+	Notes string
+}
+
+// Completed marks a session done by hand.
+type Completed struct{ At time.Time }
 
 func (e Started) eventTime() time.Time        { return e.At }
 func (e StepFinished) eventTime() time.Time   { return e.At }
@@ -59,6 +80,9 @@ func (e TriggerFired) eventTime() time.Time   { return e.At }
 func (e TimerExpired) eventTime() time.Time   { return e.At }
 func (e PauseRequested) eventTime() time.Time { return e.At }
 func (e Resumed) eventTime() time.Time        { return e.At }
+func (e Recovered) eventTime() time.Time      { return e.At }
+func (e Noted) eventTime() time.Time          { return e.At }
+func (e Completed) eventTime() time.Time      { return e.At }
 
 // Action is what the decision function asks the runner to do.
 type Action interface{ isAction() }
@@ -70,6 +94,9 @@ type StartStep struct {
 	Attempt     int
 	SessionKey  string
 	SessionID   string
+	// ResumeContext asks for the resume context in the prompt: the first
+	// agent step after a resume, a recovery or a restart.
+	ResumeContext bool
 }
 
 // StopStep stops the running step gracefully.

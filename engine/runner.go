@@ -35,9 +35,34 @@ type Runner struct {
 	Grace time.Duration
 	// Tick is how often time limits and time-based triggers are checked.
 	Tick time.Duration
-	// Interrupts delivers Ctrl+C and SIGTERM: the first pauses the session
-	// gracefully, the second kills the running step at once.
-	Interrupts <-chan struct{}
+	// Interrupts delivers Ctrl+C, SIGTERM and pipeline pause: the first
+	// pauses the session gracefully, the second kills the running step at
+	// once.
+	Interrupts <-chan Interrupt
+	// ResumeContext, when set, gives the text put before the prompt of an
+	// agent step that starts after a resume, a recovery or a restart.
+	ResumeContext func(s State, a StartStep) string
+	// Git reports HEAD and the files changed since base in Dir; nil when
+	// Dir is not a git work tree.
+	Git func(base string) (head string, files []string)
+	// NewRedactStream, when set, gives each output stream of a step the
+	// redaction of secrets that runs before the output is shown or kept.
+	NewRedactStream func() RedactStream
+}
+
+// RedactStream hides secrets in a stream of chunks: Write returns what can
+// be passed on now (it may hold back the start of a possible secret), Flush
+// the rest at the end.
+type RedactStream interface {
+	Write(chunk []byte) []byte
+	Flush() []byte
+}
+
+// Interrupt is a request to pause: Ctrl+C, SIGTERM, or pipeline pause with
+// the human's notes.
+type Interrupt struct {
+	Reason string
+	Notes  string
 }
 
 // Run drives the session from state with the first event (Started, or
@@ -88,7 +113,9 @@ func (r *Runner) Run(state State, first Event) State {
 		}
 		return false
 	}
-	if handle(first) {
+	if handle(first) || (current == nil && !state.Waiting && !state.StepRunning) {
+		// Ended, or the event asked nothing of a session that cannot move
+		// (a resume of a session that is not paused): nothing to wait for.
 		return state
 	}
 	for {
@@ -100,14 +127,17 @@ func (r *Runner) Run(state State, first Event) State {
 			if handle(ev) {
 				return state
 			}
-		case <-r.Interrupts:
+		case in := <-r.Interrupts:
 			if state.Stopping != nil && current != nil && !forced {
 				forced = true
 				r.View.Say("interrupted again: killing the step now")
 				current.stop(0, true)
 				continue
 			}
-			if handle(PauseRequested{At: r.Clock.Now(), Reason: ReasonInterrupted}) {
+			if in.Reason == "" {
+				in.Reason = ReasonInterrupted
+			}
+			if handle(PauseRequested{At: r.Clock.Now(), Reason: in.Reason, Notes: in.Notes}) {
 				return state
 			}
 		}
@@ -158,6 +188,7 @@ type execution struct {
 	started       time.Time
 	lastOutput    time.Time
 	timeout, idle time.Duration
+	headBefore    string
 	timedOut      bool
 	stopped       bool
 	fired         bool
@@ -178,7 +209,7 @@ func (r *Runner) prompt(step *spec.StepPlan) string {
 	return text
 }
 
-func (r *Runner) command(a StartStep, step *spec.StepPlan) (steps.Command, int, error) {
+func (r *Runner) command(a StartStep, s State, step *spec.StepPlan) (steps.Command, int, error) {
 	phase := &r.Plan.Phases[a.Phase]
 	env := append(os.Environ(),
 		"PIPELINE_PHASE="+phase.Name, "PIPELINE_STEP="+step.Name, fmt.Sprintf("PIPELINE_ATTEMPT=%d", a.Attempt))
@@ -194,6 +225,11 @@ func (r *Runner) command(a StartStep, step *spec.StepPlan) (steps.Command, int, 
 		return steps.Command{}, 0, err
 	}
 	prompt := r.prompt(step)
+	if a.ResumeContext && r.ResumeContext != nil {
+		if text := r.ResumeContext(s, a); text != "" {
+			prompt = text + "\n\n" + prompt
+		}
+	}
 	inv, err := adapter.Invocation(steps.Request{Kind: agent.Kind, Prompt: prompt, Model: agent.Model,
 		Command: agent.Command, Args: agent.Args, SessionID: a.SessionID, Dir: r.Dir})
 	if err != nil {
@@ -245,7 +281,13 @@ func (r *Runner) start(a StartStep, s State, events chan<- Event) *execution {
 		Attempt: a.Attempt, Phase: phase.Name, Step: step.Name, Steps: s.Steps, FilesChanged: s.FilesChanged,
 		Spec: r.Plan.SpecValues}
 
-	cmd, promptTokens, err := r.command(a, step)
+	cmd, promptTokens, err := r.command(a, s, step)
+	if r.Git != nil {
+		e.headBefore = s.Phases[a.Phase].HeadBefore
+		if e.headBefore == "" {
+			e.headBefore, _ = r.Git("")
+		}
+	}
 	if step.Agent != nil {
 		e.info.What = "agent " + step.Agent.Value.Kind
 		e.promptTokens = promptTokens
@@ -294,15 +336,35 @@ const chunkSize = 256 << 10
 
 func (e *execution) read(r io.Reader, size int, done *sync.WaitGroup) {
 	defer done.Done()
+	var redact RedactStream
+	if e.r.NewRedactStream != nil {
+		redact = e.r.NewRedactStream()
+	}
+	pass := func(chunk []byte) {
+		if redact != nil {
+			chunk = redact.Write(chunk)
+		}
+		if len(chunk) == 0 {
+			return
+		}
+		if f := e.consume(chunk); f != nil {
+			e.events <- TriggerFired{At: f.At, Firing: *f}
+		}
+	}
 	buf := make([]byte, size)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
-			if f := e.consume(buf[:n]); f != nil {
-				e.events <- TriggerFired{At: f.At, Firing: *f}
-			}
+			pass(buf[:n])
 		}
 		if err != nil {
+			if redact != nil {
+				if rest := redact.Flush(); len(rest) > 0 {
+					if f := e.consume(rest); f != nil {
+						e.events <- TriggerFired{At: f.At, Firing: *f}
+					}
+				}
+			}
 			return
 		}
 	}
@@ -430,6 +492,11 @@ func (e *execution) finish(readers *sync.WaitGroup) {
 		Checkpoint: e.scanner.Checkpoint, CheckpointNote: e.scanner.CheckpointNote()}
 	e.closeTranscript()
 	e.mu.Unlock()
+	if e.r.Git != nil {
+		result.HeadBefore = e.headBefore
+		result.Head, result.Files = e.r.Git(e.headBefore)
+		result.FilesChanged = len(result.Files)
+	}
 	e.r.View.StepFinished(e.info, result)
 	e.events <- StepFinished{At: e.r.Clock.Now(), Result: result}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"pipeline/engine"
+	"pipeline/engine/store"
 )
 
 // testView records what a run shows and hands each line of output to the
@@ -85,20 +87,28 @@ type harness struct {
 	dir        string
 	runner     *engine.Runner
 	view       *testView
-	recorder   *engine.FileRecorder
-	interrupts chan struct{}
+	recorder   *engine.SessionRecorder
+	interrupts chan engine.Interrupt
 }
 
 func newHarness(t *testing.T, yamlText string, clock engine.Clock) *harness {
 	t.Helper()
 	dir := t.TempDir()
-	h := &harness{t: t, dir: dir, view: newTestView(), interrupts: make(chan struct{}, 2)}
+	h := &harness{t: t, dir: dir, view: newTestView(), interrupts: make(chan engine.Interrupt, 2)}
 	plan := planOf(t, yamlText)
-	rec, err := engine.NewFileRecorder(filepath.Join(dir, ".pipeline", "sessions", "test"))
+	st, err := store.Open(filepath.Join(dir, ".pipeline"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { rec.Close() })
+	x, err := st.Create(store.Meta{ID: "test", Pipeline: "test", Created: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := engine.NewSessionRecorder(x, plan, nil)
+	t.Cleanup(func() {
+		rec.Close()
+		x.Close()
+	})
 	h.recorder = rec
 	h.runner = &engine.Runner{Plan: plan, Dir: dir, View: h.view, Clock: clock, Recorder: rec,
 		Grace: 5 * time.Second, Tick: 100 * time.Millisecond, Interrupts: h.interrupts}
@@ -125,7 +135,7 @@ func (h *harness) await(done <-chan engine.State) engine.State {
 
 func transcript(t *testing.T, h *harness, phase string, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(h.recorder.Dir, "transcripts", phase, name))
+	b, err := os.ReadFile(filepath.Join(h.recorder.Session.Dir, "transcripts", phase, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +194,7 @@ phases:
 			pid, _ = strconv.Atoi(rest)
 		}
 	}
-	h.interrupts <- struct{}{}
+	h.interrupts <- engine.Interrupt{}
 	s := h.await(done)
 	if s.Status != engine.StatusPaused || s.Pause.Reason != engine.ReasonInterrupted {
 		t.Fatalf("state %+v", s)
@@ -205,7 +215,7 @@ phases:
 `, engine.RealClock{})
 	done := h.start()
 	h.view.awaitLine(t, "ready")
-	h.interrupts <- struct{}{}
+	h.interrupts <- engine.Interrupt{}
 	s := h.await(done)
 	if s.Status != engine.StatusPaused || s.Pause.Reason != engine.ReasonInterrupted || s.Phases[0].Human != 1 {
 		t.Fatalf("state %+v", s)
@@ -298,6 +308,9 @@ func TestRunFilesArePrivate(t *testing.T) {
 	if s := h.await(h.start()); s.Status != engine.StatusCompleted {
 		t.Fatalf("state %+v", s)
 	}
+	if err := h.recorder.Close(); err != nil {
+		t.Fatal(err)
+	}
 	err := filepath.Walk(filepath.Join(h.dir, ".pipeline"), func(path string, info os.FileInfo, err error) error {
 		if err != nil {
 			return err
@@ -337,5 +350,37 @@ phases:
 	}
 	if s.Status != engine.StatusFailed || s.Steps["missing"].ExitCode != 127 {
 		t.Errorf("a missing program: %+v", s)
+	}
+}
+
+// In a git work tree, a phase records HEAD before and after and the files
+// its steps changed.
+func TestRunRecordsGitChanges(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatal("git is needed for this test")
+	}
+	h := newHarness(t, `version: 1
+phases:
+  - name: edit
+    steps: [{run: 'echo new > added.txt && echo changed >> tracked.txt && git add -A && git -c user.email=t@t -c user.name=t commit -qm edit && echo more >> tracked.txt'}]
+`, engine.RealClock{})
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init", "--allow-empty"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = h.dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(h.dir, "tracked.txt"), []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.runner.Git = engine.GitFor(h.dir)
+	s := h.await(h.start())
+	rec := s.Phases[0]
+	if s.Status != engine.StatusCompleted || rec.HeadBefore == "" || rec.HeadAfter == "" || rec.HeadBefore == rec.HeadAfter {
+		t.Fatalf("record %+v", rec)
+	}
+	if got := strings.Join(rec.Files, ","); got != "added.txt,tracked.txt" {
+		t.Errorf("files changed %q", got)
 	}
 }

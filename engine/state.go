@@ -71,6 +71,9 @@ type State struct {
 	// FreshSession makes the next agent step start a new native session
 	// (a restart policy fired).
 	FreshSession bool `json:"fresh_session,omitempty"`
+	// ResumeContext is owed to the next agent step: the session was
+	// resumed, recovered or restarted since the agent last ran.
+	ResumeContext bool `json:"resume_context,omitempty"`
 	// Steps holds the last result of each step of the current phase.
 	Steps map[string]triggers.StepVars `json:"steps,omitempty"`
 
@@ -90,6 +93,15 @@ type PhaseRecord struct {
 	Restarts  int           `json:"restarts,omitempty"`
 	Retries   int           `json:"retries,omitempty"`
 	Human     int           `json:"human_interventions,omitempty"`
+	Notes     []string      `json:"notes,omitempty"`
+	// NativeSession is the agent's own session id last used in the phase.
+	NativeSession string    `json:"native_session,omitempty"`
+	HeadBefore    string    `json:"head_before,omitempty"`
+	HeadAfter     string    `json:"head_after,omitempty"`
+	Files         []string  `json:"files_changed,omitempty"`
+	Started       time.Time `json:"started,omitempty"`
+	Ended         time.Time `json:"ended,omitempty"`
+	Summary       string    `json:"summary,omitempty"`
 }
 
 // Firing records a trigger or policy that fired, and the values of the

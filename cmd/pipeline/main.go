@@ -132,7 +132,8 @@ Exit codes: 0 completed, 1 failed, 2 usage or spec error, 3 paused.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
-	root.AddCommand(runCommand(), validateCommand(), planCommand(), schemaCommand(), initCommand(), versionCommand())
+	root.AddCommand(runCommand(), resumeCommand(), pauseCommand(), statusCommand(), sessionsCommand(), logsCommand(),
+		completeCommand(), cleanCommand(), validateCommand(), planCommand(), schemaCommand(), initCommand(), versionCommand())
 	return root
 }
 

@@ -3,9 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/signal"
-	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,16 +15,21 @@ import (
 
 func runCommand() *cobra.Command {
 	var (
-		specPath string
-		stateDir string
-		grace    time.Duration
+		flags *storeFlags
+		grace time.Duration
+		fresh bool
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "run [FILE]",
-		Short: "Run the phases of a pipeline",
+		Short: "Run the phases of a pipeline (resuming its paused session, if any)",
 		Long: `Run the phases of FILE (default ./phases.yaml) in order: each phase's
 steps, with its pause_when triggers evaluated live and its retry, restart
 and done_when policies applied after every step.
+
+When the latest session of this pipeline and spec is paused (or its runner
+died), run resumes it and says so; --new starts a fresh session instead.
+One run per pipeline and spec at a time: a second is refused, naming the
+first.
 
 On a terminal a live view shows the phase, the step, the time and tokens
 against their limits, and the last lines of output; otherwise (or with
@@ -37,66 +39,51 @@ the running step gracefully and pauses; a second Ctrl+C kills it at once.
 Exit status: 0 completed, 1 failed, 2 usage or spec error, 3 paused.`,
 		Example: `  pipeline run
   pipeline run examples/quickstart/phases.yaml
-  CI=true pipeline run phases.yaml --spec specs/045-dashboard/README.md`,
+  pipeline run --new --spec specs/045-dashboard/README.md
+  CI=true pipeline run phases.yaml`,
 		Args: cobra.MaximumNArgs(1),
 	}, func(cmd *cobra.Command, args []string) error {
-		file := "phases.yaml"
 		if len(args) == 1 {
-			file = args[0]
+			flags.file = args[0]
 		}
-		plan, err := spec.Load(file, specPath)
+		plan, err := spec.Load(flags.file, flags.spec)
 		if err != nil {
 			return err
 		}
 		if err := checkAdapters(plan); err != nil {
 			return err
 		}
-		dir := filepath.Dir(file)
-		if stateDir == "" {
-			stateDir = os.Getenv("PIPELINE_STATE_DIR")
-		}
-		if stateDir == "" {
-			stateDir = filepath.Join(dir, ".pipeline")
-		}
-		clock := engine.RealClock{}
-		id := engine.NewSessionID(clock.Now())
-		recorder, err := engine.NewFileRecorder(filepath.Join(stateDir, "sessions", id))
+		st, err := flags.open()
 		if err != nil {
 			return err
 		}
-		view := newView(cmd)
-		interrupts := make(chan struct{}, 2)
-		signals := make(chan os.Signal, 2)
-		signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
-		defer signal.Stop(signals)
-		go func() {
-			for range signals {
-				interrupts <- struct{}{}
+		l := &launch{cmd: cmd, file: flags.file, plan: plan, st: st, grace: grace}
+		key := planKey(flags.file, plan)
+		if !fresh && !st.Held(key) {
+			last, err := latest(st, key, engine.StatusPaused, engine.StatusRunning)
+			if err != nil {
+				return err
 			}
-		}()
-		view.Say("session %s: %s, %d phases", id, plan.Name.Value, len(plan.Phases))
-		runner := &engine.Runner{Plan: plan, Dir: dir, View: view, Clock: clock, Recorder: recorder,
-			Grace: grace, Interrupts: interrupts}
-		state := runner.Run(engine.State{}, engine.Started{At: clock.Now()})
-		if err := recorder.Close(); err != nil {
-			return fmt.Errorf("recording the session: %w", err)
+			if last != nil {
+				x, err := st.Session(last.ID)
+				if err != nil {
+					return usageOf(err)
+				}
+				defer x.Close()
+				first := engine.Event(engine.Resumed{At: time.Now()})
+				how := fmt.Sprintf("paused: %s", last.PauseReason)
+				if last.Status == string(engine.StatusRunning) {
+					first, how = engine.Recovered{At: time.Now()}, "its runner stopped without pausing it"
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "resuming session %s (%s); use run --new for a fresh session\n", last.ID, how)
+				return l.run(x, first)
+			}
 		}
-		if err := view.Close(); err != nil {
-			return err
-		}
-		switch state.Status {
-		case engine.StatusCompleted:
-			return nil
-		case engine.StatusPaused:
-			fmt.Fprintf(cmd.ErrOrStderr(), "session %s is paused; its record is in %s\n", id, recorder.Dir)
-			return &exitStatus{code: exitPaused, printed: true}
-		default:
-			return &exitStatus{code: exitFailed, printed: true}
-		}
+		return l.run(nil, engine.Started{At: time.Now()})
 	})
-	cmd.Flags().StringVar(&specPath, "spec", "", "spec file whose frontmatter overrides phases.yaml (default: the spec phases.yaml names)")
-	cmd.Flags().StringVar(&stateDir, "state-dir", "", "where sessions are kept (default: .pipeline beside phases.yaml, or $PIPELINE_STATE_DIR)")
+	flags = addStoreFlags(cmd, true)
 	cmd.Flags().DurationVar(&grace, "grace", 5*time.Second, "time a stopped step gets to exit after SIGINT before it is killed")
+	cmd.Flags().BoolVar(&fresh, "new", false, "start a new session even when the latest one is paused")
 	return cmd
 }
 

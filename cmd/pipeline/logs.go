@@ -1,0 +1,171 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/spf13/cobra"
+)
+
+func logsCommand() *cobra.Command {
+	var (
+		flags  *storeFlags
+		phase  string
+		follow bool
+	)
+	cmd := newCommand(&cobra.Command{
+		Use:   "logs [SESSION]",
+		Short: "Print the transcripts of a session",
+		Long: `Print the transcripts of SESSION (or of the latest session of the pipeline
+and spec), phase by phase, attempt by attempt, each headed by its file.
+--phase keeps one phase. -f keeps printing what the steps write until the
+session stops running.`,
+		Example: `  pipeline logs
+  pipeline logs 20261125-093000-a1b2c3 --phase implementation
+  pipeline logs -f`,
+		Args: cobra.MaximumNArgs(1),
+	}, func(cmd *cobra.Command, args []string) error {
+		id := ""
+		if len(args) == 1 {
+			id = args[0]
+		}
+		f, err := findSession(flags, id)
+		if err != nil {
+			return err
+		}
+		defer f.x.Close()
+		order := map[string]int{}
+		for i, p := range f.plan.Phases {
+			order[p.Name] = i
+		}
+		if phase != "" {
+			if _, ok := order[phase]; !ok {
+				return usagef("--phase %q is not a phase of %s (%s)", phase, f.x.Meta.File, phaseNames(f.plan))
+			}
+		}
+		root := filepath.Join(f.x.Dir, "transcripts")
+		t := &tail{w: cmd.OutOrStdout(), offsets: map[string]int64{}}
+		if err := t.catchUp(root, phase, order); err != nil {
+			return err
+		}
+		if !follow || !f.st.Held(f.key) {
+			return nil
+		}
+		return t.follow(root, phase, order, func() bool { return f.st.Held(f.key) })
+	})
+	flags = addStoreFlags(cmd, true)
+	cmd.Flags().StringVar(&phase, "phase", "", "only this phase")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output until the session stops running")
+	return cmd
+}
+
+// tail prints transcripts from where it last stopped in each.
+type tail struct {
+	w       io.Writer
+	offsets map[string]int64
+	last    string
+}
+
+// transcripts lists the transcript files in phase order, then attempt.
+func transcripts(root, phase string, order map[string]int) []string {
+	paths, _ := filepath.Glob(filepath.Join(root, "*", "*.log"))
+	var out []string
+	for _, p := range paths {
+		if phase == "" || filepath.Base(filepath.Dir(p)) == phase {
+			out = append(out, p)
+		}
+	}
+	attempt := func(p string) int {
+		n, _ := strconv.Atoi(strings.SplitN(filepath.Base(p), "-", 2)[0])
+		return n
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		pi, pj := order[filepath.Base(filepath.Dir(out[i]))], order[filepath.Base(filepath.Dir(out[j]))]
+		if pi != pj {
+			return pi < pj
+		}
+		if ai, aj := attempt(out[i]), attempt(out[j]); ai != aj {
+			return ai < aj
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+func (t *tail) catchUp(root, phase string, order map[string]int) error {
+	for _, p := range transcripts(root, phase, order) {
+		if err := t.print(root, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// print writes what path has beyond what was printed of it.
+func (t *tail) print(root, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Seek(t.offsets[path], io.SeekStart); err != nil {
+		return err
+	}
+	if t.last != path {
+		if info, err := f.Stat(); err == nil && info.Size() > t.offsets[path] {
+			rel, _ := filepath.Rel(root, path)
+			fmt.Fprintf(t.w, "==> %s <==\n", rel)
+			t.last = path
+		}
+	}
+	n, err := io.Copy(t.w, f)
+	t.offsets[path] += n
+	return err
+}
+
+// follow prints new output as fsnotify reports writes, until running says
+// the session stopped.
+func (t *tail) follow(root, phase string, order map[string]int, running func() bool) error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if err := w.Add(root); err != nil {
+		return err
+	}
+	dirs, _ := filepath.Glob(filepath.Join(root, "*"))
+	for _, d := range dirs {
+		w.Add(d)
+	}
+	check := time.NewTicker(500 * time.Millisecond)
+	defer check.Stop()
+	for {
+		select {
+		case ev := <-w.Events:
+			if info, err := os.Stat(ev.Name); err == nil && info.IsDir() {
+				w.Add(ev.Name)
+				continue
+			}
+			if strings.HasSuffix(ev.Name, ".log") {
+				if err := t.catchUp(root, phase, order); err != nil {
+					return err
+				}
+			}
+		case err := <-w.Errors:
+			return err
+		case <-check.C:
+			// The runner's end is not a file event: look at its lock.
+			if !running() {
+				return t.catchUp(root, phase, order)
+			}
+		}
+	}
+}

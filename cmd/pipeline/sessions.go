@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"pipeline/engine"
+	"pipeline/engine/spec"
+	"pipeline/engine/store"
+)
+
+func sessionsCommand() *cobra.Command {
+	var (
+		flags    *storeFlags
+		output   *outputFlag
+		active   bool
+		specPath string
+		status   string
+	)
+	cmd := newCommand(&cobra.Command{
+		Use:   "sessions",
+		Short: "List the sessions kept beside phases.yaml",
+		Long: `List the sessions of the store (.pipeline beside phases.yaml, or
+--state-dir), newest first. --active keeps those not finished (running or
+paused); --status keeps one status; --spec keeps the sessions of one spec.`,
+		Example: `  pipeline sessions
+  pipeline sessions --active
+  pipeline sessions --status paused -o json`,
+		Args: cobra.NoArgs,
+	}, func(cmd *cobra.Command, _ []string) error {
+		if err := output.check(); err != nil {
+			return err
+		}
+		if status != "" && status != "running" && status != "paused" && status != "completed" && status != "failed" {
+			return usagef("--status must be running, paused, completed or failed, not %q", status)
+		}
+		st, err := flags.open()
+		if err != nil {
+			return err
+		}
+		list, err := st.List()
+		if err != nil {
+			return err
+		}
+		wantSpec := ""
+		if specPath != "" {
+			wantSpec, _ = filepath.Abs(specPath)
+		}
+		out := []store.Summary{}
+		for _, s := range list {
+			if s.Status == string(engine.StatusRunning) && !st.Held(s.Key) {
+				s.Status, s.PauseReason = string(engine.StatusPaused), "runner-died"
+			}
+			if active && s.Status != "running" && s.Status != "paused" {
+				continue
+			}
+			if status != "" && s.Status != status {
+				continue
+			}
+			if wantSpec != "" && s.Spec != wantSpec {
+				continue
+			}
+			out = append(out, s)
+		}
+		if output.json() {
+			return writeJSON(cmd.OutOrStdout(), out)
+		}
+		var b bytes.Buffer
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SESSION\tPIPELINE\tSPEC\tSTATUS\tPHASE\tTOKENS\tCOST\tUPDATED")
+		for _, s := range out {
+			state := s.Status
+			if s.PauseReason != "" {
+				state += " (" + s.PauseReason + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t$%.4f\t%s\n", s.ID, s.Pipeline, orDash(filepath.Base(s.Spec)), state,
+				orDash(s.Phase), s.Tokens, s.CostUSD, s.Updated.Local().Format("2006-01-02 15:04"))
+		}
+		tw.Flush()
+		_, err = cmd.OutOrStdout().Write(b.Bytes())
+		return err
+	})
+	flags = addStoreFlags(cmd, false)
+	output = addOutputFlag(cmd)
+	cmd.Flags().BoolVar(&active, "active", false, "only sessions not finished: running or paused")
+	cmd.Flags().StringVar(&specPath, "spec", "", "only the sessions of this spec")
+	cmd.Flags().StringVar(&status, "status", "", "only sessions with this status: running, paused, completed or failed")
+	return cmd
+}
+
+func orDash(s string) string {
+	if s == "" || s == "." {
+		return "-"
+	}
+	return s
+}
+
+func cleanCommand() *cobra.Command {
+	var (
+		flags     *storeFlags
+		olderThan string
+		keep      int
+		dryRun    bool
+	)
+	cmd := newCommand(&cobra.Command{
+		Use:   "clean",
+		Short: "Delete old finished sessions",
+		Long: `Delete the completed and failed sessions not updated for --older-than,
+keeping the newest --keep sessions of each pipeline and spec whatever their
+age. Running and paused sessions are never deleted.`,
+		Example: `  pipeline clean --older-than 7d
+  pipeline clean --older-than 30d --keep 1 --dry-run`,
+		Args: cobra.NoArgs,
+	}, func(cmd *cobra.Command, _ []string) error {
+		age, err := spec.ParseDuration(olderThan)
+		if err != nil || age == 0 {
+			return usagef("--older-than needs a duration such as 7d or 12h")
+		}
+		st, err := flags.open()
+		if err != nil {
+			return err
+		}
+		list, err := st.List()
+		if err != nil {
+			return err
+		}
+		cutoff := time.Now().Add(-time.Duration(age))
+		seen := map[string]int{}
+		removed := 0
+		for _, s := range list { // newest first
+			seen[s.Key]++
+			finished := s.Status == string(engine.StatusCompleted) || s.Status == string(engine.StatusFailed)
+			if !finished || seen[s.Key] <= keep || s.Updated.After(cutoff) {
+				continue
+			}
+			if !dryRun {
+				if err := st.Remove(s.ID); err != nil {
+					return err
+				}
+			}
+			removed++
+			verb := "removed"
+			if dryRun {
+				verb = "would remove"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s %s (%s, %s)\n", verb, s.ID, s.Status, s.Updated.Local().Format("2006-01-02"))
+		}
+		if removed > 0 && !dryRun {
+			if err := st.CompactIndex(); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%d session(s) removed\n", removed)
+		return nil
+	})
+	flags = addStoreFlags(cmd, false)
+	cmd.Flags().StringVar(&olderThan, "older-than", "", "age past which finished sessions go: 7d, 12h (required)")
+	cmd.Flags().IntVar(&keep, "keep", 3, "sessions to keep for each pipeline and spec, however old")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say what would be removed, remove nothing")
+	return cmd
+}

@@ -1,0 +1,381 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// started is a pipeline running in the background.
+type started struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	lines  chan string
+	done   chan int
+}
+
+// pipelineStart runs the command in dir without waiting; its output lines
+// arrive on lines.
+func pipelineStart(t *testing.T, dir string, args ...string) *started {
+	t.Helper()
+	s := &started{cmd: exec.Command(binary, args...), lines: make(chan string, 4096), done: make(chan int, 1)}
+	s.cmd.Dir = dir
+	s.cmd.Env = append(os.Environ(), "CI=true")
+	out, err := s.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cmd.Stderr = &s.stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		scanner := bufio.NewScanner(out)
+		for scanner.Scan() {
+			select {
+			case s.lines <- scanner.Text():
+			default:
+			}
+		}
+		s.cmd.Wait()
+		s.done <- s.cmd.ProcessState.ExitCode()
+	}()
+	t.Cleanup(func() { s.cmd.Process.Kill() })
+	return s
+}
+
+func (s *started) await(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case line := <-s.lines:
+			if strings.Contains(line, want) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no line %q from the run", want)
+		}
+	}
+}
+
+func (s *started) exit(t *testing.T) int {
+	t.Helper()
+	select {
+	case code := <-s.done:
+		return code
+	case <-time.After(60 * time.Second):
+		t.Fatal("the run did not end")
+	}
+	return 0
+}
+
+type statusJSON struct {
+	ID          string `json:"id"`
+	Status      string `json:"status"`
+	Phase       string `json:"phase"`
+	PauseReason string `json:"pause_reason"`
+	PauseNote   string `json:"pause_note"`
+	Tokens      int    `json:"tokens"`
+	Phases      []struct {
+		Name     string   `json:"name"`
+		Status   string   `json:"status"`
+		Attempts int      `json:"attempts"`
+		Human    int      `json:"human_interventions"`
+		Notes    []string `json:"notes"`
+	} `json:"phases"`
+}
+
+func status(t *testing.T, dir string, args ...string) statusJSON {
+	t.Helper()
+	r := pipeline(t, dir, append([]string{"status", "-o", "json"}, args...)...)
+	var s statusJSON
+	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
+		t.Fatalf("status: exit %d, %v: %s %s", r.code, err, r.stdout, r.stderr)
+	}
+	return s
+}
+
+// The quickstart's shape: a checkpoint pauses; resume with notes gives the
+// agent its resume context and the session completes.
+func TestPauseResumeWithNotesAndContext(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "agent.sh", `#!/bin/sh
+prompt=$(cat)
+printf '%s\n' "$prompt" > "prompt-$PIPELINE_PHASE-$PIPELINE_ATTEMPT.txt"
+if [ "$PIPELINE_PHASE" = design ] && [ ! -f checkpointed ]; then
+  : > checkpointed
+  echo "[CHECKPOINT] draft ready"
+  sleep 30
+fi
+echo "finished $PIPELINE_PHASE"
+`)
+	os.Chmod(filepath.Join(dir, "agent.sh"), 0o755)
+	write(t, dir, "spec.md", "---\nstatus: planned\n---\n# Spec\nBuild it.\n")
+	write(t, dir, "phases.yaml", "version: 1\nspec: spec.md\nagent: {kind: command, command: [./agent.sh]}\nphases: [{name: design}, {name: build}]\n")
+	r := pipeline(t, dir, "run", "--grace", "1s")
+	if r.code != exitPaused {
+		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
+	}
+	s := status(t, dir)
+	if s.Status != "paused" || s.PauseReason != "checkpoint" || s.PauseNote != "draft ready" || s.Phase != "design" {
+		t.Fatalf("status %+v", s)
+	}
+	write(t, dir, "spec.md", "---\nstatus: planned\n---\n# Spec\nBuild it twice.\n")
+	r = pipeline(t, dir, "resume", "--notes", "keep the API small")
+	if r.code != 0 {
+		t.Fatalf("resume: exit %d, %s %s", r.code, r.stdout, r.stderr)
+	}
+	prompt, err := os.ReadFile(filepath.Join(dir, "prompt-design-1.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"[Resume context]", `phase "design"`, "checkpoint", "keep the API small", "-Build it.", "+Build it twice."} {
+		if !strings.Contains(string(prompt), want) {
+			t.Errorf("the resumed prompt lacks %q:\n%s", want, prompt)
+		}
+	}
+	s = status(t, dir)
+	if s.Status != "completed" || s.Phases[0].Human != 1 || len(s.Phases[0].Notes) != 1 {
+		t.Fatalf("status %+v", s)
+	}
+	// A completed session is not resumed: the next run starts a new one.
+	r = pipeline(t, dir, "run")
+	if r.code != 0 || strings.Contains(r.stderr, "resuming") {
+		t.Errorf("run after completion: exit %d, %s", r.code, r.stderr)
+	}
+	if list := pipeline(t, dir, "sessions", "-o", "json"); !strings.Contains(list.stdout, `"status": "completed"`) {
+		t.Errorf("sessions: %s", list.stdout)
+	}
+	if logs := pipeline(t, dir, "logs", s.ID); !strings.Contains(logs.stdout, "[CHECKPOINT] draft ready") || !strings.Contains(logs.stdout, "finished build") {
+		t.Errorf("logs: %s", logs.stdout)
+	}
+}
+
+// pipeline pause stops a running session at once, with notes; run then
+// resumes it.
+func TestPauseCommandStopsARunningSession(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", `version: 1
+phases:
+  - name: long
+    steps: [{run: 'if [ -f again ]; then echo quick; else : > again; echo waiting; sleep 60; fi'}]
+`)
+	run := pipelineStart(t, dir, "run")
+	run.await(t, "waiting")
+	if r := pipeline(t, dir, "pause", "--notes", "coffee break"); r.code != 0 || !strings.Contains(r.stdout, "paused") {
+		t.Fatalf("pause: exit %d, %s %s", r.code, r.stdout, r.stderr)
+	}
+	if code := run.exit(t); code != exitPaused {
+		t.Fatalf("the paused run exited %d: %s", code, run.stderr.String())
+	}
+	s := status(t, dir)
+	if s.PauseReason != "paused-by-human" || s.PauseNote != "coffee break" {
+		t.Fatalf("status %+v", s)
+	}
+	r := pipeline(t, dir, "run")
+	if r.code != 0 || !strings.Contains(r.stderr, "resuming session "+s.ID) {
+		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
+	}
+}
+
+// Two runs of one pipeline and spec: one runs, the other is refused with
+// the first's pid; a lock left by a killed run is taken over.
+func TestOneRunAtATimeAndStaleLocks(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", `version: 1
+phases:
+  - name: long
+    steps: [{run: 'if [ -f again ]; then echo quick; else : > again; echo waiting; sleep 60; fi'}]
+`)
+	first := pipelineStart(t, dir, "run")
+	first.await(t, "waiting")
+	second := pipeline(t, dir, "run")
+	if second.code != exitUsage || !strings.Contains(second.stderr, "already running") ||
+		!strings.Contains(second.stderr, "pid "+itoa(first.cmd.Process.Pid)) {
+		t.Fatalf("second run: exit %d, %s", second.code, second.stderr)
+	}
+	first.cmd.Process.Signal(syscall.SIGKILL)
+	first.exit(t)
+	s := status(t, dir)
+	if s.Status != "paused" || s.PauseReason != "runner-died" {
+		t.Fatalf("status after kill -9: %+v", s)
+	}
+	third := pipeline(t, dir, "run")
+	if third.code != 0 || !strings.Contains(third.stderr, "its runner stopped") {
+		t.Fatalf("third run: exit %d, %s", third.code, third.stderr)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// A secret in an agent's environment, printed by the agent, never reaches
+// a file under .pipeline; every file there is 0600, every folder 0700.
+func TestSecretsNeverWritten(t *testing.T) {
+	dir := t.TempDir()
+	const envSecret = "s3cr3t-value-7f9a2b4c"
+	const keyLike = "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+	write(t, dir, "phases.yaml", `version: 1
+agent:
+  kind: command
+  command: [sh, -c, 'echo "token is $MY_API_TOKEN, key is $OTHER"; echo "[CHECKPOINT] with $MY_API_TOKEN"']
+  env: {MY_API_TOKEN: `+envSecret+`, OTHER: `+keyLike+`}
+phases: [{name: leak}]
+`)
+	if r := pipeline(t, dir, "run"); r.code != exitPaused {
+		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
+	}
+	if r := pipeline(t, dir, "pause", "--notes", "note with "+envSecret); r.code != 0 {
+		t.Fatalf("pause: exit %d, %s", r.code, r.stderr)
+	}
+	checked := 0
+	err := filepath.WalkDir(filepath.Join(dir, ".pipeline"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		want := fs.FileMode(0o600)
+		if d.IsDir() {
+			want = 0o700
+		}
+		if info.Mode().Perm() != want {
+			t.Errorf("%s is %v, want %v", path, info.Mode().Perm(), want)
+		}
+		if d.IsDir() {
+			return nil
+		}
+		content, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		checked++
+		for _, secret := range []string{envSecret, keyLike, "AbCdEfGhIjKlMnOp"} {
+			if bytes.Contains(content, []byte(secret)) {
+				t.Errorf("%s holds the secret %q", path, secret)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 5 {
+		t.Fatalf("only %d files checked", checked)
+	}
+	if logs := pipeline(t, dir, "logs"); !strings.Contains(logs.stdout, "[REDACTED") {
+		t.Errorf("the transcript should show where a secret was: %s", logs.stdout)
+	}
+}
+
+// A session written in another format is refused with a clear message.
+func TestOtherFormatRefused(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", "version: 1\nphases: [{name: a, steps: [{run: 'true'}]}]\n")
+	if r := pipeline(t, dir, "run"); r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	states, _ := filepath.Glob(filepath.Join(dir, ".pipeline", "sessions", "*", "state.json"))
+	if len(states) != 1 {
+		t.Fatalf("state files %v", states)
+	}
+	content, _ := os.ReadFile(states[0])
+	os.WriteFile(states[0], bytes.Replace(content, []byte(`"format":1`), []byte(`"format":9`), 1), 0o600)
+	r := pipeline(t, dir, "status")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "format 9") || !strings.Contains(r.stderr, "reads format 1") {
+		t.Fatalf("status of a format-9 session: exit %d, %s", r.code, r.stderr)
+	}
+}
+
+// kill -9 at random instants never corrupts a session nor loses a recorded
+// event, and resume always finishes the work.
+func TestCrashAnywhere(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", `version: 1
+phases:
+  - name: one
+    steps: [{run: 'echo a1; sleep 0.05; echo a2'}, {name: two, run: 'echo b; sleep 0.05'}]
+  - name: two
+    steps: [{run: 'for i in 1 2 3 4 5; do echo line $i; done; sleep 0.05'}]
+  - name: three
+    steps: [{run: 'echo last'}]
+`)
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 1))
+	const kills = 50
+	var resumed, finished, early int
+	for i := 0; i < kills; i++ {
+		run := pipelineStart(t, dir, "run", "--new")
+		// A random instant in the first 250ms of the run: start-up, a step,
+		// a record, the end.
+		time.Sleep(time.Duration(rng.Int64N(int64(250 * time.Millisecond))))
+		run.cmd.Process.Signal(syscall.SIGKILL)
+		run.exit(t)
+		sessions, _ := filepath.Glob(filepath.Join(dir, ".pipeline", "sessions", "*"))
+		if len(sessions) == 0 {
+			// Killed before the first session was made: nothing to lose.
+			early++
+			continue
+		}
+		latest := sessions[len(sessions)-1]
+		before := readable(t, latest)
+		r := pipeline(t, dir, "resume")
+		switch {
+		case r.code == 0:
+			resumed++
+		case r.code == exitUsage && (strings.Contains(r.stderr, "no [paused running] session") || strings.Contains(r.stderr, "is completed")):
+			finished++ // the run had completed before the kill
+		default:
+			t.Fatalf("kill %d: resume exit %d: %s", i, r.code, r.stderr)
+		}
+		after := readable(t, latest)
+		if !bytes.HasPrefix(after, before) {
+			t.Fatalf("kill %d: events recorded before the kill were lost or changed", i)
+		}
+		if s := status(t, dir); s.Status != "completed" {
+			t.Fatalf("kill %d: the session ended %+v", i, s)
+		}
+	}
+	t.Logf("%d kills cut a session short and resume finished it; %d came after the end, %d before the start", resumed, finished, early)
+	if resumed < kills/3 {
+		t.Fatalf("only %d of %d kills landed inside a run: the test proves too little", resumed, kills)
+	}
+}
+
+// readable checks that every file of a session parses, and returns its
+// event log.
+func readable(t *testing.T, session string) []byte {
+	t.Helper()
+	for _, name := range []string{"meta.json", "state.json"} {
+		content, err := os.ReadFile(filepath.Join(session, name))
+		if os.IsNotExist(err) && name == "state.json" {
+			continue
+		}
+		if err != nil || !json.Valid(content) {
+			t.Fatalf("%s/%s is not readable: %v", session, name, err)
+		}
+	}
+	events, err := os.ReadFile(filepath.Join(session, "events.jsonl"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	for n, line := range bytes.Split(bytes.TrimSuffix(events, []byte("\n")), []byte("\n")) {
+		if len(line) > 0 && !json.Valid(line) {
+			t.Fatalf("%s events.jsonl line %d is not readable: %q", session, n+1, line)
+		}
+	}
+	return events
+}

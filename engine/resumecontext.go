@@ -1,0 +1,378 @@
+package engine
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"text/template"
+	"unicode/utf8"
+
+	"github.com/pmezard/go-difflib/difflib"
+)
+
+// ResumeInput is what the resume context is rendered from.
+type ResumeInput struct {
+	Pipeline     string
+	Phase        string     // the phase being resumed
+	Step         string     // the step being resumed
+	Attempt      int        // the attempt of the phase, from 1
+	Reason       string     // why it paused / restarted, e.g. "checkpoint", "needs-human", "restart: context"
+	Note         string     // checkpoint note or pause note
+	Done         []DoneItem // phases completed so far, and the work of the current phase so far
+	FilesChanged []string   // from git, may be long
+	NextSteps    []string   // the remaining steps of this phase and the remaining phases, in order
+	HumanNotes   []string   // notes left with pause/resume, oldest first
+	SpecPath     string
+	SpecDiff     string // unified diff of the spec since the pause, "" when unchanged
+}
+
+// DoneItem is one finished piece of work: a completed phase, or the work
+// of the current phase so far.
+type DoneItem struct {
+	Phase, Summary string
+	Attempts       int
+	ExitCodes      []int
+}
+
+// DefaultResumeTemplate is the text/template used unless phases.yaml sets
+// resume_context.template. Its data is a ResumeInput; besides the
+// text/template built-ins a template may call:
+//
+//	oneline s        s with every run of white space (new lines included) made one space
+//	indent n s       s with every line after the first indented by n spaces
+//	join sep list    strings.Join(list, sep)
+//	ints sep list    a []int joined with sep
+//	fence lang s     s in a ``` code block (a longer fence when s holds backticks)
+//	diffblock s      the SpecDiff in a ```diff block, or as plain text when
+//	                 the budget replaced the diff by a note
+//
+// When the context is over its budget, the data is cut before rendering
+// again, and the cuts are told in the data itself: the SpecDiff ends with
+// a "… N more lines of the diff cut" line (or becomes a note naming the
+// spec), the last entry of FilesChanged and NextSteps says how many more
+// there are ("… and K more"), and Done summaries end with "…" (or are left
+// empty). A custom template thus shows the cuts too.
+const DefaultResumeTemplate = `[Resume context] You are resuming phase "{{.Phase}}" of pipeline "{{.Pipeline}}"
+{{- if or .Step .Attempt}} ({{with .Step}}step {{.}}{{end}}{{if and .Step .Attempt}}, {{end}}{{with .Attempt}}attempt {{.}}{{end}}){{end}} after: {{or .Reason "a pause"}}{{with .Note}} — {{oneline .}}{{end}}
+{{- with .HumanNotes}}
+
+## Human notes (oldest first)
+{{- range .}}
+- {{indent 2 .}}
+{{- end}}
+{{- end}}
+{{- with .Done}}
+
+## Done so far
+{{- range .}}
+- {{.Phase}}
+{{- if or .Attempts .ExitCodes}} ({{with .Attempts}}{{.}} attempt{{if ne . 1}}s{{end}}{{end}}{{if and .Attempts .ExitCodes}}, {{end}}{{with .ExitCodes}}exit {{ints "," .}}{{end}}){{end}}
+{{- with .Summary}}: {{indent 2 .}}{{end}}
+{{- end}}
+{{- end}}
+{{- with .FilesChanged}}
+
+## Files changed
+{{- range .}}
+- {{.}}
+{{- end}}
+{{- end}}
+{{- with .SpecDiff}}
+
+## What changed in the spec since the pause{{with $.SpecPath}} ({{.}}){{end}}
+{{diffblock .}}
+{{- end}}
+{{- with .NextSteps}}
+
+## Next steps
+{{- range .}}
+- {{indent 2 .}}
+{{- end}}
+{{- end}}
+`
+
+// RenderResumeContext renders tmpl (DefaultResumeTemplate when "") with in
+// and keeps the result within budget tokens as counted by count (the
+// caller passes steps.CountTokens; a nil count is taken as one token per
+// four bytes). A budget of 0 or less means no limit.
+//
+// Over budget, the input is cut in this order until the text fits: the
+// spec diff (its first lines are kept, then it is replaced by a note
+// naming the spec), the list of changed files (its first entries are
+// kept), the Done summaries (shortened, then left out), the next steps
+// (the first ones are kept). Each cut is a binary search over its size,
+// so a call renders the template a few dozen times at most. The header
+// and the human notes are never cut by those; should the text still be
+// over budget, it is truncated to the budget and ends with a marker.
+//
+// A template that fails to parse or to execute is an error.
+func RenderResumeContext(tmpl string, in ResumeInput, budget int, count func(string) int) (string, error) {
+	if tmpl == "" {
+		tmpl = DefaultResumeTemplate
+	}
+	if count == nil {
+		count = func(s string) int { return (len(s) + 3) / 4 }
+	}
+	r := &rctxRender{in: in}
+	r.diffLines = rctxDiffLines(in.SpecDiff)
+	spec := in.SpecPath
+	if spec == "" {
+		spec = "the spec file"
+	}
+	r.diffNote = fmt.Sprintf("The spec changed since the pause (its diff, %d lines, was cut to fit): read %s.", len(r.diffLines), spec)
+	r.diffMore = "… %d more lines of the diff cut: read " + spec + " for the whole text"
+	t, err := template.New("resume_context").Funcs(r.funcs()).Parse(tmpl)
+	if err != nil {
+		return "", fmt.Errorf("resume_context template: %w", err)
+	}
+	r.tmpl = t
+
+	// The levels of each cut, from the full input (no cut) down to 0.
+	r.full = rctxLevels{
+		diff:    len(r.diffLines),
+		files:   len(in.FilesChanged),
+		summary: 0,
+		next:    len(in.NextSteps),
+	}
+	for _, d := range in.Done {
+		r.full.summary = max(r.full.summary, utf8.RuneCountInString(d.Summary))
+	}
+	lv := r.full
+	text, err := r.render(lv)
+	if err != nil || budget <= 0 || count(text) <= budget {
+		return text, err
+	}
+
+	// Each cut in turn: when cutting it entirely fits, binary-search the
+	// largest level that fits and stop; otherwise cut it entirely and go
+	// on with the next.
+	cuts := []*int{&lv.diff, &lv.files, &lv.summary, &lv.next}
+	maxima := []int{r.full.diff, r.full.files, r.full.summary, r.full.next}
+	for i, level := range cuts {
+		if maxima[i] == 0 {
+			continue
+		}
+		*level = 0
+		text, err = r.render(lv)
+		if err != nil {
+			return "", err
+		}
+		if count(text) > budget {
+			continue
+		}
+		// text (level 0) fits: find the largest level that fits too.
+		lo, hi := 0, maxima[i] // fits(lo) is known; fits(maxima) is not
+		best := text
+		for lo < hi {
+			mid := lo + (hi-lo+1)/2
+			*level = mid
+			t, err := r.render(lv)
+			if err != nil {
+				return "", err
+			}
+			if count(t) <= budget {
+				lo, best = mid, t
+			} else {
+				hi = mid - 1
+			}
+		}
+		return best, nil
+	}
+	return rctxTruncate(text, budget, count), nil
+}
+
+// SpecDiff returns a unified diff (3 lines of context, headers "a/<name>"
+// "b/<name>") between the spec text saved at the pause and now, "" when
+// equal. A last line without a new line is marked as diff(1) does.
+func SpecDiff(name, before, after string) string {
+	if before == after {
+		return ""
+	}
+	d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A:        rctxSplitLines(before),
+		B:        rctxSplitLines(after),
+		FromFile: "a/" + name,
+		ToFile:   "b/" + name,
+		Context:  3,
+	})
+	if err != nil { // writing to memory does not fail
+		return ""
+	}
+	return d
+}
+
+// rctxSplitLines splits text into lines that keep their "\n"; a last
+// line without one gets diff(1)'s "\ No newline at end of file" marker, so
+// that texts differing only there still differ.
+func rctxSplitLines(text string) []string {
+	if text == "" {
+		return nil
+	}
+	lines := strings.SplitAfter(text, "\n")
+	if last := lines[len(lines)-1]; last == "" {
+		lines = lines[:len(lines)-1]
+	} else {
+		lines[len(lines)-1] = last + "\n\\ No newline at end of file\n"
+	}
+	return lines
+}
+
+// rctxLevels is how much of each cuttable part is kept: the number of
+// diff lines, of files and of next steps, and the length of Done
+// summaries in runes.
+type rctxLevels struct {
+	diff, files, summary, next int
+}
+
+type rctxRender struct {
+	in        ResumeInput
+	tmpl      *template.Template
+	full      rctxLevels
+	diffLines []string
+	diffNote  string // the SpecDiff when cut entirely
+	diffMore  string // the format of the last line of a cut SpecDiff
+}
+
+func (r *rctxRender) render(lv rctxLevels) (string, error) {
+	in := r.in
+	if lv.diff < r.full.diff {
+		if lv.diff == 0 {
+			in.SpecDiff = r.diffNote
+		} else {
+			kept := append(r.diffLines[:lv.diff:lv.diff], fmt.Sprintf(r.diffMore, len(r.diffLines)-lv.diff))
+			in.SpecDiff = strings.Join(kept, "\n")
+		}
+	}
+	if lv.files < r.full.files {
+		in.FilesChanged = rctxKeep(in.FilesChanged, lv.files, "files")
+	}
+	if lv.next < r.full.next {
+		in.NextSteps = rctxKeep(in.NextSteps, lv.next, "steps")
+	}
+	if lv.summary < r.full.summary {
+		done := make([]DoneItem, len(in.Done))
+		for i, d := range in.Done {
+			d.Summary = rctxShorten(d.Summary, lv.summary)
+			done[i] = d
+		}
+		in.Done = done
+	}
+	var b strings.Builder
+	if err := r.tmpl.Execute(&b, in); err != nil {
+		return "", fmt.Errorf("resume_context template: %w", err)
+	}
+	return strings.TrimSpace(b.String()), nil
+}
+
+func (r *rctxRender) funcs() template.FuncMap {
+	return template.FuncMap{
+		"oneline": func(s string) string { return strings.Join(strings.Fields(s), " ") },
+		"indent": func(n int, s string) string {
+			s = strings.TrimRight(s, " \t\r\n")
+			return strings.ReplaceAll(s, "\n", "\n"+strings.Repeat(" ", max(n, 0)))
+		},
+		"join": func(sep string, list []string) string { return strings.Join(list, sep) },
+		"ints": func(sep string, list []int) string {
+			s := make([]string, len(list))
+			for i, n := range list {
+				s[i] = strconv.Itoa(n)
+			}
+			return strings.Join(s, sep)
+		},
+		"fence": rctxFence,
+		"diffblock": func(s string) string {
+			if s == r.diffNote {
+				return s
+			}
+			return rctxFence("diff", s)
+		},
+	}
+}
+
+// rctxFence puts s in a markdown code block whose fence is longer than
+// any run of backticks in s (a spec is markdown and has its own fences).
+func rctxFence(lang, s string) string {
+	run, longest := 0, 0
+	for _, c := range s {
+		if c == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", max(3, longest+1))
+	return fence + lang + "\n" + strings.TrimRight(s, "\n") + "\n" + fence
+}
+
+// rctxDiffLines is the lines of a diff, without a final empty one.
+func rctxDiffLines(diff string) []string {
+	diff = strings.TrimRight(diff, "\n")
+	if diff == "" {
+		return nil
+	}
+	return strings.Split(diff, "\n")
+}
+
+// rctxKeep keeps the first n entries of list and says how many were cut.
+func rctxKeep(list []string, n int, what string) []string {
+	cut := len(list) - n
+	if n == 0 {
+		return []string{fmt.Sprintf("… %d %s (the list was cut to fit)", cut, what)}
+	}
+	return append(list[:n:n], fmt.Sprintf("… and %d more", cut))
+}
+
+// rctxShorten keeps the first n runes of s, ending with "…" when it cut.
+func rctxShorten(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	if n == 0 {
+		return ""
+	}
+	i := 0
+	for range n {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return strings.TrimRight(s[:i], " \t\r\n") + "…"
+}
+
+// rctxTruncate cuts text to at most budget tokens, ending with a marker
+// when the marker fits. It binary-searches the length of the prefix, and
+// returns only texts it has counted within the budget (or "").
+func rctxTruncate(text string, budget int, count func(string) int) string {
+	marker := fmt.Sprintf("\n… [resume context truncated to %d tokens]", budget)
+	if count(marker) > budget {
+		marker = ""
+	}
+	runes := []rune(text)
+	fits := func(n int) (string, bool) {
+		s := string(runes[:n]) + marker
+		return s, count(s) <= budget
+	}
+	best, ok := fits(0)
+	if !ok {
+		return "" // no text at all is the least any counter reports
+	}
+	lo, hi := 0, len(runes)
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if s, ok := fits(mid); ok {
+			lo, best = mid, s
+		} else {
+			hi = mid - 1
+		}
+	}
+	// End at a line break when one is near.
+	for n := lo - 1; n > 0 && n >= lo-120; n-- {
+		if runes[n] == '\n' {
+			if s, ok := fits(n); ok {
+				best = s
+			}
+			break
+		}
+	}
+	return best
+}

@@ -1,0 +1,286 @@
+package engine
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"pipeline/steps"
+)
+
+// rctxWords is the deterministic counter of these tests: one token per
+// word.
+func rctxWords(s string) int { return len(strings.Fields(s)) }
+
+func rctxFullInput() ResumeInput {
+	return ResumeInput{
+		Pipeline: "shop",
+		Phase:    "implement",
+		Step:     "agent",
+		Attempt:  2,
+		Reason:   "checkpoint",
+		Note:     "API drafted",
+		Done: []DoneItem{
+			{Phase: "design", Summary: "wrote docs/design.md", Attempts: 1, ExitCodes: []int{0}},
+			{Phase: "implement", Summary: "handlers for /cart", Attempts: 2, ExitCodes: []int{1, 0}},
+		},
+		FilesChanged: []string{"cart/handler.go", "cart/handler_test.go"},
+		NextSteps:    []string{"implement: tests", "review: agent"},
+		HumanNotes:   []string{"use the existing money type", "keep the API v1 compatible"},
+		SpecPath:     "specs/001-cart/README.md",
+		SpecDiff:     SpecDiff("specs/001-cart/README.md", "# Cart\nOld rule\n", "# Cart\nNew rule\n"),
+	}
+}
+
+func TestResumeDefaultRenderHasEachSection(t *testing.T) {
+	out, err := RenderResumeContext("", rctxFullInput(), 3000, rctxWords)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(out, "\n")
+	if want := `[Resume context] You are resuming phase "implement" of pipeline "shop" (step agent, attempt 2) after: checkpoint — API drafted`; first != want {
+		t.Errorf("first line\n got %q\nwant %q", first, want)
+	}
+	for _, want := range []string{
+		"## Human notes", "- use the existing money type", "- keep the API v1 compatible",
+		"## Done so far", "- design (1 attempt, exit 0): wrote docs/design.md", "- implement (2 attempts, exit 1,0): handlers for /cart",
+		"## Files changed", "- cart/handler.go",
+		"## What changed in the spec since the pause (specs/001-cart/README.md)", "```diff\n--- a/specs/001-cart/README.md", "-Old rule\n+New rule\n```",
+		"## Next steps", "- implement: tests\n- review: agent",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "## Human notes") > strings.Index(out, "## Done so far") {
+		t.Errorf("human notes should come first:\n%s", out)
+	}
+}
+
+func TestResumeEmptySectionsAreOmitted(t *testing.T) {
+	out, err := RenderResumeContext("", ResumeInput{Pipeline: "p", Phase: "x", Reason: "needs-human"}, 3000, rctxWords)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `[Resume context] You are resuming phase "x" of pipeline "p" after: needs-human`; out != want {
+		t.Errorf("got %q\nwant %q", out, want)
+	}
+
+	in := rctxFullInput()
+	in.Done, in.SpecDiff = nil, ""
+	out, err = RenderResumeContext("", in, 3000, rctxWords)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, absent := range []string{"## Done", "## What changed", "```"} {
+		if strings.Contains(out, absent) {
+			t.Errorf("%q should be omitted:\n%s", absent, out)
+		}
+	}
+	for _, present := range []string{"## Human notes", "## Files changed", "## Next steps"} {
+		if !strings.Contains(out, present) {
+			t.Errorf("%q missing:\n%s", present, out)
+		}
+	}
+}
+
+func rctxHugeInput() ResumeInput {
+	in := rctxFullInput()
+	var before, after strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&before, "line %d of the old spec\n", i)
+		fmt.Fprintf(&after, "line %d of the new spec\n", i)
+	}
+	in.SpecDiff = SpecDiff("spec.md", before.String(), after.String())
+	in.FilesChanged = nil
+	for i := range 5000 {
+		in.FilesChanged = append(in.FilesChanged, fmt.Sprintf("pkg/dir%d/file%d.go", i%50, i))
+	}
+	return in
+}
+
+func TestResumeHugeDiffAndFilesAreCutToBudget(t *testing.T) {
+	in := rctxHugeInput()
+	calls := 0
+	count := func(s string) int { calls++; return rctxWords(s) }
+	out, err := RenderResumeContext("", in, 3000, count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := rctxWords(out); n > 3000 {
+		t.Fatalf("%d tokens over the budget of 3000", n)
+	}
+	if calls > 100 {
+		t.Errorf("counted %d times", calls)
+	}
+	for _, want := range []string{
+		"[Resume context] You are resuming phase \"implement\"",
+		"- use the existing money type", "- keep the API v1 compatible",
+		"The spec changed since the pause (its diff, ", "read specs/001-cart/README.md",
+		"- pkg/dir0/file0.go", "… and ", " more",
+		"## Next steps",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+
+	// A budget that keeps part of the diff says how much was cut.
+	in.FilesChanged = in.FilesChanged[:3]
+	out, err = RenderResumeContext("", in, 3000, rctxWords)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "more lines of the diff cut: read specs/001-cart/README.md") || !strings.Contains(out, "-line 0 of the old spec") {
+		t.Errorf("the diff should be cut, its first lines kept:\n%s", out)
+	}
+	if n := rctxWords(out); n > 3000 || n < 2500 {
+		t.Errorf("%d tokens: the cut should be close to the budget of 3000", n)
+	}
+}
+
+func TestResumeBudgetIsAlwaysRespected(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := func(n int) string {
+		w := make([]string, n)
+		for i := range w {
+			w[i] = fmt.Sprintf("w%d", rng.IntN(1000))
+		}
+		return strings.Join(w, " ")
+	}
+	list := func(n, size int) []string {
+		l := make([]string, n)
+		for i := range l {
+			l[i] = words(1 + rng.IntN(size))
+		}
+		return l
+	}
+	counters := []func(string) int{
+		rctxWords,
+		func(s string) int { return (len(s) + 3) / 4 },
+	}
+	for i := range 16 {
+		in := ResumeInput{
+			Pipeline:     words(1),
+			Phase:        words(1),
+			Step:         words(rng.IntN(2)),
+			Attempt:      rng.IntN(4),
+			Reason:       words(rng.IntN(3)),
+			Note:         words(rng.IntN(40)),
+			FilesChanged: list(rng.IntN(1500), 2),
+			NextSteps:    list(rng.IntN(50), 20),
+			HumanNotes:   list(rng.IntN(4), 30),
+			SpecPath:     "spec.md",
+			SpecDiff:     strings.Join(list(rng.IntN(800), 12), "\n"),
+		}
+		for range rng.IntN(10) {
+			in.Done = append(in.Done, DoneItem{Phase: words(1), Summary: words(rng.IntN(300)), Attempts: rng.IntN(3), ExitCodes: []int{rng.IntN(2)}})
+		}
+		for _, budget := range []int{1, 50, 200, 3000, 10 + rng.IntN(3000)} {
+			for name, count := range counters {
+				if (i+budget)%2 != name {
+					continue // each counter for half the cases
+				}
+				calls := 0
+				counting := func(s string) int { calls++; return count(s) }
+				out, err := RenderResumeContext("", in, budget, counting)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := count(out); n > budget {
+					t.Fatalf("input %d, budget %d, counter %d: %d tokens:\n%s", i, budget, name, n, out)
+				}
+				if calls > 150 {
+					t.Errorf("input %d, budget %d, counter %d: counted %d times", i, budget, name, calls)
+				}
+				if budget >= 200 && len(in.HumanNotes) > 0 && rctxWords(strings.Join(in.HumanNotes, " ")) < budget/3 && !strings.Contains(out, in.HumanNotes[len(in.HumanNotes)-1]) {
+					t.Errorf("input %d, budget %d, counter %d: a human note was dropped:\n%s", i, budget, name, out)
+				}
+			}
+		}
+	}
+}
+
+func TestResumeLastResortTruncates(t *testing.T) {
+	in := rctxFullInput()
+	in.HumanNotes = []string{strings.Repeat("important ", 500)}
+	out, err := RenderResumeContext("", in, 100, rctxWords)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := rctxWords(out); n > 100 {
+		t.Fatalf("%d tokens", n)
+	}
+	if !strings.HasPrefix(out, "[Resume context] You are resuming") || !strings.HasSuffix(out, "… [resume context truncated to 100 tokens]") {
+		t.Errorf("want the header and the marker:\n%s", out)
+	}
+}
+
+func TestResumeWithTheRealTokenCounter(t *testing.T) {
+	out, err := RenderResumeContext("", rctxHugeInput(), 3000, steps.CountTokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := steps.CountTokens(out); n > 3000 {
+		t.Fatalf("%d tokens", n)
+	}
+	if !strings.Contains(out, "keep the API v1 compatible") {
+		t.Errorf("human note missing:\n%s", out)
+	}
+}
+
+func TestResumeCustomTemplate(t *testing.T) {
+	tmpl := `Resuming {{.Phase}} ({{.Reason}}). Files: {{join ", " .FilesChanged}}{{range .HumanNotes}}
+NOTE: {{oneline .}}{{end}}`
+	in := rctxFullInput()
+	in.HumanNotes = []string{"one\n  two"}
+	out, err := RenderResumeContext(tmpl, in, 3000, rctxWords)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Resuming implement (checkpoint). Files: cart/handler.go, cart/handler_test.go\nNOTE: one two"; out != want {
+		t.Errorf("got %q\nwant %q", out, want)
+	}
+
+	// The cuts show in a custom template too.
+	in.FilesChanged = make([]string, 100)
+	for i := range in.FilesChanged {
+		in.FilesChanged[i] = fmt.Sprintf("f%d", i)
+	}
+	out, err = RenderResumeContext(tmpl, in, 20, rctxWords)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rctxWords(out) > 20 || !strings.Contains(out, "more") || !strings.Contains(out, "NOTE: one two") {
+		t.Errorf("got %q", out)
+	}
+}
+
+func TestResumeBadTemplate(t *testing.T) {
+	for tmpl, want := range map[string]string{
+		"{{.Phase":              "resume_context",
+		"{{nosuchfunc .Phase}}": `"nosuchfunc" not defined`,
+		"{{.NoSuchField}}":      "NoSuchField",
+	} {
+		_, err := RenderResumeContext(tmpl, rctxFullInput(), 3000, rctxWords)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want an error with %q", tmpl, err, want)
+		}
+	}
+}
+
+func TestResumeSpecDiff(t *testing.T) {
+	if d := SpecDiff("spec.md", "a\nb\n", "a\nb\n"); d != "" {
+		t.Errorf("equal texts: %q", d)
+	}
+	d := SpecDiff("spec.md", "1\n2\n3\nold\n5\n6\n7\n8\n", "1\n2\n3\nnew\n5\n6\n7\n8\n")
+	want := "--- a/spec.md\n+++ b/spec.md\n@@ -1,7 +1,7 @@\n 1\n 2\n 3\n-old\n+new\n 5\n 6\n 7\n"
+	if d != want {
+		t.Errorf("got\n%s\nwant\n%s", d, want)
+	}
+	d = SpecDiff("s", "x\n", "x")
+	if !strings.Contains(d, "-x\n+x\n\\ No newline at end of file\n") {
+		t.Errorf("a missing final new line should show:\n%s", d)
+	}
+}

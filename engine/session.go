@@ -1,0 +1,200 @@
+package engine
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"reflect"
+	"time"
+
+	"pipeline/engine/spec"
+	"pipeline/engine/store"
+)
+
+// eventTypes maps the type names written in events.jsonl to the events.
+var eventTypes = map[string]reflect.Type{}
+
+func init() {
+	for _, ev := range []Event{Started{}, StepFinished{}, TriggerFired{}, TimerExpired{}, PauseRequested{},
+		Resumed{}, Recovered{}, Noted{}, Completed{}} {
+		t := reflect.TypeOf(ev)
+		eventTypes[t.Name()] = t
+	}
+}
+
+// EncodeEvent returns an event's type name and its JSON.
+func EncodeEvent(ev Event) (string, []byte, error) {
+	payload, err := json.Marshal(ev)
+	return reflect.TypeOf(ev).Name(), payload, err
+}
+
+// DecodeEvent reads an event written by EncodeEvent.
+func DecodeEvent(typ string, payload []byte) (Event, error) {
+	t, ok := eventTypes[typ]
+	if !ok {
+		return nil, fmt.Errorf("unknown event type %q", typ)
+	}
+	v := reflect.New(t)
+	if err := json.Unmarshal(payload, v.Interface()); err != nil {
+		return nil, fmt.Errorf("event %s: %w", typ, err)
+	}
+	return v.Elem().Interface().(Event), nil
+}
+
+// LoadState rebuilds a session's state: its last snapshot, then every
+// event recorded after it, through the decision function.
+func LoadState(plan *spec.Plan, x *store.Session) (State, error) {
+	seq, raw, err := x.ReadSnapshot()
+	if err != nil {
+		return State{}, err
+	}
+	var s State
+	if raw != nil {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return State{}, fmt.Errorf("session %s: the state is not readable: %w", x.Meta.ID, err)
+		}
+	}
+	err = x.Events(seq, func(_ int64, typ string, payload []byte) error {
+		ev, err := DecodeEvent(typ, payload)
+		if err != nil {
+			return fmt.Errorf("session %s: %w", x.Meta.ID, err)
+		}
+		s, _ = Decide(plan, s, ev)
+		return nil
+	})
+	if err != nil {
+		return State{}, err
+	}
+	if err := checkPhases(plan, s, x.Meta.ID); err != nil {
+		return State{}, err
+	}
+	return s, nil
+}
+
+// checkPhases refuses a session whose phases no longer match the plan's:
+// the state indexes phases, and a renamed or reordered list would be
+// misread.
+func checkPhases(plan *spec.Plan, s State, id string) error {
+	if len(s.Phases) == 0 {
+		return nil
+	}
+	same := len(s.Phases) == len(plan.Phases)
+	for i := 0; same && i < len(s.Phases); i++ {
+		same = s.Phases[i].Name == plan.Phases[i].Name
+	}
+	if same {
+		return nil
+	}
+	var had, has []string
+	for _, p := range s.Phases {
+		had = append(had, p.Name)
+	}
+	for _, p := range plan.Phases {
+		has = append(has, p.Name)
+	}
+	return fmt.Errorf("session %s ran the phases %v; the pipeline now has %v. Prompts and policies may change between runs, the list of phases may not: run with --new to start a session with the new phases",
+		id, had, has)
+}
+
+// Summarize is a state's line in the session index.
+func Summarize(plan *spec.Plan, meta store.Meta, s State, now time.Time) store.Summary {
+	sum := store.Summary{ID: meta.ID, Key: meta.Key, Pipeline: meta.Pipeline, Spec: meta.Spec,
+		Status: string(s.Status), Tokens: s.TotalTokens, CostUSD: s.CostUSD, Created: meta.Created, Updated: now}
+	if s.Phase < len(plan.Phases) {
+		sum.Phase = plan.Phases[s.Phase].Name
+	}
+	if s.Pause != nil && s.Status == StatusPaused {
+		sum.PauseReason = s.Pause.Reason
+	}
+	return sum
+}
+
+// SessionRecorder records a run into a session of the store: each event
+// appended as it happens (a kill -9 loses nothing recorded), the snapshot
+// written at most every SnapshotEvery and at the end. Everything written
+// passes through Redact first.
+type SessionRecorder struct {
+	Session       *store.Session
+	Plan          *spec.Plan
+	Redact        func(string) string
+	SnapshotEvery time.Duration
+
+	last         State
+	lastSeq      int64
+	lastSnapshot time.Time
+	dirty        bool
+}
+
+// NewSessionRecorder records into x.
+func NewSessionRecorder(x *store.Session, plan *spec.Plan, redact func(string) string) *SessionRecorder {
+	if redact == nil {
+		redact = func(s string) string { return s }
+	}
+	return &SessionRecorder{Session: x, Plan: plan, Redact: redact, SnapshotEvery: 2 * time.Second, lastSnapshot: time.Now()}
+}
+
+// Transcript opens a step's transcript.
+func (r *SessionRecorder) Transcript(phase string, attempt int, step string) (io.WriteCloser, error) {
+	return r.Session.CreateTranscript(phase, attempt, step)
+}
+
+// Record appends the event and snapshots the state when it is due.
+func (r *SessionRecorder) Record(ev Event, s State) error {
+	typ, payload, err := EncodeEvent(ev)
+	if err != nil {
+		return err
+	}
+	seq, err := r.Session.Append(typ, []byte(r.Redact(string(payload))))
+	if err != nil {
+		return err
+	}
+	r.last, r.lastSeq, r.dirty = s, seq, true
+	if time.Since(r.lastSnapshot) >= r.SnapshotEvery {
+		return r.Snapshot()
+	}
+	return nil
+}
+
+// Snapshot writes the state as of the last event.
+func (r *SessionRecorder) Snapshot() error {
+	if !r.dirty {
+		return nil
+	}
+	raw, err := json.Marshal(r.last)
+	if err != nil {
+		return err
+	}
+	sum := Summarize(r.Plan, r.Session.Meta, r.last, time.Now())
+	if err := r.Session.WriteSnapshot(r.lastSeq, []byte(r.Redact(string(raw))), sum); err != nil {
+		return err
+	}
+	r.dirty, r.lastSnapshot = false, time.Now()
+	return nil
+}
+
+// Close writes the last snapshot.
+func (r *SessionRecorder) Close() error { return r.Snapshot() }
+
+// NewSessionID makes a session id that sorts by start time.
+func NewSessionID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	now = now.UTC()
+	return fmt.Sprintf("%s%03d-%s", now.Format("20060102-150405"), now.Nanosecond()/1e6, hex.EncodeToString(b[:]))
+}
+
+// WriteSnapshot records s as the session's state as of its last event, and
+// updates the index: after a runner died between its last event and its
+// snapshot, this brings the listing up to date.
+func WriteSnapshot(plan *spec.Plan, x *store.Session, s State, redact func(string) string) error {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	if redact != nil {
+		raw = []byte(redact(string(raw)))
+	}
+	return x.WriteSnapshot(x.Seq(), raw, Summarize(plan, x.Meta, s, time.Now()))
+}

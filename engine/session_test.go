@@ -1,0 +1,92 @@
+package engine_test
+
+import (
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"pipeline/engine"
+	"pipeline/engine/store"
+)
+
+const loopPlan = `version: 1
+defaults:
+  retry: {when: "false", escalate_when: "false"}
+phases:
+  - name: build
+    steps: [{run: make}, {name: test, run: make test}]
+    done_when: steps.test.exit_code == 0
+`
+
+// recordLoop records n events of a phase that never gets done, through a
+// SessionRecorder that never snapshots; it returns the final state.
+func recordLoop(t testing.TB, n int, snapshot bool) (*store.Session, engine.State) {
+	st, err := store.Open(filepath.Join(t.TempDir(), ".pipeline"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := st.Create(store.Meta{ID: "s", Key: "k", Created: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := planOf(&testing.T{}, loopPlan)
+	rec := engine.NewSessionRecorder(x, plan, nil)
+	rec.SnapshotEvery = time.Hour
+	at := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	var s engine.State
+	ev := engine.Event(engine.Started{At: at})
+	for i := 0; i < n; i++ {
+		s, _ = engine.Decide(plan, s, ev)
+		if err := rec.Record(ev, s); err != nil {
+			t.Fatal(err)
+		}
+		at = at.Add(time.Second)
+		ev = engine.StepFinished{At: at, Result: engine.StepResult{ExitCode: i % 2, Elapsed: time.Second, Tokens: 3}}
+	}
+	if snapshot {
+		if err := rec.Snapshot(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return x, s
+}
+
+// The state rebuilt from the event log is the state the run had.
+func TestLoadStateReplaysTheLog(t *testing.T) {
+	x, want := recordLoop(t, 501, false)
+	defer x.Close()
+	got, err := engine.LoadState(planOf(t, loopPlan), x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(deepCopy(t, got), deepCopy(t, want)) {
+		t.Fatalf("replayed state differs:\n got %+v\nwant %+v", got, want)
+	}
+	if got.Attempt != 251 || got.TotalTokens != 1500 {
+		t.Errorf("attempt %d, tokens %d", got.Attempt, got.TotalTokens)
+	}
+}
+
+// Resume of a session of 100,000 events: after a pause (a snapshot holds
+// them all) and after a crash before any snapshot (every event replayed
+// through the decision function, the worst case).
+func BenchmarkResume100kEvents(b *testing.B) {
+	for _, snapshot := range []bool{true, false} {
+		name := "snapshot"
+		if !snapshot {
+			name = "replay-all"
+		}
+		b.Run(name, func(b *testing.B) {
+			x, _ := recordLoop(b, 100_000, snapshot)
+			defer x.Close()
+			plan := planOf(&testing.T{}, loopPlan)
+			for b.Loop() {
+				s, err := engine.LoadState(plan, x)
+				if err != nil || s.Attempt != 50_000 {
+					b.Fatalf("attempt %d, %v", s.Attempt, err)
+				}
+			}
+		})
+	}
+}

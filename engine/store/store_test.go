@@ -1,0 +1,121 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func newStore(t testing.TB) *Store {
+	t.Helper()
+	st, err := Open(filepath.Join(t.TempDir(), ".pipeline"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestEventsSurviveATornLastLine(t *testing.T) {
+	st := newStore(t)
+	x, err := st.Create(Meta{ID: "s1", Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := x.Append("Noted", []byte(fmt.Sprintf(`{"Notes":"%d"}`, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x.Close()
+	// A machine crash can leave half a line at the end.
+	f, _ := os.OpenFile(filepath.Join(x.Dir, "events.jsonl"), os.O_WRONLY|os.O_APPEND, 0)
+	f.WriteString(`{"seq":4,"type":"No`)
+	f.Close()
+	x, err = st.Session("s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	var seen []int64
+	x.Events(1, func(seq int64, typ string, _ []byte) error {
+		seen = append(seen, seq)
+		return nil
+	})
+	if fmt.Sprint(seen) != "[2 3]" || x.Seq() != 3 {
+		t.Fatalf("events after 1: %v, seq %d", seen, x.Seq())
+	}
+}
+
+func TestSnapshotAndFormat(t *testing.T) {
+	st := newStore(t)
+	x, _ := st.Create(Meta{ID: "s1", Key: "k", Created: time.Now()})
+	defer x.Close()
+	if err := x.WriteSnapshot(7, []byte(`{"status":"paused"}`), Summary{ID: "s1", Key: "k", Status: "paused"}); err != nil {
+		t.Fatal(err)
+	}
+	seq, state, err := x.ReadSnapshot()
+	if err != nil || seq != 7 || string(state) != `{"status":"paused"}` {
+		t.Fatalf("snapshot %d %s %v", seq, state, err)
+	}
+	list, _ := st.List()
+	if len(list) != 1 || list[0].Status != "paused" {
+		t.Fatalf("list %+v", list)
+	}
+	os.WriteFile(filepath.Join(x.Dir, "state.json"), []byte(`{"format":2,"seq":1,"state":{}}`), 0o600)
+	if _, _, err := x.ReadSnapshot(); err == nil || !contains(err.Error(), "format 2") {
+		t.Fatalf("a format-2 snapshot: %v", err)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestLock(t *testing.T) {
+	st := newStore(t)
+	first, err := st.Lock("k", Holder{PID: 42, Session: "s1", Started: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.Lock("k", Holder{PID: 43})
+	var locked *LockedError
+	if !errors.As(err, &locked) || locked.Holder.PID != 42 || !contains(err.Error(), "pid 42") {
+		t.Fatalf("second lock: %v", err)
+	}
+	if !st.Held("k") {
+		t.Fatal("Held says free")
+	}
+	first.Release()
+	if st.Held("k") {
+		t.Fatal("Held after release")
+	}
+	second, err := st.Lock("k", Holder{PID: 43})
+	if err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	second.Release()
+}
+
+// sessions on disk: listing reads the index, not each session.
+func BenchmarkList10000Sessions(b *testing.B) {
+	st := newStore(b)
+	now := time.Now()
+	for i := 0; i < 10000; i++ {
+		id := fmt.Sprintf("20261125-%09d-abcdef", i)
+		if err := os.MkdirAll(filepath.Join(st.Root, "sessions", id), 0o700); err != nil {
+			b.Fatal(err)
+		}
+		if err := st.index(Summary{ID: id, Key: fmt.Sprint(i % 50), Pipeline: "p", Status: "completed", Created: now, Updated: now}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		list, err := st.List()
+		if err != nil || len(list) != 10000 {
+			b.Fatalf("%d sessions, %v", len(list), err)
+		}
+	}
+}

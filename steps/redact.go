@@ -1,0 +1,833 @@
+package steps
+
+import (
+	"bytes"
+	"cmp"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Redaction of secrets from step output, before any of it is written to a
+// transcript, an event log, a state file or the screen.
+//
+// Two kinds of secret are recognised:
+//
+//   - environment secrets: the values of variables whose names look like
+//     secrets (see secretName and plausibleSecret), and values given to
+//     AddSecret. They are replaced by "[REDACTED:NAME]" ("[REDACTED]" for
+//     AddSecret), so that a reader knows what was hidden.
+//   - key patterns, redacted wherever they appear: OpenAI/Anthropic "sk-"
+//     keys, GitHub, AWS, Slack, Google, GitLab and Stripe tokens, JWTs,
+//     PEM private key blocks and the token after "Bearer ". They are
+//     replaced by "[REDACTED]".
+//
+// The hot path is clean output. Every secret and every pattern has a
+// literal: the secret value itself, or an anchor such as "ghp_". Each
+// literal is found through one of its bytes — the rarest for a secret, a
+// hand-picked one for the anchors (see rule.scan) — and the literals are
+// grouped by that byte, so that a chunk is swept once per group with
+// bytes.IndexByte, the vectorised search that bytes.Index itself starts
+// with. (bytes.Index on the anchors as they are would fall back to a
+// byte-by-byte compare: "sk-" and "eyJ" start with bytes found every few
+// bytes of text, and each ran at about 1 GB/s on log lines on its own.) A
+// hit is turned away by a look at its neighbour bytes before any literal
+// is compared; only an anchor found whole, at a word boundary, costs a
+// regular expression (RE2), and that only on the run of token characters
+// that follows it. A chunk with no match is returned as it is, without a
+// copy.
+//
+// Every match is decided within maxHold bytes of its start: a longer token
+// or an unterminated private key block is cut there. String and
+// RedactStream follow the same rules, so that streaming a text in chunks
+// of any size gives exactly what String gives for the whole of it.
+//
+// What is not found: a secret that the output encodes (JSON or URL
+// escapes, base64) or splits (a line wrap inside it); passwords inside
+// URLs ("postgres://user:pass@host") unless the variable holding them has
+// a secret's name; "Authorization: Basic", and "bearer" in lower case
+// unless its token matches a pattern.
+
+// maxHold is the longest match: a private key block with no END line
+// within it, or a token longer than it, is redacted up to here. It bounds
+// what a RedactStream holds back.
+const maxHold = 16 << 10
+
+// minSecretLen is the shortest environment value taken as a secret:
+// shorter ones are too likely to turn up in ordinary text.
+const minSecretLen = 8
+
+// secretPiece is the size of the pieces a long secret value is looked for
+// in, each replaced on its own; no literal is longer than 1.5*secretPiece.
+const secretPiece = 4 << 10
+
+// Redactor finds secrets in output and replaces them. Build one with
+// NewRedactor; the zero Redactor and a nil *Redactor redact the key
+// patterns only. A Redactor is safe for concurrent use, AddSecret
+// included.
+type Redactor struct {
+	mu sync.Mutex // serialises AddSecret
+	m  atomic.Pointer[matcher]
+}
+
+// NewRedactor returns a Redactor for the key patterns and for the secret
+// values of environ, given as os.Environ gives it ("KEY=value").
+//
+// A variable is a secret when its name contains (in any case) KEY, TOKEN,
+// SECRET, PASSWORD, PASSWD, PASS, CREDENTIAL, AUTH, PRIVATE, SESSION or
+// COOKIE, unless the word is only part of a well-known harmless name
+// (KEYBOARD, AUTHOR, BYPASS, ASKPASS, TOKENIZER, ...), the name is a
+// known non-secret (GOPRIVATE, GOAUTH, SSH_AUTH_SOCK, XDG_SESSION_*, ...),
+// or the name says it holds a location or a setting rather than the
+// secret (..._FILE, ..._PATH, ..._DIR, ..._USER, ..._HOST, ...). Of those,
+// a value is used only when it is at least 8 bytes long, is not a path
+// ("/...", "~/...", "./...") and is not a common word ("production",
+// "disabled", ...). A value with several lines is also looked for line by
+// line, and one with surrounding space also without it.
+func NewRedactor(environ []string) *Redactor {
+	var secs []secret
+	for _, kv := range environ {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || !secretName(name) || !plausibleSecret(value) {
+			continue
+		}
+		secs = appendSecret(secs, name, value, true)
+	}
+	r := &Redactor{}
+	r.m.Store(buildMatcher(secs))
+	return r
+}
+
+// AddSecret adds a value known to be secret by other means; it is
+// replaced by "[REDACTED]". Any non-empty value is taken, however short.
+// Streams already open see it from their next Write. On a nil Redactor
+// AddSecret does nothing.
+func (r *Redactor) AddSecret(value string) {
+	if r == nil || value == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.load()
+	secs := appendSecret(slices.Clip(old.secrets), "", value, false)
+	r.m.Store(buildMatcher(secs))
+}
+
+// String returns s with every secret replaced.
+func (r *Redactor) String(s string) string {
+	if s == "" {
+		return s
+	}
+	m := r.load()
+	var sc scratch
+	b := []byte(s)
+	m.scan(b, 0, true, &sc)
+	if len(sc.matches) == 0 {
+		return s
+	}
+	return string(render(make([]byte, 0, len(s)+64), b, sc.matches))
+}
+
+func (r *Redactor) load() *matcher {
+	if r != nil {
+		if m := r.m.Load(); m != nil {
+			return m
+		}
+	}
+	return defaultMatcher()
+}
+
+// NewStream returns a stream that redacts one output (a step's stdout, say)
+// chunk by chunk.
+func (r *Redactor) NewStream() *RedactStream { return &RedactStream{r: r} }
+
+// RedactStream redacts a stream of chunks split anywhere, a secret split
+// across chunks included: Write returns what is safe to emit now and holds
+// back a tail only while it could be the start of a secret — a prefix of
+// a secret value or of a pattern's anchor, or a pattern match still in
+// progress — so that interactive output is not delayed otherwise. What it
+// holds is always less than 16 KiB: a private key block with no END line
+// within 16 KiB of its BEGIN line is redacted up to there. The
+// concatenation of everything Write and Flush return equals String of the
+// concatenated input.
+//
+// A RedactStream is not safe for concurrent use; a nil *Redactor's stream
+// redacts the key patterns.
+type RedactStream struct {
+	r    *Redactor
+	hold []byte // input held back, not yet emitted
+	work []byte // hold + chunk, when something is held
+	out  []byte // redacted output
+	prev byte   // the input byte before hold (0 at the start)
+	sc   scratch
+}
+
+// Write takes the next chunk of the stream and returns the redacted bytes
+// that are safe to emit now. The result may alias chunk or a buffer of the
+// stream; it is valid until the next call of Write or Flush, and the
+// caller must not modify it.
+func (s *RedactStream) Write(chunk []byte) []byte {
+	if len(chunk) == 0 {
+		return nil
+	}
+	buf := chunk
+	if len(s.hold) > 0 {
+		s.work = append(append(s.work[:0], s.hold...), chunk...)
+		buf = s.work
+	}
+	return s.emit(buf, false)
+}
+
+// Flush ends the stream: it returns the redacted rest of what was held
+// back, with the same validity as Write's result. The stream may then be
+// used for a new stream.
+func (s *RedactStream) Flush() []byte {
+	if len(s.hold) == 0 {
+		s.prev = 0
+		return nil
+	}
+	out := s.emit(s.hold, true)
+	s.prev = 0
+	return out
+}
+
+func (s *RedactStream) emit(buf []byte, final bool) []byte {
+	cut := s.r.load().scan(buf, s.prev, final, &s.sc)
+	res := buf[:cut]
+	if len(s.sc.matches) > 0 {
+		s.out = render(s.out[:0], res, s.sc.matches)
+		res = s.out
+	}
+	if cut > 0 {
+		s.prev = buf[cut-1]
+	}
+	// hold and buf never share an array: buf is the caller's chunk, work
+	// or (in Flush, where nothing is left) hold itself.
+	s.hold = append(s.hold[:0], buf[cut:]...)
+	return res
+}
+
+// render appends buf to dst with the matches replaced.
+func render(dst, buf []byte, matches []match) []byte {
+	pos := 0
+	for _, m := range matches {
+		dst = append(dst, buf[pos:m.start+m.keep]...)
+		dst = append(dst, m.repl...)
+		pos = m.end
+	}
+	return append(dst, buf[pos:]...)
+}
+
+// ---- Environment secrets ----
+
+// secretWords mark a variable name as a secret's.
+var secretWords = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "CREDENTIAL", "AUTH", "PRIVATE", "SESSION", "COOKIE"}
+
+// harmlessWords contain a secret word without being about a secret; they
+// are removed from a name before secretWords are looked for. AUTHOR is
+// handled apart, for AUTHORIZATION is a secret.
+var harmlessWords = []string{"KEYBOARD", "KEYMAP", "KEYTIMEOUT", "MONKEY", "HOTKEY", "BYPASS", "COMPASS", "PASSIVE", "PASSTHRU", "PASSTHROUGH", "ASKPASS", "TOKENIZER"}
+
+// harmlessNames are well-known variables that match secretWords but hold no
+// secret: module patterns, an auth helper command, agent sockets and the
+// desktop session.
+var harmlessNames = map[string]bool{
+	"GOPRIVATE": true, "GOAUTH": true, "GONOSUMDB": true, "GONOPROXY": true,
+	"SSH_AUTH_SOCK": true, "XAUTHORITY": true, "GPG_AGENT_INFO": true,
+	"SESSION_MANAGER": true, "DESKTOP_SESSION": true, "TERM_SESSION_ID": true,
+}
+
+// harmlessPrefixes and harmlessSuffixes mark names of settings: where a
+// secret is kept, who uses it, how long it lasts — not the secret.
+var (
+	harmlessPrefixes = []string{"XDG_", "DBUS_"}
+	harmlessSuffixes = []string{"FILE", "PATH", "DIR", "SOCK", "SOCKET", "_PID", "_USER", "_USERNAME", "_NAME", "_EMAIL", "_HOST", "_PORT", "_REGION", "_TYPE", "_MODE", "_TIMEOUT", "_TTL", "_ENABLED"}
+)
+
+// secretName tells whether an environment variable's name says it holds a
+// secret.
+func secretName(name string) bool {
+	n := strings.ToUpper(name)
+	if harmlessNames[n] {
+		return false
+	}
+	for _, p := range harmlessPrefixes {
+		if strings.HasPrefix(n, p) {
+			return false
+		}
+	}
+	for _, sfx := range harmlessSuffixes {
+		if strings.HasSuffix(n, sfx) {
+			return false
+		}
+	}
+	for _, w := range harmlessWords {
+		n = strings.ReplaceAll(n, w, "_")
+	}
+	// AUTHOR (GIT_AUTHOR_NAME, XAUTHORITY) but not AUTHORIZATION.
+	for i := strings.Index(n, "AUTHOR"); i >= 0; i = strings.Index(n, "AUTHOR") {
+		if rest := n[i+len("AUTHOR"):]; strings.HasPrefix(rest, "IZ") || strings.HasPrefix(rest, "IS") {
+			n = n[:i] + "AUTH_" + rest // keep its AUTH
+			continue
+		}
+		n = n[:i] + "_" + n[i+len("AUTHOR"):]
+	}
+	for _, w := range secretWords {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// commonValues are words that settings take; taken as secrets they would
+// blank ordinary text.
+var commonValues = map[string]bool{
+	"true": true, "false": true, "enabled": true, "disabled": true, "required": true,
+	"optional": true, "default": true, "undefined": true, "production": true,
+	"development": true, "staging": true, "localhost": true, "automatic": true,
+	"password": true, "changeme": true, "redacted": true, "[redacted]": true,
+	"anonymous": true, "none": true, "null": true,
+}
+
+// plausibleSecret tells whether an environment value can be a secret worth
+// looking for in output.
+func plausibleSecret(v string) bool {
+	t := strings.TrimSpace(v)
+	if len(t) < minSecretLen {
+		return false
+	}
+	if t[0] == '/' || strings.HasPrefix(t, "~/") || strings.HasPrefix(t, "./") || strings.HasPrefix(t, "../") {
+		return false
+	}
+	return !commonValues[strings.ToLower(t)]
+}
+
+// secret is one literal to find, with the name of its variable ("" for
+// AddSecret).
+type secret struct {
+	name, value string
+}
+
+// appendSecret appends the literals of a value: the value, the value
+// without surrounding space, each line of a multi-line value, each in
+// pieces of less than 1.5*secretPiece bytes. Variants other than the
+// value itself must pass plausibleSecret when env is set, and be at least
+// minSecretLen long otherwise.
+func appendSecret(secs []secret, name, value string, env bool) []secret {
+	ok := func(v string) bool {
+		if env {
+			return plausibleSecret(v)
+		}
+		return len(v) >= minSecretLen
+	}
+	add := func(v string) {
+		// Pieces side by side, so that each match ends where the next
+		// piece starts; a short remainder joins the last piece.
+		for len(v) >= secretPiece+secretPiece/2 {
+			secs = append(secs, secret{name, v[:secretPiece]})
+			v = v[secretPiece:]
+		}
+		secs = append(secs, secret{name, v})
+	}
+	add(value)
+	if t := strings.TrimSpace(value); t != value && ok(t) {
+		add(t)
+	}
+	if strings.ContainsAny(strings.TrimSpace(value), "\r\n") {
+		for _, line := range strings.FieldsFunc(value, func(r rune) bool { return r == '\n' || r == '\r' }) {
+			if t := strings.TrimSpace(line); ok(t) {
+				add(t)
+			}
+		}
+	}
+	return secs
+}
+
+// ---- Key patterns ----
+
+// rule is a key pattern: anchors to find, then a regular expression tried
+// on the run of token characters that follows an anchor.
+type rule struct {
+	name    string
+	anchors []string
+	// scan is the byte of every anchor that a chunk is swept for. The
+	// anchors have no rare byte, so scan is chosen to share sweeps: 'k'
+	// for the "sk"/"rk" keys and 'g' for GitHub and GitLab (each a few
+	// per 1000 bytes of log text), and the upper-case and rare letters 'A',
+	// 'x', 'J' and 'B' for the rest. Never '-', '_' or a vowel: dates,
+	// identifiers and words put one in every few bytes.
+	scan byte
+	// boundary: the byte before the anchor must not be a letter or a digit
+	// ("task-" is not "sk-").
+	boundary bool
+	// lead is skipped after the anchor (the spaces after "Bearer"), then
+	// body is the run of token characters the expression is tried on; at
+	// most maxBody of them when maxBody > 0.
+	lead, body *[256]bool
+	maxBody    int
+	re         *regexp.Regexp
+	// accept vets a match and says how many of its bytes to keep.
+	accept func(m []byte) (keep int, ok bool)
+	// custom replaces all of the above (private key blocks).
+	custom func(buf []byte, s int, final bool) (end int, st status)
+}
+
+type status int8
+
+const (
+	none      status = iota // no match here
+	matched                 // a match, final whatever follows
+	undecided               // the answer depends on bytes not seen yet
+)
+
+func class(spec string) *[256]bool {
+	var t [256]bool
+	for i := 0; i < len(spec); i++ {
+		if i+2 < len(spec) && spec[i+1] == '-' {
+			for c := int(spec[i]); c <= int(spec[i+2]); c++ {
+				t[c] = true
+			}
+			i += 2
+			continue
+		}
+		t[spec[i]] = true
+	}
+	return &t
+}
+
+var rules = []*rule{
+	{name: "openai-anthropic", anchors: []string{"sk-"}, scan: 'k', boundary: true,
+		body: class("A-Za-z0-9_-"), re: regexp.MustCompile(`^sk-[A-Za-z0-9_-]{20,}`)},
+	{name: "stripe", anchors: []string{"sk_live_", "rk_live_"}, scan: 'k', boundary: true,
+		body: class("A-Za-z0-9"), re: regexp.MustCompile(`^[sr]k_live_[A-Za-z0-9]{16,}`)},
+	{name: "github", anchors: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, scan: 'g', boundary: true,
+		body: class("A-Za-z0-9"), re: regexp.MustCompile(`^gh[pousr]_[A-Za-z0-9]{36,}`)},
+	{name: "github-fine-grained", anchors: []string{"github_pat_"}, scan: 'g', boundary: true,
+		body: class("A-Za-z0-9_"), re: regexp.MustCompile(`^github_pat_[A-Za-z0-9_]{22,}`)},
+	{name: "aws", anchors: []string{"AKIA", "ASIA"}, scan: 'A', boundary: true,
+		body: class("A-Z0-9"), maxBody: 16, re: regexp.MustCompile(`^(?:AKIA|ASIA)[A-Z0-9]{16}`)},
+	{name: "slack", anchors: []string{"xox"}, scan: 'x', boundary: true,
+		body: class("A-Za-z0-9-"), re: regexp.MustCompile(`^xox[abprs]-[A-Za-z0-9-]{10,}`)},
+	{name: "google", anchors: []string{"AIza"}, scan: 'A', boundary: true,
+		body: class("A-Za-z0-9_-"), maxBody: 35, re: regexp.MustCompile(`^AIza[A-Za-z0-9_-]{35}`)},
+	{name: "gitlab", anchors: []string{"glpat-"}, scan: 'g', boundary: true,
+		body: class("A-Za-z0-9_-"), re: regexp.MustCompile(`^glpat-[A-Za-z0-9_-]{20,}`)},
+	{name: "jwt", anchors: []string{"eyJ"}, scan: 'J', boundary: true,
+		body: class("A-Za-z0-9_.-"), re: regexp.MustCompile(`^eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)},
+	{name: "bearer", anchors: []string{"Bearer "}, scan: 'B', boundary: true,
+		lead: class(" "), body: class("A-Za-z0-9._~+/=-"),
+		re: regexp.MustCompile(`^Bearer +[A-Za-z0-9._~+/-]+=*`), accept: acceptBearer},
+	{name: "private-key", anchors: []string{"-----BEGIN"}, scan: 'B', custom: matchPrivateKey},
+}
+
+var redacted = []byte("[REDACTED]")
+
+// acceptBearer keeps "Bearer " and redacts the token, unless the "token" is
+// a plain lower-case word ("Bearer tokens are ...", "bearer realm=").
+func acceptBearer(m []byte) (int, bool) {
+	keep := len("Bearer")
+	for keep < len(m) && m[keep] == ' ' {
+		keep++
+	}
+	tok := bytes.TrimRight(m[keep:], "=.")
+	if len(tok) >= 20 {
+		return keep, true
+	}
+	for _, c := range tok {
+		if c < 'a' || c > 'z' {
+			return keep, true
+		}
+	}
+	return 0, false
+}
+
+// match tries r at buf[s:], where its anchor of length alen is.
+func (r *rule) match(buf []byte, s, alen int, final bool) (end, keep int, st status) {
+	if r.custom != nil {
+		end, st = r.custom(buf, s, final)
+		return end, 0, st
+	}
+	complete := final || len(buf)-s >= maxHold
+	lim := min(len(buf), s+maxHold)
+	i := s + alen
+	if r.lead != nil {
+		for i < lim && r.lead[buf[i]] {
+			i++
+		}
+	}
+	body := i
+	for i < lim && r.body[buf[i]] && (r.maxBody == 0 || i-body < r.maxBody) {
+		i++
+	}
+	if i == lim && !complete && (r.maxBody == 0 || i-body < r.maxBody) {
+		return 0, 0, undecided
+	}
+	// The expression consumes only the anchor, lead and body bytes, so
+	// its answer on buf[s:i] is final.
+	loc := r.re.FindIndex(buf[s:i])
+	if loc == nil {
+		return 0, 0, none
+	}
+	if r.accept != nil {
+		var ok bool
+		if keep, ok = r.accept(buf[s : s+loc[1]]); !ok {
+			return 0, 0, none
+		}
+	}
+	return s + loc[1], keep, matched
+}
+
+var (
+	pemLabel   = class("A-Z0-9 ")
+	pemDashes  = []byte("-----")
+	pemEnd     = []byte("-----END")
+	privateKey = []byte("PRIVATE KEY")
+)
+
+// matchPrivateKey matches "-----BEGIN ... PRIVATE KEY-----" through the
+// first "-----END ... PRIVATE KEY-----", or, with no END line, through
+// maxHold bytes or the end of the input, whichever is first.
+func matchPrivateKey(buf []byte, s int, final bool) (int, status) {
+	complete := final || len(buf)-s >= maxHold
+	lim := min(len(buf), s+maxHold)
+	// label reads "[A-Z0-9 ]*-----" from i: the end of the dashes, and
+	// whether the label is whole or cut by lim.
+	label := func(i int) (end int, whole, cut bool) {
+		from := i
+		for i < lim && i-from < 128 && pemLabel[buf[i]] {
+			i++
+		}
+		n := min(len(pemDashes), lim-i)
+		if !bytes.Equal(buf[i:i+n], pemDashes[:n]) {
+			return 0, false, false
+		}
+		if n < len(pemDashes) {
+			return 0, false, true
+		}
+		return i + n, true, false
+	}
+	hdr, whole, cut := label(s + len("-----BEGIN"))
+	if cut && !complete {
+		return 0, undecided
+	}
+	if !whole || !bytes.Contains(buf[s:hdr], privateKey) {
+		return 0, none
+	}
+	for j := hdr; ; {
+		k := bytes.Index(buf[j:lim], pemEnd)
+		if k < 0 {
+			break
+		}
+		e, whole, cut := label(j + k + len(pemEnd))
+		if cut {
+			break // the END line runs past what there is
+		}
+		if whole && bytes.Contains(buf[j+k:e], privateKey) {
+			return e, matched
+		}
+		j += k + 1
+	}
+	if !complete {
+		return 0, undecided
+	}
+	return lim, matched
+}
+
+// ---- The matcher ----
+
+// literal is a byte string to find: a secret value (repl set) or a rule's
+// anchor.
+type literal struct {
+	text []byte
+	repl []byte
+	rule *rule
+}
+
+// pass is one sweep of a chunk for a byte, and the literals found through
+// it. Most hits of the byte are in ordinary words ("task" for 'k' of
+// "sk-"), and are turned away by a look at the bytes on either side of it
+// before any literal is compared: before and after are the bytes there in
+// some literal, when every literal has one there.
+type pass struct {
+	b             byte
+	lits          []litAt
+	checkBefore   bool
+	checkAfter    bool
+	before, after [256]bool
+}
+
+// litAt is a literal that has its pass's byte at off.
+type litAt struct {
+	text []byte
+	off  int
+	lit  int32
+	// boundary: the byte before the literal must not be alphanumeric.
+	boundary bool
+}
+
+// matcher is an immutable set of literals and the passes that find them.
+type matcher struct {
+	secrets []secret
+	lits    []literal
+	passes  []pass
+	// inLit marks bytes that occur in some literal: a chunk whose last
+	// byte is not one cannot end with the start of a literal.
+	inLit [256]bool
+}
+
+var defaultMatcher = sync.OnceValue(func() *matcher { return buildMatcher(nil) })
+
+func buildMatcher(secs []secret) *matcher {
+	m := &matcher{}
+	seen := map[string]bool{}
+	for _, s := range secs {
+		if seen[s.value] {
+			continue // the first name found for a value wins
+		}
+		seen[s.value] = true
+		m.secrets = append(m.secrets, s)
+		repl := "[REDACTED]"
+		if s.name != "" {
+			repl = "[REDACTED:" + s.name + "]"
+		}
+		m.lits = append(m.lits, literal{text: []byte(s.value), repl: []byte(repl)})
+	}
+	nsecrets := len(m.lits)
+	for _, r := range rules {
+		for _, a := range r.anchors {
+			m.lits = append(m.lits, literal{text: []byte(a), repl: redacted, rule: r})
+		}
+	}
+	for _, l := range m.lits {
+		for _, c := range l.text {
+			m.inLit[c] = true
+		}
+	}
+	byByte := map[byte]int{}
+	add := func(li, off int) {
+		l := m.lits[li]
+		c := l.text[off]
+		pi, ok := byByte[c]
+		if !ok {
+			pi = len(m.passes)
+			byByte[c] = pi
+			m.passes = append(m.passes, pass{b: c})
+		}
+		m.passes[pi].lits = append(m.passes[pi].lits, litAt{
+			text: l.text, off: off, lit: int32(li), boundary: l.rule != nil && l.rule.boundary,
+		})
+	}
+	for li := nsecrets; li < len(m.lits); li++ {
+		add(li, bytes.IndexByte(m.lits[li].text, m.lits[li].rule.scan))
+	}
+	// A secret is found through its rarest byte, or through a byte
+	// already swept for when that costs less than a sweep of its own.
+	for li := range nsecrets {
+		best, bestCost := 0, float32(1e9)
+		for off, c := range m.lits[li].text {
+			cost := sweepCost + byteFreq[c]
+			if _, ok := byByte[c]; ok {
+				cost = byteFreq[c] * checkCost
+			}
+			if cost < bestCost {
+				best, bestCost = off, cost
+			}
+		}
+		add(li, best)
+	}
+	for pi := range m.passes {
+		p := &m.passes[pi]
+		p.checkBefore, p.checkAfter = true, true
+		for _, la := range p.lits {
+			if la.off > 0 {
+				p.before[la.text[la.off-1]] = true
+			} else {
+				p.checkBefore = false
+			}
+			if la.off+1 < len(la.text) {
+				p.after[la.text[la.off+1]] = true
+			} else {
+				p.checkAfter = false
+			}
+		}
+	}
+	return m
+}
+
+// The cost of finding a literal, in bytes.IndexByte restarts per 1000
+// bytes swept: a sweep with no hit costs about as much as 1.5 restarts
+// per 1000 bytes, and a literal that shares a sweep costs a check, a tenth
+// of a restart, at each hit of its byte.
+const (
+	sweepCost = 1.5
+	checkCost = 0.1
+)
+
+// byteFreq is a rough count of each byte per 1000 bytes of log output and
+// prose; it needs only to rank bytes well enough to pick rare ones.
+var byteFreq = func() (f [256]float32) {
+	for i := range f {
+		f[i] = 0.01 // control bytes
+	}
+	for i := 0x80; i < 0x100; i++ {
+		f[i] = 1
+	}
+	set := func(v float32, chars string) {
+		for i := 0; i < len(chars); i++ {
+			f[chars[i]] = v
+		}
+	}
+	set(150, " ")
+	set(80, "e")
+	set(60, "t")
+	set(50, "aoin")
+	set(45, "sr")
+	set(30, "l0")
+	set(25, "hdc1")
+	set(20, "u-2")
+	set(18, "mp")
+	set(15, ".:")
+	set(12, "fb\n")
+	set(10, "gyw/3456789")
+	set(8, "v=")
+	set(6, "k,\"")
+	set(5, "_")
+	set(4, "ETSI")
+	set(3, "xARONC")
+	set(2.5, "DL")
+	set(2, "PMG'()[]")
+	set(1.5, "FUH")
+	set(1, "BWjqz\t{}>`")
+	set(0.6, "VY")
+	set(0.5, "K<*+#@;")
+	set(0.3, "XJ$%&!?|\\")
+	set(0.1, "QZ~^")
+	return f
+}()
+
+type cand struct {
+	start   int
+	lit     int32
+	partial bool // the literal is cut by the end of the chunk
+}
+
+type match struct {
+	start, end, keep int
+	repl             []byte
+}
+
+type scratch struct {
+	cands   []cand
+	matches []match
+}
+
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// find appends the literals of p found in buf.
+func (p *pass) find(buf []byte, prev byte, cands []cand) []cand {
+	for i := 0; ; {
+		j := bytes.IndexByte(buf[i:], p.b)
+		if j < 0 {
+			return cands
+		}
+		h := i + j
+		i = h + 1
+		if p.checkAfter && (h+1 == len(buf) || !p.after[buf[h+1]]) ||
+			p.checkBefore && (h == 0 || !p.before[buf[h-1]]) {
+			continue // no literal fits (one cut by the end is found apart)
+		}
+		for k := range p.lits {
+			la := &p.lits[k]
+			s := h - la.off
+			if s < 0 || s+len(la.text) > len(buf) || buf[s] != la.text[0] || !bytes.Equal(buf[s:s+len(la.text)], la.text) {
+				continue
+			}
+			if la.boundary && (s > 0 && isAlnum(buf[s-1]) || s == 0 && isAlnum(prev)) {
+				continue
+			}
+			cands = append(cands, cand{start: s, lit: la.lit})
+		}
+	}
+}
+
+// scan finds the matches in buf into sc.matches and returns how much of buf
+// is decided: everything before the cut, as redacted by sc.matches, is what
+// the whole input gives there, whatever follows buf. prev is the input
+// byte before buf (0 for none); final says nothing follows buf.
+//
+// Matches are leftmost first; of those starting at the same byte, the
+// longest wins, and a secret wins a tie with a pattern.
+func (m *matcher) scan(buf []byte, prev byte, final bool, sc *scratch) (cut int) {
+	cands := sc.cands[:0]
+	sc.matches = sc.matches[:0]
+	for pi := range m.passes {
+		cands = m.passes[pi].find(buf, prev, cands)
+	}
+	// A literal begun at the end of the chunk, to be finished by the next.
+	if !final && m.inLit[buf[len(buf)-1]] {
+		for li := range m.lits {
+			l := &m.lits[li]
+			for s := max(0, len(buf)-len(l.text)+1); s < len(buf); s++ {
+				if buf[s] != l.text[0] || !bytes.HasPrefix(l.text, buf[s:]) {
+					continue
+				}
+				if l.rule != nil && l.rule.boundary && (s > 0 && isAlnum(buf[s-1]) || s == 0 && isAlnum(prev)) {
+					continue
+				}
+				cands = append(cands, cand{start: s, lit: int32(li), partial: true})
+			}
+		}
+	}
+	sc.cands = cands
+	if len(cands) == 0 {
+		return len(buf)
+	}
+	if len(cands) > 1 {
+		slices.SortFunc(cands, func(a, b cand) int {
+			if c := cmp.Compare(a.start, b.start); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.lit, b.lit)
+		})
+	}
+	cur := 0 // the end of the last match
+	for i := 0; i < len(cands); {
+		s := cands[i].start
+		j := i
+		for j < len(cands) && cands[j].start == s {
+			j++
+		}
+		if s < cur {
+			i = j
+			continue
+		}
+		best := match{end: -1}
+		for _, c := range cands[i:j] {
+			if c.partial {
+				return s
+			}
+			l := &m.lits[c.lit]
+			end, keep, st := s+len(l.text), 0, matched
+			if l.rule != nil {
+				end, keep, st = l.rule.match(buf, s, len(l.text), final)
+			}
+			if st == undecided {
+				return s
+			}
+			if st == matched && end > best.end {
+				best = match{start: s, end: end, keep: keep, repl: l.repl}
+			}
+		}
+		if best.end >= 0 {
+			sc.matches = append(sc.matches, best)
+			cur = best.end
+		}
+		i = j
+	}
+	return len(buf)
+}
