@@ -11,7 +11,8 @@ import (
 
 // GitFor returns the Runner.Git function for a work folder, or nil when
 // the folder is not in a git work tree (found by looking for .git upwards,
-// without starting git).
+// without starting git). Files are those changed under the folder, named
+// from the repository's root.
 func GitFor(dir string) func(base string) (string, []string) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -41,12 +42,14 @@ func GitFor(dir string) func(base string) (string, []string) {
 			return head, nil
 		}
 		files := map[string]bool{}
-		if committed, ok := git("diff", "--name-only", base); ok {
+		// Only the pipeline's folder: a pipeline in a corner of a big
+		// repository reports its own changes.
+		if committed, ok := git("diff", "--name-only", base, "--", "."); ok {
 			for _, f := range strings.Fields(committed) {
 				files[f] = true
 			}
 		}
-		if status, ok := git("status", "--porcelain", "--untracked-files=all"); ok {
+		if status, ok := git("status", "--porcelain", "--untracked-files=all", "--", "."); ok {
 			for _, line := range bytes.Split([]byte(strings.TrimRight(status, "\n")), []byte("\n")) {
 				if len(line) > 3 {
 					name := string(line[3:])
