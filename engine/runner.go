@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -181,6 +182,11 @@ type execution struct {
 	monitor       *triggers.Monitor
 	scanner       steps.OutputScanner
 	tokens        *steps.LiveTokenCounter
+	parser        steps.Parser
+	lines         []byte // a line of parsed output not yet ended
+	usage         steps.Event
+	sessionID     string
+	costBefore    float64
 	promptTokens  int
 	tokensBefore  int
 	phaseBefore   time.Duration
@@ -209,7 +215,7 @@ func (r *Runner) prompt(step *spec.StepPlan) string {
 	return text
 }
 
-func (r *Runner) command(a StartStep, s State, step *spec.StepPlan) (steps.Command, int, error) {
+func (r *Runner) command(a StartStep, s State, step *spec.StepPlan) (steps.Command, steps.Parser, int, error) {
 	phase := &r.Plan.Phases[a.Phase]
 	env := append(os.Environ(),
 		"PIPELINE_PHASE="+phase.Name, "PIPELINE_STEP="+step.Name, fmt.Sprintf("PIPELINE_ATTEMPT=%d", a.Attempt))
@@ -217,12 +223,12 @@ func (r *Runner) command(a StartStep, s State, step *spec.StepPlan) (steps.Comma
 		env = append(env, "PIPELINE_SPEC="+r.Plan.Spec)
 	}
 	if step.Agent == nil {
-		return steps.Command{Args: shellCommand(step.Run), Dir: r.Dir, Env: env}, 0, nil
+		return steps.Command{Args: shellCommand(step.Run), Dir: r.Dir, Env: env}, nil, 0, nil
 	}
 	agent := step.Agent.Value
 	adapter, err := steps.AdapterFor(agent.Kind)
 	if err != nil {
-		return steps.Command{}, 0, err
+		return steps.Command{}, nil, 0, err
 	}
 	prompt := r.prompt(step)
 	if a.ResumeContext && r.ResumeContext != nil {
@@ -233,7 +239,7 @@ func (r *Runner) command(a StartStep, s State, step *spec.StepPlan) (steps.Comma
 	inv, err := adapter.Invocation(steps.Request{Kind: agent.Kind, Prompt: prompt, Model: agent.Model,
 		Command: agent.Command, Args: agent.Args, SessionID: a.SessionID, Dir: r.Dir})
 	if err != nil {
-		return steps.Command{}, 0, err
+		return steps.Command{}, nil, 0, err
 	}
 	for _, k := range sortedKeys(agent.Env) {
 		env = append(env, k+"="+agent.Env[k])
@@ -242,7 +248,7 @@ func (r *Runner) command(a StartStep, s State, step *spec.StepPlan) (steps.Comma
 	if inv.Stdin != "" {
 		cmd.Stdin = strings.NewReader(inv.Stdin)
 	}
-	return cmd, steps.CountTokens(prompt), nil
+	return cmd, adapter.NewParser(), steps.CountTokens(prompt), nil
 }
 
 // shellCommand runs a run step through sh -c, except a plain command line
@@ -281,7 +287,8 @@ func (r *Runner) start(a StartStep, s State, events chan<- Event) *execution {
 		Attempt: a.Attempt, Phase: phase.Name, Step: step.Name, Steps: s.Steps, FilesChanged: s.FilesChanged,
 		Spec: r.Plan.SpecValues}
 
-	cmd, promptTokens, err := r.command(a, s, step)
+	cmd, parser, promptTokens, err := r.command(a, s, step)
+	e.parser = parser
 	if r.Git != nil {
 		e.headBefore = s.Phases[a.Phase].HeadBefore
 		if e.headBefore == "" {
@@ -317,9 +324,12 @@ func (r *Runner) start(a StartStep, s State, events chan<- Event) *execution {
 		events <- StepFinished{At: r.Clock.Now(), Result: result}
 		return nil
 	}
-	if step.Agent != nil {
+	if step.Agent != nil && parser == nil {
+		// Plain text output: the tokenizer counts it. An agent CLI with a
+		// parser reports its own usage.
 		e.tokens = steps.NewLiveTokenCounter()
 	}
+	e.costBefore = s.CostUSD
 	var readers sync.WaitGroup
 	readers.Add(2)
 	go e.read(e.proc.Stdout, chunkSize, &readers)
@@ -340,6 +350,10 @@ func (e *execution) read(r io.Reader, size int, done *sync.WaitGroup) {
 	if e.r.NewRedactStream != nil {
 		redact = e.r.NewRedactStream()
 	}
+	consume := e.consume
+	if e.parser != nil && size == chunkSize { // stdout of an agent CLI
+		consume = e.consumeLines
+	}
 	pass := func(chunk []byte) {
 		if redact != nil {
 			chunk = redact.Write(chunk)
@@ -347,7 +361,7 @@ func (e *execution) read(r io.Reader, size int, done *sync.WaitGroup) {
 		if len(chunk) == 0 {
 			return
 		}
-		if f := e.consume(chunk); f != nil {
+		if f := consume(chunk); f != nil {
 			e.events <- TriggerFired{At: f.At, Firing: *f}
 		}
 	}
@@ -360,9 +374,15 @@ func (e *execution) read(r io.Reader, size int, done *sync.WaitGroup) {
 		if err != nil {
 			if redact != nil {
 				if rest := redact.Flush(); len(rest) > 0 {
-					if f := e.consume(rest); f != nil {
+					if f := consume(rest); f != nil {
 						e.events <- TriggerFired{At: f.At, Firing: *f}
 					}
+				}
+			}
+			if len(e.lines) > 0 && e.parser != nil && size == chunkSize {
+				// A last line without its newline.
+				if f := e.consumeLines([]byte("\n")); f != nil {
+					e.events <- TriggerFired{At: f.At, Firing: *f}
 				}
 			}
 			return
@@ -390,6 +410,58 @@ func (e *execution) consume(chunk []byte) *Firing {
 	if e.tokens != nil {
 		e.tokens.Write(chunk)
 		m.SetTokens(e.promptTokens+e.tokens.Count(), e.tokensBefore)
+	}
+	return e.check()
+}
+
+// consumeLines reads an agent CLI's machine output: each line, kept as
+// it is in the transcript, becomes events through the adapter's parser;
+// the text the agent writes is shown and scanned for the checkpoint
+// marker, its usage and session id are taken as they come.
+func (e *execution) consumeLines(chunk []byte) *Firing {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.transcript.Write(chunk)
+	e.lastOutput = e.r.Clock.Now()
+	e.lines = append(e.lines, chunk...)
+	m := e.monitor
+	for {
+		i := bytes.IndexByte(e.lines, '\n')
+		if i < 0 {
+			break
+		}
+		line := e.lines[:i]
+		for _, ev := range e.parser.Line(line) {
+			switch ev.Kind {
+			case steps.EventText, steps.EventError:
+				text := []byte(ev.Text)
+				e.r.View.Output(text)
+				e.scanner.Write(text)
+				if e.scanner.Found {
+					m.Env.Checkpoint, m.Env.CheckpointNote = true, e.scanner.CheckpointNote()
+					m.Changed(triggers.VarCheckpoint)
+				}
+			case steps.EventUsage:
+				e.usage = ev
+				m.SetTokens(ev.InputTokens+ev.OutputTokens, e.tokensBefore)
+				if ev.ContextTokens != m.Env.ContextTokens {
+					m.Env.ContextTokens = ev.ContextTokens
+					m.Changed(triggers.VarContextTokens)
+				}
+				if cost := e.costBefore + ev.CostUSD; cost != m.Env.CostUSD {
+					m.Env.CostUSD = cost
+					m.Changed(triggers.VarCostUSD)
+				}
+			case steps.EventSession:
+				e.sessionID = ev.SessionID
+			}
+		}
+		e.lines = e.lines[i+1:]
+	}
+	e.lines = append([]byte(nil), e.lines...)
+	if m.Needs(triggers.VarOutput) {
+		m.Env.Output = e.scanner.Tail()
+		m.Changed(triggers.VarOutput)
 	}
 	return e.check()
 }
@@ -483,12 +555,13 @@ func (e *execution) finish(readers *sync.WaitGroup) {
 	if waitErr != nil {
 		fmt.Fprintf(e.transcript, "pipeline: %v\n", waitErr)
 	}
-	tokens := 0
+	tokens := e.usage.InputTokens + e.usage.OutputTokens
 	if e.tokens != nil {
 		tokens = e.promptTokens + e.tokens.Close()
 	}
 	result := StepResult{ExitCode: code, TimedOut: e.timedOut, Stopped: e.stopped && !e.timedOut,
-		Tokens: tokens, Elapsed: e.r.Clock.Now().Sub(e.started), Output: e.scanner.Tail(),
+		Tokens: tokens, ContextTokens: e.usage.ContextTokens, CostUSD: e.usage.CostUSD, SessionID: e.sessionID,
+		Elapsed: e.r.Clock.Now().Sub(e.started), Output: e.scanner.Tail(),
 		Checkpoint: e.scanner.Checkpoint, CheckpointNote: e.scanner.CheckpointNote()}
 	e.closeTranscript()
 	e.mu.Unlock()

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 
 	"pipeline/engine"
 	"pipeline/engine/store"
+	"pipeline/steps"
 )
 
 // testView records what a run shows and hands each line of output to the
@@ -382,5 +384,75 @@ phases:
 	}
 	if got := strings.Join(rec.Files, ","); got != "added.txt,tracked.txt" {
 		t.Errorf("files changed %q", got)
+	}
+}
+
+// jsonAgent is an adapter for a test agent that prints JSON lines:
+// {"text": ...}, {"usage": [in, out, context, cost]}, {"session": id}.
+type jsonAgent struct{}
+
+func (jsonAgent) Invocation(r steps.Request) (steps.Invocation, error) {
+	return steps.Invocation{Args: r.Command}, nil
+}
+
+func (jsonAgent) NewParser() steps.Parser { return &jsonParser{} }
+
+type jsonParser struct{}
+
+func (*jsonParser) Line(line []byte) []steps.Event {
+	var msg struct {
+		Text    *string
+		Usage   []float64
+		Session string
+	}
+	if json.Unmarshal(line, &msg) != nil {
+		return nil
+	}
+	switch {
+	case msg.Text != nil:
+		return []steps.Event{{Kind: steps.EventText, Text: *msg.Text}}
+	case len(msg.Usage) == 4:
+		return []steps.Event{{Kind: steps.EventUsage, InputTokens: int(msg.Usage[0]), OutputTokens: int(msg.Usage[1]),
+			ContextTokens: int(msg.Usage[2]), CostUSD: msg.Usage[3]}}
+	case msg.Session != "":
+		return []steps.Event{{Kind: steps.EventSession, SessionID: msg.Session}}
+	}
+	return nil
+}
+
+// An agent CLI's machine output: its text is shown and scanned (a
+// checkpoint split across two text deltas still pauses the turn), its
+// usage and session id are recorded, and the raw lines are kept.
+func TestRunParsesAgentOutput(t *testing.T) {
+	steps.Register("test-json", jsonAgent{})
+	h := newHarness(t, `version: 1
+agent: {kind: command, command: [sh, agent.sh]}
+defaults:
+  restart_when: {context: context_tokens > 350000}
+phases: [{name: design}]
+`, engine.RealClock{})
+	h.runner.Plan.Phases[0].Steps[0].Agent.Value.Kind = "test-json"
+	script := "cat <<'EOF'\n" + `{"session": "native-7"}
+{"usage": [1200, 300, 401000, 0.25]}
+{"text": "working [CHECK"}
+{"text": "POINT] api drafted\n"}
+` + "EOF\nsleep 30\n"
+	if err := os.WriteFile(filepath.Join(h.dir, "agent.sh"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.runner.Grace = 200 * time.Millisecond
+	s := h.await(h.start())
+	if s.Status != engine.StatusPaused || s.Pause.Reason != "checkpoint" || s.Pause.Note != "api drafted" {
+		t.Fatalf("state %+v, pause %+v", s, s.Pause)
+	}
+	rec := s.Phases[0]
+	if rec.Tokens != 1500 || rec.CostUSD != 0.25 || rec.NativeSession != "native-7" || s.NativeSessions["design/agent"] != "native-7" {
+		t.Errorf("record %+v, sessions %v", rec, s.NativeSessions)
+	}
+	if got := transcript(t, h, "design", "1-agent.log"); !strings.Contains(got, `{"usage": [1200, 300, 401000, 0.25]}`) {
+		t.Errorf("the transcript keeps the raw lines: %q", got)
+	}
+	if shown := h.view.output.String(); shown != "working [CHECKPOINT] api drafted\n" {
+		t.Errorf("shown %q", shown)
 	}
 }

@@ -69,11 +69,20 @@ type Adapter interface {
 	NewParser() Parser
 }
 
+// adapters holds the adapter of each agent kind; the agent CLIs' files
+// add theirs with Register.
+var adapters = map[string]Adapter{"command": commandAdapter{}}
+
+// Register makes a the adapter of kind. It is for init functions and
+// tests, not for concurrent use.
+func Register(kind string, a Adapter) { adapters[kind] = a }
+
 // AdapterFor returns the adapter of an agent kind.
 func AdapterFor(kind string) (Adapter, error) {
+	if a, ok := adapters[kind]; ok {
+		return a, nil
+	}
 	switch kind {
-	case "command":
-		return commandAdapter{}, nil
 	case "claude", "gemini", "codex":
 		return nil, fmt.Errorf("the %s adapter is not built yet; use kind: command to run the CLI yourself", kind)
 	}
