@@ -5,7 +5,7 @@ BIN      := bin/pipeline
 PKGS     := ./...
 FUZZTIME ?= 20s
 
-.PHONY: all build run test bench lint fuzz schema clean
+.PHONY: all build run test bench lint fuzz schema clean agent-clis
 
 all: build
 
@@ -28,9 +28,15 @@ run: build
 	$(BIN) status --file $(QUICKSTART)/phases.yaml --verbose
 
 # Every test, with the race detector; fuzz seed corpora run as ordinary
-# tests here. lint runs first so a vet or gofmt problem fails fast.
-test: lint
-	$(GO) test -race -count=1 $(PKGS)
+# tests here. lint runs first so a vet or gofmt problem fails fast. The
+# adapters' tests run the real agent CLIs, installed once from npm into
+# .cache/npm by scripts/install-agent-clis.sh.
+AGENT_CLIS := $(CURDIR)/.cache/npm/node_modules/.bin
+test: lint agent-clis
+	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) $(GO) test -race -count=1 $(PKGS)
+
+agent-clis:
+	./scripts/install-agent-clis.sh
 
 # Go benchmarks, then the side-by-side figures of cmd/bench: throughput
 # against tee, checkpoint-to-interrupt latency, start-up overhead.
