@@ -59,6 +59,7 @@ type decider struct {
 
 func (s State) clone() State {
 	s.NativeSessions = maps.Clone(s.NativeSessions)
+	s.NativeAgents = maps.Clone(s.NativeAgents)
 	s.Steps = maps.Clone(s.Steps)
 	s.Phases = slices.Clone(s.Phases)
 	for i := range s.Phases {
@@ -113,19 +114,40 @@ func (d *decider) startStep() {
 	}
 	start := StartStep{Phase: s.Phase, Step: s.Step, Attempt: s.Attempt}
 	if step := d.step(); step.Agent != nil {
-		start.SessionKey = sessionKey(d.phase(), step)
+		key := sessionKey(d.phase(), step)
+		start.SessionKey = key
 		start.ResumeContext = s.ResumeContext || s.FreshSession
 		s.ResumeContext = false
+		_, had := s.NativeSessions[key]
+		agent := agentName(step.Agent.Value)
+		if had && s.NativeAgents[key] != "" && s.NativeAgents[key] != agent && !s.FreshSession {
+			// Another CLI (or model) never gets this session's id.
+			start.Note = fmt.Sprintf("the agent is now %s, the session was made by %s: starting a fresh native session with the resume context", agent, s.NativeAgents[key])
+			start.ResumeContext = true
+			s.FreshSession = true
+			rec.Fired = keepLast(append(rec.Fired, Firing{Reason: ReasonAgentChanged, Note: start.Note, At: d.now}))
+		}
 		if s.FreshSession {
 			s.FreshSession = false
-			if _, had := s.NativeSessions[start.SessionKey]; had {
-				delete(s.NativeSessions, start.SessionKey)
-				d.do(DropSession{Key: start.SessionKey})
+			if had {
+				delete(s.NativeSessions, key)
+				delete(s.NativeAgents, key)
+				d.do(DropSession{Key: key})
 			}
+		} else if !had && step.Agent.Value.Feature != "" {
+			start.Recover = true
 		}
-		start.SessionID = s.NativeSessions[start.SessionKey]
+		start.SessionID = s.NativeSessions[key]
 	}
 	d.do(start)
+}
+
+// agentName is kind/model, the identity of a native session's maker.
+func agentName(a spec.Agent) string {
+	if a.Model == "" {
+		return a.Kind
+	}
+	return a.Kind + "/" + a.Model
 }
 
 // Env is the environment expressions see after the given result.
@@ -169,7 +191,12 @@ func (d *decider) stepFinished(r StepResult) {
 	rec.Duration += r.Elapsed
 	rec.ExitCodes = keepLast(append(rec.ExitCodes, r.ExitCode))
 	if r.SessionID != "" && step.Agent != nil {
-		s.NativeSessions[sessionKey(d.phase(), step)] = r.SessionID
+		key := sessionKey(d.phase(), step)
+		if s.NativeAgents == nil {
+			s.NativeAgents = map[string]string{}
+		}
+		s.NativeSessions[key] = r.SessionID
+		s.NativeAgents[key] = agentName(step.Agent.Value)
 		rec.NativeSession = r.SessionID
 	}
 	if rec.HeadBefore == "" {
@@ -187,6 +214,29 @@ func (d *decider) stepFinished(r StepResult) {
 	s.Steps[step.Name] = triggers.StepVars{ExitCode: r.ExitCode, TimedOut: r.TimedOut, Tokens: r.Tokens,
 		CostUSD: r.CostUSD, Elapsed: r.Elapsed, Output: r.Output, Ran: true}
 
+	if r.SessionLost && step.Agent != nil {
+		// The CLI no longer has the session it was asked to resume: the
+		// work goes on in a fresh one, with the resume context. Not an
+		// error of the step.
+		key := sessionKey(d.phase(), step)
+		delete(s.NativeSessions, key)
+		delete(s.NativeAgents, key)
+		rec.Fired = keepLast(append(rec.Fired, Firing{Reason: ReasonSessionLost,
+			Note: "the agent's native session could not be resumed; a fresh one starts with the resume context", At: d.now}))
+		s.ResumeContext = true
+		s.Stopping = nil
+		d.startStep()
+		return
+	}
+	if r.RateLimited && s.Stopping == nil {
+		f := Firing{Reason: ReasonRateLimit, Note: r.Error, At: d.now}
+		if !r.ResumeAfter.IsZero() {
+			after := r.ResumeAfter
+			f.ResumeAfter = &after
+		}
+		d.pause(f)
+		return
+	}
 	if s.Stopping != nil {
 		// A live trigger or a human stopped the step: pause at it, and
 		// run it again on resume.

@@ -327,3 +327,23 @@ func TestDecideTotalsAcrossSteps(t *testing.T) {
 		t.Errorf("totals %+v", st)
 	}
 }
+
+// A resume with another agent kind or model than the one that made the
+// native session says so and starts fresh: a CLI never gets another's id.
+func TestDecideAgentChangeStartsFresh(t *testing.T) {
+	first := planOf(t, "version: 1\nagent: {kind: command, command: [a], model: m1, feature: f}\nphases: [{name: one, auto_advance: false}, {name: two}]\n")
+	s, _ := newSession(t, first)
+	s.finish(time.Second, engine.StepResult{SessionID: "native-1"})
+	if s.state.Status != engine.StatusPaused || s.state.NativeAgents["feature:f"] != "command/m1" {
+		t.Fatalf("state %+v", s.state)
+	}
+	s.plan = planOf(t, "version: 1\nagent: {kind: command, command: [a], model: m2, feature: f}\nphases: [{name: one, auto_advance: false}, {name: two}]\n")
+	actions := s.send(engine.Resumed{At: s.now})
+	start, ok := last(actions).(engine.StartStep)
+	if !ok || start.SessionID != "" || !start.ResumeContext || !strings.Contains(start.Note, "command/m2") {
+		t.Fatalf("actions %#v", actions)
+	}
+	if _, ok := actions[0].(engine.DropSession); !ok {
+		t.Fatalf("the old session is not dropped: %#v", actions)
+	}
+}

@@ -34,6 +34,16 @@ type StepResult struct {
 	Files      []string `json:"files,omitempty"`
 	Head       string   `json:"head,omitempty"`
 	HeadBefore string   `json:"head_before,omitempty"`
+	// Agent is the kind and model that ran, "claude/sonnet".
+	Agent string `json:"agent,omitempty"`
+	// SessionLost: the CLI said the native session to resume is gone.
+	SessionLost bool `json:"session_lost,omitempty"`
+	// RateLimited: the vendor refused for now; ResumeAfter is when it
+	// said to come back, when it said.
+	RateLimited bool      `json:"rate_limited,omitempty"`
+	ResumeAfter time.Time `json:"resume_after,omitempty"`
+	// Error is what the agent reported as its error, if anything.
+	Error string `json:"error,omitempty"`
 }
 
 // TriggerFired is a pause_when trigger that became true while a step ran.
@@ -97,6 +107,11 @@ type StartStep struct {
 	// ResumeContext asks for the resume context in the prompt: the first
 	// agent step after a resume, a recovery or a restart.
 	ResumeContext bool
+	// Recover asks the runner to look for the agent's own session of this
+	// feature (the store has none: it was lost or deleted), and adopt it.
+	Recover bool
+	// Note says why the native session changed, for the view.
+	Note string
 }
 
 // StopStep stops the running step gracefully.

@@ -49,6 +49,11 @@ type Runner struct {
 	// NewRedactStream, when set, gives each output stream of a step the
 	// redaction of secrets that runs before the output is shown or kept.
 	NewRedactStream func() RedactStream
+
+	// The adapter and native session of the step being started, handed
+	// from command to start.
+	lastAdapter   steps.Adapter
+	lastSessionID string
 }
 
 // RedactStream hides secrets in a stream of chunks: Write returns what can
@@ -183,6 +188,13 @@ type execution struct {
 	scanner       steps.OutputScanner
 	tokens        *steps.LiveTokenCounter
 	parser        steps.Parser
+	adapter       steps.Adapter
+	askedSession  string // the native session the step was asked to resume
+	agentName     string
+	stderr        []byte // the end of the step's standard error
+	errText       string
+	rateLimited   bool
+	resumeAfter   time.Time
 	lines         []byte // a line of parsed output not yet ended
 	usage         steps.Event
 	sessionID     string
@@ -230,24 +242,38 @@ func (r *Runner) command(a StartStep, s State, step *spec.StepPlan) (steps.Comma
 	if err != nil {
 		return steps.Command{}, nil, 0, err
 	}
+	for _, k := range sortedKeys(agent.Env) {
+		env = append(env, k+"="+agent.Env[k])
+	}
+	req := steps.Request{Kind: agent.Kind, Model: agent.Model, Command: agent.Command, Args: agent.Args,
+		SessionID: a.SessionID, Dir: r.Dir}
+	if recoverer, ok := adapter.(steps.Recoverer); ok && a.Recover {
+		if id, found := recoverer.Recover(agent.Feature, req, env); found {
+			r.View.Say("adopting the %s session %s of feature %s: the session store had none", agent.Kind, id, agent.Feature)
+			req.SessionID = id
+		}
+	}
 	prompt := r.prompt(step)
 	if a.ResumeContext && r.ResumeContext != nil {
 		if text := r.ResumeContext(s, a); text != "" {
 			prompt = text + "\n\n" + prompt
 		}
 	}
-	inv, err := adapter.Invocation(steps.Request{Kind: agent.Kind, Prompt: prompt, Model: agent.Model,
-		Command: agent.Command, Args: agent.Args, SessionID: a.SessionID, Dir: r.Dir})
+	if req.SessionID == "" && agent.Feature != "" {
+		// The first prompt of a native session names its feature, so that
+		// the session can be found again if the store is lost.
+		prompt = steps.FeatureHeader(agent.Feature) + "\n\n" + prompt
+	}
+	req.Prompt = prompt
+	inv, err := adapter.Invocation(req)
 	if err != nil {
 		return steps.Command{}, nil, 0, err
-	}
-	for _, k := range sortedKeys(agent.Env) {
-		env = append(env, k+"="+agent.Env[k])
 	}
 	cmd := steps.Command{Args: inv.Args, Dir: r.Dir, Env: env}
 	if inv.Stdin != "" {
 		cmd.Stdin = strings.NewReader(inv.Stdin)
 	}
+	r.lastAdapter, r.lastSessionID = adapter, req.SessionID
 	return cmd, adapter.NewParser(), steps.CountTokens(prompt), nil
 }
 
@@ -287,8 +313,15 @@ func (r *Runner) start(a StartStep, s State, events chan<- Event) *execution {
 		Attempt: a.Attempt, Phase: phase.Name, Step: step.Name, Steps: s.Steps, FilesChanged: s.FilesChanged,
 		Spec: r.Plan.SpecValues}
 
+	if a.Note != "" {
+		r.View.Say("%s", a.Note)
+	}
+	r.lastAdapter, r.lastSessionID = nil, ""
 	cmd, parser, promptTokens, err := r.command(a, s, step)
-	e.parser = parser
+	e.parser, e.adapter, e.askedSession = parser, r.lastAdapter, r.lastSessionID
+	if step.Agent != nil {
+		e.agentName = agentName(step.Agent.Value)
+	}
 	if r.Git != nil {
 		e.headBefore = s.Phases[a.Phase].HeadBefore
 		if e.headBefore == "" {
@@ -353,6 +386,17 @@ func (e *execution) read(r io.Reader, size int, done *sync.WaitGroup) {
 	consume := e.consume
 	if e.parser != nil && size == chunkSize { // stdout of an agent CLI
 		consume = e.consumeLines
+	}
+	if size != chunkSize { // stderr: keep its end for SessionGone
+		consume = func(chunk []byte) *Firing {
+			e.mu.Lock()
+			e.stderr = append(e.stderr, chunk...)
+			if len(e.stderr) > 16<<10 {
+				e.stderr = append([]byte(nil), e.stderr[len(e.stderr)-16<<10:]...)
+			}
+			e.mu.Unlock()
+			return e.consume(chunk)
+		}
 	}
 	pass := func(chunk []byte) {
 		if redact != nil {
@@ -434,6 +478,12 @@ func (e *execution) consumeLines(chunk []byte) *Firing {
 		for _, ev := range e.parser.Line(line) {
 			switch ev.Kind {
 			case steps.EventText, steps.EventError:
+				if ev.Kind == steps.EventError {
+					e.errText = ev.Text
+					if ev.RateLimited {
+						e.rateLimited, e.resumeAfter = true, ev.ResumeAfter
+					}
+				}
 				text := []byte(ev.Text)
 				e.r.View.Output(text)
 				e.scanner.Write(text)
@@ -562,7 +612,12 @@ func (e *execution) finish(readers *sync.WaitGroup) {
 	result := StepResult{ExitCode: code, TimedOut: e.timedOut, Stopped: e.stopped && !e.timedOut,
 		Tokens: tokens, ContextTokens: e.usage.ContextTokens, CostUSD: e.usage.CostUSD, SessionID: e.sessionID,
 		Elapsed: e.r.Clock.Now().Sub(e.started), Output: e.scanner.Tail(),
-		Checkpoint: e.scanner.Checkpoint, CheckpointNote: e.scanner.CheckpointNote()}
+		Checkpoint: e.scanner.Checkpoint, CheckpointNote: e.scanner.CheckpointNote(),
+		Agent: e.agentName, Error: e.errText, RateLimited: e.rateLimited, ResumeAfter: e.resumeAfter}
+	if checker, ok := e.adapter.(steps.SessionChecker); ok && e.askedSession != "" && code != 0 &&
+		!e.stopped && checker.SessionGone(e.stderr, code) {
+		result.SessionLost = true
+	}
 	e.closeTranscript()
 	e.mu.Unlock()
 	if e.r.Git != nil {

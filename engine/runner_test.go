@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -392,7 +393,19 @@ phases:
 type jsonAgent struct{}
 
 func (jsonAgent) Invocation(r steps.Request) (steps.Invocation, error) {
-	return steps.Invocation{Args: r.Command}, nil
+	args := append([]string(nil), r.Command...)
+	if r.SessionID != "" {
+		args = append(args, "--resume", r.SessionID)
+	}
+	return steps.Invocation{Args: args, Stdin: r.Prompt}, nil
+}
+
+func (jsonAgent) SessionGone(stderr []byte, exitCode int) bool {
+	return exitCode == 1 && bytes.Contains(stderr, []byte("no such session"))
+}
+
+func (jsonAgent) Recover(feature string, _ steps.Request, _ []string) (string, bool) {
+	return "recovered-" + feature, feature == "lost"
 }
 
 func (jsonAgent) NewParser() steps.Parser { return &jsonParser{} }
@@ -401,14 +414,19 @@ type jsonParser struct{}
 
 func (*jsonParser) Line(line []byte) []steps.Event {
 	var msg struct {
-		Text    *string
-		Usage   []float64
-		Session string
+		Text        *string
+		Usage       []float64
+		Session     string
+		Error       string
+		RateLimited bool      `json:"rate_limited"`
+		ResumeAfter time.Time `json:"resume_after"`
 	}
 	if json.Unmarshal(line, &msg) != nil {
 		return nil
 	}
 	switch {
+	case msg.Error != "":
+		return []steps.Event{{Kind: steps.EventError, Text: msg.Error, RateLimited: msg.RateLimited, ResumeAfter: msg.ResumeAfter}}
 	case msg.Text != nil:
 		return []steps.Event{{Kind: steps.EventText, Text: *msg.Text}}
 	case len(msg.Usage) == 4:
@@ -454,5 +472,117 @@ phases: [{name: design}]
 	}
 	if shown := h.view.output.String(); shown != "working [CHECKPOINT] api drafted\n" {
 		t.Errorf("shown %q", shown)
+	}
+}
+
+// jsonScript is a test agent: it keeps its arguments and prompt, and prints
+// the JSON lines of the file named after its phase, or fails as told.
+const jsonScript = `args="$*"
+prompt=$(cat)
+n=$(ls calls 2>/dev/null | wc -l)
+mkdir -p calls
+printf '%s\n---\n%s\n' "$args" "$prompt" > "calls/$n-$PIPELINE_PHASE"
+case "$args" in *--resume\ gone*) echo "no such session: gone" >&2; exit 1;; esac
+cat "$PIPELINE_PHASE.jsonl"
+`
+
+func jsonHarness(t *testing.T, yamlText string, outputs map[string]string) *harness {
+	t.Helper()
+	h := newHarness(t, yamlText, engine.RealClock{})
+	steps.Register("test-json", jsonAgent{})
+	for i := range h.runner.Plan.Phases {
+		h.runner.Plan.Phases[i].Steps[0].Agent.Value.Kind = "test-json"
+	}
+	h.runner.ResumeContext = func(engine.State, engine.StartStep) string { return "[Resume context] test" }
+	os.WriteFile(filepath.Join(h.dir, "agent.sh"), []byte(jsonScript), 0o644)
+	for phase, out := range outputs {
+		os.WriteFile(filepath.Join(h.dir, phase+".jsonl"), []byte(out), 0o644)
+	}
+	return h
+}
+
+func calls(t *testing.T, h *harness) []string {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(h.dir, "calls", "*"))
+	sort.Slice(paths, func(i, j int) bool {
+		a, _ := strconv.Atoi(strings.SplitN(filepath.Base(paths[i]), "-", 2)[0])
+		b, _ := strconv.Atoi(strings.SplitN(filepath.Base(paths[j]), "-", 2)[0])
+		return a < b
+	})
+	var out []string
+	for _, p := range paths {
+		b, _ := os.ReadFile(p)
+		out = append(out, string(b))
+	}
+	return out
+}
+
+// Steps of one feature share the native session; its first prompt names
+// the feature; a session the CLI no longer has is replaced by a fresh one
+// with the resume context, and that is recorded.
+func TestRunNativeSessionsAndTheirLoss(t *testing.T) {
+	h := jsonHarness(t, `version: 1
+agent: {kind: command, command: [sh, agent.sh], feature: f}
+phases: [{name: one}, {name: two}, {name: three}]
+`, map[string]string{
+		"one":   `{"session": "s-1"}` + "\n",
+		"two":   `{"session": "gone"}` + "\n",
+		"three": `{"session": "s-3"}` + "\n",
+	})
+	s := h.await(h.start())
+	if s.Status != engine.StatusCompleted {
+		t.Fatalf("state %+v", s)
+	}
+	c := calls(t, h)
+	if len(c) != 4 {
+		t.Fatalf("%d calls: %q", len(c), c)
+	}
+	if !strings.HasPrefix(strings.SplitN(c[0], "---\n", 2)[1], "[Feature: f]") {
+		t.Errorf("the first prompt lacks the feature header: %q", c[0])
+	}
+	if !strings.HasPrefix(c[1], "--resume s-1") {
+		t.Errorf("phase two did not resume s-1: %q", c[1])
+	}
+	// Phase three was asked to resume "gone", which the CLI lost.
+	if !strings.HasPrefix(c[2], "--resume gone") || strings.Contains(c[3], "--resume") ||
+		!strings.Contains(c[3], "[Resume context] test") || !strings.Contains(c[3], "[Feature: f]") {
+		t.Errorf("the lost session was not replaced by a fresh one with the resume context:\n%q\n%q", c[2], c[3])
+	}
+	if fired := s.Phases[2].Fired; len(fired) != 1 || fired[0].Reason != engine.ReasonSessionLost {
+		t.Errorf("phase three fired %+v", fired)
+	}
+	if s.Phases[2].Attempts != 1 || s.NativeSessions["feature:f"] != "s-3" {
+		t.Errorf("record %+v, sessions %v", s.Phases[2], s.NativeSessions)
+	}
+}
+
+// With no session of its feature in the store, the adapter's own sessions
+// are searched and a match adopted.
+func TestRunRecoversANativeSession(t *testing.T) {
+	h := jsonHarness(t, `version: 1
+agent: {kind: command, command: [sh, agent.sh], feature: lost}
+phases: [{name: one}]
+`, map[string]string{"one": `{"session": "recovered-lost"}` + "\n"})
+	if s := h.await(h.start()); s.Status != engine.StatusCompleted {
+		t.Fatalf("state %+v", s)
+	}
+	if c := calls(t, h); len(c) != 1 || !strings.HasPrefix(c[0], "--resume recovered-lost") || strings.Contains(c[0], "[Feature:") {
+		t.Fatalf("calls %q", c)
+	}
+	if !strings.Contains(h.view.saidText(), "adopting the test-json session recovered-lost") {
+		t.Errorf("said %s", h.view.saidText())
+	}
+}
+
+// A rate limit pauses with reason rate-limit and the time to come back.
+func TestRunRateLimitPauses(t *testing.T) {
+	h := jsonHarness(t, `version: 1
+agent: {kind: command, command: [sh, agent.sh]}
+phases: [{name: one}]
+`, map[string]string{"one": `{"error": "usage limit reached", "rate_limited": true, "resume_after": "2026-11-25T18:00:00Z"}` + "\n"})
+	s := h.await(h.start())
+	if s.Status != engine.StatusPaused || s.Pause.Reason != engine.ReasonRateLimit || s.Pause.ResumeAfter == nil ||
+		!s.Pause.ResumeAfter.Equal(time.Date(2026, 11, 25, 18, 0, 0, 0, time.UTC)) || s.Pause.Note != "usage limit reached" {
+		t.Fatalf("pause %+v", s.Pause)
 	}
 }

@@ -30,6 +30,9 @@ const (
 	ReasonPhaseComplete   = "phase-complete"
 	ReasonExpressionError = "expression-error"
 	ReasonHuman           = "paused-by-human"
+	ReasonRateLimit       = "rate-limit"
+	ReasonSessionLost     = "session-lost"
+	ReasonAgentChanged    = "agent-changed"
 )
 
 // State is everything the decision function knows of a session. It is
@@ -68,6 +71,9 @@ type State struct {
 	// NativeSessions maps a session key (the agent's feature, or
 	// phase/step) to the agent CLI's own session id, for resume.
 	NativeSessions map[string]string `json:"native_sessions,omitempty"`
+	// NativeAgents holds, per session key, the kind and model that made
+	// the native session: another agent never gets its id.
+	NativeAgents map[string]string `json:"native_agents,omitempty"`
 	// FreshSession makes the next agent step start a new native session
 	// (a restart policy fired).
 	FreshSession bool `json:"fresh_session,omitempty"`
@@ -112,6 +118,8 @@ type Firing struct {
 	Values     map[string]any `json:"values,omitempty"`
 	Note       string         `json:"note,omitempty"`
 	At         time.Time      `json:"at"`
+	// ResumeAfter is when a rate limit says to come back.
+	ResumeAfter *time.Time `json:"resume_after,omitempty"`
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -69,6 +69,24 @@ type Adapter interface {
 	NewParser() Parser
 }
 
+// SessionChecker is an adapter that can tell, from a failed turn, that
+// the native session it was asked to resume is gone (each CLI has its own
+// message and exit code for it).
+type SessionChecker interface {
+	SessionGone(stderr []byte, exitCode int) bool
+}
+
+// Recoverer is an adapter that can find the CLI's own session of a
+// feature (by the [Feature: name] header of its first prompt) when the
+// store has none.
+type Recoverer interface {
+	Recover(feature string, r Request, env []string) (sessionID string, ok bool)
+}
+
+// FeatureHeader starts the first prompt of a native session with a
+// feature, so that the session can be found again.
+func FeatureHeader(feature string) string { return "[Feature: " + feature + "]" }
+
 // adapters holds the adapter of each agent kind; the agent CLIs' files
 // add theirs with Register.
 var adapters = map[string]Adapter{"command": commandAdapter{}}
