@@ -423,10 +423,15 @@ func (e *execution) read(r io.Reader, size int, done *sync.WaitGroup) {
 					}
 				}
 			}
-			if len(e.lines) > 0 && e.parser != nil && size == chunkSize {
-				// A last line without its newline.
-				if f := e.consumeLines([]byte("\n")); f != nil {
-					e.events <- TriggerFired{At: f.At, Firing: *f}
+			if e.parser != nil && size == chunkSize {
+				e.mu.Lock()
+				pending := len(e.lines) > 0
+				e.mu.Unlock()
+				if pending {
+					// A last line without its newline.
+					if f := e.consumeLines([]byte("\n")); f != nil {
+						e.events <- TriggerFired{At: f.At, Firing: *f}
+					}
 				}
 			}
 			return
