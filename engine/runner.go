@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -157,7 +159,7 @@ func describeFiring(f Firing) string {
 	}
 	if len(f.Values) > 0 && f.Expression != f.Reason {
 		var parts []string
-		for _, k := range sortedKeys(f.Values) {
+		for _, k := range slices.Sorted(maps.Keys(f.Values)) {
 			if k == "output" || k == "steps" || k == "spec" {
 				continue
 			}
@@ -242,7 +244,7 @@ func (r *Runner) command(a StartStep, s State, step *spec.StepPlan) (steps.Comma
 	if err != nil {
 		return steps.Command{}, nil, 0, err
 	}
-	for _, k := range sortedKeys(agent.Env) {
+	for _, k := range slices.Sorted(maps.Keys(agent.Env)) {
 		env = append(env, k+"="+agent.Env[k])
 	}
 	req := steps.Request{Kind: agent.Kind, Model: agent.Model, Command: agent.Command, Args: agent.Args,

@@ -5,7 +5,6 @@
 package engine
 
 import (
-	"slices"
 	"time"
 
 	"pipeline/triggers"
@@ -122,11 +121,3 @@ type Firing struct {
 	ResumeAfter *time.Time `json:"resume_after,omitempty"`
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}

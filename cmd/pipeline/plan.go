@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -63,7 +64,7 @@ func printPlan(w io.Writer, plan *spec.Plan) error {
 	fmt.Fprintf(tw, "file\t%s\n", plan.File)
 	if plan.Spec != "" {
 		fmt.Fprintf(tw, "spec\t%s\n", plan.Spec)
-		for _, key := range sortedKeys(plan.SpecValues) {
+		for _, key := range slices.Sorted(maps.Keys(plan.SpecValues)) {
 			if key == "agent_phases" || key == "pipeline" {
 				continue
 			}
@@ -160,7 +161,7 @@ func describeAgent(a spec.Agent) string {
 		parts = append(parts, "feature="+a.Feature)
 	}
 	if len(a.Env) > 0 {
-		parts = append(parts, "env="+strings.Join(sortedKeys(a.Env), ","))
+		parts = append(parts, "env="+strings.Join(slices.Sorted(maps.Keys(a.Env)), ","))
 	}
 	return strings.Join(parts, " ")
 }
@@ -192,13 +193,4 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
