@@ -120,4 +120,3 @@ type Firing struct {
 	// ResumeAfter is when a rate limit says to come back.
 	ResumeAfter *time.Time `json:"resume_after,omitempty"`
 }
-

@@ -211,4 +211,3 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
-
