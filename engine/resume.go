@@ -22,7 +22,11 @@ const SpecAtPauseFile = "spec-at-pause.md"
 // spec's changes since the pause, within ResumeBudget tokens.
 func ResumeContextFor(plan *spec.Plan, x *store.Session, redact func(string) string) func(State, StartStep) string {
 	return func(s State, a StartStep) string {
-		text, err := RenderResumeContext("", resumeInput(plan, x, s, a), ResumeBudget, steps.CountTokens)
+		budget := plan.ResumeBudget
+		if budget <= 0 {
+			budget = ResumeBudget
+		}
+		text, err := RenderResumeContext(plan.ResumeTemplate, resumeInput(plan, x, s, a), budget, steps.CountTokens)
 		if err != nil {
 			return ""
 		}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"text/template"
 
 	"github.com/goccy/go-yaml/ast"
 
@@ -82,6 +83,17 @@ func (doc *Document) check(root ast.Node) {
 			"add - name: ... entries under phases")
 	}
 	checkAgent(d, p.Agent, "agent")
+	if rc := p.ResumeContext; rc != nil {
+		if rc.Budget < 0 {
+			d.reportAt(d.positions["resume_context.budget"], "resume_context.budget must be a number of tokens above 0", "")
+		}
+		if rc.Template != "" {
+			if _, err := template.New("resume_context").Parse(rc.Template); err != nil {
+				d.reportAt(d.positions["resume_context.template"], "resume_context.template: "+err.Error(),
+					"it is a Go text/template; see README for the fields it can use")
+			}
+		}
+	}
 	checkPhases(d, p.Phases, "phases")
 	for i, glob := range p.Watch {
 		if _, err := filepath.Match(strings.ReplaceAll(glob, "**", "*"), ""); err != nil || strings.TrimSpace(glob) == "" {

@@ -135,7 +135,7 @@ var malformedCases = []malformedCase{
 		name: "unknown top-level key with no near key",
 		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\ncolour: blue\n",
 		wants: []malformedProblem{{line: 5, col: 1, msg: `unknown key "colour" at the top level`,
-			hint: "the keys allowed here are agent, defaults, name, phases, spec, version, watch"}},
+			hint: "the keys allowed here are agent, defaults, name, phases, resume_context, spec, version, watch"}},
 	},
 	{
 		name:  "unknown key in agent",
@@ -559,4 +559,20 @@ func malformedCaret(text string, line, col int) string {
 	src := strings.ReplaceAll(strings.TrimRight(lines[line-1], "\r"), "\t", " ")
 	pad := max(min(col-1, utf8.RuneCountInString(src)), 0)
 	return fmt.Sprintf("      | %s\n      | %s^", src, strings.Repeat(" ", pad))
+}
+
+func TestResumeContextTemplateChecked(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "phases.yaml")
+	os.WriteFile(path, []byte("version: 1\nresume_context:\n  template: 'resuming {{.Phase'\n  budget: 500\nphases: [{name: a, steps: [{run: x}]}]\n"), 0o644)
+	_, err := spec.Load(path, "")
+	var specErr *spec.Error
+	if !errors.As(err, &specErr) || specErr.Problems[0].Line != 3 || !strings.Contains(specErr.Problems[0].Message, "resume_context.template") {
+		t.Fatalf("a broken template: %v", err)
+	}
+	os.WriteFile(path, []byte("version: 1\nresume_context: {template: 'resuming {{.Phase}}', budget: 500}\nphases: [{name: a, steps: [{run: x}]}]\n"), 0o644)
+	plan, err := spec.Load(path, "")
+	if err != nil || plan.ResumeTemplate != "resuming {{.Phase}}" || plan.ResumeBudget != 500 {
+		t.Fatalf("plan %+v, %v", plan, err)
+	}
 }

@@ -17,6 +17,14 @@ type Pipeline struct {
 	Defaults *Policy  `yaml:"defaults" json:"defaults,omitempty" jsonschema_description:"triggers and policies every phase inherits"`
 	Phases   []Phase  `yaml:"phases" json:"phases" jsonschema:"required,minItems=1" jsonschema_description:"the phases, run in order"`
 	Watch    []string `yaml:"watch" json:"watch,omitempty" jsonschema_description:"globs, relative to phases.yaml, whose changes resume a paused session"`
+	// ResumeContext shapes the text given to an agent after a resume.
+	ResumeContext *ResumeContext `yaml:"resume_context" json:"resume_context,omitempty" jsonschema_description:"the resume context given to the agent after a resume, a recovery or a restart"`
+}
+
+// ResumeContext configures the resume context.
+type ResumeContext struct {
+	Template string `yaml:"template" json:"template,omitempty" jsonschema_description:"a Go text/template rendered with the session: .Phase, .Step, .Attempt, .Reason, .Note, .Done, .FilesChanged, .NextSteps, .HumanNotes, .SpecPath, .SpecDiff (see README)"`
+	Budget   int    `yaml:"budget" json:"budget,omitempty" jsonschema_description:"the most tokens it may take; default 3000"`
 }
 
 // Agent says which program does an agent step and how.

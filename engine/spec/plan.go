@@ -75,6 +75,10 @@ type Plan struct {
 	// see what a spec's phases replaced.
 	FilePhases []string          `json:"file_phases"`
 	Watch      Setting[[]string] `json:"watch"`
+	// ResumeTemplate is phases.yaml's resume_context.template, "" for the
+	// built-in one; ResumeBudget its budget in tokens.
+	ResumeTemplate string `json:"resume_template,omitempty"`
+	ResumeBudget   int    `json:"resume_budget"`
 }
 
 // PhasePlan is one phase as it will run.
@@ -216,6 +220,13 @@ func (r *resolver) plan() *Plan {
 	if p.Name == "" {
 		abs, _ := filepath.Abs(r.doc.Path)
 		plan.Name = Setting[string]{filepath.Base(filepath.Dir(abs)), builtIn}
+	}
+	plan.ResumeBudget = 3000
+	if rc := p.ResumeContext; rc != nil {
+		plan.ResumeTemplate = rc.Template
+		if rc.Budget > 0 {
+			plan.ResumeBudget = rc.Budget
+		}
 	}
 	plan.Watch = Setting[[]string]{p.Watch, r.doc.origin("watch")}
 	if p.Watch == nil {
