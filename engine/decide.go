@@ -57,10 +57,12 @@ type decider struct {
 	actions []Action
 }
 
+// clone copies what Decide may change; maps come back non-nil, as JSON
+// leaves an empty one out and a loaded state would otherwise hold nil.
 func (s State) clone() State {
-	s.NativeSessions = maps.Clone(s.NativeSessions)
-	s.NativeAgents = maps.Clone(s.NativeAgents)
-	s.Steps = maps.Clone(s.Steps)
+	s.NativeSessions = cloneMap(s.NativeSessions)
+	s.NativeAgents = cloneMap(s.NativeAgents)
+	s.Steps = cloneMap(s.Steps)
 	s.Phases = slices.Clone(s.Phases)
 	for i := range s.Phases {
 		s.Phases[i].ExitCodes = slices.Clone(s.Phases[i].ExitCodes)
@@ -551,4 +553,11 @@ func keepLast[T any](list []T) []T {
 		return list[len(list)-historyLength:]
 	}
 	return list
+}
+
+func cloneMap[V any](m map[string]V) map[string]V {
+	if m == nil {
+		return map[string]V{}
+	}
+	return maps.Clone(m)
 }

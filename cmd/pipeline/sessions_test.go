@@ -379,3 +379,19 @@ func readable(t *testing.T, session string) []byte {
 	}
 	return events
 }
+
+// Regression: a session paused at a phase boundary (auto_advance: false)
+// resumed from its snapshot, whose empty maps JSON had left out.
+func TestResumeAtAPhaseBoundary(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", "version: 1\nphases:\n  - {name: a, steps: [{run: 'echo a'}], auto_advance: false}\n  - {name: b, steps: [{run: 'echo b'}]}\n")
+	if r := pipeline(t, dir, "run"); r.code != exitPaused {
+		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
+	}
+	if r := pipeline(t, dir, "resume"); r.code != 0 {
+		t.Fatalf("resume: exit %d, %s", r.code, r.stderr)
+	}
+	if s := status(t, dir); s.Status != "completed" || s.Phases[1].Status != "completed" {
+		t.Fatalf("status %+v", s)
+	}
+}
