@@ -155,6 +155,12 @@ age. Running and paused sessions are never deleted.`,
 				return err
 			}
 		}
+		if !dryRun {
+			// Sessions whose making a crash cut short.
+			if _, err := st.RemoveUnfinished(time.Hour); err != nil {
+				return err
+			}
+		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%d session(s) removed\n", removed)
 		return nil
 	})

@@ -324,7 +324,7 @@ phases:
 		time.Sleep(time.Duration(rng.Int64N(int64(250 * time.Millisecond))))
 		run.cmd.Process.Signal(syscall.SIGKILL)
 		run.exit(t)
-		sessions, _ := filepath.Glob(filepath.Join(dir, ".pipeline", "sessions", "*"))
+		sessions, _ := filepath.Glob(filepath.Join(dir, ".pipeline", "sessions", "2*"))
 		if len(sessions) == 0 {
 			// Killed before the first session was made: nothing to lose.
 			early++

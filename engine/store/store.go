@@ -79,18 +79,24 @@ var ErrNotFound = errors.New("no such session")
 // Create makes a new session.
 func (s *Store) Create(meta Meta) (*Session, error) {
 	meta.Format = Format
-	dir := s.sessionDir(meta.ID)
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return nil, err
-	}
-	if err := os.Mkdir(filepath.Join(dir, "transcripts"), 0o700); err != nil {
+	// The folder is made under a temporary name and renamed when whole: a
+	// crash leaves a session with its meta, or a .new- folder clean
+	// removes, never a session without its meta.
+	tmp := s.sessionDir(newPrefix + meta.ID)
+	if err := os.MkdirAll(filepath.Join(tmp, "transcripts"), 0o700); err != nil {
 		return nil, err
 	}
 	content, err := json.MarshalIndent(meta, "", "  ")
 	if err != nil {
 		return nil, err
 	}
-	if err := WriteAtomic(filepath.Join(dir, "meta.json"), content); err != nil {
+	if err := WriteAtomic(filepath.Join(tmp, "meta.json"), content); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, s.sessionDir(meta.ID)); err != nil {
+		return nil, err
+	}
+	if err := syncDir(filepath.Join(s.Root, "sessions")); err != nil {
 		return nil, err
 	}
 	if err := s.index(Summary{ID: meta.ID, Key: meta.Key, Pipeline: meta.Pipeline, Spec: meta.Spec,
@@ -349,12 +355,38 @@ func WriteAtomic(path string, content []byte) error {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return err
 	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// newPrefix names a session folder still being made.
+const newPrefix = ".new-"
+
+// RemoveUnfinished deletes the folders of sessions whose making was cut
+// short, older than age.
+func (s *Store) RemoveUnfinished(age time.Duration) (int, error) {
+	dirs, err := filepath.Glob(s.sessionDir(newPrefix + "*"))
+	if err != nil {
+		return 0, err
+	}
+	removed := 0
+	for _, d := range dirs {
+		if info, err := os.Stat(d); err == nil && time.Since(info.ModTime()) > age {
+			if err := os.RemoveAll(d); err != nil {
+				return removed, err
+			}
+			removed++
+		}
+	}
+	return removed, nil
 }
 
 const indexName = "index.tsv"
