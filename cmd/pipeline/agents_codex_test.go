@@ -1,0 +1,392 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"pipeline/internal/mockapi"
+)
+
+// The codex adapter end to end: the built pipeline runs the real Codex CLI
+// (installed by make test) against the OpenAI mock on 127.0.0.1.
+
+// codexProject starts the mock and gives the test a project folder, and
+// HOME and CODEX_HOME folders whose config.toml points Codex at the mock.
+// They are set in this process's environment, which pipeline and its
+// agent steps inherit (the adapter reads Codex's session files under
+// CODEX_HOME), with the CLIs' folder first on PATH.
+func codexProject(t *testing.T) (*mockapi.OpenAI, string) {
+	t.Helper()
+	clis := os.Getenv("PIPELINE_AGENT_CLIS")
+	if clis == "" {
+		t.Fatal("PIPELINE_AGENT_CLIS is not set: run make test: it installs the agent CLIs")
+	}
+	if _, err := os.Stat(filepath.Join(clis, "codex")); err != nil {
+		t.Fatalf("no Codex CLI in %s (%v): run make test: it installs the agent CLIs", clis, err)
+	}
+	mock := mockapi.NewOpenAI()
+	t.Cleanup(mock.Close)
+	home, codexHome := t.TempDir(), t.TempDir()
+	write(t, codexHome, "config.toml", mock.CodexConfig())
+	t.Setenv("HOME", home)
+	t.Setenv("CODEX_HOME", codexHome)
+	t.Setenv("MOCK_API_KEY", "mock-key")
+	t.Setenv("PATH", clis+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return mock, t.TempDir()
+}
+
+type codexStatusJSON struct {
+	Status      string `json:"status"`
+	Phase       string `json:"phase"`
+	PauseReason string `json:"pause_reason"`
+	PauseNote   string `json:"pause_note"`
+	Tokens      int    `json:"tokens"`
+	Phases      []struct {
+		Name          string `json:"name"`
+		Status        string `json:"status"`
+		Attempts      int    `json:"attempts"`
+		Tokens        int    `json:"tokens"`
+		Retries       int    `json:"retries"`
+		Restarts      int    `json:"restarts"`
+		NativeSession string `json:"native_session"`
+		Fired         []struct {
+			Reason string         `json:"reason"`
+			Values map[string]any `json:"values"`
+		} `json:"triggers_fired"`
+	} `json:"phases"`
+}
+
+func codexStatus(t *testing.T, dir string) codexStatusJSON {
+	t.Helper()
+	r := pipeline(t, dir, "status", "-o", "json")
+	var s codexStatusJSON
+	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
+		t.Fatalf("status: exit %d, %v: %s %s", r.code, err, r.stdout, r.stderr)
+	}
+	return s
+}
+
+// codexTokens is what the mock reported for a turn, as pipeline counts it.
+func codexTokens(r mockapi.OpenAIRequest) int { return r.Usage.InputTokens + r.Usage.OutputTokens }
+
+// codexAssistantMessages counts the replies a request re-sent: its
+// history.
+func codexAssistantMessages(r mockapi.OpenAIRequest) int {
+	n := 0
+	for _, item := range r.Input() {
+		if item.Role == "assistant" {
+			n++
+		}
+	}
+	return n
+}
+
+// codexFresh reports whether a request is the first turn of a thread: no
+// reply re-sent, and one prompt (Codex adds its environment context as a
+// user message of its own).
+func codexFresh(r mockapi.OpenAIRequest) bool {
+	prompts := 0
+	for _, item := range r.Input() {
+		if item.Role == "user" && !strings.HasPrefix(item.Text, "<environment_context>") {
+			prompts++
+		}
+	}
+	return prompts == 1 && codexAssistantMessages(r) == 0
+}
+
+// Two phases of one feature: the second resumes the first's thread and
+// re-sends its history; each phase's tokens are its own turn's, not the
+// running total Codex prints for a resumed thread.
+func TestCodexTwoPhasesShareAThread(t *testing.T) {
+	mock, dir := codexProject(t)
+	write(t, dir, "phases.yaml", `version: 1
+agent: {kind: codex, model: gpt-5.5, feature: f}
+phases:
+  - name: design
+    prompt: Design the widget.
+  - name: build
+    prompt: Build the widget.
+`)
+	if r := pipeline(t, dir, "run"); r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	turns := mock.Turns()
+	if len(turns) != 2 {
+		t.Fatalf("the mock saw %d turns, want 2", len(turns))
+	}
+	if turns[0].Header.Get("Thread-Id") == "" || turns[1].Header.Get("Thread-Id") != turns[0].Header.Get("Thread-Id") {
+		t.Errorf("build did not resume design's thread: %q then %q", turns[0].Header.Get("Thread-Id"), turns[1].Header.Get("Thread-Id"))
+	}
+	if !turns[1].HasMessage("user", "Design the widget.") || !turns[1].HasMessage("assistant", "done: ") {
+		t.Errorf("build's request did not re-send design's turn:\n%s", turns[1].Body)
+	}
+	if !strings.HasPrefix(turns[1].LastUserText(), "Build the widget.") {
+		t.Errorf("build's prompt %q", turns[1].LastUserText())
+	}
+	s := codexStatus(t, dir)
+	if s.Status != "completed" || len(s.Phases) != 2 {
+		t.Fatalf("status %+v", s)
+	}
+	for i, phase := range s.Phases {
+		if phase.Tokens != codexTokens(turns[i]) {
+			t.Errorf("phase %s: %d tokens, want its turn's %d (input %d + output %d)", phase.Name, phase.Tokens,
+				codexTokens(turns[i]), turns[i].Usage.InputTokens, turns[i].Usage.OutputTokens)
+		}
+		if phase.NativeSession != turns[0].Header.Get("Thread-Id") {
+			t.Errorf("phase %s: native session %q, want the thread %q", phase.Name, phase.NativeSession, turns[0].Header.Get("Thread-Id"))
+		}
+	}
+	if want := codexTokens(turns[0]) + codexTokens(turns[1]); s.Tokens != want {
+		t.Errorf("session tokens %d, want %d", s.Tokens, want)
+	}
+}
+
+// Three failed turns in a row: retry resumes the thread each time, then
+// restart_when drops it and the next attempt starts a fresh thread that
+// carries none of the earlier history.
+func TestCodexConsecutiveErrorsRestartTheThread(t *testing.T) {
+	mock, dir := codexProject(t)
+	write(t, dir, "phases.yaml", `version: 1
+agent: {kind: codex, model: gpt-5.5, feature: f}
+phases:
+  - name: design
+    prompt: Design the widget.
+  - name: build
+    prompt: Build the widget.
+    retry: {when: exit_code != 0, backoff: 1ms, escalate_when: attempt > 5}
+    restart_when: {errors: consecutive_errors >= 3}
+`)
+	mock.FailNextWith("Build the widget.", 3)
+	if r := pipeline(t, dir, "run"); r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	turns := mock.Turns()
+	if len(turns) != 5 {
+		t.Fatalf("the mock saw %d turns, want design's and build's four", len(turns))
+	}
+	design := turns[0].Header.Get("Thread-Id")
+	for i, turn := range turns[1:4] {
+		if turn.Status != 500 || turn.Header.Get("Thread-Id") != design || !turn.HasMessage("user", "Design the widget.") ||
+			codexAssistantMessages(turn) != 1 {
+			t.Errorf("failed attempt %d: status %d, thread %q, want 500 in design's thread %q with its history",
+				i+1, turn.Status, turn.Header.Get("Thread-Id"), design)
+		}
+	}
+	fresh := turns[4]
+	if fresh.Status != 200 || fresh.Header.Get("Thread-Id") == design || !codexFresh(fresh) {
+		t.Errorf("after the restart: status %d, thread %q (design's %q); want a fresh thread:\n%s",
+			fresh.Status, fresh.Header.Get("Thread-Id"), design, fresh.Body)
+	}
+	s := codexStatus(t, dir)
+	build := s.Phases[1]
+	if s.Status != "completed" || build.Attempts != 4 || build.Restarts != 1 || build.Retries != 3 {
+		t.Errorf("status %s, build: %d attempts, %d restarts, %d retries; want completed, 4, 1, 3", s.Status, build.Attempts, build.Restarts, build.Retries)
+	}
+	if build.NativeSession != fresh.Header.Get("Thread-Id") {
+		t.Errorf("build's native session %q, want the fresh thread %q", build.NativeSession, fresh.Header.Get("Thread-Id"))
+	}
+	if len(build.Fired) == 0 || build.Fired[0].Reason != "errors" {
+		t.Errorf("build's triggers fired: %+v", build.Fired)
+	}
+}
+
+// 400,000 input tokens reported for a turn fire restart_when's context
+// trigger: the next phase of the feature starts a fresh thread.
+func TestCodexHugeContextRestartsTheThread(t *testing.T) {
+	mock, dir := codexProject(t)
+	write(t, dir, "phases.yaml", `version: 1
+agent: {kind: codex, model: gpt-5.5, feature: f}
+phases:
+  - name: design
+    prompt: Design the widget. `+mockapi.OpenAIHugeContextMarker+`
+    restart_when: {context: context_tokens > 350000}
+  - name: build
+    prompt: Build the widget.
+`)
+	if r := pipeline(t, dir, "run"); r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	turns := mock.Turns()
+	if len(turns) != 2 {
+		t.Fatalf("the mock saw %d turns, want 2", len(turns))
+	}
+	if turns[1].Header.Get("Thread-Id") == turns[0].Header.Get("Thread-Id") || !codexFresh(turns[1]) {
+		t.Errorf("build resumed design's thread %q after the context restart", turns[0].Header.Get("Thread-Id"))
+	}
+	s := codexStatus(t, dir)
+	design := s.Phases[0]
+	if design.Restarts != 1 || len(design.Fired) != 1 || design.Fired[0].Reason != "context" ||
+		design.Fired[0].Values["context_tokens"] != float64(mockapi.OpenAIHugeInputTokens) {
+		t.Errorf("design: %d restarts, fired %+v; want the context trigger at %d", design.Restarts, design.Fired, mockapi.OpenAIHugeInputTokens)
+	}
+	if design.Tokens != codexTokens(turns[0]) {
+		t.Errorf("design: %d tokens, want %d", design.Tokens, codexTokens(turns[0]))
+	}
+}
+
+// A [CHECKPOINT] in Codex's reply pauses the run.
+func TestCodexCheckpointPauses(t *testing.T) {
+	mock, dir := codexProject(t)
+	mock.SetReply("Design drafted.\n[CHECKPOINT] ready for review\n")
+	write(t, dir, "phases.yaml", `version: 1
+agent: {kind: codex, model: gpt-5.5, feature: f}
+phases:
+  - name: design
+    prompt: Design the widget.
+  - name: build
+    prompt: Build the widget.
+`)
+	r := pipeline(t, dir, "run", "--grace", "1s")
+	if r.code != exitPaused {
+		t.Fatalf("run: exit %d, want %d: %s", r.code, exitPaused, r.stderr)
+	}
+	s := codexStatus(t, dir)
+	if s.Status != "paused" || s.PauseReason != "checkpoint" || s.PauseNote != "ready for review" || s.Phase != "design" {
+		t.Errorf("status %+v", s)
+	}
+	if n := len(mock.Turns()); n != 1 {
+		t.Errorf("the mock saw %d turns, want 1", n)
+	}
+}
+
+// The thread is gone when the run resumes it (Codex's session files
+// deleted while the run was paused): "codex exec resume" fails at once,
+// and the step runs again in a fresh thread with the resume context, not
+// as an error; the next phase resumes that thread.
+func TestCodexLostThreadStartsAFreshOne(t *testing.T) {
+	mock, dir := codexProject(t)
+	mock.SetReply("Design drafted.\n[CHECKPOINT] look at it\n")
+	write(t, dir, "phases.yaml", `version: 1
+agent: {kind: codex, model: gpt-5.5, feature: f}
+phases:
+  - name: design
+    prompt: Design the widget.
+  - name: build
+    prompt: Build the widget.
+`)
+	if r := pipeline(t, dir, "run", "--grace", "1s"); r.code != exitPaused {
+		t.Fatalf("run: exit %d, want %d: %s", r.code, exitPaused, r.stderr)
+	}
+	mock.SetReply("")
+	if err := os.RemoveAll(filepath.Join(os.Getenv("CODEX_HOME"), "sessions")); err != nil {
+		t.Fatal(err)
+	}
+	if r := pipeline(t, dir, "resume"); r.code != 0 {
+		t.Fatalf("resume: exit %d: %s", r.code, r.stderr)
+	}
+	turns := mock.Turns()
+	if len(turns) != 3 {
+		t.Fatalf("the mock saw %d turns, want 3 (the failed resume asks nothing)", len(turns))
+	}
+	lost, fresh := turns[0].Header.Get("Thread-Id"), turns[1].Header.Get("Thread-Id")
+	if fresh == lost || !codexFresh(turns[1]) || !strings.Contains(turns[1].LastUserText(), "Design the widget.") {
+		t.Errorf("design after the lost thread: thread %q (lost %q), prompt %q; want a fresh thread",
+			fresh, lost, turns[1].LastUserText())
+	}
+	if turns[2].Header.Get("Thread-Id") != fresh || !turns[2].HasMessage("user", "Design the widget.") {
+		t.Errorf("build did not resume the fresh thread %q: %q", fresh, turns[2].Header.Get("Thread-Id"))
+	}
+	// The checkpoint stops the first turn as its text arrives; Codex,
+	// interrupted, usually never prints that turn's usage.
+	s := codexStatus(t, dir)
+	design := s.Phases[0]
+	if s.Status != "completed" || design.NativeSession != fresh ||
+		design.Tokens != codexTokens(turns[1]) && design.Tokens != codexTokens(turns[0])+codexTokens(turns[1]) {
+		t.Errorf("status %s, design: native session %q, %d tokens; want completed, %q, %d (+%d)",
+			s.Status, design.NativeSession, design.Tokens, fresh, codexTokens(turns[1]), codexTokens(turns[0]))
+	}
+	lostFired := false
+	for _, f := range design.Fired {
+		lostFired = lostFired || f.Reason == "session-lost"
+	}
+	if !lostFired {
+		t.Errorf("design's triggers fired: %+v, want session-lost", design.Fired)
+	}
+}
+
+// Codex's 429, after its own retries (none here), pauses the run for the
+// rate limit.
+func TestCodexRateLimitPauses(t *testing.T) {
+	mock, dir := codexProject(t)
+	mock.SetFailure(429, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`, nil)
+	mock.FailNext(1)
+	write(t, dir, "phases.yaml", `version: 1
+agent: {kind: codex, model: gpt-5.5}
+phases:
+  - name: design
+    prompt: Design the widget.
+    retry: {when: exit_code != 0, backoff: 1ms}
+`)
+	if r := pipeline(t, dir, "run"); r.code != exitPaused {
+		t.Fatalf("run: exit %d, want %d: %s", r.code, exitPaused, r.stderr)
+	}
+	if s := codexStatus(t, dir); s.PauseReason != "rate-limit" || !strings.Contains(s.PauseNote, "429") {
+		t.Errorf("status %+v, want paused for the rate limit", s)
+	}
+	if n := len(mock.Turns()); n != 1 {
+		t.Errorf("the mock saw %d turns, want 1", n)
+	}
+}
+
+// A new session of the pipeline, its store holding no thread for the
+// feature, adopts Codex's own thread of it (found by the feature header of
+// its first prompt) and goes on with its history.
+func TestCodexNewSessionAdoptsTheFeaturesThread(t *testing.T) {
+	mock, dir := codexProject(t)
+	write(t, dir, "phases.yaml", `version: 1
+agent: {kind: codex, model: gpt-5.5, feature: f}
+phases:
+  - name: design
+    prompt: Design the widget.
+`)
+	if r := pipeline(t, dir, "run"); r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	r := pipeline(t, dir, "run")
+	if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "adopting the codex session") {
+		t.Fatalf("second run: exit %d: %s %s", r.code, r.stdout, r.stderr)
+	}
+	turns := mock.Turns()
+	if len(turns) != 2 {
+		t.Fatalf("the mock saw %d turns, want 2", len(turns))
+	}
+	thread := turns[0].Header.Get("Thread-Id")
+	if turns[1].Header.Get("Thread-Id") != thread || codexAssistantMessages(turns[1]) != 1 ||
+		!strings.HasPrefix(turns[0].LastUserText(), "[Feature: f]") {
+		t.Errorf("the new session did not resume the feature's thread %q: %q, %d replies re-sent",
+			thread, turns[1].Header.Get("Thread-Id"), codexAssistantMessages(turns[1]))
+	}
+	if s := codexStatus(t, dir); s.Status != "completed" || s.Phases[0].NativeSession != thread || s.Phases[0].Tokens != codexTokens(turns[1]) {
+		t.Errorf("status %+v, want completed in thread %s with %d tokens", s, thread, codexTokens(turns[1]))
+	}
+}
+
+// Codex's --json output has no text deltas: a [CHECKPOINT] in the middle
+// of a long reply pauses the run when that message completes, not when
+// the model streamed it.
+func TestCodexMidTurnCheckpointSeenWhenTheMessageCompletes(t *testing.T) {
+	mock, dir := codexProject(t)
+	const slow = 1500 * time.Millisecond
+	mock.SetSlowFor(slow)
+	write(t, dir, "phases.yaml", `version: 1
+agent: {kind: codex, model: gpt-5.5}
+phases:
+  - name: design
+    prompt: Design the widget. `+mockapi.OpenAISlowCheckpointMarker+`
+`)
+	start := time.Now()
+	r := pipeline(t, dir, "run", "--grace", "1s")
+	if r.code != exitPaused {
+		t.Fatalf("run: exit %d, want %d: %s", r.code, exitPaused, r.stderr)
+	}
+	if took := time.Since(start); took < slow {
+		t.Errorf("paused after %v, before the reply ended (%v): Codex streams text now; revisit the adapter", took, slow)
+	}
+	if s := codexStatus(t, dir); s.PauseReason != "checkpoint" || s.PauseNote != "mid-turn note" {
+		t.Errorf("status %+v", s)
+	}
+}

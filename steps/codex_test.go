@@ -1,0 +1,485 @@
+package steps
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"pipeline/internal/mockapi"
+)
+
+// captureCodex rewrites testdata/codex from the real Codex CLI:
+//
+//	PIPELINE_AGENT_CLIS=$PWD/.cache/npm/node_modules/.bin \
+//	  go test ./steps -run TestCodexCaptures -capture-codex
+//
+// (make test installs the CLIs). Without the flag, TestCodexCaptures runs
+// the same turns and fails when the CLI's output no longer matches the
+// files: the parser tests below read them. Review the diff after a
+// rewrite.
+var captureCodex = flag.Bool("capture-codex", false, "run the real Codex CLI against the mock and rewrite testdata/codex")
+
+// codexCLI is the real Codex CLI, or a failure that says how to get it.
+func codexCLI(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("PIPELINE_AGENT_CLIS")
+	if dir == "" {
+		t.Fatal("PIPELINE_AGENT_CLIS is not set: run make test: it installs the agent CLIs")
+	}
+	cli := filepath.Join(dir, "codex")
+	if _, err := os.Stat(cli); err != nil {
+		t.Fatalf("no Codex CLI at %s (%v): run make test: it installs the agent CLIs", cli, err)
+	}
+	return cli
+}
+
+var codexTestdata = filepath.Join("testdata", "codex")
+
+// The captured turns: the usage the mock reports in each, and what the
+// files hold.
+var (
+	codexFirstUsage  = mockapi.OpenAIUsage{InputTokens: 1200, CachedTokens: 200, OutputTokens: 30, ReasoningTokens: 5}
+	codexSecondUsage = mockapi.OpenAIUsage{InputTokens: 3000, CachedTokens: 1000, OutputTokens: 70, ReasoningTokens: 10}
+)
+
+// An OpenAI rate limit, and a ChatGPT plan's usage limit that ends at
+// 2033-05-18 03:33:20 UTC.
+const (
+	codexRateLimitBody  = `{"error":{"message":"Rate limit reached for gpt-5.5. Please try again in 20s.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`
+	codexUsageLimitBody = `{"error":{"type":"usage_limit_reached","message":"The usage limit has been reached","plan_type":"plus","resets_at":2000000000,"resets_in_seconds":3600}}`
+)
+
+const (
+	codexPlanPrompt = "[Feature: plan]\n\nWrite the plan.\nKeep it short."
+	codexCheckpoint = "Plan drafted.\n[CHECKPOINT] design ready for review\nWaiting for a human."
+)
+
+// codexUUID matches the thread ids in Codex's output (UUIDv7).
+var codexUUID = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
+// TestCodexCaptures runs the real CLI against the mock through the
+// adapter's own command lines, in temporary HOME and CODEX_HOME folders:
+// a new thread, its resumed second turn, a failing turn (HTTP 500), a
+// rate limit and a plan's usage limit (HTTP 429), a reply with a
+// checkpoint, and a resume of a thread that does not exist. It checks
+// what only a live run shows (the resumed request re-sent the history;
+// the running total read from Codex's session file before the turn;
+// Recover finding the thread by its feature header; one request per
+// failure, no retries), then compares each stdout, thread ids replaced by
+// THREAD-1..., with testdata/codex/<case>.jsonl, or rewrites the files
+// with -capture-codex. A rewrite also keeps the session file's
+// token_count events after each of the first two turns
+// (rollout-after-*.jsonl) and the stderr of the missing thread
+// (resume-gone.stderr), whose paths and timestamps vary from run to run.
+func TestCodexCaptures(t *testing.T) {
+	cli := codexCLI(t)
+	mock := mockapi.NewOpenAI()
+	defer mock.Close()
+	home, codexHomeDir, work := t.TempDir(), t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(codexHomeDir, "config.toml"), []byte(mock.CodexConfig()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CODEX_HOME", codexHomeDir) // for the adapter's own look-ups
+	threads := map[string]string{}
+	normalize := func(b []byte) []byte {
+		b = bytes.ReplaceAll(b, []byte(codexHomeDir), []byte("$CODEX_HOME"))
+		return codexUUID.ReplaceAllFunc(b, func(id []byte) []byte {
+			if _, ok := threads[string(id)]; !ok {
+				threads[string(id)] = "THREAD-" + strconv.Itoa(len(threads)+1)
+			}
+			return []byte(threads[string(id)])
+		})
+	}
+	type turn struct {
+		stdout, stderr []byte
+		exit           int
+	}
+	run := func(r Request) turn {
+		t.Helper()
+		inv, err := codexAdapter{}.Invocation(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(cli, inv.Args[1:]...)
+		cmd.Dir = work
+		// TZ: Codex writes when a usage limit ends in local time.
+		cmd.Env = append(os.Environ(), "HOME="+home, "CODEX_HOME="+codexHomeDir, "MOCK_API_KEY=mock-key", "TZ=UTC")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err = cmd.Run()
+		var exitErr *exec.ExitError
+		if err != nil && !errors.As(err, &exitErr) {
+			t.Fatal(err)
+		}
+		return turn{stdout.Bytes(), stderr.Bytes(), cmd.ProcessState.ExitCode()}
+	}
+	files := map[string][]byte{}
+	tokenCounts := func() []byte {
+		var counts []byte
+		for _, line := range bytes.SplitAfter(codexRead(t, codexRollout(codexThreadOf(t, files["new.jsonl"], threads))), []byte("\n")) {
+			if bytes.Contains(line, []byte(`"type":"token_count"`)) {
+				counts = append(counts, line...)
+			}
+		}
+		return counts
+	}
+
+	mock.SetUsage(codexFirstUsage)
+	first := run(Request{Prompt: codexPlanPrompt, Model: "gpt-5.5"})
+	if first.exit != 0 {
+		t.Fatalf("new thread: exit %d: %s", first.exit, first.stderr)
+	}
+	files["new.jsonl"] = normalize(first.stdout)
+	thread := codexThreadOf(t, files["new.jsonl"], threads)
+	files["rollout-after-new.jsonl"] = normalize(tokenCounts())
+
+	mock.SetUsage(codexSecondUsage)
+	second := run(Request{Prompt: "Now build it.", Model: "gpt-5.5", SessionID: thread})
+	if second.exit != 0 {
+		t.Fatalf("resumed thread: exit %d: %s", second.exit, second.stderr)
+	}
+	files["resumed.jsonl"] = normalize(second.stdout)
+	files["rollout-after-resume.jsonl"] = normalize(tokenCounts())
+	// The resumed turn's parser, fed live: the turn's usage, not the
+	// running total Codex prints.
+	p := codexAdapter{}.NewParser()
+	var usage Event
+	for _, line := range bytes.Split(second.stdout, []byte("\n")) {
+		for _, ev := range p.Line(line) {
+			if ev.Kind == EventUsage {
+				usage = ev
+			}
+		}
+	}
+	if usage.InputTokens != codexSecondUsage.InputTokens || usage.OutputTokens != codexSecondUsage.OutputTokens ||
+		usage.ContextTokens != codexSecondUsage.InputTokens {
+		t.Errorf("resumed turn's usage %+v, want the turn's %+v", usage, codexSecondUsage)
+	}
+	turns := mock.Turns()
+	if len(turns) != 2 {
+		t.Fatalf("the mock saw %d turns, want 2", len(turns))
+	}
+	if !turns[1].HasMessage("user", codexPlanPrompt) || !turns[1].HasMessage("assistant", "done: [Feature: plan]") {
+		t.Errorf("the resumed request did not re-send the first turn:\n%s", turns[1].Body)
+	}
+
+	// Recover finds the thread by its first prompt's feature header, in
+	// the folder it was made in.
+	env := []string{"HOME=" + home, "CODEX_HOME=" + codexHomeDir}
+	if id, ok := (codexAdapter{}).Recover("plan", Request{Dir: work}, env); !ok || id != thread {
+		t.Errorf("Recover(plan) = %q, %v; want the thread %s", id, ok, thread)
+	}
+	if id, ok := (codexAdapter{}).Recover("other", Request{Dir: work}, env); ok {
+		t.Errorf("Recover(other) = %q", id)
+	}
+	if id, ok := (codexAdapter{}).Recover("plan", Request{Dir: home}, env); ok {
+		t.Errorf("Recover(plan) in another folder = %q", id)
+	}
+
+	mock.SetUsage(mockapi.OpenAIDefaultUsage)
+	failed := run(Request{Prompt: "Try this " + mockapi.OpenAIFailMarker})
+	if failed.exit != 1 {
+		t.Errorf("failing turn: exit %d, want 1", failed.exit)
+	}
+	if n := len(mock.Turns()); n != 3 {
+		t.Errorf("the failing turn made %d requests, want 1: Codex retried", n-2)
+	}
+	files["failed.jsonl"] = normalize(failed.stdout)
+
+	mock.SetFailure(http.StatusTooManyRequests, codexRateLimitBody, http.Header{"Retry-After": {"20"}})
+	limited := run(Request{Prompt: "Again " + mockapi.OpenAIFailMarker})
+	mock.SetFailure(http.StatusTooManyRequests, codexUsageLimitBody, nil)
+	usageLimit := run(Request{Prompt: "Once more " + mockapi.OpenAIFailMarker})
+	mock.SetFailure(0, "", nil)
+	if limited.exit != 1 || usageLimit.exit != 1 {
+		t.Errorf("rate limited turns: exit %d and %d, want 1", limited.exit, usageLimit.exit)
+	}
+	files["rate-limited.jsonl"] = normalize(limited.stdout)
+	files["usage-limit.jsonl"] = normalize(usageLimit.stdout)
+
+	mock.SetReply(codexCheckpoint)
+	checkpoint := run(Request{Prompt: "Draft the design."})
+	mock.SetReply("")
+	if checkpoint.exit != 0 {
+		t.Errorf("checkpoint turn: exit %d: %s", checkpoint.exit, checkpoint.stderr)
+	}
+	files["checkpoint.jsonl"] = normalize(checkpoint.stdout)
+
+	gone := run(Request{Prompt: "Go on.", SessionID: "019a0000-0000-7000-8000-00000000dead"})
+	if gone.exit != 1 || len(gone.stdout) != 0 {
+		t.Errorf("resume of a missing thread: exit %d, stdout %q", gone.exit, gone.stdout)
+	}
+	files["resume-gone.stderr"] = normalize(gone.stderr)
+
+	for name, got := range files {
+		path := filepath.Join(codexTestdata, name)
+		if *captureCodex {
+			if err := os.MkdirAll(codexTestdata, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if strings.HasPrefix(name, "rollout-") || strings.HasSuffix(name, ".stderr") {
+			continue // timestamps and paths differ from run to run
+		}
+		if want, err := os.ReadFile(path); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("the real CLI's output differs from %s (rewrite it: go test ./steps -run TestCodexCaptures -capture-codex):\n%s", path, got)
+		}
+	}
+	if !CodexSessionGone(gone.stderr, gone.exit) {
+		t.Errorf("CodexSessionGone is false for the CLI's answer: exit %d, %s", gone.exit, gone.stderr)
+	}
+}
+
+func codexRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// codexThreadOf is the real thread id behind the normalized one in output.
+func codexThreadOf(t *testing.T, output []byte, threads map[string]string) string {
+	t.Helper()
+	for real, name := range threads {
+		if bytes.Contains(output, []byte(`"thread_id":"`+name+`"`)) {
+			return real
+		}
+	}
+	t.Fatalf("no thread in %s", output)
+	return ""
+}
+
+// codexEvents feeds a captured output to p.
+func codexEvents(t *testing.T, p Parser, name string) []Event {
+	t.Helper()
+	var events []Event
+	for _, line := range bytes.SplitAfter(codexRead(t, filepath.Join(codexTestdata, name)), []byte("\n")) {
+		events = append(events, p.Line(bytes.TrimSuffix(line, []byte("\n")))...)
+	}
+	return events
+}
+
+func codexKinds(events []Event) []EventKind {
+	var kinds []EventKind
+	for _, ev := range events {
+		kinds = append(kinds, ev.Kind)
+	}
+	return kinds
+}
+
+// codexNoRollout keeps the parser away from any session file.
+func codexNoRollout(string) string { return "" }
+
+func TestCodexParserNewThread(t *testing.T) {
+	events := codexEvents(t, &codexParser{rollout: codexNoRollout}, "new.jsonl")
+	if want := []EventKind{EventSession, EventText, EventUsage}; !slices.Equal(codexKinds(events), want) {
+		t.Fatalf("events %+v, want kinds %v", events, want)
+	}
+	if events[0].SessionID != "THREAD-1" || events[1].Text != "done: [Feature: plan]\n" {
+		t.Errorf("events %+v", events)
+	}
+	u := events[2]
+	if u.InputTokens != codexFirstUsage.InputTokens || u.OutputTokens != codexFirstUsage.OutputTokens ||
+		u.ContextTokens != codexFirstUsage.InputTokens || u.CostUSD != 0 {
+		t.Errorf("usage %+v, want input %d, output %d, context %d, no cost", u,
+			codexFirstUsage.InputTokens, codexFirstUsage.OutputTokens, codexFirstUsage.InputTokens)
+	}
+}
+
+// codexHomeWith makes a CODEX_HOME holding a session file of thread with
+// the captured token_count events of file.
+func codexHomeWith(t *testing.T, thread, file string) {
+	t.Helper()
+	home := t.TempDir()
+	dir := filepath.Join(home, "sessions", "2026", "01", "02")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	content := append([]byte(`{"timestamp":"2026-01-02T03:04:05.000Z","type":"session_meta","payload":{"id":"`+thread+`"}}`+"\n"),
+		codexRead(t, filepath.Join(codexTestdata, file))...)
+	if err := os.WriteFile(filepath.Join(dir, "rollout-2026-01-02T03-04-05-"+thread+".jsonl"), content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CODEX_HOME", home)
+}
+
+// The pitfall: on a resumed thread Codex prints the thread's running
+// total. Invocation reads the total so far from Codex's session file; the
+// parser reports the turn's own usage.
+func TestCodexParserResumedTurnReportsTheTurn(t *testing.T) {
+	codexHomeWith(t, "THREAD-1", "rollout-after-new.jsonl")
+	inv, err := codexAdapter{}.Invocation(Request{Prompt: "Now build it.", SessionID: "THREAD-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(inv.Args, "resume") {
+		t.Fatalf("no resume in %q", inv.Args)
+	}
+	codexHomeWith(t, "THREAD-1", "rollout-after-resume.jsonl")
+	events := codexEvents(t, codexAdapter{}.NewParser(), "resumed.jsonl")
+	if want := []EventKind{EventSession, EventText, EventUsage}; !slices.Equal(codexKinds(events), want) {
+		t.Fatalf("events %+v, want kinds %v", events, want)
+	}
+	u := events[2]
+	if u.InputTokens != codexSecondUsage.InputTokens || u.OutputTokens != codexSecondUsage.OutputTokens ||
+		u.ContextTokens != codexSecondUsage.InputTokens {
+		t.Errorf("usage %+v, want the turn's: input %d, output %d, context %d", u,
+			codexSecondUsage.InputTokens, codexSecondUsage.OutputTokens, codexSecondUsage.InputTokens)
+	}
+	// Without the total before the turn, the parser could only report
+	// the running total.
+	codexBefore.Delete("THREAD-1")
+	events = codexEvents(t, &codexParser{rollout: codexNoRollout}, "resumed.jsonl")
+	if u := events[2]; u.InputTokens != codexFirstUsage.InputTokens+codexSecondUsage.InputTokens {
+		t.Errorf("the captured resumed turn should print the running total; got input %d", u.InputTokens)
+	}
+}
+
+// A turn of several model requests (tool calls): the context in use is
+// the last request's input, not the turn's sum, when the session file
+// holds the total the turn printed; otherwise the turn's input.
+func TestCodexContextIsTheLastRequest(t *testing.T) {
+	dir := t.TempDir()
+	rollout := filepath.Join(dir, "rollout.jsonl")
+	os.WriteFile(rollout, []byte(`{"type":"event_msg","payload":{"type":"token_count","info":null}}
+{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":5000,"cached_input_tokens":0,"output_tokens":90,"reasoning_output_tokens":0},"last_token_usage":{"input_tokens":2600,"cached_input_tokens":0,"output_tokens":40,"reasoning_output_tokens":0}}}}
+`), 0o600)
+	line := []byte(`{"type":"turn.completed","usage":{"input_tokens":5000,"cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":90,"reasoning_output_tokens":0}}`)
+	p := &codexParser{thread: "T", rollout: func(string) string { return rollout }}
+	if ev := p.Line(line); len(ev) != 1 || ev[0].InputTokens != 5000 || ev[0].ContextTokens != 2600 {
+		t.Errorf("events %+v, want input 5000, context 2600", ev)
+	}
+	stale := bytes.Replace(line, []byte("5000"), []byte("7000"), 1)
+	if ev := p.Line(stale); len(ev) != 1 || ev[0].ContextTokens != 7000 {
+		t.Errorf("a session file behind the output: events %+v, want the turn's input as context", ev)
+	}
+}
+
+func TestCodexParserFailure(t *testing.T) {
+	events := codexEvents(t, &codexParser{rollout: codexNoRollout}, "failed.jsonl")
+	if want := []EventKind{EventSession, EventError}; !slices.Equal(codexKinds(events), want) {
+		t.Fatalf("events %+v, want kinds %v (turn.failed repeats the error)", events, want)
+	}
+	if events[1].Text == "" {
+		t.Errorf("an error without its message: %+v", events)
+	}
+	// A turn.failed alone still says why.
+	ev := (&codexParser{}).Line([]byte(`{"type":"turn.failed","error":{"message":"boom"}}`))
+	if len(ev) != 1 || ev[0].Kind != EventError || ev[0].Text != "boom\n" {
+		t.Errorf("turn.failed alone: %+v", ev)
+	}
+}
+
+// Codex's rate limits pause the run: a 429 after its retries (no time
+// given), and a plan's usage limit with the time it ends (to the minute,
+// in local time: the capture ran with TZ=UTC).
+func TestCodexParserRateLimits(t *testing.T) {
+	now := func() time.Time { return time.Date(2033, 5, 1, 0, 0, 0, 0, time.UTC) }
+	for file, after := range map[string]time.Time{
+		"rate-limited.jsonl": {},
+		"usage-limit.jsonl":  time.Date(2033, 5, 18, 3, 34, 0, 0, time.UTC),
+	} {
+		events := codexEvents(t, &codexParser{rollout: codexNoRollout, now: now}, file)
+		if len(events) != 2 || events[1].Kind != EventError || !events[1].RateLimited || !events[1].ResumeAfter.Equal(after) {
+			t.Errorf("%s: events %+v, want a rate limited error, resume after %v", file, events, after)
+		}
+	}
+	// The same day, Codex gives only the time; past it, it is tomorrow's.
+	p := &codexParser{now: func() time.Time { return time.Date(2026, 11, 25, 23, 53, 36, 0, time.UTC) }}
+	ev := p.Line([]byte(`{"type":"error","message":"You’ve hit your usage limit. Upgrade to Pro, or try again at 11:54 PM."}`))
+	if want := time.Date(2026, 11, 25, 23, 55, 0, 0, time.UTC); len(ev) != 1 || !ev[0].RateLimited || !ev[0].ResumeAfter.Equal(want) {
+		t.Errorf("same day: %+v, want resume after %v", ev, want)
+	}
+	ev = p.Line([]byte(`{"type":"error","message":"You’ve hit your usage limit. Try again at 1:05 AM."}`))
+	if want := time.Date(2026, 11, 26, 1, 6, 0, 0, time.UTC); len(ev) != 1 || !ev[0].ResumeAfter.Equal(want) {
+		t.Errorf("after midnight: %+v, want resume after %v", ev, want)
+	}
+	// Codex retrying is not a failure.
+	ev = p.Line([]byte(`{"type":"error","message":"Reconnecting... 1/5 (exceeded retry limit, last status: 429 Too Many Requests)"}`))
+	if len(ev) != 1 || ev[0].RateLimited {
+		t.Errorf("reconnecting: %+v", ev)
+	}
+}
+
+// The reply arrives whole: the checkpoint line is in one text event, and
+// the scanner finds its note.
+func TestCodexParserCheckpoint(t *testing.T) {
+	var scanner OutputScanner
+	for _, ev := range codexEvents(t, &codexParser{rollout: codexNoRollout}, "checkpoint.jsonl") {
+		if ev.Kind == EventText {
+			scanner.Write([]byte(ev.Text))
+		}
+	}
+	if !scanner.Checkpoint || scanner.CheckpointNote() != "design ready for review" {
+		t.Errorf("checkpoint %v, note %q", scanner.Checkpoint, scanner.CheckpointNote())
+	}
+}
+
+func TestCodexParserOddLines(t *testing.T) {
+	p := &codexParser{}
+	if ev := p.Line([]byte("not json")); len(ev) != 1 || ev[0].Kind != EventText || ev[0].Text != "not json\n" {
+		t.Errorf("plain line: %+v", ev)
+	}
+	for _, line := range []string{"", `{"type":"turn.started"}`, `{"type":"item.completed","item":{"type":"reasoning","text":"[CHECKPOINT] no"}}`, `{"type":"item.started","item":{"type":"command_execution"}}`} {
+		if ev := p.Line([]byte(line)); len(ev) != 0 {
+			t.Errorf("%s: %+v, want nothing", line, ev)
+		}
+	}
+	if ev := p.Line([]byte(`{"type":"item.completed","item":{"type":"error","message":"warning"}}`)); len(ev) != 1 || ev[0].Kind != EventError {
+		t.Errorf("error item: %+v", ev)
+	}
+}
+
+func TestCodexInvocation(t *testing.T) {
+	t.Setenv("CODEX_HOME", t.TempDir())
+	for _, c := range []struct {
+		r    Request
+		want string
+	}{
+		{Request{Prompt: "-p do it"}, "codex exec --json --skip-git-repo-check -- -p do it"},
+		{Request{Prompt: "do it", Model: "gpt-5.5", Args: []string{"--sandbox", "workspace-write"}},
+			"codex exec --json --skip-git-repo-check --model gpt-5.5 --sandbox workspace-write -- do it"},
+		{Request{Prompt: "go on", Model: "m", SessionID: "019a-id", Args: []string{"-s", "read-only"}},
+			"codex exec --json --skip-git-repo-check --model m -s read-only resume -- 019a-id go on"},
+	} {
+		inv, err := codexAdapter{}.Invocation(c.r)
+		if err != nil || strings.Join(inv.Args, " ") != c.want || inv.Stdin != "" {
+			t.Errorf("%+v: %q %q %v, want %q and no stdin", c.r, inv.Args, inv.Stdin, err, c.want)
+		}
+	}
+	if a, err := AdapterFor("codex"); err != nil || a == nil {
+		t.Errorf("codex is not registered: %v", err)
+	}
+}
+
+func TestCodexSessionGone(t *testing.T) {
+	stderr := codexRead(t, filepath.Join(codexTestdata, "resume-gone.stderr"))
+	if !CodexSessionGone(stderr, 1) {
+		t.Errorf("the captured answer is not recognized:\n%s", stderr)
+	}
+	if CodexSessionGone(stderr, 0) || CodexSessionGone([]byte("Error: something else\n"), 1) {
+		t.Error("a success or another error taken for a missing thread")
+	}
+	var checker interface {
+		SessionGone([]byte, int) bool
+	} = codexAdapter{}
+	if !checker.SessionGone(stderr, 1) {
+		t.Error("the adapter's SessionGone differs from CodexSessionGone")
+	}
+}
