@@ -90,7 +90,9 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := WriteAtomic(filepath.Join(tmp, "meta.json"), content); err != nil {
+	// The folder's rename below makes meta.json appear whole: it needs its
+	// data synced, not a rename of its own.
+	if err := writeSynced(filepath.Join(tmp, "meta.json"), content); err != nil {
 		return nil, err
 	}
 	if err := os.Rename(tmp, s.sessionDir(meta.ID)); err != nil {
@@ -257,12 +259,11 @@ type snapshot struct {
 	State  json.RawMessage `json:"state"`
 }
 
-// WriteSnapshot syncs the event log, replaces state.json with state (as of
-// event seq) atomically, and adds the summary to the index.
+// WriteSnapshot replaces state.json with state (as of event seq)
+// atomically, and adds the summary to the index. The event log is not
+// synced: the snapshot holds every event up to seq, and a kill -9 (not a
+// power cut) loses nothing the kernel was given.
 func (x *Session) WriteSnapshot(seq int64, state []byte, summary Summary) error {
-	if err := x.events.Sync(); err != nil {
-		return err
-	}
 	content, err := json.Marshal(snapshot{Format: Format, Seq: seq, State: state})
 	if err != nil {
 		return err
@@ -356,6 +357,20 @@ func WriteAtomic(path string, content []byte) error {
 		return err
 	}
 	return syncDir(dir)
+}
+
+func writeSynced(path string, content []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(content); err == nil {
+		err = f.Sync()
+	}
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
+	}
+	return err
 }
 
 func syncDir(dir string) error {
