@@ -269,7 +269,7 @@ phases:
 	}
 }
 
-// A new pipeline session of a feature adopts the CLI's own session of it,
+// With the session store deleted, a new pipeline session of a feature adopts the CLI's own session of it,
 // found by the [Feature: f] header of its first prompt in gemini
 // --list-sessions. Listing would have the model retitle the latest session
 // with a summary (here one without the header): the adapter keeps that
@@ -287,9 +287,13 @@ phases:
 		t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	first := geminiStatusOf(t, dir).Phases[0].NativeSession
-	r := pipeline(t, dir, "run", "--new")
+	// The session store is lost.
+	if err := os.RemoveAll(filepath.Join(dir, ".pipeline")); err != nil {
+		t.Fatal(err)
+	}
+	r := pipeline(t, dir, "run")
 	if r.code != 0 {
-		t.Fatalf("run --new: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		t.Fatalf("run after the store was deleted: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	if !strings.Contains(r.stdout+r.stderr, "adopting the gemini session "+first) {
 		t.Errorf("no adoption of %s:\n%s\n%s", first, r.stdout, r.stderr)
