@@ -100,10 +100,6 @@ func AdapterFor(kind string) (Adapter, error) {
 	if a, ok := adapters[kind]; ok {
 		return a, nil
 	}
-	switch kind {
-	case "claude", "gemini", "codex":
-		return nil, fmt.Errorf("the %s adapter is not built yet; use kind: command to run the CLI yourself", kind)
-	}
 	return nil, fmt.Errorf("unknown agent kind %q", kind)
 }
 
