@@ -3,6 +3,7 @@ package steps
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"regexp"
 	"slices"
 	"strings"
@@ -27,20 +28,20 @@ import (
 // The hot path is clean output. Every secret and every pattern has a
 // literal: the secret value itself, or an anchor such as "ghp_". Each
 // literal is found through one of its bytes — the rarest for a secret, a
-// hand-picked one for the anchors (see rule.scan) — and the literals are
-// grouped by that byte, so that a chunk is swept once per group with
-// bytes.IndexByte, the vectorised search that bytes.Index itself starts
-// with. (bytes.Index on the anchors as they are would fall back to a
-// byte-by-byte compare: "sk-" and "eyJ" start with bytes found every few
-// bytes of text, and each ran at about 1 GB/s on log lines on its own.) A
-// hit is turned away by a look at its neighbour bytes before any literal
-// is compared; only an anchor found whole, at a word boundary, costs a
-// regular expression (RE2), and that only on the run of token characters
-// that follows it. A chunk with no match is returned as it is, without a
-// copy.
+// hand-picked one for the anchors (see redactRule.scan) — and the
+// literals are grouped by that byte, so that a chunk is swept once per
+// group with bytes.IndexByte, the vectorised search that bytes.Index
+// itself starts with. (bytes.Index on the anchors as they are would fall
+// back to a byte-by-byte compare: "sk-" and "eyJ" start with bytes found
+// every few bytes of text, and each ran at about 1 GB/s on log lines on
+// its own.) A hit is turned away by a look at its neighbour bytes before
+// any literal is compared; only an anchor found whole, at a word boundary,
+// costs a regular expression (RE2), and that only on the run of token
+// characters that follows it. A chunk with no match is returned as it is,
+// without a copy.
 //
-// Every match is decided within maxHold bytes of its start: a longer token
-// or an unterminated private key block is cut there. String and
+// Every match is decided within redactMaxHold bytes of its start: a longer
+// token or an unterminated private key block is cut there. String and
 // RedactStream follow the same rules, so that streaming a text in chunks
 // of any size gives exactly what String gives for the whole of it.
 //
@@ -50,10 +51,10 @@ import (
 // a secret's name; "Authorization: Basic", and "bearer" in lower case
 // unless its token matches a pattern.
 
-// maxHold is the longest match: a private key block with no END line
+// redactMaxHold is the longest match: a private key block with no END line
 // within it, or a token longer than it, is redacted up to here. It bounds
 // what a RedactStream holds back.
-const maxHold = 16 << 10
+const redactMaxHold = 16 << 10
 
 // minSecretLen is the shortest environment value taken as a secret:
 // shorter ones are too likely to turn up in ordinary text.
@@ -69,7 +70,7 @@ const secretPiece = 4 << 10
 // included.
 type Redactor struct {
 	mu sync.Mutex // serialises AddSecret
-	m  atomic.Pointer[matcher]
+	m  atomic.Pointer[redactMatcher]
 }
 
 // NewRedactor returns a Redactor for the key patterns and for the secret
@@ -85,9 +86,10 @@ type Redactor struct {
 // a value is used only when it is at least 8 bytes long, is not a path
 // ("/...", "~/...", "./...") and is not a common word ("production",
 // "disabled", ...). A value with several lines is also looked for line by
-// line, and one with surrounding space also without it.
+// line, one with surrounding space also without it, and each also as a
+// JSON string encodes it (event logs and state files are JSON).
 func NewRedactor(environ []string) *Redactor {
-	var secs []secret
+	var secs []secretLiteral
 	for _, kv := range environ {
 		name, value, ok := strings.Cut(kv, "=")
 		if !ok || !secretName(name) || !plausibleSecret(value) {
@@ -96,7 +98,7 @@ func NewRedactor(environ []string) *Redactor {
 		secs = appendSecret(secs, name, value, true)
 	}
 	r := &Redactor{}
-	r.m.Store(buildMatcher(secs))
+	r.m.Store(buildRedactMatcher(secs))
 	return r
 }
 
@@ -112,7 +114,7 @@ func (r *Redactor) AddSecret(value string) {
 	defer r.mu.Unlock()
 	old := r.load()
 	secs := appendSecret(slices.Clip(old.secrets), "", value, false)
-	r.m.Store(buildMatcher(secs))
+	r.m.Store(buildRedactMatcher(secs))
 }
 
 // String returns s with every secret replaced.
@@ -121,22 +123,22 @@ func (r *Redactor) String(s string) string {
 		return s
 	}
 	m := r.load()
-	var sc scratch
+	var sc redactScratch
 	b := []byte(s)
 	m.scan(b, 0, true, &sc)
 	if len(sc.matches) == 0 {
 		return s
 	}
-	return string(render(make([]byte, 0, len(s)+64), b, sc.matches))
+	return string(renderRedacted(make([]byte, 0, len(s)+64), b, sc.matches))
 }
 
-func (r *Redactor) load() *matcher {
+func (r *Redactor) load() *redactMatcher {
 	if r != nil {
 		if m := r.m.Load(); m != nil {
 			return m
 		}
 	}
-	return defaultMatcher()
+	return defaultRedactMatcher()
 }
 
 // NewStream returns a stream that redacts one output (a step's stdout, say)
@@ -161,7 +163,7 @@ type RedactStream struct {
 	work []byte // hold + chunk, when something is held
 	out  []byte // redacted output
 	prev byte   // the input byte before hold (0 at the start)
-	sc   scratch
+	sc   redactScratch
 }
 
 // Write takes the next chunk of the stream and returns the redacted bytes
@@ -197,7 +199,7 @@ func (s *RedactStream) emit(buf []byte, final bool) []byte {
 	cut := s.r.load().scan(buf, s.prev, final, &s.sc)
 	res := buf[:cut]
 	if len(s.sc.matches) > 0 {
-		s.out = render(s.out[:0], res, s.sc.matches)
+		s.out = renderRedacted(s.out[:0], res, s.sc.matches)
 		res = s.out
 	}
 	if cut > 0 {
@@ -209,8 +211,8 @@ func (s *RedactStream) emit(buf []byte, final bool) []byte {
 	return res
 }
 
-// render appends buf to dst with the matches replaced.
-func render(dst, buf []byte, matches []match) []byte {
+// renderRedacted appends buf to dst with the matches replaced.
+func renderRedacted(dst, buf []byte, matches []redaction) []byte {
 	pos := 0
 	for _, m := range matches {
 		dst = append(dst, buf[pos:m.start+m.keep]...)
@@ -282,9 +284,9 @@ func secretName(name string) bool {
 	return false
 }
 
-// commonValues are words that settings take; taken as secrets they would
+// commonSettingValues are words that settings take; taken as secrets they would
 // blank ordinary text.
-var commonValues = map[string]bool{
+var commonSettingValues = map[string]bool{
 	"true": true, "false": true, "enabled": true, "disabled": true, "required": true,
 	"optional": true, "default": true, "undefined": true, "production": true,
 	"development": true, "staging": true, "localhost": true, "automatic": true,
@@ -302,35 +304,50 @@ func plausibleSecret(v string) bool {
 	if t[0] == '/' || strings.HasPrefix(t, "~/") || strings.HasPrefix(t, "./") || strings.HasPrefix(t, "../") {
 		return false
 	}
-	return !commonValues[strings.ToLower(t)]
+	return !commonSettingValues[strings.ToLower(t)]
 }
 
-// secret is one literal to find, with the name of its variable ("" for
-// AddSecret).
-type secret struct {
+// secretLiteral is one literal to find, with the name of its variable
+// ("" for AddSecret).
+type secretLiteral struct {
 	name, value string
 }
 
 // appendSecret appends the literals of a value: the value, the value
-// without surrounding space, each line of a multi-line value, each in
-// pieces of less than 1.5*secretPiece bytes. Variants other than the
-// value itself must pass plausibleSecret when env is set, and be at least
-// minSecretLen long otherwise.
-func appendSecret(secs []secret, name, value string, env bool) []secret {
+// without surrounding space, each line of a multi-line value, each also as
+// JSON encodes it, each in pieces of less than 1.5*secretPiece bytes.
+// Variants other than the value itself must pass plausibleSecret when env
+// is set, and be at least minSecretLen long otherwise.
+func appendSecret(secs []secretLiteral, name, value string, env bool) []secretLiteral {
 	ok := func(v string) bool {
 		if env {
 			return plausibleSecret(v)
 		}
 		return len(v) >= minSecretLen
 	}
-	add := func(v string) {
+	piece := func(v string) {
 		// Pieces side by side, so that each match ends where the next
 		// piece starts; a short remainder joins the last piece.
 		for len(v) >= secretPiece+secretPiece/2 {
-			secs = append(secs, secret{name, v[:secretPiece]})
+			secs = append(secs, secretLiteral{name, v[:secretPiece]})
 			v = v[secretPiece:]
 		}
-		secs = append(secs, secret{name, v})
+		secs = append(secs, secretLiteral{name, v})
+	}
+	add := func(v string) {
+		piece(v)
+		// As a JSON string has it (event logs and state are JSON), with
+		// and without the escapes of <, > and &.
+		for _, html := range []bool{true, false} {
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(html)
+			if enc.Encode(v) == nil {
+				if j := strings.TrimSuffix(b.String(), "\n"); len(j) >= 2 && j[1:len(j)-1] != v {
+					piece(j[1 : len(j)-1])
+				}
+			}
+		}
 	}
 	add(value)
 	if t := strings.TrimSpace(value); t != value && ok(t) {
@@ -346,11 +363,24 @@ func appendSecret(secs []secret, name, value string, env bool) []secret {
 	return secs
 }
 
+// replacementName is a variable's name as a replacement shows it: only
+// letters, digits and "_.-", so that the replacement is safe in JSON, YAML
+// and a terminal whatever the name.
+func replacementName(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !isASCIIAlnum(c) && c != '_' && c != '.' && c != '-' {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
 // ---- Key patterns ----
 
-// rule is a key pattern: anchors to find, then a regular expression tried
-// on the run of token characters that follows an anchor.
-type rule struct {
+// redactRule is a key pattern: anchors to find, then a regular expression
+// tried on the run of token characters that follows an anchor.
+type redactRule struct {
 	name    string
 	anchors []string
 	// scan is the byte of every anchor that a chunk is swept for. The
@@ -372,18 +402,18 @@ type rule struct {
 	// accept vets a match and says how many of its bytes to keep.
 	accept func(m []byte) (keep int, ok bool)
 	// custom replaces all of the above (private key blocks).
-	custom func(buf []byte, s int, final bool) (end int, st status)
+	custom func(buf []byte, s int, final bool) (end int, st matchStatus)
 }
 
-type status int8
+type matchStatus int8
 
 const (
-	none      status = iota // no match here
-	matched                 // a match, final whatever follows
-	undecided               // the answer depends on bytes not seen yet
+	matchNone      matchStatus = iota // no match here
+	matchFound                        // a match, final whatever follows
+	matchUndecided                    // the answer depends on bytes not seen yet
 )
 
-func class(spec string) *[256]bool {
+func tokenClass(spec string) *[256]bool {
 	var t [256]bool
 	for i := 0; i < len(spec); i++ {
 		if i+2 < len(spec) && spec[i+1] == '-' {
@@ -398,32 +428,32 @@ func class(spec string) *[256]bool {
 	return &t
 }
 
-var rules = []*rule{
+var redactRules = []*redactRule{
 	{name: "openai-anthropic", anchors: []string{"sk-"}, scan: 'k', boundary: true,
-		body: class("A-Za-z0-9_-"), re: regexp.MustCompile(`^sk-[A-Za-z0-9_-]{20,}`)},
+		body: tokenClass("A-Za-z0-9_-"), re: regexp.MustCompile(`^sk-[A-Za-z0-9_-]{20,}`)},
 	{name: "stripe", anchors: []string{"sk_live_", "rk_live_"}, scan: 'k', boundary: true,
-		body: class("A-Za-z0-9"), re: regexp.MustCompile(`^[sr]k_live_[A-Za-z0-9]{16,}`)},
+		body: tokenClass("A-Za-z0-9"), re: regexp.MustCompile(`^[sr]k_live_[A-Za-z0-9]{16,}`)},
 	{name: "github", anchors: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, scan: 'g', boundary: true,
-		body: class("A-Za-z0-9"), re: regexp.MustCompile(`^gh[pousr]_[A-Za-z0-9]{36,}`)},
+		body: tokenClass("A-Za-z0-9"), re: regexp.MustCompile(`^gh[pousr]_[A-Za-z0-9]{36,}`)},
 	{name: "github-fine-grained", anchors: []string{"github_pat_"}, scan: 'g', boundary: true,
-		body: class("A-Za-z0-9_"), re: regexp.MustCompile(`^github_pat_[A-Za-z0-9_]{22,}`)},
+		body: tokenClass("A-Za-z0-9_"), re: regexp.MustCompile(`^github_pat_[A-Za-z0-9_]{22,}`)},
 	{name: "aws", anchors: []string{"AKIA", "ASIA"}, scan: 'A', boundary: true,
-		body: class("A-Z0-9"), maxBody: 16, re: regexp.MustCompile(`^(?:AKIA|ASIA)[A-Z0-9]{16}`)},
+		body: tokenClass("A-Z0-9"), maxBody: 16, re: regexp.MustCompile(`^(?:AKIA|ASIA)[A-Z0-9]{16}`)},
 	{name: "slack", anchors: []string{"xox"}, scan: 'x', boundary: true,
-		body: class("A-Za-z0-9-"), re: regexp.MustCompile(`^xox[abprs]-[A-Za-z0-9-]{10,}`)},
+		body: tokenClass("A-Za-z0-9-"), re: regexp.MustCompile(`^xox[abprs]-[A-Za-z0-9-]{10,}`)},
 	{name: "google", anchors: []string{"AIza"}, scan: 'A', boundary: true,
-		body: class("A-Za-z0-9_-"), maxBody: 35, re: regexp.MustCompile(`^AIza[A-Za-z0-9_-]{35}`)},
+		body: tokenClass("A-Za-z0-9_-"), maxBody: 35, re: regexp.MustCompile(`^AIza[A-Za-z0-9_-]{35}`)},
 	{name: "gitlab", anchors: []string{"glpat-"}, scan: 'g', boundary: true,
-		body: class("A-Za-z0-9_-"), re: regexp.MustCompile(`^glpat-[A-Za-z0-9_-]{20,}`)},
+		body: tokenClass("A-Za-z0-9_-"), re: regexp.MustCompile(`^glpat-[A-Za-z0-9_-]{20,}`)},
 	{name: "jwt", anchors: []string{"eyJ"}, scan: 'J', boundary: true,
-		body: class("A-Za-z0-9_.-"), re: regexp.MustCompile(`^eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)},
+		body: tokenClass("A-Za-z0-9_.-"), re: regexp.MustCompile(`^eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)},
 	{name: "bearer", anchors: []string{"Bearer "}, scan: 'B', boundary: true,
-		lead: class(" "), body: class("A-Za-z0-9._~+/=-"),
+		lead: tokenClass(" "), body: tokenClass("A-Za-z0-9._~+/=-"),
 		re: regexp.MustCompile(`^Bearer +[A-Za-z0-9._~+/-]+=*`), accept: acceptBearer},
 	{name: "private-key", anchors: []string{"-----BEGIN"}, scan: 'B', custom: matchPrivateKey},
 }
 
-var redacted = []byte("[REDACTED]")
+var redactedText = []byte("[REDACTED]")
 
 // acceptBearer keeps "Bearer " and redacts the token, unless the "token" is
 // a plain lower-case word ("Bearer tokens are ...", "bearer realm=").
@@ -444,14 +474,14 @@ func acceptBearer(m []byte) (int, bool) {
 	return 0, false
 }
 
-// match tries r at buf[s:], where its anchor of length alen is.
-func (r *rule) match(buf []byte, s, alen int, final bool) (end, keep int, st status) {
+// matchAt tries r at buf[s:], where its anchor of length alen is.
+func (r *redactRule) matchAt(buf []byte, s, alen int, final bool) (end, keep int, st matchStatus) {
 	if r.custom != nil {
 		end, st = r.custom(buf, s, final)
 		return end, 0, st
 	}
-	complete := final || len(buf)-s >= maxHold
-	lim := min(len(buf), s+maxHold)
+	complete := final || len(buf)-s >= redactMaxHold
+	lim := min(len(buf), s+redactMaxHold)
 	i := s + alen
 	if r.lead != nil {
 		for i < lim && r.lead[buf[i]] {
@@ -463,36 +493,44 @@ func (r *rule) match(buf []byte, s, alen int, final bool) (end, keep int, st sta
 		i++
 	}
 	if i == lim && !complete && (r.maxBody == 0 || i-body < r.maxBody) {
-		return 0, 0, undecided
+		return 0, 0, matchUndecided
 	}
 	// The expression consumes only the anchor, lead and body bytes, so
 	// its answer on buf[s:i] is final.
 	loc := r.re.FindIndex(buf[s:i])
 	if loc == nil {
-		return 0, 0, none
+		return 0, 0, matchNone
 	}
 	if r.accept != nil {
 		var ok bool
 		if keep, ok = r.accept(buf[s : s+loc[1]]); !ok {
-			return 0, 0, none
+			return 0, 0, matchNone
 		}
 	}
-	return s + loc[1], keep, matched
+	return s + loc[1], keep, matchFound
 }
 
 var (
-	pemLabel   = class("A-Z0-9 ")
-	pemDashes  = []byte("-----")
-	pemEnd     = []byte("-----END")
-	privateKey = []byte("PRIVATE KEY")
+	pemLabel = tokenClass("A-Z0-9 ")
+	// pemBody: base64, line breaks and indentation, the characters of
+	// "Proc-Type: 4,ENCRYPTED" and "DEK-Info: AES-128-CBC,..." lines, and
+	// the backslash of a JSON-encoded line break.
+	pemBody       = tokenClass("A-Za-z0-9+/=:,\\ \t\r\n-")
+	pemDashes     = []byte("-----")
+	pemEnd        = []byte("-----END")
+	pemPrivateKey = []byte("PRIVATE KEY")
 )
 
-// matchPrivateKey matches "-----BEGIN ... PRIVATE KEY-----" through the
-// first "-----END ... PRIVATE KEY-----", or, with no END line, through
-// maxHold bytes or the end of the input, whichever is first.
-func matchPrivateKey(buf []byte, s int, final bool) (int, status) {
-	complete := final || len(buf)-s >= maxHold
-	lim := min(len(buf), s+maxHold)
+// matchPrivateKey matches a "-----BEGIN ... PRIVATE KEY-----" line and the
+// key's body after it, through the first "-----END ... PRIVATE KEY-----"
+// line. A block with no END line ends where its body does (at the first
+// byte that cannot be part of it: a quote, a period), at the end of the
+// input, or redactMaxHold bytes after its start, whichever comes first; it does
+// not end with the backslash of an escape, so that a JSON document stays
+// one.
+func matchPrivateKey(buf []byte, s int, final bool) (int, matchStatus) {
+	complete := final || len(buf)-s >= redactMaxHold
+	lim := min(len(buf), s+redactMaxHold)
 	// label reads "[A-Z0-9 ]*-----" from i: the end of the dashes, and
 	// whether the label is whole or cut by lim.
 	label := func(i int) (end int, whole, cut bool) {
@@ -511,13 +549,18 @@ func matchPrivateKey(buf []byte, s int, final bool) (int, status) {
 	}
 	hdr, whole, cut := label(s + len("-----BEGIN"))
 	if cut && !complete {
-		return 0, undecided
+		return 0, matchUndecided
 	}
-	if !whole || !bytes.Contains(buf[s:hdr], privateKey) {
-		return 0, none
+	if !whole || !bytes.Contains(buf[s:hdr], pemPrivateKey) {
+		return 0, matchNone
 	}
+	end := hdr
+	for end < lim && pemBody[buf[end]] {
+		end++
+	}
+	// An END line is made of body bytes: look for it within the body.
 	for j := hdr; ; {
-		k := bytes.Index(buf[j:lim], pemEnd)
+		k := bytes.Index(buf[j:end], pemEnd)
 		if k < 0 {
 			break
 		}
@@ -525,42 +568,47 @@ func matchPrivateKey(buf []byte, s int, final bool) (int, status) {
 		if cut {
 			break // the END line runs past what there is
 		}
-		if whole && bytes.Contains(buf[j+k:e], privateKey) {
-			return e, matched
+		if whole && bytes.Contains(buf[j+k:e], pemPrivateKey) {
+			return e, matchFound
 		}
 		j += k + 1
 	}
-	if !complete {
-		return 0, undecided
+	if end == lim && !complete {
+		return 0, matchUndecided
 	}
-	return lim, matched
+	// Not the backslash of an escape: what follows would lose it. (Cut
+	// after the backslash, an escape leaves plain letters.)
+	for end > hdr && buf[end-1] == '\\' {
+		end--
+	}
+	return end, matchFound
 }
 
 // ---- The matcher ----
 
-// literal is a byte string to find: a secret value (repl set) or a rule's
-// anchor.
-type literal struct {
+// redactLiteral is a byte string to find: a secret value, or a rule's
+// anchor (rule set).
+type redactLiteral struct {
 	text []byte
 	repl []byte
-	rule *rule
+	rule *redactRule
 }
 
-// pass is one sweep of a chunk for a byte, and the literals found through
-// it. Most hits of the byte are in ordinary words ("task" for 'k' of
+// redactPass is one sweep of a chunk for a byte, and the literals found
+// through it. Most hits of the byte are in ordinary words ("task" for 'k' of
 // "sk-"), and are turned away by a look at the bytes on either side of it
 // before any literal is compared: before and after are the bytes there in
 // some literal, when every literal has one there.
-type pass struct {
+type redactPass struct {
 	b             byte
-	lits          []litAt
+	lits          []passLiteral
 	checkBefore   bool
 	checkAfter    bool
 	before, after [256]bool
 }
 
-// litAt is a literal that has its pass's byte at off.
-type litAt struct {
+// passLiteral is a literal that has its pass's byte at off.
+type passLiteral struct {
 	text []byte
 	off  int
 	lit  int32
@@ -568,20 +616,21 @@ type litAt struct {
 	boundary bool
 }
 
-// matcher is an immutable set of literals and the passes that find them.
-type matcher struct {
-	secrets []secret
-	lits    []literal
-	passes  []pass
+// redactMatcher is an immutable set of literals and the passes that find
+// them.
+type redactMatcher struct {
+	secrets []secretLiteral
+	lits    []redactLiteral
+	passes  []redactPass
 	// inLit marks bytes that occur in some literal: a chunk whose last
 	// byte is not one cannot end with the start of a literal.
 	inLit [256]bool
 }
 
-var defaultMatcher = sync.OnceValue(func() *matcher { return buildMatcher(nil) })
+var defaultRedactMatcher = sync.OnceValue(func() *redactMatcher { return buildRedactMatcher(nil) })
 
-func buildMatcher(secs []secret) *matcher {
-	m := &matcher{}
+func buildRedactMatcher(secs []secretLiteral) *redactMatcher {
+	m := &redactMatcher{}
 	seen := map[string]bool{}
 	for _, s := range secs {
 		if seen[s.value] {
@@ -591,14 +640,14 @@ func buildMatcher(secs []secret) *matcher {
 		m.secrets = append(m.secrets, s)
 		repl := "[REDACTED]"
 		if s.name != "" {
-			repl = "[REDACTED:" + s.name + "]"
+			repl = "[REDACTED:" + replacementName(s.name) + "]"
 		}
-		m.lits = append(m.lits, literal{text: []byte(s.value), repl: []byte(repl)})
+		m.lits = append(m.lits, redactLiteral{text: []byte(s.value), repl: []byte(repl)})
 	}
 	nsecrets := len(m.lits)
-	for _, r := range rules {
+	for _, r := range redactRules {
 		for _, a := range r.anchors {
-			m.lits = append(m.lits, literal{text: []byte(a), repl: redacted, rule: r})
+			m.lits = append(m.lits, redactLiteral{text: []byte(a), repl: redactedText, rule: r})
 		}
 	}
 	for _, l := range m.lits {
@@ -614,9 +663,9 @@ func buildMatcher(secs []secret) *matcher {
 		if !ok {
 			pi = len(m.passes)
 			byByte[c] = pi
-			m.passes = append(m.passes, pass{b: c})
+			m.passes = append(m.passes, redactPass{b: c})
 		}
-		m.passes[pi].lits = append(m.passes[pi].lits, litAt{
+		m.passes[pi].lits = append(m.passes[pi].lits, passLiteral{
 			text: l.text, off: off, lit: int32(li), boundary: l.rule != nil && l.rule.boundary,
 		})
 	}
@@ -628,9 +677,9 @@ func buildMatcher(secs []secret) *matcher {
 	for li := range nsecrets {
 		best, bestCost := 0, float32(1e9)
 		for off, c := range m.lits[li].text {
-			cost := sweepCost + byteFreq[c]
+			cost := redactSweepCost + redactByteFreq[c]
 			if _, ok := byByte[c]; ok {
-				cost = byteFreq[c] * checkCost
+				cost = redactByteFreq[c] * redactCheckCost
 			}
 			if cost < bestCost {
 				best, bestCost = off, cost
@@ -662,13 +711,14 @@ func buildMatcher(secs []secret) *matcher {
 // per 1000 bytes, and a literal that shares a sweep costs a check, a tenth
 // of a restart, at each hit of its byte.
 const (
-	sweepCost = 1.5
-	checkCost = 0.1
+	redactSweepCost = 1.5
+	redactCheckCost = 0.1
 )
 
-// byteFreq is a rough count of each byte per 1000 bytes of log output and
-// prose; it needs only to rank bytes well enough to pick rare ones.
-var byteFreq = func() (f [256]float32) {
+// redactByteFreq is a rough count of each byte per 1000 bytes of log
+// output and prose; it needs only to rank bytes well enough to pick rare
+// ones.
+var redactByteFreq = func() (f [256]float32) {
 	for i := range f {
 		f[i] = 0.01 // control bytes
 	}
@@ -708,28 +758,31 @@ var byteFreq = func() (f [256]float32) {
 	return f
 }()
 
-type cand struct {
+// redactCand is a literal found at start.
+type redactCand struct {
 	start   int
 	lit     int32
 	partial bool // the literal is cut by the end of the chunk
 }
 
-type match struct {
+// redaction replaces buf[start+keep:end] with repl.
+type redaction struct {
 	start, end, keep int
 	repl             []byte
 }
 
-type scratch struct {
-	cands   []cand
-	matches []match
+// redactScratch holds the slices a scan reuses.
+type redactScratch struct {
+	cands   []redactCand
+	matches []redaction
 }
 
-func isAlnum(c byte) bool {
+func isASCIIAlnum(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // find appends the literals of p found in buf.
-func (p *pass) find(buf []byte, prev byte, cands []cand) []cand {
+func (p *redactPass) find(buf []byte, prev byte, cands []redactCand) []redactCand {
 	for i := 0; ; {
 		j := bytes.IndexByte(buf[i:], p.b)
 		if j < 0 {
@@ -747,10 +800,10 @@ func (p *pass) find(buf []byte, prev byte, cands []cand) []cand {
 			if s < 0 || s+len(la.text) > len(buf) || buf[s] != la.text[0] || !bytes.Equal(buf[s:s+len(la.text)], la.text) {
 				continue
 			}
-			if la.boundary && (s > 0 && isAlnum(buf[s-1]) || s == 0 && isAlnum(prev)) {
+			if la.boundary && (s > 0 && isASCIIAlnum(buf[s-1]) || s == 0 && isASCIIAlnum(prev)) {
 				continue
 			}
-			cands = append(cands, cand{start: s, lit: la.lit})
+			cands = append(cands, redactCand{start: s, lit: la.lit})
 		}
 	}
 }
@@ -762,7 +815,7 @@ func (p *pass) find(buf []byte, prev byte, cands []cand) []cand {
 //
 // Matches are leftmost first; of those starting at the same byte, the
 // longest wins, and a secret wins a tie with a pattern.
-func (m *matcher) scan(buf []byte, prev byte, final bool, sc *scratch) (cut int) {
+func (m *redactMatcher) scan(buf []byte, prev byte, final bool, sc *redactScratch) (cut int) {
 	cands := sc.cands[:0]
 	sc.matches = sc.matches[:0]
 	for pi := range m.passes {
@@ -776,10 +829,10 @@ func (m *matcher) scan(buf []byte, prev byte, final bool, sc *scratch) (cut int)
 				if buf[s] != l.text[0] || !bytes.HasPrefix(l.text, buf[s:]) {
 					continue
 				}
-				if l.rule != nil && l.rule.boundary && (s > 0 && isAlnum(buf[s-1]) || s == 0 && isAlnum(prev)) {
+				if l.rule != nil && l.rule.boundary && (s > 0 && isASCIIAlnum(buf[s-1]) || s == 0 && isASCIIAlnum(prev)) {
 					continue
 				}
-				cands = append(cands, cand{start: s, lit: int32(li), partial: true})
+				cands = append(cands, redactCand{start: s, lit: int32(li), partial: true})
 			}
 		}
 	}
@@ -788,7 +841,7 @@ func (m *matcher) scan(buf []byte, prev byte, final bool, sc *scratch) (cut int)
 		return len(buf)
 	}
 	if len(cands) > 1 {
-		slices.SortFunc(cands, func(a, b cand) int {
+		slices.SortFunc(cands, func(a, b redactCand) int {
 			if c := cmp.Compare(a.start, b.start); c != 0 {
 				return c
 			}
@@ -806,21 +859,21 @@ func (m *matcher) scan(buf []byte, prev byte, final bool, sc *scratch) (cut int)
 			i = j
 			continue
 		}
-		best := match{end: -1}
+		best := redaction{end: -1}
 		for _, c := range cands[i:j] {
 			if c.partial {
 				return s
 			}
 			l := &m.lits[c.lit]
-			end, keep, st := s+len(l.text), 0, matched
+			end, keep, st := s+len(l.text), 0, matchFound
 			if l.rule != nil {
-				end, keep, st = l.rule.match(buf, s, len(l.text), final)
+				end, keep, st = l.rule.matchAt(buf, s, len(l.text), final)
 			}
-			if st == undecided {
+			if st == matchUndecided {
 				return s
 			}
-			if st == matched && end > best.end {
-				best = match{start: s, end: end, keep: keep, repl: l.repl}
+			if st == matchFound && end > best.end {
+				best = redaction{start: s, end: end, keep: keep, repl: l.repl}
 			}
 		}
 		if best.end >= 0 {

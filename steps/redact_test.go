@@ -2,6 +2,7 @@ package steps
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -11,22 +12,22 @@ import (
 
 // Fake keys of the right shapes.
 const (
-	openAIKey    = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
-	anthropicKey = "sk-ant-api03-Zx9_Yw8-Vu7tSr6qPo5nMl4kJi3hGf2eDc1bA0"
-	ghpToken     = "ghp_aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV1wX2"
-	ghsToken     = "ghs_012345678901234567890123456789abcdef"
-	githubPAT    = "github_pat_11ABCDEFG0123456789abc_defghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVW"
-	awsKeyID     = "AKIAIOSFODNN7EXAMPLE"
-	awsSession   = "ASIAZ2XQ7EXAMPLE0123"
-	slackToken   = "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
-	googleKey    = "AIzaSyA1b2C3d4E5f6G7h8I9j0K_l-M2n3O4p5Q"
-	gitlabToken  = "glpat-xY9_zA8-bC7dE6fG5hI4"
-	stripeKey    = "sk_live_4eC39HqLyjWDarjtT1zdp7dc"
-	stripeRKey   = "rk_live_51H8abcDEFghiJKLmnoPQRstu"
-	jwt          = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
-	pemKey       = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi7Y1pLh7uZ\nq0wP5XbGvJp0bY6n0sMw\n-----END RSA PRIVATE KEY-----"
-	opensshKey   = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----"
-	certificate  = "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUF\n-----END CERTIFICATE-----"
+	fakeOpenAIKey       = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
+	fakeAnthropicKey    = "sk-ant-api03-Zx9_Yw8-Vu7tSr6qPo5nMl4kJi3hGf2eDc1bA0"
+	fakeGHPToken        = "ghp_aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV1wX2"
+	fakeGHSToken        = "ghs_012345678901234567890123456789abcdef"
+	fakeGitHubPAT       = "github_pat_11ABCDEFG0123456789abc_defghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVW"
+	fakeAWSKeyID        = "AKIAIOSFODNN7EXAMPLE"
+	fakeAWSSessionKeyID = "ASIAZ2XQ7EXAMPLE0123"
+	fakeSlackToken      = "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
+	fakeGoogleKey       = "AIzaSyA1b2C3d4E5f6G7h8I9j0K_l-M2n3O4p5Q"
+	fakeGitLabToken     = "glpat-xY9_zA8-bC7dE6fG5hI4"
+	fakeStripeKey       = "sk_live_4eC39HqLyjWDarjtT1zdp7dc"
+	fakeStripeRKey      = "rk_live_51H8abcDEFghiJKLmnoPQRstu"
+	fakeJWT             = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+	fakePEMKey          = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi7Y1pLh7uZ\nq0wP5XbGvJp0bY6n0sMw\n-----END RSA PRIVATE KEY-----"
+	fakeOpenSSHKey      = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----"
+	fakeCertificate     = "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUF\n-----END CERTIFICATE-----"
 )
 
 func TestRedactPatterns(t *testing.T) {
@@ -34,47 +35,49 @@ func TestRedactPatterns(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, want string
 	}{
-		{"openai", "key " + openAIKey + " end", "key [REDACTED] end"},
-		{"anthropic", "ANTHROPIC_API_KEY=" + anthropicKey + "\n", "ANTHROPIC_API_KEY=[REDACTED]\n"},
+		{"openai", "key " + fakeOpenAIKey + " end", "key [REDACTED] end"},
+		{"anthropic", "ANTHROPIC_API_KEY=" + fakeAnthropicKey + "\n", "ANTHROPIC_API_KEY=[REDACTED]\n"},
 		{"sk plain", `"sk-0123456789abcdefghijKLMN"`, `"[REDACTED]"`},
 		{"sk too short", "sk-0123456789abcdefghi", "sk-0123456789abcdefghi"},
 		{"sk inside a word", "task-list-for-the-nightly-build-job", "task-list-for-the-nightly-build-job"},
 		{"sk inside a word 2", "risk-assessment-pipeline-stage", "risk-assessment-pipeline-stage"},
-		{"github ghp", "token: " + ghpToken, "token: [REDACTED]"},
-		{"github ghs", ghsToken + ",", "[REDACTED],"},
-		{"github gho ghu ghr", "gho_" + ghsToken[4:] + " ghu_" + ghsToken[4:] + " ghr_" + ghsToken[4:], "[REDACTED] [REDACTED] [REDACTED]"},
+		{"github ghp", "token: " + fakeGHPToken, "token: [REDACTED]"},
+		{"github ghs", fakeGHSToken + ",", "[REDACTED],"},
+		{"github gho ghu ghr", "gho_" + fakeGHSToken[4:] + " ghu_" + fakeGHSToken[4:] + " ghr_" + fakeGHSToken[4:], "[REDACTED] [REDACTED] [REDACTED]"},
 		{"github too short", "ghp_aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV1w", "ghp_aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV1w"},
 		{"github other letter", "ghx_aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV1wX2", "ghx_aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV1wX2"},
-		{"github pat", "GH=" + githubPAT + "\n", "GH=[REDACTED]\n"},
+		{"github pat", "GH=" + fakeGitHubPAT + "\n", "GH=[REDACTED]\n"},
 		{"github pat short", "see github_pat_abc for details", "see github_pat_abc for details"},
-		{"aws key id", "aws_access_key_id = " + awsKeyID, "aws_access_key_id = [REDACTED]"},
-		{"aws session key id", "(" + awsSession + ")", "([REDACTED])"},
+		{"aws key id", "aws_access_key_id = " + fakeAWSKeyID, "aws_access_key_id = [REDACTED]"},
+		{"aws session key id", "(" + fakeAWSSessionKeyID + ")", "([REDACTED])"},
 		{"aws lowercase", "AKIAabcdefghijklmnop", "AKIAabcdefghijklmnop"},
 		{"aws short", "AKIAIOSFODNN7EXAMP", "AKIAIOSFODNN7EXAMP"},
 		{"aws inside a word", "MAKIAIOSFODNN7EXAMPLE", "MAKIAIOSFODNN7EXAMPLE"},
-		{"slack", "SLACK=" + slackToken, "SLACK=[REDACTED]"},
+		{"slack", "SLACK=" + fakeSlackToken, "SLACK=[REDACTED]"},
 		{"slack other letter", "xoxo-hugs-and-kisses-forever", "xoxo-hugs-and-kisses-forever"},
 		{"slack short", "xoxb-12345", "xoxb-12345"},
-		{"google", "key=" + googleKey + "&q=1", "key=[REDACTED]&q=1"},
+		{"google", "key=" + fakeGoogleKey + "&q=1", "key=[REDACTED]&q=1"},
 		{"google short", "AIzaSyA1b2C3d4E5f6G7h8I9j0K_l-M2n3O4p5 x", "AIzaSyA1b2C3d4E5f6G7h8I9j0K_l-M2n3O4p5 x"},
-		{"gitlab", "PRIVATE-TOKEN: " + gitlabToken, "PRIVATE-TOKEN: [REDACTED]"},
+		{"gitlab", "PRIVATE-TOKEN: " + fakeGitLabToken, "PRIVATE-TOKEN: [REDACTED]"},
 		{"gitlab short", "glpat-short", "glpat-short"},
-		{"stripe sk", "stripe " + stripeKey + ".", "stripe [REDACTED]."},
-		{"stripe rk", stripeRKey, "[REDACTED]"},
+		{"stripe sk", "stripe " + fakeStripeKey + ".", "stripe [REDACTED]."},
+		{"stripe rk", fakeStripeRKey, "[REDACTED]"},
 		{"stripe test key", "sk_test_4eC39HqLyjWDarjtT1zdp7dc", "sk_test_4eC39HqLyjWDarjtT1zdp7dc"},
 		{"stripe short", "sk_live_abc", "sk_live_abc"},
-		{"jwt", `{"id_token":"` + jwt + `"}`, `{"id_token":"[REDACTED]"}`},
+		{"jwt", `{"id_token":"` + fakeJWT + `"}`, `{"id_token":"[REDACTED]"}`},
 		{"jwt header only", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9 alone", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9 alone"},
 		{"jwt no payload", "eyJhbGciOiJIUzI1NiJ9.notapayload.sig", "eyJhbGciOiJIUzI1NiJ9.notapayload.sig"},
-		{"private key", "key:\n" + pemKey + "\nafter\n", "key:\n[REDACTED]\nafter\n"},
-		{"openssh key", opensshKey + "\n", "[REDACTED]\n"},
-		{"two keys", pemKey + "\n" + opensshKey, "[REDACTED]\n[REDACTED]"},
+		{"private key", "key:\n" + fakePEMKey + "\nafter\n", "key:\n[REDACTED]\nafter\n"},
+		{"openssh key", fakeOpenSSHKey + "\n", "[REDACTED]\n"},
+		{"two keys", fakePEMKey + "\n" + fakeOpenSSHKey, "[REDACTED]\n[REDACTED]"},
 		{"unterminated key", "x\n-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIIrY\nand more", "x\n[REDACTED]"},
-		{"certificate", certificate + "\n", certificate + "\n"},
+		{"unterminated key, then prose", "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n(truncated). Next", "[REDACTED](truncated). Next"},
+		{"encrypted key", "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,3F17F5316E2BAC89\n\nhQ2x\n-----END RSA PRIVATE KEY-----.", "[REDACTED]."},
+		{"certificate", fakeCertificate + "\n", fakeCertificate + "\n"},
 		{"begin prose", "-----BEGIN of the section-----", "-----BEGIN of the section-----"},
 		{"authorization bearer", "Authorization: Bearer abc123.def-456_ghi\r\n", "Authorization: Bearer [REDACTED]\r\n"},
-		{"bearer jwt", "curl -H 'Authorization: Bearer " + jwt + "'", "curl -H 'Authorization: Bearer [REDACTED]'"},
-		{"bearer sk key", "bearer  " + openAIKey, "bearer  [REDACTED]"},
+		{"bearer jwt", "curl -H 'Authorization: Bearer " + fakeJWT + "'", "curl -H 'Authorization: Bearer [REDACTED]'"},
+		{"bearer sk key", "bearer  " + fakeOpenAIKey, "bearer  [REDACTED]"},
 		{"bearer padded", "Bearer dGhpcyBpcyBhIHRva2Vu== next", "Bearer [REDACTED] next"},
 		{"bearer prose", "Send a Bearer token with each request.", "Send a Bearer token with each request."},
 		{"bearer realm", `WWW-Authenticate: Bearer realm="api"`, `WWW-Authenticate: Bearer realm="api"`},
@@ -86,7 +89,7 @@ func TestRedactPatterns(t *testing.T) {
 			t.Errorf("%s: String(%q)\n got %q\nwant %q", tc.name, tc.in, got, tc.want)
 		}
 		// The same through a stream, one byte at a time.
-		if got := streamAll(r.NewStream(), tc.in, func() int { return 1 }); got != tc.want {
+		if got := redactStreamAll(r.NewStream(), tc.in, func() int { return 1 }); got != tc.want {
 			t.Errorf("%s: streamed %q\n got %q\nwant %q", tc.name, tc.in, got, tc.want)
 		}
 	}
@@ -127,7 +130,7 @@ func TestRedactEnvironment(t *testing.T) {
 		"GOPRIVATE=github.com/example/*",
 		"DB_PASSWORD=  Tr0ub4dor&3  \n", // also without the spaces
 		"MULTI_SECRET=line-one-ABCDEFGH\nline-two-IJKLMNOP",
-		"PLAIN=abc123xyz789secret-not-by-name",
+		"PLAIN_VALUE=notasecret12345", // not a secret's name
 		"BROKEN",
 	})
 	for _, tc := range []struct{ in, want string }{
@@ -138,7 +141,8 @@ func TestRedactEnvironment(t *testing.T) {
 		{"abc123 disabled Jane Developer github.com/example/*", "abc123 disabled Jane Developer github.com/example/*"},
 		{"pw Tr0ub4dor&3.", "pw [REDACTED:DB_PASSWORD]."},
 		{"line-one-ABCDEFGH and line-two-IJKLMNOP", "[REDACTED:MULTI_SECRET] and [REDACTED:MULTI_SECRET]"},
-		{"with " + awsKeyID, "with [REDACTED]"},
+		{"with " + fakeAWSKeyID, "with [REDACTED]"},
+		{"notasecret12345", "notasecret12345"},
 	} {
 		if got := r.String(tc.in); got != tc.want {
 			t.Errorf("String(%q)\n got %q\nwant %q", tc.in, got, tc.want)
@@ -154,13 +158,13 @@ func TestRedactAddSecret(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	// A secret longer than a piece is redacted in pieces, all of it.
-	long := strings.Repeat("0123456789abcdef", 700) // 11200 bytes
+	long := randomBlob(rand.New(rand.NewPCG(3, 3)), 11200)
 	r.AddSecret(long)
 	got := r.String("<" + long + ">")
-	if strings.Contains(got, "0123456789abcdef") || !strings.HasPrefix(got, "<[REDACTED]") || !strings.HasSuffix(got, "[REDACTED]>") {
+	if got != "<[REDACTED][REDACTED][REDACTED]>" {
 		t.Errorf("long secret: got %q", got)
 	}
-	if s := streamAll(r.NewStream(), "<"+long+">", func() int { return 1000 }); s != got {
+	if s := redactStreamAll(r.NewStream(), "<"+long+">", func() int { return 1000 }); s != got {
 		t.Errorf("long secret streamed: got %q, want %q", s, got)
 	}
 	// The zero and the nil Redactor redact patterns only; AddSecret on nil
@@ -169,17 +173,22 @@ func TestRedactAddSecret(t *testing.T) {
 	var nilR *Redactor
 	nilR.AddSecret("s3cr3t!")
 	for _, rr := range []*Redactor{&zero, nilR} {
-		if got := rr.String("s3cr3t! " + ghpToken); got != "s3cr3t! [REDACTED]" {
+		if got := rr.String("s3cr3t! " + fakeGHPToken); got != "s3cr3t! [REDACTED]" {
 			t.Errorf("patterns only: got %q", got)
 		}
 	}
 	var zs RedactStream // a zero stream has no Redactor: patterns only
-	if got := string(zs.Write([]byte("s3cr3t! "+ghpToken))) + string(zs.Flush()); got != "s3cr3t! [REDACTED]" {
+	if got := redactStreamAll(&zs, "s3cr3t! "+fakeGHPToken, func() int { return 3 }); got != "s3cr3t! [REDACTED]" {
 		t.Errorf("zero stream: got %q", got)
 	}
-	// After Flush, a stream starts again.
-	if got := streamChunks(nil, "a", "b"); got != "ab" {
-		t.Errorf("got %q", got)
+	// After Flush, a stream starts again: "sk" and "-..." are two outputs.
+	var out []byte
+	out = append(out, zs.Write([]byte("a sk"))...)
+	out = append(out, zs.Flush()...)
+	out = append(out, zs.Write([]byte("-0123456789abcdefghijKLMN"))...)
+	out = append(out, zs.Flush()...)
+	if string(out) != "a sk-0123456789abcdefghijKLMN" {
+		t.Errorf("stream reused after Flush: got %q", out)
 	}
 	zero.AddSecret("s3cr3t!")
 	if got := zero.String("s3cr3t!"); got != "[REDACTED]" {
@@ -187,9 +196,50 @@ func TestRedactAddSecret(t *testing.T) {
 	}
 }
 
-// streamAll writes text to s in chunks whose sizes next returns, flushes
+// Event logs and state files are JSON, and are redacted as JSON text: a
+// secret is found as JSON escapes it, and a redaction never breaks the
+// document.
+func TestRedactJSON(t *testing.T) {
+	r := NewRedactor([]string{`DB_PASSWORD=pa"ss&w<rd\1`, `MY"TOKEN=abcdefgh123`})
+	texts := []string{
+		`pa"ss&w<rd\1 and abcdefgh123`,
+		"log:\n" + fakePEMKey + "\nafter",
+		"log:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi7Y1pLh7uZ",
+		"-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\\\"quoted\"",
+	}
+	// Blocks cut by the cap at every place of a line, inside "\n" and
+	// "\u003c" too.
+	for k := range 66 {
+		texts = append(texts, "-----BEGIN RSA PRIVATE KEY-----\n"+strings.Repeat("Q", k)+"\n"+
+			strings.Repeat("MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi7Y1pLh7uZq0wP5XbGvJp0bY\n", 300))
+		texts = append(texts, "-----BEGIN RSA PRIVATE KEY-----\n"+strings.Repeat("Q", k)+"\n"+
+			strings.Repeat("MIIEpAIB<AAKCAQEA3Tz2m\n", 900))
+	}
+	for _, v := range texts {
+		for _, html := range []bool{true, false} {
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(html)
+			if err := enc.Encode(map[string]string{"text": v, "after": "kept"}); err != nil {
+				t.Fatal(err)
+			}
+			got := r.String(b.String())
+			if !json.Valid([]byte(got)) || !strings.Contains(got, `"kept"`) {
+				t.Errorf("not the JSON document after redaction: %.200s", got)
+			}
+			if b.Len() < redactMaxHold && (strings.Contains(got, "ss") || strings.Contains(got, "abcdefgh") || strings.Contains(got, "MIIE")) {
+				t.Errorf("JSON %.200s\nredacted to %.200s", b.String(), got)
+			}
+		}
+	}
+	if got := r.String("abcdefgh123"); got != "[REDACTED:MY_TOKEN]" {
+		t.Errorf("got %q", got)
+	}
+}
+
+// redactStreamAll writes text to s in chunks whose sizes next returns, flushes
 // and returns the concatenated output.
-func streamAll(s *RedactStream, text string, next func() int) string {
+func redactStreamAll(s *RedactStream, text string, next func() int) string {
 	var out bytes.Buffer
 	for b := []byte(text); len(b) > 0; {
 		n := min(max(next(), 1), len(b))
@@ -200,9 +250,9 @@ func streamAll(s *RedactStream, text string, next func() int) string {
 	return out.String()
 }
 
-// streamChunks streams the chunks through a new stream of r. (Each result
+// redactChunks streams the chunks through a new stream of r. (Each result
 // is copied before the next call, which may reuse its buffer.)
-func streamChunks(r *Redactor, chunks ...string) string {
+func redactChunks(r *Redactor, chunks ...string) string {
 	s := r.NewStream()
 	var out []byte
 	for _, c := range chunks {
@@ -211,21 +261,24 @@ func streamChunks(r *Redactor, chunks ...string) string {
 	return string(append(out, s.Flush()...))
 }
 
-// splitTexts contain secrets of every kind among ordinary text; want is
-// each with its secrets replaced.
-func splitTexts() (r *Redactor, texts, wants []string) {
-	r = NewRedactor([]string{"MY_API_KEY=abc123xyz789secret", "GH_TOKEN=" + ghpToken})
+// redactSplitTexts gives texts with a secret of each kind among ordinary
+// text, and each as it should be redacted.
+func redactSplitTexts() (r *Redactor, texts, wants []string) {
+	r = NewRedactor([]string{"MY_API_KEY=abc123xyz789secret", "GH_TOKEN=" + fakeGHPToken})
 	r.AddSecret("hunter2hunter2")
 	for _, s := range []struct{ secret, repl string }{
 		{"abc123xyz789secret", "[REDACTED:MY_API_KEY]"},
-		{ghpToken, "[REDACTED:GH_TOKEN]"},
+		{fakeGHPToken, "[REDACTED:GH_TOKEN]"},
 		{"hunter2hunter2", "[REDACTED]"},
-		{openAIKey, "[REDACTED]"},
-		{awsKeyID, "[REDACTED]"},
-		{slackToken, "[REDACTED]"},
-		{googleKey, "[REDACTED]"},
-		{jwt, "[REDACTED]"},
-		{pemKey, "[REDACTED]"},
+		{fakeOpenAIKey, "[REDACTED]"},
+		{fakeAWSKeyID, "[REDACTED]"},
+		{fakeSlackToken, "[REDACTED]"},
+		{fakeGoogleKey, "[REDACTED]"},
+		{fakeGitLabToken, "[REDACTED]"},
+		{fakeGitHubPAT, "[REDACTED]"},
+		{fakeStripeKey, "[REDACTED]"},
+		{fakeJWT, "[REDACTED]"},
+		{fakePEMKey, "[REDACTED]"},
 		{"Bearer abc123.def-456", "Bearer [REDACTED]"},
 	} {
 		texts = append(texts, "step 1 ok\nusing "+s.secret+" for the task\nend\n")
@@ -235,18 +288,18 @@ func splitTexts() (r *Redactor, texts, wants []string) {
 }
 
 func TestRedactStreamSplitAnywhere(t *testing.T) {
-	r, texts, wants := splitTexts()
+	r, texts, wants := redactSplitTexts()
 	for k, text := range texts {
 		want := wants[k]
 		if got := r.String(text); got != want {
 			t.Fatalf("String(%q)\n got %q\nwant %q", text, got, want)
 		}
 		for i := 0; i <= len(text); i++ {
-			if got := streamChunks(r, text[:i], text[i:]); got != want {
+			if got := redactChunks(r, text[:i], text[i:]); got != want {
 				t.Fatalf("split at %d of %q\n got %q\nwant %q", i, text, got, want)
 			}
 			for j := i; j <= len(text); j++ {
-				if got := streamChunks(r, text[:i], text[i:j], text[j:]); got != want {
+				if got := redactChunks(r, text[:i], text[i:j], text[j:]); got != want {
 					t.Fatalf("split at %d and %d of %q\n got %q\nwant %q", i, j, text, got, want)
 				}
 			}
@@ -257,7 +310,7 @@ func TestRedactStreamSplitAnywhere(t *testing.T) {
 // Whatever the chunks, what a stream has emitted is at every moment a
 // prefix of the redacted whole: no part of a secret goes out early.
 func TestRedactStreamEmitsNoPrefixEarly(t *testing.T) {
-	r, texts, wants := splitTexts()
+	r, texts, wants := redactSplitTexts()
 	for k, text := range texts {
 		s := r.NewStream()
 		var out []byte
@@ -307,7 +360,7 @@ func TestRedactStreamPrivateKeyCap(t *testing.T) {
 	for _, tail := range []string{"-----END RSA PRIVATE KEY-----\nafter\n", "(no END line)\n"} {
 		text := "before\n-----BEGIN RSA PRIVATE KEY-----\n" + body + tail
 		want := r.String(text)
-		if !strings.HasPrefix(want, "before\n[REDACTED]") || len(want) != len(text)-maxHold+len("[REDACTED]") {
+		if !strings.HasPrefix(want, "before\n[REDACTED]") || len(want) != len(text)-redactMaxHold+len("[REDACTED]") {
 			t.Fatalf("a block longer than the cap: got %d bytes, starting %q", len(want), want[:min(40, len(want))])
 		}
 		s := r.NewStream()
@@ -316,7 +369,7 @@ func TestRedactStreamPrivateKeyCap(t *testing.T) {
 			n := min(1000, len(b))
 			out = append(out, s.Write(b[:n])...)
 			b = b[n:]
-			if len(s.hold) >= maxHold {
+			if len(s.hold) >= redactMaxHold {
 				t.Fatalf("holding %d bytes", len(s.hold))
 			}
 		}
@@ -357,17 +410,17 @@ func TestRedactStreamMatchesStringRandom(t *testing.T) {
 	r := NewRedactor([]string{
 		"MY_API_KEY=abc123xyz789secret",
 		"OTHER_TOKEN=abc123xyz789secretlonger", // a secret that extends another
-		"WRAPPED_KEY=<<" + awsKeyID + ">>",     // a secret around a pattern
+		"WRAPPED_KEY=<<" + fakeAWSKeyID + ">>", // a secret around a pattern
 		"SHORTISH_PASSWORD=xoxb-1234",          // a secret that starts like a pattern
 	})
 	r.AddSecret("hunter2hunter2")
 	pieces := []string{
-		"abc123", "xyz789", "secret", "longer", "abc123xyz789secret", "<<", ">>", awsKeyID, "AKIA", "ASIA",
+		"abc123", "xyz789", "secret", "longer", "abc123xyz789secret", "<<", ">>", fakeAWSKeyID, "AKIA", "ASIA",
 		"sk-", "sk", "s", "-", "_", "0123456789", "abcdefghij", "ABCDEFGHIJ", "task", " ", "\n", "=", ".",
-		"ghp_", ghpToken, "github_pat_", "glpat-", "xox", "xoxb-", "xoxb-1234", "AIza", "eyJ", "eyJhbGciOiJIUzI1NiJ9",
-		jwt, "Bearer ", "Bearer", "bearer ", "Bearer abc", "-----BEGIN", "-----BEGIN RSA PRIVATE KEY-----",
-		"-----END RSA PRIVATE KEY-----", "-----END", " PRIVATE KEY", "-----", pemKey, "hunter2", "hunter2hunter2",
-		"sk_live_", "rk_live_", stripeKey, "MIIEpAIBAAKCAQEA",
+		"ghp_", fakeGHPToken, "github_pat_", "glpat-", "xox", "xoxb-", "xoxb-1234", "AIza", "eyJ", "eyJhbGciOiJIUzI1NiJ9",
+		fakeJWT, "Bearer ", "Bearer", "bearer ", "Bearer abc", "-----BEGIN", "-----BEGIN RSA PRIVATE KEY-----",
+		"-----END RSA PRIVATE KEY-----", "-----END", " PRIVATE KEY", "-----", fakePEMKey, "hunter2", "hunter2hunter2",
+		"sk_live_", "rk_live_", fakeStripeKey, "MIIEpAIBAAKCAQEA",
 	}
 	rnd := rand.New(rand.NewPCG(1, 2))
 	for iter := range 3000 {
@@ -397,15 +450,15 @@ func TestRedactStreamMatchesStringRandom(t *testing.T) {
 // FuzzRedactStream: for any input cut into any chunks, the stream gives
 // what String gives for the whole, and never emits ahead of it.
 func FuzzRedactStream(f *testing.F) {
-	r, texts, _ := splitTexts()
+	r, texts, _ := redactSplitTexts()
 	for i, text := range texts {
 		f.Add([]byte(text), []byte{byte(i), 3, 17, 1, 250})
 	}
 	for _, seed := range []string{
 		"", "sk-", "s", "ask sk-0123456789abcdefghijKLMN", "AKIAIOSFODNN7EXAMPLE", "AKIAabc",
-		pemKey + pemKey, "-----BEGIN RSA PRIVATE KEY-----\nabc", certificate,
-		"Bearer Bearer abc123", "bearer token", jwt + "." + jwt, "eyJ.eyJ.x",
-		"abc123xyz789abc123xyz789secret", "hunter2hunter2hunter2", gitlabToken + githubPAT,
+		fakePEMKey + fakePEMKey, "-----BEGIN RSA PRIVATE KEY-----\nabc", fakeCertificate,
+		"Bearer Bearer abc123", "bearer token", fakeJWT + "." + fakeJWT, "eyJ.eyJ.x",
+		"abc123xyz789abc123xyz789secret", "hunter2hunter2hunter2", fakeGitLabToken + fakeGitHubPAT,
 	} {
 		f.Add([]byte(seed), []byte{1, 2, 5})
 	}
@@ -423,8 +476,7 @@ func FuzzRedactStream(f *testing.F) {
 			if !bytes.HasPrefix([]byte(want), out) {
 				t.Fatalf("emitted %q, not a prefix of String's %q", out, want)
 			}
-			if i > 4*len(data)+10 {
-				n = len(b)
+			if i > 4*len(data)+10 { // all cuts are 0: write the rest at once
 				out = append(out, s.Write(b)...)
 				break
 			}
@@ -435,9 +487,9 @@ func FuzzRedactStream(f *testing.F) {
 	})
 }
 
-// benchLines returns about size bytes of ordinary log lines of 100 bytes
+// redactBenchLines returns about size bytes of ordinary log lines of 100 bytes
 // each; with dirty, one line in 100 carries a key.
-func benchLines(size int, dirty bool) []byte {
+func redactBenchLines(size int, dirty bool) []byte {
 	rnd := rand.New(rand.NewPCG(7, 7))
 	levels := []string{"INFO ", "INFO ", "INFO ", "DEBUG", "WARN ", "ERROR"}
 	components := []string{"http", "worker", "db.pool", "scheduler", "auth", "cache", "grpc.server", "queue", "agent", "build"}
@@ -446,7 +498,7 @@ func benchLines(size int, dirty bool) []byte {
 		"failed to read body: unexpected EOF", "user logged in", "upload of report.txt done",
 		"checking disk usage", "task queued", "session renewed", "compiling package steps"}
 	methods := []string{"GET", "POST", "PUT", "DELETE"}
-	keys := []string{openAIKey, ghpToken, awsKeyID, "abc123xyz789secret", jwt, "Bearer abc123.def-456", slackToken, googleKey}
+	keys := []string{fakeOpenAIKey, fakeGHPToken, fakeAWSKeyID, "abc123xyz789secret", fakeJWT, "Bearer abc123.def-456", fakeSlackToken, fakeGoogleKey}
 	var b bytes.Buffer
 	line := make([]byte, 0, 256)
 	for n := 0; b.Len() < size; n++ {
@@ -480,18 +532,18 @@ func benchLines(size int, dirty bool) []byte {
 	return b.Bytes()
 }
 
-var benchEnv = []string{
-	"OPENAI_API_KEY=" + openAIKey,
-	"GITHUB_TOKEN=" + ghpToken,
+var redactBenchEnv = []string{
+	"OPENAI_API_KEY=" + fakeOpenAIKey,
+	"GITHUB_TOKEN=" + fakeGHPToken,
 	"MY_API_KEY=abc123xyz789secret",
 	"DB_PASSWORD=Tr0ub4dor&3-horse",
 	"AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
 	"HOME=/root", "PATH=/usr/local/bin:/usr/bin:/bin", "TERM=xterm-256color",
 }
 
-func benchRedact(b *testing.B, dirty bool) {
-	data := benchLines(64<<20, dirty)
-	r := NewRedactor(benchEnv)
+func benchmarkRedact(b *testing.B, dirty bool) {
+	data := redactBenchLines(64<<20, dirty)
+	r := NewRedactor(redactBenchEnv)
 	b.SetBytes(int64(len(data)))
 	b.ResetTimer()
 	var n int
@@ -509,19 +561,19 @@ func benchRedact(b *testing.B, dirty bool) {
 	}
 }
 
-func BenchmarkRedactClean(b *testing.B) { benchRedact(b, false) }
-func BenchmarkRedactDirty(b *testing.B) { benchRedact(b, true) }
+func BenchmarkRedactClean(b *testing.B) { benchmarkRedact(b, false) }
+func BenchmarkRedactDirty(b *testing.B) { benchmarkRedact(b, true) }
 
 func TestRedactBenchInput(t *testing.T) {
-	r := NewRedactor(benchEnv)
-	clean := benchLines(1<<20, false)
+	r := NewRedactor(redactBenchEnv)
+	clean := redactBenchLines(1<<20, false)
 	if got := r.String(string(clean)); got != string(clean) {
 		t.Error("the clean benchmark input has something to redact")
 	}
 	if i := bytes.IndexByte(clean, '\n'); i != 99 {
 		t.Errorf("a clean line is %d bytes", i+1)
 	}
-	dirty := benchLines(1<<20, true)
+	dirty := redactBenchLines(1<<20, true)
 	if got := strings.Count(r.String(string(dirty)), "[REDACTED"); got < 100 {
 		t.Errorf("%d redactions in the dirty benchmark input", got)
 	}
