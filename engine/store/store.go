@@ -90,22 +90,36 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The folder's rename below makes meta.json appear whole: it needs its
-	// data synced, not a rename of its own.
-	if err := writeSynced(filepath.Join(tmp, "meta.json"), content); err != nil {
+	// The folder's rename below makes meta.json appear whole: it needs no
+	// rename of its own.
+	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), content, 0o600); err != nil {
 		return nil, err
 	}
-	if err := os.Rename(tmp, s.sessionDir(meta.ID)); err != nil {
-		return nil, err
-	}
-	if err := syncDir(filepath.Join(s.Root, "sessions")); err != nil {
+	final := s.sessionDir(meta.ID)
+	if err := os.Rename(tmp, final); err != nil {
 		return nil, err
 	}
 	if err := s.index(Summary{ID: meta.ID, Key: meta.Key, Pipeline: meta.Pipeline, Spec: meta.Spec,
 		Status: "running", Created: meta.Created, Updated: meta.Created}); err != nil {
 		return nil, err
 	}
-	return s.open(meta)
+	x, err := s.open(meta)
+	if err != nil {
+		return nil, err
+	}
+	// Syncing the new session to disk (meta.json, the sessions folder)
+	// goes on while the first step starts; the snapshot waits for it. A
+	// kill -9 needs no sync at all; a power cut in the first moments of a
+	// run may lose the run.
+	x.created = make(chan error, 1)
+	go func() {
+		err := syncFile(filepath.Join(final, "meta.json"))
+		if err == nil {
+			err = syncDir(filepath.Join(s.Root, "sessions"))
+		}
+		x.created <- err
+	}()
+	return x, nil
 }
 
 // Session opens an existing session by id, or by a unique prefix of it.
@@ -209,10 +223,28 @@ type Session struct {
 	store  *Store
 	events *os.File
 	seq    int64
+	// created, for a session just made, delivers the result of syncing it.
+	created chan error
 }
 
-// Close closes the event log.
-func (x *Session) Close() error { return x.events.Close() }
+// waitCreated waits for a new session's sync, once.
+func (x *Session) waitCreated() error {
+	if x.created == nil {
+		return nil
+	}
+	err := <-x.created
+	x.created = nil
+	return err
+}
+
+// Close waits for a new session's sync and closes the event log.
+func (x *Session) Close() error {
+	err := x.waitCreated()
+	if closeErr := x.events.Close(); err == nil {
+		err = closeErr
+	}
+	return err
+}
 
 // Seq is the sequence number of the last event appended.
 func (x *Session) Seq() int64 { return x.seq }
@@ -264,6 +296,9 @@ type snapshot struct {
 // synced: the snapshot holds every event up to seq, and a kill -9 (not a
 // power cut) loses nothing the kernel was given.
 func (x *Session) WriteSnapshot(seq int64, state []byte, summary Summary) error {
+	if err := x.waitCreated(); err != nil {
+		return err
+	}
 	content, err := json.Marshal(snapshot{Format: Format, Seq: seq, State: state})
 	if err != nil {
 		return err
@@ -359,14 +394,12 @@ func WriteAtomic(path string, content []byte) error {
 	return syncDir(dir)
 }
 
-func writeSynced(path string, content []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+func syncFile(path string) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(content); err == nil {
-		err = f.Sync()
-	}
+	err = f.Sync()
 	if closeErr := f.Close(); err == nil {
 		err = closeErr
 	}
