@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"pipeline/engine"
@@ -26,6 +28,10 @@ func findSession(flags *storeFlags, id string, statuses ...engine.Status) (*foun
 		return nil, err
 	}
 	if id == "" {
+		if _, err := os.Stat(flags.file); err != nil {
+			return nil, usagef("%s: %v; run this from the pipeline's folder, pass --file, or name a session (pipeline sessions lists them)",
+				flags.file, errors.Unwrap(err))
+		}
 		plan, err := spec.Load(flags.file, flags.spec)
 		if err != nil {
 			return nil, err
