@@ -41,7 +41,8 @@ resume; the agent sees them in its resume context.`,
 			if err != nil || holder.Session != f.x.Meta.ID {
 				return usagef("session %s is not the one running for this pipeline and spec", f.x.Meta.ID)
 			}
-			if err := f.x.WriteFile(pauseRequestFile, []byte(notes)); err != nil {
+			// Nothing reaches .pipeline unredacted, notes included.
+			if err := f.x.WriteFile(pauseRequestFile, []byte(newRedactor(f.plan).String(notes))); err != nil {
 				return err
 			}
 			if err := syscall.Kill(holder.PID, syscall.SIGTERM); err != nil {
