@@ -26,7 +26,7 @@ func ResumeContextFor(plan *spec.Plan, x *store.Session, redact func(string) str
 		if budget <= 0 {
 			budget = ResumeBudget
 		}
-		text, err := RenderResumeContext(plan.ResumeTemplate, resumeInput(plan, x, s, a), budget, steps.CountTokens)
+		text, err := RenderResumeContext(plan.ResumeTemplate, resumeInput(plan, x, s, a, redact), budget, steps.CountTokens)
 		if err != nil {
 			return ""
 		}
@@ -37,7 +37,7 @@ func ResumeContextFor(plan *spec.Plan, x *store.Session, redact func(string) str
 	}
 }
 
-func resumeInput(plan *spec.Plan, x *store.Session, s State, a StartStep) ResumeInput {
+func resumeInput(plan *spec.Plan, x *store.Session, s State, a StartStep, redact func(string) string) ResumeInput {
 	phase := plan.Phases[a.Phase]
 	in := ResumeInput{Pipeline: plan.Name.Value, Phase: phase.Name, Step: phase.Steps[a.Step].Name, Attempt: a.Attempt,
 		SpecPath: plan.Spec}
@@ -65,8 +65,12 @@ func resumeInput(plan *spec.Plan, x *store.Session, s State, a StartStep) Resume
 		in.NextSteps = append(in.NextSteps, fmt.Sprintf("phase %s: %s", p.Name, p.Prompt.Value))
 	}
 	if plan.Spec != "" && x != nil {
+		// The saved copy was redacted; so is the spec it is compared with.
 		before, _ := x.ReadFile(SpecAtPauseFile)
 		after, err := os.ReadFile(plan.Spec)
+		if redact != nil {
+			after = []byte(redact(string(after)))
+		}
 		if before != nil && err == nil {
 			in.SpecDiff = SpecDiff(filepath.Base(plan.Spec), string(before), string(after))
 		}

@@ -156,7 +156,7 @@ func (l *launch) run(x *store.Session, events ...engine.Event) error {
 	}
 	state = runner.Run(state, events[len(events)-1])
 	if state.Status == engine.StatusPaused {
-		if err := saveSpecAtPause(x, l.plan); err != nil {
+		if err := saveSpecAtPause(x, l.plan, redactor.String); err != nil {
 			view.Say("pipeline: keeping the spec for the next resume: %v", err)
 		}
 	}
@@ -180,7 +180,7 @@ func (l *launch) run(x *store.Session, events ...engine.Event) error {
 // pauseRequestFile holds the notes of pipeline pause for the runner.
 const pauseRequestFile = "pause-request.txt"
 
-func saveSpecAtPause(x *store.Session, plan *spec.Plan) error {
+func saveSpecAtPause(x *store.Session, plan *spec.Plan, redact func(string) string) error {
 	if plan.Spec == "" {
 		return nil
 	}
@@ -188,6 +188,7 @@ func saveSpecAtPause(x *store.Session, plan *spec.Plan) error {
 	if err != nil {
 		return err
 	}
+	content = []byte(redact(string(content)))
 	return x.WriteFile(engine.SpecAtPauseFile, content)
 }
 
