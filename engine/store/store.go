@@ -385,9 +385,7 @@ func WriteAtomic(path string, content []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Chmod(tmp.Name(), 0o600); err != nil {
-		return err
-	}
+	// os.CreateTemp made it 0600 already.
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return err
 	}
