@@ -209,6 +209,7 @@ type execution struct {
 	lastOutput    time.Time
 	timeout, idle time.Duration
 	headBefore    string
+	flushFailed   bool
 	timedOut      bool
 	stopped       bool
 	fired         bool
@@ -571,6 +572,12 @@ func (e *execution) onTick() {
 	}
 	fired := e.check()
 	e.r.View.Progress(Progress{Elapsed: elapsed, Tokens: e.monitor.Env.Tokens})
+	// The transcript reaches its file at every tick, for logs -f; a flush
+	// of an empty buffer costs nothing.
+	if err := e.transcript.Flush(); err != nil && !e.flushFailed {
+		e.flushFailed = true
+		e.r.View.Say("pipeline: writing the transcript: %v", err)
+	}
 	e.armTick()
 	e.mu.Unlock()
 	if timedOut {

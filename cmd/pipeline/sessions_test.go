@@ -64,7 +64,7 @@ func (s *started) await(t *testing.T, want string) {
 				return
 			}
 		case <-deadline:
-			t.Fatalf("no line %q from the run", want)
+			t.Fatalf("no line %q from the run; stderr: %s", want, s.stderr.String())
 		}
 	}
 }
@@ -393,5 +393,58 @@ func TestResumeAtAPhaseBoundary(t *testing.T) {
 	}
 	if s := status(t, dir); s.Status != "completed" || s.Phases[1].Status != "completed" {
 		t.Fatalf("status %+v", s)
+	}
+}
+
+// logs -f prints what a running session's steps write as they write it,
+// and returns when the session stops.
+func TestLogsFollow(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", `version: 1
+phases:
+  - name: a
+    steps: [{run: 'echo first; while [ ! -f go-on ]; do sleep 0.05; done; echo second'}]
+`)
+	run := pipelineStart(t, dir, "run")
+	run.await(t, "first")
+	follow := pipelineStart(t, dir, "logs", "-f")
+	follow.await(t, "first")
+	write(t, dir, "go-on", "")
+	follow.await(t, "second")
+	if code := run.exit(t); code != 0 {
+		t.Fatalf("run: exit %d", code)
+	}
+	if code := follow.exit(t); code != 0 {
+		t.Fatalf("logs -f: exit %d, %s", code, follow.stderr.String())
+	}
+}
+
+// clean removes old finished sessions but keeps the newest of each
+// pipeline and spec, and never a paused one.
+func TestClean(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", "version: 1\nphases: [{name: a, steps: [{run: 'true'}]}]\n")
+	for i := 0; i < 3; i++ {
+		if r := pipeline(t, dir, "run"); r.code != 0 {
+			t.Fatalf("run: %d %s", r.code, r.stderr)
+		}
+	}
+	write(t, filepath.Join(dir, "p"), "phases.yaml", "version: 1\nphases: [{name: a, steps: [{run: 'echo \"[CHECKPOINT] wait\"'}]}]\n")
+	if r := pipeline(t, filepath.Join(dir, "p"), "run", "--state-dir", filepath.Join(dir, ".pipeline")); r.code != exitPaused {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	time.Sleep(10 * time.Millisecond) // the age to exceed, not a synchronisation
+	r := pipeline(t, dir, "clean", "--older-than", "5ms", "--keep", "1")
+	if r.code != 0 || !strings.Contains(r.stdout, "2 session(s) removed") {
+		t.Fatalf("clean: exit %d, %s %s", r.code, r.stdout, r.stderr)
+	}
+	var list []struct{ Status string }
+	out := pipeline(t, dir, "sessions", "-o", "json")
+	if err := json.Unmarshal([]byte(out.stdout), &list); err != nil || len(list) != 2 {
+		t.Fatalf("sessions after clean: %v %s", err, out.stdout)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(dir, ".pipeline", "sessions", "2*"))
+	if len(dirs) != 2 {
+		t.Fatalf("%d session folders left", len(dirs))
 	}
 }
