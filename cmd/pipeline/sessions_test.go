@@ -448,3 +448,43 @@ func TestClean(t *testing.T) {
 		t.Fatalf("%d session folders left", len(dirs))
 	}
 }
+
+// resume --phase jumps; complete marks a session done by hand.
+func TestResumePhaseJumpAndComplete(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", `version: 1
+phases:
+  - {name: a, steps: [{run: 'echo "[CHECKPOINT] stop"'}]}
+  - {name: b, steps: [{run: 'echo "[CHECKPOINT] stop b"'}]}
+  - {name: c, steps: [{run: 'echo c > c.txt'}]}
+`)
+	if r := pipeline(t, dir, "run"); r.code != exitPaused {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	if r := pipeline(t, dir, "resume", "--phase", "nope"); r.code != exitUsage || !strings.Contains(r.stderr, "a, b, c") {
+		t.Fatalf("resume --phase nope: %d %s", r.code, r.stderr)
+	}
+	if r := pipeline(t, dir, "resume", "--phase", "c"); r.code != 0 {
+		t.Fatalf("resume --phase c: %d %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "c.txt")); err != nil {
+		t.Fatal("phase c did not run")
+	}
+	s := status(t, dir)
+	if s.Status != "completed" || s.Phases[1].Status != "pending" || s.Phases[2].Human != 1 {
+		t.Fatalf("status %+v", s)
+	}
+	if r := pipeline(t, dir, "run", "--new"); r.code != exitPaused {
+		t.Fatalf("run --new: %d %s", r.code, r.stderr)
+	}
+	id := status(t, dir).ID
+	if r := pipeline(t, dir, "complete", id); r.code != 0 {
+		t.Fatalf("complete: %d %s", r.code, r.stderr)
+	}
+	if s := status(t, dir, id); s.Status != "completed" {
+		t.Fatalf("after complete: %+v", s)
+	}
+	if r := pipeline(t, dir, "resume", id); r.code != exitUsage || !strings.Contains(r.stderr, "nothing to resume") {
+		t.Fatalf("resume of a completed session: %d %s", r.code, r.stderr)
+	}
+}
