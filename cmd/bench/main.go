@@ -251,21 +251,23 @@ func startup(pipeline, work string, runs int) {
 	check(os.MkdirAll(dir, 0o755))
 	file := filepath.Join(dir, "phases.yaml")
 	check(os.WriteFile(file, []byte(startupYAML), 0o644))
-	measure := func(args ...string) []time.Duration {
-		var out []time.Duration
-		for i := 0; i < runs; i++ {
+	// The three are measured in turn, run by run, so that a change in the
+	// machine's load weighs on each alike.
+	commands := [][]string{{"true"}, {"sh", "-c", "true"}, {pipeline, "run", "--new", file}}
+	samples := make([][]time.Duration, len(commands))
+	for i := 0; i < runs; i++ {
+		for c, args := range commands {
 			cmd := exec.Command(args[0], args[1:]...)
 			cmd.Env = append(os.Environ(), "CI=true")
 			d, _, err := timed(cmd)
 			check(err)
-			out = append(out, d)
+			samples[c] = append(samples[c], d)
 		}
-		sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-		return out
 	}
-	direct := measure("true")
-	shell := measure("sh", "-c", "true")
-	piped := measure(pipeline, "run", file)
+	for _, s := range samples {
+		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	}
+	direct, shell, piped := samples[0], samples[1], samples[2]
 	fmt.Printf("   true                        p50 %v   p90 %v\n", pct(direct, 50), pct(direct, 90))
 	fmt.Printf("   sh -c true (for reference)  p50 %v   p90 %v\n", pct(shell, 50), pct(shell, 90))
 	fmt.Printf("   pipeline run (1 step)       p50 %v   p90 %v\n", pct(piped, 50), pct(piped, 90))
