@@ -23,7 +23,7 @@ type found struct {
 // pipeline and spec of flags with one of statuses. The plan is loaded from
 // the files the session was started with.
 func findSession(flags *storeFlags, id string, statuses ...engine.Status) (*found, error) {
-	st, err := flags.open()
+	st, err := flags.existing()
 	if err != nil {
 		return nil, err
 	}

@@ -49,6 +49,16 @@ func (f *storeFlags) open() (*store.Store, error) {
 	return store.Open(storeDir(f.file, f.stateDir))
 }
 
+// existing opens the store for a command that only reads or amends
+// sessions: one that finds no store says so rather than make one.
+func (f *storeFlags) existing() (*store.Store, error) {
+	dir := storeDir(f.file, f.stateDir)
+	if _, err := os.Stat(filepath.Join(dir, "sessions")); err != nil {
+		return nil, usagef("no sessions in %s yet: pipeline run starts one (or pass --state-dir, or --file for another pipeline)", dir)
+	}
+	return store.Open(dir)
+}
+
 // planKey names the (pipeline, spec) pair of a plan.
 func planKey(file string, plan *spec.Plan) string {
 	absFile, _ := filepath.Abs(file)

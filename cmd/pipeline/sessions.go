@@ -39,20 +39,19 @@ paused); --status keeps one status; --spec keeps the sessions of one spec.`,
 		if status != "" && status != "running" && status != "paused" && status != "completed" && status != "failed" {
 			return usagef("--status must be running, paused, completed or failed, not %q", status)
 		}
-		st, err := flags.open()
-		if err != nil {
-			return err
-		}
-		list, err := st.List()
-		if err != nil {
-			return err
+		var list []store.Summary
+		st, err := flags.existing()
+		if err == nil {
+			if list, err = st.List(); err != nil {
+				return err
+			}
 		}
 		wantSpec := ""
 		if specPath != "" {
 			wantSpec, _ = filepath.Abs(specPath)
 		}
 		out := []store.Summary{}
-		for _, s := range list {
+		for _, s := range list { // none when there is no store yet
 			if s.Status == string(engine.StatusRunning) && !st.Held(s.Key) {
 				s.Status, s.PauseReason = string(engine.StatusPaused), "runner-died"
 			}
