@@ -51,6 +51,10 @@ type Runner struct {
 	// NewRedactStream, when set, gives each output stream of a step the
 	// redaction of secrets that runs before the output is shown or kept.
 	NewRedactStream func() RedactStream
+	// StepProcess, when set, is told the process group of each step that
+	// starts (and 0 when it has ended), so that what a killed runner left
+	// behind can be found and stopped by the next one.
+	StepProcess func(pgid int)
 
 	// The adapter and native session of the step being started, handed
 	// from command to start.
@@ -360,6 +364,9 @@ func (r *Runner) start(a StartStep, s State, events chan<- Event) *execution {
 		events <- StepFinished{At: r.Clock.Now(), Result: result}
 		return nil
 	}
+	if r.StepProcess != nil {
+		r.StepProcess(e.proc.Pid())
+	}
 	if step.Agent != nil && parser == nil {
 		// Plain text output: the tokenizer counts it. An agent CLI with a
 		// parser reports its own usage.
@@ -613,6 +620,9 @@ func (e *execution) closeTranscript() {
 func (e *execution) finish(readers *sync.WaitGroup) {
 	code, waitErr := e.proc.Wait()
 	readers.Wait()
+	if e.r.StepProcess != nil {
+		e.r.StepProcess(0)
+	}
 	e.mu.Lock()
 	e.done = true
 	e.stopTick()

@@ -1,11 +1,14 @@
 package steps
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -138,4 +141,40 @@ func (p *Process) Stop(grace time.Duration) {
 		}
 	})
 	<-p.done
+}
+
+// KillOrphans kills what is left of the process group pgid of a step whose
+// runner died: the group's leader died with the runner (parent-death
+// signal), but its children may not have. It does nothing when a process
+// with the id pgid exists: then the id was given to another process since,
+// and the group is not ours. (Linux never gives a new process the id of a
+// process group that still has members.) It reports whether it killed.
+func KillOrphans(pgid int) bool {
+	if pgid <= 1 {
+		return false
+	}
+	if err := syscall.Kill(pgid, 0); (err == nil || errors.Is(err, syscall.EPERM)) && !zombieLeader(pgid) {
+		return false // the id is someone's now
+	}
+	if err := syscall.Kill(-pgid, 0); err != nil {
+		return false // the group is empty
+	}
+	return syscall.Kill(-pgid, syscall.SIGKILL) == nil
+}
+
+// zombieLeader reports whether pid is a dead process, not yet reaped, that
+// leads its own group: the leader of a killed runner's step, when nothing
+// reaps orphans quickly.
+func zombieLeader(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
+	end := bytes.LastIndexByte(stat, ')')
+	if end < 0 {
+		return false
+	}
+	fields := strings.Fields(string(stat[end+1:]))
+	return len(fields) > 2 && fields[0] == "Z" && fields[2] == strconv.Itoa(pid)
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -136,6 +137,16 @@ func (l *launch) run(x *store.Session, events ...engine.Event) error {
 	if err := x.RemoveFile(pauseRequestFile); err != nil {
 		return err
 	}
+	// A runner killed while a step ran leaves the step's process group
+	// behind (its leader dies with the runner, its children may not).
+	if content, _ := x.ReadFile(stepProcessFile); content != nil {
+		if pgid, err := strconv.Atoi(strings.TrimSpace(string(content))); err == nil && steps.KillOrphans(pgid) {
+			fmt.Fprintf(l.cmd.ErrOrStderr(), "stopped what the last runner's step left running (process group %d)\n", pgid)
+		}
+		if err := x.RemoveFile(stepProcessFile); err != nil {
+			return err
+		}
+	}
 	view := newView(l.cmd)
 	redactor := newRedactor(l.plan)
 	recorder := engine.NewSessionRecorder(x, l.plan, redactor.String)
@@ -155,7 +166,16 @@ func (l *launch) run(x *store.Session, events ...engine.Event) error {
 	runner := &engine.Runner{Plan: l.plan, Dir: filepath.Dir(l.file), View: view, Clock: engine.RealClock{},
 		Recorder: recorder, Grace: l.grace, Interrupts: interrupts, Git: engine.GitFor(filepath.Dir(l.file)),
 		NewRedactStream: func() engine.RedactStream { return redactor.NewStream() },
-		ResumeContext:   engine.ResumeContextFor(l.plan, x, redactor.String)}
+		StepProcess: func(pgid int) {
+			// No sync: this matters only after a kill -9, which the kernel's
+			// copy survives.
+			if pgid == 0 {
+				x.RemoveFile(stepProcessFile)
+				return
+			}
+			os.WriteFile(filepath.Join(x.Dir, stepProcessFile), []byte(strconv.Itoa(pgid)), 0o600)
+		},
+		ResumeContext: engine.ResumeContextFor(l.plan, x, redactor.String)}
 	// Events before the last (notes given with resume) are decided and
 	// recorded first; the last one starts the run.
 	for _, ev := range events[:len(events)-1] {
@@ -189,6 +209,9 @@ func (l *launch) run(x *store.Session, events ...engine.Event) error {
 
 // pauseRequestFile holds the notes of pipeline pause for the runner.
 const pauseRequestFile = "pause-request.txt"
+
+// stepProcessFile holds the process group of the step running.
+const stepProcessFile = "step-process"
 
 func saveSpecAtPause(x *store.Session, plan *spec.Plan, redact func(string) string) error {
 	if plan.Spec == "" {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // started is a pipeline running in the background.
@@ -486,5 +489,54 @@ phases:
 	}
 	if r := pipeline(t, dir, "resume", id); r.code != exitUsage || !strings.Contains(r.stderr, "nothing to resume") {
 		t.Fatalf("resume of a completed session: %d %s", r.code, r.stderr)
+	}
+}
+
+// A kill -9 of the runner: the step's leader dies with it (parent-death
+// signal); what the step started is stopped by the next run.
+func TestOrphansOfAKilledRunnerAreStopped(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", `version: 1
+phases:
+  - name: a
+    steps: [{run: 'if [ -f again ]; then echo quick; exit 0; fi; : > again; sleep 600 & echo "child $!"; wait'}]
+`)
+	run := pipelineStart(t, dir, "run")
+	var pid int
+	for pid == 0 {
+		select {
+		case line := <-run.lines:
+			if i := strings.Index(line, "child "); i >= 0 {
+				pid, _ = strconv.Atoi(strings.TrimSpace(line[i+len("child "):]))
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the step did not start its child")
+		}
+	}
+	run.cmd.Process.Signal(syscall.SIGKILL)
+	run.exit(t)
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("the child died with the runner already (%v): this test proves nothing", err)
+	}
+	r := pipeline(t, dir, "resume")
+	if r.code != 0 || !strings.Contains(r.stderr, "stopped what the last runner's step left running") {
+		t.Fatalf("resume: exit %d, %s", r.code, r.stderr)
+	}
+	awaitGone(t, pid)
+}
+
+// awaitGone waits, through a pidfd, for pid to exit.
+func awaitGone(t *testing.T, pid int) {
+	t.Helper()
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 10_000); n != 1 || err != nil {
+		t.Fatalf("process %d is still running", pid)
 	}
 }
