@@ -100,6 +100,9 @@ type launch struct {
 	plan  *spec.Plan
 	st    *store.Store
 	grace time.Duration
+	// json: the run is shown on standard error and the session's status
+	// printed as JSON on standard output at the end.
+	json bool
 }
 
 func (l *launch) run(x *store.Session, events ...engine.Event) error {
@@ -147,7 +150,11 @@ func (l *launch) run(x *store.Session, events ...engine.Event) error {
 			return err
 		}
 	}
-	view := newView(l.cmd)
+	viewOut := l.cmd.OutOrStdout()
+	if l.json {
+		viewOut = l.cmd.ErrOrStderr()
+	}
+	view := newView(viewOut)
 	redactor := newRedactor(l.plan)
 	recorder := engine.NewSessionRecorder(x, l.plan, redactor.String)
 	interrupts := make(chan engine.Interrupt, 2)
@@ -195,6 +202,12 @@ func (l *launch) run(x *store.Session, events ...engine.Event) error {
 	}
 	if err := view.Close(); err != nil {
 		return err
+	}
+	if l.json {
+		f := &found{st: l.st, x: x, plan: l.plan, key: key}
+		if err := writeJSON(l.cmd.OutOrStdout(), buildStatus(f, state, false)); err != nil {
+			return err
+		}
 	}
 	switch state.Status {
 	case engine.StatusCompleted:

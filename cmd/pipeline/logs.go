@@ -17,6 +17,7 @@ import (
 func logsCommand() *cobra.Command {
 	var (
 		flags  *storeFlags
+		output *outputFlag
 		phase  string
 		follow bool
 	)
@@ -32,6 +33,9 @@ session stops running.`,
   pipeline logs -f`,
 		Args: cobra.MaximumNArgs(1),
 	}, func(cmd *cobra.Command, args []string) error {
+		if err := output.check(); err != nil {
+			return err
+		}
 		id := ""
 		if len(args) == 1 {
 			id = args[0]
@@ -51,7 +55,7 @@ session stops running.`,
 			}
 		}
 		root := filepath.Join(f.x.Dir, "transcripts")
-		t := &tail{w: cmd.OutOrStdout(), offsets: map[string]int64{}}
+		t := &tail{w: cmd.OutOrStdout(), offsets: map[string]int64{}, json: output.json()}
 		if err := t.catchUp(root, phase, order); err != nil {
 			return err
 		}
@@ -61,16 +65,19 @@ session stops running.`,
 		return t.follow(root, phase, order, func() bool { return f.st.Held(f.key) })
 	})
 	flags = addStoreFlags(cmd, true)
+	output = addOutputFlag(cmd)
 	cmd.Flags().StringVar(&phase, "phase", "", "only this phase")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output until the session stops running")
 	return cmd
 }
 
-// tail prints transcripts from where it last stopped in each.
+// tail prints transcripts from where it last stopped in each; as JSON,
+// one object per piece read: {"transcript": "phase/1-step.log", "text": ...}.
 type tail struct {
 	w       io.Writer
 	offsets map[string]int64
 	last    string
+	json    bool
 }
 
 // transcripts lists the transcript files in phase order, then attempt.
@@ -118,9 +125,17 @@ func (t *tail) print(root, path string) error {
 	if _, err := f.Seek(t.offsets[path], io.SeekStart); err != nil {
 		return err
 	}
+	rel, _ := filepath.Rel(root, path)
+	if t.json {
+		text, err := io.ReadAll(f)
+		if err != nil || len(text) == 0 {
+			return err
+		}
+		t.offsets[path] += int64(len(text))
+		return writeJSONLine(t.w, map[string]string{"transcript": rel, "text": string(text)})
+	}
 	if t.last != path {
 		if info, err := f.Stat(); err == nil && info.Size() > t.offsets[path] {
-			rel, _ := filepath.Rel(root, path)
 			fmt.Fprintf(t.w, "==> %s <==\n", rel)
 			t.last = path
 		}

@@ -12,9 +12,10 @@ import (
 
 func pauseCommand() *cobra.Command {
 	var (
-		flags *storeFlags
-		notes string
-		wait  time.Duration
+		flags  *storeFlags
+		output *outputFlag
+		notes  string
+		wait   time.Duration
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "pause [SESSION]",
@@ -28,6 +29,16 @@ resume; the agent sees them in its resume context.`,
 		Args: cobra.MaximumNArgs(1),
 	}, func(cmd *cobra.Command, args []string) error {
 		id := ""
+		if err := output.check(); err != nil {
+			return err
+		}
+		say := func(what string) error {
+			if output.json() {
+				return writeJSON(cmd.OutOrStdout(), map[string]string{"session": id, "result": what})
+			}
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "session %s %s\n", id, what)
+			return err
+		}
 		if len(args) == 1 {
 			id = args[0]
 		}
@@ -36,6 +47,7 @@ resume; the agent sees them in its resume context.`,
 			return err
 		}
 		defer f.x.Close()
+		id = f.x.Meta.ID
 		if f.st.Held(f.key) {
 			holder, err := f.st.Holder(f.key)
 			if err != nil || holder.Session != f.x.Meta.ID {
@@ -51,8 +63,7 @@ resume; the agent sees them in its resume context.`,
 			if !f.st.WaitReleased(f.key, wait) {
 				return fmt.Errorf("session %s was asked to pause but is still running after %s", f.x.Meta.ID, wait)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "session %s paused\n", f.x.Meta.ID)
-			return nil
+			return say("paused")
 		}
 		s, crashed, err := f.state()
 		if err != nil {
@@ -62,23 +73,25 @@ resume; the agent sees them in its resume context.`,
 			return usagef("session %s is %s: there is nothing to pause", f.x.Meta.ID, s.Status)
 		}
 		if notes == "" {
-			fmt.Fprintf(cmd.OutOrStdout(), "session %s is already paused\n", f.x.Meta.ID)
-			return nil
+			return say("already paused")
 		}
 		if _, err := f.apply(engine.Noted{At: time.Now(), Notes: notes}); err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "notes added to paused session %s\n", f.x.Meta.ID)
-		return nil
+		return say("paused, notes added")
 	})
 	flags = addStoreFlags(cmd, true)
+	output = addOutputFlag(cmd)
 	cmd.Flags().StringVar(&notes, "notes", "", "notes for the next resume")
 	cmd.Flags().DurationVar(&wait, "wait", time.Minute, "how long to wait for a running session to stop")
 	return cmd
 }
 
 func completeCommand() *cobra.Command {
-	var flags *storeFlags
+	var (
+		flags  *storeFlags
+		output *outputFlag
+	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "complete SESSION",
 		Short: "Mark a paused or failed session as completed",
@@ -87,6 +100,9 @@ run starts a fresh session next time. A running session must be paused
 first.`,
 		Args: cobra.ExactArgs(1),
 	}, func(cmd *cobra.Command, args []string) error {
+		if err := output.check(); err != nil {
+			return err
+		}
 		f, err := findSession(flags, args[0])
 		if err != nil {
 			return err
@@ -98,9 +114,13 @@ first.`,
 		if _, err := f.apply(engine.Completed{At: time.Now()}); err != nil {
 			return err
 		}
+		if output.json() {
+			return writeJSON(cmd.OutOrStdout(), map[string]string{"session": f.x.Meta.ID, "result": "completed"})
+		}
 		fmt.Fprintf(cmd.OutOrStdout(), "session %s completed\n", f.x.Meta.ID)
 		return nil
 	})
 	flags = addStoreFlags(cmd, false)
+	output = addOutputFlag(cmd)
 	return cmd
 }

@@ -16,10 +16,11 @@ func pid() int { return os.Getpid() }
 
 func resumeCommand() *cobra.Command {
 	var (
-		flags *storeFlags
-		grace time.Duration
-		phase string
-		notes string
+		flags  *storeFlags
+		output *outputFlag
+		grace  time.Duration
+		phase  string
+		notes  string
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "resume [SESSION]",
@@ -76,10 +77,14 @@ Exit status as for run: 0 completed, 1 failed, 2 usage error, 3 paused.`,
 			return usagef("session %s is %s: there is nothing to resume (pipeline run --new starts another)", f.x.Meta.ID, s.Status)
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "resuming session %s\n", f.x.Meta.ID)
-		l := &launch{cmd: cmd, file: f.x.Meta.File, plan: f.plan, st: f.st, grace: grace}
+		if err := output.check(); err != nil {
+			return err
+		}
+		l := &launch{cmd: cmd, file: f.x.Meta.File, plan: f.plan, st: f.st, grace: grace, json: output.json()}
 		return l.run(f.x, first...)
 	})
 	flags = addStoreFlags(cmd, true)
+	output = addOutputFlag(cmd)
 	cmd.Flags().DurationVar(&grace, "grace", 5*time.Second, "time a stopped step gets to exit after SIGINT before it is killed")
 	cmd.Flags().StringVar(&phase, "phase", "", "jump to this phase instead of continuing where the session paused")
 	cmd.Flags().StringVar(&notes, "notes", "", "notes for the agent, shown in its resume context")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -15,9 +16,10 @@ import (
 
 func runCommand() *cobra.Command {
 	var (
-		flags *storeFlags
-		grace time.Duration
-		fresh bool
+		flags  *storeFlags
+		output *outputFlag
+		grace  time.Duration
+		fresh  bool
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "run [FILE]",
@@ -57,7 +59,10 @@ Exit status: 0 completed, 1 failed, 2 usage or spec error, 3 paused.`,
 		if err != nil {
 			return err
 		}
-		l := &launch{cmd: cmd, file: flags.file, plan: plan, st: st, grace: grace}
+		if err := output.check(); err != nil {
+			return err
+		}
+		l := &launch{cmd: cmd, file: flags.file, plan: plan, st: st, grace: grace, json: output.json()}
 		key := planKey(flags.file, plan)
 		if !fresh && !st.Held(key) {
 			last, err := latest(st, key, engine.StatusPaused, engine.StatusRunning)
@@ -82,6 +87,7 @@ Exit status: 0 completed, 1 failed, 2 usage or spec error, 3 paused.`,
 		return l.run(nil, engine.Started{At: time.Now()})
 	})
 	flags = addStoreFlags(cmd, true)
+	output = addOutputFlag(cmd)
 	cmd.Flags().DurationVar(&grace, "grace", 5*time.Second, "time a stopped step gets to exit after SIGINT before it is killed")
 	cmd.Flags().BoolVar(&fresh, "new", false, "start a new session even when the latest one is paused")
 	return cmd
@@ -110,8 +116,7 @@ func checkAdapters(plan *spec.Plan) error {
 
 // newView picks the live view on a terminal and plain lines elsewhere or
 // when CI=true.
-func newView(cmd *cobra.Command) engine.View {
-	out := cmd.OutOrStdout()
+func newView(out io.Writer) engine.View {
 	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) && os.Getenv("CI") != "true" {
 		width, _, err := term.GetSize(int(f.Fd()))
 		if err != nil {

@@ -102,6 +102,7 @@ func orDash(s string) string {
 func cleanCommand() *cobra.Command {
 	var (
 		flags     *storeFlags
+		output    *outputFlag
 		olderThan string
 		keep      int
 		dryRun    bool
@@ -116,6 +117,9 @@ age. Running and paused sessions are never deleted.`,
   pipeline clean --older-than 30d --keep 1 --dry-run`,
 		Args: cobra.NoArgs,
 	}, func(cmd *cobra.Command, _ []string) error {
+		if err := output.check(); err != nil {
+			return err
+		}
 		age, err := spec.ParseDuration(olderThan)
 		if err != nil || age == 0 {
 			return usagef("--older-than needs a duration such as 7d or 12h")
@@ -130,7 +134,7 @@ age. Running and paused sessions are never deleted.`,
 		}
 		cutoff := time.Now().Add(-time.Duration(age))
 		seen := map[string]int{}
-		removed := 0
+		removed := []string{}
 		for _, s := range list { // newest first
 			seen[s.Key]++
 			finished := s.Status == string(engine.StatusCompleted) || s.Status == string(engine.StatusFailed)
@@ -142,14 +146,16 @@ age. Running and paused sessions are never deleted.`,
 					return err
 				}
 			}
-			removed++
-			verb := "removed"
-			if dryRun {
-				verb = "would remove"
+			removed = append(removed, s.ID)
+			if !output.json() {
+				verb := "removed"
+				if dryRun {
+					verb = "would remove"
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %s (%s, %s)\n", verb, s.ID, s.Status, s.Updated.Local().Format("2006-01-02"))
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s %s (%s, %s)\n", verb, s.ID, s.Status, s.Updated.Local().Format("2006-01-02"))
 		}
-		if removed > 0 && !dryRun {
+		if len(removed) > 0 && !dryRun {
 			if err := st.CompactIndex(); err != nil {
 				return err
 			}
@@ -160,10 +166,17 @@ age. Running and paused sessions are never deleted.`,
 				return err
 			}
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%d session(s) removed\n", removed)
+		if output.json() {
+			return writeJSON(cmd.OutOrStdout(), struct {
+				Removed []string `json:"removed"`
+				DryRun  bool     `json:"dry_run"`
+			}{removed, dryRun})
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%d session(s) removed\n", len(removed))
 		return nil
 	})
 	flags = addStoreFlags(cmd, false)
+	output = addOutputFlag(cmd)
 	cmd.Flags().StringVar(&olderThan, "older-than", "", "age past which finished sessions go: 7d, 12h (required)")
 	cmd.Flags().IntVar(&keep, "keep", 3, "sessions to keep for each pipeline and spec, however old")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say what would be removed, remove nothing")

@@ -540,3 +540,49 @@ func awaitGone(t *testing.T, pid int) {
 		t.Fatalf("process %d is still running", pid)
 	}
 }
+
+// Every session command prints JSON with --output json.
+func TestSessionCommandsPrintJSON(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", "version: 1\nphases:\n  - {name: a, steps: [{run: '[ -f again ] || { : > again; echo \"[CHECKPOINT] halt\"; }'}]}\n  - {name: b, steps: [{run: 'echo done'}]}\n")
+	decode := func(r result, v any) {
+		t.Helper()
+		if err := json.Unmarshal([]byte(r.stdout), v); err != nil {
+			t.Fatalf("not JSON (exit %d): %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
+		}
+	}
+	var s statusJSON
+	r := pipeline(t, dir, "run", "-o", "json")
+	decode(r, &s)
+	if r.code != exitPaused || s.Status != "paused" || s.PauseReason != "checkpoint" || !strings.Contains(r.stderr, "[CHECKPOINT] halt") {
+		t.Fatalf("run -o json: exit %d, %+v, stderr %s", r.code, s, r.stderr)
+	}
+	var answer map[string]string
+	decode(pipeline(t, dir, "pause", "--notes", "n", "-o", "json"), &answer)
+	if answer["session"] != s.ID || answer["result"] != "paused, notes added" {
+		t.Fatalf("pause -o json: %v", answer)
+	}
+	r = pipeline(t, dir, "resume", "-o", "json")
+	decode(r, &s)
+	if r.code != 0 || s.Status != "completed" {
+		t.Fatalf("resume -o json: exit %d, %+v", r.code, s)
+	}
+	var piece map[string]string
+	logs := pipeline(t, dir, "logs", "-o", "json")
+	lines := strings.Split(strings.TrimSpace(logs.stdout), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &piece); err != nil || piece["transcript"] != "b/1-run.log" || piece["text"] != "done\n" {
+		t.Fatalf("logs -o json: %v %q", err, logs.stdout)
+	}
+	decode(pipeline(t, dir, "complete", s.ID, "-o", "json"), &answer)
+	if answer["result"] != "completed" {
+		t.Fatalf("complete -o json: %v", answer)
+	}
+	var cleaned struct {
+		Removed []string `json:"removed"`
+		DryRun  bool     `json:"dry_run"`
+	}
+	decode(pipeline(t, dir, "clean", "--older-than", "1h", "--dry-run", "-o", "json"), &cleaned)
+	if !cleaned.DryRun || cleaned.Removed == nil {
+		t.Fatalf("clean -o json: %+v", cleaned)
+	}
+}
