@@ -3,7 +3,6 @@ package engine_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,6 +20,7 @@ import (
 
 	"pipeline/engine"
 	"pipeline/engine/store"
+	"pipeline/internal/proctest"
 	"pipeline/steps"
 )
 
@@ -165,22 +165,6 @@ phases: [{name: design}]
 	}
 }
 
-// awaitExit blocks until pid has exited (a pidfd becomes readable).
-func awaitExit(t *testing.T, pid int) {
-	t.Helper()
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	if n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 10_000); n != 1 || err != nil {
-		t.Fatalf("process %d outlived its step", pid)
-	}
-}
-
 // A pause that stops a step takes its grandchildren with it.
 func TestRunPauseKillsGrandchildren(t *testing.T) {
 	h := newHarness(t, `version: 1
@@ -202,7 +186,7 @@ phases:
 	if s.Status != engine.StatusPaused || s.Pause.Reason != engine.ReasonInterrupted {
 		t.Fatalf("state %+v", s)
 	}
-	awaitExit(t, pid)
+	proctest.AwaitExit(t, pid)
 	if err := syscall.Kill(pid, 0); err == nil {
 		// A zombie is gone in every way that matters, but say so.
 		t.Logf("process %d exited and waits to be reaped", pid)

@@ -2,14 +2,13 @@ package steps
 
 import (
 	"bufio"
-	"errors"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"pipeline/internal/proctest"
 )
 
 func start(t *testing.T, script string) (*Process, *bufio.Reader) {
@@ -31,25 +30,6 @@ func readLine(t *testing.T, r *bufio.Reader) string {
 		t.Fatalf("reading the child's output: %v", err)
 	}
 	return strings.TrimSpace(line)
-}
-
-// awaitExit blocks until pid has exited, through a pidfd: an event, not a
-// polling loop. It fails after a generous limit rather than hang.
-func awaitExit(t *testing.T, pid int) {
-	t.Helper()
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return // already gone
-	}
-	if err != nil {
-		t.Fatalf("pidfd_open(%d): %v", pid, err)
-	}
-	defer unix.Close(fd)
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	n, err := unix.Poll(fds, 10_000)
-	if err != nil || n != 1 {
-		t.Fatalf("process %d still runs (poll %d, %v)", pid, n, err)
-	}
 }
 
 func TestStopKillsAChildThatIgnoresSIGINT(t *testing.T) {
@@ -81,7 +61,7 @@ func TestStopKillsGrandchildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Stop(100 * time.Millisecond)
-	awaitExit(t, grandchild)
+	proctest.AwaitExit(t, grandchild)
 }
 
 func TestGrandchildrenDieWithTheirStep(t *testing.T) {
@@ -94,7 +74,7 @@ func TestGrandchildrenDieWithTheirStep(t *testing.T) {
 	if code, err := p.Wait(); code != 0 || err != nil {
 		t.Fatalf("exit %d, %v", code, err)
 	}
-	awaitExit(t, grandchild)
+	proctest.AwaitExit(t, grandchild)
 }
 
 func TestExitCodes(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -16,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"pipeline/internal/proctest"
 )
 
 // started is a pipeline running in the background.
@@ -522,23 +521,7 @@ phases:
 	if r.code != 0 || !strings.Contains(r.stderr, "stopped what the last runner's step left running") {
 		t.Fatalf("resume: exit %d, %s", r.code, r.stderr)
 	}
-	awaitGone(t, pid)
-}
-
-// awaitGone waits, through a pidfd, for pid to exit.
-func awaitGone(t *testing.T, pid int) {
-	t.Helper()
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	if n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 10_000); n != 1 || err != nil {
-		t.Fatalf("process %d is still running", pid)
-	}
+	proctest.AwaitExit(t, pid)
 }
 
 // Every session command prints JSON with --output json.
