@@ -40,16 +40,8 @@ type claudeCapture struct {
 
 // claudeCLI is the real claude program installed by make test.
 func claudeCLI(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("PIPELINE_AGENT_CLIS")
-	if dir == "" {
-		t.Fatal("PIPELINE_AGENT_CLIS is not set: run make test: it installs the agent CLIs")
-	}
-	bin := filepath.Join(dir, "claude")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("no claude CLI in PIPELINE_AGENT_CLIS (%v): run make test: it installs the agent CLIs", err)
-	}
-	return bin
+	path, _ := mockapi.AgentCLI(t, "claude")
+	return path
 }
 
 // claudeEnv is the environment of a claude run against the mock: its own

@@ -31,16 +31,8 @@ var captureCodex = flag.Bool("capture-codex", false, "run the real Codex CLI aga
 
 // codexCLI is the real Codex CLI, or a failure that says how to get it.
 func codexCLI(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("PIPELINE_AGENT_CLIS")
-	if dir == "" {
-		t.Fatal("PIPELINE_AGENT_CLIS is not set: run make test: it installs the agent CLIs")
-	}
-	cli := filepath.Join(dir, "codex")
-	if _, err := os.Stat(cli); err != nil {
-		t.Fatalf("no Codex CLI at %s (%v): run make test: it installs the agent CLIs", cli, err)
-	}
-	return cli
+	path, _ := mockapi.AgentCLI(t, "codex")
+	return path
 }
 
 var codexTestdata = filepath.Join("testdata", "codex")

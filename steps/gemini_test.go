@@ -556,14 +556,6 @@ func (w *geminiWatch) Write(p []byte) (int, error) {
 
 // geminiCLI is the real Gemini CLI, or a failure that says how to get it.
 func geminiCLI(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("PIPELINE_AGENT_CLIS")
-	if dir == "" {
-		t.Fatal("PIPELINE_AGENT_CLIS is not set: run make test: it installs the agent CLIs")
-	}
-	cli := filepath.Join(dir, "gemini")
-	if _, err := os.Stat(cli); err != nil {
-		t.Fatalf("no Gemini CLI at %s (%v): run make test: it installs the agent CLIs", cli, err)
-	}
-	return cli
+	path, _ := mockapi.AgentCLI(t, "gemini")
+	return path
 }

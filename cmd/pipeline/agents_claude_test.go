@@ -31,13 +31,7 @@ type claudeRun struct {
 
 func newClaudeRun(t *testing.T, phasesYAML string) *claudeRun {
 	t.Helper()
-	clis := os.Getenv("PIPELINE_AGENT_CLIS")
-	if clis == "" {
-		t.Fatal("PIPELINE_AGENT_CLIS is not set: run make test: it installs the agent CLIs")
-	}
-	if _, err := os.Stat(filepath.Join(clis, "claude")); err != nil {
-		t.Fatalf("no claude in PIPELINE_AGENT_CLIS (%v): run make test: it installs the agent CLIs", err)
-	}
+	_, clis := mockapi.AgentCLI(t, "claude")
 	mock := mockapi.NewAnthropic()
 	t.Cleanup(mock.Close)
 	r := &claudeRun{dir: t.TempDir(), home: t.TempDir(), mock: mock}

@@ -21,13 +21,7 @@ import (
 // CODEX_HOME), with the CLIs' folder first on PATH.
 func codexProject(t *testing.T) (*mockapi.OpenAI, string) {
 	t.Helper()
-	clis := os.Getenv("PIPELINE_AGENT_CLIS")
-	if clis == "" {
-		t.Fatal("PIPELINE_AGENT_CLIS is not set: run make test: it installs the agent CLIs")
-	}
-	if _, err := os.Stat(filepath.Join(clis, "codex")); err != nil {
-		t.Fatalf("no Codex CLI in %s (%v): run make test: it installs the agent CLIs", clis, err)
-	}
+	_, clis := mockapi.AgentCLI(t, "codex")
 	mock := mockapi.NewOpenAI()
 	t.Cleanup(mock.Close)
 	home, codexHome := t.TempDir(), t.TempDir()

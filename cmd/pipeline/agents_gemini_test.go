@@ -23,13 +23,7 @@ import (
 // failed request); it returns the mock and the project folder.
 func geminiSetup(t *testing.T) (*mockapi.Gemini, string) {
 	t.Helper()
-	clis := os.Getenv("PIPELINE_AGENT_CLIS")
-	if clis == "" {
-		t.Fatal("PIPELINE_AGENT_CLIS is not set: run make test: it installs the agent CLIs")
-	}
-	if _, err := os.Stat(filepath.Join(clis, "gemini")); err != nil {
-		t.Fatalf("no Gemini CLI in PIPELINE_AGENT_CLIS (%v): run make test: it installs the agent CLIs", err)
-	}
+	_, clis := mockapi.AgentCLI(t, "gemini")
 	mock := mockapi.NewGemini()
 	t.Cleanup(mock.Close)
 	// The project first: TMPDIR changes below.
