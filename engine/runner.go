@@ -253,7 +253,7 @@ func (r *Runner) command(a StartStep, s State, step *spec.StepPlan) (steps.Comma
 		env = append(env, k+"="+agent.Env[k])
 	}
 	req := steps.Request{Kind: agent.Kind, Model: agent.Model, Command: agent.Command, Args: agent.Args,
-		SessionID: a.SessionID, Dir: r.Dir}
+		SessionID: a.SessionID, Dir: r.Dir, Env: env}
 	if recoverer, ok := adapter.(steps.Recoverer); ok && a.Recover {
 		if id, found := recoverer.Recover(agent.Feature, req, env); found {
 			r.View.Say("adopting the %s session %s of feature %s: the session store had none", agent.Kind, id, agent.Feature)

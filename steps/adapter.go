@@ -17,6 +17,9 @@ type Request struct {
 	// new one.
 	SessionID string
 	Dir       string
+	// Env is the whole environment the agent will run with (the agent's
+	// env: included), for adapters that read the CLI's own files.
+	Env []string
 }
 
 // Invocation is how to start the agent for one turn.

@@ -66,9 +66,9 @@ import (
 // Limitations: a turn stopped by a trigger (a checkpoint in its reply)
 // usually ends before Codex prints turn.completed, so its usage is not
 // reported (Codex's own total still counts it, and the next turn's
-// figures stay per turn). The session file is looked for under the CODEX_HOME of
-// pipeline's own environment; an agent env: setting CODEX_HOME is not
-// seen by the adapter, and resumed turns then report the running total.
+// figures stay per turn). The session file is looked for under the
+// CODEX_HOME (or HOME) the turn runs with, an agent's env: included; the
+// context of a new thread's first turn is read under pipeline's own.
 type codexAdapter struct{}
 
 func init() { Register("codex", codexAdapter{}) }
@@ -80,7 +80,11 @@ func (codexAdapter) Invocation(r Request) (Invocation, error) {
 	}
 	args = append(args, r.Args...)
 	if r.SessionID != "" {
-		codexBefore.Store(r.SessionID, codexThreadTotal(r.SessionID))
+		home := codexHome()
+		if r.Env != nil {
+			home = codexHomeIn(r.Env)
+		}
+		codexBefore.Store(r.SessionID, codexResume{total: codexThreadTotal(home, r.SessionID), home: home})
 		args = append(args, "resume", "--", r.SessionID, r.Prompt)
 	} else {
 		args = append(args, "--", r.Prompt)
@@ -220,8 +224,13 @@ func codexFirstPrompt(path string) (id, cwd, prompt string, ok bool) {
 }
 
 // codexBefore holds, by thread id, the thread's running total when its
-// last turn was invoked.
+// last turn was invoked, and the Codex home that turn runs with.
 var codexBefore sync.Map
+
+type codexResume struct {
+	total codexUsage
+	home  string
+}
 
 // codexUsage is Codex's token usage.
 type codexUsage struct {
@@ -242,8 +251,10 @@ type codexParser struct {
 	// before is the thread's running total before the turn.
 	before    codexUsage
 	lastError string
-	// rollout finds the thread's session file; nil uses codexRollout.
+	// rollout finds the thread's session file; nil looks under home (or
+	// $CODEX_HOME when the turn's home is not known).
 	rollout func(thread string) string
+	home    string
 	// now is the time; nil uses time.Now.
 	now func() time.Time
 }
@@ -277,7 +288,7 @@ func (p *codexParser) Line(line []byte) []Event {
 	case "thread.started":
 		p.thread = l.ThreadID
 		if before, ok := codexBefore.Load(l.ThreadID); ok {
-			p.before = before.(codexUsage)
+			p.before, p.home = before.(codexResume).total, before.(codexResume).home
 		}
 		return []Event{{Kind: EventSession, SessionID: l.ThreadID}}
 	case "item.completed":
@@ -355,7 +366,11 @@ var codexTryAgain = regexp.MustCompile(`(?i:try again at) (?:([A-Z][a-z]{2}) (\d
 func (p *codexParser) lastRequest(total codexUsage) (codexUsage, bool) {
 	find := p.rollout
 	if find == nil {
-		find = codexRollout
+		home := p.home
+		if home == "" {
+			home = codexHome()
+		}
+		find = func(thread string) string { return codexRolloutIn(home, thread) }
 	}
 	path := find(p.thread)
 	if path == "" {
@@ -387,9 +402,11 @@ func codexHome() string {
 	return filepath.Join(home, ".codex")
 }
 
-// codexRollout finds the session file of a thread, or "".
-func codexRollout(thread string) string {
-	home := codexHome()
+// codexRollout finds the session file of a thread under $CODEX_HOME, or "".
+func codexRollout(thread string) string { return codexRolloutIn(codexHome(), thread) }
+
+// codexRolloutIn finds the session file of a thread under home, or "".
+func codexRolloutIn(home, thread string) string {
 	if home == "" || thread == "" || strings.ContainsAny(thread, `/\*?[]`) {
 		return ""
 	}
@@ -402,8 +419,8 @@ func codexRollout(thread string) string {
 
 // codexThreadTotal is the running total of a thread's usage so far, from
 // its session file; zero when there is none.
-func codexThreadTotal(thread string) codexUsage {
-	path := codexRollout(thread)
+func codexThreadTotal(home, thread string) codexUsage {
+	path := codexRolloutIn(home, thread)
 	if path == "" {
 		return codexUsage{}
 	}

@@ -384,3 +384,25 @@ phases:
 		t.Errorf("status %+v", s)
 	}
 }
+
+// CODEX_HOME given in the agent's env (not pipeline's): the resumed turn's
+// tokens are still the turn's own, not the thread's running total.
+func TestCodexHomeFromAgentEnv(t *testing.T) {
+	mock, dir := codexProject(t)
+	agentHome := os.Getenv("CODEX_HOME")
+	t.Setenv("CODEX_HOME", t.TempDir()) // pipeline's own: empty, wrong
+	write(t, dir, "phases.yaml", `version: 1
+agent: {kind: codex, model: gpt-5.5, feature: f, env: {CODEX_HOME: `+agentHome+`}}
+phases:
+  - {name: design, prompt: Design the widget.}
+  - {name: build, prompt: Build the widget.}
+`)
+	if r := pipeline(t, dir, "run"); r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	turns := mock.Turns()
+	s := codexStatus(t, dir)
+	if len(turns) != 2 || s.Status != "completed" || s.Phases[1].Tokens != codexTokens(turns[1]) {
+		t.Fatalf("%d turns; build counted %d tokens, want its turn's %d", len(turns), s.Phases[1].Tokens, codexTokens(turns[1]))
+	}
+}
