@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -52,52 +48,12 @@ func newClaudeRun(t *testing.T, phasesYAML string) *claudeRun {
 // environment.
 func (r *claudeRun) pipeline(t *testing.T, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Dir, cmd.Env = r.dir, r.env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) {
-		code = exitErr.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{stdout.String(), stderr.String(), code}
+	return pipelineEnv(t, r.dir, r.env, args...)
 }
 
-type claudeStatus struct {
-	Status      string  `json:"status"`
-	PauseReason string  `json:"pause_reason"`
-	PauseNote   string  `json:"pause_note"`
-	Tokens      int     `json:"tokens"`
-	CostUSD     float64 `json:"cost_usd"`
-	Phases      []struct {
-		Name          string  `json:"name"`
-		Status        string  `json:"status"`
-		Attempts      int     `json:"attempts"`
-		Tokens        int     `json:"tokens"`
-		CostUSD       float64 `json:"cost_usd"`
-		ExitCodes     []int   `json:"exit_codes"`
-		Retries       int     `json:"retries"`
-		Restarts      int     `json:"restarts"`
-		NativeSession string  `json:"native_session"`
-		Fired         []struct {
-			Reason string         `json:"reason"`
-			Values map[string]any `json:"values"`
-		} `json:"triggers_fired"`
-	} `json:"phases"`
-}
-
-func (r *claudeRun) status(t *testing.T) claudeStatus {
+func (r *claudeRun) status(t *testing.T) statusJSON {
 	t.Helper()
-	res := r.pipeline(t, "status", "-o", "json")
-	var s claudeStatus
-	if err := json.Unmarshal([]byte(res.stdout), &s); err != nil {
-		t.Fatalf("status: exit %d, %v: %s %s", res.code, err, res.stdout, res.stderr)
-	}
-	return s
+	return decodeStatus(t, r.pipeline(t, "status", "-o", "json"))
 }
 
 // run runs the pipeline and wants the exit code.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,37 +30,6 @@ func codexProject(t *testing.T) (*mockapi.OpenAI, string) {
 	t.Setenv("MOCK_API_KEY", "mock-key")
 	t.Setenv("PATH", clis+string(os.PathListSeparator)+os.Getenv("PATH"))
 	return mock, t.TempDir()
-}
-
-type codexStatusJSON struct {
-	Status      string `json:"status"`
-	Phase       string `json:"phase"`
-	PauseReason string `json:"pause_reason"`
-	PauseNote   string `json:"pause_note"`
-	Tokens      int    `json:"tokens"`
-	Phases      []struct {
-		Name          string `json:"name"`
-		Status        string `json:"status"`
-		Attempts      int    `json:"attempts"`
-		Tokens        int    `json:"tokens"`
-		Retries       int    `json:"retries"`
-		Restarts      int    `json:"restarts"`
-		NativeSession string `json:"native_session"`
-		Fired         []struct {
-			Reason string         `json:"reason"`
-			Values map[string]any `json:"values"`
-		} `json:"triggers_fired"`
-	} `json:"phases"`
-}
-
-func codexStatus(t *testing.T, dir string) codexStatusJSON {
-	t.Helper()
-	r := pipeline(t, dir, "status", "-o", "json")
-	var s codexStatusJSON
-	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
-		t.Fatalf("status: exit %d, %v: %s %s", r.code, err, r.stdout, r.stderr)
-	}
-	return s
 }
 
 // codexTokens is what the mock reported for a turn, as pipeline counts it.
@@ -121,7 +89,7 @@ phases:
 	if !strings.HasPrefix(turns[1].LastUserText(), "Build the widget.") {
 		t.Errorf("build's prompt %q", turns[1].LastUserText())
 	}
-	s := codexStatus(t, dir)
+	s := status(t, dir)
 	if s.Status != "completed" || len(s.Phases) != 2 {
 		t.Fatalf("status %+v", s)
 	}
@@ -175,7 +143,7 @@ phases:
 		t.Errorf("after the restart: status %d, thread %q (design's %q); want a fresh thread:\n%s",
 			fresh.Status, fresh.Header.Get("Thread-Id"), design, fresh.Body)
 	}
-	s := codexStatus(t, dir)
+	s := status(t, dir)
 	build := s.Phases[1]
 	if s.Status != "completed" || build.Attempts != 4 || build.Restarts != 1 || build.Retries != 3 {
 		t.Errorf("status %s, build: %d attempts, %d restarts, %d retries; want completed, 4, 1, 3", s.Status, build.Attempts, build.Restarts, build.Retries)
@@ -211,7 +179,7 @@ phases:
 	if turns[1].Header.Get("Thread-Id") == turns[0].Header.Get("Thread-Id") || !codexFresh(turns[1]) {
 		t.Errorf("build resumed design's thread %q after the context restart", turns[0].Header.Get("Thread-Id"))
 	}
-	s := codexStatus(t, dir)
+	s := status(t, dir)
 	design := s.Phases[0]
 	if design.Restarts != 1 || len(design.Fired) != 1 || design.Fired[0].Reason != "context" ||
 		design.Fired[0].Values["context_tokens"] != float64(mockapi.OpenAIHugeInputTokens) {
@@ -238,7 +206,7 @@ phases:
 	if r.code != exitPaused {
 		t.Fatalf("run: exit %d, want %d: %s", r.code, exitPaused, r.stderr)
 	}
-	s := codexStatus(t, dir)
+	s := status(t, dir)
 	if s.Status != "paused" || s.PauseReason != "checkpoint" || s.PauseNote != "ready for review" || s.Phase != "design" {
 		t.Errorf("status %+v", s)
 	}
@@ -286,7 +254,7 @@ phases:
 	}
 	// The checkpoint stops the first turn as its text arrives; Codex,
 	// interrupted, usually never prints that turn's usage.
-	s := codexStatus(t, dir)
+	s := status(t, dir)
 	design := s.Phases[0]
 	if s.Status != "completed" || design.NativeSession != fresh ||
 		design.Tokens != codexTokens(turns[1]) && design.Tokens != codexTokens(turns[0])+codexTokens(turns[1]) {
@@ -318,7 +286,7 @@ phases:
 	if r := pipeline(t, dir, "run"); r.code != exitPaused {
 		t.Fatalf("run: exit %d, want %d: %s", r.code, exitPaused, r.stderr)
 	}
-	if s := codexStatus(t, dir); s.PauseReason != "rate-limit" || !strings.Contains(s.PauseNote, "429") {
+	if s := status(t, dir); s.PauseReason != "rate-limit" || !strings.Contains(s.PauseNote, "429") {
 		t.Errorf("status %+v, want paused for the rate limit", s)
 	}
 	if n := len(mock.Turns()); n != 1 {
@@ -354,7 +322,7 @@ phases:
 		t.Errorf("the new session did not resume the feature's thread %q: %q, %d replies re-sent",
 			thread, turns[1].Header.Get("Thread-Id"), codexAssistantMessages(turns[1]))
 	}
-	if s := codexStatus(t, dir); s.Status != "completed" || s.Phases[0].NativeSession != thread || s.Phases[0].Tokens != codexTokens(turns[1]) {
+	if s := status(t, dir); s.Status != "completed" || s.Phases[0].NativeSession != thread || s.Phases[0].Tokens != codexTokens(turns[1]) {
 		t.Errorf("status %+v, want completed in thread %s with %d tokens", s, thread, codexTokens(turns[1]))
 	}
 }
@@ -380,7 +348,7 @@ phases:
 	if took := time.Since(start); took < slow {
 		t.Errorf("paused after %v, before the reply ended (%v): Codex streams text now; revisit the adapter", took, slow)
 	}
-	if s := codexStatus(t, dir); s.PauseReason != "checkpoint" || s.PauseNote != "mid-turn note" {
+	if s := status(t, dir); s.PauseReason != "checkpoint" || s.PauseNote != "mid-turn note" {
 		t.Errorf("status %+v", s)
 	}
 }
@@ -401,7 +369,7 @@ phases:
 		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
 	}
 	turns := mock.Turns()
-	s := codexStatus(t, dir)
+	s := status(t, dir)
 	if len(turns) != 2 || s.Status != "completed" || s.Phases[1].Tokens != codexTokens(turns[1]) {
 		t.Fatalf("%d turns; build counted %d tokens, want its turn's %d", len(turns), s.Phases[1].Tokens, codexTokens(turns[1]))
 	}

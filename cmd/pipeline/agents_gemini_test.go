@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,35 +36,6 @@ func geminiSetup(t *testing.T) (*mockapi.Gemini, string) {
 	}
 	t.Setenv("PATH", clis+string(os.PathListSeparator)+os.Getenv("PATH"))
 	return mock, dir
-}
-
-type geminiStatus struct {
-	Status      string `json:"status"`
-	PauseReason string `json:"pause_reason"`
-	PauseNote   string `json:"pause_note"`
-	Tokens      int    `json:"tokens"`
-	Phases      []struct {
-		Name          string `json:"name"`
-		Status        string `json:"status"`
-		Attempts      int    `json:"attempts"`
-		Tokens        int    `json:"tokens"`
-		ExitCodes     []int  `json:"exit_codes"`
-		Restarts      int    `json:"restarts"`
-		NativeSession string `json:"native_session"`
-		Fired         []struct {
-			Reason string `json:"reason"`
-		} `json:"triggers_fired"`
-	} `json:"phases"`
-}
-
-func geminiStatusOf(t *testing.T, dir string) geminiStatus {
-	t.Helper()
-	r := pipeline(t, dir, "status", "-o", "json")
-	var s geminiStatus
-	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
-		t.Fatalf("status: exit %d, %v: %s %s", r.code, err, r.stdout, r.stderr)
-	}
-	return s
 }
 
 // fresh reports whether a turn started a session: its conversation is the
@@ -113,7 +83,7 @@ phases:
 		!strings.HasPrefix(turns[1].LastUserText(), "Build the greeting.") {
 		t.Errorf("the second phase did not resume the first's session: %+v", turns[1].Contents)
 	}
-	s := geminiStatusOf(t, dir)
+	s := status(t, dir)
 	if s.Status != "completed" || s.Tokens != 2*(1000+25) {
 		t.Errorf("status %s, tokens %d; want completed, %d", s.Status, s.Tokens, 2*(1000+25))
 	}
@@ -158,7 +128,7 @@ phases:
 	if last := turns[4]; !geminiFresh(last) || last.HasMessage("model", "done: [Feature: f]") {
 		t.Errorf("the attempt after the restart did not start afresh: %+v", last.Contents)
 	}
-	s := geminiStatusOf(t, dir)
+	s := status(t, dir)
 	build := s.Phases[1]
 	if s.Status != "completed" || build.Attempts != 4 || build.Restarts != 1 || !slices.Equal(build.ExitCodes[:3], []int{244, 244, 244}) ||
 		build.NativeSession == "" || build.NativeSession == s.Phases[0].NativeSession {
@@ -188,7 +158,7 @@ phases:
 	if len(turns) != 2 || !geminiFresh(turns[1]) {
 		t.Fatalf("the build phase did not start afresh: %d turns, %+v", len(turns), turns[len(turns)-1].Contents)
 	}
-	s := geminiStatusOf(t, dir)
+	s := status(t, dir)
 	design := s.Phases[0]
 	if design.Restarts != 1 || len(design.Fired) == 0 || design.Fired[0].Reason != "context" {
 		t.Errorf("design %+v", design)
@@ -219,7 +189,7 @@ phases:
 	if took := time.Since(start); took > 25*time.Second {
 		t.Errorf("the run took %s: the turn was not stopped at the checkpoint", took)
 	}
-	s := geminiStatusOf(t, dir)
+	s := status(t, dir)
 	if s.Status != "paused" || s.PauseReason != "checkpoint" || s.PauseNote != "mid-turn note" {
 		t.Errorf("status %s, reason %q, note %q", s.Status, s.PauseReason, s.PauseNote)
 	}
@@ -253,7 +223,7 @@ phases:
 	if len(turns) != 2 || !geminiFresh(turns[1]) {
 		t.Fatalf("%d turns; the last did not start afresh: %+v", len(turns), turns[len(turns)-1].Contents)
 	}
-	after := geminiStatusOf(t, dir)
+	after := status(t, dir)
 	var reasons []string
 	for _, f := range after.Phases[0].Fired {
 		reasons = append(reasons, f.Reason)
@@ -280,7 +250,7 @@ phases:
 	if r := pipeline(t, dir, "run"); r.code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	first := geminiStatusOf(t, dir).Phases[0].NativeSession
+	first := status(t, dir).Phases[0].NativeSession
 	// The session store is lost.
 	if err := os.RemoveAll(filepath.Join(dir, ".pipeline")); err != nil {
 		t.Fatal(err)
@@ -299,7 +269,7 @@ phases:
 	if requests := mock.Requests(); len(requests) != len(turns) {
 		t.Errorf("%d requests besides the turns: %+v", len(requests)-len(turns), requests)
 	}
-	if s := geminiStatusOf(t, dir); s.Phases[0].NativeSession != first {
+	if s := status(t, dir); s.Phases[0].NativeSession != first {
 		t.Errorf("native session %s, want %s", s.Phases[0].NativeSession, first)
 	}
 }

@@ -47,8 +47,15 @@ type result struct {
 // pipeline runs the built command in dir.
 func pipeline(t *testing.T, dir string, args ...string) result {
 	t.Helper()
+	return pipelineEnv(t, dir, nil, args...)
+}
+
+// pipelineEnv runs the built command in dir with env (nil: this
+// process's).
+func pipelineEnv(t *testing.T, dir string, env []string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
-	cmd.Dir = dir
+	cmd.Dir, cmd.Env = dir, env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -60,6 +67,49 @@ func pipeline(t *testing.T, dir string, args ...string) result {
 		t.Fatal(err)
 	}
 	return result{stdout.String(), stderr.String(), code}
+}
+
+// statusJSON is what the tests read of status -o json.
+type statusJSON struct {
+	ID          string  `json:"id"`
+	Status      string  `json:"status"`
+	Phase       string  `json:"phase"`
+	PauseReason string  `json:"pause_reason"`
+	PauseNote   string  `json:"pause_note"`
+	Tokens      int     `json:"tokens"`
+	CostUSD     float64 `json:"cost_usd"`
+	Phases      []struct {
+		Name          string   `json:"name"`
+		Status        string   `json:"status"`
+		Attempts      int      `json:"attempts"`
+		Tokens        int      `json:"tokens"`
+		CostUSD       float64  `json:"cost_usd"`
+		ExitCodes     []int    `json:"exit_codes"`
+		Retries       int      `json:"retries"`
+		Restarts      int      `json:"restarts"`
+		Human         int      `json:"human_interventions"`
+		Notes         []string `json:"notes"`
+		NativeSession string   `json:"native_session"`
+		Fired         []struct {
+			Reason string         `json:"reason"`
+			Values map[string]any `json:"values"`
+		} `json:"triggers_fired"`
+	} `json:"phases"`
+}
+
+// status runs status -o json in dir.
+func status(t *testing.T, dir string, args ...string) statusJSON {
+	t.Helper()
+	return decodeStatus(t, pipeline(t, dir, append([]string{"status", "-o", "json"}, args...)...))
+}
+
+func decodeStatus(t *testing.T, r result) statusJSON {
+	t.Helper()
+	var s statusJSON
+	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
+		t.Fatalf("status: exit %d, %v: %s %s", r.code, err, r.stdout, r.stderr)
+	}
+	return s
 }
 
 const repoRoot = "../.."

@@ -82,32 +82,6 @@ func (s *started) exit(t *testing.T) int {
 	return 0
 }
 
-type statusJSON struct {
-	ID          string `json:"id"`
-	Status      string `json:"status"`
-	Phase       string `json:"phase"`
-	PauseReason string `json:"pause_reason"`
-	PauseNote   string `json:"pause_note"`
-	Tokens      int    `json:"tokens"`
-	Phases      []struct {
-		Name     string   `json:"name"`
-		Status   string   `json:"status"`
-		Attempts int      `json:"attempts"`
-		Human    int      `json:"human_interventions"`
-		Notes    []string `json:"notes"`
-	} `json:"phases"`
-}
-
-func status(t *testing.T, dir string, args ...string) statusJSON {
-	t.Helper()
-	r := pipeline(t, dir, append([]string{"status", "-o", "json"}, args...)...)
-	var s statusJSON
-	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
-		t.Fatalf("status: exit %d, %v: %s %s", r.code, err, r.stdout, r.stderr)
-	}
-	return s
-}
-
 // The quickstart's shape: a checkpoint pauses; resume with notes gives the
 // agent its resume context and the session completes.
 func TestPauseResumeWithNotesAndContext(t *testing.T) {
