@@ -240,10 +240,7 @@ phases:
 		t.Errorf("status %s, pause %q %q", s.Status, s.PauseReason, s.PauseNote)
 	}
 	// The CLI went away mid-stream when the step was stopped.
-	deadline := time.Now().Add(5 * time.Second)
-	for r.mock.Disconnected() == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	r.mock.AwaitDisconnected(1, 5*time.Second)
 	if r.mock.Disconnected() != 1 {
 		t.Errorf("the slow reply was not cut short (%d disconnects)", r.mock.Disconnected())
 	}

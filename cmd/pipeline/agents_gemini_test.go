@@ -198,10 +198,7 @@ phases:
 	if s.Phases[0].NativeSession == "" {
 		t.Errorf("no native session recorded: %+v", s.Phases[0])
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for mock.Disconnected() != 1 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	mock.AwaitDisconnected(1, 5*time.Second)
 	if n := mock.Disconnected(); n != 1 {
 		t.Errorf("the CLI left %d slow replies before their end, want 1", n)
 	}

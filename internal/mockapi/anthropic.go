@@ -62,7 +62,7 @@ type Anthropic struct {
 	retryAfter                int
 	slowFor, slowTick         time.Duration
 	counter                   int
-	disconnected              int
+	disconnects               disconnects
 }
 
 // AnthropicRequest is one request the mock received.
@@ -217,9 +217,13 @@ func (a *Anthropic) SetSlow(total, tick time.Duration) {
 // Disconnected reports how many slow replies ended because the client
 // went away before the end.
 func (a *Anthropic) Disconnected() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.disconnected
+	return a.disconnects.count()
+}
+
+// AwaitDisconnected waits until the client has gone away from n slow
+// replies, or timeout passed; it reports whether it did.
+func (a *Anthropic) AwaitDisconnected(n int, timeout time.Duration) bool {
+	return a.disconnects.await(n, timeout)
 }
 
 func (a *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
@@ -374,9 +378,7 @@ func (a *Anthropic) answer(w http.ResponseWriter, r *http.Request, req Anthropic
 	send("ping", map[string]any{"type": "ping"})
 	if strings.Contains(prompt, AnthropicSlowMarker) {
 		if !a.slow(r, delta, slowFor, slowTick) {
-			a.mu.Lock()
-			a.disconnected++
-			a.mu.Unlock()
+			a.disconnects.add()
 			return http.StatusOK
 		}
 	}

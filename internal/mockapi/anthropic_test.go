@@ -167,7 +167,6 @@ func TestClaudeMockSlowCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	reader := bufio.NewReader(resp.Body)
-	start := time.Now()
 	for {
 		line, err := reader.ReadString('\n')
 		if err != nil {
@@ -182,10 +181,7 @@ func TestClaudeMockSlowCheckpoint(t *testing.T) {
 	}
 	cancel()
 	resp.Body.Close()
-	for a.Disconnected() == 0 && time.Since(start) < 5*time.Second {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if a.Disconnected() != 1 {
+	if !a.AwaitDisconnected(1, 5*time.Second) || a.Disconnected() != 1 {
 		t.Error("the slow reply did not notice the client leave")
 	}
 }

@@ -87,7 +87,7 @@ type Gemini struct {
 	failNext, failStatus     int
 	failText                 string
 	slowFor, slowTick        time.Duration
-	disconnected             int
+	disconnects              disconnects
 }
 
 // GeminiRequest is one request the mock received.
@@ -237,9 +237,13 @@ func (g *Gemini) SetSlow(total, tick time.Duration) {
 // Disconnected counts the slow replies the client went away from before
 // their end.
 func (g *Gemini) Disconnected() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.disconnected
+	return g.disconnects.count()
+}
+
+// AwaitDisconnected waits until the client has gone away from n slow
+// replies, or timeout passed; it reports whether it did.
+func (g *Gemini) AwaitDisconnected(n int, timeout time.Duration) bool {
+	return g.disconnects.await(n, timeout)
 }
 
 type geminiBody struct {
@@ -358,9 +362,7 @@ func (g *Gemini) answer(w http.ResponseWriter, r *http.Request, req GeminiReques
 	}
 	if strings.Contains(req.LastUserText(), GeminiSlowCheckpointMarker) {
 		if !g.slow(r, chunk, req.Model, slowFor, slowTick) {
-			g.mu.Lock()
-			g.disconnected++
-			g.mu.Unlock()
+			g.disconnects.add()
 			return http.StatusOK
 		}
 	}
