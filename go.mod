@@ -1,4 +1,4 @@
-module pipeline
+module github.com/pipeline-dev/pipeline
 
 go 1.26.8
 

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"pipeline/engine/spec"
-	"pipeline/triggers"
+	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/triggers"
 )
 
 // Decide is the heart of the engine: given the plan, the session's state

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"pipeline/engine"
-	"pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/spec"
 )
 
 // planOf loads an inline phases.yaml.

@@ -5,9 +5,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"pipeline/engine/spec"
-	"pipeline/engine/store"
-	"pipeline/steps"
+	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/steps"
 )
 
 // ResumeBudget is the default size of the resume context, in tokens.

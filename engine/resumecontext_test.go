@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"pipeline/steps"
+	"github.com/pipeline-dev/pipeline/steps"
 )
 
 // rctxWords is the deterministic counter of these tests: one token per

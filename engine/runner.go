@@ -13,9 +13,9 @@ import (
 	"sync"
 	"time"
 
-	"pipeline/engine/spec"
-	"pipeline/steps"
-	"pipeline/triggers"
+	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/steps"
+	"github.com/pipeline-dev/pipeline/triggers"
 )
 
 // Recorder keeps what a run produces: the transcript of every step and

@@ -18,10 +18,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"pipeline/engine"
-	"pipeline/engine/store"
-	"pipeline/internal/proctest"
-	"pipeline/steps"
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/internal/proctest"
+	"github.com/pipeline-dev/pipeline/steps"
 )
 
 // testView records what a run shows and hands each line of output to the

@@ -9,8 +9,8 @@ import (
 	"reflect"
 	"time"
 
-	"pipeline/engine/spec"
-	"pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/store"
 )
 
 // eventTypes maps the type names written in events.jsonl to the events.

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"pipeline/engine"
-	"pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/store"
 )
 
 const loopPlan = `version: 1

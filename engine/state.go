@@ -7,7 +7,7 @@ package engine
 import (
 	"time"
 
-	"pipeline/triggers"
+	"github.com/pipeline-dev/pipeline/triggers"
 )
 
 // Status is where a session stands.

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/spec"
 )
 
 // View shows a run as it goes. Output is the hot path: it gets every chunk

@@ -10,7 +10,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"pipeline/schemas"
+	"github.com/pipeline-dev/pipeline/schemas"
 )
 
 func compile(t *testing.T, name string, schema []byte) *jsonschema.Schema {

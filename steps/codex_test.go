@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"pipeline/internal/mockapi"
+	"github.com/pipeline-dev/pipeline/internal/mockapi"
 )
 
 // captureCodex rewrites testdata/codex from the real Codex CLI:

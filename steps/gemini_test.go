@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"pipeline/internal/mockapi"
+	"github.com/pipeline-dev/pipeline/internal/mockapi"
 )
 
 // The parser tests read output captured from the real Gemini CLI against

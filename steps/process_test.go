@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"pipeline/internal/proctest"
+	"github.com/pipeline-dev/pipeline/internal/proctest"
 )
 
 func start(t *testing.T, script string) (*Process, *bufio.Reader) {

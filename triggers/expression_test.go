@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"pipeline/triggers"
+	"github.com/pipeline-dev/pipeline/triggers"
 )
 
 func TestCompileErrors(t *testing.T) {

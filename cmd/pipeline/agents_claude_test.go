@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"pipeline/internal/mockapi"
+	"github.com/pipeline-dev/pipeline/internal/mockapi"
 )
 
 // The claude adapter end to end: the built pipeline runs the real Claude

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"pipeline/internal/mockapi"
+	"github.com/pipeline-dev/pipeline/internal/mockapi"
 )
 
 // The codex adapter end to end: the built pipeline runs the real Codex CLI

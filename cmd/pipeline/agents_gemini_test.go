@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"pipeline/internal/mockapi"
+	"github.com/pipeline-dev/pipeline/internal/mockapi"
 )
 
 // The gemini adapter end to end: the built pipeline runs the real Gemini

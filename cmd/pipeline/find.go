@@ -6,9 +6,9 @@ import (
 	"os"
 	"time"
 
-	"pipeline/engine"
-	"pipeline/engine/spec"
-	"pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/store"
 )
 
 // found is a session with its store and the plan it runs.

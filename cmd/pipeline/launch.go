@@ -12,10 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"pipeline/engine"
-	"pipeline/engine/spec"
-	"pipeline/engine/store"
-	"pipeline/steps"
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/steps"
 )
 
 // storeFlags are the flags every session command shares.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/spec"
 )
 
 // Exit codes are documented in README.md and stable.

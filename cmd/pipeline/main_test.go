@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"pipeline/schemas"
+	"github.com/pipeline-dev/pipeline/schemas"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

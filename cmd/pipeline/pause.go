@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine"
 )
 
 func pauseCommand() *cobra.Command {

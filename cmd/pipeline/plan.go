@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/spec"
 )
 
 func planCommand() *cobra.Command {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"pipeline/engine"
-	"pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/spec"
 )
 
 func pid() int { return os.Getpid() }

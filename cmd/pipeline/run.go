@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"pipeline/engine"
-	"pipeline/engine/spec"
-	"pipeline/steps"
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/steps"
 )
 
 func runCommand() *cobra.Command {

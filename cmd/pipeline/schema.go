@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"pipeline/schemas"
+	"github.com/pipeline-dev/pipeline/schemas"
 )
 
 func schemaCommand() *cobra.Command {

@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"pipeline/engine"
-	"pipeline/engine/spec"
-	"pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/store"
 )
 
 func sessionsCommand() *cobra.Command {

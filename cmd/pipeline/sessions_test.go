@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"pipeline/internal/proctest"
+	"github.com/pipeline-dev/pipeline/internal/proctest"
 )
 
 // started is a pipeline running in the background.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine"
 )
 
 // statusReport is what status prints; its JSON is stable.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/spec"
 )
 
 // validation is the outcome for one file, as --output json prints it.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/spec"
 )
 
 // hundredPhases is a phases.yaml of 100 phases, each with its own triggers,

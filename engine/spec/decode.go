@@ -14,7 +14,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 
-	"pipeline/triggers"
+	"github.com/pipeline-dev/pipeline/triggers"
 )
 
 // decoder turns a YAML tree into the model's types. It walks the tree itself

@@ -3,7 +3,7 @@ package spec
 import (
 	"time"
 
-	"pipeline/triggers"
+	"github.com/pipeline-dev/pipeline/triggers"
 )
 
 // Duration is a length of time: 90s, 1h30m, 7d. Zero means no limit.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 
-	"pipeline/triggers"
+	"github.com/pipeline-dev/pipeline/triggers"
 )
 
 // Frontmatter is the YAML block at the top of a spec file: LeanSpec's keys

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/spec"
 )
 
 // seedFiles adds every example and starter file matching the globs to the

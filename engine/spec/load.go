@@ -10,7 +10,7 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 
-	"pipeline/triggers"
+	"github.com/pipeline-dev/pipeline/triggers"
 )
 
 // Document is a decoded phases.yaml and where each of its values was written.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/spec"
 )
 
 // malformedProblem is one problem a malformed input must produce. Line and

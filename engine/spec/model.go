@@ -5,7 +5,7 @@
 package spec
 
 import (
-	"pipeline/triggers"
+	"github.com/pipeline-dev/pipeline/triggers"
 )
 
 // Pipeline is one phases.yaml document as written.

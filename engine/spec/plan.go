@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"pipeline/triggers"
+	"github.com/pipeline-dev/pipeline/triggers"
 )
 
 // Layer is where a value of the plan was set.

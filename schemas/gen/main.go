@@ -12,7 +12,7 @@ import (
 
 	"github.com/invopop/jsonschema"
 
-	"pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/spec"
 )
 
 func main() {
