@@ -7,7 +7,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
-	"github.com/pipeline-dev/pipeline/steps"
+	"github.com/pipeline-dev/pipeline/internal/tokens"
 )
 
 // ResumeBudget is the default size of the resume context, in tokens.
@@ -26,7 +26,7 @@ func ResumeContextFor(plan *spec.Plan, x *store.Session, redact func(string) str
 		if budget <= 0 {
 			budget = ResumeBudget
 		}
-		text, err := RenderResumeContext(plan.ResumeTemplate, resumeInput(plan, x, s, a, redact), budget, steps.CountTokens)
+		text, err := RenderResumeContext(plan.ResumeTemplate, resumeInput(plan, x, s, a, redact), budget, tokens.Count)
 		if err != nil {
 			return ""
 		}

@@ -93,7 +93,7 @@ const DefaultResumeTemplate = `[Resume context] You are resuming phase "{{.Phase
 
 // RenderResumeContext renders tmpl (DefaultResumeTemplate when "") with in
 // and keeps the result within budget tokens as counted by count (the
-// caller passes steps.CountTokens; a nil count is taken as one token per
+// caller passes tokens.Count; a nil count is taken as one token per
 // four bytes). A budget of 0 or less means no limit.
 //
 // Over budget, the input is cut in this order until the text fits: the

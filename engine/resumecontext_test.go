@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipeline-dev/pipeline/steps"
+	"github.com/pipeline-dev/pipeline/internal/tokens"
 )
 
 // rctxWords is the deterministic counter of these tests: one token per
@@ -218,11 +218,11 @@ func TestResumeLastResortTruncates(t *testing.T) {
 }
 
 func TestResumeWithTheRealTokenCounter(t *testing.T) {
-	out, err := RenderResumeContext("", rctxHugeInput(), 3000, steps.CountTokens)
+	out, err := RenderResumeContext("", rctxHugeInput(), 3000, tokens.Count)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := steps.CountTokens(out); n > 3000 {
+	if n := tokens.Count(out); n > 3000 {
 		t.Fatalf("%d tokens", n)
 	}
 	if !strings.Contains(out, "keep the API v1 compatible") {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/internal/tokens"
 	"github.com/pipeline-dev/pipeline/steps"
 	"github.com/pipeline-dev/pipeline/triggers"
 )
@@ -192,7 +193,7 @@ type execution struct {
 	mu            sync.Mutex
 	monitor       *triggers.Monitor
 	scanner       steps.OutputScanner
-	tokens        *steps.LiveTokenCounter
+	tokens        *tokens.Live
 	parser        steps.Parser
 	adapter       steps.Adapter
 	askedSession  string // the native session the step was asked to resume
@@ -281,7 +282,7 @@ func (r *Runner) command(a StartStep, s State, step *spec.StepPlan) (steps.Comma
 		cmd.Stdin = strings.NewReader(inv.Stdin)
 	}
 	r.lastAdapter, r.lastSessionID = adapter, req.SessionID
-	return cmd, adapter.NewParser(), steps.CountTokens(prompt), nil
+	return cmd, adapter.NewParser(), tokens.Count(prompt), nil
 }
 
 // shellCommand runs a run step through sh -c, except a plain command line
@@ -370,7 +371,7 @@ func (r *Runner) start(a StartStep, s State, events chan<- Event) *execution {
 	if step.Agent != nil && parser == nil {
 		// Plain text output: the tokenizer counts it. An agent CLI with a
 		// parser reports its own usage.
-		e.tokens = steps.NewLiveTokenCounter()
+		e.tokens = tokens.NewLive()
 	}
 	e.costBefore = s.CostUSD
 	var readers sync.WaitGroup

@@ -15,6 +15,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/internal/redact"
 	"github.com/pipeline-dev/pipeline/steps"
 )
 
@@ -240,8 +241,8 @@ func saveSpecAtPause(x *store.Session, plan *spec.Plan, redact func(string) stri
 
 // newRedactor hides the secrets of this process's environment and of the
 // plan's agent environments, and common key patterns.
-func newRedactor(plan *spec.Plan) *steps.Redactor {
-	return steps.NewRedactor(append(os.Environ(), agentEnv(plan)...))
+func newRedactor(plan *spec.Plan) *redact.Redactor {
+	return redact.New(append(os.Environ(), agentEnv(plan)...))
 }
 
 // agentEnv lists the environment the plan gives its agents, so that their

@@ -1,21 +1,21 @@
-package steps
+package tokens
 
 import (
 	"sync"
 	"sync/atomic"
 )
 
-// LiveTokenCounter counts the tokens of a step's output in a goroutine of
+// Live counts the tokens of a step's output in a goroutine of
 // its own, so that the output path never waits for the tokenizer (which
 // runs at a few MB/s). Chunks that arrive while its queue is full are not
 // tokenized: their tokens are estimated from the tokens per byte of what
 // was counted. An agent prints far below the tokenizer's rate, so its count
 // is exact; only a flood (a build log, a benchmark) is partly estimated,
 // and Estimated says so.
-type LiveTokenCounter struct {
+type Live struct {
 	queue   chan []byte
 	buffers sync.Pool
-	exact   TokenCounter
+	exact   Counter
 	counted atomic.Int64 // bytes given to the exact counter
 	skipped atomic.Int64 // bytes left to the estimate
 	done    chan struct{}
@@ -26,9 +26,9 @@ type LiveTokenCounter struct {
 // liveQueue chunks may wait for the tokenizer; beyond, chunks are estimated.
 const liveQueue = 16
 
-// NewLiveTokenCounter starts a counter; Close stops it.
-func NewLiveTokenCounter() *LiveTokenCounter {
-	c := &LiveTokenCounter{queue: make(chan []byte, liveQueue), done: make(chan struct{})}
+// NewLive starts a counter; Close stops it.
+func NewLive() *Live {
+	c := &Live{queue: make(chan []byte, liveQueue), done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
 		for chunk := range c.queue {
@@ -57,7 +57,7 @@ const (
 
 // Write queues a copy of p for counting, or leaves it to the estimate when
 // the queue is full. It never blocks and never fails.
-func (c *LiveTokenCounter) Write(p []byte) (int, error) {
+func (c *Live) Write(p []byte) (int, error) {
 	if c.skipped.Load() > 0 {
 		// A flood: the estimate carries the count; sample it.
 		c.writes++
@@ -83,7 +83,7 @@ func (c *LiveTokenCounter) Write(p []byte) (int, error) {
 }
 
 // Count is the tokens so far: counted, plus the estimate for skipped bytes.
-func (c *LiveTokenCounter) Count() int {
+func (c *Live) Count() int {
 	tokens := int64(c.exact.Count())
 	if skipped := c.skipped.Load(); skipped > 0 {
 		if counted := c.counted.Load(); counted > 0 {
@@ -94,10 +94,10 @@ func (c *LiveTokenCounter) Count() int {
 }
 
 // Estimated reports whether part of the count is an estimate.
-func (c *LiveTokenCounter) Estimated() bool { return c.skipped.Load() > 0 }
+func (c *Live) Estimated() bool { return c.skipped.Load() > 0 }
 
 // Close waits for the queued chunks to be counted and returns the total.
-func (c *LiveTokenCounter) Close() int {
+func (c *Live) Close() int {
 	if !c.closed {
 		c.closed = true
 		close(c.queue)

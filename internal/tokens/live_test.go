@@ -1,4 +1,4 @@
-package steps
+package tokens
 
 import (
 	"strings"
@@ -9,12 +9,12 @@ import (
 // turn of an agent arrives in a few chunks, so its count is exact.
 func TestLiveTokenCounterIsExactWhileItKeepsUp(t *testing.T) {
 	text := strings.Repeat("The agent edited engine/runner.go and ran the tests: 42 passed.\n", 400)
-	c := NewLiveTokenCounter()
+	c := NewLive()
 	step := len(text)/liveQueue + 1
 	for i := 0; i < len(text); i += step {
 		c.Write([]byte(text[i:min(i+step, len(text))]))
 	}
-	got, want := c.Close(), CountTokens(text)
+	got, want := c.Close(), Count(text)
 	if got != want || c.Estimated() {
 		t.Fatalf("counted %d (estimated %v), want exactly %d", got, c.Estimated(), want)
 	}
@@ -23,13 +23,13 @@ func TestLiveTokenCounterIsExactWhileItKeepsUp(t *testing.T) {
 func TestLiveTokenCounterEstimatesAFlood(t *testing.T) {
 	line := "2026-11-25T09:00:00Z INFO request served path=/api/v1/items status=200 duration=3ms\n"
 	chunk := []byte(strings.Repeat(line, 3000)) // ~250 KiB
-	c := NewLiveTokenCounter()
+	c := NewLive()
 	const chunks = 200
 	for i := 0; i < chunks; i++ {
 		c.Write(chunk)
 	}
 	got := c.Close()
-	want := chunks * CountTokens(string(chunk))
+	want := chunks * Count(string(chunk))
 	if !c.Estimated() {
 		t.Log("the tokenizer kept up with 50 MB: the count is exact")
 	}

@@ -1,4 +1,7 @@
-package steps
+// Package redact hides secrets (the values of secret-looking environment
+// variables, known key patterns, and their JSON-escaped forms) in text and in
+// streams of output, before anything is written to a file or shown.
+package redact
 
 import (
 	"bytes"
@@ -42,7 +45,7 @@ import (
 //
 // Every match is decided within redactMaxHold bytes of its start: a longer
 // token or an unterminated private key block is cut there. String and
-// RedactStream follow the same rules, so that streaming a text in chunks
+// Stream follow the same rules, so that streaming a text in chunks
 // of any size gives exactly what String gives for the whole of it.
 //
 // What is not found: a secret that the output encodes (JSON or URL
@@ -53,7 +56,7 @@ import (
 
 // redactMaxHold is the longest match: a private key block with no END line
 // within it, or a token longer than it, is redacted up to here. It bounds
-// what a RedactStream holds back.
+// what a Stream holds back.
 const redactMaxHold = 16 << 10
 
 // minSecretLen is the shortest environment value taken as a secret:
@@ -65,7 +68,7 @@ const minSecretLen = 8
 const secretPiece = 4 << 10
 
 // Redactor finds secrets in output and replaces them. Build one with
-// NewRedactor; the zero Redactor and a nil *Redactor redact the key
+// New; the zero Redactor and a nil *Redactor redact the key
 // patterns only. A Redactor is safe for concurrent use, AddSecret
 // included.
 type Redactor struct {
@@ -73,7 +76,7 @@ type Redactor struct {
 	m  atomic.Pointer[redactMatcher]
 }
 
-// NewRedactor returns a Redactor for the key patterns and for the secret
+// New returns a Redactor for the key patterns and for the secret
 // values of environ, given as os.Environ gives it ("KEY=value").
 //
 // A variable is a secret when its name contains (in any case) KEY, TOKEN,
@@ -88,7 +91,7 @@ type Redactor struct {
 // "disabled", ...). A value with several lines is also looked for line by
 // line, one with surrounding space also without it, and each also as a
 // JSON string encodes it (event logs and state files are JSON).
-func NewRedactor(environ []string) *Redactor {
+func New(environ []string) *Redactor {
 	var secs []secretLiteral
 	for _, kv := range environ {
 		name, value, ok := strings.Cut(kv, "=")
@@ -143,9 +146,9 @@ func (r *Redactor) load() *redactMatcher {
 
 // NewStream returns a stream that redacts one output (a step's stdout, say)
 // chunk by chunk.
-func (r *Redactor) NewStream() *RedactStream { return &RedactStream{r: r} }
+func (r *Redactor) NewStream() *Stream { return &Stream{r: r} }
 
-// RedactStream redacts a stream of chunks split anywhere, a secret split
+// Stream redacts a stream of chunks split anywhere, a secret split
 // across chunks included: Write returns what is safe to emit now and holds
 // back a tail only while it could be the start of a secret — a prefix of
 // a secret value or of a pattern's anchor, or a pattern match still in
@@ -155,9 +158,9 @@ func (r *Redactor) NewStream() *RedactStream { return &RedactStream{r: r} }
 // concatenation of everything Write and Flush return equals String of the
 // concatenated input.
 //
-// A RedactStream is not safe for concurrent use; a nil *Redactor's stream
+// A Stream is not safe for concurrent use; a nil *Redactor's stream
 // redacts the key patterns.
-type RedactStream struct {
+type Stream struct {
 	r    *Redactor
 	hold []byte // input held back, not yet emitted
 	work []byte // hold + chunk, when something is held
@@ -170,7 +173,7 @@ type RedactStream struct {
 // that are safe to emit now. The result may alias chunk or a buffer of the
 // stream; it is valid until the next call of Write or Flush, and the
 // caller must not modify it.
-func (s *RedactStream) Write(chunk []byte) []byte {
+func (s *Stream) Write(chunk []byte) []byte {
 	if len(chunk) == 0 {
 		return nil
 	}
@@ -185,7 +188,7 @@ func (s *RedactStream) Write(chunk []byte) []byte {
 // Flush ends the stream: it returns the redacted rest of what was held
 // back, with the same validity as Write's result. The stream may then be
 // used for a new stream.
-func (s *RedactStream) Flush() []byte {
+func (s *Stream) Flush() []byte {
 	if len(s.hold) == 0 {
 		s.prev = 0
 		return nil
@@ -195,7 +198,7 @@ func (s *RedactStream) Flush() []byte {
 	return out
 }
 
-func (s *RedactStream) emit(buf []byte, final bool) []byte {
+func (s *Stream) emit(buf []byte, final bool) []byte {
 	cut := s.r.load().scan(buf, s.prev, final, &s.sc)
 	res := buf[:cut]
 	if len(s.sc.matches) > 0 {

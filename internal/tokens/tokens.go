@@ -1,4 +1,6 @@
-package steps
+// Package tokens counts tokens with the cl100k_base tokenizer, offline: whole
+// texts, and live streams of output that must never wait for it.
+package tokens
 
 import (
 	"bytes"
@@ -11,19 +13,19 @@ import (
 	"github.com/tiktoken-go/tokenizer/codec"
 )
 
-// TokenEncoding names the byte-pair encoding that CountTokens and
-// TokenCounter use. Its vocabulary is compiled into the binary, so counting
+// Encoding names the byte-pair encoding that Count and
+// Counter use. Its vocabulary is compiled into the binary, so counting
 // never touches the network.
-const TokenEncoding = "cl100k_base"
+const Encoding = "cl100k_base"
 
 // encoder builds the cl100k_base codec on first use: building its 100k-entry
 // vocabulary takes some 20 ms, which process start-up should not pay.
 var encoder = sync.OnceValue(codec.NewCl100kBase)
 
-// CountTokens returns the number of cl100k_base tokens in text. Special
+// Count returns the number of cl100k_base tokens in text. Special
 // tokens such as "<|endoftext|>" are counted as the plain text they are made
 // of, and bytes that are not valid UTF-8 are tokenized as U+FFFD.
-func CountTokens(text string) int {
+func Count(text string) int {
 	// Count fails only in the codec's strict UTF-8 mode or on a regular
 	// expression time-out, and neither is enabled.
 	n, _ := encoder().Count(text)
@@ -34,43 +36,43 @@ func countBytes(b []byte) int64 {
 	if len(b) == 0 {
 		return 0
 	}
-	return int64(CountTokens(string(b)))
+	return int64(Count(string(b)))
 }
 
 const (
 	// spaceCutAfter is how long the carried text may grow without a line
-	// break that can be cut before TokenCounter cuts it at a space instead.
+	// break that can be cut before Counter cuts it at a space instead.
 	spaceCutAfter = 4 << 10
-	// maxCarry is how long the carried text may grow before TokenCounter
+	// maxCarry is how long the carried text may grow before Counter
 	// cuts it anywhere (between two runes), which may split a token.
 	maxCarry = 64 << 10
-	// SampleWindow is the number of bytes that a sampling TokenCounter
+	// SampleWindow is the number of bytes that a sampling Counter
 	// tokenizes out of every SampleWindow*every bytes it is fed.
 	SampleWindow = 4 << 10
-	// seekLimit is how far a sampling TokenCounter looks for a cut to start
+	// seekLimit is how far a sampling Counter looks for a cut to start
 	// or end a window at before it cuts between two runes. Looking further
 	// would skew the sample against text with long lines.
 	seekLimit = 256
 )
 
-// TokenCounter is an io.Writer that counts the cl100k_base tokens of the
+// Counter is an io.Writer that counts the cl100k_base tokens of the
 // bytes written to it, which may come in chunks of any size that split words,
 // lines or UTF-8 sequences anywhere.
 //
 // It tokenizes the text only up to the last place where cl100k_base's
 // pre-tokenizer always splits (the start of a line that begins with a letter,
 // digit or symbol, or else the space before a word) and carries the rest
-// over to the next Write, so that the total equals CountTokens of the whole
+// over to the next Write, so that the total equals Count of the whole
 // text. Only text that runs for maxCarry (64 KiB) without such a place is cut
 // between two runes, which may miscount a token at the cut. Flush counts the
 // carried rest at the end of the stream.
 //
-// The zero value counts exactly. NewSampledTokenCounter makes a counter that
+// The zero value counts exactly. NewSampled makes a counter that
 // tokenizes only a sample of the stream and estimates the rest.
 //
 // Write and Flush must not be called concurrently with each other; Count may
 // be called from any goroutine at any time.
-type TokenCounter struct {
+type Counter struct {
 	count atomic.Int64 // what Count returns
 
 	carry  []byte // text after the last cut, not yet tokenized
@@ -87,17 +89,17 @@ type TokenCounter struct {
 	prevNL    bool  // the last byte skipped was '\n'
 }
 
-// NewSampledTokenCounter returns a TokenCounter that tokenizes one window of
+// NewSampled returns a Counter that tokenizes one window of
 // SampleWindow bytes out of every `every` windows, each window starting and
-// ending at a cut as described for TokenCounter, and scales the tokens of
+// ending at a cut as described for Counter, and scales the tokens of
 // those windows by the bytes written: Count is then an estimate, exact for a
 // stream shorter than one window. every < 2 makes an exact counter.
-func NewSampledTokenCounter(every int) *TokenCounter {
-	return &TokenCounter{every: max(every, 1)}
+func NewSampled(every int) *Counter {
+	return &Counter{every: max(every, 1)}
 }
 
 // Write counts the tokens of p. It never fails.
-func (c *TokenCounter) Write(p []byte) (int, error) {
+func (c *Counter) Write(p []byte) (int, error) {
 	if c.every > 1 {
 		c.writeSampled(p)
 	} else {
@@ -108,7 +110,7 @@ func (c *TokenCounter) Write(p []byte) (int, error) {
 
 // Flush counts the text carried over from the last Write, as the end of the
 // stream. Writes after Flush count on as if a new text began.
-func (c *TokenCounter) Flush() {
+func (c *Counter) Flush() {
 	if c.every > 1 {
 		if !c.seeking && c.skip == 0 && len(c.carry) > 0 {
 			c.tokens += countBytes(c.carry)
@@ -127,11 +129,11 @@ func (c *TokenCounter) Flush() {
 // Count returns the tokens counted so far: an exact counter leaves out the
 // text carried over since the last cut until a later Write or Flush counts
 // it; a sampling counter returns its estimate for all the bytes written.
-func (c *TokenCounter) Count() int {
+func (c *Counter) Count() int {
 	return int(c.count.Load())
 }
 
-func (c *TokenCounter) writeExact(p []byte) {
+func (c *Counter) writeExact(p []byte) {
 	c.carry = append(c.carry, p...)
 	k := lastCut(c.carry, false)
 	if k == 0 {
@@ -142,7 +144,7 @@ func (c *TokenCounter) writeExact(p []byte) {
 	c.count.Store(c.tokens)
 }
 
-func (c *TokenCounter) writeSampled(p []byte) {
+func (c *Counter) writeSampled(p []byte) {
 	c.total += int64(len(p))
 	for len(p) > 0 {
 		switch {
@@ -193,7 +195,7 @@ func (c *TokenCounter) writeSampled(p []byte) {
 	c.publishEstimate()
 }
 
-func (c *TokenCounter) publishEstimate() {
+func (c *Counter) publishEstimate() {
 	if c.sampled == 0 {
 		c.count.Store(c.tokens)
 		return

@@ -1,4 +1,4 @@
-package steps
+package tokens
 
 import (
 	"bytes"
@@ -28,22 +28,22 @@ func TestCountTokensKnown(t *testing.T) {
 		{"お誕生日おめでとう", 9},
 		{"<|endoftext|>", 7}, // special tokens count as plain text
 	} {
-		if got := CountTokens(tc.text); got != tc.want {
-			t.Errorf("CountTokens(%q) = %d, want %d", tc.text, got, tc.want)
+		if got := Count(tc.text); got != tc.want {
+			t.Errorf("Count(%q) = %d, want %d", tc.text, got, tc.want)
 		}
 	}
 }
 
 func TestCountTokensProperties(t *testing.T) {
 	// Not chars/4: Japanese takes far more, repeated letters far fewer.
-	if n := CountTokens("お誕生日おめでとう"); n <= len("お誕生日おめでとう")/4 {
+	if n := Count("お誕生日おめでとう"); n <= len("お誕生日おめでとう")/4 {
 		t.Errorf("Japanese: %d tokens, no more than bytes/4", n)
 	}
-	if n := CountTokens(strings.Repeat("a", 400)); n >= 100 {
+	if n := Count(strings.Repeat("a", 400)); n >= 100 {
 		t.Errorf("400 a's: %d tokens, want fewer than 100", n)
 	}
 	// Invalid UTF-8 is counted, not dropped or refused.
-	if n := CountTokens("\xff\xfe abc"); n < 2 {
+	if n := Count("\xff\xfe abc"); n < 2 {
 		t.Errorf("invalid UTF-8: %d tokens", n)
 	}
 	// Growing a text line by line never lowers its count.
@@ -52,7 +52,7 @@ func TestCountTokensProperties(t *testing.T) {
 	for i := 0; i < len(text); {
 		j := strings.IndexByte(text[i:], '\n')
 		i += j + 1
-		n := CountTokens(text[:i])
+		n := Count(text[:i])
 		if n < prev {
 			t.Fatalf("count fell from %d to %d at byte %d", prev, n, i)
 		}
@@ -64,7 +64,7 @@ func TestCountTokensProperties(t *testing.T) {
 }
 
 // feed writes text to c in chunks whose sizes next returns, and flushes.
-func feed(c *TokenCounter, text string, next func() int) {
+func feed(c *Counter, text string, next func() int) {
 	for b := []byte(text); len(b) > 0; {
 		n := min(max(next(), 1), len(b))
 		c.Write(b[:n])
@@ -80,7 +80,7 @@ func TestTokenCounterChunks(t *testing.T) {
 		"mixed": mixedCorpus(48<<10, 4),
 	}
 	for name, text := range corpora {
-		want := CountTokens(text)
+		want := Count(text)
 		r := rand.New(rand.NewPCG(5, 6))
 		chunkings := map[string]func() int{
 			"1-byte":         func() int { return 1 },
@@ -91,10 +91,10 @@ func TestTokenCounterChunks(t *testing.T) {
 			"whole":          func() int { return len(text) },
 		}
 		for cname, next := range chunkings {
-			var c TokenCounter
+			var c Counter
 			feed(&c, text, next)
 			if got := c.Count(); got != want {
-				t.Errorf("%s in %s chunks: %d tokens, CountTokens says %d", name, cname, got, want)
+				t.Errorf("%s in %s chunks: %d tokens, Count says %d", name, cname, got, want)
 			}
 		}
 	}
@@ -103,9 +103,9 @@ func TestTokenCounterChunks(t *testing.T) {
 func TestTokenCounterSplitsRunes(t *testing.T) {
 	// Every chunk boundary falls inside a rune somewhere.
 	text := strings.Repeat("Größe: 日本語のテキスト 🙂🙂 — naïve café\n", 200)
-	want := CountTokens(text)
+	want := Count(text)
 	for size := 1; size <= 7; size++ {
-		var c TokenCounter
+		var c Counter
 		feed(&c, text, func() int { return size })
 		if got := c.Count(); got != want {
 			t.Errorf("%d-byte chunks: %d tokens, want %d", size, got, want)
@@ -126,20 +126,20 @@ func TestTokenCounterLongLines(t *testing.T) {
 		"words": {words, true},
 		"blob":  {blob, false},
 	} {
-		want := CountTokens(tc.text)
-		var c TokenCounter
+		want := Count(tc.text)
+		var c Counter
 		feed(&c, tc.text, func() int { return 1 + r.IntN(8<<10) })
 		got := c.Count()
 		if tc.exact && got != want || math.Abs(float64(got-want)) > 0.01*float64(want) {
-			t.Errorf("%s: %d tokens, CountTokens says %d", name, got, want)
+			t.Errorf("%s: %d tokens, Count says %d", name, got, want)
 		}
 	}
 }
 
 func TestTokenCounterCountWhileWriting(t *testing.T) {
 	text := logCorpus(64<<10, 10)
-	want := CountTokens(text)
-	var c TokenCounter
+	want := Count(text)
+	var c Counter
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -170,18 +170,18 @@ func TestSampledTokenCounter(t *testing.T) {
 	// A stream no longer than one window is counted exactly.
 	short := proseCorpus(SampleWindow, 11)
 	short = short[:strings.LastIndexByte(short[:SampleWindow], '\n')+1]
-	c := NewSampledTokenCounter(16)
+	c := NewSampled(16)
 	feed(c, short, func() int { return 1000 })
-	if got, want := c.Count(), CountTokens(short); got != want {
+	if got, want := c.Count(), Count(short); got != want {
 		t.Errorf("short stream: %d tokens, want %d", got, want)
 	}
 
 	text := logCorpus(512<<10, 12)
-	var exact TokenCounter
+	var exact Counter
 	feed(&exact, text, func() int { return 64 << 10 })
 	want := exact.Count()
 	for _, every := range []int{1, 4} {
-		c := NewSampledTokenCounter(every)
+		c := NewSampled(every)
 		r := rand.New(rand.NewPCG(13, uint64(every)))
 		feed(c, text, func() int { return 1 + r.IntN(64<<10) })
 		got := c.Count()
@@ -319,7 +319,7 @@ var benchCorpora = sync.OnceValue(func() map[string]benchCorpus {
 		"prose": proseCorpus(16<<20, 21),
 	} {
 		b := []byte(text)
-		var c TokenCounter
+		var c Counter
 		writeChunks(&c, b)
 		m[name] = benchCorpus{b, c.Count()}
 	}
@@ -333,7 +333,7 @@ type benchCorpus struct {
 
 const benchChunk = 256 << 10
 
-func writeChunks(c *TokenCounter, b []byte) {
+func writeChunks(c *Counter, b []byte) {
 	for len(b) > 0 {
 		n := min(benchChunk, len(b))
 		c.Write(b[:n])
@@ -348,7 +348,7 @@ func BenchmarkTokenCounter(b *testing.B) {
 	text := []byte(logCorpus(16<<20, 20))
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
-		var c TokenCounter
+		var c Counter
 		writeChunks(&c, text)
 	}
 }
@@ -365,7 +365,7 @@ func BenchmarkSampledTokenCounter(b *testing.B) {
 				b.SetBytes(int64(len(corpus.text)))
 				var got int
 				for b.Loop() {
-					c := NewSampledTokenCounter(every)
+					c := NewSampled(every)
 					writeChunks(c, corpus.text)
 					got = c.Count()
 				}
@@ -392,7 +392,7 @@ func BenchmarkScanBaseline(b *testing.B) {
 	_ = lines
 }
 
-// FuzzTokenCuts checks that cutting a text where TokenCounter may cut it
+// FuzzTokenCuts checks that cutting a text where Counter may cut it
 // never changes its count.
 func FuzzTokenCuts(f *testing.F) {
 	for _, s := range []string{
@@ -411,13 +411,13 @@ func FuzzTokenCuts(f *testing.F) {
 			return
 		}
 		b := []byte(text)
-		whole := CountTokens(text)
+		whole := Count(text)
 		for k := 1; k < len(b); k++ {
 			line, space := lineCut(b, k), spaceCut(b, k)
 			if !line && !space {
 				continue
 			}
-			if got := CountTokens(text[:k]) + CountTokens(text[k:]); got != whole {
+			if got := Count(text[:k]) + Count(text[k:]); got != whole {
 				t.Fatalf("cut at %d (line %v, space %v) of %q: %d tokens, whole %d", k, line, space, text, got, whole)
 			}
 		}

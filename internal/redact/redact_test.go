@@ -1,4 +1,4 @@
-package steps
+package redact
 
 import (
 	"bytes"
@@ -119,7 +119,7 @@ func TestRedactSecretName(t *testing.T) {
 }
 
 func TestRedactEnvironment(t *testing.T) {
-	r := NewRedactor([]string{
+	r := New([]string{
 		"MY_API_KEY=abc123xyz789secret",
 		"HOME=/root",
 		"PATH=/usr/local/bin:/usr/bin",
@@ -151,7 +151,7 @@ func TestRedactEnvironment(t *testing.T) {
 }
 
 func TestRedactAddSecret(t *testing.T) {
-	r := NewRedactor(nil)
+	r := New(nil)
 	r.AddSecret("s3cr3t!")
 	r.AddSecret("")
 	if got, want := r.String("a s3cr3t! b"), "a [REDACTED] b"; got != want {
@@ -177,7 +177,7 @@ func TestRedactAddSecret(t *testing.T) {
 			t.Errorf("patterns only: got %q", got)
 		}
 	}
-	var zs RedactStream // a zero stream has no Redactor: patterns only
+	var zs Stream // a zero stream has no Redactor: patterns only
 	if got := redactStreamAll(&zs, "s3cr3t! "+fakeGHPToken, func() int { return 3 }); got != "s3cr3t! [REDACTED]" {
 		t.Errorf("zero stream: got %q", got)
 	}
@@ -200,7 +200,7 @@ func TestRedactAddSecret(t *testing.T) {
 // secret is found as JSON escapes it, and a redaction never breaks the
 // document.
 func TestRedactJSON(t *testing.T) {
-	r := NewRedactor([]string{`DB_PASSWORD=pa"ss&w<rd\1`, `MY"TOKEN=abcdefgh123`})
+	r := New([]string{`DB_PASSWORD=pa"ss&w<rd\1`, `MY"TOKEN=abcdefgh123`})
 	texts := []string{
 		`pa"ss&w<rd\1 and abcdefgh123`,
 		"log:\n" + fakePEMKey + "\nafter",
@@ -239,7 +239,7 @@ func TestRedactJSON(t *testing.T) {
 
 // redactStreamAll writes text to s in chunks whose sizes next returns, flushes
 // and returns the concatenated output.
-func redactStreamAll(s *RedactStream, text string, next func() int) string {
+func redactStreamAll(s *Stream, text string, next func() int) string {
 	var out bytes.Buffer
 	for b := []byte(text); len(b) > 0; {
 		n := min(max(next(), 1), len(b))
@@ -264,7 +264,7 @@ func redactChunks(r *Redactor, chunks ...string) string {
 // redactSplitTexts gives texts with a secret of each kind among ordinary
 // text, and each as it should be redacted.
 func redactSplitTexts() (r *Redactor, texts, wants []string) {
-	r = NewRedactor([]string{"MY_API_KEY=abc123xyz789secret", "GH_TOKEN=" + fakeGHPToken})
+	r = New([]string{"MY_API_KEY=abc123xyz789secret", "GH_TOKEN=" + fakeGHPToken})
 	r.AddSecret("hunter2hunter2")
 	for _, s := range []struct{ secret, repl string }{
 		{"abc123xyz789secret", "[REDACTED:MY_API_KEY]"},
@@ -327,7 +327,7 @@ func TestRedactStreamEmitsNoPrefixEarly(t *testing.T) {
 }
 
 func TestRedactStreamHoldsOnlyAPossibleSecret(t *testing.T) {
-	r := NewRedactor([]string{"MY_API_KEY=abc123xyz789secret"})
+	r := New([]string{"MY_API_KEY=abc123xyz789secret"})
 	for _, tc := range []struct{ chunk, emit string }{
 		{"hello world\n", "hello world\n"},
 		{"no newline yet", "no newline yet"},
@@ -380,7 +380,7 @@ func TestRedactStreamPrivateKeyCap(t *testing.T) {
 }
 
 func TestRedactConcurrentAddSecret(t *testing.T) {
-	r := NewRedactor([]string{"MY_API_KEY=abc123xyz789secret"})
+	r := New([]string{"MY_API_KEY=abc123xyz789secret"})
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Add(1)
@@ -407,7 +407,7 @@ func TestRedactConcurrentAddSecret(t *testing.T) {
 // random chunks: the stream gives what String gives, and never emits
 // ahead of it.
 func TestRedactStreamMatchesStringRandom(t *testing.T) {
-	r := NewRedactor([]string{
+	r := New([]string{
 		"MY_API_KEY=abc123xyz789secret",
 		"OTHER_TOKEN=abc123xyz789secretlonger", // a secret that extends another
 		"WRAPPED_KEY=<<" + fakeAWSKeyID + ">>", // a secret around a pattern
@@ -543,7 +543,7 @@ var redactBenchEnv = []string{
 
 func benchmarkRedact(b *testing.B, dirty bool) {
 	data := redactBenchLines(64<<20, dirty)
-	r := NewRedactor(redactBenchEnv)
+	r := New(redactBenchEnv)
 	b.SetBytes(int64(len(data)))
 	b.ResetTimer()
 	var n int
@@ -565,7 +565,7 @@ func BenchmarkRedactClean(b *testing.B) { benchmarkRedact(b, false) }
 func BenchmarkRedactDirty(b *testing.B) { benchmarkRedact(b, true) }
 
 func TestRedactBenchInput(t *testing.T) {
-	r := NewRedactor(redactBenchEnv)
+	r := New(redactBenchEnv)
 	clean := redactBenchLines(1<<20, false)
 	if got := r.String(string(clean)); got != string(clean) {
 		t.Error("the clean benchmark input has something to redact")
@@ -577,4 +577,14 @@ func TestRedactBenchInput(t *testing.T) {
 	if got := strings.Count(r.String(string(dirty)), "[REDACTED"); got < 100 {
 		t.Errorf("%d redactions in the dirty benchmark input", got)
 	}
+}
+
+// randomBlob returns size bytes of base64-like text with no whitespace.
+func randomBlob(r *rand.Rand, size int) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	b := make([]byte, size)
+	for i := range b {
+		b[i] = alphabet[r.IntN(len(alphabet))]
+	}
+	return string(b)
 }
