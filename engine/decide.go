@@ -63,12 +63,26 @@ func (s State) clone() State {
 	s.NativeSessions = cloneMap(s.NativeSessions)
 	s.NativeAgents = cloneMap(s.NativeAgents)
 	s.Steps = cloneMap(s.Steps)
+	s.Pause, s.Stopping = cloneFiring(s.Pause), cloneFiring(s.Stopping)
 	s.Phases = slices.Clone(s.Phases)
 	for i := range s.Phases {
-		s.Phases[i].ExitCodes = slices.Clone(s.Phases[i].ExitCodes)
-		s.Phases[i].Fired = slices.Clone(s.Phases[i].Fired)
+		p := &s.Phases[i]
+		// Every slice, so that no append of one state reaches the spare
+		// capacity of another's.
+		p.ExitCodes = slices.Clip(slices.Clone(p.ExitCodes))
+		p.Fired = slices.Clip(slices.Clone(p.Fired))
+		p.Notes = slices.Clip(slices.Clone(p.Notes))
+		p.Files = slices.Clip(slices.Clone(p.Files))
 	}
 	return s
+}
+
+func cloneFiring(f *Firing) *Firing {
+	if f == nil {
+		return nil
+	}
+	c := *f
+	return &c
 }
 
 func (d *decider) do(a ...Action) { d.actions = append(d.actions, a...) }
@@ -121,7 +135,7 @@ func (d *decider) startStep() {
 		start.ResumeContext = s.ResumeContext || s.FreshSession
 		s.ResumeContext = false
 		_, had := s.NativeSessions[key]
-		agent := agentName(step.Agent.Value)
+		agent := AgentName(step.Agent.Value)
 		if had && s.NativeAgents[key] != "" && s.NativeAgents[key] != agent && !s.FreshSession {
 			// Another CLI (or model) never gets this session's id.
 			start.Note = fmt.Sprintf("the agent is now %s, the session was made by %s: starting a fresh native session with the resume context", agent, s.NativeAgents[key])
@@ -145,7 +159,7 @@ func (d *decider) startStep() {
 }
 
 // agentName is kind/model, the identity of a native session's maker.
-func agentName(a spec.Agent) string {
+func AgentName(a spec.Agent) string {
 	if a.Model == "" {
 		return a.Kind
 	}
@@ -198,7 +212,7 @@ func (d *decider) stepFinished(r StepResult) {
 			s.NativeAgents = map[string]string{}
 		}
 		s.NativeSessions[key] = r.SessionID
-		s.NativeAgents[key] = agentName(step.Agent.Value)
+		s.NativeAgents[key] = AgentName(step.Agent.Value)
 		rec.NativeSession = r.SessionID
 	}
 	if rec.HeadBefore == "" {

@@ -347,3 +347,39 @@ func TestDecideAgentChangeStartsFresh(t *testing.T) {
 		t.Fatalf("the old session is not dropped: %#v", actions)
 	}
 }
+
+// Regression: Decide wrote into its input. clone() did not copy a phase's
+// Notes (nor Files), so two decisions taken from one state shared the
+// spare capacity of its Notes, and the second overwrote the first's note.
+// Branch: two events applied to one state, then both results and the input
+// checked.
+func TestDecideBranchesDoNotShareNotes(t *testing.T) {
+	plan := planOf(t, policies+"phases: [{name: a}]\n")
+	at := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	s, _ := engine.Decide(plan, engine.State{}, engine.Started{At: at})
+	s, _ = engine.Decide(plan, s, engine.StepFinished{At: at, Result: engine.StepResult{Checkpoint: true,
+		Files: []string{"a.go", "b.go", "c.go"}}})
+	for _, n := range []string{"one", "two", "three"} {
+		s, _ = engine.Decide(plan, s, engine.Noted{At: at, Notes: n})
+	}
+	if got := s.Phases[0].Notes; len(got) != 3 || cap(got) == len(got) {
+		t.Fatalf("the test needs notes with spare capacity: len %d cap %d", len(got), cap(got))
+	}
+	before := deepCopy(t, s)
+	a, _ := engine.Decide(plan, s, engine.Noted{At: at, Notes: "A"})
+	b, _ := engine.Decide(plan, s, engine.Noted{At: at, Notes: "B"})
+	if got := a.Phases[0].Notes; len(got) != 4 || got[3] != "A" {
+		t.Errorf("branch A's notes: %q", got)
+	}
+	if got := b.Phases[0].Notes; len(got) != 4 || got[3] != "B" {
+		t.Errorf("branch B's notes: %q", got)
+	}
+	if !reflect.DeepEqual(deepCopy(t, s), before) {
+		t.Errorf("the input state changed")
+	}
+	// Files: a branch that changes its copy leaves the other alone.
+	a.Phases[0].Files[0] = "changed"
+	if b.Phases[0].Files[0] != "a.go" || s.Phases[0].Files[0] != "a.go" {
+		t.Errorf("files are shared between states: %q %q", b.Phases[0].Files, s.Phases[0].Files)
+	}
+}

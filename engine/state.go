@@ -1,7 +1,10 @@
-// Package engine runs a plan: the pure decision function from (session
-// state, event) to (new state, actions), and the runner that carries the
-// actions out with processes, clocks and files. The spec model lives in
-// engine/spec.
+// Package engine is the pure core of pipeline: the decision function from
+// (session state, event) to (new state, actions), the events, actions and
+// pause reasons, and the Report that status prints. It starts no process,
+// opens no file and reads no clock: the drivers around it (engine/local,
+// and later watch and the fleet) carry the actions out, and replaying a
+// session's events through Decide rebuilds its state. The spec model lives
+// in engine/spec, the session service in engine/session.
 package engine
 
 import (
@@ -32,7 +35,19 @@ const (
 	ReasonRateLimit       = "rate-limit"
 	ReasonSessionLost     = "session-lost"
 	ReasonAgentChanged    = "agent-changed"
+	// ReasonRunnerDied is shown, never recorded, for a session marked
+	// running whose runner is gone (killed, crashed): resume continues it.
+	ReasonRunnerDied = "runner-died"
 )
+
+// RunnerDied is how a session whose runner died shows: paused, reason
+// runner-died. It changes nothing stored.
+func RunnerDied(s State) State {
+	s.Status = StatusPaused
+	s.Pause = &Firing{Reason: ReasonRunnerDied,
+		Note: "the runner stopped without pausing (killed or crashed); resume continues the session"}
+	return s
+}
 
 // State is everything the decision function knows of a session. It is
 // plain data, written as JSON by the store after every event.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/spf13/cobra"
+
+	"github.com/pipeline-dev/pipeline/engine/session"
 )
 
 func logsCommand() *cobra.Command {
@@ -44,25 +46,25 @@ session stops running.`,
 		if err != nil {
 			return err
 		}
-		defer f.x.Close()
+		defer f.Close()
 		order := map[string]int{}
-		for i, p := range f.plan.Phases {
+		for i, p := range f.Plan.Phases {
 			order[p.Name] = i
 		}
 		if phase != "" {
 			if _, ok := order[phase]; !ok {
-				return usagef("--phase %q is not a phase of %s (%s)", phase, f.x.Meta.File, phaseNames(f.plan))
+				return usagef("--phase %q is not a phase of %s (%s)", phase, f.X.Meta.File, session.PhaseNames(f.Plan))
 			}
 		}
-		root := filepath.Join(f.x.Dir, "transcripts")
+		root := filepath.Join(f.X.Dir, "transcripts")
 		t := &tail{w: cmd.OutOrStdout(), offsets: map[string]int64{}, json: output.json()}
 		if err := t.catchUp(root, phase, order); err != nil {
 			return err
 		}
-		if !follow || !f.st.Held(f.key) {
+		if !follow || !f.Running() {
 			return nil
 		}
-		return t.follow(root, phase, order, func() bool { return f.st.Held(f.key) })
+		return t.follow(root, phase, order, f.Running)
 	})
 	flags = addStoreFlags(cmd, true)
 	output = addOutputFlag(cmd)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 )
 
@@ -62,6 +63,7 @@ func exitCode(err error) int {
 	var (
 		specErr   *spec.Error
 		usage     *usageError
+		refused   *session.RefusedError
 		cmdErr    *commandError
 		exitError *exitStatus
 	)
@@ -70,7 +72,7 @@ func exitCode(err error) int {
 		return exitCompleted
 	case errors.As(err, &exitError):
 		return exitError.code
-	case errors.As(err, &specErr), errors.As(err, &usage), errors.Is(err, fs.ErrNotExist):
+	case errors.As(err, &specErr), errors.As(err, &usage), errors.As(err, &refused), errors.Is(err, fs.ErrNotExist):
 		return exitUsage
 	case errors.As(err, &cmdErr):
 		return exitFailed

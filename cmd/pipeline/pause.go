@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/session"
 )
 
 func pauseCommand() *cobra.Command {
@@ -46,36 +46,39 @@ resume; the agent sees them in its resume context.`,
 		if err != nil {
 			return err
 		}
-		defer f.x.Close()
-		id = f.x.Meta.ID
-		if f.st.Held(f.key) {
-			holder, err := f.st.Holder(f.key)
-			if err != nil || holder.Session != f.x.Meta.ID {
-				return usagef("session %s is not the one running for this pipeline and spec", f.x.Meta.ID)
-			}
-			// Nothing reaches .pipeline unredacted, notes included.
-			if err := f.x.WriteFile(pauseRequestFile, []byte(newRedactor(f.plan).String(notes))); err != nil {
+		id = f.ID()
+		if f.Running() {
+			err := f.RequestPause(cmd.Context(), notes, wait)
+			f.Close()
+			if err != nil {
 				return err
-			}
-			if err := syscall.Kill(holder.PID, syscall.SIGTERM); err != nil {
-				return fmt.Errorf("signalling the runner (pid %d): %w", holder.PID, err)
-			}
-			if !f.st.WaitReleased(f.key, wait) {
-				return fmt.Errorf("session %s was asked to pause but is still running after %s", f.x.Meta.ID, wait)
 			}
 			return say("paused")
 		}
-		s, crashed, err := f.state()
+		s, crashed, err := f.State()
+		f.Close()
 		if err != nil {
 			return err
 		}
 		if s.Status != engine.StatusPaused && !crashed {
-			return usagef("session %s is %s: there is nothing to pause", f.x.Meta.ID, s.Status)
+			return usagef("session %s is %s: there is nothing to pause", id, s.Status)
 		}
 		if notes == "" {
 			return say("already paused")
 		}
-		if _, err := f.apply(engine.Noted{At: time.Now(), Notes: notes}); err != nil {
+		st, err := flags.existing()
+		if err != nil {
+			return err
+		}
+		sess, err := session.Open(cmd.Context(), st, session.Options{ID: id, Say: sayTo(cmd)})
+		if err != nil {
+			return err
+		}
+		err = sess.Note(time.Now(), notes)
+		if closeErr := sess.Close(); err == nil {
+			err = closeErr
+		}
+		if err != nil {
 			return err
 		}
 		return say("paused, notes added")
@@ -103,21 +106,25 @@ first.`,
 		if err := output.check(); err != nil {
 			return err
 		}
-		f, err := findSession(flags, args[0])
+		st, err := flags.existing()
 		if err != nil {
 			return err
 		}
-		defer f.x.Close()
-		if f.st.Held(f.key) {
-			return usagef("session %s is running; pause it first with: pipeline pause %s", f.x.Meta.ID, f.x.Meta.ID)
+		sess, err := session.Open(cmd.Context(), st, session.Options{ID: args[0], Say: sayTo(cmd)})
+		if err != nil {
+			return err
 		}
-		if _, err := f.apply(engine.Completed{At: time.Now()}); err != nil {
+		err = sess.Complete(time.Now())
+		if closeErr := sess.Close(); err == nil {
+			err = closeErr
+		}
+		if err != nil {
 			return err
 		}
 		if output.json() {
-			return writeJSON(cmd.OutOrStdout(), map[string]string{"session": f.x.Meta.ID, "result": "completed"})
+			return writeJSON(cmd.OutOrStdout(), map[string]string{"session": sess.ID(), "result": "completed"})
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "session %s completed\n", f.x.Meta.ID)
+		fmt.Fprintf(cmd.OutOrStdout(), "session %s completed\n", sess.ID())
 		return nil
 	})
 	flags = addStoreFlags(cmd, false)

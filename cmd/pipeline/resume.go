@@ -2,17 +2,13 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/engine"
-	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/session"
 )
-
-func pid() int { return os.Getpid() }
 
 func resumeCommand() *cobra.Command {
 	var (
@@ -42,46 +38,39 @@ Exit status as for run: 0 completed, 1 failed, 2 usage error, 3 paused.`,
 		if len(args) == 1 {
 			id = args[0]
 		}
-		f, err := findSession(flags, id, engine.StatusPaused, engine.StatusRunning)
-		if err != nil {
-			return err
-		}
-		defer f.x.Close()
-		if err := checkAdapters(f.plan); err != nil {
-			return err
-		}
-		s, crashed, err := f.state()
-		if err != nil {
-			return err
-		}
-		if phase != "" && !slices.ContainsFunc(f.plan.Phases, func(p spec.PhasePlan) bool { return p.Name == phase }) {
-			return usagef("--phase %q is not a phase of %s (%s)", phase, f.x.Meta.File, phaseNames(f.plan))
-		}
-		var first []engine.Event
-		now := time.Now()
-		switch {
-		case s.Status == engine.StatusPaused:
-			first = append(first, engine.Resumed{At: now, Notes: notes, Phase: phase})
-		case crashed:
-			if notes != "" {
-				first = append(first, engine.Noted{At: now, Notes: notes})
-			}
-			first = append(first, engine.Recovered{At: now})
-			if phase != "" {
-				return usagef("--phase needs a paused session; session %s was cut short while running: resume it first", f.x.Meta.ID)
-			}
-		case s.Status == engine.StatusRunning:
-			holder, _ := f.st.Holder(f.key)
-			return usagef("session %s is running (pid %d); pause it first with: pipeline pause %s", f.x.Meta.ID, holder.PID, f.x.Meta.ID)
-		default:
-			return usagef("session %s is %s: there is nothing to resume (pipeline run --new starts another)", f.x.Meta.ID, s.Status)
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "resuming session %s\n", f.x.Meta.ID)
 		if err := output.check(); err != nil {
 			return err
 		}
-		l := &launch{cmd: cmd, file: f.x.Meta.File, plan: f.plan, st: f.st, grace: grace, json: output.json()}
-		return l.run(f.x, first...)
+		st, err := flags.existing()
+		if err != nil {
+			return err
+		}
+		o, err := flags.options(id, engine.StatusPaused, engine.StatusRunning)
+		if err != nil {
+			return err
+		}
+		o.Say = sayTo(cmd)
+		if o.Plan != nil {
+			if err := checkAdapters(o.Plan); err != nil {
+				return err
+			}
+		}
+		sess, err := session.Open(cmd.Context(), st, o)
+		if err != nil {
+			return err
+		}
+		if err := checkAdapters(sess.Plan); err != nil {
+			sess.Close()
+			return err
+		}
+		events, err := sess.Resume(time.Now(), notes, phase)
+		if err != nil {
+			sess.Close()
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "resuming session %s\n", sess.ID())
+		l := &launch{cmd: cmd, grace: grace, json: output.json()}
+		return l.run(sess, events...)
 	})
 	flags = addStoreFlags(cmd, true)
 	output = addOutputFlag(cmd)

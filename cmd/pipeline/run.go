@@ -10,6 +10,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/local"
+	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/steps"
 )
@@ -62,29 +64,30 @@ Exit status: 0 completed, 1 failed, 2 usage or spec error, 3 paused.`,
 		if err := output.check(); err != nil {
 			return err
 		}
-		l := &launch{cmd: cmd, file: flags.file, plan: plan, st: st, grace: grace, json: output.json()}
-		key := planKey(flags.file, plan)
-		if !fresh && !st.Held(key) {
-			last, err := latest(st, key, engine.StatusPaused, engine.StatusRunning)
-			if err != nil {
-				return err
-			}
-			if last != nil {
-				x, err := st.Session(last.ID)
-				if err != nil {
-					return usageOf(err)
-				}
-				defer x.Close()
-				first := engine.Event(engine.Resumed{At: time.Now()})
-				how := fmt.Sprintf("paused: %s", last.PauseReason)
-				if last.Status == string(engine.StatusRunning) {
-					first, how = engine.Recovered{At: time.Now()}, "its runner stopped without pausing it"
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "resuming session %s (%s); use run --new for a fresh session\n", last.ID, how)
-				return l.run(x, first)
-			}
+		o := session.Options{File: flags.file, Plan: plan, Create: session.IfNone,
+			Statuses: []engine.Status{engine.StatusPaused, engine.StatusRunning}, Say: sayTo(cmd)}
+		if fresh {
+			o.Create = session.Always
 		}
-		return l.run(nil, engine.Started{At: time.Now()})
+		sess, err := session.Open(cmd.Context(), st, o)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		first := sess.Start(now)
+		if !sess.Created {
+			how := "paused"
+			if pause := sess.State().Pause; pause != nil {
+				how += ": " + pause.Reason
+			}
+			first = engine.Resumed{At: now}
+			if sess.Crashed {
+				first, how = sess.Recover(now), "its runner stopped without pausing it"
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "resuming session %s (%s); use run --new for a fresh session\n", sess.ID(), how)
+		}
+		l := &launch{cmd: cmd, grace: grace, json: output.json()}
+		return l.run(sess, first)
 	})
 	flags = addStoreFlags(cmd, true)
 	output = addOutputFlag(cmd)
@@ -116,13 +119,13 @@ func checkAdapters(plan *spec.Plan) error {
 
 // newView picks the live view on a terminal and plain lines elsewhere or
 // when CI=true.
-func newView(out io.Writer) engine.View {
+func newView(out io.Writer) local.View {
 	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) && os.Getenv("CI") != "true" {
 		width, _, err := term.GetSize(int(f.Fd()))
 		if err != nil {
 			width = 80
 		}
-		return engine.NewLiveView(f, width)
+		return NewLiveView(f, width)
 	}
-	return engine.NewPlainView(out, time.Now)
+	return NewPlainView(out, time.Now)
 }

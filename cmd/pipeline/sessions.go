@@ -53,7 +53,7 @@ paused); --status keeps one status; --spec keeps the sessions of one spec.`,
 		out := []store.Summary{}
 		for _, s := range list { // none when there is no store yet
 			if s.Status == string(engine.StatusRunning) && !st.Held(s.Key) {
-				s.Status, s.PauseReason = string(engine.StatusPaused), "runner-died"
+				s.Status, s.PauseReason = string(engine.StatusPaused), engine.ReasonRunnerDied
 			}
 			if active && s.Status != "running" && s.Status != "paused" {
 				continue

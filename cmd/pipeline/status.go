@@ -6,52 +6,13 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/store"
 )
-
-// statusReport is what status prints; its JSON is stable.
-type statusReport struct {
-	ID          string        `json:"id"`
-	Pipeline    string        `json:"pipeline"`
-	File        string        `json:"file"`
-	Spec        string        `json:"spec,omitempty"`
-	Status      string        `json:"status"`
-	Phase       string        `json:"phase"`
-	Step        string        `json:"step,omitempty"`
-	Attempt     int           `json:"attempt"`
-	PauseReason string        `json:"pause_reason,omitempty"`
-	PauseNote   string        `json:"pause_note,omitempty"`
-	FailReason  string        `json:"fail_reason,omitempty"`
-	Tokens      int           `json:"tokens"`
-	CostUSD     float64       `json:"cost_usd"`
-	Elapsed     string        `json:"elapsed"`
-	Created     time.Time     `json:"created"`
-	Phases      []phaseReport `json:"phases"`
-}
-
-type phaseReport struct {
-	Name          string          `json:"name"`
-	Status        string          `json:"status"`
-	Attempts      int             `json:"attempts"`
-	Tokens        int             `json:"tokens"`
-	CostUSD       float64         `json:"cost_usd"`
-	Duration      string          `json:"duration"`
-	ExitCodes     []int           `json:"exit_codes"`
-	Retries       int             `json:"retries"`
-	Restarts      int             `json:"restarts"`
-	Human         int             `json:"human_interventions"`
-	Fired         []engine.Firing `json:"triggers_fired"`
-	FilesChanged  []string        `json:"files_changed"`
-	HeadBefore    string          `json:"head_before,omitempty"`
-	HeadAfter     string          `json:"head_after,omitempty"`
-	NativeSession string          `json:"native_session,omitempty"`
-	Notes         []string        `json:"notes"`
-	Summary       string          `json:"summary,omitempty"`
-}
 
 func statusCommand() *cobra.Command {
 	var (
@@ -85,12 +46,15 @@ runner-died: resume continues it.`,
 		if err != nil {
 			return err
 		}
-		defer f.x.Close()
-		s, crashed, err := f.state()
+		defer f.Close()
+		s, crashed, err := f.State()
 		if err != nil {
 			return err
 		}
-		report := buildStatus(f, s, crashed)
+		if crashed {
+			s = engine.RunnerDied(s)
+		}
+		report := statusOf(f.X.Meta, f.Plan, s)
 		if output.json() {
 			return writeJSON(cmd.OutOrStdout(), report)
 		}
@@ -102,53 +66,14 @@ runner-died: resume continues it.`,
 	return cmd
 }
 
-func buildStatus(f *found, s engine.State, crashed bool) statusReport {
-	r := statusReport{ID: f.x.Meta.ID, Pipeline: f.x.Meta.Pipeline, File: f.x.Meta.File, Spec: f.x.Meta.Spec,
-		Status: string(s.Status), Attempt: s.Attempt, Tokens: s.TotalTokens, CostUSD: s.CostUSD,
-		Elapsed: s.SessionElapsed.Round(time.Second).String(), Created: f.x.Meta.Created, FailReason: s.FailReason,
-		Phases: []phaseReport{}}
-	if s.Status == "" {
-		r.Status = string(engine.StatusRunning)
-	}
-	if s.Phase < len(f.plan.Phases) {
-		r.Phase = f.plan.Phases[s.Phase].Name
-		if s.Step < len(f.plan.Phases[s.Phase].Steps) {
-			r.Step = f.plan.Phases[s.Phase].Steps[s.Step].Name
-		}
-	}
-	switch {
-	case crashed:
-		r.Status, r.PauseReason = string(engine.StatusPaused), "runner-died"
-		r.PauseNote = "the runner stopped without pausing (killed or crashed); resume continues the session"
-	case s.Status == engine.StatusPaused && s.Pause != nil:
-		r.PauseReason, r.PauseNote = s.Pause.Reason, s.Pause.Note
-	}
-	for _, p := range s.Phases {
-		pr := phaseReport{Name: p.Name, Status: string(p.Status), Attempts: p.Attempts, Tokens: p.Tokens, CostUSD: p.CostUSD,
-			Duration: p.Duration.Round(time.Millisecond).String(), ExitCodes: p.ExitCodes, Retries: p.Retries,
-			Restarts: p.Restarts, Human: p.Human, Fired: p.Fired, FilesChanged: p.Files, HeadBefore: p.HeadBefore,
-			HeadAfter: p.HeadAfter, NativeSession: p.NativeSession, Notes: p.Notes, Summary: p.Summary}
-		if pr.Status == "" {
-			pr.Status = "pending"
-		}
-		if pr.ExitCodes == nil {
-			pr.ExitCodes = []int{}
-		}
-		if pr.Fired == nil {
-			pr.Fired = []engine.Firing{}
-		}
-		if pr.FilesChanged == nil {
-			pr.FilesChanged = []string{}
-		}
-		if pr.Notes == nil {
-			pr.Notes = []string{}
-		}
-		r.Phases = append(r.Phases, pr)
-	}
+// statusOf is what status prints of a session.
+func statusOf(meta store.Meta, plan *spec.Plan, s engine.State) engine.StatusReport {
+	r := engine.Report(plan, s)
+	r.ID, r.Pipeline, r.File, r.Spec, r.Created = meta.ID, meta.Pipeline, meta.File, meta.Spec, meta.Created
 	return r
 }
 
-func printStatus(w io.Writer, r statusReport, verbose bool) error {
+func printStatus(w io.Writer, r engine.StatusReport, verbose bool) error {
 	var b bytes.Buffer
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "session\t%s (%s)\n", r.ID, r.Pipeline)

@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// GitFor returns the Runner.Git function for a work folder, or nil when
+// GitFor returns the git function of the session for a work folder, or nil when
 // the folder is not in a git work tree (found by looking for .git upwards,
 // without starting git). Files are those changed under the folder, named
 // from the repository's root.

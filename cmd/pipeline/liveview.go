@@ -1,4 +1,4 @@
-package engine
+package main
 
 import (
 	"bytes"
@@ -8,6 +8,9 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/local"
 )
 
 // LiveView redraws a small block on a terminal: the phase, the step, the
@@ -17,8 +20,8 @@ type LiveView struct {
 	mu       sync.Mutex
 	w        io.Writer
 	width    int
-	info     StepInfo
-	progress Progress
+	info     local.StepInfo
+	progress local.Progress
 	lines    []string
 	partial  []byte
 	drawn    int // lines of the block on screen
@@ -37,10 +40,10 @@ func NewLiveView(w io.Writer, width int) *LiveView {
 }
 
 // StepStarted begins a new block.
-func (v *LiveView) StepStarted(info StepInfo) {
+func (v *LiveView) StepStarted(info local.StepInfo) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.info, v.progress, v.lines, v.partial, v.active = info, Progress{}, nil, nil, true
+	v.info, v.progress, v.lines, v.partial, v.active = info, local.Progress{}, nil, nil, true
 	v.draw()
 }
 
@@ -73,7 +76,7 @@ func (v *LiveView) Output(chunk []byte) {
 }
 
 // Progress redraws the block.
-func (v *LiveView) Progress(p Progress) {
+func (v *LiveView) Progress(p local.Progress) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.progress = p
@@ -81,7 +84,7 @@ func (v *LiveView) Progress(p Progress) {
 }
 
 // StepFinished replaces the block with a summary line.
-func (v *LiveView) StepFinished(info StepInfo, r StepResult) {
+func (v *LiveView) StepFinished(info local.StepInfo, r engine.StepResult) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.clear()
@@ -106,7 +109,7 @@ func (v *LiveView) Close() error {
 	return nil
 }
 
-func phaseLabel(info StepInfo) string {
+func phaseLabel(info local.StepInfo) string {
 	return fmt.Sprintf("[%d/%d %s]", info.PhaseIndex+1, info.Phases, info.Phase)
 }
 

@@ -1,7 +1,8 @@
-package engine_test
+package local_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,7 +20,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/local"
+	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/internal/clock"
 	"github.com/pipeline-dev/pipeline/internal/proctest"
 	"github.com/pipeline-dev/pipeline/steps"
 )
@@ -36,7 +41,7 @@ type testView struct {
 
 func newTestView() *testView { return &testView{lines: make(chan string, 1000)} }
 
-func (v *testView) StepStarted(engine.StepInfo) {}
+func (v *testView) StepStarted(local.StepInfo) {}
 func (v *testView) Output(chunk []byte) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -54,8 +59,8 @@ func (v *testView) Output(chunk []byte) {
 		v.partial = v.partial[i+1:]
 	}
 }
-func (v *testView) Progress(engine.Progress)                        {}
-func (v *testView) StepFinished(engine.StepInfo, engine.StepResult) {}
+func (v *testView) Progress(local.Progress)                        {}
+func (v *testView) StepFinished(local.StepInfo, engine.StepResult) {}
 func (v *testView) Say(format string, args ...any) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -88,40 +93,56 @@ func (v *testView) awaitLine(t *testing.T, want string) {
 type harness struct {
 	t          *testing.T
 	dir        string
-	runner     *engine.Runner
+	file       string
+	plan       *spec.Plan
+	clock      clock.Clock
+	driver     *local.Driver
+	sess       *session.Session
 	view       *testView
-	recorder   *engine.SessionRecorder
-	interrupts chan engine.Interrupt
+	interrupts chan local.Interrupt
 }
 
-func newHarness(t *testing.T, yamlText string, clock engine.Clock) *harness {
+// newHarness makes a pipeline folder with yamlText as its phases.yaml;
+// the test may change the plan and the driver before start.
+func newHarness(t *testing.T, yamlText string, clk clock.Clock) *harness {
 	t.Helper()
 	dir := t.TempDir()
-	h := &harness{t: t, dir: dir, view: newTestView(), interrupts: make(chan engine.Interrupt, 2)}
-	plan := planOf(t, yamlText)
-	st, err := store.Open(filepath.Join(dir, ".pipeline"))
+	file := filepath.Join(dir, "phases.yaml")
+	if err := os.WriteFile(file, []byte(yamlText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := spec.Load(file, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := st.Create(store.Meta{ID: "test", Pipeline: "test", Created: time.Now()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := engine.NewSessionRecorder(x, plan, nil)
-	t.Cleanup(func() {
-		rec.Close()
-		x.Close()
-	})
-	h.recorder = rec
-	h.runner = &engine.Runner{Plan: plan, Dir: dir, View: h.view, Clock: clock, Recorder: rec,
-		Grace: 5 * time.Second, Tick: 100 * time.Millisecond, Interrupts: h.interrupts}
+	h := &harness{t: t, dir: dir, file: file, plan: plan, clock: clk, view: newTestView(),
+		interrupts: make(chan local.Interrupt, 2)}
+	h.driver = &local.Driver{View: h.view, Clock: clk, Grace: 5 * time.Second, Tick: 100 * time.Millisecond,
+		Interrupts: h.interrupts}
 	return h
 }
 
-// start runs the session in the background.
+// start opens a new session through the session service and runs it in
+// the background.
 func (h *harness) start() <-chan engine.State {
+	h.t.Helper()
+	st, err := store.Open(filepath.Join(h.dir, ".pipeline"))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.sess, err = session.Open(context.Background(), st, session.Options{File: h.file, Plan: h.plan, Create: session.Always})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { h.sess.Close() })
 	done := make(chan engine.State, 1)
-	go func() { done <- h.runner.Run(engine.State{}, engine.Started{At: h.runner.Clock.Now()}) }()
+	go func() {
+		s, err := h.driver.Run(context.Background(), h.sess, h.sess.Start(h.clock.Now()))
+		if err != nil {
+			h.t.Errorf("run: %v", err)
+		}
+		done <- s
+	}()
 	return done
 }
 
@@ -138,7 +159,7 @@ func (h *harness) await(done <-chan engine.State) engine.State {
 
 func transcript(t *testing.T, h *harness, phase string, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(h.recorder.Session.Dir, "transcripts", phase, name))
+	b, err := os.ReadFile(filepath.Join(h.sess.X.Dir, "transcripts", phase, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,8 +172,8 @@ func TestRunCheckpointStopsAStepThatIgnoresSIGINT(t *testing.T) {
 	h := newHarness(t, `version: 1
 agent: {kind: command, command: [sh, -c, 'trap "" INT; echo "[CHECKPOINT] half way"; while :; do sleep 1; done']}
 phases: [{name: design}]
-`, engine.RealClock{})
-	h.runner.Grace = 200 * time.Millisecond
+`, clock.Real{})
+	h.driver.Grace = 200 * time.Millisecond
 	s := h.await(h.start())
 	if s.Status != engine.StatusPaused || s.Pause.Reason != "checkpoint" || s.Pause.Note != "half way" {
 		t.Fatalf("state %+v, pause %+v", s, s.Pause)
@@ -171,8 +192,8 @@ func TestRunPauseKillsGrandchildren(t *testing.T) {
 phases:
   - name: build
     steps: [{run: '(trap "" INT; exec sleep 600) & echo "child $!"; wait'}]
-`, engine.RealClock{})
-	h.runner.Grace = 200 * time.Millisecond
+`, clock.Real{})
+	h.driver.Grace = 200 * time.Millisecond
 	done := h.start()
 	var pid int
 	for pid == 0 {
@@ -181,7 +202,7 @@ phases:
 			pid, _ = strconv.Atoi(rest)
 		}
 	}
-	h.interrupts <- engine.Interrupt{}
+	h.interrupts <- local.Interrupt{}
 	s := h.await(done)
 	if s.Status != engine.StatusPaused || s.Pause.Reason != engine.ReasonInterrupted {
 		t.Fatalf("state %+v", s)
@@ -199,10 +220,10 @@ func TestRunInterruptPausesGracefully(t *testing.T) {
 phases:
   - name: build
     steps: [{run: 'trap "echo saved; exit 0" INT; echo ready; while :; do sleep 1; done'}]
-`, engine.RealClock{})
+`, clock.Real{})
 	done := h.start()
 	h.view.awaitLine(t, "ready")
-	h.interrupts <- engine.Interrupt{}
+	h.interrupts <- local.Interrupt{}
 	s := h.await(done)
 	if s.Status != engine.StatusPaused || s.Pause.Reason != engine.ReasonInterrupted || s.Phases[0].Human != 1 {
 		t.Fatalf("state %+v", s)
@@ -215,7 +236,7 @@ phases:
 // An idle step times out; a slow step that keeps talking does not. The
 // clock is fake: the test moves it, and the children print when told to.
 func TestRunIdleTimeout(t *testing.T) {
-	clock := engine.NewFakeClock(time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC))
+	clock := clock.NewFake(time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC))
 	h := newHarness(t, `version: 1
 defaults:
   idle_timeout: 1s
@@ -260,7 +281,7 @@ phases:
 // Failures back off 10s then 20s on the fake clock, then the step
 // succeeds.
 func TestRunRetriesWithBackoff(t *testing.T) {
-	clock := engine.NewFakeClock(time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC))
+	clock := clock.NewFake(time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC))
 	h := newHarness(t, `version: 1
 defaults:
   retry: {when: exit_code != 0, backoff: duration("10s") * consecutive_errors, escalate_when: attempt > 5}
@@ -291,11 +312,11 @@ phases:
 
 // Every file the run writes is private to the user.
 func TestRunFilesArePrivate(t *testing.T) {
-	h := newHarness(t, "version: 1\nphases: [{name: a, steps: [{run: echo hi}]}]\n", engine.RealClock{})
+	h := newHarness(t, "version: 1\nphases: [{name: a, steps: [{run: echo hi}]}]\n", clock.Real{})
 	if s := h.await(h.start()); s.Status != engine.StatusCompleted {
 		t.Fatalf("state %+v", s)
 	}
-	if err := h.recorder.Close(); err != nil {
+	if err := h.sess.Close(); err != nil {
 		t.Fatal(err)
 	}
 	err := filepath.Walk(filepath.Join(h.dir, ".pipeline"), func(path string, info os.FileInfo, err error) error {
@@ -326,8 +347,8 @@ phases:
       - {name: direct, run: echo plain words}
       - {name: shell, run: 'echo "$PIPELINE_STEP" | tr a-z A-Z > out.txt && cat out.txt'}
       - {name: missing, run: no-such-program-here}
-`, engine.RealClock{})
-	h.runner.Plan.Phases[0].Retry.When.Value = nil
+`, clock.Real{})
+	h.plan.Phases[0].Retry.When.Value = nil
 	s := h.await(h.start())
 	if got := transcript(t, h, "a", "1-direct.log"); got != "plain words\n" {
 		t.Errorf("direct: %q", got)
@@ -350,7 +371,7 @@ func TestRunRecordsGitChanges(t *testing.T) {
 phases:
   - name: edit
     steps: [{run: 'echo new > added.txt && echo changed >> tracked.txt && git add -A && git -c user.email=t@t -c user.name=t commit -qm edit && echo more >> tracked.txt'}]
-`, engine.RealClock{})
+`, clock.Real{})
 	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init", "--allow-empty"}} {
 		cmd := exec.Command("git", args...)
 		cmd.Dir = h.dir
@@ -361,7 +382,6 @@ phases:
 	if err := os.WriteFile(filepath.Join(h.dir, "tracked.txt"), []byte("one\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h.runner.Git = engine.GitFor(h.dir)
 	s := h.await(h.start())
 	rec := s.Phases[0]
 	if s.Status != engine.StatusCompleted || rec.HeadBefore == "" || rec.HeadAfter == "" || rec.HeadBefore == rec.HeadAfter {
@@ -432,8 +452,8 @@ agent: {kind: command, command: [sh, agent.sh]}
 defaults:
   restart_when: {context: context_tokens > 350000}
 phases: [{name: design}]
-`, engine.RealClock{})
-	h.runner.Plan.Phases[0].Steps[0].Agent.Value.Kind = "test-json"
+`, clock.Real{})
+	h.plan.Phases[0].Steps[0].Agent.Value.Kind = "test-json"
 	script := "cat <<'EOF'\n" + `{"session": "native-7"}
 {"usage": [1200, 300, 401000, 0.25]}
 {"text": "working [CHECK"}
@@ -442,7 +462,7 @@ phases: [{name: design}]
 	if err := os.WriteFile(filepath.Join(h.dir, "agent.sh"), []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h.runner.Grace = 200 * time.Millisecond
+	h.driver.Grace = 200 * time.Millisecond
 	s := h.await(h.start())
 	if s.Status != engine.StatusPaused || s.Pause.Reason != "checkpoint" || s.Pause.Note != "api drafted" {
 		t.Fatalf("state %+v, pause %+v", s, s.Pause)
@@ -472,12 +492,11 @@ cat "$PIPELINE_PHASE.jsonl"
 
 func jsonHarness(t *testing.T, yamlText string, outputs map[string]string) *harness {
 	t.Helper()
-	h := newHarness(t, yamlText, engine.RealClock{})
+	h := newHarness(t, yamlText, clock.Real{})
 	steps.Register("test-json", jsonAgent{})
-	for i := range h.runner.Plan.Phases {
-		h.runner.Plan.Phases[i].Steps[0].Agent.Value.Kind = "test-json"
+	for i := range h.plan.Phases {
+		h.plan.Phases[i].Steps[0].Agent.Value.Kind = "test-json"
 	}
-	h.runner.ResumeContext = func(engine.State, engine.StartStep) string { return "[Resume context] test" }
 	os.WriteFile(filepath.Join(h.dir, "agent.sh"), []byte(jsonScript), 0o644)
 	for phase, out := range outputs {
 		os.WriteFile(filepath.Join(h.dir, phase+".jsonl"), []byte(out), 0o644)
@@ -529,7 +548,7 @@ phases: [{name: one}, {name: two}, {name: three}]
 	}
 	// Phase three was asked to resume "gone", which the CLI lost.
 	if !strings.HasPrefix(c[2], "--resume gone") || strings.Contains(c[3], "--resume") ||
-		!strings.Contains(c[3], "[Resume context] test") || !strings.Contains(c[3], "[Feature: f]") {
+		!strings.Contains(c[3], "[Resume context]") || !strings.Contains(c[3], "[Feature: f]") {
 		t.Errorf("the lost session was not replaced by a fresh one with the resume context:\n%q\n%q", c[2], c[3])
 	}
 	if fired := s.Phases[2].Fired; len(fired) != 1 || fired[0].Reason != engine.ReasonSessionLost {
@@ -569,4 +588,11 @@ phases: [{name: one}]
 		!s.Pause.ResumeAfter.Equal(time.Date(2026, 11, 25, 18, 0, 0, 0, time.UTC)) || s.Pause.Note != "usage limit reached" {
 		t.Fatalf("pause %+v", s.Pause)
 	}
+}
+
+// lineList is every line of output shown so far.
+func (v *testView) lineList() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return strings.Split(strings.TrimRight(v.output.String(), "\n"), "\n")
 }

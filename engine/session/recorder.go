@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"crypto/rand"
@@ -6,69 +6,39 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"reflect"
 	"time"
 
+	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
 )
 
-// eventTypes maps the type names written in events.jsonl to the events.
-var eventTypes = map[string]reflect.Type{}
-
-func init() {
-	for _, ev := range []Event{Started{}, StepFinished{}, TriggerFired{}, TimerExpired{}, PauseRequested{},
-		Resumed{}, Recovered{}, Noted{}, Completed{}} {
-		t := reflect.TypeOf(ev)
-		eventTypes[t.Name()] = t
-	}
-}
-
-// EncodeEvent returns an event's type name and its JSON.
-func EncodeEvent(ev Event) (string, []byte, error) {
-	payload, err := json.Marshal(ev)
-	return reflect.TypeOf(ev).Name(), payload, err
-}
-
-// DecodeEvent reads an event written by EncodeEvent.
-func DecodeEvent(typ string, payload []byte) (Event, error) {
-	t, ok := eventTypes[typ]
-	if !ok {
-		return nil, fmt.Errorf("unknown event type %q", typ)
-	}
-	v := reflect.New(t)
-	if err := json.Unmarshal(payload, v.Interface()); err != nil {
-		return nil, fmt.Errorf("event %s: %w", typ, err)
-	}
-	return v.Elem().Interface().(Event), nil
-}
-
 // LoadState rebuilds a session's state: its last snapshot, then every
 // event recorded after it, through the decision function.
-func LoadState(plan *spec.Plan, x *store.Session) (State, error) {
+func LoadState(plan *spec.Plan, x *store.Session) (engine.State, error) {
 	seq, raw, err := x.ReadSnapshot()
 	if err != nil {
-		return State{}, err
+		return engine.State{}, err
 	}
-	var s State
+	var s engine.State
 	if raw != nil {
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return State{}, fmt.Errorf("session %s: the state is not readable: %w", x.Meta.ID, err)
+			return engine.State{}, fmt.Errorf("session %s: the state is not readable: %w", x.Meta.ID, err)
 		}
 	}
 	err = x.Events(seq, func(_ int64, typ string, payload []byte) error {
-		ev, err := DecodeEvent(typ, payload)
+		ev, err := engine.DecodeEvent(typ, payload)
 		if err != nil {
 			return fmt.Errorf("session %s: %w", x.Meta.ID, err)
 		}
-		s, _ = Decide(plan, s, ev)
+		s, _ = engine.Decide(plan, s, ev)
 		return nil
 	})
 	if err != nil {
-		return State{}, err
+		return engine.State{}, err
 	}
 	if err := checkPhases(plan, s, x.Meta.ID); err != nil {
-		return State{}, err
+		return engine.State{}, err
 	}
 	return s, nil
 }
@@ -76,7 +46,7 @@ func LoadState(plan *spec.Plan, x *store.Session) (State, error) {
 // checkPhases refuses a session whose phases no longer match the plan's:
 // the state indexes phases, and a renamed or reordered list would be
 // misread.
-func checkPhases(plan *spec.Plan, s State, id string) error {
+func checkPhases(plan *spec.Plan, s engine.State, id string) error {
 	if len(s.Phases) == 0 {
 		return nil
 	}
@@ -99,50 +69,50 @@ func checkPhases(plan *spec.Plan, s State, id string) error {
 }
 
 // Summarize is a state's line in the session index.
-func Summarize(plan *spec.Plan, meta store.Meta, s State, now time.Time) store.Summary {
+func Summarize(plan *spec.Plan, meta store.Meta, s engine.State, now time.Time) store.Summary {
 	sum := store.Summary{ID: meta.ID, Key: meta.Key, Pipeline: meta.Pipeline, Spec: meta.Spec,
 		Status: string(s.Status), Tokens: s.TotalTokens, CostUSD: s.CostUSD, Created: meta.Created, Updated: now}
 	if s.Phase < len(plan.Phases) {
 		sum.Phase = plan.Phases[s.Phase].Name
 	}
-	if s.Pause != nil && s.Status == StatusPaused {
+	if s.Pause != nil && s.Status == engine.StatusPaused {
 		sum.PauseReason = s.Pause.Reason
 	}
 	return sum
 }
 
-// SessionRecorder records a run into a session of the store: each event
+// Recorder records a run into a session of the store: each event
 // appended as it happens (a kill -9 loses nothing recorded), the snapshot
 // written at most every SnapshotEvery and at the end. Everything written
 // passes through Redact first.
-type SessionRecorder struct {
+type Recorder struct {
 	Session       *store.Session
 	Plan          *spec.Plan
 	Redact        func(string) string
 	SnapshotEvery time.Duration
 
-	last         State
+	last         engine.State
 	lastSeq      int64
 	lastSnapshot time.Time
 	dirty        bool
 }
 
-// NewSessionRecorder records into x.
-func NewSessionRecorder(x *store.Session, plan *spec.Plan, redact func(string) string) *SessionRecorder {
+// NewRecorder records into x.
+func NewRecorder(x *store.Session, plan *spec.Plan, redact func(string) string) *Recorder {
 	if redact == nil {
 		redact = func(s string) string { return s }
 	}
-	return &SessionRecorder{Session: x, Plan: plan, Redact: redact, SnapshotEvery: 2 * time.Second, lastSnapshot: time.Now()}
+	return &Recorder{Session: x, Plan: plan, Redact: redact, SnapshotEvery: 2 * time.Second, lastSnapshot: time.Now()}
 }
 
 // Transcript opens a step's transcript.
-func (r *SessionRecorder) Transcript(phase string, attempt int, step string) (io.WriteCloser, error) {
+func (r *Recorder) Transcript(phase string, attempt int, step string) (io.WriteCloser, error) {
 	return r.Session.CreateTranscript(phase, attempt, step)
 }
 
 // Record appends the event and snapshots the state when it is due.
-func (r *SessionRecorder) Record(ev Event, s State) error {
-	typ, payload, err := EncodeEvent(ev)
+func (r *Recorder) Record(ev engine.Event, s engine.State) error {
+	typ, payload, err := engine.EncodeEvent(ev)
 	if err != nil {
 		return err
 	}
@@ -158,7 +128,7 @@ func (r *SessionRecorder) Record(ev Event, s State) error {
 }
 
 // Snapshot writes the state as of the last event.
-func (r *SessionRecorder) Snapshot() error {
+func (r *Recorder) Snapshot() error {
 	if !r.dirty {
 		return nil
 	}
@@ -175,7 +145,7 @@ func (r *SessionRecorder) Snapshot() error {
 }
 
 // Close writes the last snapshot.
-func (r *SessionRecorder) Close() error { return r.Snapshot() }
+func (r *Recorder) Close() error { return r.Snapshot() }
 
 // NewSessionID makes a session id that sorts by start time.
 func NewSessionID(now time.Time) string {
@@ -188,7 +158,7 @@ func NewSessionID(now time.Time) string {
 // WriteSnapshot records s as the session's state as of its last event, and
 // updates the index: after a runner died between its last event and its
 // snapshot, this brings the listing up to date.
-func WriteSnapshot(plan *spec.Plan, x *store.Session, s State, redact func(string) string) error {
+func WriteSnapshot(plan *spec.Plan, x *store.Session, s engine.State, redact func(string) string) error {
 	raw, err := json.Marshal(s)
 	if err != nil {
 		return err

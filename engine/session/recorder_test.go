@@ -1,12 +1,15 @@
-package engine_test
+package session_test
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
 )
 
@@ -30,8 +33,8 @@ func recordLoop(t testing.TB, n int, snapshot bool) (*store.Session, engine.Stat
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := planOf(&testing.T{}, loopPlan)
-	rec := engine.NewSessionRecorder(x, plan, nil)
+	plan := planOf(t, loopPlan)
+	rec := session.NewRecorder(x, plan, nil)
 	rec.SnapshotEvery = time.Hour
 	at := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
 	var s engine.State
@@ -56,7 +59,7 @@ func recordLoop(t testing.TB, n int, snapshot bool) (*store.Session, engine.Stat
 func TestLoadStateReplaysTheLog(t *testing.T) {
 	x, want := recordLoop(t, 501, false)
 	defer x.Close()
-	got, err := engine.LoadState(planOf(t, loopPlan), x)
+	got, err := session.LoadState(planOf(t, loopPlan), x)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,13 +83,41 @@ func BenchmarkResume100kEvents(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			x, _ := recordLoop(b, 100_000, snapshot)
 			defer x.Close()
-			plan := planOf(&testing.T{}, loopPlan)
+			plan := planOf(b, loopPlan)
 			for b.Loop() {
-				s, err := engine.LoadState(plan, x)
+				s, err := session.LoadState(plan, x)
 				if err != nil || s.Attempt != 50_000 {
 					b.Fatalf("attempt %d, %v", s.Attempt, err)
 				}
 			}
 		})
 	}
+}
+
+// planOf loads an inline phases.yaml.
+func planOf(t testing.TB, yamlText string) *spec.Plan {
+	t.Helper()
+	doc, err := spec.Parse("phases.yaml", []byte(yamlText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := spec.Resolve(doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+// deepCopy copies a state through its JSON, as the store keeps it.
+func deepCopy(t *testing.T, st engine.State) engine.State {
+	t.Helper()
+	var out engine.State
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -1,75 +1,17 @@
-package engine
+package main
 
 import (
 	"bufio"
 	"bytes"
 	"fmt"
 	"io"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/local"
 )
-
-// View shows a run as it goes. Output is the hot path: it gets every chunk
-// of every step's output.
-type View interface {
-	StepStarted(info StepInfo)
-	Output(chunk []byte)
-	// Progress is called about ten times a second while a step runs.
-	Progress(p Progress)
-	StepFinished(info StepInfo, r StepResult)
-	// Say prints a line of the engine's own: a retry, a pause, the end.
-	Say(format string, args ...any)
-	Close() error
-}
-
-// StepInfo names the running step.
-type StepInfo struct {
-	Phase      string
-	PhaseIndex int
-	Phases     int
-	Step       string
-	Attempt    int
-	What       string // the command line, or the agent
-	TimeLimit  time.Duration
-	TokenLimit int
-}
-
-// Progress is the live state of the running step.
-type Progress struct {
-	Elapsed time.Duration
-	Tokens  int
-}
-
-var (
-	tokenLimitPattern = regexp.MustCompile(`^\s*tokens\s*>=?\s*([0-9_]+)\s*$`)
-	timeLimitPattern  = regexp.MustCompile(`^\s*elapsed\s*>=?\s*duration\(\s*"([^"]+)"\s*\)\s*$`)
-)
-
-// limits finds the simplest token and time limits of a phase, for display:
-// pause_when triggers of the shape tokens > N and elapsed > duration("D"),
-// and the step's timeout.
-func limits(phase *spec.PhasePlan, step *spec.StepPlan) (time.Duration, int) {
-	timeLimit := time.Duration(step.Timeout.Value)
-	tokenLimit := 0
-	for _, t := range phase.PauseWhen {
-		if m := tokenLimitPattern.FindStringSubmatch(t.Expr.Source); m != nil {
-			if n, err := strconv.Atoi(strings.ReplaceAll(m[1], "_", "")); err == nil && (tokenLimit == 0 || n < tokenLimit) {
-				tokenLimit = n
-			}
-		}
-		if m := timeLimitPattern.FindStringSubmatch(t.Expr.Source); m != nil {
-			if d, err := spec.ParseDuration(m[1]); err == nil && (timeLimit == 0 || time.Duration(d) < timeLimit) {
-				timeLimit = time.Duration(d)
-			}
-		}
-	}
-	return timeLimit, tokenLimit
-}
 
 // PlainView writes timestamped lines: for CI logs and anything that is not
 // a terminal.
@@ -96,7 +38,7 @@ func (v *PlainView) line(text string) {
 }
 
 // StepStarted prints the step's header line.
-func (v *PlainView) StepStarted(info StepInfo) {
+func (v *PlainView) StepStarted(info local.StepInfo) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.line(fmt.Sprintf("== phase %d/%d %s · step %s · attempt %d · %s", info.PhaseIndex+1, info.Phases, info.Phase, info.Step, info.Attempt, info.What))
@@ -129,21 +71,21 @@ func (v *PlainView) Output(chunk []byte) {
 }
 
 // Progress is not shown in plain output: the lines carry the time.
-func (v *PlainView) Progress(Progress) {
+func (v *PlainView) Progress(local.Progress) {
 	v.mu.Lock()
 	v.w.Flush()
 	v.mu.Unlock()
 }
 
 // StepFinished prints how the step ended.
-func (v *PlainView) StepFinished(info StepInfo, r StepResult) {
+func (v *PlainView) StepFinished(info local.StepInfo, r engine.StepResult) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.line("== " + describeResult(info, r))
 	v.w.Flush()
 }
 
-func describeResult(info StepInfo, r StepResult) string {
+func describeResult(info local.StepInfo, r engine.StepResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "step %s ", info.Step)
 	switch {

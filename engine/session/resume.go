@@ -1,10 +1,11 @@
-package engine
+package session
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/internal/tokens"
@@ -20,13 +21,13 @@ const SpecAtPauseFile = "spec-at-pause.md"
 // ResumeContextFor returns the Runner.ResumeContext of a session: the
 // resume context rendered from the state, the human notes, git and the
 // spec's changes since the pause, within ResumeBudget tokens.
-func ResumeContextFor(plan *spec.Plan, x *store.Session, redact func(string) string) func(State, StartStep) string {
-	return func(s State, a StartStep) string {
+func ResumeContextFor(plan *spec.Plan, x *store.Session, redact func(string) string) func(engine.State, engine.StartStep) string {
+	return func(s engine.State, a engine.StartStep) string {
 		budget := plan.ResumeBudget
 		if budget <= 0 {
 			budget = ResumeBudget
 		}
-		text, err := RenderResumeContext(plan.ResumeTemplate, resumeInput(plan, x, s, a, redact), budget, tokens.Count)
+		text, err := engine.RenderResumeContext(plan.ResumeTemplate, resumeInput(plan, x, s, a, redact), budget, tokens.Count)
 		if err != nil {
 			return ""
 		}
@@ -37,9 +38,9 @@ func ResumeContextFor(plan *spec.Plan, x *store.Session, redact func(string) str
 	}
 }
 
-func resumeInput(plan *spec.Plan, x *store.Session, s State, a StartStep, redact func(string) string) ResumeInput {
+func resumeInput(plan *spec.Plan, x *store.Session, s engine.State, a engine.StartStep, redact func(string) string) engine.ResumeInput {
 	phase := plan.Phases[a.Phase]
-	in := ResumeInput{Pipeline: plan.Name.Value, Phase: phase.Name, Step: phase.Steps[a.Step].Name, Attempt: a.Attempt,
+	in := engine.ResumeInput{Pipeline: plan.Name.Value, Phase: phase.Name, Step: phase.Steps[a.Step].Name, Attempt: a.Attempt,
 		SpecPath: plan.Spec}
 	if s.Pause != nil {
 		in.Reason, in.Note = s.Pause.Reason, s.Pause.Note
@@ -51,7 +52,7 @@ func resumeInput(plan *spec.Plan, x *store.Session, s State, a StartStep, redact
 	}
 	for i, rec := range s.Phases {
 		if i < a.Phase || (i == a.Phase && len(rec.ExitCodes) > 0) {
-			in.Done = append(in.Done, DoneItem{Phase: rec.Name, Summary: rec.Summary, Attempts: rec.Attempts, ExitCodes: rec.ExitCodes})
+			in.Done = append(in.Done, engine.DoneItem{Phase: rec.Name, Summary: rec.Summary, Attempts: rec.Attempts, ExitCodes: rec.ExitCodes})
 		}
 		in.HumanNotes = append(in.HumanNotes, rec.Notes...)
 		if i == a.Phase {
@@ -72,7 +73,7 @@ func resumeInput(plan *spec.Plan, x *store.Session, s State, a StartStep, redact
 			after = []byte(redact(string(after)))
 		}
 		if before != nil && err == nil {
-			in.SpecDiff = SpecDiff(filepath.Base(plan.Spec), string(before), string(after))
+			in.SpecDiff = engine.SpecDiff(filepath.Base(plan.Spec), string(before), string(after))
 		}
 	}
 	return in

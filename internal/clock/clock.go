@@ -1,4 +1,7 @@
-package engine
+// Package clock is the source of time of the runner and the step executor:
+// the wall clock, or a fake one that tests move by hand, so that back-off,
+// time limits and idle timeouts are tested without sleeping.
+package clock
 
 import (
 	"sort"
@@ -15,17 +18,17 @@ type Clock interface {
 	AfterFunc(d time.Duration, f func()) (stop func() bool)
 }
 
-// RealClock is the wall clock.
-type RealClock struct{}
+// Real is the wall clock.
+type Real struct{}
 
 // Now is time.Now.
-func (RealClock) Now() time.Time { return time.Now() }
+func (Real) Now() time.Time { return time.Now() }
 
 // AfterFunc is time.AfterFunc.
-func (RealClock) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+func (Real) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 
-// FakeClock moves only when Advance is called.
-type FakeClock struct {
+// Fake moves only when Advance is called.
+type Fake struct {
 	mu      sync.Mutex
 	now     time.Time
 	pending []*fakeTimer
@@ -40,20 +43,20 @@ type fakeTimer struct {
 	stopped bool
 }
 
-// NewFakeClock starts a fake clock at t.
-func NewFakeClock(t time.Time) *FakeClock {
-	return &FakeClock{now: t, armed: make(chan struct{}, 1024)}
+// NewFake starts a fake clock at t.
+func NewFake(t time.Time) *Fake {
+	return &Fake{now: t, armed: make(chan struct{}, 1024)}
 }
 
 // Now returns the fake time.
-func (c *FakeClock) Now() time.Time {
+func (c *Fake) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
 }
 
 // AfterFunc arms a timer that fires when Advance passes its time.
-func (c *FakeClock) AfterFunc(d time.Duration, f func()) func() bool {
+func (c *Fake) AfterFunc(d time.Duration, f func()) func() bool {
 	c.mu.Lock()
 	t := &fakeTimer{at: c.now.Add(d), f: f}
 	c.pending = append(c.pending, t)
@@ -72,11 +75,11 @@ func (c *FakeClock) AfterFunc(d time.Duration, f func()) func() bool {
 }
 
 // Armed is signalled each time a timer is set.
-func (c *FakeClock) Armed() <-chan struct{} { return c.armed }
+func (c *Fake) Armed() <-chan struct{} { return c.armed }
 
 // AdvanceToNext moves the clock to the earliest pending timer, if any, and
 // runs it.
-func (c *FakeClock) AdvanceToNext() {
+func (c *Fake) AdvanceToNext() {
 	c.mu.Lock()
 	var next *fakeTimer
 	for _, t := range c.pending {
@@ -92,7 +95,7 @@ func (c *FakeClock) AdvanceToNext() {
 
 // Advance moves the clock by d and runs, in order and in this goroutine,
 // every timer that falls due.
-func (c *FakeClock) Advance(d time.Duration) {
+func (c *Fake) Advance(d time.Duration) {
 	c.mu.Lock()
 	end := c.now.Add(d)
 	for {

@@ -1,0 +1,38 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+)
+
+// eventTypes maps the type names written in a session's event log to the
+// events.
+var eventTypes = map[string]reflect.Type{}
+
+func init() {
+	for _, ev := range []Event{Started{}, StepFinished{}, TriggerFired{}, TimerExpired{}, PauseRequested{},
+		Resumed{}, Recovered{}, Noted{}, Completed{}} {
+		t := reflect.TypeOf(ev)
+		eventTypes[t.Name()] = t
+	}
+}
+
+// EncodeEvent returns an event's type name and its JSON.
+func EncodeEvent(ev Event) (string, []byte, error) {
+	payload, err := json.Marshal(ev)
+	return reflect.TypeOf(ev).Name(), payload, err
+}
+
+// DecodeEvent reads an event written by EncodeEvent.
+func DecodeEvent(typ string, payload []byte) (Event, error) {
+	t, ok := eventTypes[typ]
+	if !ok {
+		return nil, fmt.Errorf("unknown event type %q", typ)
+	}
+	v := reflect.New(t)
+	if err := json.Unmarshal(payload, v.Interface()); err != nil {
+		return nil, fmt.Errorf("event %s: %w", typ, err)
+	}
+	return v.Elem().Interface().(Event), nil
+}

@@ -1,0 +1,507 @@
+// Package local is the local driver: a loop over the events of one session
+// that calls engine.Decide and carries out its actions here, with real
+// processes through the step executor, a clock for back-off, and OS
+// signals turned into pause requests. It takes a context: cancelling it
+// pauses the session cleanly.
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/internal/clock"
+	"github.com/pipeline-dev/pipeline/internal/tokens"
+	"github.com/pipeline-dev/pipeline/steps"
+	"github.com/pipeline-dev/pipeline/triggers"
+)
+
+// Interrupt is a request to pause: Ctrl+C, SIGTERM, or pipeline pause with
+// the human's notes.
+type Interrupt struct {
+	Reason string
+	Notes  string
+}
+
+// Driver runs sessions on this machine.
+type Driver struct {
+	View  View
+	Clock clock.Clock
+	// Grace is the time between interrupting a step and killing it.
+	Grace time.Duration
+	// Tick is how often time limits and time-based triggers are checked.
+	Tick time.Duration
+	// Interrupts delivers requests to pause: the first pauses the session
+	// gracefully, the second kills the running step at once.
+	Interrupts <-chan Interrupt
+	// Signals turns SIGINT and SIGTERM into interrupts; a SIGTERM sent by
+	// pipeline pause carries the notes it left in the session.
+	Signals bool
+}
+
+// Run drives the session with events (the last one starts the run: a
+// Started, Resumed or Recovered; those before it, such as notes, are
+// recorded first) until it pauses, completes or fails, and returns the
+// final state. Cancelling ctx pauses the session (reason interrupted). No
+// process of a step outlives Run. The error is set when the session could
+// not be recorded.
+func (d *Driver) Run(ctx context.Context, sess *session.Session, events ...engine.Event) (engine.State, error) {
+	if len(events) == 0 {
+		return sess.State(), errors.New("local: Run needs an event to start from")
+	}
+	if _, err := sess.Apply(events[:len(events)-1]...); err != nil {
+		return sess.State(), err
+	}
+	r := &run{d: d, sess: sess, plan: sess.Plan, clock: d.Clock, events: make(chan engine.Event, 64)}
+	if r.clock == nil {
+		r.clock = clock.Real{}
+	}
+	r.executor = &steps.Executor{Clock: r.clock, Tick: d.Tick}
+	interrupts, stopSignals := d.interrupts(sess)
+	defer stopSignals()
+	return r.loop(ctx, events[len(events)-1], interrupts)
+}
+
+// interrupts merges the Interrupts channel and, when asked, the signals.
+func (d *Driver) interrupts(sess *session.Session) (<-chan Interrupt, func()) {
+	if !d.Signals {
+		return d.Interrupts, func() {}
+	}
+	merged := make(chan Interrupt, 2)
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		for {
+			var in Interrupt
+			select {
+			case <-done:
+				return
+			case in = <-d.Interrupts: // nil when not set: never ready
+			case <-signals:
+				if notes, ok := sess.PauseRequest(); ok {
+					in = Interrupt{Reason: engine.ReasonHuman, Notes: notes}
+				}
+			}
+			select {
+			case merged <- in:
+			case <-done:
+				return
+			}
+		}
+	}()
+	return merged, func() {
+		signal.Stop(signals)
+		close(done)
+	}
+}
+
+// run is one call of Driver.Run.
+type run struct {
+	d        *Driver
+	sess     *session.Session
+	plan     *spec.Plan
+	clock    clock.Clock
+	executor *steps.Executor
+	events   chan engine.Event
+	current  *stepRun
+}
+
+func (r *run) say(format string, args ...any) { r.d.View.Say(format, args...) }
+
+func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan Interrupt) (engine.State, error) {
+	var (
+		stopSleep func() bool
+		forced    bool
+		recordErr error
+	)
+	// handle decides an event, carries out its actions, and reports
+	// whether the run has ended.
+	handle := func(ev engine.Event) bool {
+		state, actions := engine.Decide(r.plan, r.sess.State(), ev)
+		// Stopping a step cannot wait for the record: it is the latency
+		// from a trigger to the interrupt.
+		for _, a := range actions {
+			if _, ok := a.(engine.StopStep); ok && r.current != nil {
+				r.current.stop(false)
+			}
+		}
+		if err := r.sess.Record(ev, state); err != nil && recordErr == nil {
+			recordErr = err
+			r.say("pipeline: recording the session: %v", err)
+		}
+		for _, a := range actions {
+			switch a := a.(type) {
+			case engine.StartStep:
+				r.current = r.start(ctx, a, state)
+			case engine.Sleep:
+				r.say("retrying in %s (attempt %d)", a.Duration, state.Attempt)
+				stopSleep = r.clock.AfterFunc(a.Duration, func() { r.events <- engine.TimerExpired{At: r.clock.Now()} })
+			case engine.DropSession:
+				r.say("restart: the agent's session %s is dropped; the next attempt starts fresh", a.Key)
+			case engine.Pause:
+				if stopSleep != nil {
+					stopSleep()
+				}
+				r.say("paused: %s", describeFiring(a.Firing))
+				return true
+			case engine.Complete:
+				r.say("completed: %d phases", len(r.plan.Phases))
+				return true
+			case engine.Fail:
+				r.say("failed: %s", a.Reason)
+				return true
+			}
+		}
+		return false
+	}
+	state := r.sess.State
+	if handle(first) || (r.current == nil && !state().Waiting && !state().StepRunning) {
+		// Ended, or the event asked nothing of a session that cannot move
+		// (a resume of a session that is not paused): nothing to wait for.
+		return state(), recordErr
+	}
+	cancelled := ctx.Done()
+	pause := func(in Interrupt) bool {
+		if in.Reason == "" {
+			in.Reason = engine.ReasonInterrupted
+		}
+		return handle(engine.PauseRequested{At: r.clock.Now(), Reason: in.Reason, Notes: in.Notes})
+	}
+	for {
+		select {
+		case ev := <-r.events:
+			if _, ok := ev.(engine.StepFinished); ok {
+				r.current = nil
+			}
+			if handle(ev) {
+				return state(), recordErr
+			}
+		case <-cancelled:
+			cancelled = nil // a closed channel is always ready
+			if state().Stopping == nil && pause(Interrupt{}) {
+				return state(), recordErr
+			}
+		case in := <-interrupts:
+			if state().Stopping != nil && r.current != nil && !forced {
+				forced = true
+				r.say("interrupted again: killing the step now")
+				r.current.stop(true)
+				continue
+			}
+			if pause(in) {
+				return state(), recordErr
+			}
+		}
+	}
+}
+
+func describeFiring(f engine.Firing) string {
+	text := f.Reason
+	if f.Expression != "" && f.Expression != f.Reason {
+		text += fmt.Sprintf(" (%s)", f.Expression)
+	}
+	if len(f.Values) > 0 && f.Expression != f.Reason {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(f.Values)) {
+			if k == "output" || k == "steps" || k == "spec" {
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("%s=%v", k, f.Values[k]))
+		}
+		if len(parts) > 0 {
+			text += " with " + strings.Join(parts, ", ")
+		}
+	}
+	if f.Note != "" {
+		text += ": " + f.Note
+	}
+	return text
+}
+
+// stepRun is the step running: it can be stopped before and after its
+// process starts.
+type stepRun struct {
+	grace   time.Duration
+	cancel  context.CancelFunc
+	mu      sync.Mutex
+	running *steps.Running
+}
+
+// stop ends the step gracefully, or at once.
+func (s *stepRun) stop(now bool) {
+	s.mu.Lock()
+	running := s.running
+	s.mu.Unlock()
+	if now && running != nil {
+		running.Stop(0)
+		return
+	}
+	s.cancel()
+}
+
+// turn is how an agent step is called: the adapter's command and parser.
+type turn struct {
+	command      steps.Command
+	parser       steps.Parser
+	checker      steps.SessionChecker
+	askedSession string
+	promptTokens int
+	agentName    string
+}
+
+// prompt is what the agent is asked: the step's prompt and where the spec
+// is.
+func (r *run) prompt(step *spec.StepPlan) string {
+	text := step.Prompt.Value
+	if r.plan.Spec != "" {
+		rel, err := filepath.Rel(r.sess.Dir(), r.plan.Spec)
+		if err != nil {
+			rel = r.plan.Spec
+		}
+		text += "\n\nSpec: " + rel
+	}
+	return text
+}
+
+// prepare builds the command of a step: a shell line, or a turn of an
+// agent prepared by its adapter from a request.
+func (r *run) prepare(a engine.StartStep, s engine.State, step *spec.StepPlan) (turn, error) {
+	phase := &r.plan.Phases[a.Phase]
+	dir := r.sess.Dir()
+	env := append(os.Environ(),
+		"PIPELINE_PHASE="+phase.Name, "PIPELINE_STEP="+step.Name, fmt.Sprintf("PIPELINE_ATTEMPT=%d", a.Attempt))
+	if r.plan.Spec != "" {
+		env = append(env, "PIPELINE_SPEC="+r.plan.Spec)
+	}
+	if step.Agent == nil {
+		return turn{command: steps.Command{Args: shellCommand(step.Run), Dir: dir, Env: env}}, nil
+	}
+	agent := step.Agent.Value
+	t := turn{agentName: engine.AgentName(agent)}
+	adapter, err := steps.AdapterFor(agent.Kind)
+	if err != nil {
+		return t, err
+	}
+	for _, k := range slices.Sorted(maps.Keys(agent.Env)) {
+		env = append(env, k+"="+agent.Env[k])
+	}
+	req := steps.Request{Kind: agent.Kind, Model: agent.Model, Command: agent.Command, Args: agent.Args,
+		SessionID: a.SessionID, Dir: dir, Env: env}
+	if recoverer, ok := adapter.(steps.Recoverer); ok && a.Recover {
+		if id, found := recoverer.Recover(agent.Feature, req, env); found {
+			r.say("adopting the %s session %s of feature %s: the session store had none", agent.Kind, id, agent.Feature)
+			req.SessionID = id
+		}
+	}
+	prompt := r.prompt(step)
+	if a.ResumeContext {
+		if text := r.sess.ResumeContext(s, a); text != "" {
+			prompt = text + "\n\n" + prompt
+		}
+	}
+	if req.SessionID == "" && agent.Feature != "" {
+		// The first prompt of a native session names its feature, so that
+		// the session can be found again if the store is lost.
+		prompt = steps.FeatureHeader(agent.Feature) + "\n\n" + prompt
+	}
+	req.Prompt = prompt
+	inv, err := adapter.Invocation(req)
+	if err != nil {
+		return t, err
+	}
+	t.command = steps.Command{Args: inv.Args, Dir: dir, Env: env}
+	if inv.Stdin != "" {
+		t.command.Stdin = strings.NewReader(inv.Stdin)
+	}
+	t.parser = adapter.NewParser()
+	t.checker, _ = adapter.(steps.SessionChecker)
+	t.askedSession = req.SessionID
+	t.promptTokens = tokens.Count(prompt)
+	return t, nil
+}
+
+// shellCommand runs a run step through sh -c, except a plain command line
+// (words only, nothing the shell would interpret), which runs directly, as
+// make does: it saves starting a shell for every step.
+func shellCommand(line string) []string {
+	if strings.ContainsAny(line, "|&;<>()$`\\\"'*?[]#~=%{}!\n") {
+		return []string{"sh", "-c", line}
+	}
+	words := strings.Fields(line)
+	if len(words) == 0 {
+		return []string{"sh", "-c", line}
+	}
+	return words
+}
+
+// start runs a step in the background; its end comes back as a
+// StepFinished event.
+func (r *run) start(ctx context.Context, a engine.StartStep, s engine.State) *stepRun {
+	phase := &r.plan.Phases[a.Phase]
+	step := &phase.Steps[a.Step]
+	timeLimit, tokenLimit := Limits(phase, step)
+	info := StepInfo{Phase: phase.Name, PhaseIndex: a.Phase, Phases: len(r.plan.Phases), Step: step.Name,
+		Attempt: a.Attempt, TimeLimit: timeLimit, TokenLimit: tokenLimit, What: "run: " + step.Run}
+	if step.Agent != nil {
+		info.What = "agent " + step.Agent.Value.Kind
+	}
+	if a.Note != "" {
+		r.say("%s", a.Note)
+	}
+	t, err := r.prepare(a, s, step)
+	var transcript *os.File
+	if err == nil {
+		transcript, err = r.sess.Transcript(phase.Name, a.Attempt, step.Name)
+	}
+	r.d.View.StepStarted(info)
+	if err != nil {
+		// The step could not start: it failed, as a missing program does
+		// in a shell.
+		r.say("cannot start step %s: %v", step.Name, err)
+		result := engine.StepResult{ExitCode: 127, Output: err.Error(), Agent: t.agentName}
+		r.d.View.StepFinished(info, result)
+		r.events <- engine.StepFinished{At: r.clock.Now(), Result: result}
+		return nil
+	}
+	stepCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	current := &stepRun{grace: r.d.Grace, cancel: cancel}
+	obs := r.observer(a, s, phase, step, current)
+	run := steps.Step{Command: t.command, Parser: t.parser, CountTokens: step.Agent != nil && t.parser == nil,
+		PromptTokens: t.promptTokens, SessionChecker: t.checker, AskedSession: t.askedSession, Transcript: transcript,
+		Timeout: time.Duration(step.Timeout.Value), IdleTimeout: time.Duration(step.IdleTimeout.Value), Grace: r.d.Grace,
+		Redact: func() steps.RedactStream { return r.sess.Redactor().NewStream() }}
+	git := r.sess.Git()
+	headBefore := s.Phases[a.Phase].HeadBefore
+	go func() {
+		defer cancel()
+		if git != nil && headBefore == "" {
+			headBefore, _ = git("")
+		}
+		res, err := r.executor.Execute(stepCtx, run, obs)
+		if err != nil {
+			r.say("cannot start step %s: %v", step.Name, err)
+		} else {
+			r.sess.StepProcess(0)
+		}
+		if err := transcript.Close(); err != nil {
+			r.say("pipeline: closing the transcript: %v", err)
+		}
+		result := engine.StepResult{ExitCode: res.ExitCode, TimedOut: res.TimedOut, Stopped: res.Stopped,
+			Tokens: res.Tokens, ContextTokens: res.ContextTokens, CostUSD: res.CostUSD, Elapsed: res.Elapsed,
+			Output: res.Output, Checkpoint: res.Checkpoint, CheckpointNote: res.CheckpointNote, SessionID: res.SessionID,
+			Agent: t.agentName, SessionLost: res.SessionLost, RateLimited: res.RateLimited, ResumeAfter: res.ResumeAfter,
+			Error: res.Error}
+		if git != nil {
+			result.HeadBefore = headBefore
+			result.Head, result.Files = git(headBefore)
+			result.FilesChanged = len(result.Files)
+		}
+		r.d.View.StepFinished(info, result)
+		r.events <- engine.StepFinished{At: r.clock.Now(), Result: result}
+	}()
+	return current
+}
+
+// observer evaluates a step's pause_when triggers as its output and time
+// go by: the executor tells it the live values, it tells the loop a
+// trigger fired.
+type observer struct {
+	r       *run
+	current *stepRun
+	monitor *triggers.Monitor
+	// What the session had used before this step.
+	tokensBefore                int
+	costBefore                  float64
+	phaseBefore, sessionBefore  time.Duration
+	fired                       bool
+	checkpointSeen, tailWanting bool
+}
+
+func (r *run) observer(a engine.StartStep, s engine.State, phase *spec.PhasePlan, step *spec.StepPlan, current *stepRun) *observer {
+	var list []triggers.Named
+	for _, t := range phase.PauseWhen {
+		if t.Expr.Compiled != nil {
+			list = append(list, triggers.Named{Name: t.Name, Expr: t.Expr.Compiled})
+		}
+	}
+	m := triggers.NewMonitor(list)
+	m.Env = triggers.Env{TotalTokens: s.TotalTokens, CostUSD: s.CostUSD, PhaseElapsed: s.PhaseElapsed,
+		SessionElapsed: s.SessionElapsed, Errors: s.Errors, ConsecutiveErrors: s.ConsecutiveErrors,
+		Attempt: a.Attempt, Phase: phase.Name, Step: step.Name, Steps: s.Steps, FilesChanged: s.FilesChanged,
+		Spec: r.plan.SpecValues}
+	return &observer{r: r, current: current, monitor: m, tokensBefore: s.TotalTokens, costBefore: s.CostUSD,
+		phaseBefore: s.PhaseElapsed, sessionBefore: s.SessionElapsed, tailWanting: m.Needs(triggers.VarOutput)}
+}
+
+func (o *observer) Started(running *steps.Running) {
+	o.current.mu.Lock()
+	o.current.running = running
+	o.current.mu.Unlock()
+	o.r.sess.StepProcess(running.Pid())
+}
+
+func (o *observer) Output(text []byte) { o.r.d.View.Output(text) }
+
+func (o *observer) Warn(message string) { o.r.say("pipeline: %s", message) }
+
+func (o *observer) Observe(live *steps.Live) {
+	m := o.monitor
+	m.SetTokens(live.Tokens, o.tokensBefore)
+	if live.ContextTokens != m.Env.ContextTokens {
+		m.Env.ContextTokens = live.ContextTokens
+		m.Changed(triggers.VarContextTokens)
+	}
+	if cost := o.costBefore + live.CostUSD; cost != m.Env.CostUSD {
+		m.Env.CostUSD = cost
+		m.Changed(triggers.VarCostUSD)
+	}
+	if live.Checkpoint && (!m.Env.Checkpoint || live.CheckpointNote != m.Env.CheckpointNote) {
+		m.Env.Checkpoint, m.Env.CheckpointNote = true, live.CheckpointNote
+		m.Changed(triggers.VarCheckpoint)
+	}
+	if live.NewOutput && o.tailWanting {
+		m.Env.Output = live.Tail()
+		m.Changed(triggers.VarOutput)
+	}
+	if !live.NewOutput {
+		m.SetElapsed(live.Elapsed, o.phaseBefore, o.sessionBefore)
+		o.r.d.View.Progress(Progress{Elapsed: live.Elapsed, Tokens: m.Env.Tokens})
+	}
+	if o.fired {
+		return
+	}
+	named, err := m.Check()
+	if named == nil && err == nil {
+		return
+	}
+	o.fired = true
+	f := engine.Firing{Reason: engine.ReasonExpressionError, At: o.r.clock.Now()}
+	if err != nil {
+		f.Note = err.Error()
+	} else {
+		f.Reason, f.Expression, f.Values = named.Name, named.Expr.Source, m.Env.Values(named.Expr.Reads)
+		if m.Env.Checkpoint {
+			f.Note = m.Env.CheckpointNote
+		}
+	}
+	ev := engine.TriggerFired{At: f.At, Firing: f}
+	// The executor holds its lock while it observes: never block it.
+	select {
+	case o.r.events <- ev:
+	default:
+		go func() { o.r.events <- ev }()
+	}
+}

@@ -1,0 +1,214 @@
+package local_test
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/local"
+	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/internal/clock"
+)
+
+// lifecyclePipeline waits in its first phase until the file go-on exists
+// (Ctrl+C ends the wait cleanly), then runs a second phase.
+const lifecyclePipeline = `version: 1
+phases:
+  - name: wait
+    steps: [{run: 'trap "echo interrupted; exit 130" INT; echo ready; while [ ! -e go-on ]; do sleep 0.05; done; echo went on'}]
+  - name: finish
+    steps: [{run: echo finished}]
+`
+
+// The session service and the local driver, driven from Go as any new
+// driver would: run, pause by cancelling the context, resume with notes,
+// run to the end; then a second session completed by hand. Nothing here
+// builds or runs the pipeline binary.
+func TestSessionServiceAndLocalDriver(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "phases.yaml")
+	if err := os.WriteFile(file, []byte(lifecyclePipeline), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := spec.Load(file, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(filepath.Join(dir, ".pipeline"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := newTestView()
+	driver := &local.Driver{View: view, Clock: clock.Real{}, Grace: 5 * time.Second}
+	background := context.Background()
+
+	// Run, and pause it by cancelling the context while its step waits.
+	sess, err := session.Open(background, st, session.Options{File: file, Plan: plan, Create: session.IfNone,
+		Statuses: []engine.Status{engine.StatusPaused, engine.StatusRunning}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sess.Created {
+		t.Fatal("the first Open did not create a session")
+	}
+	id := sess.ID()
+	ctx, cancel := context.WithCancel(background)
+	done := make(chan engine.State, 1)
+	go func() {
+		s, err := driver.Run(ctx, sess, sess.Start(time.Now()))
+		if err != nil {
+			t.Errorf("run: %v", err)
+		}
+		done <- s
+	}()
+	view.awaitLine(t, "ready")
+	cancel()
+	s := awaitState(t, done)
+	if s.Status != engine.StatusPaused || s.Pause.Reason != engine.ReasonInterrupted || s.Phase != 0 {
+		t.Fatalf("after the cancel: %+v, pause %+v", s, s.Pause)
+	}
+	if err := sess.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(view.lineList(), "interrupted") {
+		t.Errorf("the step was not interrupted gracefully; output %q", view.lineList())
+	}
+
+	// A second runner of the same pipeline and spec is kept out while the
+	// first holds the session; reading it takes no lock and writes nothing.
+	before := storeFiles(t, st.Root)
+	ref, err := session.Find(st, session.Options{File: file, Plan: plan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, crashed, err := ref.State(); err != nil || crashed || got.Status != engine.StatusPaused {
+		t.Fatalf("Find: %+v crashed=%v err=%v", got, crashed, err)
+	}
+	ref.Close()
+	if after := storeFiles(t, st.Root); !maps.Equal(before, after) {
+		t.Errorf("reading the session wrote to the store:\nbefore %v\nafter  %v", before, after)
+	}
+
+	// Resume it with notes: the step finds go-on and the session completes.
+	if err := os.WriteFile(filepath.Join(dir, "go-on"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sess, err = session.Open(background, st, session.Options{File: file, Plan: plan, Create: session.Never,
+		Statuses: []engine.Status{engine.StatusPaused}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Created || sess.ID() != id {
+		t.Fatalf("resume opened %s (created %v), want %s", sess.ID(), sess.Created, id)
+	}
+	if _, err := session.Open(background, st, session.Options{File: file, Plan: plan, Create: session.Always}); err == nil {
+		t.Fatal("a second Open of a held pipeline and spec was let in")
+	}
+	events, err := sess.Resume(time.Now(), "the file is there now", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = driver.Run(background, sess, events...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two interventions: the interrupt, and the resume.
+	if s.Status != engine.StatusCompleted || s.Phases[0].Human != 2 ||
+		!slices.Contains(s.Phases[0].Notes, "the file is there now") || s.Phases[1].Status != engine.StatusCompleted {
+		t.Fatalf("after the resume: %+v", s)
+	}
+	if err := sess.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Resume(time.Now(), "", ""); err == nil {
+		t.Error("a completed session was resumed")
+	}
+
+	// A new session, paused, then completed by hand.
+	if err := os.Remove(filepath.Join(dir, "go-on")); err != nil {
+		t.Fatal(err)
+	}
+	sess, err = session.Open(background, st, session.Options{File: file, Plan: plan, Create: session.Always})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := sess.ID()
+	ctx, cancel = context.WithCancel(background)
+	go func() {
+		s, _ := driver.Run(ctx, sess, sess.Start(time.Now()))
+		done <- s
+	}()
+	view.awaitLine(t, "ready")
+	cancel()
+	if s := awaitState(t, done); s.Status != engine.StatusPaused {
+		t.Fatalf("second session: %+v", s)
+	}
+	sess.Close()
+	sess, err = session.Open(background, st, session.Options{ID: second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Complete(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	sess.Close()
+	ref, err = session.Find(st, session.Options{ID: second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	if got, _, _ := ref.State(); got.Status != engine.StatusCompleted {
+		t.Errorf("completed by hand: %+v", got)
+	}
+	list, err := st.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].Status != "completed" || list[1].Status != "completed" {
+		t.Errorf("index: %+v", list)
+	}
+}
+
+func awaitState(t *testing.T, done <-chan engine.State) engine.State {
+	t.Helper()
+	select {
+	case s := <-done:
+		return s
+	case <-time.After(60 * time.Second):
+		t.Fatal("the run did not end")
+	}
+	return engine.State{}
+}
+
+// storeFiles maps every file of the store to its size and time.
+func storeFiles(t *testing.T, root string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		files[path] = info.ModTime().String() + " " + info.Mode().String()
+		if !d.IsDir() {
+			files[path] += fmt.Sprintf(" %d bytes", info.Size())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}

@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/pipeline-dev/pipeline/engine/spec"
+)
+
+// StatusReport is where a session stands, as status prints it; its JSON
+// is stable. ID, Pipeline, File, Spec and Created come from the session's
+// metadata, which the caller fills in.
+type StatusReport struct {
+	ID          string        `json:"id"`
+	Pipeline    string        `json:"pipeline"`
+	File        string        `json:"file"`
+	Spec        string        `json:"spec,omitempty"`
+	Status      string        `json:"status"`
+	Phase       string        `json:"phase"`
+	Step        string        `json:"step,omitempty"`
+	Attempt     int           `json:"attempt"`
+	PauseReason string        `json:"pause_reason,omitempty"`
+	PauseNote   string        `json:"pause_note,omitempty"`
+	FailReason  string        `json:"fail_reason,omitempty"`
+	Tokens      int           `json:"tokens"`
+	CostUSD     float64       `json:"cost_usd"`
+	Elapsed     string        `json:"elapsed"`
+	Created     time.Time     `json:"created"`
+	Phases      []PhaseReport `json:"phases"`
+}
+
+// PhaseReport is one phase's line of a StatusReport.
+type PhaseReport struct {
+	Name          string   `json:"name"`
+	Status        string   `json:"status"`
+	Attempts      int      `json:"attempts"`
+	Tokens        int      `json:"tokens"`
+	CostUSD       float64  `json:"cost_usd"`
+	Duration      string   `json:"duration"`
+	ExitCodes     []int    `json:"exit_codes"`
+	Retries       int      `json:"retries"`
+	Restarts      int      `json:"restarts"`
+	Human         int      `json:"human_interventions"`
+	Fired         []Firing `json:"triggers_fired"`
+	FilesChanged  []string `json:"files_changed"`
+	HeadBefore    string   `json:"head_before,omitempty"`
+	HeadAfter     string   `json:"head_after,omitempty"`
+	NativeSession string   `json:"native_session,omitempty"`
+	Notes         []string `json:"notes"`
+	Summary       string   `json:"summary,omitempty"`
+}
+
+// Report projects a session's state onto what status prints. Lists are
+// never null in its JSON.
+func Report(plan *spec.Plan, s State) StatusReport {
+	r := StatusReport{Status: string(s.Status), Attempt: s.Attempt, Tokens: s.TotalTokens, CostUSD: s.CostUSD,
+		Elapsed: s.SessionElapsed.Round(time.Second).String(), FailReason: s.FailReason, Phases: []PhaseReport{}}
+	if s.Status == "" {
+		r.Status = string(StatusRunning)
+	}
+	if s.Phase < len(plan.Phases) {
+		r.Phase = plan.Phases[s.Phase].Name
+		if s.Step < len(plan.Phases[s.Phase].Steps) {
+			r.Step = plan.Phases[s.Phase].Steps[s.Step].Name
+		}
+	}
+	if s.Status == StatusPaused && s.Pause != nil {
+		r.PauseReason, r.PauseNote = s.Pause.Reason, s.Pause.Note
+	}
+	for _, p := range s.Phases {
+		pr := PhaseReport{Name: p.Name, Status: string(p.Status), Attempts: p.Attempts, Tokens: p.Tokens, CostUSD: p.CostUSD,
+			Duration: p.Duration.Round(time.Millisecond).String(), ExitCodes: orEmpty(p.ExitCodes), Retries: p.Retries,
+			Restarts: p.Restarts, Human: p.Human, Fired: orEmpty(p.Fired), FilesChanged: orEmpty(p.Files),
+			HeadBefore: p.HeadBefore, HeadAfter: p.HeadAfter, NativeSession: p.NativeSession, Notes: orEmpty(p.Notes),
+			Summary: p.Summary}
+		if pr.Status == "" {
+			pr.Status = "pending"
+		}
+		r.Phases = append(r.Phases, pr)
+	}
+	return r
+}
+
+func orEmpty[T any](list []T) []T {
+	if list == nil {
+		return []T{}
+	}
+	return list
+}

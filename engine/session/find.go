@@ -1,0 +1,97 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/store"
+)
+
+// Ref is a session found for reading: Find takes no lock and nothing is
+// written, so status, sessions and logs never disturb a run.
+type Ref struct {
+	Store *store.Store
+	X     *store.Session
+	Plan  *spec.Plan
+	Key   string
+}
+
+// Find opens the session o.ID, or else the latest session of the pipeline
+// and spec of o.File and o.Plan with one of o.Statuses, for reading. The
+// plan is loaded from the files the session was started with.
+func Find(st *store.Store, o Options) (*Ref, error) {
+	id := o.ID
+	if id == "" {
+		last, err := Latest(st, KeyOf(o.File, o.Plan), o.Statuses...)
+		if err != nil {
+			return nil, err
+		}
+		if last == nil {
+			what := "no session"
+			if len(o.Statuses) > 0 {
+				what = fmt.Sprintf("no %v session", o.Statuses)
+			}
+			return nil, refused("%s of %s in %s; name one (pipeline sessions lists them)", what, o.File, st.Root)
+		}
+		id = last.ID
+	}
+	x, err := st.Session(id)
+	if err != nil {
+		return nil, refused("%v", err)
+	}
+	plan, err := spec.Load(x.Meta.File, x.Meta.Spec)
+	if err != nil {
+		x.Close()
+		return nil, err
+	}
+	return &Ref{Store: st, X: x, Plan: plan, Key: x.Meta.Key}, nil
+}
+
+// ID is the session's id.
+func (r *Ref) ID() string { return r.X.Meta.ID }
+
+// Close closes the session's files.
+func (r *Ref) Close() error { return r.X.Close() }
+
+// Running reports whether a live runner holds the session's pipeline and
+// spec.
+func (r *Ref) Running() bool { return r.Store.Held(r.Key) }
+
+// State rebuilds the session's state from its files. A session marked
+// running whose runner is gone (no one holds its lock) is crashed: it
+// shows as engine.RunnerDied(state), and resume continues it.
+func (r *Ref) State() (s engine.State, crashed bool, err error) {
+	s, err = LoadState(r.Plan, r.X)
+	if err != nil {
+		return s, false, refused("%v", err)
+	}
+	crashed = (s.Status == engine.StatusRunning || s.Status == "") && !r.Running()
+	return s, crashed, nil
+}
+
+// RequestPause asks the runner of this session to pause now, with notes
+// for the next resume, and waits up to wait for it to stop. The notes are
+// redacted before they reach the store.
+func (r *Ref) RequestPause(ctx context.Context, notes string, wait time.Duration) error {
+	holder, err := r.Store.Holder(r.Key)
+	if err != nil || holder.Session != r.ID() {
+		return refused("session %s is not the one running for this pipeline and spec", r.ID())
+	}
+	if err := r.X.WriteFile(pauseRequestFile, []byte(NewRedactor(r.Plan).String(notes))); err != nil {
+		return err
+	}
+	if err := syscall.Kill(holder.PID, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("signalling the runner (pid %d): %w", holder.PID, err)
+	}
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+		wait = time.Until(deadline)
+	}
+	if !r.Store.WaitReleased(r.Key, wait) {
+		return fmt.Errorf("session %s was asked to pause but is still running after %s", r.ID(), wait)
+	}
+	return nil
+}

@@ -1,0 +1,409 @@
+// Package session is the session service: the one lifecycle of a session
+// that every driver (the local loop, watch, CI, a fleet) goes through. Open
+// takes the lock of a pipeline and spec, creates or loads the session
+// (snapshot plus replay), detects a runner that died, stops what such a
+// runner left running, and owns the recorder, redaction and pause requests.
+// Find gives read-only access, for the commands that only look.
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/internal/redact"
+	"github.com/pipeline-dev/pipeline/steps"
+)
+
+// RefusedError is a session operation refused as asked: "not now, not like
+// this" (a run already live, phases changed, nothing to resume). Nothing
+// ran and nothing was written.
+type RefusedError struct{ Message string }
+
+func (e *RefusedError) Error() string { return e.Message }
+
+func refused(format string, args ...any) error {
+	return &RefusedError{Message: fmt.Sprintf(format, args...)}
+}
+
+// pauseRequestFile holds the notes of pipeline pause for the runner.
+const pauseRequestFile = "pause-request.txt"
+
+// stepProcessFile holds the process group of the step running.
+const stepProcessFile = "step-process"
+
+// Create says when Open makes a new session.
+type Create int
+
+// When Open makes a new session.
+const (
+	// Never: open an existing session, or fail.
+	Never Create = iota
+	// IfNone: the latest session with one of the statuses, or else a new
+	// one (pipeline run).
+	IfNone
+	// Always: a new session (pipeline run --new).
+	Always
+)
+
+// Options says which session Open opens.
+type Options struct {
+	// File is the pipeline's phases.yaml and Plan its plan; with ID set
+	// and Plan nil, the plan is loaded from the files the session was
+	// started with.
+	File string
+	Plan *spec.Plan
+	// ID names the session; empty: the latest of the pipeline and spec
+	// whose status is one of Statuses (any status when none is given).
+	ID       string
+	Statuses []engine.Status
+	Create   Create
+	// Say reports what Open did on the way (what a dead runner's step
+	// left running, stopped); nil says nothing.
+	Say func(format string, args ...any)
+}
+
+// Session is a session opened for a run or an amendment: its lock is held
+// until Close.
+type Session struct {
+	Store *store.Store
+	X     *store.Session
+	Plan  *spec.Plan
+	Key   string
+	// Created: Open made this session. Crashed: it was running when its
+	// runner died (killed, crashed, the machine rebooted).
+	Created bool
+	Crashed bool
+
+	lock     *store.Lock
+	state    engine.State
+	redactor *redact.Redactor
+	recorder *Recorder
+	git      func(base string) (string, []string)
+	closed   bool
+}
+
+// Open takes the lock of the pipeline and spec, then opens the session
+// Options name, creating it as Options.Create says. A session that was
+// running is crashed: no process held its lock.
+func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	say := o.Say
+	if say == nil {
+		say = func(string, ...any) {}
+	}
+	plan, key := o.Plan, ""
+	var x *store.Session
+	fail := func(err error) (*Session, error) {
+		if x != nil {
+			x.Close()
+		}
+		return nil, err
+	}
+	if o.ID != "" {
+		var err error
+		if x, err = st.Session(o.ID); err != nil {
+			return nil, refused("%v", err)
+		}
+		key = x.Meta.Key
+		if plan == nil {
+			if plan, err = spec.Load(x.Meta.File, x.Meta.Spec); err != nil {
+				return fail(err)
+			}
+		}
+	} else {
+		key = KeyOf(o.File, plan)
+	}
+	now := time.Now()
+	lock, err := st.Lock(key, store.Holder{PID: os.Getpid(), Started: now})
+	if err != nil {
+		return fail(refused("%v", err))
+	}
+	s := &Session{Store: st, Plan: plan, Key: key, lock: lock}
+	fail = func(err error) (*Session, error) {
+		if x != nil {
+			x.Close()
+		}
+		lock.Release()
+		return nil, err
+	}
+	if x == nil && o.Create != Always {
+		// Looked up under the lock: no other runner can start or end a
+		// session of this key meanwhile.
+		last, err := Latest(st, key, o.Statuses...)
+		if err != nil {
+			return fail(err)
+		}
+		if last != nil {
+			if x, err = st.Session(last.ID); err != nil {
+				return fail(refused("%v", err))
+			}
+		} else if o.Create == Never {
+			what := "no session"
+			if len(o.Statuses) > 0 {
+				what = fmt.Sprintf("no %v session", o.Statuses)
+			}
+			return fail(refused("%s of %s in %s; name one (pipeline sessions lists them)", what, o.File, st.Root))
+		}
+	}
+	if x == nil {
+		absFile, _ := filepath.Abs(o.File)
+		absSpec := ""
+		if plan.Spec != "" {
+			absSpec, _ = filepath.Abs(plan.Spec)
+		}
+		if x, err = st.Create(store.Meta{ID: NewSessionID(now), Pipeline: plan.Name.Value, File: absFile,
+			Spec: absSpec, Key: key, Created: now}); err != nil {
+			return fail(err)
+		}
+		s.Created = true
+	} else {
+		if s.state, err = LoadState(plan, x); err != nil {
+			return fail(refused("%v", err))
+		}
+		s.Crashed = s.state.Status == engine.StatusRunning || s.state.Status == ""
+	}
+	s.X = x
+	if err := lock.SetHolder(store.Holder{PID: os.Getpid(), Session: x.Meta.ID, Started: now}); err != nil {
+		return fail(err)
+	}
+	// A pause request left by an earlier pipeline pause is stale now.
+	if err := x.RemoveFile(pauseRequestFile); err != nil {
+		return fail(err)
+	}
+	if err := s.sweepOrphans(say); err != nil {
+		return fail(err)
+	}
+	s.redactor = NewRedactor(plan)
+	s.recorder = NewRecorder(x, plan, s.redactor.String)
+	s.git = GitFor(s.Dir())
+	return s, nil
+}
+
+// sweepOrphans stops what the step of a runner killed while it ran left
+// behind: its leader died with the runner, its children may not have.
+func (s *Session) sweepOrphans(say func(string, ...any)) error {
+	content, _ := s.X.ReadFile(stepProcessFile)
+	if content == nil {
+		return nil
+	}
+	if pgid, err := strconv.Atoi(strings.TrimSpace(string(content))); err == nil && steps.KillOrphans(pgid) {
+		say("stopped what the last runner's step left running (process group %d)", pgid)
+	}
+	return s.X.RemoveFile(stepProcessFile)
+}
+
+// ID is the session's id.
+func (s *Session) ID() string { return s.X.Meta.ID }
+
+// Dir is where the session's steps run: the folder of its phases.yaml.
+func (s *Session) Dir() string { return filepath.Dir(s.X.Meta.File) }
+
+// State is the session's state as of its last recorded event.
+func (s *Session) State() engine.State { return s.state }
+
+// Start is the first event of a new session.
+func (s *Session) Start(now time.Time) engine.Event { return engine.Started{At: now} }
+
+// Resume returns the events that continue the session: a paused one at
+// the step that paused (or at phase, when given), one whose runner died
+// at the step it was running. Notes are for the agent's resume context.
+func (s *Session) Resume(now time.Time, notes, phase string) ([]engine.Event, error) {
+	if phase != "" && !slices.ContainsFunc(s.Plan.Phases, func(p spec.PhasePlan) bool { return p.Name == phase }) {
+		return nil, refused("--phase %q is not a phase of %s (%s)", phase, s.X.Meta.File, PhaseNames(s.Plan))
+	}
+	switch {
+	case s.Created:
+		return nil, refused("session %s has not started: there is nothing to resume", s.ID())
+	case s.state.Status == engine.StatusPaused:
+		return []engine.Event{engine.Resumed{At: now, Notes: notes, Phase: phase}}, nil
+	case s.Crashed:
+		if phase != "" {
+			return nil, refused("--phase needs a paused session; session %s was cut short while running: resume it first", s.ID())
+		}
+		var events []engine.Event
+		if notes != "" {
+			events = append(events, engine.Noted{At: now, Notes: notes})
+		}
+		return append(events, s.Recover(now)), nil
+	default:
+		return nil, refused("session %s is %s: there is nothing to resume (pipeline run --new starts another)", s.ID(), s.state.Status)
+	}
+}
+
+// Recover is the event that continues a session whose runner died: a
+// session cut short before its first event starts.
+func (s *Session) Recover(now time.Time) engine.Event {
+	if s.state.Status == "" {
+		return engine.Started{At: now}
+	}
+	return engine.Recovered{At: now}
+}
+
+// Note adds a human's notes to a session that is paused (or whose runner
+// died); they reach the agent with the next resume context.
+func (s *Session) Note(now time.Time, notes string) error {
+	if s.state.Status != engine.StatusPaused && !s.Crashed {
+		return refused("session %s is %s: there is nothing to pause", s.ID(), s.state.Status)
+	}
+	_, err := s.Apply(engine.Noted{At: now, Notes: notes})
+	return err
+}
+
+// Complete marks the session done by hand.
+func (s *Session) Complete(now time.Time) error {
+	_, err := s.Apply(engine.Completed{At: now})
+	return err
+}
+
+// Apply decides and records events one after another, and returns the
+// actions of the last.
+func (s *Session) Apply(events ...engine.Event) ([]engine.Action, error) {
+	var actions []engine.Action
+	for _, ev := range events {
+		var next engine.State
+		next, actions = engine.Decide(s.Plan, s.state, ev)
+		if err := s.Record(ev, next); err != nil {
+			return nil, err
+		}
+	}
+	return actions, nil
+}
+
+// Record appends an event and the state it led to.
+func (s *Session) Record(ev engine.Event, next engine.State) error {
+	s.state = next
+	return s.recorder.Record(ev, next)
+}
+
+// Transcript opens a step's transcript.
+func (s *Session) Transcript(phase string, attempt int, step string) (*os.File, error) {
+	return s.X.CreateTranscript(phase, attempt, step)
+}
+
+// ResumeContext is the text put before the prompt of the first agent step
+// after a resume, a recovery or a restart.
+func (s *Session) ResumeContext(st engine.State, a engine.StartStep) string {
+	return ResumeContextFor(s.Plan, s.X, s.redactor.String)(st, a)
+}
+
+// Redactor hides the secrets of this process's environment and of the
+// plan's agents in everything the session writes or shows.
+func (s *Session) Redactor() *redact.Redactor { return s.redactor }
+
+// Git reports HEAD and the files changed since base in the session's
+// folder; nil when the folder is not in a git work tree.
+func (s *Session) Git() func(base string) (string, []string) { return s.git }
+
+// StepProcess keeps the process group of the running step (0: none), so
+// that what a killed runner left behind can be found and stopped by the
+// next Open.
+func (s *Session) StepProcess(pgid int) {
+	// No sync: this matters only after a kill -9, which the kernel's copy
+	// survives.
+	if pgid == 0 {
+		s.X.RemoveFile(stepProcessFile)
+		return
+	}
+	os.WriteFile(filepath.Join(s.X.Dir, stepProcessFile), []byte(strconv.Itoa(pgid)), 0o600)
+}
+
+// PauseRequest returns the notes of a pending pipeline pause, and whether
+// one is pending.
+func (s *Session) PauseRequest() (string, bool) {
+	content, _ := s.X.ReadFile(pauseRequestFile)
+	return string(content), content != nil
+}
+
+// Close keeps the spec of a paused session for the next resume's diff,
+// writes the last snapshot and releases the lock.
+func (s *Session) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	if s.state.Status == engine.StatusPaused {
+		if err := s.saveSpecAtPause(); err != nil {
+			errs = append(errs, fmt.Errorf("keeping the spec for the next resume: %w", err))
+		}
+	}
+	if err := s.recorder.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("recording the session: %w", err))
+	}
+	errs = append(errs, s.X.Close(), s.lock.Release())
+	return errors.Join(errs...)
+}
+
+func (s *Session) saveSpecAtPause() error {
+	if s.Plan.Spec == "" {
+		return nil
+	}
+	content, err := os.ReadFile(s.Plan.Spec)
+	if err != nil {
+		return err
+	}
+	return s.X.WriteFile(SpecAtPauseFile, []byte(s.redactor.String(string(content))))
+}
+
+// KeyOf names the (pipeline, spec) pair of a plan: one session of a key
+// runs at a time.
+func KeyOf(file string, plan *spec.Plan) string {
+	absFile, _ := filepath.Abs(file)
+	absSpec := ""
+	if plan.Spec != "" {
+		absSpec, _ = filepath.Abs(plan.Spec)
+	}
+	return store.Key(absFile, absSpec)
+}
+
+// Latest returns the newest session of key with one of statuses (any
+// status when none is given), or nil.
+func Latest(st *store.Store, key string, statuses ...engine.Status) (*store.Summary, error) {
+	list, err := st.List()
+	if err != nil {
+		return nil, err
+	}
+	for i := range list {
+		if list[i].Key == key && (len(statuses) == 0 || slices.Contains(statuses, engine.Status(list[i].Status))) {
+			return &list[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// NewRedactor hides the secrets of this process's environment and of the
+// plan's agent environments, and common key patterns.
+func NewRedactor(plan *spec.Plan) *redact.Redactor {
+	env := os.Environ()
+	for _, phase := range plan.Phases {
+		for _, step := range phase.Steps {
+			if step.Agent != nil {
+				for k, v := range step.Agent.Value.Env {
+					env = append(env, k+"="+v)
+				}
+			}
+		}
+	}
+	return redact.New(env)
+}
+
+// PhaseNames lists the plan's phases, for messages.
+func PhaseNames(plan *spec.Plan) string {
+	names := make([]string, len(plan.Phases))
+	for i, p := range plan.Phases {
+		names[i] = p.Name
+	}
+	return strings.Join(names, ", ")
+}
