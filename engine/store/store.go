@@ -376,7 +376,10 @@ func WriteAtomic(path string, content []byte) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(content); err == nil {
+	// One err through write, sync and close: a short write (a full disk)
+	// must stop the rename, or a truncated file replaces the whole one.
+	_, err = tmp.Write(content)
+	if err == nil {
 		err = tmp.Sync()
 	}
 	if closeErr := tmp.Close(); err == nil {

@@ -1,0 +1,80 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// fileSizeLimit is the RLIMIT_FSIZE a child sets so that a larger write
+// fails with EFBIG, as it would on a full disk, without root or a mount.
+const fileSizeLimit = 1024
+
+// limitFileSize puts this process under fileSizeLimit. SIGXFSZ is ignored
+// so the write returns EFBIG instead of the signal killing the process.
+func limitFileSize(t *testing.T) {
+	t.Helper()
+	signal.Ignore(syscall.SIGXFSZ)
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_FSIZE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	lim.Cur = fileSizeLimit
+	if err := unix.Setrlimit(unix.RLIMIT_FSIZE, &lim); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Issue 8: WriteAtomic shadowed err, so a failed write (a full disk) was
+// synced, renamed over the good file and reported as success: a truncated
+// state.json replaced the whole one.
+func TestWriteAtomicWriteErrorKeepsOldFile(t *testing.T) {
+	dir := os.Getenv("PIPELINE_STORE_TEST_DIR")
+	path := filepath.Join(dir, "state.json")
+	if isChild(t) {
+		limitFileSize(t)
+		err := WriteAtomic(path, bytes.Repeat([]byte("x"), 4*fileSizeLimit))
+		fmt.Printf("WriteAtomic: %v\n", err)
+		return
+	}
+	dir = t.TempDir()
+	path = filepath.Join(dir, "state.json")
+	old := []byte(`{"format":1,"seq":7,"state":{}}`)
+	if err := os.WriteFile(path, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := childCommand(t, "PIPELINE_STORE_TEST_DIR="+dir).Output()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "WriteAtomic: write ") || !strings.Contains(string(out), "file too large") {
+		t.Errorf("WriteAtomic past the file size limit did not report the write error; child said:\n%s", out)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, old) {
+		t.Errorf("state.json after a failed write holds %d bytes (%.20q...), want the old %d bytes", len(got), got, len(old))
+	}
+	assertNoTempFiles(t, dir)
+}
+
+// assertNoTempFiles fails if a WriteAtomic temp file was left in dir.
+func assertNoTempFiles(t *testing.T, dir string) {
+	t.Helper()
+	left, err := filepath.Glob(filepath.Join(dir, ".tmp-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Errorf("temp files left behind: %v", left)
+	}
+}
