@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -203,8 +204,11 @@ func (x *Session) scan(fn func(seq int64, line []byte) error) error {
 			}
 			line = full
 		}
-		if err != nil {
+		if errors.Is(err, io.EOF) {
 			return nil // the end, or a torn last line
+		}
+		if err != nil {
+			return fmt.Errorf("session %s: reading events.jsonl: %w", x.Meta.ID, err)
 		}
 		seq, ok := lineSeq(line)
 		if !ok {
@@ -412,8 +416,11 @@ func syncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	return d.Sync()
+	err = d.Sync()
+	if closeErr := d.Close(); err == nil {
+		err = closeErr
+	}
+	return err
 }
 
 // newPrefix names a session folder still being made.

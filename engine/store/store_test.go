@@ -119,3 +119,29 @@ func BenchmarkList10000Sessions(b *testing.B) {
 		}
 	}
 }
+
+// A read error in the event log is an error, not the end of the log: a
+// resume must not continue from a state with events missing.
+func TestEventsReportsReadError(t *testing.T) {
+	st := newStore(t)
+	x, err := st.Create(Meta{ID: "s1", Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if _, err := x.Append("Noted", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	// A folder in the log's place: it opens, and reading it fails (EISDIR).
+	log := filepath.Join(x.Dir, "events.jsonl")
+	if err := os.Remove(log); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(log, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	err = x.Events(0, func(int64, string, []byte) error { return nil })
+	if err == nil {
+		t.Fatal("Events over an unreadable log returned no error")
+	}
+}
