@@ -266,11 +266,26 @@ func (x *Session) Append(typ string, payload []byte) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if _, err := x.events.Write(append(line, '\n')); err != nil {
+	if n, err := x.events.Write(append(line, '\n')); err != nil {
+		if n > 0 {
+			// A write cut short (a full disk) left part of the line: cut it
+			// off, or the next append, after a resume, is glued to it.
+			err = errors.Join(err, x.cutTail(int64(n)))
+		}
 		return 0, err
 	}
 	x.seq++
 	return x.seq, nil
+}
+
+// cutTail removes the last n bytes of the event log. Only the holder of
+// the session's lock appends, so they are the ones it wrote.
+func (x *Session) cutTail(n int64) error {
+	info, err := x.events.Stat()
+	if err != nil {
+		return err
+	}
+	return x.events.Truncate(info.Size() - n)
 }
 
 // Events calls fn for each event after seq, in order. A last line cut

@@ -78,3 +78,68 @@ func assertNoTempFiles(t *testing.T, dir string) {
 		t.Errorf("temp files left behind: %v", left)
 	}
 }
+
+// Issue 8, the same fault in the event log: a write cut short by a full
+// disk left half a line at the end of events.jsonl, and the next append
+// (after a resume) was glued to it, making that event unreadable.
+func TestAppendWriteErrorLeavesNoTornLine(t *testing.T) {
+	root := os.Getenv("PIPELINE_STORE_TEST_DIR")
+	if isChild(t) {
+		st := &Store{Root: root}
+		x, err := st.Session("s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		limitFileSize(t)
+		payload := []byte(`{"Notes":"` + strings.Repeat("n", 200) + `"}`)
+		for {
+			if _, err := x.Append("Noted", payload); err != nil {
+				fmt.Printf("Append %d: %v\n", x.Seq()+1, err)
+				break
+			}
+		}
+		if err := x.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	st := newStore(t)
+	x, err := st.Create(Meta{ID: "s1", Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := childCommand(t, "PIPELINE_STORE_TEST_DIR="+st.Root).Output()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "file too large") {
+		t.Fatalf("no append failed past the file size limit; child said:\n%s", out)
+	}
+	// A resume: the log is read, and appended to.
+	x, err = st.Session("s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	last := x.Seq()
+	if last == 0 {
+		t.Fatalf("no whole event kept; child said:\n%s", out)
+	}
+	if _, err := x.Append("Noted", []byte(`{"Notes":"after"}`)); err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	err = x.Events(0, func(seq int64, _ string, _ []byte) error {
+		seqs = append(seqs, seq)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("reading the log after a failed append and a resumed one: %v", err)
+	}
+	if int64(len(seqs)) != last+1 || seqs[len(seqs)-1] != last+1 {
+		t.Errorf("events %v, want 1..%d", seqs, last+1)
+	}
+}
