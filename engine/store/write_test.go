@@ -17,18 +17,26 @@ import (
 // fails with EFBIG, as it would on a full disk, without root or a mount.
 const fileSizeLimit = 1024
 
-// limitFileSize puts this process under fileSizeLimit. SIGXFSZ is ignored
-// so the write returns EFBIG instead of the signal killing the process.
-func limitFileSize(t *testing.T) {
+// limitFileSize puts this process under fileSizeLimit until the returned
+// function lifts it (the test binary itself writes files as it ends, a
+// coverage profile). SIGXFSZ is ignored so a write past the limit returns
+// EFBIG instead of the signal killing the process.
+func limitFileSize(t *testing.T) (lift func()) {
 	t.Helper()
 	signal.Ignore(syscall.SIGXFSZ)
-	var lim unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_FSIZE, &lim); err != nil {
+	var old unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_FSIZE, &old); err != nil {
 		t.Fatal(err)
 	}
+	lim := old
 	lim.Cur = fileSizeLimit
 	if err := unix.Setrlimit(unix.RLIMIT_FSIZE, &lim); err != nil {
 		t.Fatal(err)
+	}
+	return func() {
+		if err := unix.Setrlimit(unix.RLIMIT_FSIZE, &old); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -39,8 +47,9 @@ func TestWriteAtomicWriteErrorKeepsOldFile(t *testing.T) {
 	dir := os.Getenv("PIPELINE_STORE_TEST_DIR")
 	path := filepath.Join(dir, "state.json")
 	if isChild(t) {
-		limitFileSize(t)
+		lift := limitFileSize(t)
 		err := WriteAtomic(path, bytes.Repeat([]byte("x"), 4*fileSizeLimit))
+		lift()
 		fmt.Printf("WriteAtomic: %v\n", err)
 		return
 	}
@@ -90,7 +99,7 @@ func TestAppendWriteErrorLeavesNoTornLine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		limitFileSize(t)
+		lift := limitFileSize(t)
 		payload := []byte(`{"Notes":"` + strings.Repeat("n", 200) + `"}`)
 		for {
 			if _, err := x.Append("Noted", payload); err != nil {
@@ -98,6 +107,7 @@ func TestAppendWriteErrorLeavesNoTornLine(t *testing.T) {
 				break
 			}
 		}
+		lift()
 		if err := x.Close(); err != nil {
 			t.Fatal(err)
 		}
