@@ -125,10 +125,16 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 
 // Session opens an existing session by id, or by a unique prefix of it.
 func (s *Store) Session(id string) (*Session, error) {
+	// The id comes from the command line: it names a session folder, never
+	// the sessions folder, one outside it, one still being made (.new-) or
+	// a pattern for the prefix search below.
+	if id == "" || strings.HasPrefix(id, ".") || strings.ContainsAny(id, `/\*?[`) {
+		return nil, fmt.Errorf("%w %q in %s", ErrNotFound, id, s.Root)
+	}
 	dir := s.sessionDir(id)
 	if _, err := os.Stat(dir); err != nil {
 		matches, _ := filepath.Glob(s.sessionDir(id) + "*")
-		if len(matches) != 1 || id == "" {
+		if len(matches) != 1 {
 			return nil, fmt.Errorf("%w %q in %s", ErrNotFound, id, s.Root)
 		}
 		dir = matches[0]
@@ -143,6 +149,10 @@ func (s *Store) Session(id string) (*Session, error) {
 	}
 	if meta.Format != Format {
 		return nil, formatError(filepath.Base(dir), meta.Format)
+	}
+	if meta.ID != filepath.Base(dir) {
+		// The session's files are found by meta.ID: it must be this folder.
+		return nil, fmt.Errorf("session %s: meta.json names session %q", filepath.Base(dir), meta.ID)
 	}
 	return s.open(meta)
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,5 +144,42 @@ func TestEventsReportsReadError(t *testing.T) {
 	err = x.Events(0, func(int64, string, []byte) error { return nil })
 	if err == nil {
 		t.Fatal("Events over an unreadable log returned no error")
+	}
+}
+
+// Session took any id to a folder: "" opened the sessions folder itself,
+// a .new- prefix a session still being made, a pattern whatever it
+// matched, and a path a folder outside the store (creating an
+// events.jsonl there).
+func TestSessionOpensOnlyASessionFolder(t *testing.T) {
+	st := newStore(t)
+	for _, id := range []string{"s-a", "s-b"} {
+		x, err := st.Create(Meta{ID: id, Key: "k"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.Close()
+	}
+	// A session whose making was cut short, and a folder outside the store
+	// that looks like a session.
+	for dir, id := range map[string]string{filepath.Join(st.Root, "sessions", newPrefix+"s-c"): "s-c", filepath.Join(st.Root, "outside"): "../outside"} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "meta.json"), []byte(`{"format":1,"id":"`+id+`"}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"", ".", "..", "s-", "nope", newPrefix + "s-c", newPrefix, "s-[a]", "s-?", "../outside", `..\outside`} {
+		x, err := st.Session(id)
+		if err == nil {
+			x.Close()
+		}
+		if !errors.Is(err, ErrNotFound) {
+			t.Errorf("Session(%q): %v, want ErrNotFound", id, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(st.Root, "outside", "events.jsonl")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Session wrote outside the sessions folder: %v", err)
 	}
 }
