@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -184,4 +185,48 @@ func goroutinesIn(fn string) string {
 		}
 	}
 	return strings.Join(found, "\n\n")
+}
+
+func TestLockCallsOnAStoreThatCannotHoldLocks(t *testing.T) {
+	// A file where the store's folder should be.
+	file := filepath.Join(t.TempDir(), "not-a-folder")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st := &Store{Root: file}
+	if l, err := st.Lock("k", Holder{PID: os.Getpid()}); err == nil {
+		l.Release()
+		t.Error("Lock succeeded without a locks folder")
+	}
+	if st.Held("k") {
+		t.Error("Held says held for a lock file that cannot exist")
+	}
+	if _, err := st.Holder("k"); err == nil {
+		t.Error("Holder of a lock file that cannot exist gave no error")
+	}
+	if !st.WaitReleased("k", time.Minute) {
+		t.Error("WaitReleased says held for a lock file that cannot exist")
+	}
+}
+
+func TestLockedErrorWithAnUnreadableHolder(t *testing.T) {
+	st := newStore(t)
+	l, err := st.Lock("k", Holder{PID: os.Getpid(), Session: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	// A holder cut short (a crash between truncating and writing): the
+	// lock still refuses, and says it is held.
+	if err := os.WriteFile(st.lockPath("k"), []byte(`{"pid":`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Holder("k"); err == nil {
+		t.Error("Holder of a cut holder gave no error")
+	}
+	_, err = st.Lock("k", Holder{PID: os.Getpid()})
+	var locked *LockedError
+	if !errors.As(err, &locked) {
+		t.Errorf("Lock of a held lock with an unreadable holder: %v, want a LockedError", err)
+	}
 }

@@ -183,3 +183,24 @@ func TestSessionOpensOnlyASessionFolder(t *testing.T) {
 		t.Errorf("Session wrote outside the sessions folder: %v", err)
 	}
 }
+
+// A snapshot that was not written is not listed: the index keeps saying
+// what the files say.
+func TestWriteSnapshotErrorLeavesTheIndex(t *testing.T) {
+	st := newStore(t)
+	x, err := st.Create(Meta{ID: "s1", Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if err := os.RemoveAll(x.Dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.WriteSnapshot(3, []byte(`{}`), Summary{ID: "s1", Key: "k", Status: "paused"}); err == nil {
+		t.Fatal("WriteSnapshot into a removed session succeeded")
+	}
+	list, err := st.List()
+	if err != nil || len(list) != 1 || list[0].Status != "running" {
+		t.Errorf("index after a failed snapshot: %+v %v, want s1 still running", list, err)
+	}
+}
