@@ -2,13 +2,10 @@ package store
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Holder says who holds a lock: written into the lock file for the message
@@ -31,8 +28,9 @@ func (e *LockedError) Error() string {
 }
 
 // Lock is a held lock; it is released by Release or by the death of the
-// process (the kernel drops an flock with its last descriptor), so a lock
-// left by a killed run never blocks the next one.
+// process (the kernel drops the lock with the last descriptor of its open
+// file), so a lock left by a killed run never blocks the next one. The
+// kind of lock is the platform's: see lock_linux.go and lock_other.go.
 type Lock struct {
 	file *os.File
 }
@@ -49,13 +47,15 @@ func (s *Store) Lock(key string, holder Holder) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	taken, err := tryLock(f)
+	if err != nil {
 		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			held, _ := s.Holder(key)
-			return nil, &LockedError{Holder: held}
-		}
-		return nil, err
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	if !taken {
+		f.Close()
+		held, _ := s.Holder(key)
+		return nil, &LockedError{Holder: held}
 	}
 	l := &Lock{file: f}
 	if err := l.SetHolder(holder); err != nil {
@@ -88,39 +88,60 @@ func (s *Store) Holder(key string) (Holder, error) {
 	return h, err
 }
 
-// Held reports whether a live process holds a key's lock.
+// Held reports whether a live process holds a key's lock. A lock that
+// cannot be queried counts as held: a run is never taken for dead on a
+// doubt.
 func (s *Store) Held(key string) bool {
-	f, err := os.OpenFile(s.lockPath(key), os.O_RDWR, 0)
+	f, err := os.Open(s.lockPath(key))
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		return true
-	}
-	unix.Flock(int(f.Fd()), unix.LOCK_UN)
-	return false
+	held, err := queryHeld(f)
+	return held || err != nil
 }
+
+// releasePoll is how often WaitReleased asks whether the lock is free.
+const releasePoll = 20 * time.Millisecond
 
 // WaitReleased blocks until the key's lock is free (its holder ended), or
 // timeout passes; it reports whether the lock was released.
+//
+// It polls: no event says a lock was dropped. (inotify's close event
+// comes before the kernel drops the lock of the closing file, so it would
+// be missed; and a blocking lock call cannot be interrupted, so it would
+// leave a goroutine behind on a timeout, holding a descriptor that may be
+// closed and reused.)
 func (s *Store) WaitReleased(key string, timeout time.Duration) bool {
-	f, err := os.OpenFile(s.lockPath(key), os.O_RDWR, 0)
+	return s.waitReleased(key, timeout, func() {})
+}
+
+// waitReleased is WaitReleased; stillHeld is called each time a query
+// finds the lock held, which lets a test release it at a known point.
+func (s *Store) waitReleased(key string, timeout time.Duration, stillHeld func()) bool {
+	f, err := os.Open(s.lockPath(key))
 	if err != nil {
 		return true
 	}
 	defer f.Close()
-	done := make(chan error, 1)
-	go func() { done <- unix.Flock(int(f.Fd()), unix.LOCK_EX) }()
-	select {
-	case err := <-done:
-		if err == nil {
-			unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	poll := time.NewTicker(releasePoll)
+	defer poll.Stop()
+	for {
+		held, err := queryHeld(f)
+		if err != nil {
+			return false
 		}
-		return err == nil
-	case <-time.After(timeout):
-		// Closing the descriptor ends the blocked flock.
-		return false
+		if !held {
+			return true
+		}
+		stillHeld()
+		select {
+		case <-deadline.C:
+			return false
+		case <-poll.C:
+		}
 	}
 }
 

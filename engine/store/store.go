@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -124,10 +125,16 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 
 // Session opens an existing session by id, or by a unique prefix of it.
 func (s *Store) Session(id string) (*Session, error) {
+	// The id comes from the command line: it names a session folder, never
+	// the sessions folder, one outside it, one still being made (.new-) or
+	// a pattern for the prefix search below.
+	if id == "" || strings.HasPrefix(id, ".") || strings.ContainsAny(id, `/\*?[`) {
+		return nil, fmt.Errorf("%w %q in %s", ErrNotFound, id, s.Root)
+	}
 	dir := s.sessionDir(id)
 	if _, err := os.Stat(dir); err != nil {
 		matches, _ := filepath.Glob(s.sessionDir(id) + "*")
-		if len(matches) != 1 || id == "" {
+		if len(matches) != 1 {
 			return nil, fmt.Errorf("%w %q in %s", ErrNotFound, id, s.Root)
 		}
 		dir = matches[0]
@@ -142,6 +149,10 @@ func (s *Store) Session(id string) (*Session, error) {
 	}
 	if meta.Format != Format {
 		return nil, formatError(filepath.Base(dir), meta.Format)
+	}
+	if meta.ID != filepath.Base(dir) {
+		// The session's files are found by meta.ID: it must be this folder.
+		return nil, fmt.Errorf("session %s: meta.json names session %q", filepath.Base(dir), meta.ID)
 	}
 	return s.open(meta)
 }
@@ -203,8 +214,11 @@ func (x *Session) scan(fn func(seq int64, line []byte) error) error {
 			}
 			line = full
 		}
-		if err != nil {
+		if errors.Is(err, io.EOF) {
 			return nil // the end, or a torn last line
+		}
+		if err != nil {
+			return fmt.Errorf("session %s: reading events.jsonl: %w", x.Meta.ID, err)
 		}
 		seq, ok := lineSeq(line)
 		if !ok {
@@ -262,11 +276,26 @@ func (x *Session) Append(typ string, payload []byte) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if _, err := x.events.Write(append(line, '\n')); err != nil {
+	if n, err := x.events.Write(append(line, '\n')); err != nil {
+		if n > 0 {
+			// A write cut short (a full disk) left part of the line: cut it
+			// off, or the next append, after a resume, is glued to it.
+			err = errors.Join(err, x.cutTail(int64(n)))
+		}
 		return 0, err
 	}
 	x.seq++
 	return x.seq, nil
+}
+
+// cutTail removes the last n bytes of the event log. Only the holder of
+// the session's lock appends, so they are the ones it wrote.
+func (x *Session) cutTail(n int64) error {
+	info, err := x.events.Stat()
+	if err != nil {
+		return err
+	}
+	return x.events.Truncate(info.Size() - n)
 }
 
 // Events calls fn for each event after seq, in order. A last line cut
@@ -376,7 +405,10 @@ func WriteAtomic(path string, content []byte) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(content); err == nil {
+	// One err through write, sync and close: a short write (a full disk)
+	// must stop the rename, or a truncated file replaces the whole one.
+	_, err = tmp.Write(content)
+	if err == nil {
 		err = tmp.Sync()
 	}
 	if closeErr := tmp.Close(); err == nil {
@@ -409,8 +441,11 @@ func syncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	return d.Sync()
+	err = d.Sync()
+	if closeErr := d.Close(); err == nil {
+		err = closeErr
+	}
+	return err
 }
 
 // newPrefix names a session folder still being made.

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,5 +118,89 @@ func BenchmarkList10000Sessions(b *testing.B) {
 		if err != nil || len(list) != 10000 {
 			b.Fatalf("%d sessions, %v", len(list), err)
 		}
+	}
+}
+
+// A read error in the event log is an error, not the end of the log: a
+// resume must not continue from a state with events missing.
+func TestEventsReportsReadError(t *testing.T) {
+	st := newStore(t)
+	x, err := st.Create(Meta{ID: "s1", Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if _, err := x.Append("Noted", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	// A folder in the log's place: it opens, and reading it fails (EISDIR).
+	log := filepath.Join(x.Dir, "events.jsonl")
+	if err := os.Remove(log); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(log, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	err = x.Events(0, func(int64, string, []byte) error { return nil })
+	if err == nil {
+		t.Fatal("Events over an unreadable log returned no error")
+	}
+}
+
+// Session took any id to a folder: "" opened the sessions folder itself,
+// a .new- prefix a session still being made, a pattern whatever it
+// matched, and a path a folder outside the store (creating an
+// events.jsonl there).
+func TestSessionOpensOnlyASessionFolder(t *testing.T) {
+	st := newStore(t)
+	for _, id := range []string{"s-a", "s-b"} {
+		x, err := st.Create(Meta{ID: id, Key: "k"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.Close()
+	}
+	// A session whose making was cut short, and a folder outside the store
+	// that looks like a session.
+	for dir, id := range map[string]string{filepath.Join(st.Root, "sessions", newPrefix+"s-c"): "s-c", filepath.Join(st.Root, "outside"): "../outside"} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "meta.json"), []byte(`{"format":1,"id":"`+id+`"}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"", ".", "..", "s-", "nope", newPrefix + "s-c", newPrefix, "s-[a]", "s-?", "../outside", `..\outside`} {
+		x, err := st.Session(id)
+		if err == nil {
+			x.Close()
+		}
+		if !errors.Is(err, ErrNotFound) {
+			t.Errorf("Session(%q): %v, want ErrNotFound", id, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(st.Root, "outside", "events.jsonl")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Session wrote outside the sessions folder: %v", err)
+	}
+}
+
+// A snapshot that was not written is not listed: the index keeps saying
+// what the files say.
+func TestWriteSnapshotErrorLeavesTheIndex(t *testing.T) {
+	st := newStore(t)
+	x, err := st.Create(Meta{ID: "s1", Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if err := os.RemoveAll(x.Dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.WriteSnapshot(3, []byte(`{}`), Summary{ID: "s1", Key: "k", Status: "paused"}); err == nil {
+		t.Fatal("WriteSnapshot into a removed session succeeded")
+	}
+	list, err := st.List()
+	if err != nil || len(list) != 1 || list[0].Status != "running" {
+		t.Errorf("index after a failed snapshot: %+v %v, want s1 still running", list, err)
 	}
 }
