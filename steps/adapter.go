@@ -22,11 +22,16 @@ type Request struct {
 	Env []string
 }
 
-// Invocation is how to start the agent for one turn.
-type Invocation struct {
+// Turn is one turn of an agent, prepared from a request: how to start it,
+// and the parser of its output. Everything a turn needs to know lives in
+// it, so adapters keep no state between turns.
+type Turn struct {
 	Args []string
 	// Stdin, when not empty, is written to the agent's standard input.
 	Stdin string
+	// Parser reads the turn's standard output; nil when the output is
+	// plain text (its tokens are then counted with the tokenizer).
+	Parser Parser
 }
 
 // EventKind says what an agent's output told.
@@ -65,11 +70,7 @@ type Parser interface {
 // Adapter knows one agent CLI: how to call it for a turn (resuming its
 // native session by id) and how to read its output.
 type Adapter interface {
-	Invocation(Request) (Invocation, error)
-	// NewParser returns a parser for one turn's output, or nil when the
-	// output is plain text (its tokens are then counted with the
-	// tokenizer).
-	NewParser() Parser
+	Prepare(Request) (Turn, error)
 }
 
 // SessionChecker is an adapter that can tell, from a failed turn, that
@@ -114,11 +115,11 @@ const PromptPlaceholder = "{prompt}"
 // replaced by the model.
 type commandAdapter struct{}
 
-func (commandAdapter) Invocation(r Request) (Invocation, error) {
+func (commandAdapter) Prepare(r Request) (Turn, error) {
 	if len(r.Command) == 0 {
-		return Invocation{}, fmt.Errorf("kind: command needs a command")
+		return Turn{}, fmt.Errorf("kind: command needs a command")
 	}
-	inv := Invocation{}
+	inv := Turn{}
 	placed := false
 	for _, arg := range append(append([]string(nil), r.Command...), r.Args...) {
 		if strings.Contains(arg, PromptPlaceholder) {
@@ -132,5 +133,3 @@ func (commandAdapter) Invocation(r Request) (Invocation, error) {
 	}
 	return inv, nil
 }
-
-func (commandAdapter) NewParser() Parser { return nil }

@@ -39,7 +39,7 @@ type claudeAdapter struct{}
 // input: Linux refuses a single argument of 128 KiB or more.
 const claudeStdinPrompt = 100 << 10
 
-func (claudeAdapter) Invocation(r Request) (Invocation, error) {
+func (claudeAdapter) Prepare(r Request) (Turn, error) {
 	args := []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages"}
 	if r.Model != "" {
 		args = append(args, "--model", r.Model)
@@ -49,12 +49,10 @@ func (claudeAdapter) Invocation(r Request) (Invocation, error) {
 	}
 	args = append(args, r.Args...)
 	if len(r.Prompt) >= claudeStdinPrompt {
-		return Invocation{Args: args, Stdin: r.Prompt}, nil
+		return Turn{Args: args, Stdin: r.Prompt, Parser: newClaudeParser()}, nil
 	}
-	return Invocation{Args: append(args, "--", r.Prompt)}, nil
+	return Turn{Args: append(args, "--", r.Prompt), Parser: newClaudeParser()}, nil
 }
-
-func (claudeAdapter) NewParser() Parser { return newClaudeParser() }
 
 // SessionGone reports whether a turn failed because the native session it
 // resumed is gone; the engine may then run the turn again in a fresh

@@ -61,7 +61,7 @@ func claudeEnv(home, url string, extra ...string) []string {
 
 // runClaude runs one turn; onLine sees each line of output as it comes
 // and may signal the process.
-func runClaude(t *testing.T, bin, dir string, env []string, inv Invocation, onLine func(string, *os.Process)) ([]byte, claudeCapture) {
+func runClaude(t *testing.T, bin, dir string, env []string, inv Turn, onLine func(string, *os.Process)) ([]byte, claudeCapture) {
 	t.Helper()
 	cmd := exec.Command(bin, inv.Args[1:]...)
 	cmd.Dir, cmd.Env = dir, env
@@ -122,8 +122,8 @@ func TestClaudeCapture(t *testing.T) {
 		}
 		t.Logf("%s: exit %d, %d bytes", name, meta.ExitCode, len(stdout))
 	}
-	invocation := func(prompt, session string) Invocation {
-		inv, err := claudeAdapter{}.Invocation(Request{Kind: "claude", Prompt: prompt, Model: "sonnet", SessionID: session})
+	invocation := func(prompt, session string) Turn {
+		inv, err := claudeAdapter{}.Prepare(Request{Kind: "claude", Prompt: prompt, Model: "sonnet", SessionID: session})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +195,7 @@ func TestClaudeCapture(t *testing.T) {
 }
 
 func parseClaude(lines [][]byte) []Event {
-	p := claudeAdapter{}.NewParser()
+	p := newClaudeParser()
 	var events []Event
 	for _, line := range lines {
 		events = append(events, p.Line(line)...)
@@ -390,7 +390,7 @@ func TestClaudeParserRateLimited(t *testing.T) {
 		t.Fatalf("exit %d, error events %+v, want one rate-limited error", meta.ExitCode, errs)
 	}
 	// A retry said how long to wait: the error says when to come back.
-	p := claudeAdapter{}.NewParser()
+	p := newClaudeParser()
 	p.Line([]byte(`{"type":"system","subtype":"api_retry","attempt":1,"max_retries":1,"retry_delay_ms":60000,"error_status":429,"error":"rate_limit"}`))
 	var after time.Time
 	for _, ev := range p.Line([]byte(`{"type":"assistant","message":{"id":"x","content":[{"type":"text","text":"API Error: Request rejected (429)"}]},"error":"rate_limit","is_api_error_message":true,"api_error_status":429}`)) {
@@ -487,7 +487,7 @@ func TestClaudeParserStaleSession(t *testing.T) {
 // before the turn's end (the assistant message and the result).
 func TestClaudeParserCheckpointMidTurn(t *testing.T) {
 	lines, _, _ := loadCapture(t, "checkpoint")
-	p := claudeAdapter{}.NewParser()
+	p := newClaudeParser()
 	var scanner OutputScanner
 	for i, line := range lines {
 		for _, ev := range p.Line(line) {
@@ -553,7 +553,7 @@ func TestClaudeParserCapturesShowTextOnce(t *testing.T) {
 }
 
 func TestClaudeInvocation(t *testing.T) {
-	inv, err := claudeAdapter{}.Invocation(Request{Kind: "claude", Prompt: "-starts with a dash", Model: "opus",
+	inv, err := claudeAdapter{}.Prepare(Request{Kind: "claude", Prompt: "-starts with a dash", Model: "opus",
 		SessionID: "abc", Args: []string{"--add-dir", "a", "b"}})
 	if err != nil {
 		t.Fatal(err)
@@ -563,12 +563,12 @@ func TestClaudeInvocation(t *testing.T) {
 	if !slices.Equal(inv.Args, want) || inv.Stdin != "" {
 		t.Errorf("args %q, stdin %q", inv.Args, inv.Stdin)
 	}
-	inv, _ = claudeAdapter{}.Invocation(Request{Kind: "claude", Prompt: "hi"})
+	inv, _ = claudeAdapter{}.Prepare(Request{Kind: "claude", Prompt: "hi"})
 	if slices.Contains(inv.Args, "--model") || slices.Contains(inv.Args, "--resume") {
 		t.Errorf("args %q", inv.Args)
 	}
 	long := strings.Repeat("x", claudeStdinPrompt)
-	inv, _ = claudeAdapter{}.Invocation(Request{Kind: "claude", Prompt: long})
+	inv, _ = claudeAdapter{}.Prepare(Request{Kind: "claude", Prompt: long})
 	if inv.Stdin != long || slices.Contains(inv.Args, long) || slices.Contains(inv.Args, "--") {
 		t.Errorf("a long prompt goes to standard input; args %d", len(inv.Args))
 	}
@@ -578,7 +578,7 @@ func TestClaudeInvocation(t *testing.T) {
 }
 
 func TestClaudeParserPlainLinesAndGarbage(t *testing.T) {
-	p := claudeAdapter{}.NewParser()
+	p := newClaudeParser()
 	events := p.Line([]byte("a warning in plain text"))
 	if len(events) != 1 || events[0].Kind != EventText || events[0].Text != "a warning in plain text\n" {
 		t.Errorf("plain line: %+v", events)

@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -73,8 +72,11 @@ type codexAdapter struct{}
 
 func init() { Register("codex", codexAdapter{}) }
 
-func (codexAdapter) Invocation(r Request) (Invocation, error) {
+func (codexAdapter) Prepare(r Request) (Turn, error) {
 	args := []string{"codex", "exec", "--json", "--skip-git-repo-check"}
+	// The parser of a resumed turn knows the thread's running total
+	// before the turn, which Codex prints in place of the turn's own.
+	parser := &codexParser{}
 	if r.Model != "" {
 		args = append(args, "--model", r.Model)
 	}
@@ -84,15 +86,13 @@ func (codexAdapter) Invocation(r Request) (Invocation, error) {
 		if r.Env != nil {
 			home = codexHomeIn(r.Env)
 		}
-		codexBefore.Store(r.SessionID, codexResume{total: codexThreadTotal(home, r.SessionID), home: home})
+		parser.before, parser.home = codexThreadTotal(home, r.SessionID), home
 		args = append(args, "resume", "--", r.SessionID, r.Prompt)
 	} else {
 		args = append(args, "--", r.Prompt)
 	}
-	return Invocation{Args: args}, nil
+	return Turn{Args: args, Parser: parser}, nil
 }
-
-func (codexAdapter) NewParser() Parser { return &codexParser{} }
 
 // SessionGone reports whether a resumed turn failed because Codex no
 // longer has the thread; see CodexSessionGone.
@@ -223,15 +223,6 @@ func codexFirstPrompt(path string) (id, cwd, prompt string, ok bool) {
 	return "", "", "", false
 }
 
-// codexBefore holds, by thread id, the thread's running total when its
-// last turn was invoked, and the Codex home that turn runs with.
-var codexBefore sync.Map
-
-type codexResume struct {
-	total codexUsage
-	home  string
-}
-
 // codexUsage is Codex's token usage.
 type codexUsage struct {
 	InputTokens     int `json:"input_tokens"`
@@ -287,9 +278,6 @@ func (p *codexParser) Line(line []byte) []Event {
 	switch l.Type {
 	case "thread.started":
 		p.thread = l.ThreadID
-		if before, ok := codexBefore.Load(l.ThreadID); ok {
-			p.before, p.home = before.(codexResume).total, before.(codexResume).home
-		}
 		return []Event{{Kind: EventSession, SessionID: l.ThreadID}}
 	case "item.completed":
 		switch l.Item.Type {

@@ -95,10 +95,11 @@ func TestCodexCaptures(t *testing.T) {
 	type turn struct {
 		stdout, stderr []byte
 		exit           int
+		parser         Parser
 	}
 	run := func(r Request) turn {
 		t.Helper()
-		inv, err := codexAdapter{}.Invocation(r)
+		inv, err := codexAdapter{}.Prepare(r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +114,7 @@ func TestCodexCaptures(t *testing.T) {
 		if err != nil && !errors.As(err, &exitErr) {
 			t.Fatal(err)
 		}
-		return turn{stdout.Bytes(), stderr.Bytes(), cmd.ProcessState.ExitCode()}
+		return turn{stdout.Bytes(), stderr.Bytes(), cmd.ProcessState.ExitCode(), inv.Parser}
 	}
 	files := map[string][]byte{}
 	tokenCounts := func() []byte {
@@ -144,7 +145,7 @@ func TestCodexCaptures(t *testing.T) {
 	files["rollout-after-resume.jsonl"] = normalize(tokenCounts())
 	// The resumed turn's parser, fed live: the turn's usage, not the
 	// running total Codex prints.
-	p := codexAdapter{}.NewParser()
+	p := second.parser
 	var usage Event
 	for _, line := range bytes.Split(second.stdout, []byte("\n")) {
 		for _, ev := range p.Line(line) {
@@ -312,11 +313,11 @@ func codexHomeWith(t *testing.T, thread, file string) {
 }
 
 // The pitfall: on a resumed thread Codex prints the thread's running
-// total. Invocation reads the total so far from Codex's session file; the
+// total. Prepare reads the total so far from Codex's session file; the
 // parser reports the turn's own usage.
 func TestCodexParserResumedTurnReportsTheTurn(t *testing.T) {
 	codexHomeWith(t, "THREAD-1", "rollout-after-new.jsonl")
-	inv, err := codexAdapter{}.Invocation(Request{Prompt: "Now build it.", SessionID: "THREAD-1"})
+	inv, err := codexAdapter{}.Prepare(Request{Prompt: "Now build it.", SessionID: "THREAD-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +325,7 @@ func TestCodexParserResumedTurnReportsTheTurn(t *testing.T) {
 		t.Fatalf("no resume in %q", inv.Args)
 	}
 	codexHomeWith(t, "THREAD-1", "rollout-after-resume.jsonl")
-	events := codexEvents(t, codexAdapter{}.NewParser(), "resumed.jsonl")
+	events := codexEvents(t, inv.Parser, "resumed.jsonl")
 	if want := []EventKind{EventSession, EventText, EventUsage}; !slices.Equal(codexKinds(events), want) {
 		t.Fatalf("events %+v, want kinds %v", events, want)
 	}
@@ -336,7 +337,6 @@ func TestCodexParserResumedTurnReportsTheTurn(t *testing.T) {
 	}
 	// Without the total before the turn, the parser could only report
 	// the running total.
-	codexBefore.Delete("THREAD-1")
 	events = codexEvents(t, &codexParser{rollout: codexNoRollout}, "resumed.jsonl")
 	if u := events[2]; u.InputTokens != codexFirstUsage.InputTokens+codexSecondUsage.InputTokens {
 		t.Errorf("the captured resumed turn should print the running total; got input %d", u.InputTokens)
@@ -450,7 +450,7 @@ func TestCodexInvocation(t *testing.T) {
 		{Request{Prompt: "go on", Model: "m", SessionID: "019a-id", Args: []string{"-s", "read-only"}},
 			"codex exec --json --skip-git-repo-check --model m -s read-only resume -- 019a-id go on"},
 	} {
-		inv, err := codexAdapter{}.Invocation(c.r)
+		inv, err := codexAdapter{}.Prepare(c.r)
 		if err != nil || strings.Join(inv.Args, " ") != c.want || inv.Stdin != "" {
 			t.Errorf("%+v: %q %q %v, want %q and no stdin", c.r, inv.Args, inv.Stdin, err, c.want)
 		}

@@ -44,8 +44,8 @@ type geminiAdapter struct{}
 // to standard input, which the CLI puts before the -p text.
 const geminiMaxArg = 100 << 10
 
-func (geminiAdapter) Invocation(r Request) (Invocation, error) {
-	inv := Invocation{}
+func (geminiAdapter) Prepare(r Request) (Turn, error) {
+	inv := Turn{Parser: &geminiParser{}}
 	prompt := r.Prompt
 	if len(prompt) > geminiMaxArg {
 		inv.Stdin, prompt = prompt, " "
@@ -63,8 +63,6 @@ func (geminiAdapter) Invocation(r Request) (Invocation, error) {
 	inv.Args = append(inv.Args, r.Args...)
 	return inv, nil
 }
-
-func (geminiAdapter) NewParser() Parser { return &geminiParser{} }
 
 // SessionGone: see GeminiSessionGone.
 func (geminiAdapter) SessionGone(stderr []byte, exitCode int) bool {

@@ -49,7 +49,7 @@ func TestGeminiInvocation(t *testing.T) {
 		{"a prompt too long for an argument", Request{Prompt: long},
 			[]string{"gemini", "--prompt= ", "-o", "stream-json", "--skip-trust"}, long},
 	} {
-		inv, err := geminiAdapter{}.Invocation(c.req)
+		inv, err := geminiAdapter{}.Prepare(c.req)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -104,7 +104,7 @@ type geminiTurn struct {
 }
 
 func parseGemini(stdout []byte) geminiTurn {
-	p := geminiAdapter{}.NewParser()
+	p := &geminiParser{}
 	var turn geminiTurn
 	// In chunks of odd sizes, as the engine reads them, split into lines.
 	for _, line := range bytes.SplitAfter(stdout, []byte("\n")) {
@@ -420,7 +420,7 @@ func FuzzGeminiParser(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		p := geminiAdapter{}.NewParser()
+		p := &geminiParser{}
 		for _, ev := range append(p.Line(line), p.Line(line)...) {
 			if ev.CostUSD != 0 {
 				t.Errorf("a cost from %q", line)
@@ -497,7 +497,7 @@ func TestCaptureGemini(t *testing.T) {
 	}
 	turn := func(name string, r Request, interruptAt string) geminiCaptured {
 		t.Helper()
-		inv, err := geminiAdapter{}.Invocation(r)
+		inv, err := geminiAdapter{}.Prepare(r)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -318,15 +318,15 @@ func (r *run) prepare(a engine.StartStep, s engine.State, step *spec.StepPlan) (
 		prompt = steps.FeatureHeader(agent.Feature) + "\n\n" + prompt
 	}
 	req.Prompt = prompt
-	inv, err := adapter.Invocation(req)
+	prepared, err := adapter.Prepare(req)
 	if err != nil {
 		return t, err
 	}
-	t.command = steps.Command{Args: inv.Args, Dir: dir, Env: env}
-	if inv.Stdin != "" {
-		t.command.Stdin = strings.NewReader(inv.Stdin)
+	t.command = steps.Command{Args: prepared.Args, Dir: dir, Env: env}
+	if prepared.Stdin != "" {
+		t.command.Stdin = strings.NewReader(prepared.Stdin)
 	}
-	t.parser = adapter.NewParser()
+	t.parser = prepared.Parser
 	t.checker, _ = adapter.(steps.SessionChecker)
 	t.askedSession = req.SessionID
 	t.promptTokens = tokens.Count(prompt)

@@ -396,12 +396,12 @@ phases:
 // {"text": ...}, {"usage": [in, out, context, cost]}, {"session": id}.
 type jsonAgent struct{}
 
-func (jsonAgent) Invocation(r steps.Request) (steps.Invocation, error) {
+func (jsonAgent) Prepare(r steps.Request) (steps.Turn, error) {
 	args := append([]string(nil), r.Command...)
 	if r.SessionID != "" {
 		args = append(args, "--resume", r.SessionID)
 	}
-	return steps.Invocation{Args: args, Stdin: r.Prompt}, nil
+	return steps.Turn{Args: args, Stdin: r.Prompt, Parser: &jsonParser{}}, nil
 }
 
 func (jsonAgent) SessionGone(stderr []byte, exitCode int) bool {
@@ -411,8 +411,6 @@ func (jsonAgent) SessionGone(stderr []byte, exitCode int) bool {
 func (jsonAgent) Recover(feature string, _ steps.Request, _ []string) (string, bool) {
 	return "recovered-" + feature, feature == "lost"
 }
-
-func (jsonAgent) NewParser() steps.Parser { return &jsonParser{} }
 
 type jsonParser struct{}
 
