@@ -3,7 +3,6 @@ package spec
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"text/template"
@@ -95,12 +94,6 @@ func (doc *Document) check(root ast.Node) {
 		}
 	}
 	checkPhases(d, p.Phases, "phases")
-	for i, glob := range p.Watch {
-		if _, err := filepath.Match(strings.ReplaceAll(glob, "**", "*"), ""); err != nil || strings.TrimSpace(glob) == "" {
-			d.reportAt(d.positions[fmt.Sprintf("watch[%d]", i)], fmt.Sprintf("watch[%d]: %q is not a valid glob", i, glob),
-				"use * for any name, ** for any folders, [abc] for a set, e.g. specs/**/*.md")
-		}
-	}
 }
 
 func (d *decoder) reportedAt(pos Position) bool {

@@ -40,9 +40,9 @@ var malformedCases = []malformedCase{
 	// YAML syntax.
 	{
 		name: "unclosed flow sequence",
-		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwatch: [specs/*.md\n",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    steps: [{run: make}\n",
 		// The [ that is never closed.
-		wants: []malformedProblem{{line: 5, col: 8, msg: "YAML syntax"}},
+		wants: []malformedProblem{{line: 5, col: 12, msg: "YAML syntax"}},
 	},
 	{
 		name: "unclosed double quote",
@@ -128,14 +128,14 @@ var malformedCases = []malformedCase{
 	// Unknown keys.
 	{
 		name:  "unknown top-level key",
-		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwacth: [specs/*.md]\n",
-		wants: []malformedProblem{{line: 5, col: 1, msg: `unknown key "wacth" at the top level`, hint: `did you mean "watch"?`}},
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nnmae: build\n",
+		wants: []malformedProblem{{line: 5, col: 1, msg: `unknown key "nmae" at the top level`, hint: `did you mean "name"?`}},
 	},
 	{
 		name: "unknown top-level key with no near key",
 		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\ncolour: blue\n",
 		wants: []malformedProblem{{line: 5, col: 1, msg: `unknown key "colour" at the top level`,
-			hint: "the keys allowed here are agent, defaults, name, phases, resume_context, spec, version, watch"}},
+			hint: "the keys allowed here are agent, defaults, name, phases, resume_context, spec, version"}},
 	},
 	{
 		name:  "unknown key in agent",
@@ -360,10 +360,10 @@ var malformedCases = []malformedCase{
 	},
 	{
 		name: "duplicate key and an unknown key",
-		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    prompt: a\n    prompt: b\nwacth: [specs/*.md]\n",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    prompt: a\n    prompt: b\nnmae: build\n",
 		wants: []malformedProblem{
 			{line: 6, col: 5, msg: `key "prompt"`},
-			{line: 7, col: 1, msg: `unknown key "wacth" at the top level`, hint: `did you mean "watch"?`},
+			{line: 7, col: 1, msg: `unknown key "nmae" at the top level`, hint: `did you mean "name"?`},
 		},
 	},
 	{
@@ -378,9 +378,10 @@ var malformedCases = []malformedCase{
 		wants: []malformedProblem{{line: 7, col: 5, msg: "merge keys (<<) are not supported"}},
 	},
 	{
-		name:  "invalid watch glob",
-		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwatch:\n  - specs/[a.md\n",
-		wants: []malformedProblem{{line: 6, col: 5, msg: `watch[0]: "specs/[a.md" is not a valid glob`}},
+		name: "watch, not supported yet",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwatch:\n  - specs/*.md\n",
+		// The key, not its globs: the whole key is refused.
+		wants: []malformedProblem{{line: 5, col: 1, msg: "watch is not supported yet", hint: "remove watch"}},
 	},
 	{
 		name:  "empty file",

@@ -73,8 +73,7 @@ type Plan struct {
 	PhasesFrom Origin          `json:"phases_from"`
 	// FilePhases names the phases phases.yaml itself lists, so a reader can
 	// see what a spec's phases replaced.
-	FilePhases []string          `json:"file_phases"`
-	Watch      Setting[[]string] `json:"watch"`
+	FilePhases []string `json:"file_phases"`
 	// ResumeTemplate is phases.yaml's resume_context.template, "" for the
 	// built-in one; ResumeBudget its budget in tokens.
 	ResumeTemplate string `json:"resume_template,omitempty"`
@@ -227,10 +226,6 @@ func (r *resolver) plan() *Plan {
 		if rc.Budget > 0 {
 			plan.ResumeBudget = rc.Budget
 		}
-	}
-	plan.Watch = Setting[[]string]{p.Watch, r.doc.origin("watch")}
-	if p.Watch == nil {
-		plan.Watch = Setting[[]string]{[]string{}, builtIn}
 	}
 	if r.fm != nil {
 		plan.Spec = r.fm.Path

@@ -51,3 +51,31 @@ func TestIssue8NowIsALoadError(t *testing.T) {
 		t.Errorf("message %q, hint %q: want now() named and elapsed, phase_elapsed, session_elapsed offered", p.Message, p.Hint)
 	}
 }
+
+// Issue 8: watch: was accepted, shown by plan and written by init, but
+// nothing watched the files, so a spec change never resumed a session.
+// Until something does, the key is a load error that says so, not a
+// promise the tool does not keep (and not a bare "unknown key" either).
+func TestIssue8WatchIsRefusedUntilSomethingWatches(t *testing.T) {
+	for key, line := range map[string]string{
+		"watch":          "watch: [specs/**/*.md]",
+		"watch_debounce": "watch_debounce: 200ms",
+	} {
+		t.Run(key, func(t *testing.T) {
+			problems := loadProblems(t, map[string]string{"phases.yaml": "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n" + line + "\n"})
+			if len(problems) != 1 {
+				t.Fatalf("%d problems, want 1: %v", len(problems), problems)
+			}
+			p := problems[0]
+			if p.Line != 5 || p.Column != 1 {
+				t.Errorf("at %d:%d, want 5:1, the key", p.Line, p.Column)
+			}
+			if want := key + " is not supported yet"; !strings.Contains(p.Message, want) || strings.Contains(p.Message, "unknown key") {
+				t.Errorf("message %q, want it to say %q", p.Message, want)
+			}
+			if !strings.Contains(p.Hint, "remove "+key) {
+				t.Errorf("hint %q, want it to say to remove %s", p.Hint, key)
+			}
+		})
+	}
+}
