@@ -17,6 +17,8 @@ type Document struct {
 	Path     string
 	Pipeline Pipeline
 	dec      *decoder
+	// content is the file as read, for the plan's digest.
+	content []byte
 }
 
 // LoadFile reads and checks a phases.yaml. Problems in the file come back as
@@ -34,7 +36,7 @@ func LoadFile(path string) (*Document, error) {
 // so that Load can look for more problems before it reports.
 func Parse(path string, content []byte) (*Document, error) {
 	dec := newDecoder(path, content, 0)
-	doc := &Document{Path: path, dec: dec}
+	doc := &Document{Path: path, dec: dec, content: content}
 	root := dec.parse(content)
 	if root != nil {
 		root = dec.resolve(root)
