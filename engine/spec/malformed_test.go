@@ -1,12 +1,15 @@
 package spec_test
 
 import (
+	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/pipeline-dev/pipeline/engine/spec"
@@ -476,16 +479,46 @@ var malformedCases = []malformedCase{
 	},
 }
 
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/ (review the diff)")
+
+// malformedGoldenDir holds, per row, the error exactly as a user reads it:
+// message, numbered source line, caret and hint, as expr's tests keep the
+// rendered text of each error.
+const malformedGoldenDir = "testdata/malformed"
+
+// goldenName is the file of a row: its name in lower case, each run of
+// other characters than letters and digits made one -.
+func goldenName(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			b.WriteRune(r)
+			dash = false
+		} else {
+			dash = true
+		}
+	}
+	return b.String() + ".txt"
+}
+
 func TestMalformedInputs(t *testing.T) {
 	if n := len(malformedCases); n < 36 {
 		t.Fatalf("only %d rows; the table must hold at least 36", n)
 	}
-	seen := map[string]bool{}
+	seen, goldens := map[string]bool{}, map[string]bool{}
 	for _, tc := range malformedCases {
-		if seen[tc.name] {
-			t.Fatalf("two rows named %q", tc.name)
+		golden := goldenName(tc.name)
+		if seen[tc.name] || goldens[golden] {
+			t.Fatalf("two rows named %q, or with the golden file %s", tc.name, golden)
 		}
-		seen[tc.name] = true
+		seen[tc.name], goldens[golden] = true, true
+	}
+	checkMalformedGoldens(t, goldens)
+	for _, tc := range malformedCases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
@@ -507,7 +540,56 @@ func TestMalformedInputs(t *testing.T) {
 			if mismatches := malformedMismatches(tc, specErr.Problems, files, texts); len(mismatches) > 0 {
 				t.Errorf("%s", strings.Join(mismatches, "\n"))
 			}
+			rendered := strings.ReplaceAll(specErr.Error(), dir+string(filepath.Separator), "")
+			malformedGolden(t, goldenName(tc.name), rendered)
 		})
+	}
+}
+
+// malformedGolden compares the rendered error with the row's golden file,
+// or writes it under -update.
+func malformedGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join(malformedGoldenDir, name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./engine/spec -run Malformed -update to write it, and review it)", err)
+	}
+	if !bytes.Equal(want, []byte(got)) {
+		t.Errorf("%s differs; the error now reads:\n%s\n(run go test ./engine/spec -run Malformed -update and review the diff)", path, got)
+	}
+}
+
+// checkMalformedGoldens fails on a golden file that belongs to no row (a
+// row renamed or removed), or under -update removes it.
+func checkMalformedGoldens(t *testing.T, names map[string]bool) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(malformedGoldenDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := os.ReadDir(malformedGoldenDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if names[e.Name()] {
+			continue
+		}
+		if *update {
+			if err := os.Remove(filepath.Join(malformedGoldenDir, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		t.Errorf("%s/%s belongs to no row of the table; remove it (or run with -update)", malformedGoldenDir, e.Name())
 	}
 }
 
