@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -209,9 +210,12 @@ func typeName(t reflect.Type) string {
 }
 
 var (
-	unknownName    = regexp.MustCompile(`^unknown name (\S+)`)
-	stepField      = regexp.MustCompile(`^type triggers\.StepVars has no field (\S+)`)
-	stepFieldNames = []string{"exit_code", "timed_out", "tokens", "cost_usd", "elapsed", "output", "ran"}
+	unknownName = regexp.MustCompile(`^unknown name (\S+)`)
+	// unexpectedToken is expr's "unexpected token Bracket(")")": the
+	// token's kind is expr's jargon, its text is what the reader wrote.
+	unexpectedToken = regexp.MustCompile(`^unexpected token \w+\(("(?:[^"\\]|\\.)*")\)$`)
+	stepField       = regexp.MustCompile(`^type triggers\.StepVars has no field (\S+)`)
+	stepFieldNames  = []string{"exit_code", "timed_out", "tokens", "cost_usd", "elapsed", "output", "ran"}
 )
 
 func compileError(err error, source string, kind Kind) error {
@@ -235,6 +239,22 @@ func compileError(err error, source string, kind Kind) error {
 		ce.Hint = "complete it: an operator needs a value on each side, and every ( [ { and quote needs its closing one"
 	} else if strings.HasPrefix(fe.Message, "unexpected token") {
 		ce.Hint = "check the syntax: and, or, not, ==, !=, <, >, in, matches; text in quotes; durations as duration(\"30m\")"
+		if m := unexpectedToken.FindStringSubmatch(fe.Message); m != nil {
+			if text, err := strconv.Unquote(m[1]); err == nil {
+				ce.Message = fmt.Sprintf("unexpected %q", text)
+				if text == "=" {
+					ce.Hint = "compare with ==; a single = is not an operator"
+				}
+			}
+		}
+	} else if fe.Message == "literal not terminated" {
+		// expr points past the end; the quote that opens the text is
+		// where the reader has to look, as YAML does for its own quotes.
+		if open := unclosedQuote(source); open >= 0 {
+			ce.Line, ce.Column = lineColumn(source, open)
+		}
+		ce.Message = "the text opened here is never closed"
+		ce.Hint = "close it with the same quote it starts with"
 	}
 	switch {
 	case unknownName.MatchString(fe.Message):
@@ -262,6 +282,26 @@ func compileError(err error, source string, kind Kind) error {
 		ce.Hint = `date(text) or date(text, layout); a date is read in UTC unless it has an offset, e.g. date("2026-01-02T15:04:05+01:00")`
 	}
 	return ce
+}
+
+// unclosedQuote returns the rune offset of the quote that opens a text
+// literal never closed, or -1.
+func unclosedQuote(source string) int {
+	open, quote, escaped := -1, rune(0), false
+	for i, r := range []rune(source) {
+		switch {
+		case quote == 0 && (r == '"' || r == '\'' || r == '`'):
+			open, quote = i, r
+		case quote == 0:
+		case escaped:
+			escaped = false
+		case r == '\\' && quote != '`':
+			escaped = true
+		case r == quote:
+			open, quote = -1, 0
+		}
+	}
+	return open
 }
 
 func articled(typ string) string {

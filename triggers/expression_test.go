@@ -29,6 +29,10 @@ func TestCompileErrors(t *testing.T) {
 		{`elapsed > duration("3 m")`, triggers.Condition, 1, 19, `"3 m" is not a duration`, ""},
 		{"steps.test.exitcode == 0", triggers.Condition, 1, 11, `a step has no field "exitcode"`, `did you mean "exit_code"`},
 		{"   ", triggers.Condition, 1, 0, "empty", ""},
+		{"exit_code == 0 )", triggers.Condition, 1, 15, `unexpected ")"`, "check the syntax"},
+		{"exit_code = 0", triggers.Condition, 1, 10, `unexpected "="`, "compare with =="},
+		{`output contains "FAIL`, triggers.Condition, 1, 16, "the text opened here is never closed", "close it"},
+		{"phase == 'a' &&\n  output contains 'it\\'s", triggers.Condition, 2, 18, "never closed", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.source, func(t *testing.T) {

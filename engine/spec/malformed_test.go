@@ -271,7 +271,18 @@ var malformedCases = []malformedCase{
 		name: "expression syntax error",
 		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    done_when: exit_code == 0 )\n",
 		// The stray ).
-		wants: []malformedProblem{{line: 5, col: 31, msg: "phases[0].done_when: unexpected token"}},
+		wants: []malformedProblem{{line: 5, col: 31, msg: `phases[0].done_when: unexpected ")"`}},
+	},
+	{
+		name:  "single equals sign in an expression",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    done_when: exit_code = 0\n",
+		wants: []malformedProblem{{line: 5, col: 26, msg: `phases[0].done_when: unexpected "="`, hint: "compare with =="}},
+	},
+	{
+		name: "expression with a text never closed",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    done_when: output contains \"FAIL\n",
+		// The quote that opens the text, as for a YAML quote never closed.
+		wants: []malformedProblem{{line: 5, col: 32, msg: "phases[0].done_when: the text opened here is never closed"}},
 	},
 	{
 		name: "expression cut short",
@@ -470,7 +481,8 @@ var malformedCases = []malformedCase{
 		yaml: specHeader,
 		spec: "---\npipeline:\n  phases:\n    - name: build\n      done_when: steps.tset.exit_code == 0\n---\n",
 		// build has no steps, so it runs one step named agent.
-		wants: []malformedProblem{{file: "spec.md", line: 5, col: 24, msg: `phase "build": done_when reads steps.tset, but the phase has no step "tset"`}},
+		wants: []malformedProblem{{file: "spec.md", line: 5, col: 24, msg: `phase "build": done_when reads steps.tset, but the phase has no step "tset"`,
+			hint: "the phase has one step, steps.agent"}},
 	},
 	{
 		name:  "spec file that does not exist",

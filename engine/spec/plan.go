@@ -534,7 +534,14 @@ func (r *resolver) checkStepRefs(plan PhasePlan) {
 		if slices.Contains(names, ref.Name) {
 			continue
 		}
-		hint := "the steps of this phase are " + strings.Join(names, ", ")
+		refs := make([]string, len(names))
+		for i, name := range names {
+			refs[i] = stepReference(name)
+		}
+		hint := "the steps of this phase are " + strings.Join(refs, ", ")
+		if len(refs) == 1 {
+			hint = "the phase has one step, " + refs[0]
+		}
 		if near := triggers.Closest(ref.Name, names); near != "" {
 			hint = fmt.Sprintf("did you mean %s?", stepReference(near))
 		}
