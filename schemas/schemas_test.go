@@ -119,6 +119,7 @@ func TestSchemasRejectMistakes(t *testing.T) {
 		"version: 1\nphases: [{name: a, timeout: soon}]\n",        // bad duration
 		"version: 1\nphases: [{name: a, pause_when: [x]}]\n",      // triggers as a list
 		"version: 1\nphases: [{prompt: x}]\n",                     // no name
+		"version: 1\nwatch: [specs/*.md]\nphases: [{name: a}]\n",  // not supported yet
 	} {
 		if err := phases.Validate(instance(t, []byte(bad))); err == nil {
 			t.Errorf("the phases schema accepts %q", bad)

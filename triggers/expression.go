@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -80,7 +81,7 @@ func Compile(source string, kind Kind) (*Expression, error) {
 			text = fmt.Sprintf("duration(%q)", strings.TrimSpace(source))
 		}
 	}
-	options := []expr.Option{expr.Env(Env{}), durationFunction}
+	options := append([]expr.Option{expr.Env(Env{}), durationFunction, dateFunction}, disabledBuiltins...)
 	if kind == Condition {
 		options = append(options, expr.AsBool())
 	}
@@ -96,13 +97,11 @@ func Compile(source string, kind Kind) (*Expression, error) {
 	}
 	e := &Expression{Source: source, Kind: kind, program: program}
 	if text == source {
-		var badDuration *ast.StringNode
-		e.Reads, e.StepRefs, badDuration = inspect(program.Node())
-		if badDuration != nil {
-			line, column := lineColumn(source, badDuration.Location().From)
-			return nil, &CompileError{Line: line, Column: column,
-				Message: fmt.Sprintf("duration(%q): %q is not a duration", badDuration.Value, badDuration.Value),
-				Hint:    "use a number and a unit: 90s, 30m, 2h, 1h30m or 7d"}
+		var refused *refusal
+		e.Reads, e.StepRefs, refused = inspect(program.Node())
+		if refused != nil {
+			line, column := lineColumn(source, refused.at.Location().From)
+			return nil, &CompileError{Line: line, Column: column, Message: refused.message, Hint: refused.hint}
 		}
 	}
 	return e, nil
@@ -113,6 +112,62 @@ func Compile(source string, kind Kind) (*Expression, error) {
 var durationFunction = expr.Function("duration", func(params ...any) (any, error) {
 	return ParseDuration(params[0].(string))
 }, new(func(string) time.Duration))
+
+// nonDeterministic lists the expr built-ins an expression may not call, and
+// why. A session is replayed from its events (and Decide may run as a
+// Temporal workflow), so an expression must give the same answer from the
+// same variables on any machine at any time: no wall clock, no time zone
+// of the machine, no Go map order, which is random.
+var nonDeterministic = map[string]refusal{
+	"now": {message: "now() reads the wall clock: a replayed session would decide differently, and a running step would not check it again as the clock moves",
+		hint: `measure time with elapsed, phase_elapsed or session_elapsed, e.g. elapsed > duration("30m")`},
+	"timezone": {message: "timezone() reads the time zones of the machine, which differ between machines",
+		hint: `dates are read in UTC; write the offset in the date, e.g. date("2026-01-02T15:04:05+01:00")`},
+	"keys": {message: "keys() gives the keys in a random order",
+		hint: `test a key with "status" in spec, count them with len(spec)`},
+	"values": {message: "values() gives the values in a random order",
+		hint: `read a value by its key: spec.<key> or spec["<key>"]`},
+	"toPairs": {message: "toPairs() gives the pairs in a random order",
+		hint: `read a value by its key (spec.<key>), count them with len(spec)`},
+}
+
+// disabledBuiltins removes the non-deterministic built-ins, so that a call
+// to one is a compile error at its place.
+var disabledBuiltins = func() []expr.Option {
+	var options []expr.Option
+	for name := range nonDeterministic {
+		options = append(options, expr.DisableBuiltin(name))
+	}
+	return options
+}()
+
+// dateLayouts are the layouts date() tries, expr's own.
+var dateLayouts = []string{"2006-01-02", "15:04:05", "2006-01-02 15:04:05", time.RFC3339, time.RFC822, time.RFC850, time.RFC1123}
+
+// dateFunction replaces expr's date(), which reads a zone abbreviation such
+// as CET with the machine's time zone (the same text is another instant on
+// a machine in Paris) and loads a named zone from the machine's zone
+// database. Ours reads every date in UTC unless it carries a numeric
+// offset, and takes no zone name.
+var dateFunction = expr.Function("date", func(params ...any) (any, error) {
+	text, ok := params[0].(string)
+	if !ok {
+		return nil, fmt.Errorf("date() takes text, not %T", params[0])
+	}
+	if len(params) == 2 {
+		layout, ok := params[1].(string)
+		if !ok {
+			return nil, fmt.Errorf("date(): the layout must be text, not %T", params[1])
+		}
+		return time.ParseInLocation(layout, text, time.UTC)
+	}
+	for _, layout := range dateLayouts {
+		if t, err := time.ParseInLocation(layout, text, time.UTC); err == nil {
+			return t, nil
+		}
+	}
+	return nil, fmt.Errorf("%q is not a date: write 2006-01-02, 2006-01-02 15:04:05 or 2006-01-02T15:04:05Z07:00", text)
+}, new(func(string) time.Time), new(func(string, string) time.Time))
 
 // lineColumn turns a rune offset in source into expr's 1-based line and
 // 0-based column.
@@ -155,9 +210,12 @@ func typeName(t reflect.Type) string {
 }
 
 var (
-	unknownName    = regexp.MustCompile(`^unknown name (\S+)`)
-	stepField      = regexp.MustCompile(`^type triggers\.StepVars has no field (\S+)`)
-	stepFieldNames = []string{"exit_code", "timed_out", "tokens", "cost_usd", "elapsed", "output", "ran"}
+	unknownName = regexp.MustCompile(`^unknown name (\S+)`)
+	// unexpectedToken is expr's "unexpected token Bracket(")")": the
+	// token's kind is expr's jargon, its text is what the reader wrote.
+	unexpectedToken = regexp.MustCompile(`^unexpected token \w+\(("(?:[^"\\]|\\.)*")\)$`)
+	stepField       = regexp.MustCompile(`^type triggers\.StepVars has no field (\S+)`)
+	stepFieldNames  = []string{"exit_code", "timed_out", "tokens", "cost_usd", "elapsed", "output", "ran"}
 )
 
 func compileError(err error, source string, kind Kind) error {
@@ -181,10 +239,30 @@ func compileError(err error, source string, kind Kind) error {
 		ce.Hint = "complete it: an operator needs a value on each side, and every ( [ { and quote needs its closing one"
 	} else if strings.HasPrefix(fe.Message, "unexpected token") {
 		ce.Hint = "check the syntax: and, or, not, ==, !=, <, >, in, matches; text in quotes; durations as duration(\"30m\")"
+		if m := unexpectedToken.FindStringSubmatch(fe.Message); m != nil {
+			if text, err := strconv.Unquote(m[1]); err == nil {
+				ce.Message = fmt.Sprintf("unexpected %q", text)
+				if text == "=" {
+					ce.Hint = "compare with ==; a single = is not an operator"
+				}
+			}
+		}
+	} else if fe.Message == "literal not terminated" {
+		// expr points past the end; the quote that opens the text is
+		// where the reader has to look, as YAML does for its own quotes.
+		if open := unclosedQuote(source); open >= 0 {
+			ce.Line, ce.Column = lineColumn(source, open)
+		}
+		ce.Message = "the text opened here is never closed"
+		ce.Hint = "close it with the same quote it starts with"
 	}
 	switch {
 	case unknownName.MatchString(fe.Message):
 		name := unknownName.FindStringSubmatch(fe.Message)[1]
+		if refused, ok := nonDeterministic[name]; ok {
+			ce.Message, ce.Hint = refused.message, refused.hint
+			break
+		}
 		ce.Message = fmt.Sprintf("unknown variable %q", name)
 		if near := Closest(name, VariableNames()); near != "" {
 			ce.Hint = fmt.Sprintf("did you mean %q?", near)
@@ -200,8 +278,30 @@ func compileError(err error, source string, kind Kind) error {
 		}
 	case strings.Contains(fe.Message, "time.Duration and string"), strings.Contains(fe.Message, "string and time.Duration"):
 		ce.Hint = `durations are written duration("30m"), not "30m"`
+	case fe.Message == "too many arguments to call date":
+		ce.Hint = `date(text) or date(text, layout); a date is read in UTC unless it has an offset, e.g. date("2026-01-02T15:04:05+01:00")`
 	}
 	return ce
+}
+
+// unclosedQuote returns the rune offset of the quote that opens a text
+// literal never closed, or -1.
+func unclosedQuote(source string) int {
+	open, quote, escaped := -1, rune(0), false
+	for i, r := range []rune(source) {
+		switch {
+		case quote == 0 && (r == '"' || r == '\'' || r == '`'):
+			open, quote = i, r
+		case quote == 0:
+		case escaped:
+			escaped = false
+		case r == '\\' && quote != '`':
+			escaped = true
+		case r == quote:
+			open, quote = -1, 0
+		}
+	}
+	return open
 }
 
 func articled(typ string) string {
@@ -225,9 +325,18 @@ func VariableNames() []string {
 	return names
 }
 
+// refusal is a part of an expression that compiles but is refused, at the
+// node to point at.
+type refusal struct {
+	at      ast.Node
+	message string
+	hint    string
+}
+
 // inspect finds the variables an expression reads, its steps.<name>
-// references, and a constant duration("...") argument that does not parse.
-func inspect(root ast.Node) (reads []string, refs []StepRef, badDuration *ast.StringNode) {
+// references, and the first part refused: a constant duration("...")
+// argument that does not parse, or a call of .Local().
+func inspect(root ast.Node) (reads []string, refs []StepRef, refused *refusal) {
 	v := &inspector{seen: map[string]bool{}}
 	ast.Walk(&root, v)
 	if v.seen["$env"] {
@@ -235,14 +344,20 @@ func inspect(root ast.Node) (reads []string, refs []StepRef, badDuration *ast.St
 		v.reads = VariableNames()
 	}
 	sort.Strings(v.reads)
-	return v.reads, v.refs, v.badDuration
+	return v.reads, v.refs, v.refused
 }
 
 type inspector struct {
-	seen        map[string]bool
-	reads       []string
-	refs        []StepRef
-	badDuration *ast.StringNode
+	seen    map[string]bool
+	reads   []string
+	refs    []StepRef
+	refused *refusal
+}
+
+func (v *inspector) refuse(at ast.Node, message, hint string) {
+	if v.refused == nil {
+		v.refused = &refusal{at: at, message: message, hint: hint}
+	}
 }
 
 func (v *inspector) Visit(node *ast.Node) {
@@ -254,15 +369,22 @@ func (v *inspector) Visit(node *ast.Node) {
 		}
 	case *ast.CallNode:
 		callee, ok := n.Callee.(*ast.IdentifierNode)
-		if !ok || callee.Value != "duration" || len(n.Arguments) != 1 || v.badDuration != nil {
+		if !ok || callee.Value != "duration" || len(n.Arguments) != 1 {
 			return
 		}
 		if arg, ok := n.Arguments[0].(*ast.StringNode); ok {
 			if _, err := ParseDuration(arg.Value); err != nil {
-				v.badDuration = arg
+				v.refuse(arg, fmt.Sprintf("duration(%q): %q is not a duration", arg.Value, arg.Value),
+					"use a number and a unit: 90s, 30m, 2h, 1h30m or 7d")
 			}
 		}
 	case *ast.MemberNode:
+		if name, ok := n.Property.(*ast.StringNode); ok && n.Method && name.Value == "Local" {
+			// time.Time's Local() moves a date into the machine's zone.
+			v.refuse(n.Property, ".Local() reads the time zone of the machine, which differs between machines",
+				"dates are in UTC (or in the offset they were written with); use them as they are")
+			return
+		}
 		id, ok := n.Node.(*ast.IdentifierNode)
 		if !ok || id.Value != "steps" {
 			return

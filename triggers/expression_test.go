@@ -29,6 +29,10 @@ func TestCompileErrors(t *testing.T) {
 		{`elapsed > duration("3 m")`, triggers.Condition, 1, 19, `"3 m" is not a duration`, ""},
 		{"steps.test.exitcode == 0", triggers.Condition, 1, 11, `a step has no field "exitcode"`, `did you mean "exit_code"`},
 		{"   ", triggers.Condition, 1, 0, "empty", ""},
+		{"exit_code == 0 )", triggers.Condition, 1, 15, `unexpected ")"`, "check the syntax"},
+		{"exit_code = 0", triggers.Condition, 1, 10, `unexpected "="`, "compare with =="},
+		{`output contains "FAIL`, triggers.Condition, 1, 16, "the text opened here is never closed", "close it"},
+		{"phase == 'a' &&\n  output contains 'it\\'s", triggers.Condition, 2, 18, "never closed", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.source, func(t *testing.T) {
@@ -164,6 +168,72 @@ func TestParseDuration(t *testing.T) {
 	for d, want := range map[time.Duration]string{0: "none", 30 * time.Second: "30s", 90 * time.Second: "1m30s", 2 * time.Hour: "2h", 48 * time.Hour: "2d", 150 * time.Minute: "2h30m"} {
 		if got := triggers.FormatDuration(d); got != want {
 			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// Issue 8: an expression must give the same answer when a session is
+// replayed on another machine or at another time, so the built-ins that
+// read the clock, the machine's time zones or Go's random map order are
+// refused at compile time, each with what to write instead.
+func TestIssue8NonDeterministicBuiltinsAreRefused(t *testing.T) {
+	tests := []struct {
+		source    string
+		line, col int
+		message   string
+		hint      string
+	}{
+		{`now() > date("2026-01-01")`, 1, 0, "now() reads the wall clock", "elapsed, phase_elapsed or session_elapsed"},
+		{`tokens > 1 && now().Hour() > 9`, 1, 14, "now() reads the wall clock", "elapsed"},
+		{"now", 1, 0, "now() reads the wall clock", "elapsed"},
+		{`date("2026-01-01").In(timezone("Europe/Paris")).Hour() > 9`, 1, 22, "timezone() reads the time zones of the machine", "offset"},
+		{`date("2026-01-01").Local().Hour() > 9`, 1, 19, ".Local() reads the time zone of the machine", "UTC"},
+		{`keys(spec)[0] == "status"`, 1, 0, "keys() gives the keys in a random order", `"status" in spec`},
+		{`first(values(spec)) == nil`, 1, 6, "values() gives the values in a random order", "spec.<key>"},
+		{`len(toPairs(spec)) > 1`, 1, 4, "toPairs() gives the pairs in a random order", "len(spec)"},
+		{`date("2026-01-01", "2006-01-02", "Europe/Paris") > date("2026-01-01")`, 1, 0, "too many arguments", "offset"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.source, func(t *testing.T) {
+			_, err := triggers.Compile(tt.source, triggers.Condition)
+			var ce *triggers.CompileError
+			if !errors.As(err, &ce) {
+				t.Fatalf("got %v (%T), want a *CompileError", err, err)
+			}
+			if ce.Line != tt.line || ce.Column != tt.col {
+				t.Errorf("at %d:%d, want %d:%d (%s)", ce.Line, ce.Column, tt.line, tt.col, ce.Message)
+			}
+			if !strings.Contains(ce.Message, tt.message) || !strings.Contains(ce.Hint, tt.hint) {
+				t.Errorf("message %q, hint %q; want them to contain %q and %q", ce.Message, ce.Hint, tt.message, tt.hint)
+			}
+		})
+	}
+}
+
+// Issue 8: expr's date() reads a zone abbreviation such as CET with the
+// machine's time zone, so the same text gave another instant on a machine
+// in Paris. Ours reads it the same everywhere.
+func TestIssue8DateDoesNotDependOnTheMachinesZone(t *testing.T) {
+	e, err := triggers.Compile(`date("02 Jan 06 15:04 CET") == date("2006-01-02T15:04:00Z") && date("2026-03-01") > date(spec.created)`, triggers.Condition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &triggers.Env{Spec: map[string]any{"created": "2026-02-28"}}
+	saved := time.Local
+	t.Cleanup(func() { time.Local = saved })
+	for _, zone := range []*time.Location{time.UTC, time.FixedZone("CET", 3600)} {
+		time.Local = zone
+		if got, err := e.Eval(env); err != nil || !got {
+			t.Errorf("with the machine in %s: %v, %v; want true", zone, got, err)
+		}
+	}
+	bad, err := triggers.Compile(`date(spec.created) > date("2026-01-01")`, triggers.Condition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, created := range []any{"yesterday", 20260101} {
+		if got, err := bad.Eval(&triggers.Env{Spec: map[string]any{"created": created}}); err == nil {
+			t.Errorf("date(%#v) gave %v and no error", created, got)
 		}
 	}
 }

@@ -71,7 +71,6 @@ func printPlan(w io.Writer, plan *spec.Plan) error {
 			fmt.Fprintf(tw, "  spec.%s\t%s\n", key, short(plainText(plan.SpecValues[key])))
 		}
 	}
-	row("", "watch", orNone(strings.Join(plan.Watch.Value, ", ")), plan.Watch.From)
 	phases := make([]string, len(plan.Phases))
 	for i, p := range plan.Phases {
 		phases[i] = p.Name
@@ -186,11 +185,4 @@ func plainText(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(out)
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
 }

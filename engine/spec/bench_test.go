@@ -48,7 +48,6 @@ phases:
     done_when: steps.test.exit_code == 0 && files_changed > %d
 `, i, i, i, 10000+i, i, 300000+i, i+1, i%5)
 	}
-	b.WriteString("watch: [specs/**/*.md]\n")
 	return []byte(b.String())
 }
 

@@ -24,6 +24,8 @@ type Frontmatter struct {
 	// Pipeline is a full override block: agent, defaults and phases.
 	Pipeline *Overrides
 	dec      *decoder
+	// block is the frontmatter as written, for the plan's digest.
+	block []byte
 }
 
 // AgentPhase is one entry of agent_phases.
@@ -57,6 +59,7 @@ func ParseSpec(path string, content []byte) (*Frontmatter, error) {
 	dec := newDecoder(path, content, 1)
 	fm.dec = dec
 	block, found, closed := frontmatterBlock(content)
+	fm.block = block
 	if !found {
 		return fm, nil
 	}

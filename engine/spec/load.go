@@ -3,7 +3,6 @@ package spec
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"text/template"
@@ -18,6 +17,8 @@ type Document struct {
 	Path     string
 	Pipeline Pipeline
 	dec      *decoder
+	// content is the file as read, for the plan's digest.
+	content []byte
 }
 
 // LoadFile reads and checks a phases.yaml. Problems in the file come back as
@@ -35,7 +36,7 @@ func LoadFile(path string) (*Document, error) {
 // so that Load can look for more problems before it reports.
 func Parse(path string, content []byte) (*Document, error) {
 	dec := newDecoder(path, content, 0)
-	doc := &Document{Path: path, dec: dec}
+	doc := &Document{Path: path, dec: dec, content: content}
 	root := dec.parse(content)
 	if root != nil {
 		root = dec.resolve(root)
@@ -95,12 +96,6 @@ func (doc *Document) check(root ast.Node) {
 		}
 	}
 	checkPhases(d, p.Phases, "phases")
-	for i, glob := range p.Watch {
-		if _, err := filepath.Match(strings.ReplaceAll(glob, "**", "*"), ""); err != nil || strings.TrimSpace(glob) == "" {
-			d.reportAt(d.positions[fmt.Sprintf("watch[%d]", i)], fmt.Sprintf("watch[%d]: %q is not a valid glob", i, glob),
-				"use * for any name, ** for any folders, [abc] for a set, e.g. specs/**/*.md")
-		}
-	}
 }
 
 func (d *decoder) reportedAt(pos Position) bool {

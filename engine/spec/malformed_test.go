@@ -1,12 +1,15 @@
 package spec_test
 
 import (
+	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/pipeline-dev/pipeline/engine/spec"
@@ -40,9 +43,9 @@ var malformedCases = []malformedCase{
 	// YAML syntax.
 	{
 		name: "unclosed flow sequence",
-		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwatch: [specs/*.md\n",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    steps: [{run: make}\n",
 		// The [ that is never closed.
-		wants: []malformedProblem{{line: 5, col: 8, msg: "YAML syntax"}},
+		wants: []malformedProblem{{line: 5, col: 12, msg: "YAML syntax"}},
 	},
 	{
 		name: "unclosed double quote",
@@ -128,14 +131,14 @@ var malformedCases = []malformedCase{
 	// Unknown keys.
 	{
 		name:  "unknown top-level key",
-		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwacth: [specs/*.md]\n",
-		wants: []malformedProblem{{line: 5, col: 1, msg: `unknown key "wacth" at the top level`, hint: `did you mean "watch"?`}},
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nnmae: build\n",
+		wants: []malformedProblem{{line: 5, col: 1, msg: `unknown key "nmae" at the top level`, hint: `did you mean "name"?`}},
 	},
 	{
 		name: "unknown top-level key with no near key",
 		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\ncolour: blue\n",
 		wants: []malformedProblem{{line: 5, col: 1, msg: `unknown key "colour" at the top level`,
-			hint: "the keys allowed here are agent, defaults, name, phases, resume_context, spec, version, watch"}},
+			hint: "the keys allowed here are agent, defaults, name, phases, resume_context, spec, version"}},
 	},
 	{
 		name:  "unknown key in agent",
@@ -268,7 +271,18 @@ var malformedCases = []malformedCase{
 		name: "expression syntax error",
 		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    done_when: exit_code == 0 )\n",
 		// The stray ).
-		wants: []malformedProblem{{line: 5, col: 31, msg: "phases[0].done_when: unexpected token"}},
+		wants: []malformedProblem{{line: 5, col: 31, msg: `phases[0].done_when: unexpected ")"`}},
+	},
+	{
+		name:  "single equals sign in an expression",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    done_when: exit_code = 0\n",
+		wants: []malformedProblem{{line: 5, col: 26, msg: `phases[0].done_when: unexpected "="`, hint: "compare with =="}},
+	},
+	{
+		name: "expression with a text never closed",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    done_when: output contains \"FAIL\n",
+		// The quote that opens the text, as for a YAML quote never closed.
+		wants: []malformedProblem{{line: 5, col: 32, msg: "phases[0].done_when: the text opened here is never closed"}},
 	},
 	{
 		name: "expression cut short",
@@ -360,10 +374,10 @@ var malformedCases = []malformedCase{
 	},
 	{
 		name: "duplicate key and an unknown key",
-		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    prompt: a\n    prompt: b\nwacth: [specs/*.md]\n",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    prompt: a\n    prompt: b\nnmae: build\n",
 		wants: []malformedProblem{
 			{line: 6, col: 5, msg: `key "prompt"`},
-			{line: 7, col: 1, msg: `unknown key "wacth" at the top level`, hint: `did you mean "watch"?`},
+			{line: 7, col: 1, msg: `unknown key "nmae" at the top level`, hint: `did you mean "name"?`},
 		},
 	},
 	{
@@ -378,9 +392,10 @@ var malformedCases = []malformedCase{
 		wants: []malformedProblem{{line: 7, col: 5, msg: "merge keys (<<) are not supported"}},
 	},
 	{
-		name:  "invalid watch glob",
-		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwatch:\n  - specs/[a.md\n",
-		wants: []malformedProblem{{line: 6, col: 5, msg: `watch[0]: "specs/[a.md" is not a valid glob`}},
+		name: "watch, not supported yet",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwatch:\n  - specs/*.md\n",
+		// The key, not its globs: the whole key is refused.
+		wants: []malformedProblem{{line: 5, col: 1, msg: "watch is not supported yet", hint: "remove watch"}},
 	},
 	{
 		name:  "empty file",
@@ -466,7 +481,8 @@ var malformedCases = []malformedCase{
 		yaml: specHeader,
 		spec: "---\npipeline:\n  phases:\n    - name: build\n      done_when: steps.tset.exit_code == 0\n---\n",
 		// build has no steps, so it runs one step named agent.
-		wants: []malformedProblem{{file: "spec.md", line: 5, col: 24, msg: `phase "build": done_when reads steps.tset, but the phase has no step "tset"`}},
+		wants: []malformedProblem{{file: "spec.md", line: 5, col: 24, msg: `phase "build": done_when reads steps.tset, but the phase has no step "tset"`,
+			hint: "the phase has one step, steps.agent"}},
 	},
 	{
 		name:  "spec file that does not exist",
@@ -475,16 +491,46 @@ var malformedCases = []malformedCase{
 	},
 }
 
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/ (review the diff)")
+
+// malformedGoldenDir holds, per row, the error exactly as a user reads it:
+// message, numbered source line, caret and hint, as expr's tests keep the
+// rendered text of each error.
+const malformedGoldenDir = "testdata/malformed"
+
+// goldenName is the file of a row: its name in lower case, each run of
+// other characters than letters and digits made one -.
+func goldenName(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			b.WriteRune(r)
+			dash = false
+		} else {
+			dash = true
+		}
+	}
+	return b.String() + ".txt"
+}
+
 func TestMalformedInputs(t *testing.T) {
 	if n := len(malformedCases); n < 36 {
 		t.Fatalf("only %d rows; the table must hold at least 36", n)
 	}
-	seen := map[string]bool{}
+	seen, goldens := map[string]bool{}, map[string]bool{}
 	for _, tc := range malformedCases {
-		if seen[tc.name] {
-			t.Fatalf("two rows named %q", tc.name)
+		golden := goldenName(tc.name)
+		if seen[tc.name] || goldens[golden] {
+			t.Fatalf("two rows named %q, or with the golden file %s", tc.name, golden)
 		}
-		seen[tc.name] = true
+		seen[tc.name], goldens[golden] = true, true
+	}
+	checkMalformedGoldens(t, goldens)
+	for _, tc := range malformedCases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
@@ -506,7 +552,56 @@ func TestMalformedInputs(t *testing.T) {
 			if mismatches := malformedMismatches(tc, specErr.Problems, files, texts); len(mismatches) > 0 {
 				t.Errorf("%s", strings.Join(mismatches, "\n"))
 			}
+			rendered := strings.ReplaceAll(specErr.Error(), dir+string(filepath.Separator), "")
+			malformedGolden(t, goldenName(tc.name), rendered)
 		})
+	}
+}
+
+// malformedGolden compares the rendered error with the row's golden file,
+// or writes it under -update.
+func malformedGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join(malformedGoldenDir, name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./engine/spec -run Malformed -update to write it, and review it)", err)
+	}
+	if !bytes.Equal(want, []byte(got)) {
+		t.Errorf("%s differs; the error now reads:\n%s\n(run go test ./engine/spec -run Malformed -update and review the diff)", path, got)
+	}
+}
+
+// checkMalformedGoldens fails on a golden file that belongs to no row (a
+// row renamed or removed), or under -update removes it.
+func checkMalformedGoldens(t *testing.T, names map[string]bool) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(malformedGoldenDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := os.ReadDir(malformedGoldenDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if names[e.Name()] {
+			continue
+		}
+		if *update {
+			if err := os.Remove(filepath.Join(malformedGoldenDir, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		t.Errorf("%s/%s belongs to no row of the table; remove it (or run with -update)", malformedGoldenDir, e.Name())
 	}
 }
 

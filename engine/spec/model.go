@@ -10,13 +10,12 @@ import (
 
 // Pipeline is one phases.yaml document as written.
 type Pipeline struct {
-	Version  int      `yaml:"version" json:"version" jsonschema:"required,enum=1" jsonschema_description:"format version of this file; always 1"`
-	Name     string   `yaml:"name" json:"name,omitempty" jsonschema_description:"name of the pipeline; defaults to the name of the folder holding phases.yaml"`
-	Spec     string   `yaml:"spec" json:"spec,omitempty" jsonschema_description:"markdown spec this pipeline carries out, relative to phases.yaml; its frontmatter may override phases and policies"`
-	Agent    *Agent   `yaml:"agent" json:"agent,omitempty" jsonschema_description:"default agent for agent steps"`
-	Defaults *Policy  `yaml:"defaults" json:"defaults,omitempty" jsonschema_description:"triggers and policies every phase inherits"`
-	Phases   []Phase  `yaml:"phases" json:"phases" jsonschema:"required,minItems=1" jsonschema_description:"the phases, run in order"`
-	Watch    []string `yaml:"watch" json:"watch,omitempty" jsonschema_description:"globs, relative to phases.yaml, whose changes resume a paused session"`
+	Version  int     `yaml:"version" json:"version" jsonschema:"required,enum=1" jsonschema_description:"format version of this file; always 1"`
+	Name     string  `yaml:"name" json:"name,omitempty" jsonschema_description:"name of the pipeline; defaults to the name of the folder holding phases.yaml"`
+	Spec     string  `yaml:"spec" json:"spec,omitempty" jsonschema_description:"markdown spec this pipeline carries out, relative to phases.yaml; its frontmatter may override phases and policies"`
+	Agent    *Agent  `yaml:"agent" json:"agent,omitempty" jsonschema_description:"default agent for agent steps"`
+	Defaults *Policy `yaml:"defaults" json:"defaults,omitempty" jsonschema_description:"triggers and policies every phase inherits"`
+	Phases   []Phase `yaml:"phases" json:"phases" jsonschema:"required,minItems=1" jsonschema_description:"the phases, run in order"`
 	// ResumeContext shapes the text given to an agent after a resume.
 	ResumeContext *ResumeContext `yaml:"resume_context" json:"resume_context,omitempty" jsonschema_description:"the resume context given to the agent after a resume, a recovery or a restart"`
 }

@@ -73,12 +73,16 @@ type Plan struct {
 	PhasesFrom Origin          `json:"phases_from"`
 	// FilePhases names the phases phases.yaml itself lists, so a reader can
 	// see what a spec's phases replaced.
-	FilePhases []string          `json:"file_phases"`
-	Watch      Setting[[]string] `json:"watch"`
+	FilePhases []string `json:"file_phases"`
 	// ResumeTemplate is phases.yaml's resume_context.template, "" for the
 	// built-in one; ResumeBudget its budget in tokens.
 	ResumeTemplate string `json:"resume_template,omitempty"`
 	ResumeBudget   int    `json:"resume_budget"`
+	// Digest names what this plan was made from, so that a session can
+	// record which plan it ran and a replay can tell whether it still has
+	// it: a hex SHA-256 of the built-in defaults, phases.yaml, and the
+	// spec's path and frontmatter (see digest).
+	Digest string `json:"digest"`
 }
 
 // PhasePlan is one phase as it will run.
@@ -153,6 +157,13 @@ var builtInPolicy = sync.OnceValue(func() Policy {
 	}
 })
 
+const (
+	// defaultPrompt is the prompt of a phase that has none, with its name.
+	defaultPrompt = "Carry out the %q phase for the spec."
+	// defaultResumeBudget is the resume context's budget in tokens.
+	defaultResumeBudget = 3000
+)
+
 // policyLayer is one Policy and how to find where its values were written.
 type policyLayer struct {
 	policy *Policy
@@ -197,6 +208,7 @@ func isSpecError(err error) bool {
 func Resolve(doc *Document, fm *Frontmatter) (*Plan, error) {
 	r := &resolver{doc: doc, fm: fm}
 	plan := r.plan()
+	plan.Digest = digest(doc, fm)
 	var all problems
 	all = append(all, doc.dec.problems...)
 	if fm != nil {
@@ -221,16 +233,12 @@ func (r *resolver) plan() *Plan {
 		abs, _ := filepath.Abs(r.doc.Path)
 		plan.Name = Setting[string]{filepath.Base(filepath.Dir(abs)), builtIn}
 	}
-	plan.ResumeBudget = 3000
+	plan.ResumeBudget = defaultResumeBudget
 	if rc := p.ResumeContext; rc != nil {
 		plan.ResumeTemplate = rc.Template
 		if rc.Budget > 0 {
 			plan.ResumeBudget = rc.Budget
 		}
-	}
-	plan.Watch = Setting[[]string]{p.Watch, r.doc.origin("watch")}
-	if p.Watch == nil {
-		plan.Watch = Setting[[]string]{[]string{}, builtIn}
 	}
 	if r.fm != nil {
 		plan.Spec = r.fm.Path
@@ -343,7 +351,7 @@ func (r *resolver) phase(s phaseSource, defaults []policyLayer, defaultAgent Set
 	layers := append([]policyLayer(nil), defaults...)
 	written, origins := s.written()
 	agent := defaultAgent
-	plan.Prompt = Setting[string]{fmt.Sprintf("Carry out the %q phase for the spec.", s.name), builtIn}
+	plan.Prompt = Setting[string]{fmt.Sprintf(defaultPrompt, s.name), builtIn}
 	var steps []Step
 	stepsOrigin := func(string) Origin { return builtIn }
 	for i, w := range written {
@@ -526,7 +534,14 @@ func (r *resolver) checkStepRefs(plan PhasePlan) {
 		if slices.Contains(names, ref.Name) {
 			continue
 		}
-		hint := "the steps of this phase are " + strings.Join(names, ", ")
+		refs := make([]string, len(names))
+		for i, name := range names {
+			refs[i] = stepReference(name)
+		}
+		hint := "the steps of this phase are " + strings.Join(refs, ", ")
+		if len(refs) == 1 {
+			hint = "the phase has one step, " + refs[0]
+		}
 		if near := triggers.Closest(ref.Name, names); near != "" {
 			hint = fmt.Sprintf("did you mean %s?", stepReference(near))
 		}

@@ -1,0 +1,81 @@
+package spec
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+)
+
+// digest is the hex SHA-256 of what a plan is made from:
+//
+//   - the built-in defaults, so that a release that changes them names
+//     another plan;
+//   - phases.yaml, byte for byte;
+//   - the spec's path, relative to phases.yaml's folder, and its
+//     frontmatter, byte for byte.
+//
+// Bytes rather than the merged plan: the plan's encoding changes whenever a
+// field is added, and two encodings of one plan must not differ. The cost is
+// that a new comment in phases.yaml gives another digest, which errs on
+// the safe side.
+//
+// The frontmatter rather than the whole spec file: the body is what the
+// agent reads, not the plan, and a human edits it between a pause and a
+// resume; that must not look like another plan. The spec's path is in
+// because the plan names the spec the agent works on.
+//
+// Nothing absolute goes in: a session moves between machines and
+// checkouts, so the folder of the checkout is left out, and line ends are
+// read as \n so that a Windows checkout (CRLF) names the same plan.
+func digest(doc *Document, fm *Frontmatter) string {
+	h := sha256.New()
+	part := func(name string, content []byte) {
+		// Each part is named and measured, so that no two different sets
+		// of parts write the same bytes.
+		fmt.Fprintf(h, "%s %d\n", name, len(content))
+		h.Write(content)
+	}
+	part("pipeline plan digest", []byte("1"))
+	part("built-in defaults", builtInDefaults())
+	part("phases.yaml", canonicalText(doc.content))
+	if fm != nil {
+		part("spec", []byte(relativePath(filepath.Dir(doc.Path), fm.Path)))
+		part("frontmatter", canonicalText(fm.block))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// builtInDefaults writes the built-in values a plan starts from.
+func builtInDefaults() []byte {
+	out, err := json.Marshal(struct {
+		Policy       Policy
+		Prompt       string
+		ResumeBudget int
+	}{builtInPolicy(), defaultPrompt, defaultResumeBudget})
+	if err != nil {
+		panic(fmt.Sprintf("spec: the built-in defaults do not encode: %v", err))
+	}
+	return out
+}
+
+// canonicalText drops a byte-order mark and reads CRLF line ends as LF.
+func canonicalText(content []byte) []byte {
+	content = bytes.TrimPrefix(content, []byte("\ufeff"))
+	return bytes.ReplaceAll(content, []byte("\r\n"), []byte("\n"))
+}
+
+// relativePath writes path relative to dir with forward slashes; when no
+// relative path exists (another Windows volume), the file's name alone.
+func relativePath(dir, path string) string {
+	absDir, errDir := filepath.Abs(dir)
+	absPath, errPath := filepath.Abs(path)
+	if errDir == nil && errPath == nil {
+		if rel, err := filepath.Rel(absDir, absPath); err == nil {
+			return filepath.ToSlash(rel)
+		}
+	}
+	return filepath.Base(path)
+}
