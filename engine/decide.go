@@ -22,6 +22,7 @@ func Decide(plan *spec.Plan, s State, ev Event) (State, []Action) {
 	switch e := ev.(type) {
 	case Started:
 		d.start()
+		s.PlanDigest = e.Plan
 	case StepFinished:
 		d.stepFinished(e.Result)
 	case TriggerFired:
@@ -35,8 +36,14 @@ func Decide(plan *spec.Plan, s State, ev Event) (State, []Action) {
 		d.pauseRequested(e)
 	case Resumed:
 		d.resumed(e)
+		if e.Plan != "" {
+			s.PlanDigest = e.Plan
+		}
 	case Recovered:
 		d.recovered()
+		if e.Plan != "" {
+			s.PlanDigest = e.Plan
+		}
 	case Noted:
 		if e.Notes != "" && s.Phase < len(s.Phases) {
 			d.record().Notes = append(d.record().Notes, e.Notes)

@@ -6,8 +6,13 @@ import "time"
 // data, so the store can append it to the session's log as it comes.
 type Event interface{ eventTime() time.Time }
 
-// Started begins a new session.
-type Started struct{ At time.Time }
+// Started begins a new session. Plan, on Started, Resumed and Recovered,
+// is the digest of the plan the run decides with (spec.Plan.Digest), so
+// that a replay knows which plan made the decisions it replays.
+type Started struct {
+	At   time.Time
+	Plan string `json:",omitempty"`
+}
 
 // StepFinished is the end of the running step.
 type StepFinished struct {
@@ -68,12 +73,16 @@ type Resumed struct {
 	At    time.Time
 	Notes string
 	Phase string
+	Plan  string `json:",omitempty"`
 }
 
 // Recovered continues a session whose runner died (killed, crashed, the
 // machine rebooted) while it was running: the step it was running, if any,
 // runs again.
-type Recovered struct{ At time.Time }
+type Recovered struct {
+	At   time.Time
+	Plan string `json:",omitempty"`
+}
 
 // Noted adds a human's notes to a paused session.
 type Noted struct {

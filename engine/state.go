@@ -98,6 +98,10 @@ type State struct {
 	Steps map[string]triggers.StepVars `json:"steps,omitempty"`
 
 	Phases []PhaseRecord `json:"phases"`
+
+	// PlanDigest is the digest of the plan of the latest start, resume or
+	// recovery: the plan the recorded decisions were made with.
+	PlanDigest string `json:"plan_digest,omitempty"`
 }
 
 // PhaseRecord is the history of one phase.

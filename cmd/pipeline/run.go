@@ -80,9 +80,14 @@ Exit status: 0 completed, 1 failed, 2 usage or spec error, 3 paused.`,
 			if pause := sess.State().Pause; pause != nil {
 				how += ": " + pause.Reason
 			}
-			first = engine.Resumed{At: now}
+			events, err := sess.Resume(now, "", "")
+			if err != nil {
+				sess.Close()
+				return err
+			}
+			first = events[len(events)-1]
 			if sess.Crashed {
-				first, how = sess.Recover(now), "its runner stopped without pausing it"
+				how = "its runner stopped without pausing it"
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "resuming session %s (%s); use run --new for a fresh session\n", sess.ID(), how)
 		}

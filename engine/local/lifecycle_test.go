@@ -76,6 +76,9 @@ func TestSessionServiceAndLocalDriver(t *testing.T) {
 	if s.Status != engine.StatusPaused || s.Pause.Reason != engine.ReasonInterrupted || s.Phase != 0 {
 		t.Fatalf("after the cancel: %+v, pause %+v", s, s.Pause)
 	}
+	if s.PlanDigest == "" || s.PlanDigest != plan.Digest {
+		t.Errorf("the session recorded plan %q, want %q", s.PlanDigest, plan.Digest)
+	}
 	if err := sess.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -214,7 +214,9 @@ func (s *Session) Dir() string { return filepath.Dir(s.X.Meta.File) }
 func (s *Session) State() engine.State { return s.state }
 
 // Start is the first event of a new session.
-func (s *Session) Start(now time.Time) engine.Event { return engine.Started{At: now} }
+func (s *Session) Start(now time.Time) engine.Event {
+	return engine.Started{At: now, Plan: s.Plan.Digest}
+}
 
 // Resume returns the events that continue the session: a paused one at
 // the step that paused (or at phase, when given), one whose runner died
@@ -227,7 +229,7 @@ func (s *Session) Resume(now time.Time, notes, phase string) ([]engine.Event, er
 	case s.Created:
 		return nil, refused("session %s has not started: there is nothing to resume", s.ID())
 	case s.state.Status == engine.StatusPaused:
-		return []engine.Event{engine.Resumed{At: now, Notes: notes, Phase: phase}}, nil
+		return []engine.Event{engine.Resumed{At: now, Notes: notes, Phase: phase, Plan: s.Plan.Digest}}, nil
 	case s.Crashed:
 		if phase != "" {
 			return nil, refused("--phase needs a paused session; session %s was cut short while running: resume it first", s.ID())
@@ -246,9 +248,9 @@ func (s *Session) Resume(now time.Time, notes, phase string) ([]engine.Event, er
 // session cut short before its first event starts.
 func (s *Session) Recover(now time.Time) engine.Event {
 	if s.state.Status == "" {
-		return engine.Started{At: now}
+		return s.Start(now)
 	}
-	return engine.Recovered{At: now}
+	return engine.Recovered{At: now, Plan: s.Plan.Digest}
 }
 
 // Note adds a human's notes to a session that is paused (or whose runner
