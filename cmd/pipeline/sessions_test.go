@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -542,4 +544,103 @@ func TestSessionCommandsPrintJSON(t *testing.T) {
 	if !cleaned.DryRun || cleaned.Removed == nil {
 		t.Fatalf("clean -o json: %+v", cleaned)
 	}
+}
+
+// Regression: status wrote a snapshot (and the index) of a session whose
+// runner died, and a read opened the event log for writing. The commands
+// that only read sessions never write to the store: the tree is the same,
+// byte for byte and time for time, before and after them, for a paused
+// session and for one whose runner was killed.
+func TestReadCommandsNeverWrite(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", `version: 1
+phases:
+  - name: one
+    steps: [{run: 'echo "[CHECKPOINT] look"; sleep 30'}]
+`)
+	if r := pipeline(t, dir, "run", "--grace", "1s"); r.code != exitPaused {
+		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
+	}
+	readAll := func() {
+		for _, args := range [][]string{{"status"}, {"status", "-v"}, {"status", "-o", "json"}, {"sessions"},
+			{"sessions", "-o", "json"}, {"logs"}, {"logs", "-o", "json"}} {
+			if r := pipeline(t, dir, args...); r.code != 0 {
+				t.Fatalf("%v: exit %d, %s", args, r.code, r.stderr)
+			}
+		}
+	}
+	before := treeOf(t, filepath.Join(dir, ".pipeline"))
+	readAll()
+	if after := treeOf(t, filepath.Join(dir, ".pipeline")); !maps.Equal(before, after) {
+		t.Errorf("reading a paused session wrote to the store:\nbefore %v\nafter  %v", before, after)
+	}
+
+	// A runner killed while its step runs leaves a session marked running.
+	write(t, dir, "phases.yaml", `version: 1
+phases:
+  - name: one
+    steps: [{run: 'echo started; sleep 30'}]
+`)
+	run := pipelineStart(t, dir, "run", "--new")
+	run.await(t, "started")
+	run.cmd.Process.Kill()
+	run.exit(t)
+	before = treeOf(t, filepath.Join(dir, ".pipeline"))
+	readAll()
+	if s := status(t, dir); s.Status != "paused" || s.PauseReason != "runner-died" {
+		t.Errorf("a killed runner's session shows as %+v", s)
+	}
+	if after := treeOf(t, filepath.Join(dir, ".pipeline")); !maps.Equal(before, after) {
+		t.Errorf("reading a crashed session wrote to the store:\nbefore %v\nafter  %v", before, after)
+	}
+
+	// A runner that died between its last event and its snapshot: the
+	// log says completed, the snapshot and the index lag behind.
+	write(t, dir, "phases.yaml", "version: 1\nphases: [{name: one, steps: [{run: 'echo \"[CHECKPOINT] look\"; sleep 30'}]}, {name: two, steps: [{run: 'true'}]}]\n")
+	if r := pipeline(t, dir, "run", "--new", "--grace", "1s"); r.code != exitPaused {
+		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
+	}
+	id := status(t, dir).ID
+	statePath := filepath.Join(dir, ".pipeline", "sessions", id, "state.json")
+	atPause, err := os.ReadFile(statePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "phases.yaml", "version: 1\nphases: [{name: one, steps: [{run: 'true'}]}, {name: two, steps: [{run: 'true'}]}]\n")
+	if r := pipeline(t, dir, "resume"); r.code != 0 {
+		t.Fatalf("resume: exit %d, %s", r.code, r.stderr)
+	}
+	if err := os.WriteFile(statePath, atPause, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before = treeOf(t, filepath.Join(dir, ".pipeline"))
+	readAll()
+	if s := status(t, dir, id); s.Status != "completed" {
+		t.Errorf("the replayed log says %q, want completed", s.Status)
+	}
+	if after := treeOf(t, filepath.Join(dir, ".pipeline")); !maps.Equal(before, after) {
+		t.Errorf("reading a session whose snapshot lags wrote to the store:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+// treeOf maps every file and folder under root to its size, mode and
+// modification time.
+func treeOf(t *testing.T, root string) map[string]string {
+	t.Helper()
+	tree := map[string]string{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		tree[path] = fmt.Sprintf("%d %v %s", info.Size(), info.Mode(), info.ModTime().Format(time.RFC3339Nano))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tree
 }

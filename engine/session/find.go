@@ -39,7 +39,7 @@ func Find(st *store.Store, o Options) (*Ref, error) {
 		}
 		id = last.ID
 	}
-	x, err := st.Session(id)
+	x, err := st.ReadSession(id)
 	if err != nil {
 		return nil, refused("%v", err)
 	}

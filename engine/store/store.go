@@ -104,7 +104,7 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 		Status: "running", Created: meta.Created, Updated: meta.Created}); err != nil {
 		return nil, err
 	}
-	x, err := s.open(meta)
+	x, err := s.open(meta, false)
 	if err != nil {
 		return nil, err
 	}
@@ -125,36 +125,57 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 
 // Session opens an existing session by id, or by a unique prefix of it.
 func (s *Store) Session(id string) (*Session, error) {
+	meta, err := s.find(id)
+	if err != nil {
+		return nil, err
+	}
+	return s.open(meta, false)
+}
+
+// ReadSession opens the session id, or the only one whose id starts with
+// it, for reading: nothing is created or written, and Append fails. It is
+// for the commands that only look.
+func (s *Store) ReadSession(id string) (*Session, error) {
+	meta, err := s.find(id)
+	if err != nil {
+		return nil, err
+	}
+	return s.open(meta, true)
+}
+
+// find reads the metadata of the session id, or of the only one whose id
+// starts with it.
+func (s *Store) find(id string) (Meta, error) {
 	// The id comes from the command line: it names a session folder, never
 	// the sessions folder, one outside it, one still being made (.new-) or
 	// a pattern for the prefix search below.
 	if id == "" || strings.HasPrefix(id, ".") || strings.ContainsAny(id, `/\*?[`) {
-		return nil, fmt.Errorf("%w %q in %s", ErrNotFound, id, s.Root)
+		return Meta{}, fmt.Errorf("%w %q in %s", ErrNotFound, id, s.Root)
 	}
 	dir := s.sessionDir(id)
 	if _, err := os.Stat(dir); err != nil {
 		matches, _ := filepath.Glob(s.sessionDir(id) + "*")
 		if len(matches) != 1 {
-			return nil, fmt.Errorf("%w %q in %s", ErrNotFound, id, s.Root)
+			return Meta{}, fmt.Errorf("%w %q in %s", ErrNotFound, id, s.Root)
 		}
 		dir = matches[0]
 	}
 	content, err := os.ReadFile(filepath.Join(dir, "meta.json"))
 	if err != nil {
-		return nil, fmt.Errorf("session %s: %w", filepath.Base(dir), err)
+		return Meta{}, fmt.Errorf("session %s: %w", filepath.Base(dir), err)
 	}
 	var meta Meta
 	if err := json.Unmarshal(content, &meta); err != nil {
-		return nil, fmt.Errorf("session %s: meta.json is not readable: %w", filepath.Base(dir), err)
+		return Meta{}, fmt.Errorf("session %s: meta.json is not readable: %w", filepath.Base(dir), err)
 	}
 	if meta.Format != Format {
-		return nil, formatError(filepath.Base(dir), meta.Format)
+		return Meta{}, formatError(filepath.Base(dir), meta.Format)
 	}
 	if meta.ID != filepath.Base(dir) {
 		// The session's files are found by meta.ID: it must be this folder.
-		return nil, fmt.Errorf("session %s: meta.json names session %q", filepath.Base(dir), meta.ID)
+		return Meta{}, fmt.Errorf("session %s: meta.json names session %q", filepath.Base(dir), meta.ID)
 	}
-	return s.open(meta)
+	return meta, nil
 }
 
 func formatError(id string, format int) error {
@@ -162,13 +183,25 @@ func formatError(id string, format int) error {
 		id, format, Format)
 }
 
-func (s *Store) open(meta Meta) (*Session, error) {
+func (s *Store) open(meta Meta, readOnly bool) (*Session, error) {
 	dir := s.sessionDir(meta.ID)
+	x := &Session{Dir: dir, Meta: meta, store: s, readOnly: readOnly}
+	if readOnly {
+		// A session cut short before its first event has no log: it has
+		// no events, and reading it must not make one.
+		if _, err := os.Stat(filepath.Join(dir, "events.jsonl")); errors.Is(err, fs.ErrNotExist) {
+			return x, nil
+		}
+		return x, x.scan(func(seq int64, _ []byte) error {
+			x.seq = seq
+			return nil
+		})
+	}
 	events, err := os.OpenFile(filepath.Join(dir, "events.jsonl"), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	x := &Session{Dir: dir, Meta: meta, store: s, events: events}
+	x.events = events
 	// The next sequence number follows the last whole line of the log.
 	if err := x.scan(func(seq int64, _ []byte) error {
 		x.seq = seq
@@ -198,6 +231,9 @@ func lineSeq(line []byte) (int64, bool) {
 // scan calls fn with the sequence number and the bytes of each whole line.
 func (x *Session) scan(fn func(seq int64, line []byte) error) error {
 	f, err := os.Open(filepath.Join(x.Dir, "events.jsonl"))
+	if x.readOnly && errors.Is(err, fs.ErrNotExist) {
+		return nil // cut short before its first event
+	}
 	if err != nil {
 		return err
 	}
@@ -235,8 +271,10 @@ type Session struct {
 	Dir    string
 	Meta   Meta
 	store  *Store
-	events *os.File
+	events *os.File // nil when opened for reading
 	seq    int64
+	// readOnly: opened by ReadSession; nothing is written.
+	readOnly bool
 	// created, for a session just made, delivers the result of syncing it.
 	created chan error
 }
@@ -254,6 +292,9 @@ func (x *Session) waitCreated() error {
 // Close waits for a new session's sync and closes the event log.
 func (x *Session) Close() error {
 	err := x.waitCreated()
+	if x.events == nil {
+		return err
+	}
 	if closeErr := x.events.Close(); err == nil {
 		err = closeErr
 	}
@@ -272,6 +313,9 @@ type eventLine struct {
 // Append writes one event as one line, in one write: a kill -9 leaves
 // the line whole or absent, never half written.
 func (x *Session) Append(typ string, payload []byte) (int64, error) {
+	if x.readOnly {
+		return 0, fmt.Errorf("session %s was opened for reading", x.Meta.ID)
+	}
 	line, err := json.Marshal(eventLine{Seq: x.seq + 1, Type: typ, Event: payload})
 	if err != nil {
 		return 0, err
@@ -325,6 +369,9 @@ type snapshot struct {
 // synced: the snapshot holds every event up to seq, and a kill -9 (not a
 // power cut) loses nothing the kernel was given.
 func (x *Session) WriteSnapshot(seq int64, state []byte, summary Summary) error {
+	if x.readOnly {
+		return fmt.Errorf("session %s was opened for reading", x.Meta.ID)
+	}
 	if err := x.waitCreated(); err != nil {
 		return err
 	}

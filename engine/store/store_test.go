@@ -204,3 +204,34 @@ func TestWriteSnapshotErrorLeavesTheIndex(t *testing.T) {
 		t.Errorf("index after a failed snapshot: %+v %v, want s1 still running", list, err)
 	}
 }
+
+// A session opened for reading writes nothing: not even the event log of
+// a session cut short before its first event.
+func TestReadSessionWritesNothing(t *testing.T) {
+	st := newStore(t)
+	x, err := st.Create(Meta{ID: "s-read", Key: "k", Created: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.Close()
+	log := filepath.Join(st.Root, "sessions", "s-read", "events.jsonl")
+	os.Remove(log)
+	r, err := st.ReadSession("s-re")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := os.Stat(log); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadSession made the event log: %v", err)
+	}
+	if _, err := r.Append("Started", []byte(`{}`)); err == nil {
+		t.Error("Append on a session opened for reading")
+	}
+	if err := r.WriteSnapshot(0, []byte(`{}`), Summary{ID: "s-read"}); err == nil {
+		t.Error("WriteSnapshot on a session opened for reading")
+	}
+	n := 0
+	if err := r.Events(0, func(int64, string, []byte) error { n++; return nil }); err != nil || n != 0 {
+		t.Errorf("events of a session with no log: %d, %v", n, err)
+	}
+}
