@@ -267,13 +267,26 @@ type turn struct {
 func (r *run) prompt(step *spec.StepPlan) string {
 	text := step.Prompt.Value
 	if r.plan.Spec != "" {
-		rel, err := filepath.Rel(r.sess.Dir(), r.plan.Spec)
-		if err != nil {
-			rel = r.plan.Spec
-		}
-		text += "\n\nSpec: " + rel
+		text += "\n\nSpec: " + r.specPath(true)
 	}
 	return text
+}
+
+// specPath is the plan's spec relative to the folder where steps run (as
+// the agent is told it), or absolute (for PIPELINE_SPEC, which must hold
+// wherever the step changes directory to).
+func (r *run) specPath(relative bool) string {
+	abs, err := filepath.Abs(r.plan.Spec)
+	if err != nil {
+		return r.plan.Spec
+	}
+	if !relative {
+		return abs
+	}
+	if rel, err := filepath.Rel(r.sess.Dir(), abs); err == nil {
+		return rel
+	}
+	return abs
 }
 
 // prepare builds the command of a step: a shell line, or a turn of an
@@ -284,7 +297,7 @@ func (r *run) prepare(a engine.StartStep, s engine.State, step *spec.StepPlan) (
 	env := append(os.Environ(),
 		"PIPELINE_PHASE="+phase.Name, "PIPELINE_STEP="+step.Name, fmt.Sprintf("PIPELINE_ATTEMPT=%d", a.Attempt))
 	if r.plan.Spec != "" {
-		env = append(env, "PIPELINE_SPEC="+r.plan.Spec)
+		env = append(env, "PIPELINE_SPEC="+r.specPath(false))
 	}
 	if step.Agent == nil {
 		return turn{command: steps.Command{Args: shellCommand(step.Run), Dir: dir, Env: env}}, nil

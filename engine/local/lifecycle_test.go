@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -214,4 +215,55 @@ func storeFiles(t *testing.T, root string) map[string]string {
 		t.Fatal(err)
 	}
 	return files
+}
+
+// Regression: with phases.yaml named by a relative path, the agent was
+// told the spec's path relative to the command's folder, not to its own
+// (Spec: ../x/spec.md where spec.md was right beside it), and
+// PIPELINE_SPEC held that relative path too.
+func TestTheAgentGetsTheSpecBesideIt(t *testing.T) {
+	dir := t.TempDir()
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	relDir, err := filepath.Rel(cwd, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "spec.md"), []byte("# Spec\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "phases.yaml"), []byte(`version: 1
+spec: spec.md
+agent: {kind: command, command: [sh, -c, 'printf "%s\n%s\n" "$0" "$PIPELINE_SPEC" > got.txt', "{prompt}"]}
+phases: [{name: one}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(relDir, "phases.yaml")
+	plan, err := spec.Load(file, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(filepath.Join(dir, ".pipeline"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := session.Open(context.Background(), st, session.Options{File: file, Plan: plan, Create: session.Always})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	driver := &local.Driver{View: newTestView(), Clock: clock.Real{}, Grace: time.Second}
+	if s, err := driver.Run(context.Background(), sess, sess.Start(time.Now())); err != nil || s.Status != engine.StatusCompleted {
+		t.Fatalf("run: %+v, %v", s, err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "got.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(got), "Spec: spec.md\n") || !strings.Contains(string(got), "\n"+filepath.Join(dir, "spec.md")+"\n") {
+		t.Errorf("the agent got:\n%s", got)
+	}
 }
