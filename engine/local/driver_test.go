@@ -594,3 +594,30 @@ func (v *testView) lineList() []string {
 	defer v.mu.Unlock()
 	return strings.Split(strings.TrimRight(v.output.String(), "\n"), "\n")
 }
+
+// Regression: a second interrupt said "killing the step now" and then
+// waited out the whole grace, because the process's Stop ran only once. A
+// step that ignores SIGINT, with an hour of grace, is killed at the second
+// interrupt.
+func TestSecondInterruptKillsAtOnce(t *testing.T) {
+	h := newHarness(t, `version: 1
+phases:
+  - name: build
+    steps: [{run: 'trap "" INT; echo ready; while :; do sleep 1; done'}]
+`, clock.Real{})
+	h.driver.Grace = time.Hour
+	done := h.start()
+	h.view.awaitLine(t, "ready")
+	h.interrupts <- local.Interrupt{}
+	h.interrupts <- local.Interrupt{}
+	s := h.await(done)
+	if s.Status != engine.StatusPaused || s.Pause.Reason != engine.ReasonInterrupted {
+		t.Fatalf("state %+v, pause %+v", s, s.Pause)
+	}
+	if codes := s.Phases[0].ExitCodes; len(codes) != 1 || codes[0] != -1 {
+		t.Errorf("exit codes %v; want -1, killed", codes)
+	}
+	if said := h.view.saidText(); !strings.Contains(said, "interrupted again: killing the step now") {
+		t.Errorf("said %q", said)
+	}
+}
