@@ -1,4 +1,3 @@
-// Package proctest helps tests that check that processes are gone.
 package proctest
 
 import (
