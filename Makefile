@@ -4,6 +4,10 @@ GO       ?= go
 BIN      := bin/pipeline
 PKGS     := ./...
 FUZZTIME ?= 20s
+# The tests that run the real agent CLIs carry this build tag: go test ./...
+# runs without them on a machine with Go alone; make test installs the CLIs
+# and sets it.
+TAGS     := agentclis
 
 .PHONY: all build run test bench lint fuzz schema clean agent-clis
 
@@ -29,11 +33,11 @@ run: build
 
 # Every test, with the race detector; fuzz seed corpora run as ordinary
 # tests here. lint runs first so a vet or gofmt problem fails fast. The
-# adapters' tests run the real agent CLIs, installed once from npm into
-# .cache/npm by scripts/install-agent-clis.sh.
+# adapters' tests (-tags $(TAGS)) run the real agent CLIs, installed once
+# from npm into .cache/npm by scripts/install-agent-clis.sh.
 AGENT_CLIS := $(CURDIR)/.cache/npm/node_modules/.bin
 test: lint agent-clis
-	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) $(GO) test -race -count=1 $(PKGS)
+	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) $(GO) test -race -count=1 -tags $(TAGS) $(PKGS)
 
 agent-clis:
 	./scripts/install-agent-clis.sh
@@ -48,6 +52,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags $(TAGS) $(PKGS)
 
 # Longer fuzzing of the parsers, by hand: make fuzz FUZZTIME=5m
 fuzz:
