@@ -8,6 +8,9 @@ FUZZTIME ?= 20s
 # runs without them on a machine with Go alone; make test installs the CLIs
 # and sets it.
 TAGS     := agentclis
+# The schema generator is a module of its own (its dependencies stay out of
+# ours); make test and make lint run its test and checks there.
+GEN      := schemas/gen
 
 .PHONY: all build run test bench lint fuzz schema clean agent-clis
 
@@ -34,10 +37,12 @@ run: build
 # Every test, with the race detector; fuzz seed corpora run as ordinary
 # tests here. lint runs first so a vet or gofmt problem fails fast. The
 # adapters' tests (-tags $(TAGS)) run the real agent CLIs, installed once
-# from npm into .cache/npm by scripts/install-agent-clis.sh.
+# from npm into .cache/npm by scripts/install-agent-clis.sh. The schema
+# generator's test checks that schemas/*.json are fresh.
 AGENT_CLIS := $(CURDIR)/.cache/npm/node_modules/.bin
 test: lint agent-clis
 	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) $(GO) test -race -count=1 -tags $(TAGS) $(PKGS)
+	$(GO) -C $(GEN) test -race -count=1 ./...
 
 agent-clis:
 	./scripts/install-agent-clis.sh
@@ -53,6 +58,7 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags $(TAGS) $(PKGS)
+	$(GO) -C $(GEN) vet ./...
 
 # Longer fuzzing of the parsers, by hand: make fuzz FUZZTIME=5m
 fuzz:
