@@ -12,7 +12,7 @@ TAGS     := agentclis
 # ours); make test and make lint run its test and checks there.
 GEN      := schemas/gen
 
-.PHONY: all build run test bench lint fuzz schema clean agent-clis
+.PHONY: all build install run test bench lint fuzz schema clean agent-clis
 
 all: build
 
@@ -20,6 +20,10 @@ all: build
 # would otherwise link cgo). Tests keep cgo: the race detector needs it.
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/pipeline
+
+# The same static binary, into $(go env GOBIN), or $(go env GOPATH)/bin.
+install:
+	CGO_ENABLED=0 $(GO) install ./cmd/pipeline
 
 # The offline quickstart, in a fresh copy under bin/ so that it can run
 # again: a scripted agent works on the design, stops at a checkpoint (the
