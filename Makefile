@@ -4,8 +4,15 @@ GO       ?= go
 BIN      := bin/pipeline
 PKGS     := ./...
 FUZZTIME ?= 20s
+# The tests that run the real agent CLIs carry this build tag: go test ./...
+# runs without them on a machine with Go alone; make test installs the CLIs
+# and sets it.
+TAGS     := agentclis
+# The schema generator is a module of its own (its dependencies stay out of
+# ours); make test and make lint run its test and checks there.
+GEN      := schemas/gen
 
-.PHONY: all build run test bench lint fuzz schema clean agent-clis
+.PHONY: all build install run test bench lint fuzz schema clean agent-clis
 
 all: build
 
@@ -13,6 +20,10 @@ all: build
 # would otherwise link cgo). Tests keep cgo: the race detector needs it.
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/pipeline
+
+# The same static binary, into $(go env GOBIN), or $(go env GOPATH)/bin.
+install:
+	CGO_ENABLED=0 $(GO) install ./cmd/pipeline
 
 # The offline quickstart, in a fresh copy under bin/ so that it can run
 # again: a scripted agent works on the design, stops at a checkpoint (the
@@ -29,11 +40,13 @@ run: build
 
 # Every test, with the race detector; fuzz seed corpora run as ordinary
 # tests here. lint runs first so a vet or gofmt problem fails fast. The
-# adapters' tests run the real agent CLIs, installed once from npm into
-# .cache/npm by scripts/install-agent-clis.sh.
+# adapters' tests (-tags $(TAGS)) run the real agent CLIs, installed once
+# from npm into .cache/npm by scripts/install-agent-clis.sh. The schema
+# generator's test checks that schemas/*.json are fresh.
 AGENT_CLIS := $(CURDIR)/.cache/npm/node_modules/.bin
 test: lint agent-clis
-	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) $(GO) test -race -count=1 $(PKGS)
+	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) $(GO) test -race -count=1 -tags $(TAGS) $(PKGS)
+	$(GO) -C $(GEN) test -race -count=1 ./...
 
 agent-clis:
 	./scripts/install-agent-clis.sh
@@ -44,10 +57,34 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	$(GO) run ./cmd/bench -pipeline $(BIN)
 
-lint:
+# gofmt; go.mod and go.sum as go mod tidy leaves them; go vet with and
+# without the agent CLIs' tag; for macOS, a cross-compiled build and go vet
+# (test files included); staticcheck with the tag: it then sees every file,
+# and does not call unused a helper that only the tagged tests use. The
+# same for the schema generator's module.
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(CURDIR)/.cache/bin/staticcheck
+lint: $(STATICCHECK)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) mod tidy -diff
+	$(GO) -C $(GEN) mod tidy -diff
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags $(TAGS) $(PKGS)
+	GOOS=darwin CGO_ENABLED=0 $(GO) build $(PKGS)
+	GOOS=darwin $(GO) vet -tags $(TAGS) $(PKGS)
+	$(GO) -C $(GEN) vet ./...
+	$(STATICCHECK) -tags $(TAGS) $(PKGS)
+	cd $(GEN) && $(STATICCHECK) ./...
+
+# staticcheck, pinned, built once into .cache/bin (gitignored); a version
+# bump above builds it again.
+$(STATICCHECK): Makefile
+	@if ! "$@" -version 2>/dev/null | grep -qF '($(STATICCHECK_VERSION:v%=%))'; then \
+		echo "installing staticcheck $(STATICCHECK_VERSION) into .cache/bin (once)"; \
+		GOBIN=$(CURDIR)/.cache/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); \
+	fi
+	@touch "$@"
 
 # Longer fuzzing of the parsers, by hand: make fuzz FUZZTIME=5m
 fuzz:

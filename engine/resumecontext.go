@@ -7,7 +7,7 @@ import (
 	"text/template"
 	"unicode/utf8"
 
-	"github.com/pmezard/go-difflib/difflib"
+	"github.com/aymanbagabas/go-udiff"
 )
 
 // ResumeInput is what the resume context is rendered from.
@@ -182,39 +182,18 @@ func RenderResumeContext(tmpl string, in ResumeInput, budget int, count func(str
 }
 
 // SpecDiff returns a unified diff (3 lines of context, headers "a/<name>"
-// "b/<name>") between the spec text saved at the pause and now, "" when
-// equal. A last line without a new line is marked as diff(1) does.
+// and "b/<name>") of a spec from before to after, or "" when they are
+// equal. A last line without a "\n" gets diff(1)'s "\ No newline at end
+// of file" marker, so that texts differing only there still differ.
 func SpecDiff(name, before, after string) string {
 	if before == after {
 		return ""
 	}
-	d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A:        rctxSplitLines(before),
-		B:        rctxSplitLines(after),
-		FromFile: "a/" + name,
-		ToFile:   "b/" + name,
-		Context:  3,
-	})
-	if err != nil { // writing to memory does not fail
+	d, err := udiff.ToUnified("a/"+name, "b/"+name, before, udiff.Lines(before, after), udiff.DefaultContextLines)
+	if err != nil { // the edits come from the same texts: consistent
 		return ""
 	}
 	return d
-}
-
-// rctxSplitLines splits text into lines that keep their "\n"; a last
-// line without one gets diff(1)'s "\ No newline at end of file" marker, so
-// that texts differing only there still differ.
-func rctxSplitLines(text string) []string {
-	if text == "" {
-		return nil
-	}
-	lines := strings.SplitAfter(text, "\n")
-	if last := lines[len(lines)-1]; last == "" {
-		lines = lines[:len(lines)-1]
-	} else {
-		lines[len(lines)-1] = last + "\n\\ No newline at end of file\n"
-	}
-	return lines
 }
 
 // rctxLevels is how much of each cuttable part is kept: the number of

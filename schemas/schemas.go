@@ -6,7 +6,7 @@ package schemas
 
 import _ "embed"
 
-//go:generate go run ./gen
+//go:generate go -C gen run . ..
 
 // Phases is the JSON Schema of phases.yaml.
 //

@@ -1,19 +1,14 @@
 package steps
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Command is a program to start.
@@ -39,19 +34,16 @@ type Process struct {
 	stopOnce sync.Once
 }
 
-// pipeSize is asked of the kernel for the output pipes: bigger reads mean
-// fewer system calls on the hot path.
-const pipeSize = 1 << 20
-
-// Start starts c in a new process group. The child is killed if this
-// process dies (so a kill -9 of pipeline leaves no agent behind).
+// Start starts c in a new process group. On Linux the child is killed if
+// this process dies (so a kill -9 of pipeline leaves no agent behind); see
+// process_other.go for what other systems lose.
 func Start(c Command) (*Process, error) {
 	if len(c.Args) == 0 {
 		return nil, errors.New("no program to run")
 	}
 	cmd := exec.Command(c.Args[0], c.Args[1:]...)
 	cmd.Dir, cmd.Env, cmd.Stdin = c.Dir, c.Env, c.Stdin
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = groupAttr()
 	outR, outW, err := pipe()
 	if err != nil {
 		return nil, err
@@ -82,8 +74,7 @@ func pipe() (r, w *os.File, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	// A failure only costs speed.
-	_, _ = unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, pipeSize)
+	growPipe(w)
 	return r, w, nil
 }
 
@@ -148,7 +139,8 @@ func (p *Process) Stop(grace time.Duration) {
 // signal), but its children may not have. It does nothing when a process
 // with the id pgid exists: then the id was given to another process since,
 // and the group is not ours. (Linux never gives a new process the id of a
-// process group that still has members.) It reports whether it killed.
+// process group that still has members, nor does POSIX.) It reports
+// whether it killed.
 func KillOrphans(pgid int) bool {
 	if pgid <= 1 {
 		return false
@@ -160,21 +152,4 @@ func KillOrphans(pgid int) bool {
 		return false // the group is empty
 	}
 	return syscall.Kill(-pgid, syscall.SIGKILL) == nil
-}
-
-// zombieLeader reports whether pid is a dead process, not yet reaped, that
-// leads its own group: the leader of a killed runner's step, when nothing
-// reaps orphans quickly.
-func zombieLeader(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
-	end := bytes.LastIndexByte(stat, ')')
-	if end < 0 {
-		return false
-	}
-	fields := strings.Fields(string(stat[end+1:]))
-	return len(fields) > 2 && fields[0] == "Z" && fields[2] == strconv.Itoa(pid)
 }

@@ -1,3 +1,5 @@
+//go:build agentclis
+
 package main
 
 import (
