@@ -109,7 +109,7 @@ func (geminiAdapter) Recover(feature string, r Request, env []string) (string, b
 	cmd.Dir = r.Dir
 	cmd.Env = append(append([]string(nil), env...), "GOOGLE_GEMINI_BASE_URL=http://"+refuse.Addr().String(),
 		"GEMINI_CLI_NO_RELAUNCH=true")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = groupAttr()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	out, _ := cmd.Output()

@@ -436,11 +436,11 @@ type observer struct {
 	current *stepRun
 	monitor *triggers.Monitor
 	// What the session had used before this step.
-	tokensBefore                int
-	costBefore                  float64
-	phaseBefore, sessionBefore  time.Duration
-	fired                       bool
-	checkpointSeen, tailWanting bool
+	tokensBefore               int
+	costBefore                 float64
+	phaseBefore, sessionBefore time.Duration
+	fired                      bool
+	tailWanting                bool
 }
 
 func (r *run) observer(a engine.StartStep, s engine.State, phase *spec.PhasePlan, step *spec.StepPlan, current *stepRun) *observer {

@@ -78,7 +78,7 @@ func TestClaudeMockStreamsUsageAndLogsHistory(t *testing.T) {
 		turns[0].LastUserText() != "[Feature: f]\n\nsecond \nmore" || turns[0].Status != 200 || turns[0].Model != "claude-x" {
 		t.Errorf("logged %+v", turns)
 	}
-	_, text, usage = sse(t, post(t, a.URL, "/v1/messages", strings.Replace(turnBody, "%s", AnthropicHugeMarker, 1)))
+	_, _, usage = sse(t, post(t, a.URL, "/v1/messages", strings.Replace(turnBody, "%s", AnthropicHugeMarker, 1)))
 	if usage["input_tokens"] != float64(AnthropicHugeInput) {
 		t.Errorf("huge context usage %v", usage)
 	}

@@ -13,7 +13,7 @@ import (
 // is exact; only a flood (a build log, a benchmark) is partly estimated,
 // and Estimated says so.
 type Live struct {
-	queue   chan []byte
+	queue   chan *[]byte
 	buffers sync.Pool
 	exact   Counter
 	counted atomic.Int64 // bytes given to the exact counter
@@ -28,10 +28,11 @@ const liveQueue = 16
 
 // NewLive starts a counter; Close stops it.
 func NewLive() *Live {
-	c := &Live{queue: make(chan []byte, liveQueue), done: make(chan struct{})}
+	c := &Live{queue: make(chan *[]byte, liveQueue), done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
-		for chunk := range c.queue {
+		for queued := range c.queue {
+			chunk := *queued
 			counted := chunk
 			if c.skipped.Load() > 0 && len(chunk) > floodSample {
 				// The backlog of a flood is sampled too.
@@ -40,7 +41,8 @@ func NewLive() *Live {
 			}
 			c.exact.Write(counted)
 			c.counted.Add(int64(len(counted)))
-			c.buffers.Put(chunk[:0])
+			*queued = chunk[:0]
+			c.buffers.Put(queued)
 		}
 		c.exact.Flush()
 	}()
@@ -68,16 +70,22 @@ func (c *Live) Write(p []byte) (int, error) {
 		c.skipped.Add(int64(len(p) - floodSample))
 		p = p[:floodSample]
 	}
-	buf, _ := c.buffers.Get().([]byte)
-	if cap(buf) < len(p) {
-		buf = make([]byte, 0, max(len(p), 64<<10))
+	// The pool holds pointers: a slice put in an interface would be
+	// allocated on every Put.
+	buf, _ := c.buffers.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
 	}
-	buf = append(buf[:0], p...)
+	if cap(*buf) < len(p) {
+		*buf = make([]byte, 0, max(len(p), 64<<10))
+	}
+	*buf = append((*buf)[:0], p...)
 	select {
 	case c.queue <- buf:
 	default:
 		c.skipped.Add(int64(len(p)))
-		c.buffers.Put(buf[:0])
+		*buf = (*buf)[:0]
+		c.buffers.Put(buf)
 	}
 	return len(p), nil
 }
