@@ -56,6 +56,7 @@ agent-clis:
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	$(GO) run ./cmd/bench -pipeline $(BIN)
+	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -pipe
 
 # gofmt; go.mod and go.sum as go mod tidy leaves them; go vet with and
 # without the agent CLIs' tag; for macOS, a cross-compiled build and go vet

@@ -16,6 +16,7 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -35,7 +36,9 @@ func main() {
 		latencyN   = flag.Int("latency-runs", 200, "runs for the checkpoint latency figure")
 		startupN   = flag.Int("startup-runs", 200, "runs for the start-up figure")
 		binary     = flag.String("pipeline", "bin/pipeline", "the pipeline binary to measure")
+		dirFlag    = flag.String("dir", "", "where the files go (default: /dev/shm when the machine has it, else the temp folder)")
 	)
+	flag.BoolVar(&toPipe, "pipe", false, "send the shown output to a pipe the bench drains, not to /dev/null")
 	flag.Parse()
 	switch {
 	case *produce > 0:
@@ -51,18 +54,26 @@ func main() {
 	check(err)
 	// Files go to memory when the machine has /dev/shm, so that the disk's
 	// write-back does not decide the throughput figures.
-	tmp := ""
-	if info, err := os.Stat("/dev/shm"); err == nil && info.IsDir() {
+	tmp := *dirFlag
+	if info, err := os.Stat("/dev/shm"); tmp == "" && err == nil && info.IsDir() {
 		tmp = "/dev/shm"
 	}
 	work, err := os.MkdirTemp(tmp, "pipeline-bench-")
 	check(err)
 	defer os.RemoveAll(work)
-	fmt.Printf("pipeline bench: %s, %d cores, files in %s\n\n", pipeline, numCPU(), work)
+	where := "/dev/null"
+	if toPipe {
+		where = "a pipe"
+	}
+	fmt.Printf("pipeline bench: %s, %d cores, files in %s, output to %s\n\n", pipeline, numCPU(), work, where)
 	throughput(pipeline, self, work, *size)
 	latency(pipeline, self, work, *latencyN)
 	startup(pipeline, work, *startupN)
 }
+
+// toPipe sends the shown output to a pipe that the bench drains, as a CI
+// runner or | less would, rather than to /dev/null.
+var toPipe bool
 
 func check(err error) {
 	if err != nil {
@@ -135,7 +146,11 @@ func throughput(pipeline, self, work string, size int64) {
 	var teeBest, pipeBest time.Duration
 	var pipeRSS int64
 	for round := 0; round < 3; round++ {
-		tee := exec.Command("sh", "-c", fmt.Sprintf("%q -produce %d | tee %q >/dev/null", self, size, filepath.Join(dir, "tee.out")))
+		sink := ">/dev/null"
+		if toPipe {
+			sink = "| cat >/dev/null"
+		}
+		tee := exec.Command("sh", "-c", fmt.Sprintf("%q -produce %d | tee %q %s", self, size, filepath.Join(dir, "tee.out"), sink))
 		d, _, err := timed(tee)
 		check(err)
 		if teeBest == 0 || d < teeBest {
@@ -149,7 +164,7 @@ func throughput(pipeline, self, work string, size int64) {
 		pipeRSS = max(pipeRSS, rss)
 	}
 	teeRate, pipeRate := float64(size)/teeBest.Seconds(), float64(size)/pipeBest.Seconds()
-	fmt.Printf("   PRODUCER | tee FILE >/dev/null  %8.1f MB/s  (%v, best of 3)\n", teeRate/1e6, teeBest.Round(time.Millisecond))
+	fmt.Printf("   PRODUCER | tee FILE (shown)     %8.1f MB/s  (%v, best of 3)\n", teeRate/1e6, teeBest.Round(time.Millisecond))
 	fmt.Printf("   pipeline run (5 live triggers)  %8.1f MB/s  (%v, best of 3)\n", pipeRate/1e6, pipeBest.Round(time.Millisecond))
 	fmt.Printf("   ratio                           %8.1f %%  of tee (target: at least 90 %%)\n", 100*pipeRate/teeRate)
 	_, smallRSS := runFlood(pipeline, self, dir, size/8)
@@ -165,6 +180,10 @@ func runFlood(pipeline, self, dir string, size int64) (time.Duration, int64) {
 	os.RemoveAll(filepath.Join(dir, ".pipeline"))
 	cmd := exec.Command(pipeline, "run", file)
 	cmd.Env = append(os.Environ(), "CI=true")
+	if toPipe {
+		// Not an *os.File: exec gives the child a pipe and drains it.
+		cmd.Stdout = struct{ io.Writer }{io.Discard}
+	}
 	d, rss, err := timed(cmd)
 	check(err)
 	transcripts, _ := filepath.Glob(filepath.Join(dir, ".pipeline", "sessions", "*", "transcripts", "flood", "1-agent.log"))
