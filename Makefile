@@ -12,7 +12,7 @@ TAGS     := agentclis
 # ours); make test and make lint run its test and checks there.
 GEN      := schemas/gen
 
-.PHONY: all build install run test bench lint fuzz schema clean agent-clis
+.PHONY: all build install run test bench lint fuzz schema clean agent-clis soak
 
 all: build
 
@@ -86,6 +86,12 @@ $(STATICCHECK): Makefile
 		GOBIN=$(CURDIR)/.cache/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); \
 	fi
 	@touch "$@"
+
+# kill -9 of the runner at random instants, a resume after each kill,
+# every file checked: make soak KILLS=1000 (minutes; not part of make test).
+KILLS ?= 1000
+soak: build
+	$(GO) run ./cmd/soak -pipeline $(BIN) -kills $(KILLS)
 
 # Longer fuzzing of the parsers, by hand: make fuzz FUZZTIME=5m
 fuzz:
