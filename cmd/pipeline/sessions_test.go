@@ -644,3 +644,62 @@ func treeOf(t *testing.T, root string) map[string]string {
 	}
 	return tree
 }
+
+// Regression (found by make soak): a runner that died between its last
+// event (completed) and its snapshot left the index saying paused; run
+// took the index's word, opened the completed session to resume it, and
+// exited 2 "nothing to resume". It brings the index up to date under the
+// lock and starts a new session.
+func TestRunAfterALaggingSnapshotStartsANewSession(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", "version: 1\nphases: [{name: one, steps: [{run: 'echo \"[CHECKPOINT] look\"; sleep 30'}]}]\n")
+	if r := pipeline(t, dir, "run", "--grace", "1s"); r.code != exitPaused {
+		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
+	}
+	id := status(t, dir).ID
+	statePath := filepath.Join(dir, ".pipeline", "sessions", id, "state.json")
+	atPause, err := os.ReadFile(statePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "phases.yaml", "version: 1\nphases: [{name: one, steps: [{run: 'true'}]}]\n")
+	if r := pipeline(t, dir, "resume"); r.code != 0 {
+		t.Fatalf("resume: exit %d, %s", r.code, r.stderr)
+	}
+	// The snapshot and the index as if the runner died before writing them.
+	if err := os.WriteFile(statePath, atPause, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	index := filepath.Join(dir, ".pipeline", "index.tsv")
+	content, err := os.ReadFile(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pausedLine string
+	for _, line := range strings.SplitAfter(string(content), "\n") {
+		if strings.Contains(line, "\tpaused\t") {
+			pausedLine = line
+		}
+	}
+	if pausedLine == "" {
+		t.Fatalf("no paused line in the index:\n%s", content)
+	}
+	if err := os.WriteFile(index, []byte(string(content)+pausedLine), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var list []struct{ ID, Status string }
+	if err := json.Unmarshal([]byte(pipeline(t, dir, "sessions", "-o", "json").stdout), &list); err != nil || len(list) != 1 || list[0].Status != "paused" {
+		t.Fatalf("the test needs an index that says paused: %+v %v", list, err)
+	}
+	r := pipeline(t, dir, "run")
+	if r.code != 0 || strings.Contains(r.stderr, "resuming") {
+		t.Errorf("run after a lagging snapshot: exit %d, %s", r.code, r.stderr)
+	}
+	list = nil
+	if err := json.Unmarshal([]byte(pipeline(t, dir, "sessions", "-o", "json").stdout), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].Status != "completed" || list[1].ID != id || list[1].Status != "completed" {
+		t.Errorf("sessions after run: %+v", list)
+	}
+}

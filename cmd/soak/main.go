@@ -50,8 +50,8 @@ phases:
 `
 
 type report struct {
-	kills, inRun, corrupt, torn, lostBytes, leftovers, resumeFailures int
-	problems                                                          []string
+	kills, inRun, corrupt, torn, lostBytes, leftovers, resumeFailures, runFailures int
+	problems                                                                       []string
 }
 
 func (r *report) problem(format string, args ...any) {
@@ -72,7 +72,6 @@ func main() {
 	check(err)
 	dir, err := os.MkdirTemp("", "pipeline-soak-")
 	check(err)
-	defer os.RemoveAll(dir)
 	check(os.WriteFile(filepath.Join(dir, "phases.yaml"), []byte(phasesYAML), 0o644))
 	rng := rand.New(rand.NewPCG(*seed, 2))
 	mark := markVar + "=" + dir
@@ -88,6 +87,8 @@ func main() {
 		cmd := exec.Command(bin, args...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "CI=true", mark)
+		var output bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &output, &output
 		check(cmd.Start())
 		done := make(chan struct{})
 		go func() { cmd.Wait(); close(done) }()
@@ -97,6 +98,10 @@ func main() {
 			<-done
 			r.inRun++
 		case <-done: // the run ended before the kill came
+			if code := cmd.ProcessState.ExitCode(); code != 0 {
+				r.runFailures++
+				r.problem("round %d: run exited %d: %s", i, code, lastLine(output.Bytes()))
+			}
 		}
 		r.kills++
 		logs := checkStore(dir, &r)
@@ -139,13 +144,16 @@ func main() {
 	fmt.Printf("lost bytes           %d\n", r.lostBytes)
 	fmt.Printf("leftover processes   %d\n", r.leftovers)
 	fmt.Printf("failed resumes       %d\n", r.resumeFailures)
+	fmt.Printf("failed runs          %d (not killed, exit not 0)\n", r.runFailures)
 	fmt.Printf("time                 %s\n", time.Since(start).Round(time.Second))
 	for _, p := range r.problems {
 		fmt.Println("  ", p)
 	}
-	if r.corrupt+r.lostBytes+r.leftovers+r.resumeFailures > 0 {
+	if r.corrupt+r.lostBytes+r.leftovers+r.resumeFailures+r.runFailures > 0 {
+		fmt.Printf("the store is kept for a look: %s\n", dir)
 		os.Exit(1)
 	}
+	os.RemoveAll(dir)
 }
 
 // checkStore parses every file of the store and returns each event log's

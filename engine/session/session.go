@@ -138,24 +138,43 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 		lock.Release()
 		return nil, err
 	}
-	if x == nil && o.Create != Always {
+	loaded := false
+	for skip := map[string]bool{}; x == nil && o.Create != Always; {
 		// Looked up under the lock: no other runner can start or end a
 		// session of this key meanwhile.
-		last, err := Latest(st, key, o.Statuses...)
+		last, err := latest(st, key, skip, o.Statuses...)
 		if err != nil {
 			return fail(err)
 		}
-		if last != nil {
-			if x, err = st.Session(last.ID); err != nil {
-				return fail(refused("%v", err))
+		if last == nil {
+			if o.Create == Never {
+				what := "no session"
+				if len(o.Statuses) > 0 {
+					what = fmt.Sprintf("no %v session", o.Statuses)
+				}
+				return fail(refused("%s of %s in %s; name one (pipeline sessions lists them)", what, o.File, st.Root))
 			}
-		} else if o.Create == Never {
-			what := "no session"
-			if len(o.Statuses) > 0 {
-				what = fmt.Sprintf("no %v session", o.Statuses)
-			}
-			return fail(refused("%s of %s in %s; name one (pipeline sessions lists them)", what, o.File, st.Root))
+			break
 		}
+		if x, err = st.Session(last.ID); err != nil {
+			return fail(refused("%v", err))
+		}
+		if s.state, err = LoadState(plan, x); err != nil {
+			return fail(refused("%v", err))
+		}
+		if status := s.state.Status; len(o.Statuses) == 0 || slices.Contains(o.Statuses, status) ||
+			(status == "" && slices.Contains(o.Statuses, engine.StatusRunning)) {
+			loaded = true
+			break
+		}
+		// The index lagged behind the log: the runner died between its
+		// last event and its snapshot. Bring the index up to date (the
+		// lock is ours), and look again.
+		if err := WriteSnapshot(plan, x, s.state, NewRedactor(plan).String); err != nil {
+			return fail(err)
+		}
+		x.Close()
+		x, skip[last.ID] = nil, true
 	}
 	if x == nil {
 		absFile, _ := filepath.Abs(o.File)
@@ -169,8 +188,10 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 		}
 		s.Created = true
 	} else {
-		if s.state, err = LoadState(plan, x); err != nil {
-			return fail(refused("%v", err))
+		if !loaded {
+			if s.state, err = LoadState(plan, x); err != nil {
+				return fail(refused("%v", err))
+			}
 		}
 		s.Crashed = s.state.Status == engine.StatusRunning || s.state.Status == ""
 	}
@@ -373,12 +394,17 @@ func KeyOf(file string, plan *spec.Plan) string {
 // Latest returns the newest session of key with one of statuses (any
 // status when none is given), or nil.
 func Latest(st *store.Store, key string, statuses ...engine.Status) (*store.Summary, error) {
+	return latest(st, key, nil, statuses...)
+}
+
+func latest(st *store.Store, key string, skip map[string]bool, statuses ...engine.Status) (*store.Summary, error) {
 	list, err := st.List()
 	if err != nil {
 		return nil, err
 	}
 	for i := range list {
-		if list[i].Key == key && (len(statuses) == 0 || slices.Contains(statuses, engine.Status(list[i].Status))) {
+		if list[i].Key == key && !skip[list[i].ID] &&
+			(len(statuses) == 0 || slices.Contains(statuses, engine.Status(list[i].Status))) {
 			return &list[i], nil
 		}
 	}
