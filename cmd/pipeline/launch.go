@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -79,6 +80,22 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	closeErr := sess.Close()
 	if err := view.Close(); err != nil {
 		return err
+	}
+	if storeErr := sess.StoreFailed(); storeErr != nil && state.Status == engine.StatusPaused {
+		// The view said why and that the run paused; say what to do. The
+		// files are as a kill -9 would have left them: resume continues.
+		if errors.Is(storeErr, store.ErrRemoved) {
+			fmt.Fprintf(l.cmd.ErrOrStderr(), "session %s was deleted while it ran: there is nothing left to resume\n", sess.ID())
+		} else {
+			fmt.Fprintf(l.cmd.ErrOrStderr(), "session %s could not be recorded (%s); make room in %s or fix it, then continue it with: pipeline resume %s\n",
+				sess.ID(), state.Pause.Note, sess.Store.Root, sess.ID())
+		}
+		if l.json {
+			if err := writeJSON(l.cmd.OutOrStdout(), statusOf(sess.X.Meta, sess.Plan, state)); err != nil {
+				return err
+			}
+		}
+		return &exitStatus{code: exitPaused, printed: true}
 	}
 	if runErr != nil {
 		return runErr
