@@ -206,3 +206,38 @@ phases:
 	storeReadable(t, state)
 	indexMatchesFolders(t, dir, state)
 }
+
+// Issue 9: a store the environment keeps from being written (a read-only
+// folder; a folder that cannot be made) is exit 2 with the way out, never
+// 1, and nothing is left half made.
+func TestReadOnlyStoreExits2(t *testing.T) {
+	if !inNamespace(t) {
+		return
+	}
+	disk := mountTmpfs(t, "1m")
+	state := filepath.Join(disk, "state")
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", "version: 1\nphases: [{name: a, steps: [{run: 'echo \"[CHECKPOINT] wait\"'}]}, {name: b, steps: [{run: 'true'}]}]\n")
+	if r := pipeline(t, dir, "run", "--state-dir", state); r.code != exitPaused {
+		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
+	}
+	id := status(t, dir, "--state-dir", state).ID
+	if err := syscall.Mount("", disk, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
+		t.Fatalf("making the tmpfs read-only: %v", err)
+	}
+	for _, args := range [][]string{
+		{"run"}, {"run", "--new"}, {"resume"}, {"pause", "--notes", "n"}, {"complete", id},
+		{"clean", "--older-than", "1ms"}, {"run", "--state-dir", filepath.Join(disk, "elsewhere")},
+	} {
+		if len(args) < 2 || args[1] != "--state-dir" {
+			args = append(args, "--state-dir", state)
+		}
+		r := pipeline(t, dir, args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "read-only file system") || !strings.Contains(r.stderr, "--state-dir") {
+			t.Errorf("%v on a read-only store: exit %d, %s", args, r.code, r.stderr)
+		}
+	}
+	if s := status(t, dir, "--state-dir", state); s.Status != "paused" || s.ID != id {
+		t.Errorf("status on a read-only store: %+v", s)
+	}
+}
