@@ -123,7 +123,26 @@ func (s *Store) readFile(rel string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(f)
+	// Sized once, as os.ReadFile does: the index of thousands of sessions
+	// is read whole on every listing.
+	size := 512
+	if info, err := f.Stat(); err == nil && info.Size() < 1<<30 {
+		size += int(info.Size())
+	}
+	b := make([]byte, 0, size)
+	for {
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 // mkdir makes the folder rel (0700), whose parent must exist; a folder

@@ -3,6 +3,12 @@
 // and the transcripts; an index of every session for fast listing; and the
 // locks that keep a second run of the same pipeline and spec out. It knows
 // files and bytes, not the engine's types.
+//
+// Every file is reached from the store's folder without following a
+// symbolic link (beneath.go); the store's folder must be the user's own.
+// A write cut short (a full disk, an I/O error) leaves no part of a line
+// and no truncated file. The index is changed only under its lock
+// (index.go), by any number of processes.
 package store
 
 import (
