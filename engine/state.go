@@ -35,6 +35,7 @@ const (
 	ReasonRateLimit       = "rate-limit"
 	ReasonSessionLost     = "session-lost"
 	ReasonAgentChanged    = "agent-changed"
+	ReasonStoreError      = "store-error" // the session could not be recorded: a full disk, an I/O error
 	// ReasonRunnerDied is shown, never recorded, for a session marked
 	// running whose runner is gone (killed, crashed): resume continues it.
 	ReasonRunnerDied = "runner-died"

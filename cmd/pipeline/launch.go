@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -44,18 +46,52 @@ func storeDir(file, flag string) string {
 	return filepath.Join(filepath.Dir(file), ".pipeline")
 }
 
+// open opens (making) the store; one that cannot be used (not a folder,
+// not writable, not private) is a usage error with the way out.
 func (f *storeFlags) open() (*store.Store, error) {
-	return store.Open(storeDir(f.file, f.stateDir))
+	st, err := store.Open(storeDir(f.file, f.stateDir))
+	if err != nil {
+		return nil, storeUnusable(err)
+	}
+	return st, nil
 }
 
 // existing opens the store for a command that only reads or amends
 // sessions: one that finds no store says so rather than make one.
 func (f *storeFlags) existing() (*store.Store, error) {
 	dir := storeDir(f.file, f.stateDir)
-	if _, err := os.Stat(filepath.Join(dir, "sessions")); err != nil {
+	st, err := store.OpenExisting(dir)
+	if errors.Is(err, store.ErrNoStore) {
 		return nil, usagef("no sessions in %s yet: pipeline run starts one (or pass --state-dir, or --file for another pipeline)", dir)
 	}
-	return store.Open(dir)
+	if err != nil {
+		return nil, storeUnusable(err)
+	}
+	return st, nil
+}
+
+// storeUnusable is a store the environment keeps from being used: the
+// user's to fix, exit 2.
+func storeUnusable(err error) error {
+	return usagef("%v\n(pass --state-dir DIR, or set PIPELINE_STATE_DIR, to keep sessions elsewhere)", err)
+}
+
+// storeWriteFailed turns an error writing the store (a full disk, an I/O
+// error, a folder made read-only) into a usage error, exit 2: the
+// environment failed, not the session.
+func storeWriteFailed(err error) error {
+	var (
+		errno   syscall.Errno
+		refused *session.RefusedError
+		usage   *usageError
+	)
+	if err == nil || errors.As(err, &refused) || errors.As(err, &usage) {
+		return err
+	}
+	if errors.As(err, &errno) || errors.Is(err, store.ErrRemoved) || errors.Is(err, store.ErrSymlink) {
+		return storeUnusable(err)
+	}
+	return err
 }
 
 // launch runs an open session with the local driver from events, then
@@ -80,11 +116,27 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	if err := view.Close(); err != nil {
 		return err
 	}
+	if storeErr := sess.StoreFailed(); storeErr != nil && state.Status == engine.StatusPaused {
+		// The view said why and that the run paused; say what to do. The
+		// files are as a kill -9 would have left them: resume continues.
+		if errors.Is(storeErr, store.ErrRemoved) {
+			fmt.Fprintf(l.cmd.ErrOrStderr(), "session %s was deleted while it ran: there is nothing left to resume\n", sess.ID())
+		} else {
+			fmt.Fprintf(l.cmd.ErrOrStderr(), "session %s could not be recorded (%s); make room in %s or fix it, then continue it with: pipeline resume %s\n",
+				sess.ID(), state.Pause.Note, sess.Store.Root, sess.ID())
+		}
+		if l.json {
+			if err := writeJSON(l.cmd.OutOrStdout(), statusOf(sess.X.Meta, sess.Plan, state)); err != nil {
+				return err
+			}
+		}
+		return &exitStatus{code: exitPaused, printed: true}
+	}
 	if runErr != nil {
 		return runErr
 	}
 	if closeErr != nil {
-		return closeErr
+		return storeWriteFailed(closeErr)
 	}
 	if l.json {
 		if err := writeJSON(l.cmd.OutOrStdout(), statusOf(sess.X.Meta, sess.Plan, state)); err != nil {

@@ -31,7 +31,7 @@ and spec), phase by phase, attempt by attempt, each headed by its file.
 --phase keeps one phase. -f keeps printing what the steps write until the
 session stops running.`,
 		Example: `  pipeline logs
-  pipeline logs 20261125-093000-a1b2c3 --phase implementation
+  pipeline logs 20261125-093000123-a1b2c3 --phase implementation
   pipeline logs -f`,
 		Args: cobra.MaximumNArgs(1),
 	}, func(cmd *cobra.Command, args []string) error {

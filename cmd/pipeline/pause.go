@@ -25,7 +25,7 @@ runner stops the running step gracefully at once and records the pause,
 with your notes. On a paused session, the notes are added for the next
 resume; the agent sees them in its resume context.`,
 		Example: `  pipeline pause --notes "the API changed: read the new spec section 3"
-  pipeline pause 20261125-093000-a1b2c3`,
+  pipeline pause 20261125-093000123-a1b2c3`,
 		Args: cobra.MaximumNArgs(1),
 	}, func(cmd *cobra.Command, args []string) error {
 		id := ""
@@ -79,7 +79,7 @@ resume; the agent sees them in its resume context.`,
 			err = closeErr
 		}
 		if err != nil {
-			return err
+			return storeWriteFailed(err)
 		}
 		return say("paused, notes added")
 	})
@@ -100,7 +100,8 @@ func completeCommand() *cobra.Command {
 		Short: "Mark a paused or failed session as completed",
 		Long: `Mark SESSION as completed by hand: the work is done (or abandoned) and
 run starts a fresh session next time. A running session must be paused
-first.`,
+first. SESSION is a session id (20261125-093000123-a1b2c3), or the start of
+one.`,
 		Args: cobra.ExactArgs(1),
 	}, func(cmd *cobra.Command, args []string) error {
 		if err := output.check(); err != nil {
@@ -119,7 +120,7 @@ first.`,
 			err = closeErr
 		}
 		if err != nil {
-			return err
+			return storeWriteFailed(err)
 		}
 		if output.json() {
 			return writeJSON(cmd.OutOrStdout(), map[string]string{"session": sess.ID(), "result": "completed"})

@@ -2,15 +2,18 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/engine"
-	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
 )
 
@@ -40,10 +43,14 @@ paused); --status keeps one status; --spec keeps the sessions of one spec.`,
 			return usagef("--status must be running, paused, completed or failed, not %q", status)
 		}
 		var list []store.Summary
-		st, err := flags.existing()
-		if err == nil {
+		st, err := store.OpenExisting(storeDir(flags.file, flags.stateDir))
+		switch {
+		case errors.Is(err, store.ErrNoStore): // no sessions yet
+		case err != nil:
+			return storeUnusable(err)
+		default:
 			if list, err = st.List(); err != nil {
-				return err
+				return storeUnusable(err)
 			}
 		}
 		wantSpec := ""
@@ -120,9 +127,9 @@ age. Running and paused sessions are never deleted.`,
 		if err := output.check(); err != nil {
 			return err
 		}
-		age, err := spec.ParseDuration(olderThan)
-		if err != nil || age == 0 {
-			return usagef("--older-than needs a duration such as 7d or 12h")
+		age, err := parseAge(olderThan)
+		if err != nil {
+			return err
 		}
 		st, err := flags.open()
 		if err != nil {
@@ -132,7 +139,7 @@ age. Running and paused sessions are never deleted.`,
 		if err != nil {
 			return err
 		}
-		cutoff := time.Now().Add(-time.Duration(age))
+		cutoff := time.Now().Add(-age)
 		seen := map[string]int{}
 		removed := []string{}
 		for _, s := range list { // newest first
@@ -142,8 +149,12 @@ age. Running and paused sessions are never deleted.`,
 				continue
 			}
 			if !dryRun {
-				if err := st.Remove(s.ID); err != nil {
-					return err
+				err := st.Remove(s.ID)
+				if errors.Is(err, store.ErrNotFound) {
+					continue // removed meanwhile, by another clean
+				}
+				if err != nil {
+					return storeWriteFailed(err)
 				}
 			}
 			removed = append(removed, s.ID)
@@ -157,13 +168,13 @@ age. Running and paused sessions are never deleted.`,
 		}
 		if len(removed) > 0 && !dryRun {
 			if err := st.CompactIndex(); err != nil {
-				return err
+				return storeWriteFailed(err)
 			}
 		}
 		if !dryRun {
 			// Sessions whose making a crash cut short.
 			if _, err := st.RemoveUnfinished(time.Hour); err != nil {
-				return err
+				return storeWriteFailed(err)
 			}
 		}
 		if output.json() {
@@ -181,4 +192,41 @@ age. Running and paused sessions are never deleted.`,
 	cmd.Flags().IntVar(&keep, "keep", 3, "sessions to keep for each pipeline and spec, however old")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say what would be removed, remove nothing")
 	return cmd
+}
+
+// maxDays is the longest age clean takes, in days: a time.Duration holds
+// about 292 years.
+const maxDays = int64(math.MaxInt64 / int64(24*time.Hour))
+
+// parseAge reads --older-than: days (7d), a Go duration (12h, 90m), or
+// both (1d12h); more than zero, and short enough to be held at all. A
+// longer one is refused rather than wrapped round to a negative age,
+// which made every finished session old enough to go.
+func parseAge(text string) (time.Duration, error) {
+	bad := usagef("--older-than %q is not an age clean can use: write a duration such as 7d, 12h or 1d12h, more than zero and at most %dd", text, maxDays)
+	rest := strings.TrimSpace(text)
+	var days int64
+	if i := strings.IndexByte(rest, 'd'); i > 0 {
+		n, err := strconv.ParseInt(rest[:i], 10, 64)
+		if err != nil || n < 0 || n > maxDays {
+			return 0, bad
+		}
+		days, rest = n, rest[i+1:]
+	}
+	var part time.Duration
+	if rest != "" || days == 0 {
+		d, err := time.ParseDuration(rest) // refuses what overflows
+		if err != nil || d < 0 {
+			return 0, bad
+		}
+		part = d
+	}
+	if days > int64(math.MaxInt64-part)/int64(24*time.Hour) {
+		return 0, bad
+	}
+	age := time.Duration(days)*24*time.Hour + part
+	if age <= 0 {
+		return 0, bad
+	}
+	return age, nil
 }

@@ -32,7 +32,7 @@ A session whose runner died while running shows as paused, reason
 runner-died: resume continues it.`,
 		Example: `  pipeline status
   pipeline status --verbose
-  pipeline status 20261125-093000-a1b2c3 -o json`,
+  pipeline status 20261125-093000123-a1b2c3 -o json`,
 		Args: cobra.MaximumNArgs(1),
 	}, func(cmd *cobra.Command, args []string) error {
 		if err := output.check(); err != nil {

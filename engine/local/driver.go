@@ -138,9 +138,24 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 				r.current.stop(false)
 			}
 		}
-		if err := r.sess.Record(ev, state); err != nil && recordErr == nil {
+		if err := r.sess.Record(ev, state); err != nil {
+			// What is not recorded is not carried out: the run ends here,
+			// paused (store-error) as its files leave it, once the step
+			// running has stopped; resume continues from the files.
 			recordErr = err
 			r.say("pipeline: recording the session: %v", err)
+			if r.current != nil {
+				r.current.stop(false)
+				for r.current != nil {
+					if _, ok := (<-r.events).(engine.StepFinished); ok {
+						r.current = nil
+					}
+				}
+			}
+			if pause := r.sess.State().Pause; pause != nil {
+				r.say("paused: %s", describeFiring(*pause))
+			}
+			return true
 		}
 		for _, a := range actions {
 			switch a := a.(type) {

@@ -25,10 +25,14 @@ type Ref struct {
 // plan is loaded from the files the session was started with.
 func Find(st *store.Store, o Options) (*Ref, error) {
 	id := o.ID
-	if id == "" {
+	if id != "" {
+		if err := CheckID(id); err != nil {
+			return nil, err
+		}
+	} else {
 		last, err := Latest(st, KeyOf(o.File, o.Plan), o.Statuses...)
 		if err != nil {
-			return nil, err
+			return nil, refused("%v", err)
 		}
 		if last == nil {
 			what := "no session"

@@ -1,9 +1,8 @@
 package session
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -83,7 +82,9 @@ func Summarize(plan *spec.Plan, meta store.Meta, s engine.State, now time.Time) 
 
 // Recorder records a run into a session of the store: each event
 // appended as it happens (a kill -9 loses nothing recorded), the snapshot
-// written at most every SnapshotEvery and at the end. Everything written
+// written at most every SnapshotEvery, at the end, and with every event
+// that leaves the session not running (a pause, the end): a run says it
+// paused or completed only once its files say so. Everything written
 // passes through Redact first.
 type Recorder struct {
 	Session       *store.Session
@@ -95,6 +96,10 @@ type Recorder struct {
 	lastSeq      int64
 	lastSnapshot time.Time
 	dirty        bool
+	// unlisted is a summary whose snapshot was written and whose index
+	// line was not (an *store.IndexError): the next snapshot, or Close,
+	// tries again.
+	unlisted *store.Summary
 }
 
 // NewRecorder records into x.
@@ -110,7 +115,9 @@ func (r *Recorder) Transcript(phase string, attempt int, step string) (io.WriteC
 	return r.Session.CreateTranscript(phase, attempt, step)
 }
 
-// Record appends the event and snapshots the state when it is due.
+// Record appends the event and snapshots the state when it is due. An
+// event that stops the session whose snapshot cannot be written is taken
+// back out of the log: the session is left as it was before it.
 func (r *Recorder) Record(ev engine.Event, s engine.State) error {
 	typ, payload, err := engine.EncodeEvent(ev)
 	if err != nil {
@@ -120,40 +127,62 @@ func (r *Recorder) Record(ev engine.Event, s engine.State) error {
 	if err != nil {
 		return err
 	}
+	prev, prevSeq, prevDirty := r.last, r.lastSeq, r.dirty
 	r.last, r.lastSeq, r.dirty = s, seq, true
-	if time.Since(r.lastSnapshot) >= r.SnapshotEvery {
-		return r.Snapshot()
+	stops := s.Status != engine.StatusRunning
+	if !stops && time.Since(r.lastSnapshot) < r.SnapshotEvery {
+		return nil
 	}
-	return nil
+	err = r.Snapshot()
+	var unlisted *store.IndexError
+	if err == nil || errors.As(err, &unlisted) && !errors.Is(err, store.ErrRemoved) {
+		// Only the listing is behind: the files say what happened.
+		return nil
+	}
+	if stops {
+		if undo := r.Session.Unappend(); undo != nil {
+			return errors.Join(err, fmt.Errorf("taking the event back: %w", undo))
+		}
+		r.last, r.lastSeq, r.dirty = prev, prevSeq, prevDirty
+	}
+	return err
 }
 
 // Snapshot writes the state as of the last event.
 func (r *Recorder) Snapshot() error {
 	if !r.dirty {
-		return nil
+		return r.relist()
 	}
 	raw, err := json.Marshal(r.last)
 	if err != nil {
 		return err
 	}
 	sum := Summarize(r.Plan, r.Session.Meta, r.last, time.Now())
-	if err := r.Session.WriteSnapshot(r.lastSeq, []byte(r.Redact(string(raw))), sum); err != nil {
+	err = r.Session.WriteSnapshot(r.lastSeq, []byte(r.Redact(string(raw))), sum)
+	var unlisted *store.IndexError
+	if err == nil || errors.As(err, &unlisted) {
+		r.dirty, r.lastSnapshot, r.unlisted = false, time.Now(), nil
+		if err != nil {
+			r.unlisted = &sum
+		}
+	}
+	return err
+}
+
+// relist tries again to add a snapshot's summary to the index.
+func (r *Recorder) relist() error {
+	if r.unlisted == nil {
+		return nil
+	}
+	if err := r.Session.WriteIndex(*r.unlisted); err != nil {
 		return err
 	}
-	r.dirty, r.lastSnapshot = false, time.Now()
+	r.unlisted = nil
 	return nil
 }
 
-// Close writes the last snapshot.
+// Close writes the last snapshot, and its line in the index.
 func (r *Recorder) Close() error { return r.Snapshot() }
-
-// NewSessionID makes a session id that sorts by start time.
-func NewSessionID(now time.Time) string {
-	var b [3]byte
-	_, _ = rand.Read(b[:])
-	now = now.UTC()
-	return fmt.Sprintf("%s%03d-%s", now.Format("20060102-150405"), now.Nanosecond()/1e6, hex.EncodeToString(b[:]))
-}
 
 // WriteSnapshot records s as the session's state as of its last event, and
 // updates the index: after a runner died between its last event and its

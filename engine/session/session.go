@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pipeline-dev/pipeline/engine"
@@ -27,9 +28,24 @@ import (
 // RefusedError is a session operation refused as asked: "not now, not like
 // this" (a run already live, phases changed, nothing to resume). Nothing
 // ran and nothing was written.
-type RefusedError struct{ Message string }
+type RefusedError struct {
+	Message string
+	Err     error // what caused it, if anything
+}
 
 func (e *RefusedError) Error() string { return e.Message }
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// storeRefused is a store that cannot be used as it is (full, not
+// writable, a link where a file should be): nothing ran.
+func storeRefused(st *store.Store, err error) error {
+	var r *RefusedError
+	if errors.As(err, &r) {
+		return err
+	}
+	return &RefusedError{Err: err, Message: fmt.Sprintf(
+		"%v\nthe session store %s cannot be used as it is: make room, fix it, or keep sessions elsewhere with --state-dir", err, st.Root)}
+}
 
 func refused(format string, args ...any) error {
 	return &RefusedError{Message: fmt.Sprintf(format, args...)}
@@ -90,6 +106,8 @@ type Session struct {
 	recorder *Recorder
 	git      func(base string) (string, []string)
 	closed   bool
+	// broken is the error that stopped the recording.
+	broken error
 }
 
 // Open takes the lock of the pipeline and spec, then opens the session
@@ -103,23 +121,21 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	if say == nil {
 		say = func(string, ...any) {}
 	}
-	plan, key := o.Plan, ""
-	var x *store.Session
-	fail := func(err error) (*Session, error) {
-		if x != nil {
-			x.Close()
-		}
-		return nil, err
-	}
+	plan, key, id := o.Plan, "", ""
 	if o.ID != "" {
-		var err error
-		if x, err = st.Session(o.ID); err != nil {
+		if err := CheckID(o.ID); err != nil {
+			return nil, err
+		}
+		// The session is found before its lock is taken (the lock is its
+		// key's) and opened for writing only under it.
+		meta, err := st.Find(o.ID)
+		if err != nil {
 			return nil, refused("%v", err)
 		}
-		key = x.Meta.Key
+		key, id = meta.Key, meta.ID
 		if plan == nil {
-			if plan, err = spec.Load(x.Meta.File, x.Meta.Spec); err != nil {
-				return fail(err)
+			if plan, err = spec.Load(meta.File, meta.Spec); err != nil {
+				return nil, err
 			}
 		}
 	} else {
@@ -127,56 +143,45 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	}
 	now := time.Now()
 	lock, err := st.Lock(key, store.Holder{PID: os.Getpid(), Started: now})
+	var locked *store.LockedError
+	if errors.As(err, &locked) {
+		return nil, refused("%v", err)
+	}
 	if err != nil {
-		return fail(refused("%v", err))
+		return nil, storeRefused(st, err)
 	}
 	s := &Session{Store: st, Plan: plan, Key: key, lock: lock}
-	fail = func(err error) (*Session, error) {
+	var x *store.Session
+	fail := func(err error) (*Session, error) {
 		if x != nil {
 			x.Close()
 		}
 		lock.Release()
 		return nil, err
 	}
-	loaded := false
-	for skip := map[string]bool{}; x == nil && o.Create != Always; {
+	if id != "" {
+		if x, err = st.Session(id); err != nil {
+			if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrRemoved) {
+				return fail(refused("%v", err))
+			}
+			return fail(storeRefused(st, err))
+		}
+	} else if o.Create != Always {
 		// Looked up under the lock: no other runner can start or end a
 		// session of this key meanwhile.
-		last, err := latest(st, key, skip, o.Statuses...)
-		if err != nil {
+		if x, s.state, err = latestOpen(st, plan, key, o.Statuses); err != nil {
 			return fail(err)
 		}
-		if last == nil {
-			if o.Create == Never {
-				what := "no session"
-				if len(o.Statuses) > 0 {
-					what = fmt.Sprintf("no %v session", o.Statuses)
-				}
-				return fail(refused("%s of %s in %s; name one (pipeline sessions lists them)", what, o.File, st.Root))
+		if x == nil && o.Create == Never {
+			what := "no session"
+			if len(o.Statuses) > 0 {
+				what = fmt.Sprintf("no %v session", o.Statuses)
 			}
-			break
+			return fail(refused("%s of %s in %s; name one (pipeline sessions lists them)", what, o.File, st.Root))
 		}
-		if x, err = st.Session(last.ID); err != nil {
-			return fail(refused("%v", err))
-		}
-		if s.state, err = LoadState(plan, x); err != nil {
-			return fail(refused("%v", err))
-		}
-		if status := s.state.Status; len(o.Statuses) == 0 || slices.Contains(o.Statuses, status) ||
-			(status == "" && slices.Contains(o.Statuses, engine.StatusRunning)) {
-			loaded = true
-			break
-		}
-		// The index lagged behind the log: the runner died between its
-		// last event and its snapshot. Bring the index up to date (the
-		// lock is ours), and look again.
-		if err := WriteSnapshot(plan, x, s.state, NewRedactor(plan).String); err != nil {
-			return fail(err)
-		}
-		x.Close()
-		x, skip[last.ID] = nil, true
 	}
-	if x == nil {
+	switch {
+	case x == nil:
 		absFile, _ := filepath.Abs(o.File)
 		absSpec := ""
 		if plan.Spec != "" {
@@ -184,32 +189,74 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 		}
 		if x, err = st.Create(store.Meta{ID: NewSessionID(now), Pipeline: plan.Name.Value, File: absFile,
 			Spec: absSpec, Key: key, Created: now}); err != nil {
-			return fail(err)
+			return fail(storeRefused(st, err))
 		}
 		s.Created = true
-	} else {
-		if !loaded {
-			if s.state, err = LoadState(plan, x); err != nil {
-				return fail(refused("%v", err))
-			}
+	case id != "":
+		if s.state, err = LoadState(plan, x); err != nil {
+			return fail(refused("%v", err))
 		}
+	}
+	if !s.Created {
 		s.Crashed = s.state.Status == engine.StatusRunning || s.state.Status == ""
 	}
 	s.X = x
 	if err := lock.SetHolder(store.Holder{PID: os.Getpid(), Session: x.Meta.ID, Started: now}); err != nil {
-		return fail(err)
+		return fail(storeRefused(st, err))
 	}
 	// A pause request left by an earlier pipeline pause is stale now.
 	if err := x.RemoveFile(pauseRequestFile); err != nil {
-		return fail(err)
+		return fail(storeRefused(st, err))
 	}
 	if err := s.sweepOrphans(say); err != nil {
-		return fail(err)
+		return fail(storeRefused(st, err))
 	}
 	s.redactor = NewRedactor(plan)
 	s.recorder = NewRecorder(x, plan, s.redactor.String)
 	s.git = GitFor(s.Dir())
 	return s, nil
+}
+
+// latestOpen opens the newest session of key the index lists with one of
+// statuses, with its state; nil when there is none. The index can be
+// behind the session's files (a runner killed between an event and its
+// snapshot): a session whose files say otherwise gets its listing
+// brought up to date and is passed over.
+func latestOpen(st *store.Store, plan *spec.Plan, key string, statuses []engine.Status) (*store.Session, engine.State, error) {
+	list, err := st.List()
+	if err != nil {
+		return nil, engine.State{}, storeRefused(st, err)
+	}
+	for i := range list {
+		sum := list[i]
+		if sum.Key != key || len(statuses) > 0 && !slices.Contains(statuses, engine.Status(sum.Status)) {
+			continue
+		}
+		x, err := st.Session(sum.ID)
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrRemoved) {
+			continue // removed since the index was read
+		}
+		if err != nil {
+			return nil, engine.State{}, refused("%v", err)
+		}
+		state, err := LoadState(plan, x)
+		if err != nil {
+			x.Close()
+			return nil, engine.State{}, refused("%v", err)
+		}
+		now := engine.Status(state.Status)
+		if len(statuses) == 0 || slices.Contains(statuses, now) || now == "" {
+			return x, state, nil
+		}
+		// Listed as one of statuses, it is now something else: the
+		// listing catches up, and the search goes on.
+		err = WriteSnapshot(plan, x, state, NewRedactor(plan).String)
+		x.Close()
+		if err != nil {
+			return nil, engine.State{}, storeRefused(st, err)
+		}
+	}
+	return nil, engine.State{}, nil
 }
 
 // sweepOrphans stops what the step of a runner killed while it ran left
@@ -304,11 +351,46 @@ func (s *Session) Apply(events ...engine.Event) ([]engine.Action, error) {
 	return actions, nil
 }
 
-// Record appends an event and the state it led to.
+// Record appends an event and the state it led to. If it cannot (a full
+// disk, an I/O error, the session's folder deleted), the session stops
+// recording: State shows it paused, reason engine.ReasonStoreError, as
+// its files leave it (a resume, once the store is fixed, continues from
+// there), and every later Record fails with the same error.
 func (s *Session) Record(ev engine.Event, next engine.State) error {
-	s.state = next
-	return s.recorder.Record(ev, next)
+	if s.broken != nil {
+		return s.broken
+	}
+	before := s.X.Seq()
+	err := s.recorder.Record(ev, next)
+	if s.X.Seq() != before {
+		s.state = next
+	}
+	if err != nil {
+		s.broken = err
+		s.state = storeFailed(s.state, err, time.Now())
+	}
+	return err
 }
+
+// storeFailed is how a session whose record failed shows: paused, reason
+// store-error, with the system's words for what failed.
+func storeFailed(st engine.State, err error, now time.Time) engine.State {
+	note := err.Error()
+	var errno syscall.Errno
+	switch {
+	case errors.Is(err, store.ErrRemoved):
+		note = store.ErrRemoved.Error()
+	case errors.As(err, &errno):
+		note = errno.Error()
+	}
+	st.Status, st.StepRunning, st.Waiting, st.Stopping = engine.StatusPaused, false, false, nil
+	st.Pause = &engine.Firing{Reason: engine.ReasonStoreError, Note: note, At: now}
+	return st
+}
+
+// StoreFailed reports whether the session could not be recorded (the
+// error it met), after which nothing more is.
+func (s *Session) StoreFailed() error { return s.broken }
 
 // Transcript opens a step's transcript.
 func (s *Session) Transcript(phase string, attempt int, step string) (*os.File, error) {
@@ -339,7 +421,7 @@ func (s *Session) StepProcess(pgid int) {
 		s.X.RemoveFile(stepProcessFile)
 		return
 	}
-	os.WriteFile(filepath.Join(s.X.Dir, stepProcessFile), []byte(strconv.Itoa(pgid)), 0o600)
+	s.X.WriteFileNoSync(stepProcessFile, []byte(strconv.Itoa(pgid)))
 }
 
 // PauseRequest returns the notes of a pending pipeline pause, and whether
@@ -350,12 +432,16 @@ func (s *Session) PauseRequest() (string, bool) {
 }
 
 // Close keeps the spec of a paused session for the next resume's diff,
-// writes the last snapshot and releases the lock.
+// writes the last snapshot and releases the lock. A session whose record
+// failed writes nothing more: its files stay as they were.
 func (s *Session) Close() error {
 	if s.closed {
 		return nil
 	}
 	s.closed = true
+	if s.broken != nil {
+		return errors.Join(s.X.Close(), s.lock.Release())
+	}
 	var errs []error
 	if s.state.Status == engine.StatusPaused {
 		if err := s.saveSpecAtPause(); err != nil {
@@ -394,17 +480,12 @@ func KeyOf(file string, plan *spec.Plan) string {
 // Latest returns the newest session of key with one of statuses (any
 // status when none is given), or nil.
 func Latest(st *store.Store, key string, statuses ...engine.Status) (*store.Summary, error) {
-	return latest(st, key, nil, statuses...)
-}
-
-func latest(st *store.Store, key string, skip map[string]bool, statuses ...engine.Status) (*store.Summary, error) {
 	list, err := st.List()
 	if err != nil {
 		return nil, err
 	}
 	for i := range list {
-		if list[i].Key == key && !skip[list[i].ID] &&
-			(len(statuses) == 0 || slices.Contains(statuses, engine.Status(list[i].Status))) {
+		if list[i].Key == key && (len(statuses) == 0 || slices.Contains(statuses, engine.Status(list[i].Status))) {
 			return &list[i], nil
 		}
 	}

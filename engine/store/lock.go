@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
+	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Holder says who holds a lock: written into the lock file for the message
@@ -35,22 +37,41 @@ type Lock struct {
 	file *os.File
 }
 
-func (s *Store) lockPath(key string) string { return filepath.Join(s.Root, "locks", key+".lock") }
+// lockRel is the lock file of a key, inside the store. A key is what Key
+// makes (base 36); anything else (a meta.json planted with a path for a
+// key) names no file.
+func lockRel(key string) (string, error) {
+	if key == "" || strings.Trim(key, "0123456789abcdefghijklmnopqrstuvwxyz") != "" {
+		return "", fmt.Errorf("bad session key %q", key)
+	}
+	return "locks/" + key + ".lock", nil
+}
+
+// openLock opens a key's lock file with flag.
+func (s *Store) openLock(key string, flag int) (*os.File, error) {
+	rel, err := lockRel(key)
+	if err != nil {
+		return nil, err
+	}
+	return s.openFile(rel, flag, 0o600)
+}
 
 // Lock takes the lock of a (pipeline, spec) key without waiting.
 func (s *Store) Lock(key string, holder Holder) (*Lock, error) {
-	path := s.lockPath(key)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if _, err := lockRel(key); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err := s.mkdir("locks"); err != nil {
+		return nil, err
+	}
+	f, err := s.openLock(key, unix.O_RDWR|unix.O_CREAT)
 	if err != nil {
 		return nil, err
 	}
 	taken, err := tryLock(f)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", path, err)
+		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
 	}
 	if !taken {
 		f.Close()
@@ -66,13 +87,16 @@ func (s *Store) Lock(key string, holder Holder) (*Lock, error) {
 }
 
 // SetHolder rewrites who holds the lock (the session, once it is known).
+// It writes over the old holder before cutting what is left of it: on a
+// full disk the blocks the file has are enough, where truncating first
+// would give them up and then fail to get one back.
 func (l *Lock) SetHolder(holder Holder) error {
 	content, err := json.Marshal(holder)
 	if err == nil {
-		err = l.file.Truncate(0)
+		_, err = l.file.WriteAt(content, 0)
 	}
 	if err == nil {
-		_, err = l.file.WriteAt(content, 0)
+		err = l.file.Truncate(int64(len(content)))
 	}
 	return err
 }
@@ -80,7 +104,11 @@ func (l *Lock) SetHolder(holder Holder) error {
 // Holder reads who holds (or last held) a key's lock.
 func (s *Store) Holder(key string) (Holder, error) {
 	var h Holder
-	content, err := os.ReadFile(s.lockPath(key))
+	rel, err := lockRel(key)
+	if err != nil {
+		return h, err
+	}
+	content, err := s.readFile(rel)
 	if err != nil {
 		return h, err
 	}
@@ -92,7 +120,7 @@ func (s *Store) Holder(key string) (Holder, error) {
 // cannot be queried counts as held: a run is never taken for dead on a
 // doubt.
 func (s *Store) Held(key string) bool {
-	f, err := os.Open(s.lockPath(key))
+	f, err := s.openLock(key, unix.O_RDONLY)
 	if err != nil {
 		return false
 	}
@@ -119,7 +147,7 @@ func (s *Store) WaitReleased(key string, timeout time.Duration) bool {
 // waitReleased is WaitReleased; stillHeld is called each time a query
 // finds the lock held, which lets a test release it at a known point.
 func (s *Store) waitReleased(key string, timeout time.Duration, stillHeld func()) bool {
-	f, err := os.Open(s.lockPath(key))
+	f, err := s.openLock(key, unix.O_RDONLY)
 	if err != nil {
 		return true
 	}

@@ -59,3 +59,15 @@ func queryHeld(f *os.File) (bool, error) {
 	}
 	return lk.Type != unix.F_UNLCK, nil
 }
+
+// waitLock takes the lock on f (opened for writing), waiting while another
+// open file holds it.
+func waitLock(f *os.File) error {
+	lk := wholeFile(unix.F_WRLCK)
+	for {
+		err := fcntlLock(f, unix.F_OFD_SETLKW, &lk)
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}

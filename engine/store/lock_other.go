@@ -26,6 +26,16 @@ func tryLock(f *os.File) (bool, error) {
 	return err == nil, err
 }
 
+// waitLock takes the lock on f, waiting while another open file holds it.
+func waitLock(f *os.File) error {
+	for {
+		err := flock(f, unix.LOCK_EX)
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}
+
 // queryHeld reports whether another open file holds the lock, by taking
 // it without waiting and dropping it at once.
 func queryHeld(f *os.File) (bool, error) {

@@ -21,7 +21,10 @@ const holderSession = "s-child"
 // key "k" in the store named by the environment, says "locked", and
 // holds it until its standard input closes.
 func holdLockAsChild(t *testing.T) {
-	st := &Store{Root: os.Getenv("PIPELINE_STORE_TEST_DIR")}
+	st, err := Open(os.Getenv("PIPELINE_STORE_TEST_DIR"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	l, err := st.Lock("k", Holder{PID: os.Getpid(), Session: holderSession, Started: time.Now()})
 	if err != nil {
 		t.Fatal(err)
@@ -188,12 +191,11 @@ func goroutinesIn(fn string) string {
 }
 
 func TestLockCallsOnAStoreThatCannotHoldLocks(t *testing.T) {
-	// A file where the store's folder should be.
-	file := filepath.Join(t.TempDir(), "not-a-folder")
-	if err := os.WriteFile(file, nil, 0o600); err != nil {
+	// A file where the store's locks folder should be.
+	st := newStore(t)
+	if err := os.WriteFile(filepath.Join(st.Root, "locks"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	st := &Store{Root: file}
 	if l, err := st.Lock("k", Holder{PID: os.Getpid()}); err == nil {
 		l.Release()
 		t.Error("Lock succeeded without a locks folder")
@@ -218,7 +220,7 @@ func TestLockedErrorWithAnUnreadableHolder(t *testing.T) {
 	defer l.Release()
 	// A holder cut short (a crash between truncating and writing): the
 	// lock still refuses, and says it is held.
-	if err := os.WriteFile(st.lockPath("k"), []byte(`{"pid":`), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(st.Root, "locks", "k.lock"), []byte(`{"pid":`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Holder("k"); err == nil {

@@ -3,6 +3,12 @@
 // and the transcripts; an index of every session for fast listing; and the
 // locks that keep a second run of the same pipeline and spec out. It knows
 // files and bytes, not the engine's types.
+//
+// Every file is reached from the store's folder without following a
+// symbolic link (beneath.go); the store's folder must be the user's own.
+// A write cut short (a full disk, an I/O error) leaves no part of a line
+// and no truncated file. The index is changed only under its lock
+// (index.go), by any number of processes.
 package store
 
 import (
@@ -19,7 +25,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Format is the version of the files a session is written in. A session
@@ -56,52 +65,148 @@ type Summary struct {
 // Store is a .pipeline folder.
 type Store struct {
 	Root string
+	// dir is the store's folder, opened once: every file is reached from
+	// it (beneath.go).
+	dir *os.File
+	fd  int
 }
 
-// Open opens (creating) the store at root, keeping it out of git.
+// Open opens the store at root, making it (private, kept out of git) if
+// it is not there. A root that is not a folder, cannot be written, or is
+// not private (another user's, or writable by others) is refused with
+// the reason.
 func Open(root string) (*Store, error) {
-	if err := os.MkdirAll(filepath.Join(root, "sessions"), 0o700); err != nil {
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		if info, statErr := os.Stat(root); statErr == nil && !info.IsDir() {
+			return nil, fmt.Errorf("the state folder %s is not a folder", root)
+		}
+		return nil, fmt.Errorf("the state folder %s cannot be made: %w", root, err)
+	}
+	s, err := openRoot(root)
+	if err != nil {
 		return nil, err
 	}
-	ignore := filepath.Join(root, ".gitignore")
-	if _, err := os.Stat(ignore); errors.Is(err, fs.ErrNotExist) {
-		if err := os.WriteFile(ignore, []byte("# written by pipeline: sessions stay out of git\n*\n"), 0o600); err != nil {
+	if err := unix.Access(root, unix.W_OK|unix.X_OK); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("the state folder %s cannot be written: %w", root, err)
+	}
+	if err := s.mkdir("sessions"); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if _, err := s.lstat(".gitignore"); errors.Is(err, fs.ErrNotExist) {
+		if err := s.writeAtomic(".gitignore", []byte("# written by pipeline: sessions stay out of git\n*\n"), false); err != nil {
+			s.Close()
 			return nil, err
 		}
 	}
-	return &Store{Root: root}, nil
+	return s, nil
 }
 
-func (s *Store) sessionDir(id string) string { return filepath.Join(s.Root, "sessions", id) }
+// ErrNoStore is a folder where no session was ever kept.
+var ErrNoStore = errors.New("no sessions kept here yet")
+
+// OpenExisting opens the store at root for a command that reads or
+// amends sessions: it makes nothing, and a folder without sessions is
+// ErrNoStore.
+func OpenExisting(root string) (*Store, error) {
+	s, err := openRoot(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", root, ErrNoStore)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !s.isDir("sessions") {
+		s.Close()
+		return nil, fmt.Errorf("%s: %w", root, ErrNoStore)
+	}
+	return s, nil
+}
+
+// openRoot opens the store's folder and checks that it is the user's
+// own: sessions hold prompts, notes and paths, and a folder others can
+// write is one where they can plant what the runner then writes through.
+func openRoot(root string) (*Store, error) {
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOTDIR) {
+			return nil, fmt.Errorf("the state folder %s is not a folder", root)
+		}
+		return nil, &fs.PathError{Op: "open", Path: root, Err: err}
+	}
+	dir := os.NewFile(uintptr(fd), root)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		dir.Close()
+		return nil, &fs.PathError{Op: "stat", Path: root, Err: err}
+	}
+	if uid := os.Geteuid(); int(st.Uid) != uid {
+		dir.Close()
+		return nil, fmt.Errorf("the state folder %s belongs to uid %d, not to you (uid %d): sessions are private; use a folder of your own",
+			root, st.Uid, uid)
+	}
+	if perm := uint32(st.Mode) & 0o777; perm&0o022 != 0 {
+		dir.Close()
+		return nil, fmt.Errorf("the state folder %s can be written by others (mode %04o), who could plant files the runner writes through: chmod 700 %s, or use another folder",
+			root, perm, root)
+	}
+	return &Store{Root: root, dir: dir, fd: fd}, nil
+}
+
+// Close closes the store's folder.
+func (s *Store) Close() error {
+	if s.dir == nil {
+		return nil
+	}
+	return s.dir.Close()
+}
+
+func sessionRel(id string) string { return "sessions/" + id }
+
+func (s *Store) sessionDir(id string) string { return s.path(sessionRel(id)) }
 
 // ErrNotFound is a session id that is not in the store.
 var ErrNotFound = errors.New("no such session")
 
+// ErrRemoved is a session whose folder was deleted while it was open: by
+// clean, or by hand.
+var ErrRemoved = errors.New("the session's folder was deleted while it was open")
+
 // Create makes a new session.
 func (s *Store) Create(meta Meta) (*Session, error) {
 	meta.Format = Format
+	if err := name(meta.ID); err != nil || strings.HasPrefix(meta.ID, ".") {
+		return nil, fmt.Errorf("bad session id %q", meta.ID)
+	}
 	// The folder is made under a temporary name and renamed when whole: a
 	// crash leaves a session with its meta, or a .new- folder clean
 	// removes, never a session without its meta.
-	tmp := s.sessionDir(newPrefix + meta.ID)
-	if err := os.MkdirAll(filepath.Join(tmp, "transcripts"), 0o700); err != nil {
-		return nil, err
-	}
+	tmp := sessionRel(newPrefix + meta.ID)
 	content, err := json.MarshalIndent(meta, "", "  ")
 	if err != nil {
 		return nil, err
 	}
-	// The folder's rename below makes meta.json appear whole: it needs no
-	// rename of its own.
-	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), content, 0o600); err != nil {
-		return nil, err
+	err = s.mkdir(tmp)
+	if err == nil {
+		err = s.mkdir(tmp + "/transcripts")
 	}
-	final := s.sessionDir(meta.ID)
-	if err := os.Rename(tmp, final); err != nil {
+	if err == nil {
+		// The folder's rename below makes meta.json appear whole: it needs
+		// no rename of its own.
+		err = s.writeNew(tmp+"/meta.json", content)
+	}
+	if err == nil {
+		err = s.rename(tmp, sessionRel(meta.ID))
+	}
+	if err != nil {
+		s.removeAll(tmp)
 		return nil, err
 	}
 	if err := s.index(Summary{ID: meta.ID, Key: meta.Key, Pipeline: meta.Pipeline, Spec: meta.Spec,
 		Status: "running", Created: meta.Created, Updated: meta.Created}); err != nil {
+		// Not listed, it would be lost: it goes, having nothing yet.
+		s.removeAll(sessionRel(meta.ID))
 		return nil, err
 	}
 	x, err := s.open(meta, false)
@@ -114,16 +219,39 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 	// run may lose the run.
 	x.created = make(chan error, 1)
 	go func() {
-		err := syncFile(filepath.Join(final, "meta.json"))
+		err := s.syncFile(x.rel + "/meta.json")
 		if err == nil {
-			err = syncDir(filepath.Join(s.Root, "sessions"))
+			err = s.syncFile("sessions")
 		}
 		x.created <- err
 	}()
 	return x, nil
 }
 
-// Session opens an existing session by id, or by a unique prefix of it.
+// writeNew writes a file that must not exist yet, whole or not at all.
+func (s *Store) writeNew(rel string, content []byte) error {
+	f, err := s.openFile(rel, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(content)
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		s.remove(rel)
+	}
+	return err
+}
+
+// Find reads the metadata of the session id, or of the only one whose id
+// starts with it; nothing is opened or written.
+func (s *Store) Find(id string) (Meta, error) { return s.find(id) }
+
+// Session opens an existing session by id, or by a unique prefix of it,
+// for writing: the caller holds its lock. A last line of its event log cut
+// short (a machine crash, a write cut short) is cut off first, so that the
+// next event is not glued to it.
 func (s *Store) Session(id string) (*Session, error) {
 	meta, err := s.find(id)
 	if err != nil {
@@ -148,32 +276,46 @@ func (s *Store) ReadSession(id string) (*Session, error) {
 func (s *Store) find(id string) (Meta, error) {
 	// The id comes from the command line: it names a session folder, never
 	// the sessions folder, one outside it, one still being made (.new-) or
-	// a pattern for the prefix search below.
+	// going (.removed-).
 	if id == "" || strings.HasPrefix(id, ".") || strings.ContainsAny(id, `/\*?[`) {
 		return Meta{}, fmt.Errorf("%w %q in %s", ErrNotFound, id, s.Root)
 	}
-	dir := s.sessionDir(id)
-	if _, err := os.Stat(dir); err != nil {
-		matches, _ := filepath.Glob(s.sessionDir(id) + "*")
-		if len(matches) != 1 {
-			return Meta{}, fmt.Errorf("%w %q in %s", ErrNotFound, id, s.Root)
+	dir := id
+	if _, err := s.lstat(sessionRel(id)); err != nil {
+		names, err := s.readDirNames("sessions")
+		if err != nil {
+			return Meta{}, err
 		}
-		dir = matches[0]
+		var matches []string
+		for _, n := range names {
+			if strings.HasPrefix(n, id) && !strings.HasPrefix(n, ".") {
+				matches = append(matches, n)
+			}
+		}
+		switch len(matches) {
+		case 1:
+			dir = matches[0]
+		case 0:
+			return Meta{}, fmt.Errorf("%w %q in %s", ErrNotFound, id, s.Root)
+		default:
+			sort.Strings(matches)
+			return Meta{}, fmt.Errorf("%w: %q starts %d session ids (%s, %s, ...): give more of the id", ErrNotFound, id, len(matches), matches[0], matches[1])
+		}
 	}
-	content, err := os.ReadFile(filepath.Join(dir, "meta.json"))
+	content, err := s.readFile(sessionRel(dir) + "/meta.json")
 	if err != nil {
-		return Meta{}, fmt.Errorf("session %s: %w", filepath.Base(dir), err)
+		return Meta{}, fmt.Errorf("session %s: %w", dir, err)
 	}
 	var meta Meta
 	if err := json.Unmarshal(content, &meta); err != nil {
-		return Meta{}, fmt.Errorf("session %s: meta.json is not readable: %w", filepath.Base(dir), err)
+		return Meta{}, fmt.Errorf("session %s: meta.json is not readable: %w", dir, err)
 	}
 	if meta.Format != Format {
-		return Meta{}, formatError(filepath.Base(dir), meta.Format)
+		return Meta{}, formatError(dir, meta.Format)
 	}
-	if meta.ID != filepath.Base(dir) {
+	if meta.ID != dir {
 		// The session's files are found by meta.ID: it must be this folder.
-		return Meta{}, fmt.Errorf("session %s: meta.json names session %q", filepath.Base(dir), meta.ID)
+		return Meta{}, fmt.Errorf("session %s: meta.json names session %q", dir, meta.ID)
 	}
 	return meta, nil
 }
@@ -184,33 +326,53 @@ func formatError(id string, format int) error {
 }
 
 func (s *Store) open(meta Meta, readOnly bool) (*Session, error) {
-	dir := s.sessionDir(meta.ID)
-	x := &Session{Dir: dir, Meta: meta, store: s, readOnly: readOnly}
+	x := &Session{Dir: s.sessionDir(meta.ID), Meta: meta, store: s, rel: sessionRel(meta.ID), readOnly: readOnly}
 	if readOnly {
 		// A session cut short before its first event has no log: it has
 		// no events, and reading it must not make one.
-		if _, err := os.Stat(filepath.Join(dir, "events.jsonl")); errors.Is(err, fs.ErrNotExist) {
-			return x, nil
-		}
-		return x, x.scan(func(seq int64, _ []byte) error {
+		_, err := x.scan(func(seq int64, _ []byte) error {
 			x.seq = seq
 			return nil
 		})
+		return x, err
 	}
-	events, err := os.OpenFile(filepath.Join(dir, "events.jsonl"), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	events, err := s.openFile(x.rel+"/events.jsonl", unix.O_RDWR|unix.O_CREAT|unix.O_APPEND, 0o600)
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("session %s: %w", meta.ID, ErrRemoved)
+		}
 		return nil, err
 	}
 	x.events = events
 	// The next sequence number follows the last whole line of the log.
-	if err := x.scan(func(seq int64, _ []byte) error {
+	end, err := x.scan(func(seq int64, _ []byte) error {
 		x.seq = seq
 		return nil
-	}); err != nil {
+	})
+	if err == nil {
+		err = x.cutTornTail(end)
+	}
+	if err != nil {
 		events.Close()
 		return nil, err
 	}
 	return x, nil
+}
+
+// cutTornTail removes what follows the last whole line of the log, at
+// end: half a line left by a machine crash or a write cut short.
+func (x *Session) cutTornTail(end int64) error {
+	info, err := x.events.Stat()
+	if err != nil {
+		return err
+	}
+	if info.Size() > end {
+		if err := x.events.Truncate(end); err != nil {
+			return fmt.Errorf("session %s: cutting the torn last line of events.jsonl: %w", x.Meta.ID, err)
+		}
+	}
+	x.size = end
+	return nil
 }
 
 // lineSeq reads the sequence number at the start of an event line,
@@ -228,17 +390,21 @@ func lineSeq(line []byte) (int64, bool) {
 	return n, err == nil
 }
 
-// scan calls fn with the sequence number and the bytes of each whole line.
-func (x *Session) scan(fn func(seq int64, line []byte) error) error {
-	f, err := os.Open(filepath.Join(x.Dir, "events.jsonl"))
-	if x.readOnly && errors.Is(err, fs.ErrNotExist) {
-		return nil // cut short before its first event
+// scan calls fn with the sequence number and the bytes of each whole
+// line, and returns the offset just past the last whole line. A log that
+// is not there (a session cut short before its first event, read) has no
+// lines.
+func (x *Session) scan(fn func(seq int64, line []byte) error) (int64, error) {
+	f, err := x.store.openFile(x.rel+"/events.jsonl", unix.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 256<<10)
+	var end int64
 	for n := 1; ; n++ {
 		line, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -251,18 +417,19 @@ func (x *Session) scan(fn func(seq int64, line []byte) error) error {
 			line = full
 		}
 		if errors.Is(err, io.EOF) {
-			return nil // the end, or a torn last line
+			return end, nil // the end, or a torn last line
 		}
 		if err != nil {
-			return fmt.Errorf("session %s: reading events.jsonl: %w", x.Meta.ID, err)
+			return end, fmt.Errorf("session %s: reading events.jsonl: %w", x.Meta.ID, err)
 		}
 		seq, ok := lineSeq(line)
 		if !ok {
-			return fmt.Errorf("session %s: events.jsonl line %d is not readable", x.Meta.ID, n)
+			return end, fmt.Errorf("session %s: events.jsonl line %d is not readable", x.Meta.ID, n)
 		}
 		if err := fn(seq, line); err != nil {
-			return err
+			return end, err
 		}
+		end += int64(len(line))
 	}
 }
 
@@ -271,8 +438,12 @@ type Session struct {
 	Dir    string
 	Meta   Meta
 	store  *Store
+	rel    string   // the folder, inside the store
 	events *os.File // nil when opened for reading
 	seq    int64
+	// size is the length of the log's whole lines; before, its length
+	// before the last append, which Unappend goes back to.
+	size, before int64
 	// readOnly: opened by ReadSession; nothing is written.
 	readOnly bool
 	// created, for a session just made, delivers the result of syncing it.
@@ -298,6 +469,7 @@ func (x *Session) Close() error {
 	if closeErr := x.events.Close(); err == nil {
 		err = closeErr
 	}
+	x.events = nil
 	return err
 }
 
@@ -311,42 +483,70 @@ type eventLine struct {
 }
 
 // Append writes one event as one line, in one write: a kill -9 leaves
-// the line whole or absent, never half written.
+// the line whole or absent, and a write cut short (a full disk, an I/O
+// error) is cut off again, so the log never holds half a line. A session
+// whose folder was deleted under it takes nothing: ErrRemoved.
 func (x *Session) Append(typ string, payload []byte) (int64, error) {
 	if x.readOnly {
 		return 0, fmt.Errorf("session %s was opened for reading", x.Meta.ID)
+	}
+	if err := x.linked(); err != nil {
+		return 0, err
 	}
 	line, err := json.Marshal(eventLine{Seq: x.seq + 1, Type: typ, Event: payload})
 	if err != nil {
 		return 0, err
 	}
-	if n, err := x.events.Write(append(line, '\n')); err != nil {
+	n, err := x.events.Write(append(line, '\n'))
+	if err != nil {
 		if n > 0 {
-			// A write cut short (a full disk) left part of the line: cut it
-			// off, or the next append, after a resume, is glued to it.
-			err = errors.Join(err, x.cutTail(int64(n)))
+			// Only the holder of the session's lock appends: the bytes past
+			// size are the ones this write left.
+			if cutErr := x.events.Truncate(x.size); cutErr != nil {
+				err = errors.Join(err, fmt.Errorf("cutting the part written: %w", cutErr))
+			}
 		}
 		return 0, err
 	}
+	x.before, x.size = x.size, x.size+int64(n)
 	x.seq++
 	return x.seq, nil
 }
 
-// cutTail removes the last n bytes of the event log. Only the holder of
-// the session's lock appends, so they are the ones it wrote.
-func (x *Session) cutTail(n int64) error {
+// linked fails with ErrRemoved when the log is no longer in any folder:
+// its session (or the whole store) was deleted while the session was
+// open. Writing on would write into nothing, and report success.
+func (x *Session) linked() error {
 	info, err := x.events.Stat()
 	if err != nil {
 		return err
 	}
-	return x.events.Truncate(info.Size() - n)
+	if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Nlink == 0 {
+		return fmt.Errorf("session %s (%s): %w", x.Meta.ID, x.Dir, ErrRemoved)
+	}
+	return nil
+}
+
+// Unappend takes back the last event appended, whose record could not be
+// completed (its snapshot could not be written): the log is as it was
+// before it.
+func (x *Session) Unappend() error {
+	if x.events == nil || x.size == x.before {
+		return fmt.Errorf("session %s: no event to take back", x.Meta.ID)
+	}
+	if err := x.events.Truncate(x.before); err != nil {
+		return err
+	}
+	x.size = x.before
+	x.seq--
+	return nil
 }
 
 // Events calls fn for each event after seq, in order. A last line cut
 // short (by a crash of the machine) is skipped; a bad line elsewhere is an
 // error.
 func (x *Session) Events(after int64, fn func(seq int64, typ string, payload []byte) error) error {
-	return x.scan(func(seq int64, line []byte) error {
+	_, err := x.scan(func(seq int64, line []byte) error {
 		if seq <= after {
 			return nil
 		}
@@ -356,6 +556,7 @@ func (x *Session) Events(after int64, fn func(seq int64, typ string, payload []b
 		}
 		return fn(ev.Seq, ev.Type, ev.Event)
 	})
+	return err
 }
 
 type snapshot struct {
@@ -364,31 +565,52 @@ type snapshot struct {
 	State  json.RawMessage `json:"state"`
 }
 
+// IndexError is a snapshot written whose line in the index was not: the
+// session's files are whole and up to date, its listing is behind until
+// the next snapshot.
+type IndexError struct{ Err error }
+
+func (e *IndexError) Error() string { return "updating the index: " + e.Err.Error() }
+func (e *IndexError) Unwrap() error { return e.Err }
+
 // WriteSnapshot replaces state.json with state (as of event seq)
-// atomically, and adds the summary to the index. The event log is not
-// synced: the snapshot holds every event up to seq, and a kill -9 (not a
-// power cut) loses nothing the kernel was given.
+// atomically, and adds the summary to the index (an *IndexError when only
+// that failed). The event log is not synced: the snapshot holds every
+// event up to seq, and a kill -9 (not a power cut) loses nothing the
+// kernel was given.
 func (x *Session) WriteSnapshot(seq int64, state []byte, summary Summary) error {
 	if x.readOnly {
 		return fmt.Errorf("session %s was opened for reading", x.Meta.ID)
-	}
-	if err := x.waitCreated(); err != nil {
-		return err
 	}
 	content, err := json.Marshal(snapshot{Format: Format, Seq: seq, State: state})
 	if err != nil {
 		return err
 	}
-	if err := WriteAtomic(filepath.Join(x.Dir, "state.json"), content); err != nil {
+	err = x.waitCreated()
+	if err == nil {
+		err = x.store.writeAtomic(x.rel+"/state.json", content, true)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("session %s (%s): %w", x.Meta.ID, x.Dir, ErrRemoved)
+	}
+	if err != nil {
 		return err
 	}
-	return x.store.index(summary)
+	return x.WriteIndex(summary)
+}
+
+// WriteIndex adds the summary to the index (an *IndexError if it fails).
+func (x *Session) WriteIndex(summary Summary) error {
+	if err := x.store.index(summary); err != nil {
+		return &IndexError{Err: err}
+	}
+	return nil
 }
 
 // ReadSnapshot returns the last snapshot: the state and the sequence
 // number of the last event it includes. A session without one gives nil.
 func (x *Session) ReadSnapshot() (int64, []byte, error) {
-	content, err := os.ReadFile(filepath.Join(x.Dir, "state.json"))
+	content, err := x.store.readFile(x.rel + "/state.json")
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil, nil
 	}
@@ -407,27 +629,54 @@ func (x *Session) ReadSnapshot() (int64, []byte, error) {
 
 // TranscriptPath is the transcript of one attempt of one step.
 func (x *Session) TranscriptPath(phase string, attempt int, step string) string {
-	return filepath.Join(x.Dir, "transcripts", phase, fmt.Sprintf("%d-%s.log", attempt, step))
+	return filepath.Join(x.Dir, "transcripts", phase, transcriptName(attempt, step))
 }
+
+func transcriptName(attempt int, step string) string { return fmt.Sprintf("%d-%s.log", attempt, step) }
 
 // CreateTranscript opens a step's transcript for appending.
 func (x *Session) CreateTranscript(phase string, attempt int, step string) (*os.File, error) {
-	path := x.TranscriptPath(phase, attempt, step)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	file := transcriptName(attempt, step)
+	if err := errors.Join(name(phase), name(file)); err != nil {
 		return nil, err
 	}
-	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	// The session's folder is not made again: deleted, it stays deleted.
+	dir := x.rel + "/transcripts/" + phase
+	err := x.store.mkdir(x.rel + "/transcripts")
+	if err == nil {
+		err = x.store.mkdir(dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return x.store.openFile(dir+"/"+file, unix.O_WRONLY|unix.O_CREAT|unix.O_APPEND, 0o600)
 }
 
-// WriteFile writes a file of the session atomically (a saved spec, a
-// request to pause).
-func (x *Session) WriteFile(name string, content []byte) error {
-	return WriteAtomic(filepath.Join(x.Dir, name), content)
+// WriteFile replaces a file of the session atomically and durably (a
+// saved spec, a request to pause).
+func (x *Session) WriteFile(file string, content []byte) error {
+	if err := name(file); err != nil {
+		return err
+	}
+	return x.store.writeAtomic(x.rel+"/"+file, content, true)
+}
+
+// WriteFileNoSync replaces a file of the session atomically, without
+// waiting for the disk: for what matters only after a kill -9, which the
+// kernel's copy survives.
+func (x *Session) WriteFileNoSync(file string, content []byte) error {
+	if err := name(file); err != nil {
+		return err
+	}
+	return x.store.writeAtomic(x.rel+"/"+file, content, false)
 }
 
 // ReadFile reads a file of the session; a missing file gives nil, nil.
-func (x *Session) ReadFile(name string) ([]byte, error) {
-	content, err := os.ReadFile(filepath.Join(x.Dir, name))
+func (x *Session) ReadFile(file string) ([]byte, error) {
+	if err := name(file); err != nil {
+		return nil, err
+	}
+	content, err := x.store.readFile(x.rel + "/" + file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -435,185 +684,11 @@ func (x *Session) ReadFile(name string) ([]byte, error) {
 }
 
 // RemoveFile removes a file of the session, if it is there.
-func (x *Session) RemoveFile(name string) error {
-	err := os.Remove(filepath.Join(x.Dir, name))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	return err
-}
-
-// WriteAtomic replaces path with content: temp file, fsync, rename, fsync
-// the folder. A reader (or a crash) sees the old file or the new one.
-func WriteAtomic(path string, content []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
+func (x *Session) RemoveFile(file string) error {
+	if err := name(file); err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	// One err through write, sync and close: a short write (a full disk)
-	// must stop the rename, or a truncated file replaces the whole one.
-	_, err = tmp.Write(content)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if closeErr := tmp.Close(); err == nil {
-		err = closeErr
-	}
-	if err != nil {
-		return err
-	}
-	// os.CreateTemp made it 0600 already.
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if closeErr := f.Close(); err == nil {
-		err = closeErr
-	}
-	return err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if closeErr := d.Close(); err == nil {
-		err = closeErr
-	}
-	return err
-}
-
-// newPrefix names a session folder still being made.
-const newPrefix = ".new-"
-
-// RemoveUnfinished deletes the folders of sessions whose making was cut
-// short, older than age.
-func (s *Store) RemoveUnfinished(age time.Duration) (int, error) {
-	dirs, err := filepath.Glob(s.sessionDir(newPrefix + "*"))
-	if err != nil {
-		return 0, err
-	}
-	removed := 0
-	for _, d := range dirs {
-		if info, err := os.Stat(d); err == nil && time.Since(info.ModTime()) > age {
-			if err := os.RemoveAll(d); err != nil {
-				return removed, err
-			}
-			removed++
-		}
-	}
-	return removed, nil
-}
-
-const indexName = "index.tsv"
-
-// The index is tab-separated rather than JSON: listing 10,000 sessions
-// parses 10,000 lines, and splitting on tabs is an order of magnitude
-// cheaper than decoding JSON.
-func (sum Summary) indexLine() []byte {
-	clean := func(s string) string { return strings.NewReplacer("\t", " ", "\n", " ").Replace(s) }
-	return []byte(strings.Join([]string{sum.ID, sum.Key, sum.Status, clean(sum.Phase), clean(sum.PauseReason),
-		strconv.Itoa(sum.Tokens), strconv.FormatFloat(sum.CostUSD, 'f', -1, 64),
-		strconv.FormatInt(sum.Created.UnixNano(), 10), strconv.FormatInt(sum.Updated.UnixNano(), 10),
-		clean(sum.Pipeline), clean(sum.Spec)}, "\t") + "\n")
-}
-
-func parseIndexLine(line []byte) (Summary, bool) {
-	fields := bytes.Split(line, []byte("\t"))
-	if len(fields) != 11 || len(fields[0]) == 0 {
-		return Summary{}, false
-	}
-	tokens, _ := strconv.Atoi(string(fields[5]))
-	cost, _ := strconv.ParseFloat(string(fields[6]), 64)
-	created, _ := strconv.ParseInt(string(fields[7]), 10, 64)
-	updated, _ := strconv.ParseInt(string(fields[8]), 10, 64)
-	return Summary{ID: string(fields[0]), Key: string(fields[1]), Status: string(fields[2]), Phase: string(fields[3]),
-		PauseReason: string(fields[4]), Tokens: tokens, CostUSD: cost, Created: time.Unix(0, created),
-		Updated: time.Unix(0, updated), Pipeline: string(fields[9]), Spec: string(fields[10])}, true
-}
-
-// index appends a summary to the index: the last line of a session wins.
-// One write of one line: a crash leaves it whole or absent (or, on a
-// machine crash, torn, and then skipped).
-func (s *Store) index(summary Summary) error {
-	f, err := os.OpenFile(filepath.Join(s.Root, indexName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(summary.indexLine())
-	if closeErr := f.Close(); err == nil {
-		err = closeErr
-	}
-	return err
-}
-
-// List returns the latest summary of every session, newest first. It reads
-// the index alone, so it stays fast with thousands of sessions: every
-// session has a line from the moment it is created.
-func (s *Store) List() ([]Summary, error) {
-	content, err := os.ReadFile(filepath.Join(s.Root, indexName))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	latest := map[string]int{}
-	var out []Summary
-	for len(content) > 0 {
-		i := bytes.IndexByte(content, '\n')
-		if i < 0 {
-			break // a torn last line
-		}
-		line := content[:i]
-		content = content[i+1:]
-		sum, ok := parseIndexLine(line)
-		if !ok {
-			continue
-		}
-		if at, seen := latest[sum.ID]; seen {
-			out[at] = sum
-			continue
-		}
-		latest[sum.ID] = len(out)
-		out = append(out, sum)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID > out[j].ID })
-	return out, nil
-}
-
-// Remove deletes a session's folder.
-func (s *Store) Remove(id string) error {
-	if id == "" || strings.ContainsAny(id, `/\`) || id == "." || id == ".." {
-		return fmt.Errorf("bad session id %q", id)
-	}
-	return os.RemoveAll(s.sessionDir(id))
-}
-
-// CompactIndex rewrites the index with one line per session still on
-// disk.
-func (s *Store) CompactIndex() error {
-	list, err := s.List()
-	if err != nil {
-		return err
-	}
-	var b bytes.Buffer
-	for i := len(list) - 1; i >= 0; i-- {
-		if _, err := os.Stat(s.sessionDir(list[i].ID)); err != nil {
-			continue
-		}
-		b.Write(list[i].indexLine())
-	}
-	return WriteAtomic(filepath.Join(s.Root, indexName), b.Bytes())
+	return x.store.remove(x.rel + "/" + file)
 }
 
 // Key names a (pipeline, spec) pair: one live run each.

@@ -44,17 +44,19 @@ func limitFileSize(t *testing.T) (lift func()) {
 // synced, renamed over the good file and reported as success: a truncated
 // state.json replaced the whole one.
 func TestWriteAtomicWriteErrorKeepsOldFile(t *testing.T) {
-	dir := os.Getenv("PIPELINE_STORE_TEST_DIR")
-	path := filepath.Join(dir, "state.json")
 	if isChild(t) {
+		st, err := Open(os.Getenv("PIPELINE_STORE_TEST_DIR"))
+		if err != nil {
+			t.Fatal(err)
+		}
 		lift := limitFileSize(t)
-		err := WriteAtomic(path, bytes.Repeat([]byte("x"), 4*fileSizeLimit))
+		err = st.writeAtomic("state.json", bytes.Repeat([]byte("x"), 4*fileSizeLimit), true)
 		lift()
 		fmt.Printf("WriteAtomic: %v\n", err)
 		return
 	}
-	dir = t.TempDir()
-	path = filepath.Join(dir, "state.json")
+	dir := newStore(t).Root
+	path := filepath.Join(dir, "state.json")
 	old := []byte(`{"format":1,"seq":7,"state":{}}`)
 	if err := os.WriteFile(path, old, 0o600); err != nil {
 		t.Fatal(err)
@@ -94,7 +96,10 @@ func assertNoTempFiles(t *testing.T, dir string) {
 func TestAppendWriteErrorLeavesNoTornLine(t *testing.T) {
 	root := os.Getenv("PIPELINE_STORE_TEST_DIR")
 	if isChild(t) {
-		st := &Store{Root: root}
+		st, err := Open(root)
+		if err != nil {
+			t.Fatal(err)
+		}
 		x, err := st.Session("s1")
 		if err != nil {
 			t.Fatal(err)

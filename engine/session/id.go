@@ -1,0 +1,47 @@
+package session
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+)
+
+// NewSessionID makes a session id that sorts by start time:
+// YYYYMMDD-HHMMSSmmm-xxxxxx, in UTC, with six random hex digits.
+func NewSessionID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	now = now.UTC()
+	return fmt.Sprintf("%s%03d-%s", now.Format("20060102-150405"), now.Nanosecond()/1e6, hex.EncodeToString(b[:]))
+}
+
+// idShape is what each character of a session id is: d a digit, - a dash,
+// x a lowercase hex digit.
+const idShape = "dddddddd-ddddddddd-xxxxxx"
+
+// IDExample is a session id, for messages.
+const IDExample = "20261125-093000123-a1b2c3"
+
+// CheckID accepts a session id as NewSessionID makes them, or the start of
+// one: the id a human types is used to find a folder, and anything else
+// (a path, a pattern, "..") never reaches the store.
+func CheckID(id string) error {
+	ok := id != "" && len(id) <= len(idShape)
+	for i := 0; ok && i < len(id); i++ {
+		c := id[i]
+		switch idShape[i] {
+		case 'd':
+			ok = c >= '0' && c <= '9'
+		case 'x':
+			ok = c >= '0' && c <= '9' || c >= 'a' && c <= 'f'
+		default:
+			ok = c == idShape[i]
+		}
+	}
+	if !ok {
+		return refused("%q is not a session id: session ids look like %s (YYYYMMDD-HHMMSSmmm-xxxxxx); give one, or the start of one (pipeline sessions lists them)",
+			id, IDExample)
+	}
+	return nil
+}

@@ -1,0 +1,369 @@
+package store
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Every file of the store is reached from the store's folder, opened once,
+// one name at a time, with O_NOFOLLOW at every step: a symbolic link
+// anywhere under the store (a lock file, a session folder, a transcript)
+// is refused, never followed, so nothing the store writes lands outside
+// it, and no ".." or absolute name is accepted. The store's folder itself
+// may be a link: the user names it. A folder opened once also means that a
+// store deleted under a live run stays deleted: the run's writes fail
+// instead of making half a session again.
+
+// ErrSymlink is a symbolic link found where the store keeps a file or a
+// folder.
+var ErrSymlink = errors.New("is a symbolic link; pipeline never follows links inside its store: remove it")
+
+// errBadName is a path the store does not make: empty, absolute, or with
+// a "." or ".." in it.
+var errBadName = errors.New("is not a name inside the store")
+
+// parts splits a slash-separated path inside the store into its names.
+func parts(rel string) ([]string, error) {
+	names := strings.Split(rel, "/")
+	for _, n := range names {
+		if n == "" || n == "." || n == ".." || strings.ContainsRune(n, '\\') {
+			return nil, errBadName
+		}
+	}
+	return names, nil
+}
+
+// name checks that n is one name, usable as a file or folder of the store.
+func name(n string) error {
+	if _, err := parts(n); err != nil || strings.Contains(n, "/") {
+		return &fs.PathError{Op: "name", Path: n, Err: errBadName}
+	}
+	return nil
+}
+
+func (s *Store) path(rel string) string { return filepath.Join(s.Root, filepath.FromSlash(rel)) }
+
+// pathError names the file of rel in an error; a link refused by
+// O_NOFOLLOW (ELOOP, or ENOTDIR for a folder) becomes ErrSymlink.
+func (s *Store) pathError(op string, parent int, rel, last string, err error) error {
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EMLINK) {
+		var st unix.Stat_t
+		if unix.Fstatat(parent, last, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			err = ErrSymlink
+		}
+	}
+	return &fs.PathError{Op: op, Path: s.path(rel), Err: err}
+}
+
+// parent opens the folder that holds the last name of rel and returns it
+// with that name; done closes it.
+func (s *Store) parent(rel string) (fd int, last string, done func(), err error) {
+	names, err := parts(rel)
+	if err != nil {
+		return -1, "", nil, &fs.PathError{Op: "open", Path: rel, Err: err}
+	}
+	fd = s.fd
+	for i, n := range names[:len(names)-1] {
+		next, err := openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			err = s.pathError("open", fd, strings.Join(names[:i+1], "/"), n, err)
+		}
+		if fd != s.fd {
+			unix.Close(fd)
+		}
+		if err != nil {
+			return -1, "", nil, err
+		}
+		fd = next
+	}
+	done = func() {
+		if fd != s.fd {
+			unix.Close(fd)
+		}
+	}
+	return fd, names[len(names)-1], done, nil
+}
+
+// openat is openat(2) with O_NOFOLLOW and O_CLOEXEC, retried on EINTR.
+func openat(dir int, n string, flag int, perm uint32) (int, error) {
+	for {
+		fd, err := unix.Openat(dir, n, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// openFile opens the file rel of the store.
+func (s *Store) openFile(rel string, flag int, perm uint32) (*os.File, error) {
+	dir, last, done, err := s.parent(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	fd, err := openat(dir, last, flag, perm)
+	if err != nil {
+		return nil, s.pathError("open", dir, rel, last, err)
+	}
+	return os.NewFile(uintptr(fd), s.path(rel)), nil
+}
+
+// readFile reads the file rel of the store.
+func (s *Store) readFile(rel string) ([]byte, error) {
+	f, err := s.openFile(rel, unix.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// Sized once, as os.ReadFile does: the index of thousands of sessions
+	// is read whole on every listing.
+	size := 512
+	if info, err := f.Stat(); err == nil && info.Size() < 1<<30 {
+		size += int(info.Size())
+	}
+	b := make([]byte, 0, size)
+	for {
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
+// mkdir makes the folder rel (0700), whose parent must exist; a folder
+// already there is fine, anything else there is not.
+func (s *Store) mkdir(rel string) error {
+	dir, last, done, err := s.parent(rel)
+	if err != nil {
+		return err
+	}
+	defer done()
+	err = unix.Mkdirat(dir, last, 0o700)
+	if errors.Is(err, unix.EEXIST) {
+		var st unix.Stat_t
+		if err = unix.Fstatat(dir, last, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+			switch st.Mode & unix.S_IFMT {
+			case unix.S_IFDIR:
+				return nil
+			case unix.S_IFLNK:
+				err = ErrSymlink
+			default:
+				err = unix.ENOTDIR
+			}
+		}
+	}
+	if err != nil {
+		return &fs.PathError{Op: "mkdir", Path: s.path(rel), Err: err}
+	}
+	return nil
+}
+
+// lstat reports what rel is, without following a link.
+func (s *Store) lstat(rel string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	dir, last, done, err := s.parent(rel)
+	if err != nil {
+		return st, err
+	}
+	defer done()
+	if err := unix.Fstatat(dir, last, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return st, &fs.PathError{Op: "stat", Path: s.path(rel), Err: err}
+	}
+	return st, nil
+}
+
+// isDir reports whether rel is a folder (not a link to one).
+func (s *Store) isDir(rel string) bool {
+	st, err := s.lstat(rel)
+	return err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+}
+
+// readDirNames lists the folder rel ("" for the store's folder).
+func (s *Store) readDirNames(rel string) ([]string, error) {
+	f, err := s.openFile(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+// remove deletes the file rel; a file already gone is fine.
+func (s *Store) remove(rel string) error {
+	dir, last, done, err := s.parent(rel)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := unix.Unlinkat(dir, last, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return &fs.PathError{Op: "remove", Path: s.path(rel), Err: err}
+	}
+	return nil
+}
+
+// rename moves from to to, both inside the store; it replaces a file (or
+// a link: the link, not what it points to) at to.
+func (s *Store) rename(from, to string) error {
+	fromDir, fromLast, fromDone, err := s.parent(from)
+	if err != nil {
+		return err
+	}
+	defer fromDone()
+	toDir, toLast, toDone, err := s.parent(to)
+	if err != nil {
+		return err
+	}
+	defer toDone()
+	if err := unix.Renameat(fromDir, fromLast, toDir, toLast); err != nil {
+		return &os.LinkError{Op: "rename", Old: s.path(from), New: s.path(to), Err: err}
+	}
+	return nil
+}
+
+// removeAll deletes rel and everything under it, following no link (a
+// link is removed, not what it points to). What is already gone (another
+// clean at the same time) is fine.
+func (s *Store) removeAll(rel string) error {
+	dir, last, done, err := s.parent(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := removeAllAt(dir, last); err != nil {
+		return &fs.PathError{Op: "remove", Path: s.path(rel), Err: err}
+	}
+	return nil
+}
+
+func removeAllAt(parent int, n string) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(parent, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		if err := unix.Unlinkat(parent, n, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+			return err
+		}
+		return nil
+	}
+	// Entries may be going at the same time (another clean): list, remove,
+	// and try the folder again while it is not empty.
+	for attempt := 0; ; attempt++ {
+		fd, err := openat(parent, n, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		d := os.NewFile(uintptr(fd), n)
+		names, err := d.Readdirnames(-1)
+		if errors.Is(err, unix.ENOENT) {
+			err = nil // removed meanwhile: the unlink below says so
+		}
+		if err == nil {
+			for _, child := range names {
+				if err = removeAllAt(fd, child); err != nil {
+					break
+				}
+			}
+		}
+		d.Close()
+		if err != nil {
+			return err
+		}
+		err = unix.Unlinkat(parent, n, unix.AT_REMOVEDIR)
+		if err == nil || errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		if !errors.Is(err, unix.ENOTEMPTY) && !errors.Is(err, unix.EEXIST) || attempt == 10 {
+			return err
+		}
+	}
+}
+
+// writeAtomic replaces the file rel with content: a temporary file beside
+// it, written whole, then renamed over it. A reader (or a crash, or a full
+// disk) sees the old file or the new one, never a part. With durable, the
+// file and its folder are synced: the new content survives a power cut.
+func (s *Store) writeAtomic(rel string, content []byte, durable bool) error {
+	dir, last, done, err := s.parent(rel)
+	if err != nil {
+		return err
+	}
+	defer done()
+	var random [6]byte
+	_, _ = rand.Read(random[:])
+	tmp := ".tmp-" + hex.EncodeToString(random[:])
+	fd, err := openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+	if err != nil {
+		return s.pathError("open", dir, rel, last, err)
+	}
+	f := os.NewFile(uintptr(fd), s.path(rel))
+	// One err through write, sync and close: a short write (a full disk)
+	// must stop the rename, or a truncated file replaces the whole one.
+	_, err = f.Write(content)
+	if err == nil && durable {
+		err = f.Sync()
+	}
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
+	}
+	if err == nil {
+		if err = unix.Renameat(dir, tmp, dir, last); err != nil {
+			err = &fs.PathError{Op: "rename", Path: s.path(rel), Err: err}
+		}
+	}
+	if err != nil {
+		unix.Unlinkat(dir, tmp, 0)
+		return err
+	}
+	if durable {
+		return fsync(dir)
+	}
+	return nil
+}
+
+// fsync syncs an open folder or file by descriptor.
+func fsync(fd int) error {
+	for {
+		err := unix.Fsync(fd)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// syncFile syncs the file (or folder) rel.
+func (s *Store) syncFile(rel string) error {
+	f, err := s.openFile(rel, unix.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
+	}
+	return err
+}

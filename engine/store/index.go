@@ -1,0 +1,321 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The index (index.tsv) lists every session for sessions, run and clean:
+// one line per snapshot, the last line of a session wins. Any number of
+// processes append to it (each run, complete, pause --notes) while clean
+// compacts it and removes sessions. Every change to it happens under the
+// store's index lock (index.lock, held for one write, never across a
+// step), which gives:
+//
+//   - no line is lost: clean's compaction reads and replaces the index
+//     with no append in between;
+//   - no line is glued to a torn one: an append first cuts a last line
+//     left without its end (a machine crash, a write cut short by a full
+//     disk), which no other writer can be in the middle of writing; a
+//     write cut short is cut off by the writer itself;
+//   - no line outlives its folder: a line is appended only while the
+//     session's folder is there, and a removal renames the folder away and
+//     appends a tombstone (status "removed") under the same lock.
+//
+// Readers take no lock: they read whole lines, and skip a torn last line
+// and any line they cannot parse.
+
+const indexName = "index.tsv"
+
+// indexLockName is the lock file of the index: apart from index.tsv,
+// which compaction replaces (a lock on the replaced file would lock
+// nothing).
+const indexLockName = "index.lock"
+
+// statusRemoved marks the last line of a removed session.
+const statusRemoved = "removed"
+
+// newPrefix names a session folder still being made; removedPrefix one
+// being removed.
+const (
+	newPrefix     = ".new-"
+	removedPrefix = ".removed-"
+)
+
+// The index is tab-separated rather than JSON: listing 10,000 sessions
+// parses 10,000 lines, and splitting on tabs is an order of magnitude
+// cheaper than decoding JSON.
+func (sum Summary) indexLine() []byte {
+	clean := func(s string) string { return strings.NewReplacer("\t", " ", "\n", " ").Replace(s) }
+	return []byte(strings.Join([]string{sum.ID, sum.Key, sum.Status, clean(sum.Phase), clean(sum.PauseReason),
+		strconv.Itoa(sum.Tokens), strconv.FormatFloat(sum.CostUSD, 'f', -1, 64),
+		strconv.FormatInt(sum.Created.UnixNano(), 10), strconv.FormatInt(sum.Updated.UnixNano(), 10),
+		clean(sum.Pipeline), clean(sum.Spec)}, "\t") + "\n")
+}
+
+func parseIndexLine(line []byte) (Summary, bool) {
+	fields := bytes.Split(line, []byte("\t"))
+	if len(fields) != 11 || len(fields[0]) == 0 {
+		return Summary{}, false
+	}
+	tokens, err1 := strconv.Atoi(string(fields[5]))
+	cost, err2 := strconv.ParseFloat(string(fields[6]), 64)
+	created, err3 := strconv.ParseInt(string(fields[7]), 10, 64)
+	updated, err4 := strconv.ParseInt(string(fields[8]), 10, 64)
+	if errors.Join(err1, err2, err3, err4) != nil {
+		return Summary{}, false
+	}
+	return Summary{ID: string(fields[0]), Key: string(fields[1]), Status: string(fields[2]), Phase: string(fields[3]),
+		PauseReason: string(fields[4]), Tokens: tokens, CostUSD: cost, Created: time.Unix(0, created),
+		Updated: time.Unix(0, updated), Pipeline: string(fields[9]), Spec: string(fields[10])}, true
+}
+
+// lockIndex waits for the index lock; unlock releases it.
+func (s *Store) lockIndex() (unlock func(), err error) {
+	f, err := s.openFile(indexLockName, unix.O_RDWR|unix.O_CREAT, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitLock(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// index adds a summary to the index, unless the session's folder is gone
+// (removed by clean meanwhile): ErrRemoved.
+func (s *Store) index(summary Summary) error {
+	unlock, err := s.lockIndex()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if !s.isDir(sessionRel(summary.ID)) {
+		return fmt.Errorf("session %s: %w", summary.ID, ErrRemoved)
+	}
+	return s.appendIndex(summary.indexLine())
+}
+
+// appendIndex appends one line to the index; the caller holds the index
+// lock.
+func (s *Store) appendIndex(line []byte) error {
+	f, err := s.openFile(indexName, unix.O_RDWR|unix.O_CREAT|unix.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	end, err := wholeLines(f)
+	if err != nil {
+		return err
+	}
+	n, err := f.Write(line)
+	if err != nil && n > 0 {
+		if cutErr := f.Truncate(end); cutErr != nil {
+			err = errors.Join(err, fmt.Errorf("cutting the part written: %w", cutErr))
+		}
+	}
+	return err
+}
+
+// wholeLines cuts f after its last whole line, if anything follows it,
+// and returns its length.
+func wholeLines(f *os.File) (int64, error) {
+	info, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	size := info.Size()
+	var last [1]byte
+	if size == 0 {
+		return 0, nil
+	}
+	if _, err := f.ReadAt(last[:], size-1); err != nil {
+		return 0, err
+	}
+	if last[0] == '\n' {
+		return size, nil
+	}
+	end := size
+	var chunk [4096]byte
+	for end > 0 {
+		from := max(end-int64(len(chunk)), 0)
+		buf := chunk[:end-from]
+		if _, err := f.ReadAt(buf, from); err != nil {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+			end = from + int64(i) + 1
+			break
+		}
+		end = from
+	}
+	if err := f.Truncate(end); err != nil {
+		return 0, fmt.Errorf("cutting the torn last line of %s: %w", f.Name(), err)
+	}
+	return end, nil
+}
+
+// readIndex returns the latest summary of every session listed, oldest
+// line first, without the removed ones.
+func (s *Store) readIndex() ([]Summary, error) {
+	content, err := s.readFile(indexName)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	latest := map[string]int{}
+	var out []Summary
+	for len(content) > 0 {
+		i := bytes.IndexByte(content, '\n')
+		if i < 0 {
+			break // a torn last line
+		}
+		line := content[:i]
+		content = content[i+1:]
+		sum, ok := parseIndexLine(line)
+		if !ok {
+			continue
+		}
+		if at, seen := latest[sum.ID]; seen {
+			out[at] = sum
+			continue
+		}
+		latest[sum.ID] = len(out)
+		out = append(out, sum)
+	}
+	kept := out[:0]
+	for _, sum := range out {
+		if sum.Status != statusRemoved {
+			kept = append(kept, sum)
+		}
+	}
+	return kept, nil
+}
+
+// List returns the latest summary of every session, newest first. It reads
+// the index alone, so it stays fast with thousands of sessions: every
+// session has a line from the moment it is created until it is removed.
+func (s *Store) List() ([]Summary, error) {
+	out, err := s.readIndex()
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID > out[j].ID })
+	return out, nil
+}
+
+// Remove deletes a session: its folder is renamed away and the index says
+// so in one step under the index lock, then the folder is deleted. A
+// session already gone (another clean) is ErrNotFound. If the index cannot
+// say so (a full disk), the folder is put back and nothing changes.
+func (s *Store) Remove(id string) error {
+	if name(id) != nil || strings.HasPrefix(id, ".") {
+		return fmt.Errorf("bad session id %q", id)
+	}
+	gone := sessionRel(removedPrefix + id)
+	unlock, err := s.lockIndex()
+	if err != nil {
+		return err
+	}
+	if err := s.rename(sessionRel(id), gone); err != nil {
+		unlock()
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w %q in %s", ErrNotFound, id, s.Root)
+		}
+		return err
+	}
+	if err := s.appendIndex(Summary{ID: id, Status: statusRemoved}.indexLine()); err != nil {
+		if backErr := s.rename(gone, sessionRel(id)); backErr != nil {
+			err = errors.Join(err, backErr)
+		}
+		unlock()
+		return err
+	}
+	unlock()
+	return s.removeAll(gone)
+}
+
+// RemoveUnfinished deletes the folders of sessions whose making was cut
+// short, older than age, and finishes removals that were cut short.
+func (s *Store) RemoveUnfinished(age time.Duration) (int, error) {
+	names, err := s.readDirNames("sessions")
+	if err != nil {
+		return 0, err
+	}
+	removed := 0
+	for _, n := range names {
+		rel := sessionRel(n)
+		switch {
+		case strings.HasPrefix(n, newPrefix):
+			if modified, err := s.modTime(rel); err != nil || time.Since(modified) <= age {
+				continue
+			}
+		case strings.HasPrefix(n, removedPrefix):
+			// Cut short between its rename and its tombstone, the index may
+			// still list it: say it is gone first.
+			if err := s.tombstone(strings.TrimPrefix(n, removedPrefix)); err != nil {
+				return removed, err
+			}
+		default:
+			continue
+		}
+		if err := s.removeAll(rel); err != nil {
+			return removed, err
+		}
+		removed++
+	}
+	return removed, nil
+}
+
+func (s *Store) modTime(rel string) (time.Time, error) {
+	f, err := s.openFile(rel, unix.O_RDONLY, 0)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return time.Time{}, err
+	}
+	return info.ModTime(), nil
+}
+
+func (s *Store) tombstone(id string) error {
+	unlock, err := s.lockIndex()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return s.appendIndex(Summary{ID: id, Status: statusRemoved}.indexLine())
+}
+
+// CompactIndex rewrites the index with one line per session still on
+// disk, under the index lock: nothing appended meanwhile is lost. On a
+// full disk the old index stays, whole.
+func (s *Store) CompactIndex() error {
+	unlock, err := s.lockIndex()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	list, err := s.readIndex()
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	for _, sum := range list {
+		if s.isDir(sessionRel(sum.ID)) {
+			b.Write(sum.indexLine())
+		}
+	}
+	return s.writeAtomic(indexName, b.Bytes(), true)
+}
