@@ -283,6 +283,13 @@ var (
 	harmlessSuffixes = []string{"FILE", "PATH", "DIR", "SOCK", "SOCKET", "_PID", "_USER", "_USERNAME", "_NAME", "_EMAIL", "_HOST", "_PORT", "_REGION", "_TYPE", "_MODE", "_TIMEOUT", "_TTL", "_ENABLED"}
 )
 
+// SecretName tells whether an environment variable's name says it holds a
+// secret (see New), whatever its value.
+func SecretName(name string) bool { return secretName(name) }
+
+// Replacement is what a secret of the variable name is replaced by.
+func Replacement(name string) string { return "[REDACTED:" + replacementName(name) + "]" }
+
 // secretName tells whether an environment variable's name says it holds a
 // secret.
 func secretName(name string) bool {
@@ -726,7 +733,7 @@ func buildRedactMatcher(secs []secretLiteral) *redactMatcher {
 		m.secrets = append(m.secrets, s)
 		repl := "[REDACTED]"
 		if s.name != "" {
-			repl = "[REDACTED:" + replacementName(s.name) + "]"
+			repl = Replacement(s.name)
 		}
 		if s.encoded {
 			encoded = append(encoded, int32(len(m.lits)))
