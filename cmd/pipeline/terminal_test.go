@@ -346,12 +346,13 @@ func TestStepEscapeSequencesNeverReachTheTerminal(t *testing.T) {
 	var out []byte
 	// The step waits at the gate until the live view has drawn its
 	// output; then it checkpoints, and the run pauses.
-	for gated := false; ; {
+	gated := false
+	for chunks != nil {
 		select {
 		case chunk, ok := <-chunks:
 			if !ok {
 				chunks = nil
-				break
+				continue
 			}
 			out = append(out, chunk...)
 			if !gated && bytes.Contains(out, []byte("cleared")) {
@@ -360,12 +361,10 @@ func TestStepEscapeSequencesNeverReachTheTerminal(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			continue
 		case <-deadline:
 			cmd.Process.Kill()
 			t.Fatalf("the run did not end; output:\n%q", out)
 		}
-		break
 	}
 	if err := cmd.Wait(); cmd.ProcessState.ExitCode() != exitPaused {
 		t.Fatalf("run: %v, want exit 3; output:\n%q", err, out)
