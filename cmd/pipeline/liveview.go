@@ -26,6 +26,7 @@ type LiveView struct {
 	partial  []byte
 	drawn    int // lines of the block on screen
 	active   bool
+	text     screenText
 }
 
 // liveLines is how many lines of output the block shows.
@@ -36,7 +37,7 @@ func NewLiveView(w io.Writer, width int) *LiveView {
 	if width < 20 {
 		width = 80
 	}
-	return &LiveView{w: w, width: width}
+	return &LiveView{w: w, width: width, text: newScreenText()}
 }
 
 // StepStarted begins a new block.
@@ -66,7 +67,7 @@ func (v *LiveView) Output(chunk []byte) {
 			return
 		}
 		v.partial = append(v.partial, chunk[:i]...)
-		v.lines = append(v.lines, string(v.partial))
+		v.lines = append(v.lines, string(bytes.TrimSuffix(v.partial, []byte{'\r'})))
 		v.partial = v.partial[:0]
 		if len(v.lines) > liveLines {
 			v.lines = v.lines[len(v.lines)-liveLines:]
@@ -89,7 +90,7 @@ func (v *LiveView) StepFinished(info local.StepInfo, r engine.StepResult) {
 	defer v.mu.Unlock()
 	v.clear()
 	v.active = false
-	fmt.Fprintf(v.w, "%s %s\n", phaseLabel(info), describeResult(info, r))
+	io.WriteString(v.w, v.text.line(phaseLabel(info)+" "+describeResult(info, r))+"\n")
 }
 
 // Say prints a line above the block.
@@ -97,7 +98,7 @@ func (v *LiveView) Say(format string, args ...any) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.clear()
-	fmt.Fprintf(v.w, format+"\n", args...)
+	io.WriteString(v.w, v.text.line(fmt.Sprintf(format, args...))+"\n")
 	v.draw()
 }
 
@@ -137,26 +138,18 @@ func (v *LiveView) draw() {
 			status += " / " + formatCount(v.info.TokenLimit)
 		}
 	}
-	b.WriteString("\x1b[1m" + v.fit(status) + "\x1b[0m\n")
+	// The block's own bold and dim go around text already made safe.
+	b.WriteString("\x1b[1m" + v.fit(v.text.line(status)) + "\x1b[0m\n")
 	for _, line := range v.lines {
-		b.WriteString("  \x1b[2m" + v.fit(line) + "\x1b[0m\n")
+		b.WriteString("  \x1b[2m" + v.fit(v.text.line(line)) + "\x1b[0m\n")
 	}
 	io.WriteString(v.w, b.String())
 	v.drawn = 1 + len(v.lines)
 }
 
-// fit cuts a line to the terminal's width so that the block's height is
-// what draw counted.
+// fit cuts a line, made safe, to the terminal's width so that the
+// block's height is what draw counted.
 func (v *LiveView) fit(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r == '\t' {
-			return ' '
-		}
-		if r < ' ' || r == 0x7f {
-			return -1
-		}
-		return r
-	}, s)
 	if utf8.RuneCountInString(s) <= v.width-3 {
 		return s
 	}

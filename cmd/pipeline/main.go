@@ -5,9 +5,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"runtime/pprof"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -51,11 +53,69 @@ func run(args []string) int {
 	case alreadyPrinted(err):
 	case errors.As(err, &specErr):
 		// It names its own files and lines.
-		fmt.Fprint(os.Stderr, specErr.Error())
+		printError(os.Stderr, specErr.Error())
 	default:
-		fmt.Fprintf(os.Stderr, "pipeline: %s\n", trimNewline(err.Error()))
+		printError(os.Stderr, "pipeline: "+trimNewline(err.Error())+"\n")
+	}
+	if hint := environmentHint(err); hint != "" && !alreadyPrinted(err) {
+		printError(os.Stderr, "hint: "+hint+"\n")
 	}
 	return exitCode(err)
+}
+
+// printError writes an error message made safe: it may quote a file or a
+// step, so secrets are redacted and escape sequences removed (see
+// terminalFilter); its line breaks stay.
+func printError(w io.Writer, text string) {
+	r := environmentRedactor()
+	text = r.String(text)
+	if safe := terminalText(text); safe != text {
+		text = r.String(safe)
+	}
+	io.WriteString(w, text)
+}
+
+// environmentError tells whether err comes from the machine rather than
+// from the pipeline or its steps: a file or folder that cannot be read or
+// written, a file where a folder should be or the other way round, a
+// read-only or full disk. It is matched by its errno, however the error
+// was wrapped.
+func environmentError(err error) bool {
+	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) ||
+		errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR) ||
+		errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// environmentHint says what to do about an environment error, or "".
+func environmentHint(err error) string {
+	if err == nil || !environmentError(err) {
+		return ""
+	}
+	what := "a file or folder pipeline needs"
+	var (
+		pathErr *fs.PathError
+		linkErr *os.LinkError
+	)
+	switch {
+	case errors.As(err, &pathErr):
+		what = pathErr.Path
+	case errors.As(err, &linkErr):
+		what = linkErr.New
+	}
+	var problem string
+	switch {
+	case errors.Is(err, syscall.EROFS):
+		problem = "is on a read-only file system"
+	case errors.Is(err, syscall.ENOTDIR):
+		problem = "has a file where a folder should be"
+	case errors.Is(err, syscall.EISDIR):
+		problem = "is a folder where a file should be"
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		problem = "is on a full disk"
+	default:
+		problem = "cannot be read or written with your permissions"
+	}
+	return fmt.Sprintf("%s %s; fix that, or keep the sessions elsewhere with --state-dir DIR (or PIPELINE_STATE_DIR=DIR)", what, problem)
 }
 
 // exitCode maps an error to the documented exit codes, in this one place.
@@ -72,7 +132,8 @@ func exitCode(err error) int {
 		return exitCompleted
 	case errors.As(err, &exitError):
 		return exitError.code
-	case errors.As(err, &specErr), errors.As(err, &usage), errors.As(err, &refused), errors.Is(err, fs.ErrNotExist):
+	case errors.As(err, &specErr), errors.As(err, &usage), errors.As(err, &refused), errors.Is(err, fs.ErrNotExist),
+		environmentError(err):
 		return exitUsage
 	case errors.As(err, &cmdErr):
 		return exitFailed
@@ -129,7 +190,8 @@ CLI such as Claude Code, Gemini CLI or Codex CLI, any command, or a shell
 step such as the tests), with pause triggers and retry/restart policies
 written as expressions.
 
-Exit codes: 0 completed, 1 failed, 2 usage or spec error, 3 paused.`,
+Exit codes: 0 completed, 1 failed, 2 usage, spec or environment error (a
+file or folder that cannot be read or written), 3 paused.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

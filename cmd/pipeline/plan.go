@@ -12,7 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/internal/redact"
 )
 
 func planCommand() *cobra.Command {
@@ -43,14 +45,52 @@ the spec's frontmatter). FILE defaults to ./phases.yaml.`,
 		if err != nil {
 			return err
 		}
+		// The plan as shown holds no secret: its agents' secret
+		// variables are shown by name, and the rest (a step's command
+		// line, a prompt) is redacted as a session would redact it.
+		redactor := session.NewRedactor(plan)
+		hideAgentSecrets(plan)
+		var out bytes.Buffer
 		if output.json() {
-			return writeJSON(cmd.OutOrStdout(), plan)
+			err = writeJSON(&out, plan)
+		} else {
+			err = printPlan(&out, plan)
 		}
-		return printPlan(cmd.OutOrStdout(), plan)
+		if err != nil {
+			return err
+		}
+		text := redactor.String(out.String())
+		if !output.json() {
+			if safe := terminalText(text); safe != text {
+				text = redactor.String(safe)
+			}
+		}
+		_, err = io.WriteString(cmd.OutOrStdout(), text)
+		return err
 	})
 	output = addOutputFlag(cmd)
 	cmd.Flags().StringVar(&specPath, "spec", "", "spec file whose frontmatter overrides phases.yaml (default: the spec phases.yaml names)")
 	return cmd
+}
+
+// hideAgentSecrets replaces the values of the plan's agent environment
+// variables whose names say they hold secrets, however short, with their
+// placeholder. The plan is the caller's to change: plan prints it and
+// drops it.
+func hideAgentSecrets(plan *spec.Plan) {
+	for pi := range plan.Phases {
+		for si := range plan.Phases[pi].Steps {
+			agent := plan.Phases[pi].Steps[si].Agent
+			if agent == nil {
+				continue
+			}
+			for name := range agent.Value.Env {
+				if redact.SecretName(name) {
+					agent.Value.Env[name] = redact.Replacement(name)
+				}
+			}
+		}
+	}
 }
 
 // printPlan writes the plan as aligned rows of name, value and origin.

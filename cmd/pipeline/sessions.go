@@ -78,14 +78,15 @@ paused); --status keeps one status; --spec keeps the sessions of one spec.`,
 		}
 		var b bytes.Buffer
 		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		safe := newScreenText().line // names and reasons came from files
 		fmt.Fprintln(tw, "SESSION\tPIPELINE\tSPEC\tSTATUS\tPHASE\tTOKENS\tCOST\tUPDATED")
 		for _, s := range out {
 			state := s.Status
 			if s.PauseReason != "" {
 				state += " (" + s.PauseReason + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t$%.4f\t%s\n", s.ID, s.Pipeline, orDash(filepath.Base(s.Spec)), state,
-				orDash(s.Phase), s.Tokens, s.CostUSD, s.Updated.Local().Format("2006-01-02 15:04"))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t$%.4f\t%s\n", safe(s.ID), safe(s.Pipeline), safe(orDash(filepath.Base(s.Spec))), safe(state),
+				safe(orDash(s.Phase)), s.Tokens, s.CostUSD, s.Updated.Local().Format("2006-01-02 15:04"))
 		}
 		tw.Flush()
 		_, err = cmd.OutOrStdout().Write(b.Bytes())

@@ -73,10 +73,13 @@ func statusOf(meta store.Meta, plan *spec.Plan, s engine.State) engine.StatusRep
 	return r
 }
 
+// printStatus prints a report as aligned rows. Every value that came from
+// outside (names, reasons, notes) is made safe for a terminal first.
 func printStatus(w io.Writer, r engine.StatusReport, verbose bool) error {
+	safe := newScreenText().line
 	var b bytes.Buffer
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "session\t%s (%s)\n", r.ID, r.Pipeline)
+	fmt.Fprintf(tw, "session\t%s (%s)\n", safe(r.ID), safe(r.Pipeline))
 	status := r.Status
 	if r.PauseReason != "" {
 		status += ": " + r.PauseReason
@@ -87,11 +90,11 @@ func printStatus(w io.Writer, r engine.StatusReport, verbose bool) error {
 	if r.FailReason != "" {
 		status += ": " + r.FailReason
 	}
-	fmt.Fprintf(tw, "status\t%s\n", status)
-	fmt.Fprintf(tw, "phase\t%s, step %s, attempt %d\n", r.Phase, r.Step, r.Attempt)
+	fmt.Fprintf(tw, "status\t%s\n", safe(status))
+	fmt.Fprintf(tw, "phase\t%s, step %s, attempt %d\n", safe(r.Phase), safe(r.Step), r.Attempt)
 	fmt.Fprintf(tw, "usage\t%d tokens, $%.4f, %s\n", r.Tokens, r.CostUSD, r.Elapsed)
 	if r.Spec != "" {
-		fmt.Fprintf(tw, "spec\t%s\n", r.Spec)
+		fmt.Fprintf(tw, "spec\t%s\n", safe(r.Spec))
 	}
 	tw.Flush()
 	if verbose {
@@ -103,13 +106,13 @@ func printStatus(w io.Writer, r engine.StatusReport, verbose bool) error {
 			for _, f := range p.Fired {
 				fired = append(fired, f.Reason)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t$%.4f\t%s\t%d\t%d\t%d\t%d\t%s\n", p.Name, p.Status, p.Attempts, p.Tokens,
-				p.CostUSD, p.Duration, p.Retries, p.Restarts, p.Human, len(p.FilesChanged), strings.Join(fired, ","))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t$%.4f\t%s\t%d\t%d\t%d\t%d\t%s\n", safe(p.Name), safe(string(p.Status)), p.Attempts, p.Tokens,
+				p.CostUSD, p.Duration, p.Retries, p.Restarts, p.Human, len(p.FilesChanged), safe(strings.Join(fired, ",")))
 		}
 		tw.Flush()
 		for _, p := range r.Phases {
 			for _, n := range p.Notes {
-				fmt.Fprintf(&b, "note (%s): %s\n", p.Name, n)
+				fmt.Fprintf(&b, "note (%s): %s\n", safe(p.Name), safe(n))
 			}
 		}
 	}

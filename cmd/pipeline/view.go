@@ -5,13 +5,59 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
+	"github.com/pipeline-dev/pipeline/internal/redact"
 )
+
+// screenText makes what a view shows safe to show: secrets redacted (a
+// step's output arrives redacted; a step's command line, a note or an
+// error message may not be), then escape sequences removed and control
+// characters shown (see terminalFilter). Text that the filter changed is
+// redacted again: a secret split by an escape sequence is whole once the
+// sequence is gone.
+type screenText struct {
+	redactor *redact.Redactor
+}
+
+// environmentRedactor hides the secrets of this process's environment and
+// the key patterns: what a view redacts when given no session's redactor.
+var environmentRedactor = sync.OnceValue(func() *redact.Redactor { return redact.New(os.Environ()) })
+
+func newScreenText() screenText { return screenText{redactor: environmentRedactor()} }
+
+// line is text made safe as one line.
+func (s screenText) line(text string) string {
+	text = s.redactor.String(text)
+	if safe := terminalLine(text); safe != text {
+		return s.redactor.String(safe)
+	}
+	return text
+}
+
+// sameBytes tells whether a and b are the same bytes in memory: whether a
+// filter passed its input as it is.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// withRedactor makes a view redact with r, a session's redactor (which
+// knows the secrets of the plan's agent environments too), rather than
+// with the environment's alone.
+func withRedactor(view local.View, r *redact.Redactor) local.View {
+	switch v := view.(type) {
+	case *PlainView:
+		v.text.redactor = r
+	case *LiveView:
+		v.text.redactor = r
+	}
+	return view
+}
 
 // PlainView writes timestamped lines: for CI logs and anything that is not
 // a terminal.
@@ -22,19 +68,33 @@ type PlainView struct {
 	atStart bool
 	prefix  []byte
 	stamp   time.Time
+	text    screenText
+	filter  terminalFilter
+	// changed holds the start of a line of output that the filter
+	// changed, until its end: the line is redacted again whole, for a
+	// secret split by an escape sequence. (The step's redaction holds a
+	// secret's first bytes until what follows them, the escape sequence
+	// here, so they arrive in the same chunk.)
+	changed   []byte
+	inChanged bool
 }
+
+// maxChangedLine bounds the line held in PlainView.changed.
+const maxChangedLine = 64 << 10
 
 // NewPlainView writes to w.
 func NewPlainView(w io.Writer, now func() time.Time) *PlainView {
-	return &PlainView{w: bufio.NewWriterSize(w, 64<<10), now: now, atStart: true}
+	return &PlainView{w: bufio.NewWriterSize(w, 64<<10), now: now, atStart: true, text: newScreenText()}
 }
 
+// line prints text, made safe, as a line of its own.
 func (v *PlainView) line(text string) {
+	v.endOutput()
 	if !v.atStart {
 		v.w.WriteByte('\n')
 		v.atStart = true
 	}
-	fmt.Fprintf(v.w, "%s %s\n", v.now().Format("15:04:05"), text)
+	fmt.Fprintf(v.w, "%s %s\n", v.now().Format("15:04:05"), v.text.line(text))
 }
 
 // StepStarted prints the step's header line.
@@ -50,6 +110,54 @@ func (v *PlainView) StepStarted(info local.StepInfo) {
 func (v *PlainView) Output(chunk []byte) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	safe := v.filter.Filter(chunk)
+	if !v.inChanged && sameBytes(safe, chunk) {
+		v.write(safe)
+		return
+	}
+	for len(safe) > 0 {
+		i := bytes.IndexByte(safe, '\n')
+		if i < 0 {
+			v.changed = append(v.changed, safe...)
+			v.inChanged = true
+			if len(v.changed) >= maxChangedLine {
+				v.writeChanged()
+			}
+			return
+		}
+		v.changed = append(v.changed, safe[:i+1]...)
+		v.writeChanged()
+		safe = safe[i+1:]
+		if sameBytes(safe, chunk[len(chunk)-len(safe):]) {
+			break // the rest is as the step wrote it
+		}
+	}
+	v.write(safe)
+}
+
+// writeChanged writes the line held in changed, redacted again.
+func (v *PlainView) writeChanged() {
+	v.write([]byte(v.text.redactor.String(string(v.changed))))
+	v.changed, v.inChanged = v.changed[:0], false
+}
+
+// endOutput writes what the filter and changed hold at the end of a
+// step's output.
+func (v *PlainView) endOutput() {
+	if rest := v.filter.End(); len(rest) > 0 {
+		v.changed = append(v.changed, rest...)
+		v.inChanged = true
+	}
+	if v.inChanged {
+		v.writeChanged()
+	}
+}
+
+// write prints safe output, each line after the time.
+func (v *PlainView) write(chunk []byte) {
+	if len(chunk) == 0 {
+		return
+	}
 	if now := v.now(); v.prefix == nil || now.Sub(v.stamp) >= time.Second || now.Before(v.stamp) {
 		v.stamp = now.Truncate(time.Second)
 		v.prefix = append(v.prefix[:0], now.Format("15:04:05")+" | "...)
@@ -118,5 +226,6 @@ func (v *PlainView) Say(format string, args ...any) {
 func (v *PlainView) Close() error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.endOutput()
 	return v.w.Flush()
 }

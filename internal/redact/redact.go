@@ -1,17 +1,27 @@
 // Package redact hides secrets (the values of secret-looking environment
-// variables, known key patterns, and their JSON-escaped forms) in text and in
-// streams of output, before anything is written to a file or shown.
+// variables and known key patterns) in text and in streams of output, before
+// anything is written to a file or shown. A secret value is also found
+// encoded: with JSON or URL escapes in any of its bytes, and in base64.
+//
+// Known limits: a secret wrapped across lines (a line break or a
+// continuation inside it), split by other text (a terminal escape
+// sequence, say), or encoded in a way not listed (hex, HTML entities,
+// base64 with line breaks, twice encoded) is not found; in base64, the one
+// to three characters that a secret shares with the bytes next to it
+// stay. The notes at the top of redact.go say how each kind is found.
 package redact
 
 import (
 	"bytes"
 	"cmp"
+	"encoding/base64"
 	"encoding/json"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 )
 
 // Redaction of secrets from step output, before any of it is written to a
@@ -48,11 +58,27 @@ import (
 // Stream follow the same rules, so that streaming a text in chunks
 // of any size gives exactly what String gives for the whole of it.
 //
-// What is not found: a secret that the output encodes (JSON or URL
-// escapes, base64) or splits (a line wrap inside it); passwords inside
-// URLs ("postgres://user:pass@host") unless the variable holding them has
-// a secret's name; "Authorization: Basic", and "bearer" in lower case
-// unless its token matches a pattern.
+// Encoded secrets. A secret value is also found
+//
+//   - escaped, in any mix of its bytes: JSON and JavaScript string escapes
+//     (\/, \", \n, \u002d or \u002D, a surrogate pair, \x2d) and URL
+//     percent-encoding (%2D or %2d, "+" for a space). Each such match holds
+//     an escape, whose first byte ('\\', '%' or '+') is swept for; from
+//     there the match is followed back over the value's bytes as they are
+//     and forward over escapes and bytes (see encodedMatcher);
+//   - in base64, standard and URL alphabets, padded or not, and inside a
+//     longer base64 text ("user:password" in an Authorization: Basic
+//     header): the characters that depend on the value alone, at each of
+//     the three offsets (modulo 3) the value can start at, are literals of
+//     their own (see base64Cores), which escapes are also followed in.
+//
+// What is not found: a secret that the output splits (a line wrap inside
+// it, a terminal escape sequence between its characters) or encodes
+// otherwise (hex, HTML entities, base64 wrapped over lines, twice
+// encoded); passwords inside URLs ("postgres://user:pass@host") unless
+// the variable holding them has a secret's name; "Authorization: Basic"
+// with an unknown password, and "bearer" in lower case unless its token
+// matches a pattern.
 
 // redactMaxHold is the longest match: a private key block with no END line
 // within it, or a token longer than it, is redacted up to here. It bounds
@@ -63,9 +89,14 @@ const redactMaxHold = 16 << 10
 // shorter ones are too likely to turn up in ordinary text.
 const minSecretLen = 8
 
-// secretPiece is the size of the pieces a long secret value is looked for
-// in, each replaced on its own; no literal is longer than 1.5*secretPiece.
-const secretPiece = 4 << 10
+// secretPiece is the most bytes of a secret looked for as one literal: a
+// longer value is looked for in pieces side by side, each replaced on its
+// own. An escaped piece is at most 6 times as long (\u002d for "-"), and
+// must fit in what a Stream may hold back.
+const secretPiece = 2 << 10
+
+// minBase64Len is the shortest base64 text of a secret looked for.
+const minBase64Len = 8
 
 // Redactor finds secrets in output and replaces them. Build one with
 // New; the zero Redactor and a nil *Redactor redact the key
@@ -89,8 +120,8 @@ type Redactor struct {
 // a value is used only when it is at least 8 bytes long, is not a path
 // ("/...", "~/...", "./...") and is not a common word ("production",
 // "disabled", ...). A value with several lines is also looked for line by
-// line, one with surrounding space also without it, and each also as a
-// JSON string encodes it (event logs and state files are JSON).
+// line, one with surrounding space also without it, and each also
+// escaped (JSON, JavaScript, URL) and in base64 (see the rules above).
 func New(environ []string) *Redactor {
 	var secs []secretLiteral
 	for _, kv := range environ {
@@ -151,8 +182,9 @@ func (r *Redactor) NewStream() *Stream { return &Stream{r: r} }
 // Stream redacts a stream of chunks split anywhere, a secret split
 // across chunks included: Write returns what is safe to emit now and holds
 // back a tail only while it could be the start of a secret — a prefix of
-// a secret value or of a pattern's anchor, or a pattern match still in
-// progress — so that interactive output is not delayed otherwise. What it
+// a secret value or of a pattern's anchor, an escape ("%", "\u00") or an
+// escaped secret begun, or a pattern match still in progress — so that
+// interactive output is not delayed otherwise. What it
 // holds is always less than 16 KiB: a private key block with no END line
 // within 16 KiB of its BEGIN line is redacted up to there. The
 // concatenation of everything Write and Flush return equals String of the
@@ -251,6 +283,13 @@ var (
 	harmlessSuffixes = []string{"FILE", "PATH", "DIR", "SOCK", "SOCKET", "_PID", "_USER", "_USERNAME", "_NAME", "_EMAIL", "_HOST", "_PORT", "_REGION", "_TYPE", "_MODE", "_TIMEOUT", "_TTL", "_ENABLED"}
 )
 
+// SecretName tells whether an environment variable's name says it holds a
+// secret (see New), whatever its value.
+func SecretName(name string) bool { return secretName(name) }
+
+// Replacement is what a secret of the variable name is replaced by.
+func Replacement(name string) string { return "[REDACTED:" + replacementName(name) + "]" }
+
 // secretName tells whether an environment variable's name says it holds a
 // secret.
 func secretName(name string) bool {
@@ -311,16 +350,18 @@ func plausibleSecret(v string) bool {
 }
 
 // secretLiteral is one literal to find, with the name of its variable
-// ("" for AddSecret).
+// ("" for AddSecret). encoded: it is also looked for with escapes.
 type secretLiteral struct {
 	name, value string
+	encoded     bool
 }
 
 // appendSecret appends the literals of a value: the value, the value
-// without surrounding space, each line of a multi-line value, each also as
-// JSON encodes it, each in pieces of less than 1.5*secretPiece bytes.
-// Variants other than the value itself must pass plausibleSecret when env
-// is set, and be at least minSecretLen long otherwise.
+// without surrounding space, each line of a multi-line value; each of
+// those also as JSON encodes it and in base64 (see base64Cores); each in
+// pieces of at most secretPiece bytes. Variants other than the value
+// itself must pass plausibleSecret when env is set, and be at least
+// minSecretLen long otherwise.
 func appendSecret(secs []secretLiteral, name, value string, env bool) []secretLiteral {
 	ok := func(v string) bool {
 		if env {
@@ -328,28 +369,39 @@ func appendSecret(secs []secretLiteral, name, value string, env bool) []secretLi
 		}
 		return len(v) >= minSecretLen
 	}
-	piece := func(v string) {
+	piece := func(v string, encoded bool) {
 		// Pieces side by side, so that each match ends where the next
-		// piece starts; a short remainder joins the last piece.
-		for len(v) >= secretPiece+secretPiece/2 {
-			secs = append(secs, secretLiteral{name, v[:secretPiece]})
-			v = v[secretPiece:]
+		// piece starts; cut between characters, so that an escaped
+		// character is never split.
+		n := (len(v) + secretPiece - 1) / secretPiece
+		for ; n > 1; n-- {
+			cut := len(v) / n
+			for cut < len(v) && !utf8.RuneStart(v[cut]) && cut-len(v)/n < utf8.UTFMax {
+				cut++
+			}
+			secs = append(secs, secretLiteral{name, v[:cut], encoded})
+			v = v[cut:]
 		}
-		secs = append(secs, secretLiteral{name, v})
+		secs = append(secs, secretLiteral{name, v, encoded})
 	}
 	add := func(v string) {
-		piece(v)
+		piece(v, true)
 		// As a JSON string has it (event logs and state are JSON), with
-		// and without the escapes of <, > and &.
+		// and without the escapes of <, > and &. Other escapes are found
+		// by following them; these are literals because encoding/json
+		// also turns invalid UTF-8 into \ufffd.
 		for _, html := range []bool{true, false} {
 			var b bytes.Buffer
 			enc := json.NewEncoder(&b)
 			enc.SetEscapeHTML(html)
 			if enc.Encode(v) == nil {
 				if j := strings.TrimSuffix(b.String(), "\n"); len(j) >= 2 && j[1:len(j)-1] != v {
-					piece(j[1 : len(j)-1])
+					piece(j[1:len(j)-1], false)
 				}
 			}
+		}
+		for _, b := range base64Cores(v) {
+			piece(b, true)
 		}
 	}
 	add(value)
@@ -364,6 +416,33 @@ func appendSecret(secs []secretLiteral, name, value string, env bool) []secretLi
 		}
 	}
 	return secs
+}
+
+// base64Cores returns the texts that v gives in base64, in the standard
+// and the URL alphabets, wherever it sits in the encoded data: each of the
+// three offsets (modulo 3) v can start at gives other characters. Only the
+// characters whose six bits all come from v are kept: at offset 1 the
+// first two characters also hold bits of the byte before v, at offset 2
+// the first three, and when v does not end a group of three bytes the
+// last character holds bits of what follows (or is followed by padding).
+// Every base64 text of data holding v, padded or not, has one of them.
+func base64Cores(v string) []string {
+	var cores []string
+	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+		for offset, skip := range [3]int{0, 2, 3} {
+			data := make([]byte, offset+len(v))
+			copy(data[offset:], v)
+			text := enc.EncodeToString(data)
+			end := len(text)
+			if len(data)%3 != 0 {
+				end--
+			}
+			if end-skip >= minBase64Len && !slices.Contains(cores, text[skip:end]) {
+				cores = append(cores, text[skip:end])
+			}
+		}
+	}
+	return cores
 }
 
 // replacementName is a variable's name as a replacement shows it: only
@@ -603,8 +682,11 @@ type redactLiteral struct {
 // before any literal is compared: before and after are the bytes there in
 // some literal, when every literal has one there.
 type redactPass struct {
-	b             byte
-	lits          []passLiteral
+	b    byte
+	lits []passLiteral
+	// anchor: b starts escapes, where the encodedMatcher looks for
+	// escaped secrets.
+	anchor        bool
 	checkBefore   bool
 	checkAfter    bool
 	before, after [256]bool
@@ -625,6 +707,7 @@ type redactMatcher struct {
 	secrets []secretLiteral
 	lits    []redactLiteral
 	passes  []redactPass
+	encoded *encodedMatcher // nil: no literal is looked for escaped
 	// inLit marks bytes that occur in some literal: a chunk whose last
 	// byte is not one cannot end with the start of a literal.
 	inLit [256]bool
@@ -634,20 +717,33 @@ var defaultRedactMatcher = sync.OnceValue(func() *redactMatcher { return buildRe
 
 func buildRedactMatcher(secs []secretLiteral) *redactMatcher {
 	m := &redactMatcher{}
-	seen := map[string]bool{}
+	seen := map[string]int{}
+	var encoded []int32
 	for _, s := range secs {
-		if seen[s.value] {
-			continue // the first name found for a value wins
+		if i, ok := seen[s.value]; ok {
+			// The first name found for a value wins; escapes are
+			// followed when any of its uses asks.
+			if s.encoded && !m.secrets[i].encoded {
+				m.secrets[i].encoded = true
+				encoded = append(encoded, int32(i))
+			}
+			continue
 		}
-		seen[s.value] = true
+		seen[s.value] = len(m.secrets)
 		m.secrets = append(m.secrets, s)
 		repl := "[REDACTED]"
 		if s.name != "" {
-			repl = "[REDACTED:" + replacementName(s.name) + "]"
+			repl = Replacement(s.name)
+		}
+		if s.encoded {
+			encoded = append(encoded, int32(len(m.lits)))
 		}
 		m.lits = append(m.lits, redactLiteral{text: []byte(s.value), repl: []byte(repl)})
 	}
 	nsecrets := len(m.lits)
+	if len(encoded) > 0 {
+		m.encoded = newEncodedMatcher(m.lits, encoded)
+	}
 	for _, r := range redactRules {
 		for _, a := range r.anchors {
 			m.lits = append(m.lits, redactLiteral{text: []byte(a), repl: redactedText, rule: r})
@@ -674,6 +770,19 @@ func buildRedactMatcher(secs []secretLiteral) *redactMatcher {
 	}
 	for li := nsecrets; li < len(m.lits); li++ {
 		add(li, bytes.IndexByte(m.lits[li].text, m.lits[li].rule.scan))
+	}
+	if m.encoded != nil {
+		// The first bytes of escapes are swept for; a secret may share
+		// those sweeps.
+		for _, c := range m.encoded.anchors {
+			pi, ok := byByte[c]
+			if !ok {
+				pi = len(m.passes)
+				byByte[c] = pi
+				m.passes = append(m.passes, redactPass{b: c})
+			}
+			m.passes[pi].anchor = true
+		}
 	}
 	// A secret is found through its rarest byte, or through a byte
 	// already swept for when that costs less than a sweep of its own.
@@ -749,7 +858,7 @@ var redactByteFreq = func() (f [256]float32) {
 	set(6, "k,\"")
 	set(5, "_")
 	set(4, "ETSI")
-	set(3, "xARONC")
+	set(3, "xARONCZ")
 	set(2.5, "DL")
 	set(2, "PMG'()[]")
 	set(1.5, "FUH")
@@ -757,13 +866,15 @@ var redactByteFreq = func() (f [256]float32) {
 	set(0.6, "VY")
 	set(0.5, "K<*+#@;")
 	set(0.3, "XJ$%&!?|\\")
-	set(0.1, "QZ~^")
+	set(0.1, "Q~^")
 	return f
 }()
 
 // redactCand is a literal found at start.
 type redactCand struct {
-	start   int
+	start int
+	// end, when not 0, is where an escaped literal ends.
+	end     int
 	lit     int32
 	partial bool // the literal is cut by the end of the chunk
 }
@@ -784,8 +895,9 @@ func isASCIIAlnum(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
-// find appends the literals of p found in buf.
-func (p *redactPass) find(buf []byte, prev byte, cands []redactCand) []redactCand {
+// find appends the literals of p found in buf, and for an anchor pass
+// the escaped literals that enc finds.
+func (p *redactPass) find(buf []byte, prev byte, final bool, enc *encodedMatcher, cands []redactCand) []redactCand {
 	for i := 0; ; {
 		j := bytes.IndexByte(buf[i:], p.b)
 		if j < 0 {
@@ -793,6 +905,9 @@ func (p *redactPass) find(buf []byte, prev byte, cands []redactCand) []redactCan
 		}
 		h := i + j
 		i = h + 1
+		if p.anchor {
+			cands = enc.findAt(buf, h, final, cands)
+		}
 		if p.checkAfter && (h+1 == len(buf) || !p.after[buf[h+1]]) ||
 			p.checkBefore && (h == 0 || !p.before[buf[h-1]]) {
 			continue // no literal fits (one cut by the end is found apart)
@@ -822,7 +937,7 @@ func (m *redactMatcher) scan(buf []byte, prev byte, final bool, sc *redactScratc
 	cands := sc.cands[:0]
 	sc.matches = sc.matches[:0]
 	for pi := range m.passes {
-		cands = m.passes[pi].find(buf, prev, cands)
+		cands = m.passes[pi].find(buf, prev, final, m.encoded, cands)
 	}
 	// A literal begun at the end of the chunk, to be finished by the next.
 	if !final && m.inLit[buf[len(buf)-1]] {
@@ -869,7 +984,10 @@ func (m *redactMatcher) scan(buf []byte, prev byte, final bool, sc *redactScratc
 			}
 			l := &m.lits[c.lit]
 			end, keep, st := s+len(l.text), 0, matchFound
-			if l.rule != nil {
+			switch {
+			case c.end != 0:
+				end = c.end
+			case l.rule != nil:
 				end, keep, st = l.rule.matchAt(buf, s, len(l.text), final)
 			}
 			if st == matchUndecided {
