@@ -57,7 +57,7 @@ session stops running.`,
 			}
 		}
 		root := filepath.Join(f.X.Dir, "transcripts")
-		t := &tail{w: cmd.OutOrStdout(), offsets: map[string]int64{}, json: output.json()}
+		t := &tail{w: terminalOutput(cmd.OutOrStdout()), offsets: map[string]int64{}, json: output.json()}
 		if err := t.catchUp(root, phase, order); err != nil {
 			return err
 		}

@@ -105,9 +105,9 @@ func printValidations(cmd *cobra.Command, results []validation) {
 		default:
 			var specErr *spec.Error
 			if errors.As(r.err, &specErr) {
-				fmt.Fprint(errOut, specErr.Error())
+				printError(errOut, specErr.Error())
 			} else {
-				fmt.Fprintf(errOut, "%s: %v\n", r.File, r.err)
+				printError(errOut, fmt.Sprintf("%s: %v\n", r.File, r.err))
 			}
 		}
 	}
