@@ -11,6 +11,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 
@@ -36,29 +37,53 @@ type decoder struct {
 	// brokenAgents holds the places of agents already reported, so that
 	// the steps using them are not reported once more each.
 	brokenAgents map[Position]bool
+	// sizes holds what each anchored node stands for, and expanded what
+	// the aliases counted so far add up to (see expand).
+	sizes    map[ast.Node]size
+	counted  map[*ast.AliasNode]bool
+	expanded size
+	// reported holds the place of every problem, those past maxProblems
+	// too, so that a mistake already told is not told again.
+	reported map[Position]bool
 }
+
+// byteOrderMark is what some editors write at the start of a UTF-8 file.
+// It is not part of the text: it is dropped before the file is read.
+const byteOrderMark = "\ufeff"
 
 func newDecoder(file string, content []byte, lineOffset int) *decoder {
 	return &decoder{
 		file:         file,
-		lines:        strings.Split(string(content), "\n"),
+		lines:        strings.Split(strings.TrimPrefix(string(content), byteOrderMark), "\n"),
 		lineOffset:   lineOffset,
 		anchors:      map[string]ast.Node{},
 		positions:    map[string]Position{},
 		brokenAgents: map[Position]bool{},
+		sizes:        map[ast.Node]size{},
+		counted:      map[*ast.AliasNode]bool{},
+		reported:     map[Position]bool{},
 	}
 }
 
 // parse parses one YAML document; it returns nil after recording a problem.
-func (d *decoder) parse(yamlText []byte) ast.Node {
-	f, err := parser.ParseBytes(yamlText, 0, parser.AllowDuplicateMapKey())
+// what names the text in messages.
+func (d *decoder) parse(yamlText []byte, what string) ast.Node {
+	if d.tooLarge(yamlText, what) {
+		return nil
+	}
+	tokens := lexer.Tokenize(string(yamlText))
+	if over := scanLimits(tokens); over != nil && tokens.InvalidToken() == nil {
+		d.report(over.at, over.message, over.hint)
+		return nil
+	}
+	f, err := parser.Parse(tokens, 0, parser.AllowDuplicateMapKey())
 	if err != nil {
 		var ye yaml.Error
 		if errors.As(err, &ye) && ye.GetToken() != nil {
 			message, hint := syntaxMessage(ye.GetMessage())
 			d.report(ye.GetToken(), message, hint)
 		} else {
-			d.problems = append(d.problems, Problem{Position: Position{File: d.file, Line: 1 + d.lineOffset, Column: 1},
+			d.problems.add(Problem{Position: Position{File: d.file, Line: 1 + d.lineOffset, Column: 1},
 				Message: "YAML syntax: " + err.Error()})
 		}
 		return nil
@@ -67,6 +92,7 @@ func (d *decoder) parse(yamlText []byte) ast.Node {
 	for _, doc := range f.Docs {
 		if doc != nil && doc.Body != nil {
 			bodies = append(bodies, doc.Body)
+			d.measure(doc.Body, map[string]size{})
 		}
 	}
 	if len(bodies) > 1 {
@@ -133,7 +159,13 @@ func (d *decoder) reportNode(node ast.Node, message, hint string) {
 }
 
 func (d *decoder) reportAt(pos Position, message, hint string) {
-	d.problems = append(d.problems, Problem{Position: pos, Message: message, Hint: hint, Source: d.sourceLine(pos.Line)})
+	d.reported[pos] = true
+	if d.problems.full() {
+		d.problems.add(Problem{})
+		return
+	}
+	source, caret := snippet(d.sourceLine(pos.Line), pos.Column)
+	d.problems.add(Problem{Position: pos, Message: message, Hint: hint, Source: source, caret: caret})
 }
 
 // resolve follows anchors, aliases and tags to the node holding the value.
@@ -151,6 +183,7 @@ func (d *decoder) resolve(node ast.Node) ast.Node {
 				d.report(n.GetToken(), fmt.Sprintf("alias *%s names no anchor defined above it", n.Value.GetToken().Value), "define &name before using *name")
 				return nil
 			}
+			d.expand(n, target)
 			node = target
 		case *ast.TagNode:
 			node = n.Value
@@ -437,8 +470,9 @@ func (d *decoder) decodeSlice(node ast.Node, v reflect.Value, path string) {
 			"write a list as [a, b] or as lines starting with -")
 		return
 	}
-	out := reflect.MakeSlice(v.Type(), len(seq.Values), len(seq.Values))
-	for i, item := range seq.Values {
+	items := d.listItems(seq, path)
+	out := reflect.MakeSlice(v.Type(), len(items), len(items))
+	for i, item := range items {
 		d.decode(item, out.Index(i), fmt.Sprintf("%s[%d]", path, i), triggers.Condition)
 	}
 	v.Set(out)

@@ -68,9 +68,12 @@ func ParseSpec(path string, content []byte) (*Frontmatter, error) {
 			"end the YAML block with a line holding only ---")
 		return fm, dec.problems.err()
 	}
-	root := dec.parse(block)
+	root := dec.parse(block, "the frontmatter")
 	if root != nil {
-		fm.decode(dec.resolve(root))
+		if guard(func() { fm.decode(dec.resolve(root)) }) {
+			// Half of a bomb is no override: merge none of it.
+			fm.Values, fm.AgentPhases, fm.Pipeline = map[string]any{}, nil, nil
+		}
 	}
 	return fm, dec.problems.err()
 }
@@ -78,7 +81,7 @@ func ParseSpec(path string, content []byte) (*Frontmatter, error) {
 // frontmatterBlock finds the YAML between a first line of --- and the next
 // line of --- (or ...).
 func frontmatterBlock(content []byte) (block []byte, found, closed bool) {
-	content = bytes.TrimPrefix(content, []byte("\ufeff"))
+	content = bytes.TrimPrefix(content, []byte(byteOrderMark))
 	first, rest, _ := bytes.Cut(content, []byte("\n"))
 	if string(bytes.TrimRight(first, " \t\r")) != "---" {
 		return nil, false, false
@@ -189,7 +192,7 @@ func (fm *Frontmatter) decodeAgentPhases(node ast.Node) {
 	}
 	fm.AgentPhases = []AgentPhase{}
 	seen := map[string]bool{}
-	for i, item := range seq.Values {
+	for i, item := range d.listItems(seq, "agent_phases") {
 		path := fmt.Sprintf("agent_phases[%d]", i)
 		d.positions[path] = d.nodePosition(item)
 		item = d.resolve(item)

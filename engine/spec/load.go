@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"reflect"
@@ -37,20 +38,25 @@ func LoadFile(path string) (*Document, error) {
 func Parse(path string, content []byte) (*Document, error) {
 	dec := newDecoder(path, content, 0)
 	doc := &Document{Path: path, dec: dec, content: content}
-	root := dec.parse(content)
-	if root != nil {
-		root = dec.resolve(root)
-	}
-	if isNull(root) {
-		if len(dec.problems) == 0 {
+	root := dec.parse(bytes.TrimPrefix(content, []byte(byteOrderMark)), "the file")
+	stopped := guard(func() {
+		if root != nil {
+			root = dec.resolve(root)
+		}
+		if isNull(root) {
+			return
+		}
+		dec.decode(root, reflect.ValueOf(&doc.Pipeline).Elem(), "", triggers.Condition)
+		if _, isMapping := root.(*ast.MappingNode); isMapping || isMappingValue(root) {
+			doc.check(root)
+		}
+	})
+	if stopped || isNull(root) {
+		if len(dec.problems.list) == 0 {
 			dec.reportAt(Position{File: path, Line: 1, Column: 1}, "the file is empty",
 				"start with version: 1 and a list of phases; pipeline init writes a commented example")
 		}
 		return nil, dec.problems.err()
-	}
-	dec.decode(root, reflect.ValueOf(&doc.Pipeline).Elem(), "", triggers.Condition)
-	if _, isMapping := root.(*ast.MappingNode); isMapping || isMappingValue(root) {
-		doc.check(root)
 	}
 	return doc, dec.problems.err()
 }
@@ -99,12 +105,7 @@ func (doc *Document) check(root ast.Node) {
 }
 
 func (d *decoder) reportedAt(pos Position) bool {
-	for _, p := range d.problems {
-		if p.Position == pos {
-			return true
-		}
-	}
-	return false
+	return d.reported[pos]
 }
 
 func (d *decoder) has(path string) bool {

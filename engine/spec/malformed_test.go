@@ -521,8 +521,9 @@ func TestMalformedInputs(t *testing.T) {
 	if n := len(malformedCases); n < 36 {
 		t.Fatalf("only %d rows; the table must hold at least 36", n)
 	}
+	cases := append(append([]malformedCase(nil), malformedCases...), hostileCases...)
 	seen, goldens := map[string]bool{}, map[string]bool{}
-	for _, tc := range malformedCases {
+	for _, tc := range cases {
 		golden := goldenName(tc.name)
 		if seen[tc.name] || goldens[golden] {
 			t.Fatalf("two rows named %q, or with the golden file %s", tc.name, golden)
@@ -530,7 +531,7 @@ func TestMalformedInputs(t *testing.T) {
 		seen[tc.name], goldens[golden] = true, true
 	}
 	checkMalformedGoldens(t, goldens)
-	for _, tc := range malformedCases {
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()

@@ -1,0 +1,251 @@
+package spec_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pipeline-dev/pipeline/engine/spec"
+)
+
+// The budget of one input, as the issue states it: refusing any file must
+// cost less than this much memory. The time limit only catches a hang (a
+// quadratic walk over a large input takes minutes); speed is measured by
+// the benchmarks.
+const (
+	inputAllocLimit = 200 << 20
+	inputHangLimit  = 30 * time.Second
+)
+
+// withinBudget runs load and fails the whole test binary (it cannot stop a
+// runaway goroutine any other way) as soon as load has allocated more
+// than limit bytes or run past deadline. Allocation is counted with
+// runtime.MemStats.TotalAlloc, over the whole process: run it from tests
+// that are not parallel.
+func withinBudget(t testing.TB, what string, limit uint64, deadline time.Duration, load func()) {
+	t.Helper()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	done := make(chan struct{})
+	watchdogDone := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(watchdogDone)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			var now runtime.MemStats
+			runtime.ReadMemStats(&now)
+			allocated, elapsed := now.TotalAlloc-before.TotalAlloc, time.Since(start)
+			if allocated > limit || elapsed > deadline {
+				panic(fmt.Sprintf("%s: allocated %d MB in %v, over the budget of %d MB and %v",
+					what, allocated>>20, elapsed.Round(time.Millisecond), limit>>20, deadline))
+			}
+		}
+	}()
+	load()
+	close(done)
+	<-watchdogDone
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if allocated := after.TotalAlloc - before.TotalAlloc; allocated > limit {
+		t.Fatalf("%s: allocated %d MB, over the budget of %d MB", what, allocated>>20, limit>>20)
+	}
+}
+
+// aliasBomb is nested lists of aliases, each level nine aliases of the
+// one before: a few hundred bytes that stand for billions of values.
+func aliasBomb(levels int) string {
+	var b strings.Builder
+	b.WriteString(`a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]` + "\n")
+	for i := 1; i < levels; i++ {
+		name, prev := string(rune('a'+i)), string(rune('a'+i-1))
+		fmt.Fprintf(&b, "%s: &%s [%s]\n", name, name, strings.TrimSuffix(strings.Repeat("*"+prev+", ", 9), ", "))
+	}
+	return b.String()
+}
+
+// phasesBomb is a phases.yaml whose phases share, by alias, one list of
+// 100 steps that share one list of 100 arguments: 40 KB for a thousand
+// phases of a hundred steps of a hundred arguments.
+func phasesBomb() string {
+	var b strings.Builder
+	b.WriteString("version: 1\nagent: {kind: claude, args: &a [" + strings.TrimSuffix(strings.Repeat("x, ", 100), ", ") + "]}\nphases:\n")
+	b.WriteString("  - {name: p0, steps: &s [" + strings.TrimSuffix(strings.Repeat("{agent: {args: *a}}, ", 100), ", ") + "]}\n")
+	for i := 1; i < 1000; i++ {
+		fmt.Fprintf(&b, "  - {name: p%d, steps: *s}\n", i)
+	}
+	return b.String()
+}
+
+// nestedKeys is n mappings, each the value of the key of the one before,
+// each indented one space more.
+func nestedKeys(n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "%sk:\n", strings.Repeat(" ", i))
+	}
+	return b.String()
+}
+
+func phaseList(n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "  - {name: p%d}\n", i)
+	}
+	return b.String()
+}
+
+func manyKeys(n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "k%d: v\n", i)
+	}
+	return b.String()
+}
+
+// hostileCases are inputs made to cost a loader as much as possible: each
+// must be refused with its line, within the budget above. They are rows of
+// TestMalformedInputs too, with golden files.
+var hostileCases = []malformedCase{
+	{
+		name: "alias bomb in frontmatter",
+		yaml: specHeader,
+		spec: "---\n" + aliasBomb(9) + "---\n# Title\n",
+		// The first *e of f: the aliases counted so far (a..e) and it pass
+		// 100000 values.
+		wants: []malformedProblem{{file: "spec.md", line: 7, col: 8, msg: "the aliases of this file, up to *e here, expand to more than 100000 values"}},
+	},
+	{
+		name: "alias bomb in phases",
+		yaml: phasesBomb(),
+		// The hundred *a of line 4 count 10100 values, each *s 10501.
+		wants: []malformedProblem{{line: 13, col: 23, msg: "the aliases of this file, up to *s here, expand to more than 100000 values"}},
+	},
+	{
+		name: "flow lists nested 100000 deep",
+		yaml: "version: 1\nphases: " + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + "\n",
+		// phases is one level, so the 64th [ is the 65th level.
+		wants: []malformedProblem{{line: 2, col: 9 + 63, msg: "the YAML is nested more than 64 levels deep here"}},
+	},
+	{
+		name: "block lists nested 100000 deep in frontmatter",
+		yaml: specHeader,
+		spec: "---\ntags:\n" + strings.Repeat("- ", 100_000) + "x\n---\n",
+		// The first - is at the column of tags and counts with it (a
+		// conservative count), so the 65th - is the first past 64.
+		wants: []malformedProblem{{file: "spec.md", line: 3, col: 129, msg: "the YAML is nested more than 64 levels deep here"}},
+	},
+	{
+		name: "keys nested 100 deep by indentation",
+		yaml: "version: 1\nagent: {kind: claude}\nphases: [{name: a}]\n" + nestedKeys(100),
+		// The 65th key, indented by 64 spaces.
+		wants: []malformedProblem{{line: 3 + 65, col: 65, msg: "the YAML is nested more than 64 levels deep here"}},
+	},
+	{
+		name:  "mapping with more than 1000 keys",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases: [{name: a}]\n" + manyKeys(20_000),
+		wants: []malformedProblem{{line: 1001, col: 1, msg: "a mapping with more than 1000 keys"}},
+	},
+	{
+		name: "long key over many values",
+		yaml: "version: 1\nagent: {kind: claude}\nphases: [{name: a}]\n" + strings.Repeat("k", 100_000) + ":\n" + strings.Repeat("  - a\n", 20_000),
+		// Each value below the key costs the parser a copy of the key.
+		wants: []malformedProblem{{line: 171, col: 5, msg: "the keys above this value are too long for the values below them"}},
+	},
+	{
+		name:  "file over 256 KiB",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases: [{name: a}]\nname: " + strings.Repeat("x", 256<<10) + "\n",
+		wants: []malformedProblem{{line: 1, col: 1, msg: "the file is 257 KiB; pipeline reads at most 256 KiB of YAML"}},
+	},
+	{
+		name:  "more than 1000 phases",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n" + phaseList(2000),
+		wants: []malformedProblem{{line: 1004, col: 5, msg: "phases has 2000 items; pipeline reads at most 1000"}},
+	},
+}
+
+// Issue 9: a 459-byte alias bomb in a spec's frontmatter ran validate for
+// 60 s and 22 GB; a phases.yaml of [[[…]]] 100,000 deep took 39 s and
+// 15 GB to refuse. Every hostile row is refused within the budget.
+func TestIssue9HostileInputsAreRefusedWithinBudget(t *testing.T) {
+	for _, tc := range hostileCases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "phases.yaml")
+			if err := os.WriteFile(path, []byte(tc.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if tc.spec != "" {
+				if err := os.WriteFile(filepath.Join(dir, "spec.md"), []byte(tc.spec), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var err error
+			withinBudget(t, tc.name, inputAllocLimit, inputHangLimit, func() { _, err = spec.Load(path, "") })
+			var specErr *spec.Error
+			if !errors.As(err, &specErr) {
+				t.Fatalf("Load gave %v, want a *spec.Error", err)
+			}
+			first := tc.wants[0]
+			for _, p := range specErr.Problems {
+				if p.Line == first.line && p.Column == first.col && strings.Contains(p.Message, first.msg) {
+					return
+				}
+			}
+			t.Errorf("no problem at %d:%d saying %q in:\n%v", first.line, first.col, first.msg, err)
+		})
+	}
+}
+
+// A file with a problem on each of thousands of lines shows the first 100
+// and counts the rest, rather than printing every one.
+func TestProblemsPastAHundredAreCounted(t *testing.T) {
+	content := "version: 1\nagent: {kind: claude}\nphases:\n" + strings.Repeat("  - build\n", 500)
+	_, err := spec.Parse("phases.yaml", []byte(content))
+	var specErr *spec.Error
+	if !errors.As(err, &specErr) {
+		t.Fatalf("Parse gave %v, want a *spec.Error", err)
+	}
+	if len(specErr.Problems) != 100 || specErr.Omitted != 400 {
+		t.Fatalf("%d problems and %d omitted, want 100 and 400", len(specErr.Problems), specErr.Omitted)
+	}
+	text := specErr.Error()
+	for _, want := range []string{"… and 400 more problems not shown", "500 problems found"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the error does not say %q:\n%s", want, text[len(text)-300:])
+		}
+	}
+}
+
+// Issue 9: a phases.yaml saved with a byte order mark read its first key
+// as "\ufeffversion": unknown, and version missing. The mark is not text.
+func TestIssue9ByteOrderMarkIsAccepted(t *testing.T) {
+	const bom = "\ufeff"
+	doc, err := spec.Parse("phases.yaml", []byte(bom+"version: 1\nagent: {kind: claude}\nphases: [{name: build}]\n"))
+	if err != nil || doc.Pipeline.Version != 1 {
+		t.Fatalf("a file starting with a byte order mark: %v", err)
+	}
+	_, err = spec.Parse("phases.yaml", []byte(bom+"nmae: x\nversion: 1\nagent: {kind: claude}\nphases: [{name: build}]\n"))
+	var specErr *spec.Error
+	if !errors.As(err, &specErr) || len(specErr.Problems) != 1 {
+		t.Fatalf("want one problem, got %v", err)
+	}
+	if p := specErr.Problems[0]; p.Line != 1 || p.Column != 1 || p.Message != `unknown key "nmae" at the top level` || p.Source != "nmae: x" {
+		t.Errorf("problem %+v: want 1:1, the key without the mark", p)
+	}
+	fm, err := spec.ParseSpec("spec.md", []byte(bom+"---\r\nstatus: draft\r\n---\r\n# Title\r\n"))
+	if err != nil || fm.Values["status"] != "draft" {
+		t.Errorf("a spec starting with a byte order mark: %v, %v", fm.Values, err)
+	}
+}
