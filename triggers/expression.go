@@ -13,6 +13,7 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
 )
@@ -278,6 +279,9 @@ func compileError(err error, source string, kind Kind) error {
 		}
 	case strings.Contains(fe.Message, "time.Duration and string"), strings.Contains(fe.Message, "string and time.Duration"):
 		ce.Hint = `durations are written duration("30m"), not "30m"`
+	case strings.HasSuffix(fe.Message, "exceeds maximum allowed nodes"):
+		ce.Message = fmt.Sprintf("the expression is too long: it has more than %d parts", conf.DefaultMaxNodes)
+		ce.Hint = "split it into several triggers, or test fewer things in one"
 	case fe.Message == "too many arguments to call date":
 		ce.Hint = `date(text) or date(text, layout); a date is read in UTC unless it has an offset, e.g. date("2026-01-02T15:04:05+01:00")`
 	}

@@ -2,6 +2,7 @@ package triggers_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -33,9 +34,11 @@ func TestCompileErrors(t *testing.T) {
 		{"exit_code = 0", triggers.Condition, 1, 10, `unexpected "="`, "compare with =="},
 		{`output contains "FAIL`, triggers.Condition, 1, 16, "the text opened here is never closed", "close it"},
 		{"phase == 'a' &&\n  output contains 'it\\'s", triggers.Condition, 2, 18, "never closed", ""},
+		// The + that makes the 10001st part.
+		{strings.Repeat("tokens + ", 6000) + "1 > 0", triggers.Condition, 1, 9*5000 + 7, "the expression is too long: it has more than 10000 parts", "split it"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.source, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%.40s", tt.source), func(t *testing.T) {
 			_, err := triggers.Compile(tt.source, tt.kind)
 			var ce *triggers.CompileError
 			if !errors.As(err, &ce) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -42,6 +43,8 @@ type decoder struct {
 	sizes    map[ast.Node]size
 	counted  map[*ast.AliasNode]bool
 	expanded size
+	// runeLines caches lines of the file as characters (see runeLine).
+	runeLines map[int][]rune
 	// reported holds the place of every problem, those past maxProblems
 	// too, so that a mistake already told is not told again.
 	reported map[Position]bool
@@ -165,7 +168,7 @@ func (d *decoder) reportAt(pos Position, message, hint string) {
 		return
 	}
 	source, caret := snippet(d.sourceLine(pos.Line), pos.Column)
-	d.problems.add(Problem{Position: pos, Message: message, Hint: hint, Source: source, caret: caret})
+	d.problems.add(Problem{Position: pos, Message: clip(message), Hint: clip(hint), Source: source, caret: caret})
 }
 
 // resolve follows anchors, aliases and tags to the node holding the value.
@@ -580,10 +583,10 @@ func (d *decoder) skipSpace(pos Position) Position {
 
 // runeAt returns the character at pos; past the end of a line it is '\n'.
 func (d *decoder) runeAt(pos Position) (rune, bool) {
-	if pos.Line > len(d.lines) {
+	if pos.Line < 1 || pos.Line > len(d.lines) {
 		return 0, false
 	}
-	line := []rune(d.sourceLine(pos.Line))
+	line := d.runeLine(pos.Line)
 	if pos.Column-1 < len(line) {
 		return line[pos.Column-1], true
 	}
@@ -591,55 +594,97 @@ func (d *decoder) runeAt(pos Position) (rune, bool) {
 }
 
 func (d *decoder) next(pos Position) Position {
-	if pos.Column-1 >= utf8.RuneCountInString(d.sourceLine(pos.Line)) {
+	if pos.Column-1 >= len(d.runeLine(pos.Line)) {
 		return Position{File: pos.File, Line: pos.Line + 1, Column: 1}
 	}
 	pos.Column++
 	return pos
 }
 
-// exprPosition maps a rune offset in an expression to the file. YAML strips
-// indentation and folds line breaks in block and multi-line scalars but
-// keeps every other character, so the walk counts only non-space
-// characters on both sides; in a quoted scalar an escape (\" or ”) is
-// two characters in the file for one in the expression.
+// runeLine is a line of the file as characters, kept for the walks of
+// exprPositions: converting a long line at each step made them quadratic.
+func (d *decoder) runeLine(line int) []rune {
+	if line < 1 || line > len(d.lines) {
+		return nil
+	}
+	if d.runeLines == nil {
+		d.runeLines = map[int][]rune{}
+	}
+	runes, ok := d.runeLines[line]
+	if !ok {
+		runes = []rune(d.sourceLine(line))
+		d.runeLines[line] = runes
+	}
+	return runes
+}
+
+// exprPosition maps a rune offset in an expression to the file.
 func (d *decoder) exprPosition(e Expr, offset int) Position {
+	return d.exprPositions(e, []int{offset})[0]
+}
+
+// exprPositions maps rune offsets in an expression to the file, in one
+// walk of the expression and one of the file whatever their number. YAML
+// strips indentation and folds line breaks in block and multi-line scalars
+// but keeps every other character, so the walk counts only non-space
+// characters on both sides; in a quoted scalar an escape (\" or ”) is
+// two characters in the file for one in the expression. An offset past the
+// end maps to just after the last character.
+func (d *decoder) exprPositions(e Expr, offsets []int) []Position {
 	src := []rune(e.Source)
-	pastEnd := offset >= len(src)
-	if pastEnd {
-		offset = len(src)
-		for offset > 0 && unicode.IsSpace(src[offset-1]) {
+	// before[i] counts the non-space characters of src before offset i.
+	before := make([]int, len(src)+1)
+	for i, r := range src {
+		before[i+1] = before[i]
+		if !unicode.IsSpace(r) {
+			before[i+1]++
+		}
+	}
+	type target struct {
+		index, nonSpace int
+		pastEnd         bool
+	}
+	targets := make([]target, len(offsets))
+	for i, offset := range offsets {
+		t := target{index: i, pastEnd: offset >= len(src)}
+		if t.pastEnd {
+			// The last character; the caret goes one past it.
+			offset = len(src)
+			for offset > 0 && unicode.IsSpace(src[offset-1]) {
+				offset--
+			}
 			offset--
 		}
-		offset-- // the last character; the caret goes one past it
+		t.nonSpace = before[min(max(offset, 0), len(src))]
+		targets[i] = t
 	}
-	remaining := 0
-	for _, r := range src[:max(offset, 0)] {
-		if !unicode.IsSpace(r) {
-			remaining++
-		}
-	}
-	pos := e.At
-	for {
+	slices.SortFunc(targets, func(a, b target) int { return a.nonSpace - b.nonSpace })
+	out := make([]Position, len(offsets))
+	pos, passed := e.At, 0
+	for k := 0; k < len(targets); {
 		r, ok := d.runeAt(pos)
 		if !ok {
-			return pos
+			for ; k < len(targets); k++ {
+				out[targets[k].index] = pos
+			}
+			break
 		}
 		if !unicode.IsSpace(r) {
-			if remaining == 0 {
-				break
+			for ; k < len(targets) && targets[k].nonSpace == passed; k++ {
+				at := pos
+				if targets[k].pastEnd {
+					at.Column++
+				}
+				out[targets[k].index] = at
 			}
-			remaining--
+			passed++
 			if next, _ := d.runeAt(d.next(pos)); (e.quote == '"' && r == '\\') || (e.quote == '\'' && r == '\'' && next == '\'') {
 				pos = d.next(pos) // the escaped character counts with its escape
 			}
 		}
 		pos = d.next(pos)
 	}
-	if pastEnd {
-		pos.Column++
-	}
-	return pos
+	return out
 }
 
 // validName reports whether name is usable as a phase, step or trigger

@@ -169,6 +169,24 @@ var hostileCases = []malformedCase{
 		wants: []malformedProblem{{line: 1, col: 1, msg: "the file is 257 KiB; pipeline reads at most 256 KiB of YAML"}},
 	},
 	{
+		name: "expression error at the end of an 80000-character line",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    done_when: output contains \"" + strings.Repeat("x", 80_000) + "\" && tokns > 1\n",
+		// The expression starts at column 16; tokns follows the text.
+		wants: []malformedProblem{{line: 5, col: 16 + 17 + 80_000 + 5, msg: `phases[0].done_when: unknown variable "tokns"`}},
+	},
+	{
+		name: "done_when naming a missing step of 100000 characters",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    steps: [{name: " + strings.Repeat("a", 100_000) + ", run: make}]\n" +
+			"    done_when: steps." + strings.Repeat("b", 100_000) + ".exit_code == 0\n",
+		wants: []malformedProblem{{line: 6, col: 22, msg: `phase "build": done_when reads steps.bbbb`}},
+	},
+	{
+		name: "expression of more than 10000 parts",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    done_when: " + strings.Repeat("tokens + ", 6000) + "1 > 0\n",
+		// The + after the 5001st tokens: its 10001st part.
+		wants: []malformedProblem{{line: 5, col: 16 + 9*5000 + 7, msg: "phases[0].done_when: the expression is too long: it has more than 10000 parts"}},
+	},
+	{
 		name:  "more than 1000 phases",
 		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n" + phaseList(2000),
 		wants: []malformedProblem{{line: 1004, col: 5, msg: "phases has 2000 items; pipeline reads at most 1000"}},

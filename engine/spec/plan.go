@@ -571,23 +571,34 @@ func (r *resolver) checkStepRefs(plan PhasePlan) {
 	for _, s := range plan.Steps {
 		names = append(names, s.Name)
 	}
+	var missing []triggers.StepRef
+	var offsets []int
 	for _, ref := range e.Compiled.StepRefs {
-		if slices.Contains(names, ref.Name) {
-			continue
+		if !slices.Contains(names, ref.Name) {
+			missing, offsets = append(missing, ref), append(offsets, ref.Offset)
 		}
-		refs := make([]string, len(names))
-		for i, name := range names {
-			refs[i] = stepReference(name)
+	}
+	if len(missing) == 0 {
+		return
+	}
+	refs := make([]string, len(names))
+	for i, name := range names {
+		refs[i] = stepReference(name)
+	}
+	steps := "the steps of this phase are " + strings.Join(refs, ", ")
+	if len(refs) == 1 {
+		steps = "the phase has one step, " + refs[0]
+	}
+	dec := r.decoderOf(plan.DoneWhen.From)
+	for i, pos := range dec.exprPositions(*e, offsets) {
+		if dec.problems.full() {
+			dec.problems.omitted += len(missing) - i
+			return
 		}
-		hint := "the steps of this phase are " + strings.Join(refs, ", ")
-		if len(refs) == 1 {
-			hint = "the phase has one step, " + refs[0]
-		}
+		ref, hint := missing[i], steps
 		if near := triggers.Closest(ref.Name, names); near != "" {
 			hint = fmt.Sprintf("did you mean %s?", stepReference(near))
 		}
-		dec := r.decoderOf(plan.DoneWhen.From)
-		pos := dec.exprPosition(*e, ref.Offset)
 		dec.reportAt(pos, fmt.Sprintf("phase %q: done_when reads %s, but the phase has no step %q", plan.Name, stepReference(ref.Name), ref.Name), hint)
 	}
 }

@@ -70,6 +70,19 @@ func snippet(line string, column int) (string, int) {
 	return cut, caret
 }
 
+// clipped is the most of a message or hint kept: one quotes what was
+// written, which can be a name of a hundred thousand characters.
+const clipped = 300
+
+// clip cuts the middle out of a text longer than clipped characters.
+func clip(text string) string {
+	if utf8.RuneCountInString(text) <= clipped {
+		return text
+	}
+	runes := []rune(text)
+	return string(runes[:clipped*2/3]) + "…" + string(runes[len(runes)-clipped/3:])
+}
+
 // Format renders the problem as "file:line:col: message", the numbered
 // source line with a caret under the column, and the hint.
 func (p Problem) Format() string {
