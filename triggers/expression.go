@@ -78,8 +78,14 @@ func Compile(source string, kind Kind) (*Expression, error) {
 	}
 	text := source
 	if kind == Duration {
-		if _, err := ParseDuration(source); err == nil {
+		_, err := ParseDuration(source)
+		switch {
+		case err == nil:
 			text = fmt.Sprintf("duration(%q)", strings.TrimSpace(source))
+		case durationLiteral.MatchString(strings.TrimSpace(source)):
+			// Written as a duration but not one (-10s, 30x, 999999999d):
+			// say why, rather than what expr makes of "-10s".
+			return nil, &CompileError{Line: 1, Message: err.Error(), Hint: hintFor(kind)}
 		}
 	}
 	options := append([]expr.Option{expr.Env(Env{}), durationFunction, dateFunction}, disabledBuiltins...)
@@ -107,6 +113,10 @@ func Compile(source string, kind Kind) (*Expression, error) {
 	}
 	return e, nil
 }
+
+// durationLiteral is what reads as a duration written bare, well formed
+// or not: numbers each followed by a unit, each maybe signed.
+var durationLiteral = regexp.MustCompile(`^([-+]?([0-9]+\.?[0-9]*|\.[0-9]+)[a-zµμ]+)+$`)
 
 // durationFunction replaces expr's duration() so that expressions read
 // durations as phases.yaml does, days included.

@@ -3,7 +3,9 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -43,6 +45,10 @@ type decoder struct {
 	sizes    map[ast.Node]size
 	counted  map[*ast.AliasNode]bool
 	expanded size
+	// keyAnchors holds the anchors written on keys (see unwrapKey).
+	keyAnchors map[string]*ast.AnchorNode
+	// numbers holds whole numbers as written, by path, for messages.
+	numbers map[string]string
 	// runeLines caches lines of the file as characters (see runeLine).
 	runeLines map[int][]rune
 	// reported holds the place of every problem, those past maxProblems
@@ -65,6 +71,8 @@ func newDecoder(file string, content []byte, lineOffset int) *decoder {
 		sizes:        map[ast.Node]size{},
 		counted:      map[*ast.AliasNode]bool{},
 		reported:     map[Position]bool{},
+		numbers:      map[string]string{},
+		keyAnchors:   map[string]*ast.AnchorNode{},
 	}
 }
 
@@ -181,14 +189,21 @@ func (d *decoder) resolve(node ast.Node) ast.Node {
 			}
 			node = n.Value
 		case *ast.AliasNode:
-			target, ok := d.anchors[n.Value.GetToken().Value]
+			name := n.Value.GetToken().Value
+			target, ok := d.anchors[name]
+			if onKey := d.keyAnchors[name]; !ok && onKey != nil {
+				d.report(n.GetToken(), fmt.Sprintf("alias *%s names the anchor on the key %q (line %d), not a value", name,
+					onKey.Value.GetToken().Value, d.position(onKey.GetToken()).Line), "move the anchor onto the value it should name")
+				return nil
+			}
 			if !ok {
-				d.report(n.GetToken(), fmt.Sprintf("alias *%s names no anchor defined above it", n.Value.GetToken().Value), "define &name before using *name")
+				d.report(n.GetToken(), fmt.Sprintf("alias *%s names no anchor defined above it", name), "define &name before using *name")
 				return nil
 			}
 			d.expand(n, target)
 			node = target
 		case *ast.TagNode:
+			d.refuseTag(n)
 			node = n.Value
 		default:
 			return node
@@ -272,16 +287,7 @@ func (d *decoder) decode(node ast.Node, v reflect.Value, path string, kind trigg
 			v.SetString(text)
 		}
 	case reflect.Int:
-		n, ok := node.(*ast.IntegerNode)
-		if !ok {
-			d.reportNode(node, fmt.Sprintf("%s must be a whole number, not %s", path, describe(node)), "")
-			return
-		}
-		i, _ := n.Value.(int64)
-		if u, isUnsigned := n.Value.(uint64); isUnsigned {
-			i = int64(min(u, 1<<62))
-		}
-		v.SetInt(i)
+		d.decodeInt(node, v, path)
 	case reflect.Bool:
 		b, ok := node.(*ast.BoolNode)
 		if !ok {
@@ -292,6 +298,62 @@ func (d *decoder) decode(node ast.Node, v reflect.Value, path string, kind trigg
 	default:
 		panic(fmt.Sprintf("spec: no decoder for %s", v.Type()))
 	}
+}
+
+// wholeNumber is an integer as YAML writes one; the parser gives one too
+// large for 64 bits as a string.
+var wholeNumber = regexp.MustCompile(`^[-+]?(0x[0-9a-fA-F_]+|0o[0-7_]+|0b[01_]+|[0-9][0-9_]*)$`)
+
+// decodeInt reads a whole number, keeping the text as written for
+// messages. One too large for an int is refused, except version's: any
+// version but 1 is refused by check, with the number as written.
+func (d *decoder) decodeInt(node ast.Node, v reflect.Value, path string) {
+	d.numbers[path] = node.GetToken().Value
+	var i int64
+	tooLarge := false
+	switch n := node.(type) {
+	case *ast.IntegerNode:
+		switch x := n.Value.(type) {
+		case int64:
+			i = x
+		case uint64:
+			i, tooLarge = int64(min(x, math.MaxInt64)), x > math.MaxInt64
+		}
+	case *ast.StringNode:
+		if n.GetToken().Type != token.StringType || !wholeNumber.MatchString(n.Value) {
+			d.reportNode(node, fmt.Sprintf("%s must be a whole number, not %s", path, describe(node)), "")
+			return
+		}
+		i, tooLarge = math.MaxInt64, true
+		if strings.HasPrefix(n.Value, "-") {
+			i = math.MinInt64
+		}
+	default:
+		d.reportNode(node, fmt.Sprintf("%s must be a whole number, not %s", path, describe(node)), "")
+		return
+	}
+	if tooLarge && path != "version" {
+		d.reportNode(node, fmt.Sprintf("%s: %s is too large a number", path, d.numbers[path]),
+			fmt.Sprintf("write a number between %d and %d", math.MinInt64, math.MaxInt64))
+		return
+	}
+	v.SetInt(i)
+}
+
+// refuseTag reports a YAML tag (!include, !!binary, ...): nothing here
+// gives one a meaning, and taking the value without it would read
+// "!include other.yaml" as the text "other.yaml".
+func (d *decoder) refuseTag(tag *ast.TagNode) {
+	pos := d.position(tag.Start)
+	if d.reportedAt(pos) {
+		return // met again through an alias
+	}
+	name := tag.Start.Value
+	hint := "remove the tag: a value's type comes from where it is written"
+	if name == "!include" {
+		hint = "pipeline includes no other file: write the value here"
+	}
+	d.reportAt(pos, fmt.Sprintf("YAML tags such as %s are not supported", name), hint)
 }
 
 // scalar returns the text of a scalar node; numbers and booleans are taken
@@ -368,6 +430,7 @@ func (d *decoder) mappingEntries(node ast.Node, path string) ([]*ast.MappingValu
 	seen := map[string]int{}
 	var unique []*ast.MappingValueNode
 	for _, e := range entries {
+		d.unwrapKey(e)
 		key := keyText(e)
 		if key == "<<" {
 			d.report(e.Key.GetToken(), "merge keys (<<) are not supported", "write the keys out, or use an alias for a whole value")
@@ -382,6 +445,37 @@ func (d *decoder) mappingEntries(node ast.Node, path string) ([]*ast.MappingValu
 		unique = append(unique, e)
 	}
 	return unique, true
+}
+
+// unwrapKey reports an anchor or a tag written on a key, and reads the key
+// without it. "- &p name: a" anchors the key name, not the phase, which is
+// seldom what was meant.
+func (d *decoder) unwrapKey(e *ast.MappingValueNode) {
+	for {
+		switch k := e.Key.(type) {
+		case *ast.AnchorNode:
+			if pos := d.position(k.GetToken()); !d.reportedAt(pos) {
+				name, key := k.Name.GetToken().Value, k.Value.GetToken().Value
+				d.reportAt(pos, fmt.Sprintf("the anchor &%s is on the key %q, not on a value", name, key),
+					fmt.Sprintf("to name the whole mapping, put &%s alone at the end of the line before %s:, or write the mapping as {%s: ...}", name, key, key))
+			}
+			d.keyAnchors[k.Name.GetToken().Value] = k
+			inner, ok := k.Value.(ast.MapKeyNode)
+			if !ok {
+				return
+			}
+			e.Key = inner
+		case *ast.TagNode:
+			d.refuseTag(k)
+			inner, ok := k.Value.(ast.MapKeyNode)
+			if !ok {
+				return
+			}
+			e.Key = inner
+		default:
+			return
+		}
+	}
 }
 
 func keyText(e *ast.MappingValueNode) string {

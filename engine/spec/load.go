@@ -78,7 +78,7 @@ func (doc *Document) check(root ast.Node) {
 	case p.Version == 0 && !d.has("version"):
 		d.reportAt(top, "version is missing", "add version: 1 as the first line")
 	case p.Version != 1 && d.has("version") && !d.reportedAt(d.positions["version"]):
-		d.reportAt(d.positions["version"], fmt.Sprintf("version %d is not one this pipeline reads", p.Version),
+		d.reportAt(d.positions["version"], fmt.Sprintf("version %s is not one this pipeline reads", d.numbers["version"]),
 			"write version: 1; it is the only version so far")
 	}
 	switch {

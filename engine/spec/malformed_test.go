@@ -414,6 +414,61 @@ var malformedCases = []malformedCase{
 		wants: []malformedProblem{{line: 6, col: 1, msg: "a second YAML document (after ---) is not allowed here"}},
 	},
 
+	// Issue 9: messages that pointed the wrong way.
+	{
+		name: "YAML tag include",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    prompt: !include prompts/build.md\n",
+		// Read as the text prompts/build.md, silently, before.
+		wants: []malformedProblem{{line: 5, col: 13, msg: "YAML tags such as !include are not supported", hint: "includes no other file"}},
+	},
+	{
+		name:  "YAML tag binary",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    prompt: !!binary aGVsbG8=\n",
+		wants: []malformedProblem{{line: 5, col: 13, msg: "YAML tags such as !!binary are not supported", hint: "remove the tag"}},
+	},
+	{
+		name:  "YAML tag on a key",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - !!str name: build\n",
+		wants: []malformedProblem{{line: 4, col: 5, msg: "YAML tags such as !!str are not supported"}},
+	},
+	{
+		name:  "YAML tag in frontmatter",
+		yaml:  specHeader,
+		spec:  "---\nstatus: !secret draft\n---\n",
+		wants: []malformedProblem{{file: "spec.md", line: 2, col: 9, msg: "YAML tags such as !secret are not supported"}},
+	},
+	{
+		name: "anchor on a key",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - &build name: build\n  - *build\n",
+		// Before, the key read as "&": unknown key "&" in phases[0].
+		wants: []malformedProblem{
+			{line: 4, col: 5, msg: `the anchor &build is on the key "name", not on a value`, hint: "put &build alone at the end of the line before name:"},
+			{line: 5, col: 5, msg: `alias *build names the anchor on the key "name" (line 4), not a value`},
+		},
+	},
+	{
+		name: "negative back-off",
+		yaml: "version: 1\nagent: {kind: claude}\ndefaults:\n  retry:\n    backoff: -10s\nphases:\n  - name: build\n",
+		// Before: bad number syntax: "10s", at the 1.
+		wants: []malformedProblem{{line: 5, col: 14, msg: `defaults.retry.backoff: "-10s" is negative`}},
+	},
+	{
+		name: "version too large for a number",
+		yaml: "version: 99999999999999999999999\nagent: {kind: claude}\nphases:\n  - name: build\n",
+		// Before: version must be a whole number, not a string.
+		wants: []malformedProblem{{line: 1, col: 10, msg: "version 99999999999999999999999 is not one this pipeline reads", hint: "write version: 1"}},
+	},
+	{
+		name:  "version too large for 63 bits",
+		yaml:  "version: 18446744073709551615\nagent: {kind: claude}\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 1, col: 10, msg: "version 18446744073709551615 is not one this pipeline reads"}},
+	},
+	{
+		name:  "budget too large for a number",
+		yaml:  "version: 1\nagent: {kind: claude}\nresume_context: {budget: -99999999999999999999}\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 3, col: 26, msg: "resume_context.budget: -99999999999999999999 is too large a number"}},
+	},
+
 	// Spec files and their frontmatter.
 	{
 		name:  "frontmatter never closed",
