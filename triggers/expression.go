@@ -106,6 +106,12 @@ func Compile(source string, kind Kind) (*Expression, error) {
 	if text == source {
 		var refused *refusal
 		e.Reads, e.StepRefs, refused = inspect(program.Node())
+		if refused == nil {
+			refused = constantFailure(program.Node())
+		}
+		if refused == nil && kind == Duration {
+			refused = negativeConstant(program.Node())
+		}
 		if refused != nil {
 			line, column := lineColumn(source, refused.at.Location().From)
 			return nil, &CompileError{Line: line, Column: column, Message: refused.message, Hint: refused.hint}
@@ -392,6 +398,10 @@ func (v *inspector) Visit(node *ast.Node) {
 					"use a number and a unit: 90s, 30m, 2h, 1h30m or 7d")
 			}
 		}
+	case *ast.BinaryNode:
+		if refused := divisionByZero(n); refused != nil {
+			v.refuse(refused.at, refused.message, refused.hint)
+		}
 	case *ast.MemberNode:
 		if name, ok := n.Property.(*ast.StringNode); ok && n.Method && name.Value == "Local" {
 			// time.Time's Local() moves a date into the machine's zone.
@@ -429,17 +439,9 @@ func (e *Expression) EvalDuration(env *Env) (time.Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("expression %q: %w", e.Source, err)
 	}
-	// expr types duration * float as a duration but computes a float of
-	// nanoseconds; take any number as nanoseconds.
-	switch d := out.(type) {
-	case time.Duration:
-		return d, nil
-	case float64:
-		return time.Duration(d), nil
-	case int:
-		return time.Duration(d), nil
-	case int64:
-		return time.Duration(d), nil
+	d, err := asDuration(out)
+	if err != nil {
+		return 0, fmt.Errorf("expression %q: %w", e.Source, err)
 	}
-	return 0, fmt.Errorf("expression %q gave %T, not a duration", e.Source, out)
+	return d, nil
 }

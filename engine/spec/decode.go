@@ -265,7 +265,11 @@ func (d *decoder) decode(node ast.Node, v reflect.Value, path string, kind trigg
 		}
 		dur, err := ParseDuration(text)
 		if err != nil {
-			d.reportNode(node, fmt.Sprintf("%s: %v", path, err), "use a number and a unit: 90s, 30m, 2h, 1h30m or 7d")
+			hint := "use a number and a unit: 90s, 30m, 2h, 1h30m or 7d"
+			if strings.Contains(err.Error(), "too long") {
+				hint = "write a shorter one, such as 30d"
+			}
+			d.reportNode(node, fmt.Sprintf("%s: %v", path, err), hint)
 			return
 		}
 		v.SetInt(int64(dur))

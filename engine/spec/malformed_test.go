@@ -361,6 +361,35 @@ var malformedCases = []malformedCase{
 		wants: []malformedProblem{{line: 5, col: 14, msg: `phases[0].timeout: "-5m" is negative`}},
 	},
 	{
+		name: "timeout too long to represent",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    timeout: 999999999d\n",
+		// Before, it wrapped around time.Duration: no limit, silently.
+		wants: []malformedProblem{{line: 5, col: 14, msg: `phases[0].timeout: "999999999d" is too long: a duration is at most 106751d, about 292 years`}},
+	},
+	{
+		name:  "step idle_timeout too long to represent",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    steps:\n      - run: make\n        idle_timeout: 9999999999h\n",
+		wants: []malformedProblem{{line: 7, col: 23, msg: `phases[0].steps[0].idle_timeout: "9999999999h" is too long`}},
+	},
+	{
+		name: "back-off expression always negative",
+		yaml: "version: 1\nagent: {kind: claude}\ndefaults:\n  retry:\n    backoff: duration(\"10s\") - duration(\"1m\")\nphases:\n  - name: build\n",
+		// The - that makes it negative.
+		wants: []malformedProblem{{line: 5, col: 30, msg: "defaults.retry.backoff: the expression always gives -50s, a negative duration"}},
+	},
+	{
+		name: "trigger that divides by zero",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    pause_when:\n      spin: tokens % 0 > 1\n",
+		// Before, it validated and then paused every run with
+		// expression-error.
+		wants: []malformedProblem{{line: 6, col: 20, msg: "phases[0].pause_when.spin: tokens % 0 divides by zero: it fails each time it is evaluated"}},
+	},
+	{
+		name:  "condition with a part that always fails",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    done_when: exit_code == 0 && tokens < int(\"many\")\n",
+		wants: []malformedProblem{{line: 5, col: 43, msg: `phases[0].done_when: int("many") always fails: `}},
+	},
+	{
 		name:  "duration with days and a bad rest",
 		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    idle_timeout: 1d12x\n",
 		wants: []malformedProblem{{line: 5, col: 19, msg: `phases[0].idle_timeout: "1d12x" is not a duration`}},
