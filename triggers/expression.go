@@ -46,7 +46,60 @@ type Expression struct {
 	// StepRefs are the names used as steps.<name>, with their offsets in
 	// Source, so a loader can check that each names a real step.
 	StepRefs []StepRef
-	program  *vm.Program
+	// Locate, when the loader sets it, says where in its file the
+	// character at a rune offset of Source was written (file:line:col),
+	// so that a run-time error points into the file, not into the
+	// expression. It may be called from any goroutine.
+	Locate  func(offset int) string
+	program *vm.Program
+	// literal is a duration written bare (10s): the program is
+	// duration("10s"), whose offsets are not Source's.
+	literal bool
+}
+
+// EvalError is an expression that failed at run time: it is an error, never
+// a false.
+type EvalError struct {
+	Source string
+	// Offset is where in Source the failing part starts, in runes; Place
+	// is where that was written in its file, "" when not known.
+	Offset  int
+	Place   string
+	Message string
+}
+
+func (e *EvalError) Error() string {
+	if e.Place != "" {
+		return fmt.Sprintf("%s: %s: %s", e.Place, shortened(e.Source), e.Message)
+	}
+	return fmt.Sprintf("expression %q: %s", shortened(e.Source), e.Message)
+}
+
+// shortened is an expression on one line and at most 100 characters, to
+// name it in a note.
+func shortened(source string) string {
+	runes := []rune(strings.Join(strings.Fields(source), " "))
+	if len(runes) > 100 {
+		return string(runes[:99]) + "…"
+	}
+	return string(runes)
+}
+
+// evalError makes err, from running the program, an *EvalError placed at
+// the failing part when expr says which it is, at the start otherwise.
+func (e *Expression) evalError(err error) *EvalError {
+	out := &EvalError{Source: e.Source, Message: err.Error()}
+	var fe *file.Error
+	if errors.As(err, &fe) {
+		out.Message = fe.Message
+		if !e.literal {
+			out.Offset = fe.From
+		}
+	}
+	if e.Locate != nil {
+		out.Place = e.Locate(out.Offset)
+	}
+	return out
 }
 
 // StepRef is one steps.<name> in an expression.
@@ -102,7 +155,7 @@ func Compile(source string, kind Kind) (*Expression, error) {
 				Hint: hintFor(kind)}
 		}
 	}
-	e := &Expression{Source: source, Kind: kind, program: program}
+	e := &Expression{Source: source, Kind: kind, program: program, literal: text != source}
 	if text == source {
 		var refused *refusal
 		e.Reads, e.StepRefs, refused = inspect(program.Node())
@@ -420,28 +473,29 @@ func (v *inspector) Visit(node *ast.Node) {
 }
 
 // Eval runs a condition against env. A run-time error is returned as an
-// error, never folded into false.
+// *EvalError, never folded into false.
 func (e *Expression) Eval(env *Env) (bool, error) {
 	out, err := expr.Run(e.program, env)
 	if err != nil {
-		return false, fmt.Errorf("expression %q: %w", e.Source, err)
+		return false, e.evalError(err)
 	}
 	b, ok := out.(bool)
 	if !ok {
-		return false, fmt.Errorf("expression %q gave %T, not true or false", e.Source, out)
+		return false, e.evalError(fmt.Errorf("it gave %T, not true or false", out))
 	}
 	return b, nil
 }
 
-// EvalDuration runs a duration expression against env.
+// EvalDuration runs a duration expression against env; a run-time error is
+// an *EvalError.
 func (e *Expression) EvalDuration(env *Env) (time.Duration, error) {
 	out, err := expr.Run(e.program, env)
 	if err != nil {
-		return 0, fmt.Errorf("expression %q: %w", e.Source, err)
+		return 0, e.evalError(err)
 	}
 	d, err := asDuration(out)
 	if err != nil {
-		return 0, fmt.Errorf("expression %q: %w", e.Source, err)
+		return 0, e.evalError(err)
 	}
 	return d, nil
 }

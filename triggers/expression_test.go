@@ -323,3 +323,28 @@ func TestIssue9ExpressionsThatAlwaysFailAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// Issue 9: a run-time error is an *EvalError at the failing part, which
+// the loader's Locate places in the file.
+func TestIssue9RunTimeErrorIsPlaced(t *testing.T) {
+	e, err := triggers.Compile("checkpoint ||\n  tokens % attempt > 1", triggers.Condition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Locate = func(offset int) string { return fmt.Sprintf("phases.yaml:offset %d", offset) }
+	_, err = e.Eval(&triggers.Env{})
+	var evalErr *triggers.EvalError
+	if !errors.As(err, &evalErr) {
+		t.Fatalf("Eval gave %v (%T), want a *triggers.EvalError", err, err)
+	}
+	if evalErr.Offset != 23 || evalErr.Message != "runtime error: integer divide by zero" {
+		t.Errorf("%+v: want offset 23, the %%, and expr's message alone", evalErr)
+	}
+	if want := "phases.yaml:offset 23: checkpoint || tokens % attempt > 1: runtime error: integer divide by zero"; err.Error() != want {
+		t.Errorf("the error reads %q, want %q", err, want)
+	}
+	m := triggers.NewMonitor([]triggers.Named{{Name: "spin", Expr: e}})
+	if _, err := m.Check(); err == nil || !strings.HasPrefix(err.Error(), "pause_when.spin: phases.yaml:offset 23: ") {
+		t.Errorf("Monitor.Check gave %v, want the placed error", err)
+	}
+}

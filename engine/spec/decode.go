@@ -652,7 +652,19 @@ func (d *decoder) decodeExpr(node ast.Node, out *Expr, path string, kind trigger
 		}
 		return
 	}
+	compiled.Locate = d.locator(*out)
 	out.Compiled = compiled
+}
+
+// locator maps offsets of e to its file, for the run-time errors of e. It
+// walks a decoder of its own at each call: the expression may fail on any
+// goroutine, and the walk caches lines as it goes.
+func (d *decoder) locator(e Expr) func(offset int) string {
+	file, lines := d.file, d.lines
+	return func(offset int) string {
+		walker := &decoder{file: file, lines: lines}
+		return walker.exprPosition(e, offset).String()
+	}
 }
 
 // runeOffset converts expr's 1-based line and 0-based column into a rune

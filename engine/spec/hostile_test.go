@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/triggers"
 )
 
 // The budget of one input, as the issue states it: refusing any file must
@@ -265,5 +266,37 @@ func TestIssue9ByteOrderMarkIsAccepted(t *testing.T) {
 	fm, err := spec.ParseSpec("spec.md", []byte(bom+"---\r\nstatus: draft\r\n---\r\n# Title\r\n"))
 	if err != nil || fm.Values["status"] != "draft" {
 		t.Errorf("a spec starting with a byte order mark: %v, %v", fm.Values, err)
+	}
+}
+
+// Issue 9: an expression that fails at run time paused the session with a
+// note placing the error in the expression ((1:8) and a snippet of it);
+// the error now says where in the file the failing part was written.
+func TestIssue9RunTimeErrorsPointIntoTheFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "phases.yaml")
+	content := "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    pause_when:\n" +
+		"      spin: 'tokens % attempt > 1'\n    retry:\n      backoff: |\n        duration(\"1m\") *\n          int(spec.factor)\n"
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := spec.Load(path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	phase := plan.Phases[0]
+	_, err = phase.PauseWhen[1].Expr.Compiled.Eval(&triggers.Env{Attempt: 0})
+	var evalErr *triggers.EvalError
+	if !errors.As(err, &evalErr) {
+		t.Fatalf("Eval gave %v, want a *triggers.EvalError", err)
+	}
+	// The % of the quoted expression on line 6.
+	if want := path + ":6:21: tokens % attempt > 1: runtime error: integer divide by zero"; err.Error() != want {
+		t.Errorf("the error reads\n%s\nwant\n%s", err, want)
+	}
+	_, err = phase.Retry.Backoff.Value.Compiled.EvalDuration(&triggers.Env{Spec: map[string]any{"factor": "x"}})
+	// int( on line 10 of the block scalar.
+	if want := path + ":10:11: "; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("the back-off's error reads %v, want it to start with %s", err, want)
 	}
 }
