@@ -47,6 +47,8 @@ type decoder struct {
 	expanded size
 	// keyAnchors holds the anchors written on keys (see unwrapKey).
 	keyAnchors map[string]*ast.AnchorNode
+	// templates holds where each text of kind template was written.
+	templates map[string]Expr
 	// numbers holds whole numbers as written, by path, for messages.
 	numbers map[string]string
 	// runeLines caches lines of the file as characters (see runeLine).
@@ -72,6 +74,7 @@ func newDecoder(file string, content []byte, lineOffset int) *decoder {
 		counted:      map[*ast.AliasNode]bool{},
 		reported:     map[Position]bool{},
 		numbers:      map[string]string{},
+		templates:    map[string]Expr{},
 		keyAnchors:   map[string]*ast.AnchorNode{},
 	}
 }
@@ -379,6 +382,8 @@ type field struct {
 	name  string
 	index []int
 	kind  triggers.Kind
+	// template is a text/template, whose place is kept for its checks.
+	template bool
 }
 
 // fields lists the YAML keys of a struct type, flattening inline fields.
@@ -401,7 +406,7 @@ func fields(t reflect.Type) []field {
 		if f.Tag.Get("kind") == "duration" {
 			kind = triggers.Duration
 		}
-		out = append(out, field{name: tag, index: []int{i}, kind: kind})
+		out = append(out, field{name: tag, index: []int{i}, kind: kind, template: f.Tag.Get("kind") == "template"})
 	}
 	return out
 }
@@ -528,6 +533,9 @@ func (d *decoder) decodeStruct(node ast.Node, v reflect.Value, path string) {
 		keyPosition := d.position(e.Key.GetToken())
 		d.positions[join(path, key)+"#key"] = keyPosition
 		d.decode(e.Value, v.FieldByIndex(match.index), join(path, key), match.kind)
+		if text := v.FieldByIndex(match.index); match.template && text.String() != "" {
+			d.templates[join(path, key)] = d.textPlace(d.resolve(e.Value), text.String())
+		}
 		if isNull(e.Value) {
 			// An empty value has no place of its own; point at its key.
 			d.positions[join(path, key)] = keyPosition
@@ -629,18 +637,8 @@ func (d *decoder) decodeExpr(node ast.Node, out *Expr, path string, kind trigger
 	if !ok {
 		return
 	}
-	start := d.position(node.GetToken())
-	var quote rune
-	switch tk := node.GetToken(); {
-	case tk.Type == token.DoubleQuoteType:
-		quote, start.Column = '"', start.Column+1
-	case tk.Type == token.SingleQuoteType:
-		quote, start.Column = '\'', start.Column+1
-	}
-	if lit, isLiteral := node.(*ast.LiteralNode); isLiteral {
-		start = Position{File: d.file, Line: d.position(lit.Start).Line + 1, Column: 1}
-	}
-	*out = Expr{Source: source, Kind: kind, At: d.skipSpace(start), quote: quote}
+	*out = d.textPlace(node, source)
+	out.Kind = kind
 	compiled, err := triggers.Compile(source, kind)
 	if err != nil {
 		var ce *triggers.CompileError
@@ -654,6 +652,24 @@ func (d *decoder) decodeExpr(node ast.Node, out *Expr, path string, kind trigger
 	}
 	compiled.Locate = d.locator(*out)
 	out.Compiled = compiled
+}
+
+// textPlace is where the text of a scalar node starts in the file and how
+// it is quoted, so that exprPositions can map offsets of source to the
+// file.
+func (d *decoder) textPlace(node ast.Node, source string) Expr {
+	start := d.position(node.GetToken())
+	var quote rune
+	switch tk := node.GetToken(); {
+	case tk.Type == token.DoubleQuoteType:
+		quote, start.Column = '"', start.Column+1
+	case tk.Type == token.SingleQuoteType:
+		quote, start.Column = '\'', start.Column+1
+	}
+	if lit, isLiteral := node.(*ast.LiteralNode); isLiteral {
+		start = Position{File: d.file, Line: d.position(lit.Start).Line + 1, Column: 1}
+	}
+	return Expr{Source: source, At: d.skipSpace(start), quote: quote}
 }
 
 // locator maps offsets of e to its file, for the run-time errors of e. It

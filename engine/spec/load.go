@@ -6,7 +6,6 @@ import (
 	"os"
 	"reflect"
 	"strings"
-	"text/template"
 
 	"github.com/goccy/go-yaml/ast"
 
@@ -94,11 +93,8 @@ func (doc *Document) check(root ast.Node) {
 		if rc.Budget < 0 {
 			d.reportAt(d.positions["resume_context.budget"], "resume_context.budget must be a number of tokens above 0", "")
 		}
-		if rc.Template != "" {
-			if _, err := template.New("resume_context").Parse(rc.Template); err != nil {
-				d.reportAt(d.positions["resume_context.template"], "resume_context.template: "+err.Error(),
-					"it is a Go text/template; see README for the fields it can use")
-			}
+		if place, ok := d.templates["resume_context.template"]; ok {
+			d.placeTemplateProblems(place, "resume_context.template", CheckResumeTemplate(rc.Template))
 		}
 	}
 	checkPhases(d, p.Phases, "phases")

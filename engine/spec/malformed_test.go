@@ -498,6 +498,31 @@ var malformedCases = []malformedCase{
 		wants: []malformedProblem{{line: 3, col: 26, msg: "resume_context.budget: -99999999999999999999 is too large a number"}},
 	},
 
+	// resume_context templates, checked against the data they read.
+	{
+		name: "resume_context template reading a misspelt field",
+		yaml: "version: 1\nagent: {kind: claude}\nresume_context:\n  template: 'Resuming {{.Phse}} after {{.Reason}}'\nphases:\n  - name: build\n",
+		// Before, it passed validation, and at run time the whole resume
+		// context (human notes included) was dropped without a word.
+		wants: []malformedProblem{{line: 4, col: 25, msg: "resume_context.template: a ResumeInput has no field Phse", hint: "did you mean .Phase?"}},
+	},
+	{
+		name:  "resume_context template reading a field of a list item",
+		yaml:  "version: 1\nagent: {kind: claude}\nresume_context:\n  template: |\n    Done:\n    {{range .Done}}- {{.Phase}}: {{.Summry}}\n    {{end}}\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 6, col: 36, msg: "resume_context.template: a DoneItem has no field Summry", hint: "did you mean .Summary?"}},
+	},
+	{
+		name: "resume_context template reading a field of a text",
+		yaml: "version: 1\nagent: {kind: claude}\nresume_context:\n  template: \"{{with $n := .Note}}{{$n.Text}}{{end}}\"\nphases:\n  - name: build\n",
+		// The .Text of $n.Text.
+		wants: []malformedProblem{{line: 4, col: 38, msg: "resume_context.template: a text has no fields: .Text cannot be read from it"}},
+	},
+	{
+		name:  "resume_context template calling an unknown function",
+		yaml:  "version: 1\nagent: {kind: claude}\nresume_context:\n  template: |\n    Resuming {{.Phase}}\n    {{oneline .Note | shout}}\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 6, col: 5, msg: `resume_context.template: function "shout" not defined`}},
+	},
+
 	// Spec files and their frontmatter.
 	{
 		name:  "frontmatter never closed",
