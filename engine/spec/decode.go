@@ -45,6 +45,10 @@ type decoder struct {
 	sizes    map[ast.Node]size
 	counted  map[*ast.AliasNode]bool
 	expanded size
+	// measuring counts the anchors whose value measure is inside, by
+	// name; recursive holds the aliases found inside their own anchor.
+	measuring map[string]int
+	recursive map[*ast.AliasNode]bool
 	// keyAnchors holds the anchors written on keys (see unwrapKey).
 	keyAnchors map[string]*ast.AnchorNode
 	// templates holds where each text of kind template was written.
@@ -72,6 +76,8 @@ func newDecoder(file string, content []byte, lineOffset int) *decoder {
 		brokenAgents: map[Position]bool{},
 		sizes:        map[ast.Node]size{},
 		counted:      map[*ast.AliasNode]bool{},
+		measuring:    map[string]int{},
+		recursive:    map[*ast.AliasNode]bool{},
 		reported:     map[Position]bool{},
 		numbers:      map[string]string{},
 		templates:    map[string]Expr{},
@@ -201,6 +207,13 @@ func (d *decoder) resolve(node ast.Node) ast.Node {
 			}
 			if !ok {
 				d.report(n.GetToken(), fmt.Sprintf("alias *%s names no anchor defined above it", name), "define &name before using *name")
+				return nil
+			}
+			if d.recursive[n] {
+				if pos := d.position(n.GetToken()); !d.reportedAt(pos) {
+					d.reportAt(pos, fmt.Sprintf("alias *%s is inside the value of &%s: a value cannot contain itself", name, name),
+						"write the inner value out, or anchor something else")
+				}
 				return nil
 			}
 			d.expand(n, target)

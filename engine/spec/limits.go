@@ -205,7 +205,9 @@ func (s size) plus(o size) size {
 
 // measure records the size of every anchored node of a document, in one
 // pass in document order: an alias counts as the size of its anchor, known
-// by then, so a chain of aliases of aliases costs one step per alias.
+// by then, so a chain of aliases of aliases costs one step per alias. An
+// alias inside the value of its own anchor is marked recursive: expanding
+// it would never end.
 func (d *decoder) measure(node ast.Node, anchors map[string]size) size {
 	switch n := node.(type) {
 	case nil:
@@ -229,12 +231,19 @@ func (d *decoder) measure(node ast.Node, anchors map[string]size) size {
 		}
 		return total
 	case *ast.AnchorNode:
+		name := n.Name.GetToken().Value
+		d.measuring[name]++
 		s := d.measure(n.Value, anchors)
-		anchors[n.Name.GetToken().Value] = s
+		d.measuring[name]--
+		anchors[name] = s
 		d.sizes[n.Value] = s
 		return s
 	case *ast.AliasNode:
-		return anchors[n.Value.GetToken().Value]
+		name := n.Value.GetToken().Value
+		if d.measuring[name] > 0 {
+			d.recursive[n] = true
+		}
+		return anchors[name]
 	case *ast.TagNode:
 		return d.measure(n.Value, anchors)
 	case *ast.LiteralNode:
