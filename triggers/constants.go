@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -201,4 +203,76 @@ func children(node ast.Node) []ast.Node {
 		return []ast.Node{n.Key, n.Value}
 	}
 	return nil
+}
+
+// maxNesting bounds how deeply an expression nests. expr's parser
+// recurses at each bracket, prefix operator, ternary and right-associative
+// operator, a few kilobytes of stack each, before its own limit of 10,000
+// parts counts anything: 100,000 parentheses held a quarter of a gigabyte.
+const maxNesting = 100
+
+// tooDeep returns the rune offset at which source nests past maxNesting,
+// or -1. It counts conservatively: open brackets, the current run of
+// prefix operators (! not - +), and every ?, ** and ^, if and let,
+// outside text literals.
+func tooDeep(source string) int {
+	runes := []rune(source)
+	depth, prefixes, chained := 0, 0, 0
+	var quote, previous rune
+	for i := 0; i < len(runes); i++ {
+		r, at := runes[i], i
+		next := rune(0)
+		if i+1 < len(runes) {
+			next = runes[i+1]
+		}
+		if quote != 0 {
+			switch {
+			case r == '\\' && quote != '`':
+				i++
+			case r == quote:
+				quote, previous = 0, r
+			}
+			continue
+		}
+		switch {
+		case r == '"' || r == '\'' || r == '`':
+			quote, prefixes = r, 0
+		case r == '(' || r == '[' || r == '{':
+			depth++
+		case r == ')' || r == ']' || r == '}':
+			depth, prefixes = max(depth-1, 0), 0
+		case r == '!' && next != '=':
+			prefixes++
+		case (r == '-' || r == '+') && (previous == 0 || strings.ContainsRune("([{,?:!=<>+-*/%^&|", previous)):
+			prefixes++
+		case r == '?' && next != '.' && next != '?':
+			chained++
+		case r == '^':
+			chained++
+		case r == '*' && next == '*':
+			chained++
+			i++
+		case unicode.IsLetter(r) || r == '_' || unicode.IsDigit(r):
+			start := i
+			for i+1 < len(runes) && (unicode.IsLetter(runes[i+1]) || runes[i+1] == '_' || unicode.IsDigit(runes[i+1])) {
+				i++
+			}
+			switch string(runes[start : i+1]) {
+			case "not":
+				prefixes++
+			case "if", "let":
+				chained++
+			case "and", "or", "in", "matches", "contains", "startsWith", "endsWith":
+			default:
+				prefixes = 0 // an operand ends a run of prefix operators
+			}
+		}
+		if !unicode.IsSpace(r) {
+			previous = r
+		}
+		if depth+prefixes+chained > maxNesting {
+			return at
+		}
+	}
+	return -1
 }

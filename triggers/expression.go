@@ -141,6 +141,11 @@ func Compile(source string, kind Kind) (*Expression, error) {
 			return nil, &CompileError{Line: 1, Message: err.Error(), Hint: hintFor(kind)}
 		}
 	}
+	if at := tooDeep(text); at >= 0 && text == source {
+		line, column := lineColumn(source, at)
+		return nil, &CompileError{Line: line, Column: column, Message: fmt.Sprintf("the expression nests more than %d levels deep here", maxNesting),
+			Hint: "split it into several triggers, or use fewer brackets and prefix operators"}
+	}
 	options := append([]expr.Option{expr.Env(Env{}), durationFunction, dateFunction}, disabledBuiltins...)
 	if kind == Condition {
 		options = append(options, expr.AsBool())

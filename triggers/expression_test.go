@@ -36,6 +36,11 @@ func TestCompileErrors(t *testing.T) {
 		{"exit_code = 0", triggers.Condition, 1, 10, `unexpected "="`, "compare with =="},
 		{`output contains "FAIL`, triggers.Condition, 1, 16, "the text opened here is never closed", "close it"},
 		{"phase == 'a' &&\n  output contains 'it\\'s", triggers.Condition, 2, 18, "never closed", ""},
+		// The 101st level: expr's parser recurses at each, before it counts
+		// parts.
+		{strings.Repeat("(", 100_000) + "tokens" + strings.Repeat(")", 100_000) + " > 0", triggers.Condition, 1, 100, "the expression nests more than 100 levels deep here", "split it"},
+		{strings.Repeat("!", 101) + "checkpoint", triggers.Condition, 1, 100, "nests more than 100 levels", ""},
+		{"checkpoint ||\n " + strings.Repeat("not ", 200) + "timed_out", triggers.Condition, 2, 401, "nests more than 100 levels", ""},
 		// The + that makes the 10001st part.
 		{strings.Repeat("tokens + ", 6000) + "1 > 0", triggers.Condition, 1, 9*5000 + 7, "the expression is too long: it has more than 10000 parts", "split it"},
 	}
@@ -317,6 +322,9 @@ func TestIssue9ExpressionsThatAlwaysFailAreRefused(t *testing.T) {
 		{`duration("1m") - duration("10s")`, triggers.Duration},
 		{`date("2026-01-01") < date("2027-01-01") && checkpoint`, triggers.Condition},
 		{`len(repeat("x", 3)) > tokens`, triggers.Condition},
+		{strings.Repeat("(", 100) + "tokens" + strings.Repeat(")", 100) + " > 0", triggers.Condition},
+		{`output contains "` + strings.Repeat("((!", 200) + `"`, triggers.Condition},
+		{strings.Repeat("!checkpoint && ", 500) + "true", triggers.Condition},
 	} {
 		if _, err := triggers.Compile(ok.source, ok.kind); err != nil {
 			t.Errorf("%s: %v, want it to compile", ok.source, err)

@@ -64,6 +64,12 @@ func TestIssue9HostileSpecsExit2WithinMemory(t *testing.T) {
 			want:  "phases.yaml:2:72: the YAML is nested more than 64 levels deep here",
 		},
 		{
+			name: "expression nested 100000 deep",
+			files: map[string]string{"phases.yaml": header + "phases:\n  - name: build\n    done_when: " +
+				strings.Repeat("(", 100_000) + "tokens" + strings.Repeat(")", 100_000) + " > 0\n"},
+			want: "phases.yaml:5:116: phases[0].done_when: the expression nests more than 100 levels deep here",
+		},
+		{
 			name:  "block lists nested 100000 deep",
 			files: map[string]string{"phases.yaml": "version: 1\nphases:\n" + strings.Repeat("- ", 100_000) + "x\n"},
 			want:  "phases.yaml:3:129: the YAML is nested more than 64 levels deep here",

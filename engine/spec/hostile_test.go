@@ -203,6 +203,13 @@ var hostileCases = []malformedCase{
 		wants: []malformedProblem{{line: 6, col: 22, msg: `phase "build": done_when reads steps.bbbb`}},
 	},
 	{
+		name: "expression nested 100000 deep",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    done_when: " + strings.Repeat("(", 100_000) + "tokens" + strings.Repeat(")", 100_000) + " > 0\n",
+		// The 101st (: expr's parser held a quarter of a gigabyte of stack
+		// before it counted a single part.
+		wants: []malformedProblem{{line: 5, col: 16 + 100, msg: "phases[0].done_when: the expression nests more than 100 levels deep here"}},
+	},
+	{
 		name: "expression of more than 10000 parts",
 		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    done_when: " + strings.Repeat("tokens + ", 6000) + "1 > 0\n",
 		// The + after the 5001st tokens: its 10001st part.
