@@ -88,7 +88,7 @@ func newDecoder(file string, content []byte, lineOffset int) *decoder {
 // parse parses one YAML document; it returns nil after recording a problem.
 // what names the text in messages.
 func (d *decoder) parse(yamlText []byte, what string) ast.Node {
-	if d.tooLarge(yamlText, what) {
+	if d.tooLarge(int64(len(yamlText)), what) {
 		return nil
 	}
 	tokens := lexer.Tokenize(string(yamlText))

@@ -66,13 +66,18 @@ func guard(decode func()) (stopped bool) {
 	return false
 }
 
-// tooLarge reports a YAML text over maxYAMLBytes; what names it.
-func (d *decoder) tooLarge(text []byte, what string) bool {
-	if len(text) <= maxYAMLBytes {
+// tooLarge reports a YAML text of size bytes (-1: more than can be told)
+// over maxYAMLBytes; what names it.
+func (d *decoder) tooLarge(size int64, what string) bool {
+	if size >= 0 && size <= maxYAMLBytes {
 		return false
 	}
+	length := fmt.Sprintf("is %d KiB", (size+1023)>>10)
+	if size < 0 {
+		length = fmt.Sprintf("is over %d KiB", maxYAMLBytes>>10)
+	}
 	d.reportAt(Position{File: d.file, Line: 1 + d.lineOffset, Column: 1},
-		fmt.Sprintf("%s is %d KiB; pipeline reads at most %d KiB of YAML", what, (len(text)+1023)>>10, maxYAMLBytes>>10),
+		fmt.Sprintf("%s %s; pipeline reads at most %d KiB of YAML", what, length, maxYAMLBytes>>10),
 		"keep the file to the pipeline's settings; put long prompts and notes in the spec's body, below its frontmatter")
 	return true
 }

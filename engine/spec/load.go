@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"strings"
@@ -24,11 +25,40 @@ type Document struct {
 // LoadFile reads and checks a phases.yaml. Problems in the file come back as
 // *Error; a file that cannot be read comes back as the os error.
 func LoadFile(path string) (*Document, error) {
-	content, err := os.ReadFile(path)
+	content, size, err := readHead(path, maxYAMLBytes)
 	if err != nil {
 		return nil, err
 	}
+	if size < 0 || int64(len(content)) < size {
+		dec := newDecoder(path, content, 0)
+		dec.tooLarge(size, "the file")
+		return nil, dec.problems.err()
+	}
 	return Parse(path, content)
+}
+
+// readHead reads at most limit bytes of a file, and returns them with the
+// file's size: a phases.yaml of a gigabyte (or /dev/zero) is refused
+// without being read. size is -1 when it is not known (a pipe, a device)
+// and the file holds more than limit bytes.
+func readHead(path string, limit int) (head []byte, size int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	head, err = io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(head) <= limit {
+		return head, int64(len(head)), nil
+	}
+	size = -1
+	if info, err := f.Stat(); err == nil && info.Mode().IsRegular() {
+		size = info.Size()
+	}
+	return head[:limit], size, nil
 }
 
 // Parse checks the phases.yaml content read from path. When the YAML parsed
