@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -128,4 +129,28 @@ func pipelineMeasured(t *testing.T, dir string, args ...string) (result, int64) 
 		peak = int64(usage.Maxrss) // bytes
 	}
 	return result{stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()}, peak
+}
+
+// A file with a problem on each of its 500 lines lists the first 100, in
+// text and in JSON, and says how many more there are.
+func TestIssue9ValidateCountsTheProblemsItDoesNotList(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", "version: 1\nagent: {kind: claude}\nphases:\n"+strings.Repeat("  - build\n", 500))
+	r := pipeline(t, dir, "validate")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "… and 400 more problems not shown") || !strings.Contains(r.stderr, "500 problems found") {
+		t.Errorf("exit %d, stderr ends:\n%s", r.code, r.stderr[max(len(r.stderr)-300, 0):])
+	}
+	r = pipeline(t, dir, "validate", "-o", "json")
+	var out struct {
+		Files []struct {
+			Problems []struct{ Line int } `json:"problems"`
+			Omitted  int                  `json:"omitted"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("%v in %.300s", err, r.stdout)
+	}
+	if f := out.Files[0]; len(f.Problems) != 100 || f.Omitted != 400 || f.Problems[0].Line != 4 {
+		t.Errorf("%d problems, %d omitted, the first on line %d; want 100, 400, 4", len(f.Problems), f.Omitted, f.Problems[0].Line)
+	}
 }
