@@ -2,37 +2,23 @@ package engine
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"text/template"
 	"unicode/utf8"
 
 	"github.com/aymanbagabas/go-udiff"
+
+	"github.com/pipeline-dev/pipeline/engine/spec"
 )
 
-// ResumeInput is what the resume context is rendered from.
-type ResumeInput struct {
-	Pipeline     string
-	Phase        string     // the phase being resumed
-	Step         string     // the step being resumed
-	Attempt      int        // the attempt of the phase, from 1
-	Reason       string     // why it paused / restarted, e.g. "checkpoint", "needs-human", "restart: context"
-	Note         string     // checkpoint note or pause note
-	Done         []DoneItem // phases completed so far, and the work of the current phase so far
-	FilesChanged []string   // from git, may be long
-	NextSteps    []string   // the remaining steps of this phase and the remaining phases, in order
-	HumanNotes   []string   // notes left with pause/resume, oldest first
-	SpecPath     string
-	SpecDiff     string // unified diff of the spec since the pause, "" when unchanged
-}
+// ResumeInput is what the resume context is rendered from. The type is
+// spec's: a resume_context template is checked against it when
+// phases.yaml is loaded, and engine/spec cannot import engine.
+type ResumeInput = spec.ResumeInput
 
 // DoneItem is one finished piece of work: a completed phase, or the work
 // of the current phase so far.
-type DoneItem struct {
-	Phase, Summary string
-	Attempts       int
-	ExitCodes      []int
-}
+type DoneItem = spec.DoneItem
 
 // DefaultResumeTemplate is the text/template used unless phases.yaml sets
 // resume_context.template. Its data is a ResumeInput; besides the
@@ -243,45 +229,20 @@ func (r *rctxRender) render(lv rctxLevels) (string, error) {
 	return strings.TrimSpace(b.String()), nil
 }
 
+// funcs are spec.ResumeTemplateFuncs, the ones a template is checked
+// with, with a diffblock that shows the note replacing a cut diff as text.
 func (r *rctxRender) funcs() template.FuncMap {
-	return template.FuncMap{
-		"oneline": func(s string) string { return strings.Join(strings.Fields(s), " ") },
-		"indent": func(n int, s string) string {
-			s = strings.TrimRight(s, " \t\r\n")
-			return strings.ReplaceAll(s, "\n", "\n"+strings.Repeat(" ", max(n, 0)))
-		},
-		"join": func(sep string, list []string) string { return strings.Join(list, sep) },
-		"ints": func(sep string, list []int) string {
-			s := make([]string, len(list))
-			for i, n := range list {
-				s[i] = strconv.Itoa(n)
-			}
-			return strings.Join(s, sep)
-		},
-		"fence": rctxFence,
-		"diffblock": func(s string) string {
-			if s == r.diffNote {
-				return s
-			}
-			return rctxFence("diff", s)
-		},
+	funcs := make(template.FuncMap, len(spec.ResumeTemplateFuncs))
+	for name, f := range spec.ResumeTemplateFuncs {
+		funcs[name] = f
 	}
-}
-
-// rctxFence puts s in a markdown code block whose fence is longer than
-// any run of backticks in s (a spec is markdown and has its own fences).
-func rctxFence(lang, s string) string {
-	run, longest := 0, 0
-	for _, c := range s {
-		if c == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
+	funcs["diffblock"] = func(s string) string {
+		if s == r.diffNote {
+			return s
 		}
+		return spec.Fence("diff", s)
 	}
-	fence := strings.Repeat("`", max(3, longest+1))
-	return fence + lang + "\n" + strings.TrimRight(s, "\n") + "\n" + fence
+	return funcs
 }
 
 // rctxDiffLines is the lines of a diff, without a final empty one.

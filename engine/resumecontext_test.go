@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/internal/tokens"
 )
 
@@ -282,5 +283,13 @@ func TestResumeSpecDiff(t *testing.T) {
 	d = SpecDiff("s", "x\n", "x")
 	if !strings.Contains(d, "-x\n+x\n\\ No newline at end of file\n") {
 		t.Errorf("a missing final new line should show:\n%s", d)
+	}
+}
+
+// The built-in template reads only what ResumeInput has, as the loader
+// checks a template of phases.yaml: the two cannot drift apart.
+func TestDefaultResumeTemplatePassesTheLoadersCheck(t *testing.T) {
+	if problems := spec.CheckResumeTemplate(DefaultResumeTemplate); len(problems) > 0 {
+		t.Fatalf("%+v", problems)
 	}
 }

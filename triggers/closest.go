@@ -1,15 +1,33 @@
 package triggers
 
+// closestLongest is the longest word Closest looks at: a typo is in a
+// name, and the edit distance costs the product of the two lengths.
+const closestLongest = 64
+
 // Closest returns the candidate nearest to word by edit distance, or "" when
 // none is near enough to be a likely typo.
 func Closest(word string, candidates []string) string {
 	best, bestDistance := "", len(word)/3+2
+	if len(word) > closestLongest {
+		return ""
+	}
 	for _, c := range candidates {
+		// The distance is at least the difference of the lengths.
+		if len(c) > closestLongest || abs(len(c)-len(word)) >= bestDistance {
+			continue
+		}
 		if d := editDistance(word, c); d < bestDistance {
 			best, bestDistance = c, d
 		}
 	}
 	return best
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
 
 func editDistance(a, b string) int {

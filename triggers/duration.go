@@ -2,6 +2,8 @@ package triggers
 
 import (
 	"fmt"
+	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -9,29 +11,73 @@ import (
 
 // ParseDuration reads a duration written as Go writes them (90s, 1h30m),
 // with d for days allowed as well (7d, 1d12h). Negative durations are
-// refused: every duration in a pipeline is a length of time.
+// refused: every duration in a pipeline is a length of time. So is one too
+// long to count in nanoseconds (about 292 years), which time.Duration
+// would otherwise wrap around to a negative or small one.
 func ParseDuration(written string) (time.Duration, error) {
 	text := strings.TrimSpace(written)
+	if rest, negative := strings.CutPrefix(text, "-"); negative {
+		d, err := ParseDuration(rest)
+		switch {
+		case err != nil:
+			return 0, fmt.Errorf("%q is not a duration", text)
+		case d > 0:
+			return 0, fmt.Errorf("%q is negative", text)
+		}
+		return 0, nil
+	}
+	if tooLong(text) {
+		return 0, fmt.Errorf("%q is too long: a duration is at most %dd, about 292 years", text, longestDays)
+	}
 	var days time.Duration
+	rest := text
 	if i := strings.IndexByte(text, 'd'); i > 0 {
 		n, err := strconv.Atoi(text[:i])
 		if err != nil || n < 0 {
-			return 0, fmt.Errorf("%q is not a duration", strings.TrimSpace(written))
+			return 0, fmt.Errorf("%q is not a duration", text)
 		}
 		days = time.Duration(n) * 24 * time.Hour
-		text = text[i+1:]
-		if text == "" {
+		rest = text[i+1:]
+		if rest == "" {
 			return days, nil
 		}
 	}
-	d, err := time.ParseDuration(text)
+	d, err := time.ParseDuration(rest)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration", strings.TrimSpace(written))
+		return 0, fmt.Errorf("%q is not a duration", text)
 	}
 	if d < 0 {
-		return 0, fmt.Errorf("%q is negative", strings.TrimSpace(written))
+		return 0, fmt.Errorf("%q is negative", text)
 	}
 	return days + d, nil
+}
+
+// longestDays is the most whole days a time.Duration holds.
+const longestDays = math.MaxInt64 / int64(24*time.Hour)
+
+// durationText is a duration as written: numbers, each with a unit.
+var durationText = regexp.MustCompile(`^[+]?(([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h|d))+$`)
+
+// durationPart is one number and its unit.
+var durationPart = regexp.MustCompile(`([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h|d)`)
+
+var unitNanoseconds = map[string]float64{"ns": 1, "us": 1e3, "µs": 1e3, "μs": 1e3, "ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9, "d": 86400e9}
+
+// tooLong reports whether a well-formed duration adds up to more
+// nanoseconds than a time.Duration holds.
+func tooLong(text string) bool {
+	if !durationText.MatchString(text) {
+		return false
+	}
+	total := 0.0
+	for _, part := range durationPart.FindAllStringSubmatch(text, -1) {
+		n, err := strconv.ParseFloat(part[1], 64)
+		if err != nil {
+			return false
+		}
+		total += n * unitNanoseconds[part[2]]
+	}
+	return total >= math.MaxInt64
 }
 
 // FormatDuration writes d the way ParseDuration reads it, shortest first:

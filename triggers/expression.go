@@ -13,6 +13,7 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
 )
@@ -45,7 +46,60 @@ type Expression struct {
 	// StepRefs are the names used as steps.<name>, with their offsets in
 	// Source, so a loader can check that each names a real step.
 	StepRefs []StepRef
-	program  *vm.Program
+	// Locate, when the loader sets it, says where in its file the
+	// character at a rune offset of Source was written (file:line:col),
+	// so that a run-time error points into the file, not into the
+	// expression. It may be called from any goroutine.
+	Locate  func(offset int) string
+	program *vm.Program
+	// literal is a duration written bare (10s): the program is
+	// duration("10s"), whose offsets are not Source's.
+	literal bool
+}
+
+// EvalError is an expression that failed at run time: it is an error, never
+// a false.
+type EvalError struct {
+	Source string
+	// Offset is where in Source the failing part starts, in runes; Place
+	// is where that was written in its file, "" when not known.
+	Offset  int
+	Place   string
+	Message string
+}
+
+func (e *EvalError) Error() string {
+	if e.Place != "" {
+		return fmt.Sprintf("%s: %s: %s", e.Place, shortened(e.Source), e.Message)
+	}
+	return fmt.Sprintf("expression %q: %s", shortened(e.Source), e.Message)
+}
+
+// shortened is an expression on one line and at most 100 characters, to
+// name it in a note.
+func shortened(source string) string {
+	runes := []rune(strings.Join(strings.Fields(source), " "))
+	if len(runes) > 100 {
+		return string(runes[:99]) + "…"
+	}
+	return string(runes)
+}
+
+// evalError makes err, from running the program, an *EvalError placed at
+// the failing part when expr says which it is, at the start otherwise.
+func (e *Expression) evalError(err error) *EvalError {
+	out := &EvalError{Source: e.Source, Message: err.Error()}
+	var fe *file.Error
+	if errors.As(err, &fe) {
+		out.Message = fe.Message
+		if !e.literal {
+			out.Offset = fe.From
+		}
+	}
+	if e.Locate != nil {
+		out.Place = e.Locate(out.Offset)
+	}
+	return out
 }
 
 // StepRef is one steps.<name> in an expression.
@@ -77,9 +131,20 @@ func Compile(source string, kind Kind) (*Expression, error) {
 	}
 	text := source
 	if kind == Duration {
-		if _, err := ParseDuration(source); err == nil {
+		_, err := ParseDuration(source)
+		switch {
+		case err == nil:
 			text = fmt.Sprintf("duration(%q)", strings.TrimSpace(source))
+		case durationLiteral.MatchString(strings.TrimSpace(source)):
+			// Written as a duration but not one (-10s, 30x, 999999999d):
+			// say why, rather than what expr makes of "-10s".
+			return nil, &CompileError{Line: 1, Message: err.Error(), Hint: hintFor(kind)}
 		}
+	}
+	if at := tooDeep(text); at >= 0 && text == source {
+		line, column := lineColumn(source, at)
+		return nil, &CompileError{Line: line, Column: column, Message: fmt.Sprintf("the expression nests more than %d levels deep here", maxNesting),
+			Hint: "split it into several triggers, or use fewer brackets and prefix operators"}
 	}
 	options := append([]expr.Option{expr.Env(Env{}), durationFunction, dateFunction}, disabledBuiltins...)
 	if kind == Condition {
@@ -95,10 +160,16 @@ func Compile(source string, kind Kind) (*Expression, error) {
 				Hint: hintFor(kind)}
 		}
 	}
-	e := &Expression{Source: source, Kind: kind, program: program}
+	e := &Expression{Source: source, Kind: kind, program: program, literal: text != source}
 	if text == source {
 		var refused *refusal
 		e.Reads, e.StepRefs, refused = inspect(program.Node())
+		if refused == nil {
+			refused = constantFailure(program.Node())
+		}
+		if refused == nil && kind == Duration {
+			refused = negativeConstant(program.Node())
+		}
 		if refused != nil {
 			line, column := lineColumn(source, refused.at.Location().From)
 			return nil, &CompileError{Line: line, Column: column, Message: refused.message, Hint: refused.hint}
@@ -106,6 +177,10 @@ func Compile(source string, kind Kind) (*Expression, error) {
 	}
 	return e, nil
 }
+
+// durationLiteral is what reads as a duration written bare, well formed
+// or not: numbers each followed by a unit, each maybe signed.
+var durationLiteral = regexp.MustCompile(`^([-+]?([0-9]+\.?[0-9]*|\.[0-9]+)[a-zµμ]+)+$`)
 
 // durationFunction replaces expr's duration() so that expressions read
 // durations as phases.yaml does, days included.
@@ -278,6 +353,9 @@ func compileError(err error, source string, kind Kind) error {
 		}
 	case strings.Contains(fe.Message, "time.Duration and string"), strings.Contains(fe.Message, "string and time.Duration"):
 		ce.Hint = `durations are written duration("30m"), not "30m"`
+	case strings.HasSuffix(fe.Message, "exceeds maximum allowed nodes"):
+		ce.Message = fmt.Sprintf("the expression is too long: it has more than %d parts", conf.DefaultMaxNodes)
+		ce.Hint = "split it into several triggers, or test fewer things in one"
 	case fe.Message == "too many arguments to call date":
 		ce.Hint = `date(text) or date(text, layout); a date is read in UTC unless it has an offset, e.g. date("2026-01-02T15:04:05+01:00")`
 	}
@@ -378,6 +456,10 @@ func (v *inspector) Visit(node *ast.Node) {
 					"use a number and a unit: 90s, 30m, 2h, 1h30m or 7d")
 			}
 		}
+	case *ast.BinaryNode:
+		if refused := divisionByZero(n); refused != nil {
+			v.refuse(refused.at, refused.message, refused.hint)
+		}
 	case *ast.MemberNode:
 		if name, ok := n.Property.(*ast.StringNode); ok && n.Method && name.Value == "Local" {
 			// time.Time's Local() moves a date into the machine's zone.
@@ -396,36 +478,29 @@ func (v *inspector) Visit(node *ast.Node) {
 }
 
 // Eval runs a condition against env. A run-time error is returned as an
-// error, never folded into false.
+// *EvalError, never folded into false.
 func (e *Expression) Eval(env *Env) (bool, error) {
 	out, err := expr.Run(e.program, env)
 	if err != nil {
-		return false, fmt.Errorf("expression %q: %w", e.Source, err)
+		return false, e.evalError(err)
 	}
 	b, ok := out.(bool)
 	if !ok {
-		return false, fmt.Errorf("expression %q gave %T, not true or false", e.Source, out)
+		return false, e.evalError(fmt.Errorf("it gave %T, not true or false", out))
 	}
 	return b, nil
 }
 
-// EvalDuration runs a duration expression against env.
+// EvalDuration runs a duration expression against env; a run-time error is
+// an *EvalError.
 func (e *Expression) EvalDuration(env *Env) (time.Duration, error) {
 	out, err := expr.Run(e.program, env)
 	if err != nil {
-		return 0, fmt.Errorf("expression %q: %w", e.Source, err)
+		return 0, e.evalError(err)
 	}
-	// expr types duration * float as a duration but computes a float of
-	// nanoseconds; take any number as nanoseconds.
-	switch d := out.(type) {
-	case time.Duration:
-		return d, nil
-	case float64:
-		return time.Duration(d), nil
-	case int:
-		return time.Duration(d), nil
-	case int64:
-		return time.Duration(d), nil
+	d, err := asDuration(out)
+	if err != nil {
+		return 0, e.evalError(err)
 	}
-	return 0, fmt.Errorf("expression %q gave %T, not a duration", e.Source, out)
+	return d, nil
 }

@@ -2,6 +2,7 @@ package triggers_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,9 @@ func TestCompileErrors(t *testing.T) {
 		{"exit_code != 0 ||\n  foo", triggers.Condition, 2, 2, `unknown variable "foo"`, "docs/expressions.md"},
 		{`elapsed > "30m"`, triggers.Condition, 1, 8, "mismatched types", `duration("30m")`},
 		{"tokens + 1", triggers.Duration, 1, 0, "gives a number, not a duration", "duration"},
-		{"10x", triggers.Duration, 1, 2, "", ""},
+		{"10x", triggers.Duration, 1, 0, `"10x" is not a duration`, "such as 10s"},
+		{"-10s", triggers.Duration, 1, 0, `"-10s" is negative`, "such as 10s"},
+		{" 1h-5m ", triggers.Duration, 1, 0, `"1h-5m" is not a duration`, "such as 10s"},
 		{`duration("10q") * 2`, triggers.Duration, 1, 9, `"10q" is not a duration`, "number and a unit"},
 		{`elapsed > duration("3 m")`, triggers.Condition, 1, 19, `"3 m" is not a duration`, ""},
 		{"steps.test.exitcode == 0", triggers.Condition, 1, 11, `a step has no field "exitcode"`, `did you mean "exit_code"`},
@@ -33,9 +36,16 @@ func TestCompileErrors(t *testing.T) {
 		{"exit_code = 0", triggers.Condition, 1, 10, `unexpected "="`, "compare with =="},
 		{`output contains "FAIL`, triggers.Condition, 1, 16, "the text opened here is never closed", "close it"},
 		{"phase == 'a' &&\n  output contains 'it\\'s", triggers.Condition, 2, 18, "never closed", ""},
+		// The 101st level: expr's parser recurses at each, before it counts
+		// parts.
+		{strings.Repeat("(", 100_000) + "tokens" + strings.Repeat(")", 100_000) + " > 0", triggers.Condition, 1, 100, "the expression nests more than 100 levels deep here", "split it"},
+		{strings.Repeat("!", 101) + "checkpoint", triggers.Condition, 1, 100, "nests more than 100 levels", ""},
+		{"checkpoint ||\n " + strings.Repeat("not ", 200) + "timed_out", triggers.Condition, 2, 401, "nests more than 100 levels", ""},
+		// The + that makes the 10001st part.
+		{strings.Repeat("tokens + ", 6000) + "1 > 0", triggers.Condition, 1, 9*5000 + 7, "the expression is too long: it has more than 10000 parts", "split it"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.source, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%.40s", tt.source), func(t *testing.T) {
 			_, err := triggers.Compile(tt.source, tt.kind)
 			var ce *triggers.CompileError
 			if !errors.As(err, &ce) {
@@ -235,5 +245,114 @@ func TestIssue8DateDoesNotDependOnTheMachinesZone(t *testing.T) {
 		if got, err := bad.Eval(&triggers.Env{Spec: map[string]any{"created": created}}); err == nil {
 			t.Errorf("date(%#v) gave %v and no error", created, got)
 		}
+	}
+}
+
+// Issue 9: timeout: 999999999d wrapped around time.Duration and ran with
+// no limit, or a small one; a duration too long to count is refused.
+func TestIssue9DurationsTooLongAreRefused(t *testing.T) {
+	for text, want := range map[string]string{
+		"999999999d":              `"999999999d" is too long: a duration is at most 106751d, about 292 years`,
+		"106752d":                 `"106752d" is too long: a duration is at most 106751d, about 292 years`,
+		"2562048h":                `"2562048h" is too long: a duration is at most 106751d, about 292 years`,
+		"1d2562047h":              `"1d2562047h" is too long: a duration is at most 106751d, about 292 years`,
+		"100000000000000000000ns": `"100000000000000000000ns" is too long: a duration is at most 106751d, about 292 years`,
+		"-10s":                    `"-10s" is negative`,
+		"-1d2h":                   `"-1d2h" is negative`,
+		"-x":                      `"-x" is not a duration`,
+	} {
+		got, err := triggers.ParseDuration(text)
+		if err == nil || err.Error() != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want the error %s", text, got, err, want)
+		}
+	}
+	for text, want := range map[string]time.Duration{"106751d": 106751 * 24 * time.Hour, "2562047h": 2562047 * time.Hour, "-0s": 0} {
+		if got, err := triggers.ParseDuration(text); err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", text, got, err, want)
+		}
+	}
+	// At run time, a back-off that overflows is an error, not a wrapped
+	// (negative, so immediate) wait.
+	e, err := triggers.Compile(`duration("1h") * 1e20 * consecutive_errors`, triggers.Duration)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := e.EvalDuration(&triggers.Env{ConsecutiveErrors: 1}); err == nil || !strings.Contains(err.Error(), "too long for a duration") {
+		t.Errorf("EvalDuration gave %v, %v; want an error saying it is too long", d, err)
+	}
+}
+
+// Issue 9: tokens % 0 > 1 compiled, then paused every run with
+// expression-error. What fails whatever the variables hold is refused at
+// load time, at the part that fails; a back-off that is always negative
+// too.
+func TestIssue9ExpressionsThatAlwaysFailAreRefused(t *testing.T) {
+	tests := []struct {
+		source  string
+		kind    triggers.Kind
+		col     int // 0-based
+		message string
+	}{
+		{"tokens % 0 > 1", triggers.Condition, 7, "tokens % 0 divides by zero: it fails each time it is evaluated"},
+		{"tokens % (2 - 2) > 1", triggers.Condition, 7, "tokens % 0 divides by zero: it fails each time it is evaluated"},
+		{"cost_usd / 0.0 > 1", triggers.Condition, 9, "cost_usd / 0 divides by zero: it gives an infinite number"},
+		{`tokens > int("many")`, triggers.Condition, 9, `int("many") always fails: `},
+		{`exit_code != 0 && tokens > [1, 2][5]`, triggers.Condition, 33, `[1,2][5] always fails: index out of range: 5 (array length is 2)`},
+		{`duration("10s") - duration("1m")`, triggers.Duration, 16, "the expression always gives -50s, a negative duration"},
+		{`duration("10s") * 1e30`, triggers.Duration, 16, "too long for a duration"},
+	}
+	for _, tt := range tests {
+		_, err := triggers.Compile(tt.source, tt.kind)
+		var ce *triggers.CompileError
+		if !errors.As(err, &ce) {
+			t.Errorf("%s: got %v, want a *CompileError", tt.source, err)
+			continue
+		}
+		if ce.Line != 1 || ce.Column != tt.col || !strings.Contains(ce.Message, tt.message) {
+			t.Errorf("%s: %d:%d %q, want 1:%d %q", tt.source, ce.Line, ce.Column, ce.Message, tt.col, tt.message)
+		}
+	}
+	for _, ok := range []struct {
+		source string
+		kind   triggers.Kind
+	}{
+		{"tokens % 2 == 0", triggers.Condition},
+		{"1 > 2", triggers.Condition},
+		{`duration("10s") * consecutive_errors`, triggers.Duration},
+		{`duration("1m") - duration("10s")`, triggers.Duration},
+		{`date("2026-01-01") < date("2027-01-01") && checkpoint`, triggers.Condition},
+		{`len(repeat("x", 3)) > tokens`, triggers.Condition},
+		{strings.Repeat("(", 100) + "tokens" + strings.Repeat(")", 100) + " > 0", triggers.Condition},
+		{`output contains "` + strings.Repeat("((!", 200) + `"`, triggers.Condition},
+		{strings.Repeat("!checkpoint && ", 500) + "true", triggers.Condition},
+	} {
+		if _, err := triggers.Compile(ok.source, ok.kind); err != nil {
+			t.Errorf("%s: %v, want it to compile", ok.source, err)
+		}
+	}
+}
+
+// Issue 9: a run-time error is an *EvalError at the failing part, which
+// the loader's Locate places in the file.
+func TestIssue9RunTimeErrorIsPlaced(t *testing.T) {
+	e, err := triggers.Compile("checkpoint ||\n  tokens % attempt > 1", triggers.Condition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Locate = func(offset int) string { return fmt.Sprintf("phases.yaml:offset %d", offset) }
+	_, err = e.Eval(&triggers.Env{})
+	var evalErr *triggers.EvalError
+	if !errors.As(err, &evalErr) {
+		t.Fatalf("Eval gave %v (%T), want a *triggers.EvalError", err, err)
+	}
+	if evalErr.Offset != 23 || evalErr.Message != "runtime error: integer divide by zero" {
+		t.Errorf("%+v: want offset 23, the %%, and expr's message alone", evalErr)
+	}
+	if want := "phases.yaml:offset 23: checkpoint || tokens % attempt > 1: runtime error: integer divide by zero"; err.Error() != want {
+		t.Errorf("the error reads %q, want %q", err, want)
+	}
+	m := triggers.NewMonitor([]triggers.Named{{Name: "spin", Expr: e}})
+	if _, err := m.Check(); err == nil || !strings.HasPrefix(err.Error(), "pause_when.spin: phases.yaml:offset 23: ") {
+		t.Errorf("Monitor.Check gave %v, want the placed error", err)
 	}
 }

@@ -18,7 +18,9 @@ type validation struct {
 	Phases   int            `json:"phases,omitempty"`
 	Spec     string         `json:"spec,omitempty"`
 	Problems []spec.Problem `json:"problems"`
-	err      error
+	// Omitted counts the problems past the 100 kept for one file.
+	Omitted int `json:"omitted,omitempty"`
+	err     error
 }
 
 func validateCommand() *cobra.Command {
@@ -84,7 +86,7 @@ func validateFile(file string) validation {
 	case err == nil:
 		r.Valid = true
 	case errors.As(err, &specErr):
-		r.Problems = specErr.Problems
+		r.Problems, r.Omitted = specErr.Problems, specErr.Omitted
 	default:
 		r.Problems = []spec.Problem{{Position: spec.Position{File: file}, Message: err.Error()}}
 	}

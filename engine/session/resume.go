@@ -20,21 +20,44 @@ const SpecAtPauseFile = "spec-at-pause.md"
 
 // ResumeContextFor returns the Runner.ResumeContext of a session: the
 // resume context rendered from the state, the human notes, git and the
-// spec's changes since the pause, within ResumeBudget tokens.
+// spec's changes since the pause, within ResumeBudget tokens. A
+// resume_context.template that fails to render gives way to the built-in
+// one (see ResumeContextWithWarning, which says so).
 func ResumeContextFor(plan *spec.Plan, x *store.Session, redact func(string) string) func(engine.State, engine.StartStep) string {
+	render := ResumeContextWithWarning(plan, x, redact)
 	return func(s engine.State, a engine.StartStep) string {
+		text, _ := render(s, a)
+		return text
+	}
+}
+
+// ResumeContextWithWarning is ResumeContextFor that also returns a warning
+// for the person running the pipeline when phases.yaml's
+// resume_context.template failed to render. Loading checks every field a
+// template reads, but some failures show only with the data (index past
+// the end of a list, say); the agent then gets the built-in resume
+// context, human notes included, rather than none.
+func ResumeContextWithWarning(plan *spec.Plan, x *store.Session, redact func(string) string) func(engine.State, engine.StartStep) (text, warning string) {
+	return func(s engine.State, a engine.StartStep) (string, string) {
 		budget := plan.ResumeBudget
 		if budget <= 0 {
 			budget = ResumeBudget
 		}
-		text, err := engine.RenderResumeContext(plan.ResumeTemplate, resumeInput(plan, x, s, a, redact), budget, tokens.Count)
+		in := resumeInput(plan, x, s, a, redact)
+		text, err := engine.RenderResumeContext(plan.ResumeTemplate, in, budget, tokens.Count)
+		warning := ""
+		if err != nil && plan.ResumeTemplate != "" {
+			warning = fmt.Sprintf("%s: resume_context.template failed (%v); the built-in resume context is used instead", plan.File, err)
+			text, err = engine.RenderResumeContext("", in, budget, tokens.Count)
+		}
 		if err != nil {
-			return ""
+			// The built-in template renders any input; this is a bug.
+			text, warning = "", fmt.Sprintf("the resume context could not be rendered: %v", err)
 		}
 		if redact != nil {
-			text = redact(text)
+			text, warning = redact(text), redact(warning)
 		}
-		return text
+		return text, warning
 	}
 }
 

@@ -2,6 +2,8 @@ package spec_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -82,5 +84,30 @@ func TestHundredPhasesLoad(t *testing.T) {
 	last := plan.Phases[99]
 	if last.Name != "phase-99" || len(last.PauseWhen) != 5 || last.DoneWhen == nil || last.Steps[0].Agent.Value.Model != "opus" {
 		t.Errorf("phase 99: %+v", last)
+	}
+}
+
+// BenchmarkHostileInputs is the cost of refusing each hostile row: before
+// issue 9 they took from 16 s to minutes, and up to 22 GB.
+func BenchmarkHostileInputs(b *testing.B) {
+	for _, tc := range hostileCases {
+		b.Run(tc.name, func(b *testing.B) {
+			dir := b.TempDir()
+			path := filepath.Join(dir, "phases.yaml")
+			if err := os.WriteFile(path, []byte(tc.yaml), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			if tc.spec != "" {
+				if err := os.WriteFile(filepath.Join(dir, "spec.md"), []byte(tc.spec), 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := spec.Load(path, ""); err == nil {
+					b.Fatal("a hostile input loaded")
+				}
+			}
+		})
 	}
 }

@@ -3,7 +3,10 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 
@@ -36,29 +40,70 @@ type decoder struct {
 	// brokenAgents holds the places of agents already reported, so that
 	// the steps using them are not reported once more each.
 	brokenAgents map[Position]bool
+	// sizes holds what each anchored node stands for, and expanded what
+	// the aliases counted so far add up to (see expand).
+	sizes    map[ast.Node]size
+	counted  map[*ast.AliasNode]bool
+	expanded size
+	// measuring counts the anchors whose value measure is inside, by
+	// name; recursive holds the aliases found inside their own anchor.
+	measuring map[string]int
+	recursive map[*ast.AliasNode]bool
+	// keyAnchors holds the anchors written on keys (see unwrapKey).
+	keyAnchors map[string]*ast.AnchorNode
+	// templates holds where each text of kind template was written.
+	templates map[string]Expr
+	// numbers holds whole numbers as written, by path, for messages.
+	numbers map[string]string
+	// runeLines caches lines of the file as characters (see runeLine).
+	runeLines map[int][]rune
+	// reported holds the place of every problem, those past maxProblems
+	// too, so that a mistake already told is not told again.
+	reported map[Position]bool
 }
+
+// byteOrderMark is what some editors write at the start of a UTF-8 file.
+// It is not part of the text: it is dropped before the file is read.
+const byteOrderMark = "\ufeff"
 
 func newDecoder(file string, content []byte, lineOffset int) *decoder {
 	return &decoder{
 		file:         file,
-		lines:        strings.Split(string(content), "\n"),
+		lines:        strings.Split(strings.TrimPrefix(string(content), byteOrderMark), "\n"),
 		lineOffset:   lineOffset,
 		anchors:      map[string]ast.Node{},
 		positions:    map[string]Position{},
 		brokenAgents: map[Position]bool{},
+		sizes:        map[ast.Node]size{},
+		counted:      map[*ast.AliasNode]bool{},
+		measuring:    map[string]int{},
+		recursive:    map[*ast.AliasNode]bool{},
+		reported:     map[Position]bool{},
+		numbers:      map[string]string{},
+		templates:    map[string]Expr{},
+		keyAnchors:   map[string]*ast.AnchorNode{},
 	}
 }
 
 // parse parses one YAML document; it returns nil after recording a problem.
-func (d *decoder) parse(yamlText []byte) ast.Node {
-	f, err := parser.ParseBytes(yamlText, 0, parser.AllowDuplicateMapKey())
+// what names the text in messages.
+func (d *decoder) parse(yamlText []byte, what string) ast.Node {
+	if d.tooLarge(int64(len(yamlText)), what) {
+		return nil
+	}
+	tokens := lexer.Tokenize(string(yamlText))
+	if over := scanLimits(tokens); over != nil && tokens.InvalidToken() == nil {
+		d.report(over.at, over.message, over.hint)
+		return nil
+	}
+	f, err := parser.Parse(tokens, 0, parser.AllowDuplicateMapKey())
 	if err != nil {
 		var ye yaml.Error
 		if errors.As(err, &ye) && ye.GetToken() != nil {
 			message, hint := syntaxMessage(ye.GetMessage())
 			d.report(ye.GetToken(), message, hint)
 		} else {
-			d.problems = append(d.problems, Problem{Position: Position{File: d.file, Line: 1 + d.lineOffset, Column: 1},
+			d.problems.add(Problem{Position: Position{File: d.file, Line: 1 + d.lineOffset, Column: 1},
 				Message: "YAML syntax: " + err.Error()})
 		}
 		return nil
@@ -67,6 +112,7 @@ func (d *decoder) parse(yamlText []byte) ast.Node {
 	for _, doc := range f.Docs {
 		if doc != nil && doc.Body != nil {
 			bodies = append(bodies, doc.Body)
+			d.measure(doc.Body, map[string]size{})
 		}
 	}
 	if len(bodies) > 1 {
@@ -133,7 +179,13 @@ func (d *decoder) reportNode(node ast.Node, message, hint string) {
 }
 
 func (d *decoder) reportAt(pos Position, message, hint string) {
-	d.problems = append(d.problems, Problem{Position: pos, Message: message, Hint: hint, Source: d.sourceLine(pos.Line)})
+	d.reported[pos] = true
+	if d.problems.full() {
+		d.problems.add(Problem{})
+		return
+	}
+	source, caret := snippet(d.sourceLine(pos.Line), pos.Column)
+	d.problems.add(Problem{Position: pos, Message: clip(message), Hint: clip(hint), Source: source, caret: caret})
 }
 
 // resolve follows anchors, aliases and tags to the node holding the value.
@@ -146,13 +198,28 @@ func (d *decoder) resolve(node ast.Node) ast.Node {
 			}
 			node = n.Value
 		case *ast.AliasNode:
-			target, ok := d.anchors[n.Value.GetToken().Value]
-			if !ok {
-				d.report(n.GetToken(), fmt.Sprintf("alias *%s names no anchor defined above it", n.Value.GetToken().Value), "define &name before using *name")
+			name := n.Value.GetToken().Value
+			target, ok := d.anchors[name]
+			if onKey := d.keyAnchors[name]; !ok && onKey != nil {
+				d.report(n.GetToken(), fmt.Sprintf("alias *%s names the anchor on the key %q (line %d), not a value", name,
+					onKey.Value.GetToken().Value, d.position(onKey.GetToken()).Line), "move the anchor onto the value it should name")
 				return nil
 			}
+			if !ok {
+				d.report(n.GetToken(), fmt.Sprintf("alias *%s names no anchor defined above it", name), "define &name before using *name")
+				return nil
+			}
+			if d.recursive[n] {
+				if pos := d.position(n.GetToken()); !d.reportedAt(pos) {
+					d.reportAt(pos, fmt.Sprintf("alias *%s is inside the value of &%s: a value cannot contain itself", name, name),
+						"write the inner value out, or anchor something else")
+				}
+				return nil
+			}
+			d.expand(n, target)
 			node = target
 		case *ast.TagNode:
+			d.refuseTag(n)
 			node = n.Value
 		default:
 			return node
@@ -214,7 +281,11 @@ func (d *decoder) decode(node ast.Node, v reflect.Value, path string, kind trigg
 		}
 		dur, err := ParseDuration(text)
 		if err != nil {
-			d.reportNode(node, fmt.Sprintf("%s: %v", path, err), "use a number and a unit: 90s, 30m, 2h, 1h30m or 7d")
+			hint := "use a number and a unit: 90s, 30m, 2h, 1h30m or 7d"
+			if strings.Contains(err.Error(), "too long") {
+				hint = "write a shorter one, such as 30d"
+			}
+			d.reportNode(node, fmt.Sprintf("%s: %v", path, err), hint)
 			return
 		}
 		v.SetInt(int64(dur))
@@ -236,16 +307,7 @@ func (d *decoder) decode(node ast.Node, v reflect.Value, path string, kind trigg
 			v.SetString(text)
 		}
 	case reflect.Int:
-		n, ok := node.(*ast.IntegerNode)
-		if !ok {
-			d.reportNode(node, fmt.Sprintf("%s must be a whole number, not %s", path, describe(node)), "")
-			return
-		}
-		i, _ := n.Value.(int64)
-		if u, isUnsigned := n.Value.(uint64); isUnsigned {
-			i = int64(min(u, 1<<62))
-		}
-		v.SetInt(i)
+		d.decodeInt(node, v, path)
 	case reflect.Bool:
 		b, ok := node.(*ast.BoolNode)
 		if !ok {
@@ -256,6 +318,62 @@ func (d *decoder) decode(node ast.Node, v reflect.Value, path string, kind trigg
 	default:
 		panic(fmt.Sprintf("spec: no decoder for %s", v.Type()))
 	}
+}
+
+// wholeNumber is an integer as YAML writes one; the parser gives one too
+// large for 64 bits as a string.
+var wholeNumber = regexp.MustCompile(`^[-+]?(0x[0-9a-fA-F_]+|0o[0-7_]+|0b[01_]+|[0-9][0-9_]*)$`)
+
+// decodeInt reads a whole number, keeping the text as written for
+// messages. One too large for an int is refused, except version's: any
+// version but 1 is refused by check, with the number as written.
+func (d *decoder) decodeInt(node ast.Node, v reflect.Value, path string) {
+	d.numbers[path] = node.GetToken().Value
+	var i int64
+	tooLarge := false
+	switch n := node.(type) {
+	case *ast.IntegerNode:
+		switch x := n.Value.(type) {
+		case int64:
+			i = x
+		case uint64:
+			i, tooLarge = int64(min(x, math.MaxInt64)), x > math.MaxInt64
+		}
+	case *ast.StringNode:
+		if n.GetToken().Type != token.StringType || !wholeNumber.MatchString(n.Value) {
+			d.reportNode(node, fmt.Sprintf("%s must be a whole number, not %s", path, describe(node)), "")
+			return
+		}
+		i, tooLarge = math.MaxInt64, true
+		if strings.HasPrefix(n.Value, "-") {
+			i = math.MinInt64
+		}
+	default:
+		d.reportNode(node, fmt.Sprintf("%s must be a whole number, not %s", path, describe(node)), "")
+		return
+	}
+	if tooLarge && path != "version" {
+		d.reportNode(node, fmt.Sprintf("%s: %s is too large a number", path, d.numbers[path]),
+			fmt.Sprintf("write a number between %d and %d", math.MinInt64, math.MaxInt64))
+		return
+	}
+	v.SetInt(i)
+}
+
+// refuseTag reports a YAML tag (!include, !!binary, ...): nothing here
+// gives one a meaning, and taking the value without it would read
+// "!include other.yaml" as the text "other.yaml".
+func (d *decoder) refuseTag(tag *ast.TagNode) {
+	pos := d.position(tag.Start)
+	if d.reportedAt(pos) {
+		return // met again through an alias
+	}
+	name := tag.Start.Value
+	hint := "remove the tag: a value's type comes from where it is written"
+	if name == "!include" {
+		hint = "pipeline includes no other file: write the value here"
+	}
+	d.reportAt(pos, fmt.Sprintf("YAML tags such as %s are not supported", name), hint)
 }
 
 // scalar returns the text of a scalar node; numbers and booleans are taken
@@ -277,6 +395,8 @@ type field struct {
 	name  string
 	index []int
 	kind  triggers.Kind
+	// template is a text/template, whose place is kept for its checks.
+	template bool
 }
 
 // fields lists the YAML keys of a struct type, flattening inline fields.
@@ -299,7 +419,7 @@ func fields(t reflect.Type) []field {
 		if f.Tag.Get("kind") == "duration" {
 			kind = triggers.Duration
 		}
-		out = append(out, field{name: tag, index: []int{i}, kind: kind})
+		out = append(out, field{name: tag, index: []int{i}, kind: kind, template: f.Tag.Get("kind") == "template"})
 	}
 	return out
 }
@@ -332,6 +452,7 @@ func (d *decoder) mappingEntries(node ast.Node, path string) ([]*ast.MappingValu
 	seen := map[string]int{}
 	var unique []*ast.MappingValueNode
 	for _, e := range entries {
+		d.unwrapKey(e)
 		key := keyText(e)
 		if key == "<<" {
 			d.report(e.Key.GetToken(), "merge keys (<<) are not supported", "write the keys out, or use an alias for a whole value")
@@ -346,6 +467,37 @@ func (d *decoder) mappingEntries(node ast.Node, path string) ([]*ast.MappingValu
 		unique = append(unique, e)
 	}
 	return unique, true
+}
+
+// unwrapKey reports an anchor or a tag written on a key, and reads the key
+// without it. "- &p name: a" anchors the key name, not the phase, which is
+// seldom what was meant.
+func (d *decoder) unwrapKey(e *ast.MappingValueNode) {
+	for {
+		switch k := e.Key.(type) {
+		case *ast.AnchorNode:
+			if pos := d.position(k.GetToken()); !d.reportedAt(pos) {
+				name, key := k.Name.GetToken().Value, k.Value.GetToken().Value
+				d.reportAt(pos, fmt.Sprintf("the anchor &%s is on the key %q, not on a value", name, key),
+					fmt.Sprintf("to name the whole mapping, put &%s alone at the end of the line before %s:, or write the mapping as {%s: ...}", name, key, key))
+			}
+			d.keyAnchors[k.Name.GetToken().Value] = k
+			inner, ok := k.Value.(ast.MapKeyNode)
+			if !ok {
+				return
+			}
+			e.Key = inner
+		case *ast.TagNode:
+			d.refuseTag(k)
+			inner, ok := k.Value.(ast.MapKeyNode)
+			if !ok {
+				return
+			}
+			e.Key = inner
+		default:
+			return
+		}
+	}
 }
 
 func keyText(e *ast.MappingValueNode) string {
@@ -394,6 +546,9 @@ func (d *decoder) decodeStruct(node ast.Node, v reflect.Value, path string) {
 		keyPosition := d.position(e.Key.GetToken())
 		d.positions[join(path, key)+"#key"] = keyPosition
 		d.decode(e.Value, v.FieldByIndex(match.index), join(path, key), match.kind)
+		if text := v.FieldByIndex(match.index); match.template && text.String() != "" {
+			d.templates[join(path, key)] = d.textPlace(d.resolve(e.Value), text.String())
+		}
 		if isNull(e.Value) {
 			// An empty value has no place of its own; point at its key.
 			d.positions[join(path, key)] = keyPosition
@@ -437,8 +592,9 @@ func (d *decoder) decodeSlice(node ast.Node, v reflect.Value, path string) {
 			"write a list as [a, b] or as lines starting with -")
 		return
 	}
-	out := reflect.MakeSlice(v.Type(), len(seq.Values), len(seq.Values))
-	for i, item := range seq.Values {
+	items := d.listItems(seq, path)
+	out := reflect.MakeSlice(v.Type(), len(items), len(items))
+	for i, item := range items {
 		d.decode(item, out.Index(i), fmt.Sprintf("%s[%d]", path, i), triggers.Condition)
 	}
 	v.Set(out)
@@ -494,18 +650,8 @@ func (d *decoder) decodeExpr(node ast.Node, out *Expr, path string, kind trigger
 	if !ok {
 		return
 	}
-	start := d.position(node.GetToken())
-	var quote rune
-	switch tk := node.GetToken(); {
-	case tk.Type == token.DoubleQuoteType:
-		quote, start.Column = '"', start.Column+1
-	case tk.Type == token.SingleQuoteType:
-		quote, start.Column = '\'', start.Column+1
-	}
-	if lit, isLiteral := node.(*ast.LiteralNode); isLiteral {
-		start = Position{File: d.file, Line: d.position(lit.Start).Line + 1, Column: 1}
-	}
-	*out = Expr{Source: source, Kind: kind, At: d.skipSpace(start), quote: quote}
+	*out = d.textPlace(node, source)
+	out.Kind = kind
 	compiled, err := triggers.Compile(source, kind)
 	if err != nil {
 		var ce *triggers.CompileError
@@ -517,7 +663,37 @@ func (d *decoder) decodeExpr(node ast.Node, out *Expr, path string, kind trigger
 		}
 		return
 	}
+	compiled.Locate = d.locator(*out)
 	out.Compiled = compiled
+}
+
+// textPlace is where the text of a scalar node starts in the file and how
+// it is quoted, so that exprPositions can map offsets of source to the
+// file.
+func (d *decoder) textPlace(node ast.Node, source string) Expr {
+	start := d.position(node.GetToken())
+	var quote rune
+	switch tk := node.GetToken(); {
+	case tk.Type == token.DoubleQuoteType:
+		quote, start.Column = '"', start.Column+1
+	case tk.Type == token.SingleQuoteType:
+		quote, start.Column = '\'', start.Column+1
+	}
+	if lit, isLiteral := node.(*ast.LiteralNode); isLiteral {
+		start = Position{File: d.file, Line: d.position(lit.Start).Line + 1, Column: 1}
+	}
+	return Expr{Source: source, At: d.skipSpace(start), quote: quote}
+}
+
+// locator maps offsets of e to its file, for the run-time errors of e. It
+// walks a decoder of its own at each call: the expression may fail on any
+// goroutine, and the walk caches lines as it goes.
+func (d *decoder) locator(e Expr) func(offset int) string {
+	file, lines := d.file, d.lines
+	return func(offset int) string {
+		walker := &decoder{file: file, lines: lines}
+		return walker.exprPosition(e, offset).String()
+	}
 }
 
 // runeOffset converts expr's 1-based line and 0-based column into a rune
@@ -546,10 +722,10 @@ func (d *decoder) skipSpace(pos Position) Position {
 
 // runeAt returns the character at pos; past the end of a line it is '\n'.
 func (d *decoder) runeAt(pos Position) (rune, bool) {
-	if pos.Line > len(d.lines) {
+	if pos.Line < 1 || pos.Line > len(d.lines) {
 		return 0, false
 	}
-	line := []rune(d.sourceLine(pos.Line))
+	line := d.runeLine(pos.Line)
 	if pos.Column-1 < len(line) {
 		return line[pos.Column-1], true
 	}
@@ -557,55 +733,97 @@ func (d *decoder) runeAt(pos Position) (rune, bool) {
 }
 
 func (d *decoder) next(pos Position) Position {
-	if pos.Column-1 >= utf8.RuneCountInString(d.sourceLine(pos.Line)) {
+	if pos.Column-1 >= len(d.runeLine(pos.Line)) {
 		return Position{File: pos.File, Line: pos.Line + 1, Column: 1}
 	}
 	pos.Column++
 	return pos
 }
 
-// exprPosition maps a rune offset in an expression to the file. YAML strips
-// indentation and folds line breaks in block and multi-line scalars but
-// keeps every other character, so the walk counts only non-space
-// characters on both sides; in a quoted scalar an escape (\" or ”) is
-// two characters in the file for one in the expression.
+// runeLine is a line of the file as characters, kept for the walks of
+// exprPositions: converting a long line at each step made them quadratic.
+func (d *decoder) runeLine(line int) []rune {
+	if line < 1 || line > len(d.lines) {
+		return nil
+	}
+	if d.runeLines == nil {
+		d.runeLines = map[int][]rune{}
+	}
+	runes, ok := d.runeLines[line]
+	if !ok {
+		runes = []rune(d.sourceLine(line))
+		d.runeLines[line] = runes
+	}
+	return runes
+}
+
+// exprPosition maps a rune offset in an expression to the file.
 func (d *decoder) exprPosition(e Expr, offset int) Position {
+	return d.exprPositions(e, []int{offset})[0]
+}
+
+// exprPositions maps rune offsets in an expression to the file, in one
+// walk of the expression and one of the file whatever their number. YAML
+// strips indentation and folds line breaks in block and multi-line scalars
+// but keeps every other character, so the walk counts only non-space
+// characters on both sides; in a quoted scalar an escape (\" or ”) is
+// two characters in the file for one in the expression. An offset past the
+// end maps to just after the last character.
+func (d *decoder) exprPositions(e Expr, offsets []int) []Position {
 	src := []rune(e.Source)
-	pastEnd := offset >= len(src)
-	if pastEnd {
-		offset = len(src)
-		for offset > 0 && unicode.IsSpace(src[offset-1]) {
+	// before[i] counts the non-space characters of src before offset i.
+	before := make([]int, len(src)+1)
+	for i, r := range src {
+		before[i+1] = before[i]
+		if !unicode.IsSpace(r) {
+			before[i+1]++
+		}
+	}
+	type target struct {
+		index, nonSpace int
+		pastEnd         bool
+	}
+	targets := make([]target, len(offsets))
+	for i, offset := range offsets {
+		t := target{index: i, pastEnd: offset >= len(src)}
+		if t.pastEnd {
+			// The last character; the caret goes one past it.
+			offset = len(src)
+			for offset > 0 && unicode.IsSpace(src[offset-1]) {
+				offset--
+			}
 			offset--
 		}
-		offset-- // the last character; the caret goes one past it
+		t.nonSpace = before[min(max(offset, 0), len(src))]
+		targets[i] = t
 	}
-	remaining := 0
-	for _, r := range src[:max(offset, 0)] {
-		if !unicode.IsSpace(r) {
-			remaining++
-		}
-	}
-	pos := e.At
-	for {
+	slices.SortFunc(targets, func(a, b target) int { return a.nonSpace - b.nonSpace })
+	out := make([]Position, len(offsets))
+	pos, passed := e.At, 0
+	for k := 0; k < len(targets); {
 		r, ok := d.runeAt(pos)
 		if !ok {
-			return pos
+			for ; k < len(targets); k++ {
+				out[targets[k].index] = pos
+			}
+			break
 		}
 		if !unicode.IsSpace(r) {
-			if remaining == 0 {
-				break
+			for ; k < len(targets) && targets[k].nonSpace == passed; k++ {
+				at := pos
+				if targets[k].pastEnd {
+					at.Column++
+				}
+				out[targets[k].index] = at
 			}
-			remaining--
+			passed++
 			if next, _ := d.runeAt(d.next(pos)); (e.quote == '"' && r == '\\') || (e.quote == '\'' && r == '\'' && next == '\'') {
 				pos = d.next(pos) // the escaped character counts with its escape
 			}
 		}
 		pos = d.next(pos)
 	}
-	if pastEnd {
-		pos.Column++
-	}
-	return pos
+	return out
 }
 
 // validName reports whether name is usable as a phase, step or trigger

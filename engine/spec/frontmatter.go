@@ -3,7 +3,6 @@ package spec
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"reflect"
 
 	"github.com/goccy/go-yaml/ast"
@@ -44,12 +43,27 @@ type Overrides struct {
 
 // LoadSpec reads a spec file and its frontmatter.
 func LoadSpec(path string) (*Frontmatter, error) {
-	content, err := os.ReadFile(path)
+	// The frontmatter is all that is read of a spec: its body may be of
+	// any length.
+	content, size, err := readHead(path, maxYAMLBytes+frontmatterSlack)
 	if err != nil {
 		return nil, err
 	}
+	if size < 0 || int64(len(content)) < size {
+		if _, found, closed := frontmatterBlock(content); found && !closed {
+			fm := &Frontmatter{Path: path, Values: map[string]any{}, dec: newDecoder(path, content, 1)}
+			fm.dec.reportAt(Position{File: path, Line: 1, Column: 1},
+				fmt.Sprintf("the frontmatter opened here is not closed within its first %d KiB", maxYAMLBytes>>10),
+				"end the YAML block with a line holding only ---; pipeline reads at most 256 KiB of frontmatter")
+			return fm, fm.dec.problems.err()
+		}
+	}
 	return ParseSpec(path, content)
 }
+
+// frontmatterSlack is room for the lines that open and close a frontmatter
+// block of maxYAMLBytes.
+const frontmatterSlack = 64
 
 // ParseSpec reads the frontmatter of spec content. A spec without
 // frontmatter is valid and has no values. With problems, the partly decoded
@@ -68,9 +82,12 @@ func ParseSpec(path string, content []byte) (*Frontmatter, error) {
 			"end the YAML block with a line holding only ---")
 		return fm, dec.problems.err()
 	}
-	root := dec.parse(block)
+	root := dec.parse(block, "the frontmatter")
 	if root != nil {
-		fm.decode(dec.resolve(root))
+		if guard(func() { fm.decode(dec.resolve(root)) }) {
+			// Half of a bomb is no override: merge none of it.
+			fm.Values, fm.AgentPhases, fm.Pipeline = map[string]any{}, nil, nil
+		}
 	}
 	return fm, dec.problems.err()
 }
@@ -78,7 +95,7 @@ func ParseSpec(path string, content []byte) (*Frontmatter, error) {
 // frontmatterBlock finds the YAML between a first line of --- and the next
 // line of --- (or ...).
 func frontmatterBlock(content []byte) (block []byte, found, closed bool) {
-	content = bytes.TrimPrefix(content, []byte("\ufeff"))
+	content = bytes.TrimPrefix(content, []byte(byteOrderMark))
 	first, rest, _ := bytes.Cut(content, []byte("\n"))
 	if string(bytes.TrimRight(first, " \t\r")) != "---" {
 		return nil, false, false
@@ -189,7 +206,7 @@ func (fm *Frontmatter) decodeAgentPhases(node ast.Node) {
 	}
 	fm.AgentPhases = []AgentPhase{}
 	seen := map[string]bool{}
-	for i, item := range seq.Values {
+	for i, item := range d.listItems(seq, "agent_phases") {
 		path := fmt.Sprintf("agent_phases[%d]", i)
 		d.positions[path] = d.nodePosition(item)
 		item = d.resolve(item)

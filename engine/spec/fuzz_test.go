@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/pipeline-dev/pipeline/engine/spec"
 )
@@ -57,25 +58,41 @@ func FuzzParsePipeline(f *testing.F) {
 		"version: 1\nphases: [{name: a, agent: {kind: command}}]\n",
 		"a: [1, 2\n",
 		"--- \n---\n",
+		// Aliases, tags and nesting: the shapes that once cost minutes.
+		"version: 1\nagent: {kind: claude, args: &a [x, x]}\nphases:\n  - {name: p0, steps: &s [{agent: {args: *a}}, {agent: {args: *a}}]}\n  - {name: p1, steps: *s}\n",
+		"version: 1\nphases: [[[[[[[[[[[[]]]]]]]]]]]]\n",
+		"version: 1\nphases:\n- - - - - - x\n",
+		"version: 1\nphases:\n  - &k name: a\n  - *k\n",
+		"version: !!int 1\nphases: [{name: !include a.yaml}]\n",
+		"version: 99999999999999999999\nphases: [{name: a, timeout: 999999999d, retry: {backoff: -10s}}]\n",
+		"version: 1\nphases: [{name: a, pause_when: {x: tokens % 0 > 1}, done_when: 'int(\"x\") > 1'}]\n",
+		"version: 1\nresume_context: {template: '{{range .Done}}{{.Phse}}{{end}}'}\nphases: [{name: a}]\n",
+		"\ufeffversion: 1\nphases: [{name: a}]\n",
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, content []byte) {
-		doc, err := spec.Parse("phases.yaml", content)
-		checkProblems(t, err)
-		if doc == nil {
-			if err == nil {
-				t.Fatal("no document and no error")
+		withinBudget(t, "Parse and Resolve", inputAllocLimit, fuzzTimeLimit, func() {
+			doc, err := spec.Parse("phases.yaml", content)
+			checkProblems(t, err)
+			if doc == nil {
+				if err == nil {
+					t.Fatal("no document and no error")
+				}
+				return
 			}
-			return
-		}
-		plan, resolveErr := spec.Resolve(doc, nil)
-		checkProblems(t, resolveErr)
-		if err == nil && resolveErr == nil && len(plan.Phases) == 0 {
-			t.Fatal("a valid plan with no phases")
-		}
+			plan, resolveErr := spec.Resolve(doc, nil)
+			checkProblems(t, resolveErr)
+			if err == nil && resolveErr == nil && len(plan.Phases) == 0 {
+				t.Fatal("a valid plan with no phases")
+			}
+		})
 	})
 }
+
+// fuzzTimeLimit is the time one fuzz input may take, as the issue states
+// it for any input; the fuzzer runs without the race detector.
+const fuzzTimeLimit = 2 * time.Second
 
 func FuzzParseSpec(f *testing.F) {
 	seedFiles(f, "../../examples/*/spec.md", "../../examples/*/specs/*/README.md", "../../cmd/pipeline/starter/spec.md")
@@ -87,6 +104,16 @@ func FuzzParseSpec(f *testing.F) {
 		"---\nagent_phases: [{a: 1, b: 2}]\npipeline: {phases: [{name: x}]}\n---\n",
 		"\ufeff---\r\ntags: [a]\r\n---\r\nbody\n",
 		"---\npipeline: {defaults: {pause_when: {x: ~}}}\n...\n",
+		// Aliases of aliases, the bomb's shape, small; anchors on keys,
+		// merge keys, tags, nesting.
+		"---\na: &a [x, x, x]\nb: &b [*a, *a, *a]\nc: &c [*b, *b, *b]\nd: [*c, *c]\n---\n",
+		"---\ndefaults: &d {pause_when: {t: tokens > 1}}\npipeline: {defaults: *d, phases: [&p {name: build}, {name: x, steps: [{run: y}]}]}\n---\n",
+		"---\nagent_phases: [&x {design: a}, *x]\n---\n",
+		"---\n&k status: draft\nother: *k\n---\n",
+		"---\nbase: &b {x: 1}\nmore: {<<: *b, y: 2}\n---\n",
+		"---\nstatus: !secret draft\ntags: !!set {a, b}\n---\n",
+		"---\ndeep: [[[[[[[[{a: [[[[]]]]}]]]]]]]]\n---\n",
+		"---\ntags:\n- - - - - - x\n---\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -95,12 +122,14 @@ func FuzzParseSpec(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, content []byte) {
-		fm, err := spec.ParseSpec("spec.md", content)
-		checkProblems(t, err)
-		if fm == nil {
-			t.Fatal("no frontmatter value returned")
-		}
-		_, resolveErr := spec.Resolve(doc, fm)
-		checkProblems(t, resolveErr)
+		withinBudget(t, "ParseSpec and Resolve", inputAllocLimit, fuzzTimeLimit, func() {
+			fm, err := spec.ParseSpec("spec.md", content)
+			checkProblems(t, err)
+			if fm == nil {
+				t.Fatal("no frontmatter value returned")
+			}
+			_, resolveErr := spec.Resolve(doc, fm)
+			checkProblems(t, resolveErr)
+		})
 	})
 }

@@ -1,11 +1,12 @@
 package spec
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"strings"
-	"text/template"
 
 	"github.com/goccy/go-yaml/ast"
 
@@ -24,11 +25,40 @@ type Document struct {
 // LoadFile reads and checks a phases.yaml. Problems in the file come back as
 // *Error; a file that cannot be read comes back as the os error.
 func LoadFile(path string) (*Document, error) {
-	content, err := os.ReadFile(path)
+	content, size, err := readHead(path, maxYAMLBytes)
 	if err != nil {
 		return nil, err
 	}
+	if size < 0 || int64(len(content)) < size {
+		dec := newDecoder(path, content, 0)
+		dec.tooLarge(size, "the file")
+		return nil, dec.problems.err()
+	}
 	return Parse(path, content)
+}
+
+// readHead reads at most limit bytes of a file, and returns them with the
+// file's size: a phases.yaml of a gigabyte (or /dev/zero) is refused
+// without being read. size is -1 when it is not known (a pipe, a device)
+// and the file holds more than limit bytes.
+func readHead(path string, limit int) (head []byte, size int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	head, err = io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(head) <= limit {
+		return head, int64(len(head)), nil
+	}
+	size = -1
+	if info, err := f.Stat(); err == nil && info.Mode().IsRegular() {
+		size = info.Size()
+	}
+	return head[:limit], size, nil
 }
 
 // Parse checks the phases.yaml content read from path. When the YAML parsed
@@ -37,20 +67,25 @@ func LoadFile(path string) (*Document, error) {
 func Parse(path string, content []byte) (*Document, error) {
 	dec := newDecoder(path, content, 0)
 	doc := &Document{Path: path, dec: dec, content: content}
-	root := dec.parse(content)
-	if root != nil {
-		root = dec.resolve(root)
-	}
-	if isNull(root) {
-		if len(dec.problems) == 0 {
+	root := dec.parse(bytes.TrimPrefix(content, []byte(byteOrderMark)), "the file")
+	stopped := guard(func() {
+		if root != nil {
+			root = dec.resolve(root)
+		}
+		if isNull(root) {
+			return
+		}
+		dec.decode(root, reflect.ValueOf(&doc.Pipeline).Elem(), "", triggers.Condition)
+		if _, isMapping := root.(*ast.MappingNode); isMapping || isMappingValue(root) {
+			doc.check(root)
+		}
+	})
+	if stopped || isNull(root) {
+		if len(dec.problems.list) == 0 {
 			dec.reportAt(Position{File: path, Line: 1, Column: 1}, "the file is empty",
 				"start with version: 1 and a list of phases; pipeline init writes a commented example")
 		}
 		return nil, dec.problems.err()
-	}
-	dec.decode(root, reflect.ValueOf(&doc.Pipeline).Elem(), "", triggers.Condition)
-	if _, isMapping := root.(*ast.MappingNode); isMapping || isMappingValue(root) {
-		doc.check(root)
 	}
 	return doc, dec.problems.err()
 }
@@ -72,7 +107,7 @@ func (doc *Document) check(root ast.Node) {
 	case p.Version == 0 && !d.has("version"):
 		d.reportAt(top, "version is missing", "add version: 1 as the first line")
 	case p.Version != 1 && d.has("version") && !d.reportedAt(d.positions["version"]):
-		d.reportAt(d.positions["version"], fmt.Sprintf("version %d is not one this pipeline reads", p.Version),
+		d.reportAt(d.positions["version"], fmt.Sprintf("version %s is not one this pipeline reads", d.numbers["version"]),
 			"write version: 1; it is the only version so far")
 	}
 	switch {
@@ -88,23 +123,15 @@ func (doc *Document) check(root ast.Node) {
 		if rc.Budget < 0 {
 			d.reportAt(d.positions["resume_context.budget"], "resume_context.budget must be a number of tokens above 0", "")
 		}
-		if rc.Template != "" {
-			if _, err := template.New("resume_context").Parse(rc.Template); err != nil {
-				d.reportAt(d.positions["resume_context.template"], "resume_context.template: "+err.Error(),
-					"it is a Go text/template; see README for the fields it can use")
-			}
+		if place, ok := d.templates["resume_context.template"]; ok {
+			d.placeTemplateProblems(place, "resume_context.template", CheckResumeTemplate(rc.Template))
 		}
 	}
 	checkPhases(d, p.Phases, "phases")
 }
 
 func (d *decoder) reportedAt(pos Position) bool {
-	for _, p := range d.problems {
-		if p.Position == pos {
-			return true
-		}
-	}
-	return false
+	return d.reported[pos]
 }
 
 func (d *decoder) has(path string) bool {

@@ -361,6 +361,35 @@ var malformedCases = []malformedCase{
 		wants: []malformedProblem{{line: 5, col: 14, msg: `phases[0].timeout: "-5m" is negative`}},
 	},
 	{
+		name: "timeout too long to represent",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    timeout: 999999999d\n",
+		// Before, it wrapped around time.Duration: no limit, silently.
+		wants: []malformedProblem{{line: 5, col: 14, msg: `phases[0].timeout: "999999999d" is too long: a duration is at most 106751d, about 292 years`}},
+	},
+	{
+		name:  "step idle_timeout too long to represent",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    steps:\n      - run: make\n        idle_timeout: 9999999999h\n",
+		wants: []malformedProblem{{line: 7, col: 23, msg: `phases[0].steps[0].idle_timeout: "9999999999h" is too long`}},
+	},
+	{
+		name: "back-off expression always negative",
+		yaml: "version: 1\nagent: {kind: claude}\ndefaults:\n  retry:\n    backoff: duration(\"10s\") - duration(\"1m\")\nphases:\n  - name: build\n",
+		// The - that makes it negative.
+		wants: []malformedProblem{{line: 5, col: 30, msg: "defaults.retry.backoff: the expression always gives -50s, a negative duration"}},
+	},
+	{
+		name: "trigger that divides by zero",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    pause_when:\n      spin: tokens % 0 > 1\n",
+		// Before, it validated and then paused every run with
+		// expression-error.
+		wants: []malformedProblem{{line: 6, col: 20, msg: "phases[0].pause_when.spin: tokens % 0 divides by zero: it fails each time it is evaluated"}},
+	},
+	{
+		name:  "condition with a part that always fails",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    done_when: exit_code == 0 && tokens < int(\"many\")\n",
+		wants: []malformedProblem{{line: 5, col: 43, msg: `phases[0].done_when: int("many") always fails: `}},
+	},
+	{
 		name:  "duration with days and a bad rest",
 		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    idle_timeout: 1d12x\n",
 		wants: []malformedProblem{{line: 5, col: 19, msg: `phases[0].idle_timeout: "1d12x" is not a duration`}},
@@ -412,6 +441,86 @@ var malformedCases = []malformedCase{
 		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n---\nname: other\n",
 		// The first character of the second document, after its ---.
 		wants: []malformedProblem{{line: 6, col: 1, msg: "a second YAML document (after ---) is not allowed here"}},
+	},
+
+	// Issue 9: messages that pointed the wrong way.
+	{
+		name: "YAML tag include",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    prompt: !include prompts/build.md\n",
+		// Read as the text prompts/build.md, silently, before.
+		wants: []malformedProblem{{line: 5, col: 13, msg: "YAML tags such as !include are not supported", hint: "includes no other file"}},
+	},
+	{
+		name:  "YAML tag binary",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    prompt: !!binary aGVsbG8=\n",
+		wants: []malformedProblem{{line: 5, col: 13, msg: "YAML tags such as !!binary are not supported", hint: "remove the tag"}},
+	},
+	{
+		name:  "YAML tag on a key",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - !!str name: build\n",
+		wants: []malformedProblem{{line: 4, col: 5, msg: "YAML tags such as !!str are not supported"}},
+	},
+	{
+		name:  "YAML tag in frontmatter",
+		yaml:  specHeader,
+		spec:  "---\nstatus: !secret draft\n---\n",
+		wants: []malformedProblem{{file: "spec.md", line: 2, col: 9, msg: "YAML tags such as !secret are not supported"}},
+	},
+	{
+		name: "anchor on a key",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - &build name: build\n  - *build\n",
+		// Before, the key read as "&": unknown key "&" in phases[0].
+		wants: []malformedProblem{
+			{line: 4, col: 5, msg: `the anchor &build is on the key "name", not on a value`, hint: "put &build alone at the end of the line before name:"},
+			{line: 5, col: 5, msg: `alias *build names the anchor on the key "name" (line 4), not a value`},
+		},
+	},
+	{
+		name: "negative back-off",
+		yaml: "version: 1\nagent: {kind: claude}\ndefaults:\n  retry:\n    backoff: -10s\nphases:\n  - name: build\n",
+		// Before: bad number syntax: "10s", at the 1.
+		wants: []malformedProblem{{line: 5, col: 14, msg: `defaults.retry.backoff: "-10s" is negative`}},
+	},
+	{
+		name: "version too large for a number",
+		yaml: "version: 99999999999999999999999\nagent: {kind: claude}\nphases:\n  - name: build\n",
+		// Before: version must be a whole number, not a string.
+		wants: []malformedProblem{{line: 1, col: 10, msg: "version 99999999999999999999999 is not one this pipeline reads", hint: "write version: 1"}},
+	},
+	{
+		name:  "version too large for 63 bits",
+		yaml:  "version: 18446744073709551615\nagent: {kind: claude}\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 1, col: 10, msg: "version 18446744073709551615 is not one this pipeline reads"}},
+	},
+	{
+		name:  "budget too large for a number",
+		yaml:  "version: 1\nagent: {kind: claude}\nresume_context: {budget: -99999999999999999999}\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 3, col: 26, msg: "resume_context.budget: -99999999999999999999 is too large a number"}},
+	},
+
+	// resume_context templates, checked against the data they read.
+	{
+		name: "resume_context template reading a misspelt field",
+		yaml: "version: 1\nagent: {kind: claude}\nresume_context:\n  template: 'Resuming {{.Phse}} after {{.Reason}}'\nphases:\n  - name: build\n",
+		// Before, it passed validation, and at run time the whole resume
+		// context (human notes included) was dropped without a word.
+		wants: []malformedProblem{{line: 4, col: 25, msg: "resume_context.template: a ResumeInput has no field Phse", hint: "did you mean .Phase?"}},
+	},
+	{
+		name:  "resume_context template reading a field of a list item",
+		yaml:  "version: 1\nagent: {kind: claude}\nresume_context:\n  template: |\n    Done:\n    {{range .Done}}- {{.Phase}}: {{.Summry}}\n    {{end}}\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 6, col: 36, msg: "resume_context.template: a DoneItem has no field Summry", hint: "did you mean .Summary?"}},
+	},
+	{
+		name: "resume_context template reading a field of a text",
+		yaml: "version: 1\nagent: {kind: claude}\nresume_context:\n  template: \"{{with $n := .Note}}{{$n.Text}}{{end}}\"\nphases:\n  - name: build\n",
+		// The .Text of $n.Text.
+		wants: []malformedProblem{{line: 4, col: 38, msg: "resume_context.template: a text has no fields: .Text cannot be read from it"}},
+	},
+	{
+		name:  "resume_context template calling an unknown function",
+		yaml:  "version: 1\nagent: {kind: claude}\nresume_context:\n  template: |\n    Resuming {{.Phase}}\n    {{oneline .Note | shout}}\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 6, col: 5, msg: `resume_context.template: function "shout" not defined`}},
 	},
 
 	// Spec files and their frontmatter.
@@ -521,8 +630,9 @@ func TestMalformedInputs(t *testing.T) {
 	if n := len(malformedCases); n < 36 {
 		t.Fatalf("only %d rows; the table must hold at least 36", n)
 	}
+	cases := append(append([]malformedCase(nil), malformedCases...), hostileCases...)
 	seen, goldens := map[string]bool{}, map[string]bool{}
-	for _, tc := range malformedCases {
+	for _, tc := range cases {
 		golden := goldenName(tc.name)
 		if seen[tc.name] || goldens[golden] {
 			t.Fatalf("two rows named %q, or with the golden file %s", tc.name, golden)
@@ -530,7 +640,7 @@ func TestMalformedInputs(t *testing.T) {
 		seen[tc.name], goldens[golden] = true, true
 	}
 	checkMalformedGoldens(t, goldens)
-	for _, tc := range malformedCases {
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()

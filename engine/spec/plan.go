@@ -209,10 +209,10 @@ func Resolve(doc *Document, fm *Frontmatter) (*Plan, error) {
 	r := &resolver{doc: doc, fm: fm}
 	plan := r.plan()
 	plan.Digest = digest(doc, fm)
-	var all problems
-	all = append(all, doc.dec.problems...)
+	all := problems{list: slices.Clone(doc.dec.problems.list), omitted: doc.dec.problems.omitted}
 	if fm != nil {
-		all = append(all, fm.dec.problems...)
+		all.list = append(all.list, fm.dec.problems.list...)
+		all.omitted += fm.dec.problems.omitted
 	}
 	if err := all.err(); err != nil {
 		return nil, err
@@ -223,6 +223,22 @@ func Resolve(doc *Document, fm *Frontmatter) (*Plan, error) {
 type resolver struct {
 	doc *Document
 	fm  *Frontmatter
+	// values counts what the plan holds so far, against maxPlanValues.
+	values int
+}
+
+// overBudget counts n more values of the plan, made for the phase of
+// source; past maxPlanValues it reports the phase, once, and is true.
+func (r *resolver) overBudget(source phaseSource, n int) bool {
+	if r.values > maxPlanValues {
+		return true
+	}
+	if r.values += n; r.values <= maxPlanValues {
+		return false
+	}
+	r.reportAt(source.from, fmt.Sprintf("phase %q takes the plan past %d values (triggers and steps; each phase has its own copy of those it inherits)", source.name, maxPlanValues),
+		"use fewer phases, or fewer triggers, steps and agent settings in defaults")
+	return true
 }
 
 func (r *resolver) plan() *Plan {
@@ -259,7 +275,11 @@ func (r *resolver) plan() *Plan {
 		defaultAgent = overlayAgent(defaultAgent, *r.fm.Pipeline.Agent, r.fm.origin("pipeline.agent"))
 	}
 	for _, source := range r.phaseSources() {
-		plan.Phases = append(plan.Phases, r.phase(source, defaults, defaultAgent))
+		phase := r.phase(source, defaults, defaultAgent)
+		if r.overBudget(source, 1+len(phase.PauseWhen)+len(phase.RestartWhen)) {
+			break
+		}
+		plan.Phases = append(plan.Phases, phase)
 	}
 	for _, phase := range p.Phases {
 		plan.FilePhases = append(plan.FilePhases, phase.Name)
@@ -377,7 +397,15 @@ func (r *resolver) phase(s phaseSource, defaults []policyLayer, defaultAgent Set
 		steps = []Step{{Agent: &Agent{}}}
 	}
 	for i, step := range steps {
-		plan.Steps = append(plan.Steps, r.step(s, step, i, stepsOrigin, plan, agent))
+		sp := r.step(s, step, i, stepsOrigin, plan, agent)
+		values := 1
+		if sp.Agent != nil {
+			values += len(sp.Agent.Value.Env) + len(sp.Agent.Value.Args) + len(sp.Agent.Value.Command)
+		}
+		if r.overBudget(s, values) {
+			break
+		}
+		plan.Steps = append(plan.Steps, sp)
 	}
 	if plan.DoneWhen != nil {
 		r.checkStepRefs(plan)
@@ -419,20 +447,33 @@ func setExpr(dst *Setting[*Expr], e *Expr, from Origin) {
 // replaces it in place, a new one is added, one written as null removes it.
 func mergeTriggers(base []TriggerPlan, over Triggers, origin func(string) Origin, prefix string) []TriggerPlan {
 	out := slices.Clone(base)
+	if out == nil {
+		out = []TriggerPlan{}
+	}
+	if len(over) == 0 {
+		return out
+	}
+	index := make(map[string]int, len(out))
+	for i, t := range out {
+		index[t.Name] = i
+	}
+	removed := false
 	for _, t := range over {
-		i := slices.IndexFunc(out, func(p TriggerPlan) bool { return p.Name == t.Name })
+		i, known := index[t.Name]
 		switch {
-		case t.Expr == nil && i >= 0:
-			out = slices.Delete(out, i, i+1)
+		case t.Expr == nil && known:
+			out[i].Expr, removed = nil, true
+			delete(index, t.Name)
 		case t.Expr == nil:
-		case i >= 0:
+		case known:
 			out[i] = TriggerPlan{t.Name, t.Expr, origin(prefix + t.Name)}
 		default:
+			index[t.Name] = len(out)
 			out = append(out, TriggerPlan{t.Name, t.Expr, origin(prefix + t.Name)})
 		}
 	}
-	if out == nil {
-		out = []TriggerPlan{}
+	if removed {
+		out = slices.DeleteFunc(out, func(t TriggerPlan) bool { return t.Expr == nil })
 	}
 	return out
 }
@@ -530,23 +571,34 @@ func (r *resolver) checkStepRefs(plan PhasePlan) {
 	for _, s := range plan.Steps {
 		names = append(names, s.Name)
 	}
+	var missing []triggers.StepRef
+	var offsets []int
 	for _, ref := range e.Compiled.StepRefs {
-		if slices.Contains(names, ref.Name) {
-			continue
+		if !slices.Contains(names, ref.Name) {
+			missing, offsets = append(missing, ref), append(offsets, ref.Offset)
 		}
-		refs := make([]string, len(names))
-		for i, name := range names {
-			refs[i] = stepReference(name)
+	}
+	if len(missing) == 0 {
+		return
+	}
+	refs := make([]string, len(names))
+	for i, name := range names {
+		refs[i] = stepReference(name)
+	}
+	steps := "the steps of this phase are " + strings.Join(refs, ", ")
+	if len(refs) == 1 {
+		steps = "the phase has one step, " + refs[0]
+	}
+	dec := r.decoderOf(plan.DoneWhen.From)
+	for i, pos := range dec.exprPositions(*e, offsets) {
+		if dec.problems.full() {
+			dec.problems.omitted += len(missing) - i
+			return
 		}
-		hint := "the steps of this phase are " + strings.Join(refs, ", ")
-		if len(refs) == 1 {
-			hint = "the phase has one step, " + refs[0]
-		}
+		ref, hint := missing[i], steps
 		if near := triggers.Closest(ref.Name, names); near != "" {
 			hint = fmt.Sprintf("did you mean %s?", stepReference(near))
 		}
-		dec := r.decoderOf(plan.DoneWhen.From)
-		pos := dec.exprPosition(*e, ref.Offset)
 		dec.reportAt(pos, fmt.Sprintf("phase %q: done_when reads %s, but the phase has no step %q", plan.Name, stepReference(ref.Name), ref.Name), hint)
 	}
 }
