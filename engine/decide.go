@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -417,7 +418,12 @@ func (d *decider) condition(setting spec.Setting[*spec.Expr], env *triggers.Env)
 	}
 	value, err := setting.Value.Compiled.Eval(env)
 	if err != nil {
-		d.expressionError(fmt.Errorf("%s (%s): %w", setting.Value.Source, setting.From, err))
+		// An error placed in the file already names the expression and
+		// where it was written.
+		if placed := (*triggers.EvalError)(nil); !errors.As(err, &placed) || placed.Place == "" {
+			err = fmt.Errorf("%s (%s): %w", setting.Value.Source, setting.From, err)
+		}
+		d.expressionError(err)
 		return false, false
 	}
 	return value, true

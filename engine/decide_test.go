@@ -288,6 +288,10 @@ phases: [{name: build, steps: [{run: make}], pause_when: {big: spec.points > 3}}
 	if !strings.Contains(f.Note, "spec.points > 3") {
 		t.Errorf("note %q", f.Note)
 	}
+	// Placed in the file once: the expression is not repeated.
+	if strings.Count(f.Note, "spec.points > 3") != 1 || !strings.Contains(f.Note, "phases.yaml:2:") {
+		t.Errorf("note %q: want the expression once, with its place in the file", f.Note)
+	}
 }
 
 func TestDecidePauseRequested(t *testing.T) {
