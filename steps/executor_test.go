@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -341,5 +342,40 @@ func TestStoppedStepIsReportedAndInterruptible(t *testing.T) {
 	res := <-done
 	if !res.Stopped || res.ExitCode != -1 {
 		t.Fatalf("%+v", res)
+	}
+}
+
+// What a killed runner's steps left running is found by its mark, though
+// it left the step's session and went to init, and what it started with
+// its environment cleared goes with it.
+func TestKillMarkedFindsWhatADeadRunnerLeft(t *testing.T) {
+	mark := testMark()
+	cmd := exec.Command("sh", "-c", daemon(`env -i sleep 600 & echo "pid $!"; `+ready+`wait`)+" &"+awaitDaemon)
+	dir := t.TempDir()
+	cmd.Env = append(os.Environ(), mark, "READY="+filepath.Join(dir, "ready"))
+	// A file, not a pipe: the daemons keep their standard output, and the
+	// test waits only for sh.
+	out, err := os.Create(filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = out
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	printed, _ := os.ReadFile(out.Name())
+	left := pids(t, string(printed))
+	if len(left) != 2 {
+		t.Fatalf("pids %v", left)
+	}
+	killed := KillMarked(mark)
+	for _, pid := range left {
+		proctest.AwaitExit(t, pid)
+		if !slices.ContainsFunc(killed, func(l Leftover) bool { return l.PID == pid }) {
+			t.Errorf("killed %v, not %d", killed, pid)
+		}
+	}
+	if again := KillMarked(mark); len(again) != 0 {
+		t.Errorf("a second sweep killed %v", again)
 	}
 }

@@ -103,7 +103,7 @@ const sweepLimit = 2 * time.Second
 // (adoptOrphans), whichever session they moved to: they are among its
 // children. A process that left the step's session and cleared its
 // environment before its parent died cannot be told from the children of
-// other programs, and is left running (see README: processes).
+// other programs, and is left running; the step still ends (outputDrain).
 func sweep(pgid int, mark string) []Leftover {
 	var left []Leftover
 	killed := map[int]bool{}
