@@ -283,3 +283,39 @@ phases:
 		}
 	}
 }
+
+// Regression: a step whose daemon (setsid) kept standard output open hung
+// the run until the daemon exited; the step's timeout could not end it.
+// The run goes on when the step's own process ends, the timeout works,
+// and the daemons die with their steps.
+func TestDaemonHoldingTheOutputDoesNotHangTheRun(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", `version: 1
+defaults:
+  retry: {when: "false"}
+  pause_when: {stuck: timed_out}
+phases:
+  - name: serve
+    steps: [{run: 'setsid sh -c "echo daemon \$\$; : > ready1; exec sleep 600" & until [ -e ready1 ]; do sleep 0.01; done'}]
+  - name: hold
+    steps:
+      - run: 'setsid sh -c "echo daemon \$\$; : > ready2; exec sleep 600" & until [ -e ready2 ]; do sleep 0.01; done; trap "" INT; while :; do sleep 1; done'
+        timeout: 1s
+`)
+	run := pipelineStart(t, dir, "run", "--grace", "100ms")
+	first, second := run.awaitPid(t, "daemon"), run.awaitPid(t, "daemon")
+	if code := run.exit(t); code != exitPaused {
+		t.Fatalf("exit %d, want %d (paused); stderr: %s", code, exitPaused, run.stderr.String())
+	}
+	proctest.AwaitExit(t, first)
+	proctest.AwaitExit(t, second)
+	if s := status(t, dir); s.Status != "paused" || s.PauseReason != "stuck" || s.Phase != "hold" {
+		t.Fatalf("status %+v", s)
+	}
+	logs := pipeline(t, dir, "logs").stdout
+	for _, pid := range []int{first, second} {
+		if want := "killed then: " + strconv.Itoa(pid) + " (sleep)"; !strings.Contains(logs, want) {
+			t.Errorf("the logs lack %q:\n%s", want, logs)
+		}
+	}
+}
