@@ -28,9 +28,13 @@ type recorder struct {
 	live    Live
 	lines   chan string
 	partial string
+	// warnings gets each warning as it comes, without blocking.
+	warnings chan string
 }
 
-func newRecorder() *recorder { return &recorder{lines: make(chan string, 100)} }
+func newRecorder() *recorder {
+	return &recorder{lines: make(chan string, 100), warnings: make(chan string, 100)}
+}
 
 func (o *recorder) Started(r *Running) {
 	o.mu.Lock()
@@ -67,12 +71,10 @@ func (o *recorder) Warn(message string) {
 	o.mu.Lock()
 	o.warned = append(o.warned, message)
 	o.mu.Unlock()
-}
-
-func (o *recorder) warnings() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return strings.Join(o.warned, "\n")
+	select {
+	case o.warnings <- message:
+	default:
+	}
 }
 
 // awaitLine waits for a line of the step's output that contains want.
@@ -331,12 +333,13 @@ func TestStoppedStepIsReportedAndInterruptible(t *testing.T) {
 	done := make(chan Result, 1)
 	go func() { done <- execute(t, ctx, step, obs) }()
 	obs.awaitLine(t, "pid ")
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(obs.warnings(), "is stopped") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no report of the stopped step; warnings %q", obs.warnings())
+	select {
+	case warning := <-obs.warnings:
+		if !strings.Contains(warning, "is stopped") {
+			t.Fatalf("warning %q", warning)
 		}
-		time.Sleep(50 * time.Millisecond) // the report comes at a tick after a silent second
+	case <-time.After(20 * time.Second):
+		t.Fatal("no report of the stopped step")
 	}
 	cancel()
 	res := <-done
