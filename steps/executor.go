@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -106,6 +107,12 @@ type Result struct {
 	ResumeAfter time.Time
 	// Error is what the agent reported as its error, if anything.
 	Error string
+	// Leftovers are the processes the step left running when its own
+	// process exited, killed then (a daemon, a background job).
+	Leftovers []Leftover
+	// OutputHeld: after the step's process exited, something kept its
+	// output open and the executor stopped reading it (see outputDrain).
+	OutputHeld bool
 }
 
 // Executor runs steps, one at a time each: the process group, the
@@ -155,8 +162,8 @@ func (x *Executor) Execute(ctx context.Context, step Step, obs Observer) (Result
 	obs.Started(r)
 	var readers sync.WaitGroup
 	readers.Add(2)
-	go r.read(proc.Stdout, chunkSize, &readers)
-	go r.read(proc.Stderr, errChunkSize, &readers)
+	go r.read(0, proc.Stdout, chunkSize, &readers)
+	go r.read(1, proc.Stderr, errChunkSize, &readers)
 	r.mu.Lock()
 	r.armTick()
 	r.mu.Unlock()
@@ -172,6 +179,9 @@ type Running struct {
 	step  Step
 	obs   Observer
 	proc  *Process
+	// bytesRead counts the bytes read of standard output and error, for the
+	// drain at the end.
+	bytesRead [2]atomic.Int64
 
 	mu          sync.Mutex
 	transcript  *bufio.Writer
@@ -186,6 +196,11 @@ type Running struct {
 	sessionID   string
 	started     time.Time
 	lastOutput  time.Time
+	// scanned is when text last reached the scanner: an open checkpoint
+	// line is taken as it is once it has waited checkpointLineWait.
+	scanned     time.Time
+	stopCheck   time.Time
+	stopWarned  bool
 	flushFailed bool
 	timedOut    bool
 	stopped     bool
@@ -218,7 +233,7 @@ func (r *Running) Stop(grace time.Duration) {
 	}
 }
 
-func (r *Running) read(src io.Reader, size int, done *sync.WaitGroup) {
+func (r *Running) read(which int, src io.Reader, size int, done *sync.WaitGroup) {
 	defer done.Done()
 	var redact RedactStream
 	if r.step.Redact != nil {
@@ -244,6 +259,7 @@ func (r *Running) read(src io.Reader, size int, done *sync.WaitGroup) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
+			r.bytesRead[which].Add(int64(n))
 			chunk := buf[:n]
 			if redact != nil {
 				chunk = redact.Write(chunk)
@@ -280,6 +296,7 @@ func (r *Running) consume(chunk []byte) {
 	r.obs.Output(chunk)
 	r.scanner.Write(chunk)
 	r.lastOutput = r.clock.Now()
+	r.scanned = r.lastOutput
 	if r.tokens != nil {
 		r.tokens.Write(chunk)
 		r.live.Tokens = r.step.PromptTokens + r.tokens.Count()
@@ -314,6 +331,7 @@ func (r *Running) consumeLines(chunk []byte) {
 				text := []byte(ev.Text)
 				r.obs.Output(text)
 				r.scanner.Write(text)
+				r.scanned = r.lastOutput
 			case EventUsage:
 				r.usage = ev
 				r.live.Tokens = ev.InputTokens + ev.OutputTokens
@@ -351,8 +369,19 @@ func (r *Running) armTick() {
 	r.stopTick = r.clock.AfterFunc(tick, r.onTick)
 }
 
-// onTick moves the time, enforces timeout and idle_timeout, and flushes
-// the transcript.
+// checkpointLineWait is how long a checkpoint line may stay open (the
+// agent wrote the marker, and the note comes in pieces) before it counts
+// with the note that has arrived: the trigger waits for the whole line,
+// but not for ever.
+const checkpointLineWait = time.Second
+
+// stoppedCheck is how long a step must be silent before the executor looks
+// for a stopped process in it, and how often it looks again.
+const stoppedCheck = time.Second
+
+// onTick moves the time, enforces timeout and idle_timeout, ends a
+// checkpoint line that waited too long, looks for a stopped process in a
+// silent step, and flushes the transcript.
 func (r *Running) onTick() {
 	r.mu.Lock()
 	if r.done {
@@ -367,6 +396,13 @@ func (r *Running) onTick() {
 	if timedOut {
 		r.timedOut = true
 	}
+	if r.scanner.NoteOpen() && now.Sub(r.scanned) >= checkpointLineWait {
+		r.scanner.EndLine()
+	}
+	checkStopped := !r.stopWarned && now.Sub(r.lastOutput) >= stoppedCheck && now.Sub(r.stopCheck) >= stoppedCheck
+	if checkStopped {
+		r.stopCheck = now
+	}
 	r.observe(false)
 	// The transcript reaches its file at every tick, for logs -f; a flush
 	// of an empty buffer costs nothing.
@@ -376,6 +412,34 @@ func (r *Running) onTick() {
 	if timedOut {
 		go r.proc.Stop(r.step.Grace)
 	}
+	if checkStopped {
+		r.reportStopped()
+	}
+}
+
+// reportStopped says, once, that a process of the step is stopped: a step
+// that waits for it would otherwise look merely quiet until its
+// idle_timeout.
+func (r *Running) reportStopped() {
+	stopped, ok := stoppedProcess(r.proc.Pid())
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done || r.stopWarned {
+		return
+	}
+	r.stopWarned = true
+	r.report(fmt.Sprintf("process %s of the step is stopped (by SIGSTOP or SIGTSTP, or SIGTTIN/SIGTTOU for using a terminal)"+
+		" and will not go on by itself; the step ends at its timeout or idle_timeout, or when it is interrupted", stopped))
+}
+
+// report writes a line of the executor's own into the transcript and
+// tells the observer. Called with r.mu held.
+func (r *Running) report(message string) {
+	fmt.Fprintf(r.transcript, "pipeline: %s\n", message)
+	r.obs.Warn(message)
 }
 
 // flush writes the buffered transcript; the first failure is reported.
@@ -389,7 +453,14 @@ func (r *Running) flush() {
 // finish waits for the step's end and makes its result.
 func (r *Running) finish(readers *sync.WaitGroup) Result {
 	code, waitErr := r.proc.Wait()
-	readers.Wait()
+	ended := make(chan struct{})
+	go func() {
+		readers.Wait()
+		close(ended)
+	}()
+	held := r.proc.drain(ended, &r.bytesRead)
+	r.proc.closeOutputs()
+	left := r.proc.Leftovers()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.done = true
@@ -397,6 +468,18 @@ func (r *Running) finish(readers *sync.WaitGroup) Result {
 	if waitErr != nil {
 		fmt.Fprintf(r.transcript, "pipeline: %v\n", waitErr)
 	}
+	if len(left) > 0 {
+		what := "1 process"
+		if len(left) > 1 {
+			what = fmt.Sprintf("%d processes", len(left))
+		}
+		r.report(fmt.Sprintf("the step left %s running when it exited, killed then: %s", what, describeLeftovers(left)))
+	}
+	if held {
+		r.report(fmt.Sprintf("a process the step started kept its output open after the step exited;"+
+			" the output was read for %s more, then left", outputDrain))
+	}
+	r.scanner.EndLine()
 	tokenCount := r.usage.InputTokens + r.usage.OutputTokens
 	if r.tokens != nil {
 		tokenCount = r.step.PromptTokens + r.tokens.Close()
@@ -405,7 +488,7 @@ func (r *Running) finish(readers *sync.WaitGroup) Result {
 		Tokens: tokenCount, ContextTokens: r.usage.ContextTokens, CostUSD: r.usage.CostUSD, SessionID: r.sessionID,
 		Elapsed: r.clock.Now().Sub(r.started), Output: r.scanner.Tail(),
 		Checkpoint: r.scanner.Checkpoint, CheckpointNote: r.scanner.CheckpointNote(),
-		Error: r.errText, RateLimited: r.rateLimited, ResumeAfter: r.resumeAfter}
+		Error: r.errText, RateLimited: r.rateLimited, ResumeAfter: r.resumeAfter, Leftovers: left, OutputHeld: held}
 	if r.step.SessionChecker != nil && r.step.AskedSession != "" && code != 0 && !r.stopped &&
 		r.step.SessionChecker.SessionGone(r.stderr, code) {
 		result.SessionLost = true

@@ -13,27 +13,32 @@ var CheckpointMarker = []byte("[CHECKPOINT]")
 // variable and the step's record.
 const TailSize = 64 << 10
 
+// maxNote bounds a checkpoint note.
+const maxNote = 1024
+
 // OutputScanner follows a step's output as it passes in chunks of any
 // size: it finds the checkpoint marker with a byte search over each chunk
-// (and across chunk boundaries) and keeps the tail. It is not safe for
-// concurrent use.
+// (and across chunk boundaries), follows the marker's line to its end for
+// the note, and keeps the tail. It is not safe for concurrent use.
 type OutputScanner struct {
 	tail []byte
 	// carry is the end of the previous chunk, for a marker split in two.
 	carry []byte
-	// noteOpen is set while the line of the last marker has not ended.
-	noteOpen bool
+	// open is set from a marker to the end of its line; building is the
+	// note so far.
+	open     bool
+	building []byte
 
+	// Checkpoint is set once the line of a marker has ended (or was ended
+	// by EndLine): an agent that writes the marker and its note in pieces
+	// gets the whole line as its note.
 	Checkpoint bool
 	note       string
-	// Found is set by Write when a marker was found in its chunk.
-	Found bool
 }
 
 // Write scans one chunk.
 func (s *OutputScanner) Write(chunk []byte) (int, error) {
-	s.Found = false
-	if s.noteOpen {
+	if s.open {
 		s.extendNote(chunk)
 	}
 	// A marker split across the boundary: join the carried end with the
@@ -66,28 +71,45 @@ func (s *OutputScanner) Write(chunk []byte) (int, error) {
 	return len(chunk), nil
 }
 
+// mark starts the note of a marker with the rest of its chunk.
 func (s *OutputScanner) mark(rest []byte) {
-	s.Checkpoint, s.Found = true, true
-	s.note = ""
-	s.noteOpen = true
+	s.open = true
+	s.building = s.building[:0]
 	s.extendNote(rest)
 }
 
-// extendNote adds the text up to the end of the line to the note.
+// extendNote adds the text up to the end of the line to the note, and
+// ends the note at the end of the line.
 func (s *OutputScanner) extendNote(text []byte) {
 	end := bytes.IndexByte(text, '\n')
-	if end >= 0 {
-		s.noteOpen = false
-	} else {
+	if end < 0 {
 		end = len(text)
 	}
-	if room := 1024 - len(s.note); room > 0 {
-		s.note += string(text[:min(end, room)])
+	if room := maxNote - len(s.building); room > 0 {
+		s.building = append(s.building, text[:min(end, room)]...)
+	}
+	if end < len(text) {
+		s.EndLine()
 	}
 }
 
-// CheckpointNote is the rest of the line after the last marker.
-func (s *OutputScanner) CheckpointNote() string { return strings.TrimSpace(s.note) }
+// NoteOpen reports whether a marker's line has not ended yet.
+func (s *OutputScanner) NoteOpen() bool { return s.open }
+
+// EndLine takes an open marker's line as it is: the output ended, or the
+// rest of the line is too long in coming.
+func (s *OutputScanner) EndLine() {
+	if !s.open {
+		return
+	}
+	s.open = false
+	s.Checkpoint = true
+	s.note = strings.TrimSpace(string(s.building))
+}
+
+// CheckpointNote is the rest of the line after the last marker whose line
+// has ended.
+func (s *OutputScanner) CheckpointNote() string { return s.note }
 
 func (s *OutputScanner) appendTail(chunk []byte) {
 	if len(chunk) >= TailSize {

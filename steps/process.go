@@ -6,9 +6,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Command is a program to start.
@@ -17,26 +21,52 @@ type Command struct {
 	Dir   string
 	Env   []string
 	Stdin io.Reader
+	// Mark is an entry of Env, NAME=value, that names the step's owner
+	// (the local driver gives PIPELINE_SESSION=<session id>). Every
+	// process the step starts inherits it, even one that leaves the
+	// step's process group and session (a daemon that called setsid):
+	// the end of the step finds those by it, and KillMarked does after a
+	// runner was killed. Empty: only the process group and the processes
+	// the step's own processes started are followed.
+	Mark string
 }
 
-// Process is a child started in a process group of its own, so that it and
-// everything it starts can be interrupted and killed together.
+// Process is a child started in a session and process group of its own,
+// so that it and everything it starts can be interrupted and killed
+// together, and so that it has no controlling terminal: a program that
+// opens /dev/tty to prompt (git, ssh, sudo) fails at once instead of
+// being stopped by SIGTTIN for good.
 type Process struct {
 	// Stdout and Stderr are the child's output pipes; read both to the end.
 	Stdout io.ReadCloser
 	Stderr io.ReadCloser
 
 	cmd      *exec.Cmd
+	mark     string
+	outputs  [2]*os.File
+	release  func()
 	done     chan struct{}
 	exitCode int
 	signal   syscall.Signal
 	waitErr  error
+	left     []Leftover
 	stopOnce sync.Once
 }
 
-// Start starts c in a new process group. On Linux the child is killed if
-// this process dies (so a kill -9 of pipeline leaves no agent behind); see
-// process_other.go for what other systems lose.
+// Leftover is a process that a step left running when its own process
+// exited: it was killed then.
+type Leftover struct {
+	PID     int
+	Command string
+}
+
+func (l Leftover) String() string { return fmt.Sprintf("%d (%s)", l.PID, l.Command) }
+
+// Start starts c in a new session. On Linux the child is killed if this
+// process dies (so a kill -9 of pipeline leaves no agent behind), and
+// while a step runs this process adopts the orphans of its descendants, so
+// that a daemon the step started is found and killed when the step ends;
+// see process_other.go for what other systems lose.
 func Start(c Command) (*Process, error) {
 	if len(c.Args) == 0 {
 		return nil, errors.New("no program to run")
@@ -55,7 +85,9 @@ func Start(c Command) (*Process, error) {
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
+	release := adoptOrphans()
 	if err := cmd.Start(); err != nil {
+		release()
 		for _, f := range []*os.File{outR, outW, errR, errW} {
 			f.Close()
 		}
@@ -64,7 +96,9 @@ func Start(c Command) (*Process, error) {
 	// The child holds its own copies of the write ends.
 	outW.Close()
 	errW.Close()
-	p := &Process{Stdout: outR, Stderr: errR, cmd: cmd, done: make(chan struct{})}
+	leading(cmd.Process.Pid, true)
+	p := &Process{Stdout: outR, Stderr: errR, cmd: cmd, mark: c.Mark, outputs: [2]*os.File{outR, errR},
+		release: release, done: make(chan struct{})}
 	go p.wait()
 	return p, nil
 }
@@ -80,6 +114,7 @@ func pipe() (r, w *os.File, err error) {
 
 func (p *Process) wait() {
 	err := p.cmd.Wait()
+	leading(p.cmd.Process.Pid, false)
 	p.exitCode = 0
 	var exitErr *exec.ExitError
 	switch {
@@ -91,16 +126,18 @@ func (p *Process) wait() {
 	case err != nil:
 		p.exitCode, p.waitErr = -1, err
 	}
-	// What the leader left behind in its group goes with it: no process
-	// survives its step, and the pipes reach their end.
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	// What the leader left behind goes with it: the rest of its group,
+	// and the daemons that left the group. No process survives its step,
+	// and the pipes reach their end.
+	p.left = sweep(p.cmd.Process.Pid, p.mark)
+	p.release()
 	close(p.done)
 }
 
 // Pid is the child's process id, which is also its process group id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
-// Done is closed when the child has exited and its group was killed.
+// Done is closed when the child has exited and what it left was killed.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
 // Wait waits for the child and returns its exit code: -1 when a signal
@@ -116,12 +153,22 @@ func (p *Process) Signal() syscall.Signal {
 	return p.signal
 }
 
+// Leftovers are the processes the child left running when it exited,
+// killed then; valid after Done.
+func (p *Process) Leftovers() []Leftover {
+	<-p.done
+	return p.left
+}
+
 // Stop interrupts the whole process group (SIGINT), waits up to grace for
 // the child to exit, then kills the group, and waits for the child.
 func (p *Process) Stop(grace time.Duration) {
 	p.stopOnce.Do(func() {
 		pgid := -p.cmd.Process.Pid
 		_ = syscall.Kill(pgid, syscall.SIGINT)
+		// A stopped process (SIGSTOP, SIGTSTP) takes the SIGINT only once
+		// it is continued: without this it would sit out the grace.
+		_ = syscall.Kill(pgid, syscall.SIGCONT)
 		timer := time.NewTimer(grace)
 		defer timer.Stop()
 		select {
@@ -132,6 +179,51 @@ func (p *Process) Stop(grace time.Duration) {
 		}
 	})
 	<-p.done
+}
+
+// outputDrain is how long the output pipes are still read once the child
+// has exited and what it left was killed, after what they held then: a
+// process that escaped the sweep (process_other.go, or one that left the
+// session and cleared its environment) and keeps a pipe open must not
+// keep the step from ending.
+const outputDrain = 250 * time.Millisecond
+
+// drain waits for the readers of the output pipes, given the bytes each
+// has read so far, once the child is done: what the pipes held when the
+// child ended is read whatever time that takes (a slow terminal), then
+// the readers get outputDrain more for what is left in flight, and are
+// stopped. It reports whether a pipe was still open then.
+func (p *Process) drain(ended <-chan struct{}, read *[2]atomic.Int64) bool {
+	var target [2]int64
+	for i, f := range p.outputs {
+		target[i] = read[i].Load() + int64(unreadBytes(f))
+	}
+	timer := time.NewTimer(outputDrain)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ended:
+			return false
+		case <-timer.C:
+		}
+		if read[0].Load() < target[0] || read[1].Load() < target[1] {
+			timer.Reset(outputDrain)
+			continue
+		}
+		for _, f := range p.outputs {
+			_ = f.SetReadDeadline(time.Now())
+		}
+		<-ended
+		return true
+	}
+}
+
+// closeOutputs closes the read ends once they are read: a process that
+// still writes to them gets EPIPE.
+func (p *Process) closeOutputs() {
+	for _, f := range p.outputs {
+		f.Close()
+	}
 }
 
 // KillOrphans kills what is left of the process group pgid of a step whose
@@ -152,4 +244,28 @@ func KillOrphans(pgid int) bool {
 		return false // the group is empty
 	}
 	return syscall.Kill(-pgid, syscall.SIGKILL) == nil
+}
+
+// describeLeftovers names up to a few leftovers for a line of the
+// transcript.
+func describeLeftovers(left []Leftover) string {
+	const shown = 5
+	var names []string
+	for i, l := range left {
+		if i == shown {
+			names = append(names, fmt.Sprintf("and %d more", len(left)-shown))
+			break
+		}
+		names = append(names, l.String())
+	}
+	return strings.Join(names, ", ")
+}
+
+// unreadBytes is how much a pipe holds that was not read yet.
+func unreadBytes(f *os.File) int {
+	n := 0
+	if conn, err := f.SyscallConn(); err == nil {
+		_ = conn.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), fionread) })
+	}
+	return n
 }

@@ -2,20 +2,25 @@ package steps
 
 import (
 	"bytes"
-	"fmt"
+	"errors"
 	"os"
 	"strconv"
-	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// groupAttr puts a child in a process group of its own, and has the kernel
-// kill it when this process dies, however it dies.
+// groupAttr puts a child in a session (so a process group) of its own,
+// without a controlling terminal, and has the kernel kill it when this
+// process dies, however it dies.
 func groupAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 }
+
+// fionread asks how many bytes a pipe holds (FIONREAD).
+const fionread = unix.TIOCINQ
 
 // pipeSize is asked of the kernel for the output pipes: bigger reads mean
 // fewer system calls on the hot path.
@@ -26,19 +31,278 @@ func growPipe(w *os.File) {
 	_, _ = unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, pipeSize)
 }
 
+// reaper is this process's part in the lives of its steps' descendants.
+// It is the process's, not a driver's: a child subreaper and the children
+// it adopts belong to the whole process, whatever number of drivers run
+// steps in it.
+var reaper struct {
+	sync.Mutex
+	// steps is the number of steps running; while it is not zero this
+	// process is a child subreaper: the orphans of their descendants,
+	// daemons that called setsid included, are given to it rather than to
+	// init, so that sweep finds them.
+	steps int
+	// leaders are the steps' own processes, which os/exec waits for: no
+	// sweep may reap one.
+	leaders map[int]bool
+}
+
+// adoptOrphans makes this process a child subreaper while a step runs.
+// The returned function ends it once the last step has ended, so that
+// orphans of other programs (git's background gc, say) go to init as
+// before.
+func adoptOrphans() (release func()) {
+	reaper.Lock()
+	defer reaper.Unlock()
+	if reaper.steps == 0 {
+		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	}
+	reaper.steps++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			reaper.Lock()
+			defer reaper.Unlock()
+			if reaper.steps--; reaper.steps == 0 {
+				_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+			}
+		})
+	}
+}
+
+// leading records a started step's process (on), or forgets it.
+func leading(pid int, on bool) {
+	reaper.Lock()
+	defer reaper.Unlock()
+	if reaper.leaders == nil {
+		reaper.leaders = map[int]bool{}
+	}
+	if on {
+		reaper.leaders[pid] = true
+	} else {
+		delete(reaper.leaders, pid)
+	}
+}
+
+func isLeader(pid int) bool {
+	reaper.Lock()
+	defer reaper.Unlock()
+	return reaper.leaders[pid]
+}
+
+// sweepLimit bounds the wait for killed processes to die: one stuck in
+// the kernel (a hung NFS mount) must not hold the step's end for good.
+const sweepLimit = 2 * time.Second
+
+// sweep kills what the step with process group pgid left behind once its
+// own process exited, and reaps what this process adopted of it: the rest
+// of the group, the processes bearing mark, and every descendant of
+// those. It returns those that were still running.
+//
+// The step's descendants that became orphans were given to this process
+// (adoptOrphans), whichever session they moved to: they are among its
+// children. A process that left the step's session and cleared its
+// environment before its parent died cannot be told from the children of
+// other programs, and is left running; the step still ends (outputDrain).
+func sweep(pgid int, mark string) []Leftover {
+	var left []Leftover
+	killed := map[int]bool{}
+	self, ownGroup := os.Getpid(), syscall.Getpgrp()
+	deadline := time.Now().Add(sweepLimit)
+	for first := true; ; first = false {
+		var roots []int
+		for _, child := range childrenOf(self) {
+			info, ok := readStat(child)
+			if !ok || info.pgid == ownGroup || isLeader(child) {
+				continue
+			}
+			if killed[child] || info.pgid == pgid || (mark != "" && info.state != 'Z' && hasMark(child, mark)) {
+				roots = append(roots, child)
+			}
+		}
+		var tree []int
+		for _, root := range roots {
+			tree = descendants(root, tree)
+		}
+		for _, pid := range tree {
+			if killed[pid] {
+				continue
+			}
+			killed[pid] = true
+			if info, ok := readStat(pid); ok && info.state != 'Z' {
+				left = append(left, Leftover{PID: pid, Command: info.comm})
+			}
+		}
+		if first {
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+		for _, pid := range tree {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		for _, root := range roots {
+			reap(root, deadline)
+		}
+		// Reaping a process hands its children, killed too, to this
+		// process: another round reaps them.
+		if len(roots) == 0 || time.Now().After(deadline) {
+			return left
+		}
+	}
+}
+
+// reap waits for a child killed by sweep to exit, until deadline, and
+// collects its exit status.
+func reap(pid int, deadline time.Time) {
+	if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+		wait := max(time.Until(deadline), 0)
+		_, _ = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(wait.Milliseconds()))
+		unix.Close(fd)
+	}
+	var status unix.WaitStatus
+	_, _ = unix.Wait4(pid, &status, unix.WNOHANG, nil)
+}
+
+// KillMarked kills every process of this user that bears mark in its
+// environment, and their descendants, but this process: what the steps of
+// a runner that was killed (kill -9) left running, wherever they went.
+// It returns those it killed.
+func KillMarked(mark string) []Leftover {
+	if mark == "" {
+		return nil
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	var tree []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self || !hasMark(pid, mark) {
+			continue
+		}
+		tree = descendants(pid, tree)
+	}
+	var left []Leftover
+	seen := map[int]bool{self: true}
+	for _, pid := range tree {
+		if seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		info, ok := readStat(pid)
+		if ok && info.state != 'Z' && syscall.Kill(pid, syscall.SIGKILL) == nil {
+			left = append(left, Leftover{PID: pid, Command: info.comm})
+		}
+	}
+	return left
+}
+
+// stoppedProcess finds a process of the step led by pid that is stopped
+// (by SIGSTOP, SIGTSTP, SIGTTIN or SIGTTOU): it will not go on by itself.
+func stoppedProcess(pid int) (Leftover, bool) {
+	for _, p := range descendants(pid, nil) {
+		if info, ok := readStat(p); ok && info.state == 'T' {
+			return Leftover{PID: p, Command: info.comm}, true
+		}
+	}
+	return Leftover{}, false
+}
+
+// procStat is what sweep reads of /proc/PID/stat.
+type procStat struct {
+	state byte
+	pgid  int
+	comm  string
+}
+
+func readStat(pid int) (procStat, bool) {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	// pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
+	open, end := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+	if open < 0 || end < open {
+		return procStat{}, false
+	}
+	fields := bytes.Fields(stat[end+1:])
+	if len(fields) < 3 || len(fields[0]) != 1 {
+		return procStat{}, false
+	}
+	pgid, err := strconv.Atoi(string(fields[2]))
+	if err != nil {
+		return procStat{}, false
+	}
+	return procStat{state: fields[0][0], pgid: pgid, comm: string(stat[open+1 : end])}, true
+}
+
 // zombieLeader reports whether pid is a dead process, not yet reaped, that
 // leads its own group: the leader of a killed runner's step, when nothing
 // reaps orphans quickly.
 func zombieLeader(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	info, ok := readStat(pid)
+	return ok && info.state == 'Z' && info.pgid == pid
+}
+
+// childrenOf lists the children of pid: those of each of its threads (an
+// adopted orphan is given to any thread of its new parent).
+func childrenOf(pid int) []int {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var children []int
+	for _, task := range tasks {
+		content, err := os.ReadFile(dir + task.Name() + "/children")
+		if errors.Is(err, os.ErrNotExist) && len(tasks) > 0 {
+			return childrenByScan(pid)
+		}
+		for _, field := range bytes.Fields(content) {
+			if child, err := strconv.Atoi(string(field)); err == nil {
+				children = append(children, child)
+			}
+		}
+	}
+	return children
+}
+
+// childrenByScan is childrenOf on a kernel without /proc/PID/task/TID/
+// children (CONFIG_PROC_CHILDREN off): every process's parent is read.
+func childrenByScan(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	want := []byte(" " + strconv.Itoa(pid) + " ")
+	var children []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if end := bytes.LastIndexByte(stat, ')'); err == nil && end >= 0 && len(stat) > end+3 &&
+			bytes.HasPrefix(stat[end+3:], want) {
+			children = append(children, child)
+		}
+	}
+	return children
+}
+
+// descendants appends pid and all its descendants to list.
+func descendants(pid int, list []int) []int {
+	list = append(list, pid)
+	for _, child := range childrenOf(pid) {
+		list = descendants(child, list)
+	}
+	return list
+}
+
+// hasMark reports whether the environment pid started with holds mark.
+func hasMark(pid int, mark string) bool {
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
 		return false
 	}
-	// pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
-	end := bytes.LastIndexByte(stat, ')')
-	if end < 0 {
-		return false
-	}
-	fields := strings.Fields(string(stat[end+1:]))
-	return len(fields) > 2 && fields[0] == "Z" && fields[2] == strconv.Itoa(pid)
+	entry := append(append([]byte{0}, mark...), 0)
+	return bytes.HasPrefix(env, entry[1:]) || bytes.Contains(env, entry)
 }

@@ -15,18 +15,45 @@ import (
 //     stopped by SIGINT or SIGTERM still stops its step. KillOrphans cannot
 //     help then: while the group's leader runs, it cannot be told from a
 //     new process that was given the same id.
+//   - No child subreaper and no /proc: a daemon that a step started and
+//     that left the step's process group (setsid) outlives the step, and
+//     KillMarked finds nothing. When it keeps the step's output open, the
+//     step still ends: its output is read for outputDrain after its own
+//     process exited, then left.
+//   - No stopped-process report: a step stopped by a signal waits for its
+//     idle_timeout, its timeout or a Ctrl+C, which continues it.
 //   - The output pipes keep the system's default buffer (16 to 64 KiB):
 //     more, smaller reads on the hot path.
 //   - No zombie detection: KillOrphans leaves a group alone while its dead
 //     leader is not yet reaped (the system's init reaps orphans promptly).
 
-// groupAttr puts a child in a process group of its own.
+// groupAttr puts a child in a session (so a process group) of its own,
+// without a controlling terminal.
 func groupAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true}
+	return &syscall.SysProcAttr{Setsid: true}
 }
+
+// fionread is FIONREAD, _IOR('f', 127, int), on macOS and the BSDs.
+const fionread = 0x4004667f
 
 // growPipe keeps the system's pipe buffer.
 func growPipe(*os.File) {}
+
+// adoptOrphans does nothing: the orphans go to init.
+func adoptOrphans() func() { return func() {} }
+
+func leading(int, bool) {}
+
+// sweep kills the rest of the step's process group.
+func sweep(pgid int, _ string) []Leftover {
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	return nil
+}
+
+// KillMarked finds nothing without /proc.
+func KillMarked(string) []Leftover { return nil }
+
+func stoppedProcess(int) (Leftover, bool) { return Leftover{}, false }
 
 // zombieLeader reports false: without /proc there is no cheap, portable way
 // to read a process's state.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -112,8 +113,14 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	view := newView(viewOut)
 	driver := &local.Driver{View: view, Clock: clock.Real{}, Grace: l.grace, Signals: true}
 	state, runErr := driver.Run(context.Background(), sess, events...)
+	// The run has stopped listening for signals: a closed output or
+	// terminal must not kill the process now (exit 141 or 129) before the
+	// session is closed and the exit status says it paused.
+	signal.Ignore(syscall.SIGPIPE, syscall.SIGHUP)
 	closeErr := sess.Close()
-	if err := view.Close(); err != nil {
+	// An output that is gone (a closed pipe, a terminal that hung up) is
+	// why the run paused, not a failure of it.
+	if err := view.Close(); err != nil && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.EIO) {
 		return err
 	}
 	if storeErr := sess.StoreFailed(); storeErr != nil && state.Status == engine.StatusPaused {

@@ -38,6 +38,9 @@ Exit status as for run: 0 completed, 1 failed, 2 usage error, 3 paused.`,
 		if len(args) == 1 {
 			id = args[0]
 		}
+		if grace < 0 {
+			return usagef("--grace %s is negative: give the time a stopped step gets before it is killed, 0 to kill it at once", grace)
+		}
 		if err := output.check(); err != nil {
 			return err
 		}

@@ -37,8 +37,16 @@ first.
 
 On a terminal a live view shows the phase, the step, the time and tokens
 against their limits, and the last lines of output; otherwise (or with
-CI=true) every line is printed with a timestamp. Ctrl+C (or SIGTERM) stops
-the running step gracefully and pauses; a second Ctrl+C kills it at once.
+CI=true) every line is printed with a timestamp. Ctrl+C (or SIGTERM, a
+closed terminal, a closed output as in pipeline run | head) stops the
+running step gracefully and pauses; a second Ctrl+C, or SIGQUIT (Ctrl+\),
+kills it at once.
+
+Steps run without a terminal: standard input is empty (or the agent's
+prompt), and a program that asks on /dev/tty (a git, ssh or sudo prompt)
+fails at once. Nothing a step starts outlives it: when its own process
+exits, what it left running is killed, daemons included (they are known
+by PIPELINE_SESSION in their environment).
 
 Exit status: 0 completed, 1 failed, 2 usage or spec error, 3 paused.`,
 		Example: `  pipeline run
@@ -47,6 +55,9 @@ Exit status: 0 completed, 1 failed, 2 usage or spec error, 3 paused.`,
   CI=true pipeline run phases.yaml`,
 		Args: cobra.MaximumNArgs(1),
 	}, func(cmd *cobra.Command, args []string) error {
+		if grace < 0 {
+			return usagef("--grace %s is negative: give the time a stopped step gets before it is killed, 0 to kill it at once", grace)
+		}
 		if len(args) == 1 {
 			flags.file = args[0]
 		}

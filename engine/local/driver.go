@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/spec"
@@ -28,11 +30,15 @@ import (
 	"github.com/pipeline-dev/pipeline/triggers"
 )
 
-// Interrupt is a request to pause: Ctrl+C, SIGTERM, or pipeline pause with
-// the human's notes.
+// Interrupt is a request to pause: Ctrl+C, SIGTERM, a closed terminal or
+// output, or pipeline pause with the human's notes.
 type Interrupt struct {
 	Reason string
 	Notes  string
+	// Kill stops the running step at once, without its grace (SIGQUIT).
+	Kill bool
+	// Cause, when set, is said as the request arrives: what happened.
+	Cause string
 }
 
 // Driver runs sessions on this machine.
@@ -46,8 +52,12 @@ type Driver struct {
 	// Interrupts delivers requests to pause: the first pauses the session
 	// gracefully, the second kills the running step at once.
 	Interrupts <-chan Interrupt
-	// Signals turns SIGINT and SIGTERM into interrupts; a SIGTERM sent by
-	// pipeline pause carries the notes it left in the session.
+	// Signals turns signals into interrupts: SIGINT, SIGTERM, SIGHUP (the
+	// terminal closed) and SIGPIPE when standard output or error was
+	// closed (pipeline run | head) pause; SIGQUIT pauses and kills the
+	// step at once. A SIGTERM sent by pipeline pause carries the notes it
+	// left in the session. While Run runs, no signal ends the runner
+	// before the session is recorded.
 	Signals bool
 }
 
@@ -80,19 +90,43 @@ func (d *Driver) interrupts(sess *session.Session) (<-chan Interrupt, func()) {
 		return d.Interrupts, func() {}
 	}
 	merged := make(chan Interrupt, 2)
-	signals := make(chan os.Signal, 2)
-	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
 	done := make(chan struct{})
 	go func() {
+		// outputLost is set once a hang-up or a closed output asked for
+		// the pause: every later write raises SIGPIPE again, and must not
+		// count as a second Ctrl+C.
+		outputLost := false
 		for {
 			var in Interrupt
 			select {
 			case <-done:
 				return
 			case in = <-d.Interrupts: // nil when not set: never ready
-			case <-signals:
+			case sig := <-signals:
+				switch sig {
+				case syscall.SIGHUP, syscall.SIGPIPE:
+					// SIGPIPE comes from any write to a closed pipe, a
+					// step's standard input too: only a closed output of
+					// the runner's own pauses.
+					if outputLost || (sig == syscall.SIGPIPE && !outputClosed()) {
+						continue
+					}
+					outputLost = true
+					in.Cause = "the terminal hung up (SIGHUP)"
+					if sig == syscall.SIGPIPE {
+						in.Cause = "the output was closed (SIGPIPE)"
+					}
+				case syscall.SIGQUIT:
+					in.Kill, in.Cause = true, "quit (SIGQUIT)"
+				case syscall.SIGTERM:
+					in.Cause = "terminated (SIGTERM)"
+				default:
+					in.Cause = "interrupted (SIGINT)"
+				}
 				if notes, ok := sess.PauseRequest(); ok {
-					in = Interrupt{Reason: engine.ReasonHuman, Notes: notes}
+					in.Reason, in.Notes = engine.ReasonHuman, notes
 				}
 			}
 			select {
@@ -210,6 +244,24 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 				return state(), recordErr
 			}
 		case in := <-interrupts:
+			switch {
+			case in.Cause == "" || (state().Stopping != nil && r.current != nil):
+			case r.current != nil && !in.Kill:
+				r.say("%s: stopping the step, then pausing (interrupt again to kill it now)", in.Cause)
+			default:
+				r.say("%s: pausing", in.Cause)
+			}
+			if in.Kill {
+				if state().Stopping == nil && pause(in) {
+					return state(), recordErr
+				}
+				if r.current != nil && !forced {
+					forced = true
+					r.say("killing the step now")
+					r.current.stop(true)
+				}
+				continue
+			}
 			if state().Stopping != nil && r.current != nil && !forced {
 				forced = true
 				r.say("interrupted again: killing the step now")
@@ -314,8 +366,11 @@ func (r *run) prepare(a engine.StartStep, s engine.State, step *spec.StepPlan) (
 	if r.plan.Spec != "" {
 		env = append(env, "PIPELINE_SPEC="+r.specPath(false))
 	}
+	// The session's mark comes last, so that no agent env can replace it:
+	// by it the step's daemons are found when the step ends.
+	mark := "PIPELINE_SESSION=" + r.sess.ID()
 	if step.Agent == nil {
-		return turn{command: steps.Command{Args: shellCommand(step.Run), Dir: dir, Env: env}}, nil
+		return turn{command: steps.Command{Args: shellCommand(step.Run), Dir: dir, Env: append(env, mark), Mark: mark}}, nil
 	}
 	agent := step.Agent.Value
 	t := turn{agentName: engine.AgentName(agent)}
@@ -350,7 +405,7 @@ func (r *run) prepare(a engine.StartStep, s engine.State, step *spec.StepPlan) (
 	if err != nil {
 		return t, err
 	}
-	t.command = steps.Command{Args: prepared.Args, Dir: dir, Env: env}
+	t.command = steps.Command{Args: prepared.Args, Dir: dir, Env: append(env, mark), Mark: mark}
 	if prepared.Stdin != "" {
 		t.command.Stdin = strings.NewReader(prepared.Stdin)
 	}
@@ -532,4 +587,19 @@ func (o *observer) Observe(live *steps.Live) {
 	default:
 		go func() { o.r.events <- ev }()
 	}
+}
+
+// outputClosed reports whether standard output or error is a pipe or
+// socket whose reader is gone, or a terminal that hung up.
+func outputClosed() bool {
+	fds := []unix.PollFd{{Fd: 1, Events: unix.POLLOUT}, {Fd: 2, Events: unix.POLLOUT}}
+	if _, err := unix.Poll(fds, 0); err != nil {
+		return false
+	}
+	for _, fd := range fds {
+		if fd.Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -37,15 +37,23 @@ type testView struct {
 	partial []byte
 	said    []string
 	lines   chan string
+	// chunks is told, without blocking, that output arrived.
+	chunks chan struct{}
 }
 
-func newTestView() *testView { return &testView{lines: make(chan string, 1000)} }
+func newTestView() *testView {
+	return &testView{lines: make(chan string, 1000), chunks: make(chan struct{}, 1)}
+}
 
 func (v *testView) StepStarted(local.StepInfo) {}
 func (v *testView) Output(chunk []byte) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.output.Write(chunk)
+	select {
+	case v.chunks <- struct{}{}:
+	default:
+	}
 	v.partial = append(v.partial, chunk...)
 	for {
 		i := bytes.IndexByte(v.partial, '\n')
