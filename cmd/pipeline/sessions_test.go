@@ -703,3 +703,43 @@ func TestRunAfterALaggingSnapshotStartsANewSession(t *testing.T) {
 		t.Errorf("sessions after run: %+v", list)
 	}
 }
+
+// After a kill -9 of the runner, a daemon a step started with setsid
+// (out of the step's process group, so the recorded group misses it) is
+// found by the session's mark and stopped: by resume, which opens that
+// session, and by run --new, which opens another one of the same pipeline
+// and spec.
+func TestSetsidDaemonsOfAKilledRunnerAreStopped(t *testing.T) {
+	for _, next := range [][]string{{"resume"}, {"run", "--new"}} {
+		t.Run(strings.Join(next, " "), func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, "phases.yaml", `version: 1
+phases:
+  - name: a
+    steps: [{run: 'if [ -f again ]; then exit 0; fi; : > again; setsid sleep 600 & echo "daemon $!"; sleep 600'}]
+`)
+			run := pipelineStart(t, dir, "run")
+			var pid int
+			for pid == 0 {
+				select {
+				case line := <-run.lines:
+					if i := strings.Index(line, "daemon "); i >= 0 {
+						pid, _ = strconv.Atoi(strings.TrimSpace(line[i+len("daemon "):]))
+					}
+				case <-time.After(30 * time.Second):
+					t.Fatal("the step did not start its daemon")
+				}
+			}
+			run.cmd.Process.Signal(syscall.SIGKILL)
+			run.exit(t)
+			if err := syscall.Kill(pid, 0); err != nil {
+				t.Fatalf("the daemon died with the runner already (%v): this test proves nothing", err)
+			}
+			r := pipeline(t, dir, next...)
+			if r.code != 0 || !strings.Contains(r.stderr, "outside their process group") {
+				t.Fatalf("%v: exit %d, %s", next, r.code, r.stderr)
+			}
+			proctest.AwaitExit(t, pid)
+		})
+	}
+}

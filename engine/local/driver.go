@@ -368,7 +368,7 @@ func (r *run) prepare(a engine.StartStep, s engine.State, step *spec.StepPlan) (
 	}
 	// The session's mark comes last, so that no agent env can replace it:
 	// by it the step's daemons are found when the step ends.
-	mark := "PIPELINE_SESSION=" + r.sess.ID()
+	mark := session.StepMark(r.sess.ID())
 	if step.Agent == nil {
 		return turn{command: steps.Command{Args: shellCommand(step.Run), Dir: dir, Env: append(env, mark), Mark: mark}}, nil
 	}

@@ -142,6 +142,10 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 		key = KeyOf(o.File, plan)
 	}
 	now := time.Now()
+	// Whoever held the key last: if it is not the session opened now (run
+	// --new), what its steps left running is swept too, once the lock,
+	// which proves it dead, is ours.
+	previous, _ := st.Holder(key)
 	lock, err := st.Lock(key, store.Holder{PID: os.Getpid(), Started: now})
 	var locked *store.LockedError
 	if errors.As(err, &locked) {
@@ -208,8 +212,18 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	if err := x.RemoveFile(pauseRequestFile); err != nil {
 		return fail(storeRefused(st, err))
 	}
-	if err := s.sweepOrphans(say); err != nil {
+	if err := sweepOrphans(x, s.Crashed, say); err != nil {
 		return fail(storeRefused(st, err))
+	}
+	if previous.Session != "" && previous.Session != x.Meta.ID && CheckID(previous.Session) == nil {
+		if prev, err := st.Session(previous.Session); err == nil {
+			prevState, _ := LoadState(plan, prev)
+			err = sweepOrphans(prev, prevState.Status == engine.StatusRunning, say)
+			prev.Close()
+			if err != nil {
+				return fail(storeRefused(st, err))
+			}
+		}
 	}
 	s.redactor = NewRedactor(plan)
 	s.recorder = NewRecorder(x, plan, s.redactor.String)
@@ -261,16 +275,33 @@ func latestOpen(st *store.Store, plan *spec.Plan, key string, statuses []engine.
 
 // sweepOrphans stops what the step of a runner killed while it ran left
 // behind: its leader died with the runner, its children may not have.
-func (s *Session) sweepOrphans(say func(string, ...any)) error {
-	content, _ := s.X.ReadFile(stepProcessFile)
-	if content == nil {
+//
+// The process group recorded while the step ran finds what stayed in it;
+// the session's mark in the environment of every step's process finds
+// what left the group (a setsid daemon) and what was started before the
+// group could be recorded. The mark is looked for only when the runner
+// died while the session ran: it scans every process.
+func sweepOrphans(x *store.Session, crashed bool, say func(string, ...any)) error {
+	content, _ := x.ReadFile(stepProcessFile)
+	if content == nil && !crashed {
 		return nil
 	}
 	if pgid, err := strconv.Atoi(strings.TrimSpace(string(content))); err == nil && steps.KillOrphans(pgid) {
 		say("stopped what the last runner's step left running (process group %d)", pgid)
 	}
-	return s.X.RemoveFile(stepProcessFile)
+	if left := steps.KillMarked(StepMark(x.Meta.ID)); len(left) > 0 {
+		say("stopped %d process(es) the last runner's steps left running outside their process group: %v", len(left), left)
+	}
+	if content == nil {
+		return nil
+	}
+	return x.RemoveFile(stepProcessFile)
 }
+
+// StepMark is put in the environment of every process of the session's
+// steps (PIPELINE_SESSION=id): what a dead runner's steps left running is
+// found by it.
+func StepMark(id string) string { return "PIPELINE_SESSION=" + id }
 
 // ID is the session's id.
 func (s *Session) ID() string { return s.X.Meta.ID }
