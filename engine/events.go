@@ -49,6 +49,11 @@ type StepResult struct {
 	ResumeAfter time.Time `json:"resume_after,omitempty"`
 	// Error is what the agent reported as its error, if anything.
 	Error string `json:"error,omitempty"`
+	// Leftovers are the processes the step left running when it exited
+	// (killed then), "pid (command)"; OutputHeld, that one of them kept
+	// its output open.
+	Leftovers  []string `json:"leftovers,omitempty"`
+	OutputHeld bool     `json:"output_held,omitempty"`
 }
 
 // TriggerFired is a pause_when trigger that became true while a step ran.

@@ -110,7 +110,7 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	if l.json {
 		viewOut = l.cmd.ErrOrStderr()
 	}
-	view := newView(viewOut)
+	view := withRedactor(newView(viewOut), sess.Redactor())
 	driver := &local.Driver{View: view, Clock: clock.Real{}, Grace: l.grace, Signals: true}
 	state, runErr := driver.Run(context.Background(), sess, events...)
 	// The run has stopped listening for signals: a closed output or
@@ -164,6 +164,6 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 // sayTo prints the session service's remarks on standard error.
 func sayTo(cmd *cobra.Command) func(string, ...any) {
 	return func(format string, args ...any) {
-		fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", args...)
+		printError(cmd.ErrOrStderr(), fmt.Sprintf(format, args...)+"\n")
 	}
 }

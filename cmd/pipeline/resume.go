@@ -28,9 +28,10 @@ the phase, what was done, the files changed, the human notes and what
 changed in the spec since the pause. A session whose runner died (killed,
 crashed) is continued the same way.
 
-Exit status as for run: 0 completed, 1 failed, 2 usage error, 3 paused.`,
+Exit status as for run: 0 completed, 1 failed, 2 usage, spec or
+environment error, 3 paused.`,
 		Example: `  pipeline resume
-  pipeline resume 20261125-093000-a1b2c3 --notes "use the v2 endpoint"
+  pipeline resume 20261125-093000123-a1b2c3 --notes "use the v2 endpoint"
   pipeline resume --phase implementation`,
 		Args: cobra.MaximumNArgs(1),
 	}, func(cmd *cobra.Command, args []string) error {

@@ -48,7 +48,8 @@ fails at once. Nothing a step starts outlives it: when its own process
 exits, what it left running is killed, daemons included (they are known
 by PIPELINE_SESSION in their environment).
 
-Exit status: 0 completed, 1 failed, 2 usage or spec error, 3 paused.`,
+Exit status: 0 completed, 1 failed, 2 usage, spec or environment error
+(nothing ran), 3 paused (a store that cannot be written pauses too).`,
 		Example: `  pipeline run
   pipeline run examples/quickstart/phases.yaml
   pipeline run --new --spec specs/045-dashboard/README.md
@@ -100,7 +101,7 @@ Exit status: 0 completed, 1 failed, 2 usage or spec error, 3 paused.`,
 			if sess.Crashed {
 				how = "its runner stopped without pausing it"
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "resuming session %s (%s); use run --new for a fresh session\n", sess.ID(), how)
+			printError(cmd.ErrOrStderr(), fmt.Sprintf("resuming session %s (%s); use run --new for a fresh session\n", sess.ID(), how))
 		}
 		l := &launch{cmd: cmd, grace: grace, json: output.json()}
 		return l.run(sess, first)

@@ -391,7 +391,11 @@ func (r *run) prepare(a engine.StartStep, s engine.State, step *spec.StepPlan) (
 	}
 	prompt := r.prompt(step)
 	if a.ResumeContext {
-		if text := r.sess.ResumeContext(s, a); text != "" {
+		text, warning := r.sess.ResumeContext(s, a)
+		if warning != "" {
+			r.say("pipeline: %s", warning)
+		}
+		if text != "" {
 			prompt = text + "\n\n" + prompt
 		}
 	}
@@ -486,7 +490,10 @@ func (r *run) start(ctx context.Context, a engine.StartStep, s engine.State) *st
 			Tokens: res.Tokens, ContextTokens: res.ContextTokens, CostUSD: res.CostUSD, Elapsed: res.Elapsed,
 			Output: res.Output, Checkpoint: res.Checkpoint, CheckpointNote: res.CheckpointNote, SessionID: res.SessionID,
 			Agent: t.agentName, SessionLost: res.SessionLost, RateLimited: res.RateLimited, ResumeAfter: res.ResumeAfter,
-			Error: res.Error}
+			Error: res.Error, OutputHeld: res.OutputHeld}
+		for _, l := range res.Leftovers {
+			result.Leftovers = append(result.Leftovers, l.String())
+		}
 		if git != nil {
 			result.HeadBefore = headBefore
 			result.Head, result.Files = git(headBefore)

@@ -267,3 +267,69 @@ phases: [{name: one}]
 		t.Errorf("the agent got:\n%s", got)
 	}
 }
+
+// A resume_context.template that fails with the data (an index past the
+// end of a list, which loading cannot see) gives way to the built-in
+// resume context, and the person running the pipeline is told.
+func TestAFailingResumeTemplateFallsBackAndSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "phases.yaml")
+	if err := os.WriteFile(file, []byte(`version: 1
+resume_context: {template: '{{index .NextSteps 99}}'}
+agent: {kind: command, command: [sh, -c, 'printf "%s" "$0" > prompt.txt; echo ready; while [ ! -e go-on ]; do sleep 0.05; done', "{prompt}"]}
+phases: [{name: one}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := spec.Load(file, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(filepath.Join(dir, ".pipeline"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := newTestView()
+	driver := &local.Driver{View: view, Clock: clock.Real{}, Grace: 5 * time.Second}
+	sess, err := session.Open(context.Background(), st, session.Options{File: file, Plan: plan, Create: session.Always})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan engine.State, 1)
+	go func() {
+		s, _ := driver.Run(ctx, sess, sess.Start(time.Now()))
+		done <- s
+	}()
+	view.awaitLine(t, "ready")
+	cancel()
+	if s := awaitState(t, done); s.Status != engine.StatusPaused {
+		t.Fatalf("state %+v", s)
+	}
+	sess.Close()
+	if err := os.WriteFile(filepath.Join(dir, "go-on"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sess, err = session.Open(context.Background(), st, session.Options{ID: sess.ID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	events, err := sess.Resume(time.Now(), "the note", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := driver.Run(context.Background(), sess, events...); err != nil || s.Status != engine.StatusCompleted {
+		t.Fatalf("resume: %+v, %v", s, err)
+	}
+	prompt, err := os.ReadFile(filepath.Join(dir, "prompt.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(prompt), "[Resume context]") || !strings.Contains(string(prompt), "the note") {
+		t.Errorf("the agent did not get the built-in resume context:\n%s", prompt)
+	}
+	if said := view.saidText(); !strings.Contains(said, "resume_context.template failed") {
+		t.Errorf("nobody was told; said:\n%s", said)
+	}
+}

@@ -108,4 +108,12 @@ phases:
 			t.Errorf("not said: %q", where)
 		}
 	}
+	// And recorded, with the step's end, in the session's log.
+	log, err := os.ReadFile(filepath.Join(h.sess.X.Dir, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), `"leftovers":["`+m[1]+` (sleep)"]`) {
+		t.Errorf("the event log does not record the leftover:\n%s", log)
+	}
 }

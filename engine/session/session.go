@@ -430,8 +430,10 @@ func (s *Session) Transcript(phase string, attempt int, step string) (*os.File, 
 
 // ResumeContext is the text put before the prompt of the first agent step
 // after a resume, a recovery or a restart.
-func (s *Session) ResumeContext(st engine.State, a engine.StartStep) string {
-	return ResumeContextFor(s.Plan, s.X, s.redactor.String)(st, a)
+// The warning, when set, says the plan's template failed and the built-in
+// one was used.
+func (s *Session) ResumeContext(st engine.State, a engine.StartStep) (text, warning string) {
+	return ResumeContextWithWarning(s.Plan, s.X, s.redactor.String)(st, a)
 }
 
 // Redactor hides the secrets of this process's environment and of the
