@@ -74,6 +74,9 @@ func (f *storeFlags) existing() (*store.Store, error) {
 // storeUnusable is a store the environment keeps from being used: the
 // user's to fix, exit 2.
 func storeUnusable(err error) error {
+	if environmentError(err) {
+		return err // exit 2, with main's hint
+	}
 	return usagef("%v\n(pass --state-dir DIR, or set PIPELINE_STATE_DIR, to keep sessions elsewhere)", err)
 }
 

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -57,7 +58,8 @@ func run(args []string) int {
 	default:
 		printError(os.Stderr, "pipeline: "+trimNewline(err.Error())+"\n")
 	}
-	if hint := environmentHint(err); hint != "" && !alreadyPrinted(err) {
+	// A message that already names --state-dir needs no second hint.
+	if hint := environmentHint(err); hint != "" && !alreadyPrinted(err) && !strings.Contains(err.Error(), "--state-dir") {
 		printError(os.Stderr, "hint: "+hint+"\n")
 	}
 	return exitCode(err)

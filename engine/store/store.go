@@ -78,7 +78,8 @@ type Store struct {
 func Open(root string) (*Store, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		if info, statErr := os.Stat(root); statErr == nil && !info.IsDir() {
-			return nil, fmt.Errorf("the state folder %s is not a folder", root)
+			return nil, fmt.Errorf("the state folder %s is not a folder: %w", root,
+				&fs.PathError{Op: "open", Path: root, Err: syscall.ENOTDIR})
 		}
 		return nil, fmt.Errorf("the state folder %s cannot be made: %w", root, err)
 	}
@@ -131,7 +132,8 @@ func openRoot(root string) (*Store, error) {
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ENOTDIR) {
-			return nil, fmt.Errorf("the state folder %s is not a folder", root)
+			return nil, fmt.Errorf("the state folder %s is not a folder: %w", root,
+				&fs.PathError{Op: "open", Path: root, Err: syscall.ENOTDIR})
 		}
 		return nil, &fs.PathError{Op: "open", Path: root, Err: err}
 	}
