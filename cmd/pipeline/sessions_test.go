@@ -73,6 +73,24 @@ func (s *started) await(t *testing.T, want string) {
 	}
 }
 
+// awaitPID waits for a line of output that gives a process id after
+// label ("child 1234"), and returns the id.
+func (s *started) awaitPID(t *testing.T, label string) int {
+	t.Helper()
+	for {
+		select {
+		case line := <-s.lines:
+			if i := strings.Index(line, label); i >= 0 {
+				if pid, err := strconv.Atoi(strings.TrimSpace(line[i+len(label):])); err == nil && pid > 0 {
+					return pid
+				}
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no line %q<pid> from the run", label)
+		}
+	}
+}
+
 func (s *started) exit(t *testing.T) int {
 	t.Helper()
 	select {
@@ -477,17 +495,7 @@ phases:
     steps: [{run: 'if [ -f again ]; then echo quick; exit 0; fi; : > again; sleep 600 & echo "child $!"; wait'}]
 `)
 	run := pipelineStart(t, dir, "run")
-	var pid int
-	for pid == 0 {
-		select {
-		case line := <-run.lines:
-			if i := strings.Index(line, "child "); i >= 0 {
-				pid, _ = strconv.Atoi(strings.TrimSpace(line[i+len("child "):]))
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatal("the step did not start its child")
-		}
-	}
+	pid := run.awaitPID(t, "child ")
 	run.cmd.Process.Signal(syscall.SIGKILL)
 	run.exit(t)
 	if err := syscall.Kill(pid, 0); err != nil {
@@ -719,17 +727,7 @@ phases:
     steps: [{run: 'if [ -f again ]; then exit 0; fi; : > again; setsid sleep 600 & echo "daemon $!"; sleep 600'}]
 `)
 			run := pipelineStart(t, dir, "run")
-			var pid int
-			for pid == 0 {
-				select {
-				case line := <-run.lines:
-					if i := strings.Index(line, "daemon "); i >= 0 {
-						pid, _ = strconv.Atoi(strings.TrimSpace(line[i+len("daemon "):]))
-					}
-				case <-time.After(30 * time.Second):
-					t.Fatal("the step did not start its daemon")
-				}
-			}
+			pid := run.awaitPID(t, "daemon ")
 			run.cmd.Process.Signal(syscall.SIGKILL)
 			run.exit(t)
 			if err := syscall.Kill(pid, 0); err != nil {

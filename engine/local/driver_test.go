@@ -110,12 +110,10 @@ type harness struct {
 	interrupts chan local.Interrupt
 }
 
-// newHarness makes a pipeline folder with yamlText as its phases.yaml;
-// the test may change the plan and the driver before start.
-func newHarness(t *testing.T, yamlText string, clk clock.Clock) *harness {
+// pipelineIn writes yamlText as the phases.yaml of dir and loads it.
+func pipelineIn(t *testing.T, dir, yamlText string) (file string, plan *spec.Plan) {
 	t.Helper()
-	dir := t.TempDir()
-	file := filepath.Join(dir, "phases.yaml")
+	file = filepath.Join(dir, "phases.yaml")
 	if err := os.WriteFile(file, []byte(yamlText), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +121,25 @@ func newHarness(t *testing.T, yamlText string, clk clock.Clock) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return file, plan
+}
+
+// storeIn opens the session store of the pipeline in dir.
+func storeIn(t *testing.T, dir string) *store.Store {
+	t.Helper()
+	st, err := store.Open(filepath.Join(dir, ".pipeline"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// newHarness makes a pipeline folder with yamlText as its phases.yaml;
+// the test may change the plan and the driver before start.
+func newHarness(t *testing.T, yamlText string, clk clock.Clock) *harness {
+	t.Helper()
+	dir := t.TempDir()
+	file, plan := pipelineIn(t, dir, yamlText)
 	h := &harness{t: t, dir: dir, file: file, plan: plan, clock: clk, view: newTestView(),
 		interrupts: make(chan local.Interrupt, 2)}
 	h.driver = &local.Driver{View: h.view, Clock: clk, Grace: 5 * time.Second, Tick: 100 * time.Millisecond,
@@ -134,11 +151,8 @@ func newHarness(t *testing.T, yamlText string, clk clock.Clock) *harness {
 // the background.
 func (h *harness) start() <-chan engine.State {
 	h.t.Helper()
-	st, err := store.Open(filepath.Join(h.dir, ".pipeline"))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.sess, err = session.Open(context.Background(), st, session.Options{File: h.file, Plan: h.plan, Create: session.Always})
+	var err error
+	h.sess, err = session.Open(context.Background(), storeIn(h.t, h.dir), session.Options{File: h.file, Plan: h.plan, Create: session.Always})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/local"
 	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/spec"
-	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/internal/clock"
 )
 
@@ -36,18 +35,8 @@ phases:
 // builds or runs the pipeline binary.
 func TestSessionServiceAndLocalDriver(t *testing.T) {
 	dir := t.TempDir()
-	file := filepath.Join(dir, "phases.yaml")
-	if err := os.WriteFile(file, []byte(lifecyclePipeline), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	plan, err := spec.Load(file, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(filepath.Join(dir, ".pipeline"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	file, plan := pipelineIn(t, dir, lifecyclePipeline)
+	st := storeIn(t, dir)
 	view := newTestView()
 	driver := &local.Driver{View: view, Clock: clock.Real{}, Grace: 5 * time.Second}
 	background := context.Background()
@@ -246,11 +235,7 @@ phases: [{name: one}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(filepath.Join(dir, ".pipeline"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := session.Open(context.Background(), st, session.Options{File: file, Plan: plan, Create: session.Always})
+	sess, err := session.Open(context.Background(), storeIn(t, dir), session.Options{File: file, Plan: plan, Create: session.Always})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,22 +258,12 @@ phases: [{name: one}]
 // resume context, and the person running the pipeline is told.
 func TestAFailingResumeTemplateFallsBackAndSaysSo(t *testing.T) {
 	dir := t.TempDir()
-	file := filepath.Join(dir, "phases.yaml")
-	if err := os.WriteFile(file, []byte(`version: 1
+	file, plan := pipelineIn(t, dir, `version: 1
 resume_context: {template: '{{index .NextSteps 99}}'}
 agent: {kind: command, command: [sh, -c, 'printf "%s" "$0" > prompt.txt; echo ready; while [ ! -e go-on ]; do sleep 0.05; done', "{prompt}"]}
 phases: [{name: one}]
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	plan, err := spec.Load(file, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(filepath.Join(dir, ".pipeline"))
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
+	st := storeIn(t, dir)
 	view := newTestView()
 	driver := &local.Driver{View: view, Clock: clock.Real{}, Grace: 5 * time.Second}
 	sess, err := session.Open(context.Background(), st, session.Options{File: file, Plan: plan, Create: session.Always})
