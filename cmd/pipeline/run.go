@@ -142,7 +142,7 @@ func newView(out io.Writer) local.View {
 		if err != nil {
 			width = 80
 		}
-		return NewLiveView(f, width)
+		return newQueuedView(NewLiveView(f, width))
 	}
-	return NewPlainView(out, time.Now)
+	return newQueuedView(NewPlainView(out, time.Now))
 }

@@ -51,6 +51,8 @@ func sameBytes(a, b []byte) bool {
 // with the environment's alone.
 func withRedactor(view local.View, r *redact.Redactor) local.View {
 	switch v := view.(type) {
+	case *queuedView:
+		withRedactor(v.inner, r)
 	case *PlainView:
 		v.text.redactor = r
 	case *LiveView:

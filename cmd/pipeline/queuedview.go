@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/local"
+)
+
+// queuedView hands what a run shows to a goroutine of its own, in the
+// order it was shown. A step's output path (redaction, the checkpoint
+// scan, the transcript, the live triggers) and the making of the screen
+// (the terminal filter, timestamps, the writes) then run side by side, on
+// two cores, rather than one after the other under the step's lock. At
+// most queuedChunks chunks wait: a slow terminal still holds the step's
+// output back, as it would without the queue.
+type queuedView struct {
+	inner local.View
+	ops   chan func()
+	done  chan struct{}
+	bufs  sync.Pool
+}
+
+// queuedChunks bounds the chunks of output waiting to be shown (each up to
+// the executor's 256 KiB read).
+const queuedChunks = 8
+
+func newQueuedView(inner local.View) *queuedView {
+	q := &queuedView{inner: inner, ops: make(chan func(), queuedChunks), done: make(chan struct{})}
+	go func() {
+		defer close(q.done)
+		for op := range q.ops {
+			op()
+		}
+	}()
+	return q
+}
+
+// Output copies the chunk: the executor reuses its buffer at once.
+func (q *queuedView) Output(chunk []byte) {
+	buf, _ := q.bufs.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	*buf = append((*buf)[:0], chunk...)
+	q.ops <- func() {
+		q.inner.Output(*buf)
+		q.bufs.Put(buf)
+	}
+}
+
+func (q *queuedView) StepStarted(info local.StepInfo) { q.ops <- func() { q.inner.StepStarted(info) } }
+
+func (q *queuedView) Progress(p local.Progress) { q.ops <- func() { q.inner.Progress(p) } }
+
+func (q *queuedView) StepFinished(info local.StepInfo, r engine.StepResult) {
+	q.ops <- func() { q.inner.StepFinished(info, r) }
+}
+
+// Say formats now: its arguments may change once it returns.
+func (q *queuedView) Say(format string, args ...any) {
+	text := fmt.Sprintf(format, args...)
+	q.ops <- func() { q.inner.Say("%s", text) }
+}
+
+// Close shows what is queued, then closes the view.
+func (q *queuedView) Close() error {
+	close(q.ops)
+	<-q.done
+	return q.inner.Close()
+}
