@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/triggers"
 )
 
 func sessionsCommand() *cobra.Command {
@@ -204,30 +203,10 @@ const maxDays = int64(math.MaxInt64 / int64(24*time.Hour))
 // longer one is refused rather than wrapped round to a negative age,
 // which made every finished session old enough to go.
 func parseAge(text string) (time.Duration, error) {
-	bad := usagef("--older-than %q is not an age clean can use: write a duration such as 7d, 12h or 1d12h, more than zero and at most %dd", text, maxDays)
-	rest := strings.TrimSpace(text)
-	var days int64
-	if i := strings.IndexByte(rest, 'd'); i > 0 {
-		n, err := strconv.ParseInt(rest[:i], 10, 64)
-		if err != nil || n < 0 || n > maxDays {
-			return 0, bad
-		}
-		days, rest = n, rest[i+1:]
-	}
-	var part time.Duration
-	if rest != "" || days == 0 {
-		d, err := time.ParseDuration(rest) // refuses what overflows
-		if err != nil || d < 0 {
-			return 0, bad
-		}
-		part = d
-	}
-	if days > int64(math.MaxInt64-part)/int64(24*time.Hour) {
-		return 0, bad
-	}
-	age := time.Duration(days)*24*time.Hour + part
-	if age <= 0 {
-		return 0, bad
+	// The durations of phases.yaml, days included, overflow refused.
+	age, err := triggers.ParseDuration(text)
+	if err != nil || age <= 0 {
+		return 0, usagef("--older-than %q is not an age clean can use: write a duration such as 7d, 12h or 1d12h, more than zero and at most %dd", text, maxDays)
 	}
 	return age, nil
 }
