@@ -212,6 +212,7 @@ func stoppedProcess(pid int) (Leftover, bool) {
 // procStat is what sweep reads of /proc/PID/stat.
 type procStat struct {
 	state byte
+	ppid  int
 	pgid  int
 	comm  string
 }
@@ -230,11 +231,15 @@ func readStat(pid int) (procStat, bool) {
 	if len(fields) < 3 || len(fields[0]) != 1 {
 		return procStat{}, false
 	}
+	ppid, err := strconv.Atoi(string(fields[1]))
+	if err != nil {
+		return procStat{}, false
+	}
 	pgid, err := strconv.Atoi(string(fields[2]))
 	if err != nil {
 		return procStat{}, false
 	}
-	return procStat{state: fields[0][0], pgid: pgid, comm: string(stat[open+1 : end])}, true
+	return procStat{state: fields[0][0], ppid: ppid, pgid: pgid, comm: string(stat[open+1 : end])}, true
 }
 
 // zombieLeader reports whether pid is a dead process, not yet reaped, that
@@ -272,16 +277,13 @@ func childrenOf(pid int) []int {
 // children (CONFIG_PROC_CHILDREN off): every process's parent is read.
 func childrenByScan(pid int) []int {
 	entries, _ := os.ReadDir("/proc")
-	want := []byte(" " + strconv.Itoa(pid) + " ")
 	var children []int
 	for _, e := range entries {
 		child, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if end := bytes.LastIndexByte(stat, ')'); err == nil && end >= 0 && len(stat) > end+3 &&
-			bytes.HasPrefix(stat[end+3:], want) {
+		if info, ok := readStat(child); ok && info.ppid == pid {
 			children = append(children, child)
 		}
 	}
