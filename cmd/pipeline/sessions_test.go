@@ -604,8 +604,25 @@ phases:
 
 	// A runner that died between its last event and its snapshot: the
 	// log says completed, the snapshot and the index lag behind.
+	id := completedWithALaggingSnapshot(t, dir, "--new")
+	before = treeOf(t, filepath.Join(dir, ".pipeline"))
+	readAll()
+	if s := status(t, dir, id); s.Status != "completed" {
+		t.Errorf("the replayed log says %q, want completed", s.Status)
+	}
+	if after := treeOf(t, filepath.Join(dir, ".pipeline")); !maps.Equal(before, after) {
+		t.Errorf("reading a session whose snapshot lags wrote to the store:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+// completedWithALaggingSnapshot runs a session of a new pipeline in dir
+// to a pause, resumes it to its end, then puts back the snapshot of the
+// pause: the store as a runner killed between its last event and its
+// snapshot leaves it. It returns the session's id.
+func completedWithALaggingSnapshot(t *testing.T, dir string, runFlags ...string) string {
+	t.Helper()
 	write(t, dir, "phases.yaml", "version: 1\nphases: [{name: one, steps: [{run: 'echo \"[CHECKPOINT] look\"; sleep 30'}]}, {name: two, steps: [{run: 'true'}]}]\n")
-	if r := pipeline(t, dir, "run", "--new", "--grace", "1s"); r.code != exitPaused {
+	if r := pipeline(t, dir, append([]string{"run", "--grace", "1s"}, runFlags...)...); r.code != exitPaused {
 		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
 	}
 	id := status(t, dir).ID
@@ -621,14 +638,7 @@ phases:
 	if err := os.WriteFile(statePath, atPause, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	before = treeOf(t, filepath.Join(dir, ".pipeline"))
-	readAll()
-	if s := status(t, dir, id); s.Status != "completed" {
-		t.Errorf("the replayed log says %q, want completed", s.Status)
-	}
-	if after := treeOf(t, filepath.Join(dir, ".pipeline")); !maps.Equal(before, after) {
-		t.Errorf("reading a session whose snapshot lags wrote to the store:\nbefore %v\nafter  %v", before, after)
-	}
+	return id
 }
 
 // treeOf maps every file and folder under root to its size, mode and
@@ -660,24 +670,8 @@ func treeOf(t *testing.T, root string) map[string]string {
 // lock and starts a new session.
 func TestRunAfterALaggingSnapshotStartsANewSession(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "phases.yaml", "version: 1\nphases: [{name: one, steps: [{run: 'echo \"[CHECKPOINT] look\"; sleep 30'}]}]\n")
-	if r := pipeline(t, dir, "run", "--grace", "1s"); r.code != exitPaused {
-		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
-	}
-	id := status(t, dir).ID
-	statePath := filepath.Join(dir, ".pipeline", "sessions", id, "state.json")
-	atPause, err := os.ReadFile(statePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, dir, "phases.yaml", "version: 1\nphases: [{name: one, steps: [{run: 'true'}]}]\n")
-	if r := pipeline(t, dir, "resume"); r.code != 0 {
-		t.Fatalf("resume: exit %d, %s", r.code, r.stderr)
-	}
-	// The snapshot and the index as if the runner died before writing them.
-	if err := os.WriteFile(statePath, atPause, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	id := completedWithALaggingSnapshot(t, dir)
+	// The index as if the runner died before writing it, too.
 	index := filepath.Join(dir, ".pipeline", "index.tsv")
 	content, err := os.ReadFile(index)
 	if err != nil {
