@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io/fs"
 	"maps"
 	"math/rand/v2"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipeline-dev/pipeline/internal/filetree"
 	"github.com/pipeline-dev/pipeline/internal/proctest"
 )
 
@@ -577,9 +577,9 @@ phases:
 			}
 		}
 	}
-	before := treeOf(t, filepath.Join(dir, ".pipeline"))
+	before := filetree.Of(t, filepath.Join(dir, ".pipeline"))
 	readAll()
-	if after := treeOf(t, filepath.Join(dir, ".pipeline")); !maps.Equal(before, after) {
+	if after := filetree.Of(t, filepath.Join(dir, ".pipeline")); !maps.Equal(before, after) {
 		t.Errorf("reading a paused session wrote to the store:\nbefore %v\nafter  %v", before, after)
 	}
 
@@ -593,24 +593,24 @@ phases:
 	run.await(t, "started")
 	run.cmd.Process.Kill()
 	run.exit(t)
-	before = treeOf(t, filepath.Join(dir, ".pipeline"))
+	before = filetree.Of(t, filepath.Join(dir, ".pipeline"))
 	readAll()
 	if s := status(t, dir); s.Status != "paused" || s.PauseReason != "runner-died" {
 		t.Errorf("a killed runner's session shows as %+v", s)
 	}
-	if after := treeOf(t, filepath.Join(dir, ".pipeline")); !maps.Equal(before, after) {
+	if after := filetree.Of(t, filepath.Join(dir, ".pipeline")); !maps.Equal(before, after) {
 		t.Errorf("reading a crashed session wrote to the store:\nbefore %v\nafter  %v", before, after)
 	}
 
 	// A runner that died between its last event and its snapshot: the
 	// log says completed, the snapshot and the index lag behind.
 	id := completedWithALaggingSnapshot(t, dir, "--new")
-	before = treeOf(t, filepath.Join(dir, ".pipeline"))
+	before = filetree.Of(t, filepath.Join(dir, ".pipeline"))
 	readAll()
 	if s := status(t, dir, id); s.Status != "completed" {
 		t.Errorf("the replayed log says %q, want completed", s.Status)
 	}
-	if after := treeOf(t, filepath.Join(dir, ".pipeline")); !maps.Equal(before, after) {
+	if after := filetree.Of(t, filepath.Join(dir, ".pipeline")); !maps.Equal(before, after) {
 		t.Errorf("reading a session whose snapshot lags wrote to the store:\nbefore %v\nafter  %v", before, after)
 	}
 }
@@ -639,28 +639,6 @@ func completedWithALaggingSnapshot(t *testing.T, dir string, runFlags ...string)
 		t.Fatal(err)
 	}
 	return id
-}
-
-// treeOf maps every file and folder under root to its size, mode and
-// modification time.
-func treeOf(t *testing.T, root string) map[string]string {
-	t.Helper()
-	tree := map[string]string{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		tree[path] = fmt.Sprintf("%d %v %s", info.Size(), info.Mode(), info.ModTime().Format(time.RFC3339Nano))
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tree
 }
 
 // Regression (found by make soak): a runner that died between its last

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pipeline-dev/pipeline/internal/filetree"
 )
 
 // Issue 9: SESSION was used as a path and as a pattern (status '*',
@@ -22,7 +24,7 @@ func TestSessionArgumentIsASessionIDOnly(t *testing.T) {
 	id := status(t, dir).ID
 	// A meta.json planted in the project, naming the project as a session.
 	write(t, dir, "meta.json", `{"format":1,"id":"..","key":"k","file":"`+filepath.Join(dir, "phases.yaml")+`"}`)
-	before := treeOf(t, dir)
+	before := filetree.Of(t, dir)
 	for _, arg := range []string{"../..", "..", "*", "2*", "/etc", id + "/..", "s1", id[:len(id)-6] + "ABCDEF"} {
 		for _, cmd := range [][]string{{"status", arg}, {"logs", arg}, {"pause", arg}, {"pause", arg, "--notes", "n"},
 			{"complete", arg}, {"resume", arg}} {
@@ -32,7 +34,7 @@ func TestSessionArgumentIsASessionIDOnly(t *testing.T) {
 			}
 		}
 	}
-	if after := treeOf(t, dir); len(after) != len(before) {
+	if after := filetree.Of(t, dir); len(after) != len(before) {
 		t.Errorf("commands given a path for SESSION wrote files:\nbefore %v\nafter  %v", before, after)
 	}
 	// An id, and the start of one, still work.
@@ -193,6 +195,6 @@ phases:
 		t.Errorf("the run whose store was deleted: exit %d\n%s\n%s", code, out, run.stderr.String())
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".pipeline")); !os.IsNotExist(err) {
-		t.Errorf("the deleted store was made again: %v %v", err, treeOf(t, filepath.Join(dir, ".pipeline")))
+		t.Errorf("the deleted store was made again: %v %v", err, filetree.Of(t, filepath.Join(dir, ".pipeline")))
 	}
 }

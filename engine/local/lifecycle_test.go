@@ -2,8 +2,6 @@ package local_test
 
 import (
 	"context"
-	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -17,6 +15,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/internal/clock"
+	"github.com/pipeline-dev/pipeline/internal/filetree"
 )
 
 // lifecyclePipeline waits in its first phase until the file go-on exists
@@ -78,7 +77,7 @@ func TestSessionServiceAndLocalDriver(t *testing.T) {
 
 	// A second runner of the same pipeline and spec is kept out while the
 	// first holds the session; reading it takes no lock and writes nothing.
-	before := storeFiles(t, st.Root)
+	before := filetree.Of(t, st.Root)
 	ref, err := session.Find(st, session.Options{File: file, Plan: plan})
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +86,7 @@ func TestSessionServiceAndLocalDriver(t *testing.T) {
 		t.Fatalf("Find: %+v crashed=%v err=%v", got, crashed, err)
 	}
 	ref.Close()
-	if after := storeFiles(t, st.Root); !maps.Equal(before, after) {
+	if after := filetree.Of(t, st.Root); !maps.Equal(before, after) {
 		t.Errorf("reading the session wrote to the store:\nbefore %v\nafter  %v", before, after)
 	}
 
@@ -180,30 +179,6 @@ func awaitState(t *testing.T, done <-chan engine.State) engine.State {
 		t.Fatal("the run did not end")
 	}
 	return engine.State{}
-}
-
-// storeFiles maps every file of the store to its size and time.
-func storeFiles(t *testing.T, root string) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		files[path] = info.ModTime().String() + " " + info.Mode().String()
-		if !d.IsDir() {
-			files[path] += fmt.Sprintf(" %d bytes", info.Size())
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
 }
 
 // Regression: with phases.yaml named by a relative path, the agent was
