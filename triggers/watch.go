@@ -231,6 +231,12 @@ func (w *Watcher) matches(path string) bool {
 	return false
 }
 
+// isDir reports whether path is a folder (not a link to one).
+func isDir(path string) bool {
+	info, err := os.Lstat(path)
+	return err == nil && info.IsDir()
+}
+
 // under reports whether path lies below dir.
 func under(path, dir string) bool {
 	return strings.HasPrefix(path, dir+string(filepath.Separator))
@@ -283,7 +289,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 func (w *Watcher) take(ev fsnotify.Event) {
 	w.mu.Lock()
 	path := filepath.Clean(ev.Name)
-	if info, err := os.Lstat(path); err == nil && info.IsDir() && ev.Has(fsnotify.Create) && !skippedDir(filepath.Base(path)) {
+	if ev.Has(fsnotify.Create) && !skippedDir(filepath.Base(path)) && isDir(path) {
 		// A new folder: watch what of it a target can reach, and take
 		// what was made in it before the watch began.
 		for base, deep := range w.targets.bases {
