@@ -115,7 +115,7 @@ func (d *Driver) interrupts(sess *session.Session) (<-chan Interrupt, func()) {
 					// SIGPIPE comes from any write to a closed pipe, a
 					// step's standard input too: only a closed output of
 					// the runner's own pauses.
-					if outputLost || (sig == syscall.SIGPIPE && !outputClosed()) {
+					if outputLost || (sig == syscall.SIGPIPE && !OutputClosed()) {
 						continue
 					}
 					outputLost = true
@@ -617,9 +617,9 @@ func (o *observer) Observe(live *steps.Live) {
 	}
 }
 
-// outputClosed reports whether standard output or error is a pipe or
+// OutputClosed reports whether standard output or error is a pipe or
 // socket whose reader is gone, or a terminal that hung up.
-func outputClosed() bool {
+func OutputClosed() bool {
 	fds := []unix.PollFd{{Fd: 1, Events: unix.POLLOUT}, {Fd: 2, Events: unix.POLLOUT}}
 	if _, err := unix.Poll(fds, 0); err != nil {
 		return false
