@@ -220,6 +220,14 @@ func Run(ctx context.Context, o Options) error {
 	w.runs, w.cancelRuns = context.WithCancel(context.WithoutCancel(ctx))
 	defer w.cancelRuns()
 	defer w.release()
+	var signals chan os.Signal
+	if o.Signals {
+		// From the start: a signal before the watch is ready pauses
+		// nothing and ends it with exit 3, as one after.
+		signals = make(chan os.Signal, 4)
+		signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
+		defer signal.Stop(signals)
+	}
 	if err := w.open(); err != nil {
 		return err
 	}
@@ -257,11 +265,14 @@ func Run(ctx context.Context, o Options) error {
 			paused++
 		}
 	}
+	// Changes from here on reach the watcher: what changed before is
+	// caught up first, and a change seen twice (made during the catch
+	// up) finds the spec as its resume left it.
+	w.catchUp()
 	w.report(Event{Event: EventReady, Reason: fmt.Sprintf("watching %d file(s) and %d glob(s) of %d pipeline(s); %d paused session(s); debounce %s, at most %d at once",
 		len(w.targets.Files), len(w.targets.Globs), len(w.pipes), paused, debounce, w.o.MaxParallel)})
 	w.show()
-	w.catchUp()
-	return w.loop(ctx, notify, watchErr)
+	return w.loop(ctx, notify, watchErr, signals)
 }
 
 // open takes the watch lock of every store and loads each pipeline.
@@ -460,15 +471,9 @@ func (w *watcher) sorted() []*tracked {
 	return list
 }
 
-func (w *watcher) loop(ctx context.Context, notify *triggers.Watcher, watchErr <-chan error) error {
+func (w *watcher) loop(ctx context.Context, notify *triggers.Watcher, watchErr <-chan error, signals <-chan os.Signal) error {
 	cancelled := ctx.Done()
 	outputLost := false
-	var signals chan os.Signal
-	if w.o.Signals {
-		signals = make(chan os.Signal, 4)
-		signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
-		defer signal.Stop(signals)
-	}
 	// stop pauses what runs and ends the watch once it has.
 	stop := func(cause string) {
 		if w.stopping {
