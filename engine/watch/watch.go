@@ -165,6 +165,8 @@ type tracked struct {
 	queuedFile, queuedChange string
 	run                      *running
 	cancelDue                func() bool
+	// plan is the last plan of the session that loaded.
+	plan *spec.Plan
 }
 
 // running is a session this watcher runs.
@@ -341,6 +343,9 @@ func (w *watcher) scan() error {
 				}
 				t = &tracked{id: sum.ID, key: sum.Key, spec: sum.Spec, pipe: p}
 				w.sessions[sum.Key] = t
+				// The plan it would resume with now: kept should
+				// phases.yaml turn invalid.
+				t.plan, _ = spec.Load(p.file, t.spec)
 			}
 			t.status, t.reason = engine.Status(sum.Status), sum.PauseReason
 			t.elsewhere = sum.Status == string(engine.StatusRunning) && p.st.Held(sum.Key)
@@ -437,7 +442,7 @@ func (w *watcher) catchUp() {
 		if t.status != engine.StatusPaused || t.elsewhere || t.reason == engine.ReasonRunnerDied {
 			continue
 		}
-		plan, err := spec.Load(t.pipe.file, t.spec)
+		plan, err := w.planFor(t)
 		if err != nil {
 			continue // reported when it changes
 		}
@@ -657,7 +662,7 @@ func (w *watcher) reload(p *pipe) bool {
 		return false
 	}
 	if plan.Digest == p.plan.Digest {
-		return true
+		return false // saved as it was
 	}
 	p.plan = plan
 	w.report(Event{Event: EventReloaded, File: rel(p.file), Reason: "valid: it applies to every session from its next step"})
@@ -690,6 +695,9 @@ func (w *watcher) consider(t *tracked, file, change string) {
 	case len(w.o.Reasons) > 0 && !slices.Contains(w.o.Reasons, t.reason):
 		skip("paused for %s, which --reasons leaves out", t.reason)
 		return
+	case change == ChangeSpec && w.specUnchanged(t):
+		skip("the spec is as it was at the pause")
+		return
 	}
 	if w.active >= w.o.MaxParallel {
 		t.queued, t.queuedFile, t.queuedChange = true, file, change
@@ -700,6 +708,41 @@ func (w *watcher) consider(t *tracked, file, change string) {
 		return
 	}
 	w.start(t, file, change)
+}
+
+// planFor loads t's plan: phases.yaml with the session's spec. When
+// phases.yaml is what does not load (reported when it changed), the last
+// plan that loaded is kept; a spec that does not load is the session's
+// to fix, and it stays paused.
+func (w *watcher) planFor(t *tracked) (*spec.Plan, error) {
+	plan, err := spec.Load(t.pipe.file, t.spec)
+	if err == nil {
+		t.plan = plan
+		return plan, nil
+	}
+	var specErr *spec.Error
+	if t.plan == nil || !errors.As(err, &specErr) {
+		return nil, err
+	}
+	for _, p := range specErr.Problems {
+		if abs, _ := filepath.Abs(p.File); abs != t.pipe.file {
+			return nil, err
+		}
+	}
+	return t.plan, nil
+}
+
+// specUnchanged reports whether t's spec is as it was at its pause: a
+// save that changed nothing, or a change already taken in by a resume.
+func (w *watcher) specUnchanged(t *tracked) bool {
+	x, err := t.pipe.st.ReadSession(t.id)
+	if err != nil {
+		return false
+	}
+	kept, _ := x.ReadFile(session.SpecHashFile)
+	x.Close()
+	now, err := os.ReadFile(t.spec)
+	return kept != nil && err == nil && strings.TrimSpace(string(kept)) == session.ContentHash(now)
 }
 
 // replan sends a session this watcher runs its reloaded plan: phases.yaml
@@ -730,7 +773,7 @@ func (w *watcher) start(t *tracked, file, change string) {
 	fail := func(err error) {
 		w.report(Event{Event: EventSkipped, File: rel(file), Change: change, Session: t.id, Status: string(t.status), Reason: oneLine(err.Error())})
 	}
-	plan, err := spec.Load(t.pipe.file, t.spec)
+	plan, err := w.planFor(t)
 	if err != nil {
 		w.report(Event{Event: EventInvalid, File: rel(file), Session: t.id, Reason: err.Error() + "the session stays paused"})
 		return
