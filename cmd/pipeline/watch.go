@@ -198,6 +198,8 @@ func describeWatchEvent(e watch.Event) string {
 		return b.String()
 	case watch.EventReady:
 		return "watching: " + e.Reason
+	case watch.EventFollowed:
+		return b.String() + "(" + e.Status + ") is watched from now on"
 	case watch.EventInvalid:
 		return strings.TrimSpace(b.String() + "invalid, not applied:\n" + e.Reason)
 	}

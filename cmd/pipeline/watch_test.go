@@ -405,3 +405,133 @@ phases:
 		t.Errorf("session %s at %s, want paused at two", s.Status, s.Phase)
 	}
 }
+
+// A valid phases.yaml saved while a session runs applies from its next
+// step; one that renames its phases is refused for that session, with the
+// reason, and a paused session it would break is skipped, with the reason.
+func TestWatchNewPlanAppliesFromTheNextStep(t *testing.T) {
+	dir := t.TempDir()
+	const plan = `version: 1
+spec: spec.md
+phases:
+  - {name: one, auto_advance: false, steps: [{run: "true"}]}
+  - name: two
+    steps:
+      - {name: wait, run: 'while [ ! -e go ]; do sleep 0.01; done'}
+      - {name: next, run: 'echo FIRST > next.txt'}
+`
+	write(t, dir, "phases.yaml", plan)
+	write(t, dir, "spec.md", "# spec\n")
+	if r := pipeline(t, dir, "run"); r.code != exitPaused {
+		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
+	}
+	id := status(t, dir).ID
+	w := watchStart(t, dir)
+	write(t, dir, "spec.md", "# spec\nchanged\n")
+	w.awaitEvent(t, "resumed", id)
+	// Renamed phases: refused for the running session.
+	write(t, dir, "phases.yaml", strings.Replace(plan, "name: two", "name: deux", 1))
+	refused := w.awaitEvent(t, "skipped", id)
+	if !strings.Contains(refused.Reason, "running") {
+		t.Errorf("skipped %+v, want the running session", refused)
+	}
+	// The step of the new plan: applied from the next step.
+	write(t, dir, "phases.yaml", strings.Replace(plan, "FIRST", "SECOND", 1))
+	w.awaitEvent(t, "reloaded", "")
+	applied := w.awaitEvent(t, "skipped", id)
+	if !strings.Contains(applied.Reason, "next step") {
+		t.Errorf("skipped %+v, want the new plan applied from the next step", applied)
+	}
+	write(t, dir, "go", "")
+	w.awaitEvent(t, "completed", id)
+	w.stop(t)
+	if got, _ := os.ReadFile(filepath.Join(dir, "next.txt")); string(got) != "SECOND\n" {
+		t.Errorf("the next step ran %q, want the new plan's SECOND", got)
+	}
+	if !strings.Contains(w.stderr.String(), "keeps the plan it had") {
+		t.Errorf("the run does not say the renamed phases were refused:\n%s", w.stderr.String())
+	}
+}
+
+// A paused session whose phases phases.yaml renamed is skipped, with the
+// reason, and the others resume.
+func TestWatchRenamedPhasesSkipThePausedSession(t *testing.T) {
+	dir := t.TempDir()
+	id := watchedPipeline(t, dir, "")
+	w := watchStart(t, dir)
+	good, err := os.ReadFile(filepath.Join(dir, "phases.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "phases.yaml", strings.Replace(string(good), "name: two", "name: deux", 1))
+	skipped := w.awaitEvent(t, "skipped", id)
+	if !strings.Contains(skipped.Reason, "phases") || !strings.Contains(skipped.Reason, "--new") {
+		t.Errorf("skipped %+v, want the renamed phases and the way out", skipped)
+	}
+	events := w.stop(t)
+	if n := count(events, "resumed"); n != 0 {
+		t.Errorf("%d resumes of a session whose phases were renamed: %+v", n, events)
+	}
+}
+
+// --reasons narrows the pauses a change resumes.
+func TestWatchReasonsNarrowTheResumes(t *testing.T) {
+	dir := t.TempDir()
+	id := watchedPipeline(t, dir, "")
+	w := watchStart(t, dir, "--reasons", "checkpoint,needs-human")
+	write(t, dir, "spec.md", "# The spec\n\nchanged\n")
+	skipped := w.awaitEvent(t, "skipped", id)
+	if !strings.Contains(skipped.Reason, "phase-complete") || !strings.Contains(skipped.Reason, "--reasons") {
+		t.Errorf("skipped %+v, want the pause reason --reasons leaves out", skipped)
+	}
+	events := w.stop(t)
+	if n := count(events, "resumed"); n != 0 {
+		t.Errorf("%d resumes, want none: %+v", n, events)
+	}
+}
+
+// A session started after the watcher, with a spec of its own, is watched
+// once it pauses.
+func TestWatchFollowsSessionsMadeAfterItStarted(t *testing.T) {
+	dir := t.TempDir()
+	watchedPipeline(t, dir, "")
+	w := watchStart(t, dir)
+	write(t, dir, "other.md", "# other\n")
+	if r := pipeline(t, dir, "run", "--spec", "other.md"); r.code != exitPaused {
+		t.Fatalf("run --spec other.md: exit %d, %s", r.code, r.stderr)
+	}
+	id := status(t, dir, "--spec", "other.md").ID
+	// The watcher reads the index when it changes.
+	if followed := w.awaitEvent(t, "followed", id); followed.File != "other.md" {
+		t.Errorf("followed %+v, want the spec other.md", followed)
+	}
+	write(t, dir, "other.md", "# other\nchanged\n")
+	w.awaitEvent(t, "resumed", id)
+	w.awaitEvent(t, "paused", id)
+	w.stop(t)
+}
+
+// run --watch runs, then watches its session after it pauses, until it
+// completes: exit 0.
+func TestRunWatchContinuesUntilTheSessionCompletes(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", `version: 1
+spec: spec.md
+phases:
+  - {name: one, auto_advance: false, steps: [{run: "true"}]}
+  - {name: two, steps: [{run: "echo done > done.txt"}]}
+`)
+	write(t, dir, "spec.md", "# spec\n")
+	r := pipelineStart(t, dir, "run", "--watch", "-o", "json")
+	w := &watching{started: r}
+	w.awaitEvent(t, "ready", "")
+	write(t, dir, "spec.md", "# spec\nanswered\n")
+	w.awaitEvent(t, "resumed", "")
+	w.awaitEvent(t, "completed", "")
+	if code := w.exit(t); code != 0 {
+		t.Errorf("run --watch: exit %d after the session completed, want 0; stderr: %s", code, r.stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "done.txt")); err != nil {
+		t.Error("phase two did not run")
+	}
+}

@@ -117,6 +117,7 @@ type Event struct {
 // Event kinds.
 const (
 	EventReady     = "ready"     // watching; Reason says what
+	EventFollowed  = "followed"  // a session made since the watch began is watched too
 	EventChanged   = "changed"   // a file changed
 	EventInvalid   = "invalid"   // a changed phases.yaml or spec does not load: the old plan is kept
 	EventReloaded  = "reloaded"  // a changed phases.yaml or spec loaded: it applies from each session's next step
@@ -201,6 +202,7 @@ type watcher struct {
 	cancelRuns context.CancelFunc
 	stopping   bool
 	over       bool
+	ready      bool
 	started    time.Time
 }
 
@@ -273,6 +275,7 @@ func Run(ctx context.Context, o Options) error {
 	w.catchUp()
 	w.report(Event{Event: EventReady, Reason: fmt.Sprintf("watching %d file(s) and %d glob(s) of %d pipeline(s); %d paused session(s); debounce %s, at most %d at once",
 		len(w.targets.Files), len(w.targets.Globs), len(w.pipes), paused, debounce, w.o.MaxParallel)})
+	w.ready = true
 	w.show()
 	return w.loop(ctx, notify, watchErr, signals)
 }
@@ -304,8 +307,12 @@ func (w *watcher) open() error {
 			}
 			w.locks[p.Store.Root] = lock
 		}
+		root, err := filepath.Abs(p.Store.Root)
+		if err != nil {
+			return err
+		}
 		w.pipes = append(w.pipes, &pipe{file: file, dir: filepath.Dir(file), st: p.Store, plan: plan,
-			index: filepath.Join(p.Store.Root, store.IndexName)})
+			index: filepath.Join(root, store.IndexName)})
 	}
 	return errors.Join(problems...)
 }
@@ -346,6 +353,9 @@ func (w *watcher) scan() error {
 				// The plan it would resume with now: kept should
 				// phases.yaml turn invalid.
 				t.plan, _ = spec.Load(p.file, t.spec)
+				if w.ready {
+					w.report(Event{Event: EventFollowed, File: rel(t.spec), Session: t.id, Status: sum.Status})
+				}
 			}
 			t.status, t.reason = engine.Status(sum.Status), sum.PauseReason
 			t.elsewhere = sum.Status == string(engine.StatusRunning) && p.st.Held(sum.Key)
