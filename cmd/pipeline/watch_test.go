@@ -535,3 +535,29 @@ phases:
 		t.Error("phase two did not run")
 	}
 }
+
+// A change of the spec's frontmatter reaches the agent: the resume
+// context has the diff and the new frontmatter, and the plan it makes
+// applies from the step resumed.
+func TestWatchFrontmatterChangeReachesTheAgent(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "spec.md", "---\nowner: ana\n---\n# The spec\n")
+	id := watchedPipeline(t, dir, "")
+	w := watchStart(t, dir)
+	write(t, dir, "spec.md", "---\nowner: bob\npipeline:\n  agent: {kind: command, command: [sh, -c, 'cat > prompt-$PIPELINE_PHASE.txt; echo new > agent.txt']}\n---\n# The spec\n")
+	w.awaitEvent(t, "resumed", id)
+	w.awaitEvent(t, "paused", id)
+	w.stop(t)
+	prompt, err := os.ReadFile(filepath.Join(dir, "prompt-two.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"-owner: ana", "+owner: bob", "frontmatter now", "owner: bob\npipeline:"} {
+		if !strings.Contains(string(prompt), want) {
+			t.Errorf("the resume context lacks %q:\n%s", want, prompt)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "agent.txt")); err != nil {
+		t.Errorf("the agent of the new frontmatter did not run the resumed step: %v", err)
+	}
+}
