@@ -63,6 +63,9 @@ func (w *watching) awaitEvent(t *testing.T, kind, session string) watchEvent {
 		case code := <-w.done:
 			t.Fatalf("watch ended (exit %d) before a %q event; events %+v; stderr: %s", code, kind, w.seen, w.stderr.String())
 		case <-deadline:
+			// Its standard error is read once it has ended.
+			w.cmd.Process.Kill()
+			<-w.done
 			t.Fatalf("no %q event; events %+v; stderr: %s", kind, w.seen, w.stderr.String())
 		}
 	}
@@ -325,8 +328,9 @@ phases:
 	write(t, dir, "b.md", "# B\nchanged\n")
 	first := w.awaitEvent(t, "resumed", "")
 	queued := w.awaitEvent(t, "queued", "")
-	if first.Session == queued.Session || queued.Session == "" {
-		t.Fatalf("resumed %s and queued %s, want the two sessions", first.Session, queued.Session)
+	// In order: the older session first.
+	if first.Session != ids[0] || queued.Session != ids[1] {
+		t.Fatalf("resumed %s and queued %s, want %s then %s", first.Session, queued.Session, ids[0], ids[1])
 	}
 	list := pipeline(t, dir, "sessions")
 	if !strings.Contains(list.stdout, "queued") {
@@ -350,6 +354,13 @@ phases:
 	want := []string{"resumed " + first.Session, "completed " + first.Session, "resumed " + queued.Session, "completed " + queued.Session}
 	if strings.Join(order, ",") != strings.Join(want, ",") {
 		t.Errorf("order %v, want %v", order, want)
+	}
+	ran, err := os.ReadFile(filepath.Join(dir, "order.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(ran), filepath.Join(dir, "a.md")+"\n"+filepath.Join(dir, "b.md")+"\n"; got != want {
+		t.Errorf("the steps ran for %q, want %q", got, want)
 	}
 }
 

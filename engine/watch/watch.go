@@ -203,6 +203,9 @@ type watcher struct {
 	stopping   bool
 	over       bool
 	ready      bool
+	// followed are the sessions scan found since the watch began, to be
+	// reported once their specs are watched.
+	followed []Event
 	started    time.Time
 }
 
@@ -354,7 +357,8 @@ func (w *watcher) scan() error {
 				// phases.yaml turn invalid.
 				t.plan, _ = spec.Load(p.file, t.spec)
 				if w.ready {
-					w.report(Event{Event: EventFollowed, File: rel(t.spec), Session: t.id, Status: sum.Status})
+					// Said once the spec is watched (see retarget).
+					w.followed = append(w.followed, Event{Event: EventFollowed, File: rel(t.spec), Session: t.id, Status: sum.Status})
 				}
 			}
 			t.status, t.reason = engine.Status(sum.Status), sum.PauseReason
@@ -442,6 +446,16 @@ func (w *watcher) retarget() {
 	if err := w.notify.SetTargets(t); err != nil {
 		w.report(Event{Event: EventError, Reason: err.Error()})
 	}
+}
+
+// retargetAndSay watches what is wanted now, then says which sessions
+// are followed: a change of their spec from then on counts.
+func (w *watcher) retargetAndSay() {
+	w.retarget()
+	for _, e := range w.followed {
+		w.report(e)
+	}
+	w.followed = nil
 }
 
 // catchUp resumes the paused sessions whose spec or plan changed while no
@@ -640,7 +654,7 @@ func (w *watcher) changed(paths []string) {
 		if err := w.scan(); err != nil {
 			w.report(Event{Event: EventError, Reason: err.Error()})
 		}
-		w.retarget()
+		w.retargetAndSay()
 	}
 	for _, t := range w.sorted() {
 		if c, ok := wake[t]; ok {
