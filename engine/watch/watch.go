@@ -206,7 +206,7 @@ type watcher struct {
 	// followed are the sessions scan found since the watch began, to be
 	// reported once their specs are watched.
 	followed []Event
-	started    time.Time
+	started  time.Time
 }
 
 // Run watches until ctx is done (then pauses what runs and returns
