@@ -572,3 +572,42 @@ func TestWatchFrontmatterChangeReachesTheAgent(t *testing.T) {
 		t.Errorf("the agent of the new frontmatter did not run the resumed step: %v", err)
 	}
 }
+
+// A session whose own step writes a file a watch: glob matches is not
+// resumed by that write once it pauses (the debounce brings it after the
+// pause): it would resume itself for ever.
+func TestWatchDoesNotResumeASessionForItsOwnWrites(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", `version: 1
+spec: spec.md
+watch: ["notes/**/*.md", ".pipeline/**"]
+phases:
+  - {name: one, auto_advance: false, steps: [{run: "true"}]}
+  - {name: two, auto_advance: false, steps: [{run: "mkdir -p notes && echo two > notes/log.md"}]}
+  - {name: three, steps: [{run: "true"}]}
+`)
+	write(t, dir, "spec.md", "# spec\n")
+	if r := pipeline(t, dir, "run"); r.code != exitPaused {
+		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
+	}
+	id := status(t, dir).ID
+	w := watchStart(t, dir)
+	write(t, dir, "spec.md", "# spec\nchanged\n")
+	w.awaitEvent(t, "resumed", id)
+	w.awaitEvent(t, "paused", id)
+	skipped := w.awaitEvent(t, "skipped", id)
+	if !strings.Contains(skipped.Reason, "before the pause") {
+		t.Errorf("skipped %+v, want the session's own write", skipped)
+	}
+	// A human's write after the pause counts.
+	write(t, dir, filepath.Join("notes", "answer.md"), "go on\n")
+	resumed := w.awaitEvent(t, "resumed", id)
+	if resumed.Change != "watched" {
+		t.Errorf("resumed %+v, want the watched file", resumed)
+	}
+	w.awaitEvent(t, "completed", id)
+	events := w.stop(t)
+	if n := count(events, "resumed"); n != 2 {
+		t.Errorf("%d resumes, want 2: %+v", n, events)
+	}
+}

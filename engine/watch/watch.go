@@ -168,6 +168,9 @@ type tracked struct {
 	cancelDue                func() bool
 	// plan is the last plan of the session that loaded.
 	plan *spec.Plan
+	// pausedAt is when the watcher learnt the session paused: a watched
+	// file last written before then was written by its own run.
+	pausedAt time.Time
 }
 
 // running is a session this watcher runs.
@@ -361,7 +364,7 @@ func (w *watcher) scan() error {
 					w.followed = append(w.followed, Event{Event: EventFollowed, File: rel(t.spec), Session: t.id, Status: sum.Status})
 				}
 			}
-			t.status, t.reason = engine.Status(sum.Status), sum.PauseReason
+			t.status, t.reason, t.pausedAt = engine.Status(sum.Status), sum.PauseReason, sum.Updated
 			t.elsewhere = sum.Status == string(engine.StatusRunning) && p.st.Held(sum.Key)
 			if t.status == engine.StatusRunning && !t.elsewhere {
 				// Its runner died: it is continued as a paused one is.
@@ -377,6 +380,15 @@ func (w *watcher) scan() error {
 			if t.cancelDue == nil {
 				w.scheduleDue(t)
 			}
+		}
+	}
+	// Keys with no session left (pipeline clean removed them).
+	for key, t := range w.sessions {
+		if !seen[key] && t.run == nil && !t.queued {
+			if t.cancelDue != nil {
+				t.cancelDue()
+			}
+			delete(w.sessions, key)
 		}
 	}
 	return nil
@@ -610,6 +622,9 @@ func (w *watcher) changed(paths []string) {
 	type cause struct{ file, change string }
 	wake := map[*tracked]cause{}
 	for _, path := range paths {
+		if w.inStore(path) {
+			continue // the sessions' own files: a glob over them would resume them for ever
+		}
 		for _, p := range w.pipes {
 			switch {
 			case path == p.index:
@@ -661,6 +676,17 @@ func (w *watcher) changed(paths []string) {
 			w.consider(t, c.file, c.change)
 		}
 	}
+}
+
+// inStore reports whether path is a file of a store other than its
+// index.
+func (w *watcher) inStore(path string) bool {
+	for _, p := range w.pipes {
+		if path != p.index && under(path, filepath.Dir(p.index)) {
+			return true
+		}
+	}
+	return false
 }
 
 // globbed reports whether one of p's watch globs matches path.
@@ -722,6 +748,11 @@ func (w *watcher) consider(t *tracked, file, change string) {
 	case change == ChangeSpec && w.specUnchanged(t):
 		skip("the spec is as it was at the pause")
 		return
+	case change == ChangeWatched && writtenBefore(file, t.pausedAt):
+		// The debounce brings a write of the session's own last step
+		// after its pause: resuming for it would loop.
+		skip("%s was last written before the pause, by the session's own run", rel(file))
+		return
 	}
 	if w.active >= w.o.MaxParallel {
 		t.queued, t.queuedFile, t.queuedChange = true, file, change
@@ -754,6 +785,13 @@ func (w *watcher) planFor(t *tracked) (*spec.Plan, error) {
 		}
 	}
 	return t.plan, nil
+}
+
+// writtenBefore reports whether the file at path was last modified
+// before t; a file that is gone is not.
+func writtenBefore(path string, t time.Time) bool {
+	info, err := os.Stat(path)
+	return err == nil && !t.IsZero() && info.ModTime().Before(t)
 }
 
 // specUnchanged reports whether t's spec is as it was at its pause: a
@@ -842,6 +880,7 @@ func (w *watcher) ended(f finished) {
 	w.active--
 	t.run = nil
 	t.status = f.state.Status
+	t.pausedAt = time.Now()
 	t.reason = ""
 	kind, reason := EventFailed, ""
 	switch t.status {
