@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
+	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/engine/watch"
 	"github.com/pipeline-dev/pipeline/internal/clock"
@@ -113,7 +115,16 @@ pipeline pause SESSION pauses one session and the watch goes on.`,
 		if err := output.check(); err != nil {
 			return err
 		}
+		seen := map[string]bool{}
 		for _, file := range args {
+			abs, err := filepath.Abs(file)
+			if err != nil {
+				return err
+			}
+			if seen[abs] {
+				continue // named twice
+			}
+			seen[abs] = true
 			st, err := (&storeFlags{file: file, stateDir: flags.stateDir}).open()
 			if err != nil {
 				return err
@@ -291,7 +302,14 @@ func watchAfterRun(cmd *cobra.Command, wf *watchFlags, st *store.Store, file, ke
 		final = s.Status
 		return s.Status == engine.StatusCompleted || s.Status == engine.StatusFailed
 	}
-	if err := runWatch(cmd, o, asJSON); err != nil {
+	err = runWatch(cmd, o, asJSON)
+	var refused *session.RefusedError
+	if errors.As(err, &refused) {
+		// Another watcher has the folder: it resumes this session.
+		printError(cmd.ErrOrStderr(), fmt.Sprintf("%v\nthe session stays paused; that watcher resumes it when its spec changes\n", err))
+		return &exitStatus{code: exitPaused, printed: true}
+	}
+	if err != nil {
 		return err
 	}
 	if final == engine.StatusFailed {
