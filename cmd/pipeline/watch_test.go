@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pipeline-dev/pipeline/internal/proctest"
 )
 
 // watchEvent is a line of pipeline watch -o json.
@@ -610,4 +612,47 @@ phases:
 	if n := count(events, "resumed"); n != 2 {
 		t.Errorf("%d resumes, want 2: %+v", n, events)
 	}
+}
+
+// A watcher killed while a session runs leaves it to the next one, which
+// sees it as paused (its runner died) and resumes it on the next change;
+// the killed run's step does not outlive it.
+func TestWatchKilledWatcherLeavesTheSessionToTheNext(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", `version: 1
+spec: spec.md
+phases:
+  - {name: one, auto_advance: false, steps: [{run: "true"}]}
+  - {name: two, steps: [{run: 'if [ -e answered ]; then exit 0; fi; echo "step $$"; exec sleep 600'}]}
+`)
+	write(t, dir, "spec.md", "# spec\n")
+	if r := pipeline(t, dir, "run"); r.code != exitPaused {
+		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
+	}
+	id := status(t, dir).ID
+	w := watchStart(t, dir)
+	write(t, dir, "spec.md", "# spec\nchanged\n")
+	w.awaitEvent(t, "resumed", id)
+	// The step's pid is in its transcript once it runs.
+	var pid int
+	for pid == 0 {
+		r := pipeline(t, dir, "logs", id)
+		if i := strings.Index(r.stdout, "step "); i >= 0 {
+			fmt.Sscanf(r.stdout[i:], "step %d", &pid)
+		}
+	}
+	if err := w.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	w.exit(t)
+	w = watchStart(t, dir)
+	write(t, dir, "answered", "")
+	write(t, dir, "spec.md", "# spec\nanswered\n")
+	resumed := w.awaitEvent(t, "resumed", id)
+	if resumed.Reason != "runner-died" {
+		t.Errorf("resumed %+v, want reason runner-died", resumed)
+	}
+	w.awaitEvent(t, "completed", id)
+	w.stop(t)
+	proctest.AwaitExit(t, pid)
 }

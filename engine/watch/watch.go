@@ -171,6 +171,8 @@ type tracked struct {
 	// pausedAt is when the watcher learnt the session paused: a watched
 	// file last written before then was written by its own run.
 	pausedAt time.Time
+	// listed is the time of the session's index line last read.
+	listed time.Time
 }
 
 // running is a session this watcher runs.
@@ -364,11 +366,14 @@ func (w *watcher) scan() error {
 					w.followed = append(w.followed, Event{Event: EventFollowed, File: rel(t.spec), Session: t.id, Status: sum.Status})
 				}
 			}
-			t.status, t.reason, t.pausedAt = engine.Status(sum.Status), sum.PauseReason, sum.Updated
-			t.elsewhere = sum.Status == string(engine.StatusRunning) && p.st.Held(sum.Key)
-			if t.status == engine.StatusRunning && !t.elsewhere {
-				// Its runner died: it is continued as a paused one is.
-				t.status, t.reason = engine.StatusPaused, engine.ReasonRunnerDied
+			wasElsewhere := t.elsewhere
+			t.elsewhere = p.st.Held(sum.Key)
+			if !sum.Updated.Equal(t.listed) || t.elsewhere || wasElsewhere {
+				t.listed = sum.Updated
+				t.status, t.reason, t.pausedAt = engine.Status(sum.Status), sum.PauseReason, sum.Updated
+				if !t.elsewhere && (t.status == engine.StatusPaused || t.status == engine.StatusRunning) {
+					w.readState(t)
+				}
 			}
 			if t.status != engine.StatusPaused || t.reason != engine.ReasonRateLimit {
 				if t.cancelDue != nil {
@@ -392,6 +397,30 @@ func (w *watcher) scan() error {
 		}
 	}
 	return nil
+}
+
+// readState reads t's status from its files rather than its index line,
+// which lags behind them after a kill (the line of a resume comes with a
+// later snapshot): a session the index says is paused may have been
+// running when its runner died. One whose runner died is continued as a
+// paused one is.
+func (w *watcher) readState(t *tracked) {
+	ref, err := session.Find(t.pipe.st, session.Options{ID: t.id})
+	if err != nil {
+		return
+	}
+	state, crashed, err := ref.State()
+	ref.Close()
+	if err != nil {
+		return
+	}
+	t.status, t.reason = state.Status, ""
+	if state.Pause != nil && state.Status == engine.StatusPaused {
+		t.reason = state.Pause.Reason
+	}
+	if crashed {
+		t.status, t.reason = engine.StatusPaused, engine.ReasonRunnerDied
+	}
 }
 
 // scheduleDue arms the resume of a session paused by a rate limit at its
@@ -725,6 +754,16 @@ func (w *watcher) consider(t *tracked, file, change string) {
 	skip := func(format string, args ...any) {
 		w.report(Event{Event: EventSkipped, File: rel(file), Change: change, Session: t.id, Status: string(t.status),
 			Reason: fmt.Sprintf(format, args...)})
+	}
+	if t.run == nil && !t.queued {
+		// Another process may have started or ended it since the index
+		// was read: its lock says.
+		if held := t.pipe.st.Held(t.key); held != t.elsewhere {
+			t.elsewhere = held
+			if !held {
+				w.readState(t)
+			}
+		}
 	}
 	switch {
 	case t.run != nil:
