@@ -17,6 +17,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
 	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/engine/watch"
 	"github.com/pipeline-dev/pipeline/internal/clock"
@@ -114,6 +115,21 @@ pipeline pause SESSION pauses one session and the watch goes on.`,
 		}
 		if err := output.check(); err != nil {
 			return err
+		}
+		// Every file is loaded before anything is written: a bad one
+		// makes no store.
+		var problems spec.Error
+		for _, file := range args {
+			_, err := spec.Load(file, "")
+			var specErr *spec.Error
+			if errors.As(err, &specErr) {
+				problems.Problems = append(problems.Problems, specErr.Problems...)
+			} else if err != nil {
+				return err
+			}
+		}
+		if len(problems.Problems) > 0 {
+			return &problems
 		}
 		seen := map[string]bool{}
 		for _, file := range args {

@@ -290,16 +290,21 @@ func Run(ctx context.Context, o Options) error {
 
 // open takes the watch lock of every store and loads each pipeline.
 func (w *watcher) open() error {
-	var problems []error
+	// Every file's problems are told at once, as validate does.
+	var problems spec.Error
 	for _, p := range w.o.Pipelines {
 		file, err := filepath.Abs(p.File)
 		if err != nil {
 			return err
 		}
 		plan, err := spec.Load(p.File, "")
-		if err != nil {
-			problems = append(problems, err)
+		var specErr *spec.Error
+		if errors.As(err, &specErr) {
+			problems.Problems = append(problems.Problems, specErr.Problems...)
 			continue
+		}
+		if err != nil {
+			return err
 		}
 		if w.locks[p.Store.Root] == nil {
 			lock, err := p.Store.Lock(LockKey, store.Holder{PID: os.Getpid(), Started: w.started})
@@ -322,7 +327,10 @@ func (w *watcher) open() error {
 		w.pipes = append(w.pipes, &pipe{file: file, dir: filepath.Dir(file), st: p.Store, plan: plan,
 			index: filepath.Join(root, store.IndexName)})
 	}
-	return errors.Join(problems...)
+	if len(problems.Problems) > 0 {
+		return &problems
+	}
+	return nil
 }
 
 func (w *watcher) release() {
