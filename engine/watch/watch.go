@@ -784,7 +784,11 @@ func (w *watcher) consider(t *tracked, file, change string) {
 		skip("running in another process")
 		return
 	case t.status != engine.StatusPaused:
-		skip("%s", t.status)
+		if change == ChangeSpec {
+			// Said for its own spec only: a change of phases.yaml or of a
+			// watched file would list every finished session.
+			skip("%s", t.status)
+		}
 		return
 	case change != ChangeDue && t.reason == engine.ReasonRateLimit && w.clock.Now().Before(t.resumeAfter):
 		skip("paused by a rate limit until %s: resumed then", t.resumeAfter.Local().Format("15:04:05"))
