@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,17 +14,28 @@ import (
 )
 
 // outputFlag is the --output flag shared by every command that prints data.
-type outputFlag struct{ format string }
+type outputFlag struct {
+	format  string
+	formats []string
+}
 
-func addOutputFlag(cmd *cobra.Command) *outputFlag {
-	o := &outputFlag{format: "text"}
-	cmd.Flags().StringVarP(&o.format, "output", "o", "text", "output format: text or json")
+// addOutputFlag adds --output: text, json, and the command's own extra
+// formats (status: markdown).
+func addOutputFlag(cmd *cobra.Command, extra ...string) *outputFlag {
+	o := &outputFlag{format: "text", formats: append([]string{"text", "json"}, extra...)}
+	cmd.Flags().StringVarP(&o.format, "output", "o", "text", "output format: "+o.names())
 	return o
 }
 
+// names lists the formats: "text or json", "text, json or markdown".
+func (o *outputFlag) names() string {
+	last := len(o.formats) - 1
+	return strings.Join(o.formats[:last], ", ") + " or " + o.formats[last]
+}
+
 func (o *outputFlag) check() error {
-	if o.format != "text" && o.format != "json" {
-		return usagef("--output must be text or json, not %q", o.format)
+	if !slices.Contains(o.formats, o.format) {
+		return usagef("--output must be %s, not %q", o.names(), o.format)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ func resumeCommand() *cobra.Command {
 		grace  time.Duration
 		phase  string
 		notes  string
+		cf     *ciFlags
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "resume [SESSION]",
@@ -68,12 +69,20 @@ environment error, 3 paused.`,
 			return err
 		}
 		events, err := sess.Resume(time.Now(), notes, phase)
+		if err == nil && cf.noHumanGates {
+			// Once the session is known to resume: recorded as a change
+			// of plan, so that the session's digest names the plan it
+			// decides with from now on, and the events carry it.
+			if err = sess.SetPlan(time.Now(), sess.Plan.WithoutHumanGates()); err == nil {
+				events, err = sess.Resume(time.Now(), notes, phase)
+			}
+		}
 		if err != nil {
 			sess.Close()
 			return err
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "resuming session %s\n", sess.ID())
-		l := &launch{cmd: cmd, grace: grace, json: output.json()}
+		l := cf.launch(&launch{cmd: cmd, grace: grace, json: output.json()})
 		return l.run(sess, events...)
 	})
 	flags = addStoreFlags(cmd, true)
@@ -81,5 +90,6 @@ environment error, 3 paused.`,
 	cmd.Flags().DurationVar(&grace, "grace", 5*time.Second, "time a stopped step gets to exit after SIGINT before it is killed")
 	cmd.Flags().StringVar(&phase, "phase", "", "jump to this phase instead of continuing where the session paused")
 	cmd.Flags().StringVar(&notes, "notes", "", "notes for the agent, shown in its resume context")
+	cf = addCIFlags(cmd)
 	return cmd
 }

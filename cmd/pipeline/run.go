@@ -25,6 +25,7 @@ func runCommand() *cobra.Command {
 		fresh  bool
 		keepOn bool
 		wf     *watchFlags
+		cf     *ciFlags
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "run [FILE]",
@@ -65,9 +66,17 @@ Exit status: 0 completed, 1 failed, 2 usage, spec or environment error
 		if len(args) == 1 {
 			flags.file = args[0]
 		}
+		if keepOn {
+			if err := cf.refuseWithWatch(); err != nil {
+				return err
+			}
+		}
 		plan, err := spec.Load(flags.file, flags.spec)
 		if err != nil {
 			return err
+		}
+		if cf.noHumanGates {
+			plan = plan.WithoutHumanGates()
 		}
 		if err := checkAdapters(plan); err != nil {
 			return err
@@ -113,7 +122,7 @@ Exit status: 0 completed, 1 failed, 2 usage, spec or environment error
 				return err
 			}
 		}
-		l := &launch{cmd: cmd, grace: grace, json: output.json(), watchNext: keepOn}
+		l := cf.launch(&launch{cmd: cmd, grace: grace, json: output.json(), watchNext: keepOn})
 		err = l.run(sess, first)
 		var paused *exitStatus
 		if keepOn && errors.As(err, &paused) && paused.code == exitPaused && sess.StoreFailed() == nil {
@@ -128,6 +137,7 @@ Exit status: 0 completed, 1 failed, 2 usage, spec or environment error
 	cmd.Flags().BoolVar(&fresh, "new", false, "start a new session even when the latest one is paused")
 	cmd.Flags().BoolVar(&keepOn, "watch", false, "once the session pauses, keep watching: a change to its spec or phases.yaml resumes it (see pipeline watch)")
 	wf = addWatchFlags(cmd)
+	cf = addCIFlags(cmd)
 	return cmd
 }
 
@@ -152,15 +162,19 @@ func checkAdapters(plan *spec.Plan) error {
 	return nil
 }
 
-// newView picks the live view on a terminal and plain lines elsewhere or
-// when CI=true.
-func newView(out io.Writer) local.View {
-	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) && os.Getenv("CI") != "true" {
+// newView picks the live view on a terminal, and plain lines elsewhere or
+// in CI mode, with the CI system's groups.
+func newView(out io.Writer, ci ciSettings) local.View {
+	if f, ok := out.(*os.File); ok && !ci.enabled && term.IsTerminal(int(f.Fd())) {
 		width, _, err := term.GetSize(int(f.Fd()))
 		if err != nil {
 			width = 80
 		}
 		return newQueuedView(NewLiveView(f, width))
 	}
-	return newQueuedView(NewPlainView(out, time.Now))
+	var marks logMarkers
+	if ci.enabled {
+		marks = newLogMarkers(ci, time.Now)
+	}
+	return newQueuedView(NewPlainView(out, time.Now).withMarks(marks))
 }
