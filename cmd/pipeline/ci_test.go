@@ -550,6 +550,30 @@ func TestNoHumanGates(t *testing.T) {
 	}
 }
 
+// run -o json shows the run on standard error, with its groups, and prints
+// the status on standard output at the end: a note that holds a workflow
+// command is no command there either, and reads as it was.
+func TestGitHubActionsRunJSON(t *testing.T) {
+	dir := ciProject(t)
+	env := ciEnv(t, "CI=true", "GITHUB_ACTIONS=true")
+	r := pipelineEnv(t, dir, env, "run", "-o", "json")
+	if r.code != exitPaused {
+		t.Fatalf("run: exit %d:\n%s", r.code, r.stderr)
+	}
+	if got := githubCommands(r.stdout); got != nil {
+		t.Errorf("the runner would carry out %q of the JSON:\n%s", got, r.stdout)
+	}
+	if got := githubCommands(r.stderr); len(got) != 5 || !strings.HasPrefix(got[4], "warning file=phases.yaml,") {
+		t.Errorf("the runner would carry out:\n%s", strings.Join(got, "\n"))
+	}
+	if s := decodeStatus(t, r); s.PauseNote != "please review ##[error]note | pipe ::error::x" {
+		t.Errorf("the JSON's note is %q", s.PauseNote)
+	}
+	if s := pipelineEnv(t, dir, env, "status", "-o", "json"); githubCommands(s.stdout) != nil || !strings.Contains(s.stdout, `#\u0023[error]`) {
+		t.Errorf("status -o json:\n%s", s.stdout)
+	}
+}
+
 // A summary or outputs file that cannot be written is a warning; the run
 // exits as it went.
 func TestUnwritableCIFilesAreWarnings(t *testing.T) {

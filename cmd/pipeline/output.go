@@ -50,7 +50,7 @@ func writeJSON(w io.Writer, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	_, err := w.Write(escapeJSONControls(b.Bytes()))
+	_, err := w.Write(escapeWorkflowCommands(escapeJSONControls(b.Bytes())))
 	return err
 }
 
@@ -62,8 +62,21 @@ func writeJSONLine(w io.Writer, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	_, err := w.Write(escapeJSONControls(b.Bytes()))
+	_, err := w.Write(escapeWorkflowCommands(escapeJSONControls(b.Bytes())))
 	return err
+}
+
+// escapeWorkflowCommands writes "##[" in JSON as "#\u0023[", which reads
+// the same: the GitHub Actions runner takes "##[name]" anywhere in a line
+// of a job's log as a workflow command, and JSON printed there (run -o
+// json, status -o json) may quote a step or a note. It can only be inside
+// a string, where the escape means the same. ("::name::" counts only at
+// the start of a line, where JSON has a quote, a brace or spaces.)
+func escapeWorkflowCommands(b []byte) []byte {
+	if !bytes.Contains(b, []byte("##[")) {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte("##["), []byte(`#\u0023[`))
 }
 
 // escapeJSONControls escapes the control characters that encoding/json
