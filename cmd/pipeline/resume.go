@@ -29,8 +29,11 @@ the phase, what was done, the files changed, the human notes and what
 changed in the spec since the pause. A session whose runner died (killed,
 crashed) is continued the same way.
 
+In CI mode (--ci, or CI=true, 1 or yes) the run is shown as run shows
+it, and leaves the same summary, outputs and --junit report behind.
+
 Exit status as for run: 0 completed, 1 failed, 2 usage, spec or
-environment error, 3 paused.`,
+environment error, 3 paused (1 with --fail-on-pause).`,
 		Example: `  pipeline resume
   pipeline resume 20261125-093000123-a1b2c3 --notes "use the v2 endpoint"
   pipeline resume --phase implementation`,

@@ -40,8 +40,13 @@ One run per pipeline and spec at a time: a second is refused, naming the
 first.
 
 On a terminal a live view shows the phase, the step, the time and tokens
-against their limits, and the last lines of output; otherwise (or with
-CI=true) every line is printed with a timestamp. Ctrl+C (or SIGTERM, a
+against their limits, and the last lines of output; otherwise, or in CI
+mode (--ci, or CI=true, 1 or yes), every line is printed with a
+timestamp. In CI mode on GitHub Actions and GitLab CI each step is a
+collapsible group, and the reason a run stopped is an annotation at the
+trigger's line in phases.yaml; $GITHUB_STEP_SUMMARY and $GITHUB_OUTPUT,
+when set, get a table of the phases and the session's id and status;
+--junit writes a JUnit XML report. Ctrl+C (or SIGTERM, a
 closed terminal, a closed output as in pipeline run | head) stops the
 running step gracefully and pauses; a second Ctrl+C, or SIGQUIT (Ctrl+\),
 kills it at once.
@@ -53,11 +58,13 @@ exits, what it left running is killed, daemons included (they are known
 by PIPELINE_SESSION in their environment).
 
 Exit status: 0 completed, 1 failed, 2 usage, spec or environment error
-(nothing ran), 3 paused (a store that cannot be written pauses too).`,
+(nothing ran), 3 paused (a store that cannot be written pauses too; 1
+with --fail-on-pause).`,
 		Example: `  pipeline run
   pipeline run examples/quickstart/phases.yaml
   pipeline run --new --spec specs/045-dashboard/README.md
-  CI=true pipeline run phases.yaml`,
+  CI=true pipeline run phases.yaml
+  pipeline run --ci --junit pipeline-junit.xml --no-human-gates --fail-on-pause`,
 		Args: cobra.MaximumNArgs(1),
 	}, func(cmd *cobra.Command, args []string) error {
 		if grace < 0 {
