@@ -12,7 +12,7 @@ TAGS     := agentclis
 # ours); make test and make lint run its test and checks there.
 GEN      := schemas/gen
 
-.PHONY: all build install run test bench lint fuzz schema clean agent-clis soak
+.PHONY: all build install run test bench lint fuzz schema clean agent-clis xmllint soak
 
 all: build
 
@@ -42,14 +42,19 @@ run: build
 # tests here. lint runs first so a vet or gofmt problem fails fast. The
 # adapters' tests (-tags $(TAGS)) run the real agent CLIs, installed once
 # from npm into .cache/npm by scripts/install-agent-clis.sh. The schema
-# generator's test checks that schemas/*.json are fresh.
+# generator's test checks that schemas/*.json are fresh. The JUnit
+# report's test validates it with xmllint, installed (Debian's
+# libxml2-utils, with apt-get) when it is missing.
 AGENT_CLIS := $(CURDIR)/.cache/npm/node_modules/.bin
-test: lint agent-clis
+test: lint agent-clis xmllint
 	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) $(GO) test -race -count=1 -tags $(TAGS) $(PKGS)
 	$(GO) -C $(GEN) test -race -count=1 ./...
 
 agent-clis:
 	./scripts/install-agent-clis.sh
+
+xmllint:
+	./scripts/install-xmllint.sh
 
 # Go benchmarks, then the side-by-side figures of cmd/bench: throughput
 # against tee, checkpoint-to-interrupt latency, start-up overhead.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -107,8 +108,14 @@ type launch struct {
 	// printed as JSON on standard output at the end.
 	json bool
 	// watchNext: a pause is followed by a watch (run --watch), whose
-	// events are the output; the status is not printed at the pause.
+	// events are the output; the status is not printed at the pause, and
+	// nothing is left for a CI job.
 	watchNext bool
+	// ci is how the run shows itself in a CI job; junit, where the JUnit
+	// report goes; failOnPause makes a pause exit 1 rather than 3.
+	ci          ciSettings
+	junit       string
+	failOnPause bool
 }
 
 func (l *launch) run(sess *session.Session, events ...engine.Event) error {
@@ -116,7 +123,7 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	if l.json {
 		viewOut = l.cmd.ErrOrStderr()
 	}
-	view := withRedactor(newView(viewOut), sess.Redactor())
+	view := withRedactor(newView(viewOut, l.ci), sess.Redactor())
 	driver := &local.Driver{View: view, Clock: clock.Real{}, Grace: l.grace, Signals: true}
 	state, runErr := driver.Run(context.Background(), sess, events...)
 	// The run has stopped listening for signals: a closed output or
@@ -128,6 +135,9 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	// why the run paused, not a failure of it.
 	if err := view.Close(); err != nil && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.EIO) {
 		return err
+	}
+	if !l.watchNext {
+		l.report(sess, state, viewOut)
 	}
 	if storeErr := sess.StoreFailed(); storeErr != nil && state.Status == engine.StatusPaused {
 		// The view said why and that the run paused; say what to do. The
@@ -143,7 +153,7 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 				return err
 			}
 		}
-		return &exitStatus{code: exitPaused, printed: true}
+		return l.paused()
 	}
 	if runErr != nil {
 		return runErr
@@ -163,9 +173,50 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 		if !l.watchNext {
 			fmt.Fprintf(l.cmd.ErrOrStderr(), "session %s is paused; continue it with: pipeline resume %s\n", sess.ID(), sess.ID())
 		}
-		return &exitStatus{code: exitPaused, printed: true}
+		return l.paused()
 	default:
 		return &exitStatus{code: exitFailed, printed: true}
+	}
+}
+
+// paused is the exit of a run that paused: 3, or 1 with --fail-on-pause
+// (the session stays paused and resumable all the same).
+func (l *launch) paused() error {
+	if l.failOnPause {
+		fmt.Fprintln(l.cmd.ErrOrStderr(), "exit 1: --fail-on-pause")
+		return &exitStatus{code: exitFailed, printed: true}
+	}
+	return &exitStatus{code: exitPaused, printed: true}
+}
+
+// report leaves what a CI job reads of a run that ended: in CI mode the
+// annotation that says why it stopped (on out, after the view's last
+// line); the job summary and the step outputs when $GITHUB_STEP_SUMMARY
+// and $GITHUB_OUTPUT are set; the JUnit report with --junit. A file that
+// cannot be written is a warning: the exit status is the run's.
+func (l *launch) report(sess *session.Session, s engine.State, out io.Writer) {
+	switch s.Status {
+	case engine.StatusPaused, engine.StatusFailed, engine.StatusCompleted:
+	default:
+		return
+	}
+	stderr := l.cmd.ErrOrStderr()
+	text := screenText{redactor: sess.Redactor()}
+	if l.ci.enabled {
+		annotation(out, l.ci, sess.Plan, s, sess.ID(), l.failOnPause, text)
+	}
+	r := statusOf(sess.X.Meta, sess.Plan, s)
+	appendEnvFile(stderr, "GITHUB_STEP_SUMMARY", markdownReport(r, text.line))
+	appendEnvFile(stderr, "GITHUB_OUTPUT", githubOutputs(r, text))
+	if l.junit == "" {
+		return
+	}
+	report, err := junitReport(sess.Plan, s, r, filepath.Join(sess.X.Dir, "transcripts"), text)
+	if err == nil {
+		err = writeFileAtomic(l.junit, report)
+	}
+	if err != nil {
+		printError(stderr, fmt.Sprintf("pipeline: warning: --junit %s: %v\n", l.junit, err))
 	}
 }
 

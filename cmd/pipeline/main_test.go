@@ -20,8 +20,17 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 // binary is the pipeline command built once for the end-to-end tests.
 var binary string
 
+// outerCI names the variables a CI job sets that change what pipeline
+// prints and writes. The tests that run the built binary are unaffected
+// by the job that runs them: they set these themselves, and no test
+// appends to the job's own summary or outputs.
+var outerCI = []string{"CI", "GITHUB_ACTIONS", "GITLAB_CI", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT", "GITHUB_WORKSPACE"}
+
 func TestMain(m *testing.M) {
 	flag.Parse()
+	for _, name := range outerCI {
+		os.Unsetenv(name)
+	}
 	dir, err := os.MkdirTemp("", "pipeline-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,17 +14,28 @@ import (
 )
 
 // outputFlag is the --output flag shared by every command that prints data.
-type outputFlag struct{ format string }
+type outputFlag struct {
+	format  string
+	formats []string
+}
 
-func addOutputFlag(cmd *cobra.Command) *outputFlag {
-	o := &outputFlag{format: "text"}
-	cmd.Flags().StringVarP(&o.format, "output", "o", "text", "output format: text or json")
+// addOutputFlag adds --output: text, json, and the command's own extra
+// formats (status: markdown).
+func addOutputFlag(cmd *cobra.Command, extra ...string) *outputFlag {
+	o := &outputFlag{format: "text", formats: append([]string{"text", "json"}, extra...)}
+	cmd.Flags().StringVarP(&o.format, "output", "o", "text", "output format: "+o.names())
 	return o
 }
 
+// names lists the formats: "text or json", "text, json or markdown".
+func (o *outputFlag) names() string {
+	last := len(o.formats) - 1
+	return strings.Join(o.formats[:last], ", ") + " or " + o.formats[last]
+}
+
 func (o *outputFlag) check() error {
-	if o.format != "text" && o.format != "json" {
-		return usagef("--output must be text or json, not %q", o.format)
+	if !slices.Contains(o.formats, o.format) {
+		return usagef("--output must be %s, not %q", o.names(), o.format)
 	}
 	return nil
 }
@@ -38,7 +50,7 @@ func writeJSON(w io.Writer, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	_, err := w.Write(escapeJSONControls(b.Bytes()))
+	_, err := w.Write(escapeWorkflowCommands(escapeJSONControls(b.Bytes())))
 	return err
 }
 
@@ -50,8 +62,21 @@ func writeJSONLine(w io.Writer, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	_, err := w.Write(escapeJSONControls(b.Bytes()))
+	_, err := w.Write(escapeWorkflowCommands(escapeJSONControls(b.Bytes())))
 	return err
+}
+
+// escapeWorkflowCommands writes "##[" in JSON as "#\u0023[", which reads
+// the same: the GitHub Actions runner takes "##[name]" anywhere in a line
+// of a job's log as a workflow command, and JSON printed there (run -o
+// json, status -o json) may quote a step or a note. It can only be inside
+// a string, where the escape means the same. ("::name::" counts only at
+// the start of a line, where JSON has a quote, a brace or spaces.)
+func escapeWorkflowCommands(b []byte) []byte {
+	if !bytes.Contains(b, []byte("##[")) {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte("##["), []byte(`#\u0023[`))
 }
 
 // escapeJSONControls escapes the control characters that encoding/json

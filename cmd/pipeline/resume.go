@@ -17,6 +17,7 @@ func resumeCommand() *cobra.Command {
 		grace  time.Duration
 		phase  string
 		notes  string
+		cf     *ciFlags
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "resume [SESSION]",
@@ -28,8 +29,11 @@ the phase, what was done, the files changed, the human notes and what
 changed in the spec since the pause. A session whose runner died (killed,
 crashed) is continued the same way.
 
+In CI mode (--ci, or CI=true, 1 or yes) the run is shown as run shows
+it, and leaves the same summary, outputs and --junit report behind.
+
 Exit status as for run: 0 completed, 1 failed, 2 usage, spec or
-environment error, 3 paused.`,
+environment error, 3 paused (1 with --fail-on-pause).`,
 		Example: `  pipeline resume
   pipeline resume 20261125-093000123-a1b2c3 --notes "use the v2 endpoint"
   pipeline resume --phase implementation`,
@@ -68,12 +72,20 @@ environment error, 3 paused.`,
 			return err
 		}
 		events, err := sess.Resume(time.Now(), notes, phase)
+		if err == nil && cf.noHumanGates {
+			// Once the session is known to resume: recorded as a change
+			// of plan, so that the session's digest names the plan it
+			// decides with from now on, and the events carry it.
+			if err = sess.SetPlan(time.Now(), sess.Plan.WithoutHumanGates()); err == nil {
+				events, err = sess.Resume(time.Now(), notes, phase)
+			}
+		}
 		if err != nil {
 			sess.Close()
 			return err
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "resuming session %s\n", sess.ID())
-		l := &launch{cmd: cmd, grace: grace, json: output.json()}
+		l := cf.launch(&launch{cmd: cmd, grace: grace, json: output.json()})
 		return l.run(sess, events...)
 	})
 	flags = addStoreFlags(cmd, true)
@@ -81,5 +93,6 @@ environment error, 3 paused.`,
 	cmd.Flags().DurationVar(&grace, "grace", 5*time.Second, "time a stopped step gets to exit after SIGINT before it is killed")
 	cmd.Flags().StringVar(&phase, "phase", "", "jump to this phase instead of continuing where the session paused")
 	cmd.Flags().StringVar(&notes, "notes", "", "notes for the agent, shown in its resume context")
+	cf = addCIFlags(cmd)
 	return cmd
 }

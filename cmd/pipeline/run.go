@@ -25,6 +25,7 @@ func runCommand() *cobra.Command {
 		fresh  bool
 		keepOn bool
 		wf     *watchFlags
+		cf     *ciFlags
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "run [FILE]",
@@ -39,8 +40,13 @@ One run per pipeline and spec at a time: a second is refused, naming the
 first.
 
 On a terminal a live view shows the phase, the step, the time and tokens
-against their limits, and the last lines of output; otherwise (or with
-CI=true) every line is printed with a timestamp. Ctrl+C (or SIGTERM, a
+against their limits, and the last lines of output; otherwise, or in CI
+mode (--ci, or CI=true, 1 or yes), every line is printed with a
+timestamp. In CI mode on GitHub Actions and GitLab CI each step is a
+collapsible group, and the reason a run stopped is an annotation at the
+trigger's line in phases.yaml; $GITHUB_STEP_SUMMARY and $GITHUB_OUTPUT,
+when set, get a table of the phases and the session's id and status;
+--junit writes a JUnit XML report. Ctrl+C (or SIGTERM, a
 closed terminal, a closed output as in pipeline run | head) stops the
 running step gracefully and pauses; a second Ctrl+C, or SIGQUIT (Ctrl+\),
 kills it at once.
@@ -52,11 +58,13 @@ exits, what it left running is killed, daemons included (they are known
 by PIPELINE_SESSION in their environment).
 
 Exit status: 0 completed, 1 failed, 2 usage, spec or environment error
-(nothing ran), 3 paused (a store that cannot be written pauses too).`,
+(nothing ran), 3 paused (a store that cannot be written pauses too; 1
+with --fail-on-pause).`,
 		Example: `  pipeline run
   pipeline run examples/quickstart/phases.yaml
   pipeline run --new --spec specs/045-dashboard/README.md
-  CI=true pipeline run phases.yaml`,
+  CI=true pipeline run phases.yaml
+  pipeline run --ci --junit pipeline-junit.xml --no-human-gates --fail-on-pause`,
 		Args: cobra.MaximumNArgs(1),
 	}, func(cmd *cobra.Command, args []string) error {
 		if grace < 0 {
@@ -65,9 +73,17 @@ Exit status: 0 completed, 1 failed, 2 usage, spec or environment error
 		if len(args) == 1 {
 			flags.file = args[0]
 		}
+		if keepOn {
+			if err := cf.refuseWithWatch(); err != nil {
+				return err
+			}
+		}
 		plan, err := spec.Load(flags.file, flags.spec)
 		if err != nil {
 			return err
+		}
+		if cf.noHumanGates {
+			plan = plan.WithoutHumanGates()
 		}
 		if err := checkAdapters(plan); err != nil {
 			return err
@@ -113,7 +129,7 @@ Exit status: 0 completed, 1 failed, 2 usage, spec or environment error
 				return err
 			}
 		}
-		l := &launch{cmd: cmd, grace: grace, json: output.json(), watchNext: keepOn}
+		l := cf.launch(&launch{cmd: cmd, grace: grace, json: output.json(), watchNext: keepOn})
 		err = l.run(sess, first)
 		var paused *exitStatus
 		if keepOn && errors.As(err, &paused) && paused.code == exitPaused && sess.StoreFailed() == nil {
@@ -128,6 +144,7 @@ Exit status: 0 completed, 1 failed, 2 usage, spec or environment error
 	cmd.Flags().BoolVar(&fresh, "new", false, "start a new session even when the latest one is paused")
 	cmd.Flags().BoolVar(&keepOn, "watch", false, "once the session pauses, keep watching: a change to its spec or phases.yaml resumes it (see pipeline watch)")
 	wf = addWatchFlags(cmd)
+	cf = addCIFlags(cmd)
 	return cmd
 }
 
@@ -152,15 +169,19 @@ func checkAdapters(plan *spec.Plan) error {
 	return nil
 }
 
-// newView picks the live view on a terminal and plain lines elsewhere or
-// when CI=true.
-func newView(out io.Writer) local.View {
-	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) && os.Getenv("CI") != "true" {
+// newView picks the live view on a terminal, and plain lines elsewhere or
+// in CI mode, with the CI system's groups.
+func newView(out io.Writer, ci ciSettings) local.View {
+	if f, ok := out.(*os.File); ok && !ci.enabled && term.IsTerminal(int(f.Fd())) {
 		width, _, err := term.GetSize(int(f.Fd()))
 		if err != nil {
 			width = 80
 		}
 		return newQueuedView(NewLiveView(f, width))
 	}
-	return newQueuedView(NewPlainView(out, time.Now))
+	var marks logMarkers
+	if ci.enabled {
+		marks = newLogMarkers(ci, time.Now)
+	}
+	return newQueuedView(NewPlainView(out, time.Now).withMarks(marks))
 }

@@ -27,12 +27,15 @@ func statusCommand() *cobra.Command {
 phase, step, attempt, why it paused, tokens, cost and time. --verbose adds
 the history of every phase: attempts, tokens, cost, duration, retries,
 restarts, human interventions, triggers fired, files changed.
+--output markdown prints the table of phases a run in GitHub Actions
+appends to the job summary.
 
 A session whose runner died while running shows as paused, reason
 runner-died: resume continues it.`,
 		Example: `  pipeline status
   pipeline status --verbose
-  pipeline status 20261125-093000123-a1b2c3 -o json`,
+  pipeline status 20261125-093000123-a1b2c3 -o json
+  pipeline status -o markdown >> "$GITHUB_STEP_SUMMARY"`,
 		Args: cobra.MaximumNArgs(1),
 	}, func(cmd *cobra.Command, args []string) error {
 		if err := output.check(); err != nil {
@@ -55,13 +58,17 @@ runner-died: resume continues it.`,
 			s = engine.RunnerDied(s)
 		}
 		report := statusOf(f.X.Meta, f.Plan, s)
-		if output.json() {
+		switch output.format {
+		case "json":
 			return writeJSON(cmd.OutOrStdout(), report)
+		case "markdown":
+			_, err := cmd.OutOrStdout().Write(markdownReport(report, newScreenText().line))
+			return err
 		}
 		return printStatus(cmd.OutOrStdout(), report, verbose)
 	})
 	flags = addStoreFlags(cmd, true)
-	output = addOutputFlag(cmd)
+	output = addOutputFlag(cmd, "markdown")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "show the history of every phase")
 	return cmd
 }

@@ -79,6 +79,9 @@ type PlainView struct {
 	// here, so they arrive in the same chunk.)
 	changed   []byte
 	inChanged bool
+	// marks, in CI mode on GitHub Actions or GitLab CI, puts each step
+	// in a group; nil elsewhere.
+	marks logMarkers
 }
 
 // maxChangedLine bounds the line held in PlainView.changed.
@@ -89,21 +92,41 @@ func NewPlainView(w io.Writer, now func() time.Time) *PlainView {
 	return &PlainView{w: bufio.NewWriterSize(w, 64<<10), now: now, atStart: true, text: newScreenText()}
 }
 
-// line prints text, made safe, as a line of its own.
-func (v *PlainView) line(text string) {
+// withMarks makes the view write a CI system's markers (see logMarkers).
+func (v *PlainView) withMarks(marks logMarkers) *PlainView {
+	if marks != nil {
+		v.marks = marks
+		marks.begin(v.w)
+	}
+	return v
+}
+
+// endLine ends the step's output and the line it left open.
+func (v *PlainView) endLine() {
 	v.endOutput()
 	if !v.atStart {
 		v.w.WriteByte('\n')
 		v.atStart = true
 	}
+}
+
+// line prints text, made safe, as a line of its own.
+func (v *PlainView) line(text string) {
+	v.endLine()
 	fmt.Fprintf(v.w, "%s %s\n", v.now().Format("15:04:05"), v.text.line(text))
 }
 
-// StepStarted prints the step's header line.
+// StepStarted prints the step's header line, in CI mode after the start
+// of its group.
 func (v *PlainView) StepStarted(info local.StepInfo) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.line(fmt.Sprintf("== phase %d/%d %s · step %s · attempt %d · %s", info.PhaseIndex+1, info.Phases, info.Phase, info.Step, info.Attempt, info.What))
+	title := fmt.Sprintf("phase %d/%d %s · step %s · attempt %d", info.PhaseIndex+1, info.Phases, info.Phase, info.Step, info.Attempt)
+	if v.marks != nil {
+		v.endLine()
+		v.marks.stepStarted(v.w, info, v.text.line(title))
+	}
+	v.line("== " + title + " · " + info.What)
 	v.w.Flush()
 }
 
@@ -187,10 +210,15 @@ func (v *PlainView) Progress(local.Progress) {
 	v.mu.Unlock()
 }
 
-// StepFinished prints how the step ended.
+// StepFinished prints how the step ended, in CI mode after the end of
+// its group.
 func (v *PlainView) StepFinished(info local.StepInfo, r engine.StepResult) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if v.marks != nil {
+		v.endLine()
+		v.marks.stepFinished(v.w)
+	}
 	v.line("== " + describeResult(info, r))
 	v.w.Flush()
 }
@@ -224,10 +252,14 @@ func (v *PlainView) Say(format string, args ...any) {
 	v.w.Flush()
 }
 
-// Close flushes what is buffered.
+// Close flushes what is buffered, after the end of any group still open.
 func (v *PlainView) Close() error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.endOutput()
+	if v.marks != nil {
+		v.endLine()
+		v.marks.end(v.w)
+	}
 	return v.w.Flush()
 }

@@ -182,7 +182,7 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 			}
 		}
 		if pause := r.sess.State().Pause; pause != nil {
-			r.say("paused: %s", describeFiring(*pause))
+			r.say("paused: %s", DescribeFiring(*pause))
 		}
 		return true
 	}
@@ -213,7 +213,7 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 				if stopSleep != nil {
 					stopSleep()
 				}
-				r.say("paused: %s", describeFiring(a.Firing))
+				r.say("paused: %s", DescribeFiring(a.Firing))
 				return true
 			case engine.Complete:
 				r.say("completed: %d phases", len(r.plan.Phases))
@@ -296,7 +296,9 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 	}
 }
 
-func describeFiring(f engine.Firing) string {
+// DescribeFiring says what fired, as the paused: line shows it: the
+// reason, its expression and the values it read, and the note.
+func DescribeFiring(f engine.Firing) string {
 	text := f.Reason
 	if f.Expression != "" && f.Expression != f.Reason {
 		text += fmt.Sprintf(" (%s)", f.Expression)

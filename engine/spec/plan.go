@@ -23,6 +23,9 @@ const (
 	LayerPipeline Layer = "phases.yaml"
 	// LayerSpec is the spec's frontmatter.
 	LayerSpec Layer = "spec"
+	// LayerFlag is a command-line flag of one run, such as pipeline run
+	// --no-human-gates: it is written in no file.
+	LayerFlag Layer = "flag"
 )
 
 // Origin is where a value of the plan came from.
@@ -37,13 +40,15 @@ func (o Origin) String() string {
 		return "built-in default"
 	case o.Layer == LayerSpec:
 		return o.Position.String() + " (spec frontmatter)"
+	case o.Layer == LayerFlag:
+		return "command-line flag"
 	}
 	return o.Position.String()
 }
 
 // MarshalJSON writes the origin as its layer and position.
 func (o Origin) MarshalJSON() ([]byte, error) {
-	if o.Layer == LayerDefault {
+	if o.Layer == LayerDefault || o.Layer == LayerFlag {
 		return json.Marshal(struct {
 			Layer Layer `json:"layer"`
 		}{o.Layer})

@@ -1,0 +1,36 @@
+package spec
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+)
+
+// WithoutHumanGates returns a copy of the plan in which every phase
+// advances by itself (auto_advance: true), as pipeline run and resume
+// --no-human-gates run it; p is left as it is, and no file changes.
+//
+// The copy is another plan, so it has another digest: a session records
+// the digest of the plan its decisions were made with, and it must not
+// claim phases.yaml's plan as written when a flag changed it. The digest
+// is derived from p's, so that the same files and the same flag always
+// name the same plan.
+func (p *Plan) WithoutHumanGates() *Plan {
+	q := *p
+	q.Phases = slices.Clone(p.Phases)
+	for i := range q.Phases {
+		if !q.Phases[i].AutoAdvance.Value {
+			q.Phases[i].AutoAdvance = Setting[bool]{Value: true, From: Origin{Layer: LayerFlag}}
+		}
+	}
+	q.Digest = derivedDigest(p.Digest, "no-human-gates")
+	return &q
+}
+
+// derivedDigest names the plan made from the plan of digest by change.
+func derivedDigest(digest, change string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "pipeline derived plan\n%s\n%s\n", digest, change)
+	return hex.EncodeToString(h.Sum(nil))
+}
