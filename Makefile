@@ -7,7 +7,7 @@ FUZZTIME ?= 20s
 # The tests that run the real agent CLIs carry this build tag: go test ./...
 # runs without them on a machine with Go alone; make test installs the CLIs
 # and sets it.
-TAGS     := agentclis
+TAGS     := agentclis,xmllint
 # The schema generator is a module of its own (its dependencies stay out of
 # ours); make test and make lint run its test and checks there.
 GEN      := schemas/gen

@@ -181,16 +181,32 @@ func parseGitHubOutput(t *testing.T, content string) map[string]string {
 // validator, xmllint, which make test installs when it is missing.
 func validateJUnit(t *testing.T, path string) {
 	t.Helper()
-	xmllint, err := exec.LookPath("xmllint")
-	if err != nil {
-		t.Fatal("xmllint is missing, so the JUnit report cannot be checked against its schema: " +
-			"make test installs it (scripts/install-xmllint.sh), or: apt-get install libxml2-utils")
+	xmllint := findXmllint(t)
+	if xmllint == "" {
+		return
 	}
 	out, err := exec.Command(xmllint, "--noout", "--schema", filepath.Join("testdata", "junit-10.xsd"), path).CombinedOutput()
 	if err != nil {
 		content, _ := os.ReadFile(path)
 		t.Fatalf("the JUnit report does not validate: %v\n%s\n%s", err, out, content)
 	}
+}
+
+// findXmllint is xmllint's path. Missing, it fails the test under make
+// test (-tags xmllint), which installs it; with Go alone it is "" and the
+// report is checked without its schema.
+func findXmllint(t *testing.T) string {
+	t.Helper()
+	xmllint, err := exec.LookPath("xmllint")
+	if err == nil {
+		return xmllint
+	}
+	if xmllintRequired {
+		t.Fatal("xmllint is missing, so the JUnit report cannot be checked against its schema: " +
+			"make test installs it (scripts/install-xmllint.sh), or: apt-get install libxml2-utils")
+	}
+	t.Log("xmllint is missing: the JUnit report is checked without its schema (make test installs it)")
+	return ""
 }
 
 type junitFile struct {
@@ -235,9 +251,9 @@ func readJUnit(t *testing.T, path string) junitFile {
 // The validator is no rubber stamp: a report without what the schema
 // requires is refused.
 func TestJUnitSchemaRefusesAnInvalidReport(t *testing.T) {
-	xmllint, err := exec.LookPath("xmllint")
-	if err != nil {
-		t.Fatal("xmllint is missing: make test installs it (scripts/install-xmllint.sh), or: apt-get install libxml2-utils")
+	xmllint := findXmllint(t)
+	if xmllint == "" {
+		t.Skip("xmllint is missing; make test (-tags xmllint) installs it and runs this test")
 	}
 	path := filepath.Join(t.TempDir(), "bad.xml")
 	write(t, filepath.Dir(path), "bad.xml", `<testsuites><testsuite name="x" tests="1" failures="0"><testcase/></testsuite></testsuites>`)
