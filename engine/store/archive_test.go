@@ -18,8 +18,10 @@ import (
 // passes through the export's filter.
 type upper struct{}
 
-func (upper) Write(chunk []byte) []byte { return bytes.ReplaceAll(chunk, []byte("s3cr3t"), []byte("[REDACTED]")) }
-func (upper) Flush() []byte             { return nil }
+func (upper) Write(chunk []byte) []byte {
+	return bytes.ReplaceAll(chunk, []byte("s3cr3t"), []byte("[REDACTED]"))
+}
+func (upper) Flush() []byte { return nil }
 
 const testID = "20261125-093000123-a1b2c3"
 
@@ -91,7 +93,9 @@ func importStore(t *testing.T) *Store {
 	return st
 }
 
-func importOptions() ImportOptions { return ImportOptions{Files: extraFiles, Holder: Holder{PID: os.Getpid()}} }
+func importOptions() ImportOptions {
+	return ImportOptions{Files: extraFiles, Holder: Holder{PID: os.Getpid()}}
+}
 
 func TestExportImportRoundTrip(t *testing.T) {
 	from, archive := exportedSession(t)
@@ -332,7 +336,9 @@ func TestImportRefusesHostileArchives(t *testing.T) {
 		{"meta of another session", writeArchive(t, meta(func(m map[string]any) { m["id"] = "20261125-093000123-ffffff" })), 0, "names session"},
 		{"meta with another key", writeArchive(t, meta(func(m map[string]any) { m["key"] = "abc" })), 0, "not the one of its paths"},
 		{"torn log", writeArchive(t, withManifest(t, replaceBody(base, testID+"/events.jsonl", []byte(`{"seq":1,"type":"Noted","event":{}}`+"\n"+`{"seq":2,`)),
-			func(m *Manifest) { fixListing(m, "events.jsonl", []byte(`{"seq":1,"type":"Noted","event":{}}`+"\n"+`{"seq":2,`)) })), 0, "ends in part of a line"},
+			func(m *Manifest) {
+				fixListing(m, "events.jsonl", []byte(`{"seq":1,"type":"Noted","event":{}}`+"\n"+`{"seq":2,`))
+			})), 0, "ends in part of a line"},
 		{"log out of order", writeArchive(t, withManifest(t, replaceBody(base, testID+"/events.jsonl", []byte(`{"seq":2,"type":"Noted","event":{}}`+"\n")),
 			func(m *Manifest) { fixListing(m, "events.jsonl", []byte(`{"seq":2,"type":"Noted","event":{}}`+"\n")) })), 0, "is not event 1"},
 		// A tar bomb: what the manifest declares is refused before a byte
