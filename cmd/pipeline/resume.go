@@ -17,6 +17,7 @@ func resumeCommand() *cobra.Command {
 		grace  time.Duration
 		phase  string
 		notes  string
+		file   string
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "resume [SESSION]",
@@ -44,6 +45,12 @@ environment error, 3 paused.`,
 		}
 		if err := output.check(); err != nil {
 			return err
+		}
+		if file != "" {
+			var err error
+			if id, err = importSessionFile(cmd, flags, file, id); err != nil {
+				return err
+			}
 		}
 		st, err := flags.existing()
 		if err != nil {
@@ -81,5 +88,6 @@ environment error, 3 paused.`,
 	cmd.Flags().DurationVar(&grace, "grace", 5*time.Second, "time a stopped step gets to exit after SIGINT before it is killed")
 	cmd.Flags().StringVar(&phase, "phase", "", "jump to this phase instead of continuing where the session paused")
 	cmd.Flags().StringVar(&notes, "notes", "", "notes for the agent, shown in its resume context")
+	cmd.Flags().StringVar(&file, "session-file", "", "import the session exported to this file (pipeline export) into the store first, then resume it")
 	return cmd
 }

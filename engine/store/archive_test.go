@@ -14,14 +14,14 @@ import (
 	"time"
 )
 
-// upper is a filter that shouts: it shows that every file but meta.json
+// hideS3cr3t is a filter that redacts one word: it shows that every file but meta.json
 // passes through the export's filter.
-type upper struct{}
+type hideS3cr3t struct{}
 
-func (upper) Write(chunk []byte) []byte {
+func (hideS3cr3t) Write(chunk []byte) []byte {
 	return bytes.ReplaceAll(chunk, []byte("s3cr3t"), []byte("[REDACTED]"))
 }
-func (upper) Flush() []byte { return nil }
+func (hideS3cr3t) Flush() []byte { return nil }
 
 const testID = "20261125-093000123-a1b2c3"
 
@@ -68,7 +68,7 @@ func exportedSession(t *testing.T) (*Store, []byte) {
 	}
 	x.Close()
 	var b bytes.Buffer
-	m, err := st.Export(testID, &b, ExportOptions{Summary: sum, Files: extraFiles, Filter: func() Filter { return upper{} }, Now: created})
+	m, err := st.Export(testID, &b, ExportOptions{Summary: sum, Files: extraFiles, Filter: func() Filter { return hideS3cr3t{} }, Now: created})
 	if err != nil {
 		t.Fatal(err)
 	}
