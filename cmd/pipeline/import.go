@@ -104,14 +104,15 @@ func importSession(cmd *cobra.Command, flags *storeFlags, path string, o session
 	if sum.Phase != "" {
 		what += ", phase " + sum.Phase
 	}
-	verb := "imported"
+	var say string
 	switch {
 	case got.Unchanged:
-		verb = "already had"
+		say = fmt.Sprintf("session %s (%s) from %s is already in %s, the same: nothing to import\n", got.Meta.ID, what, path, st.Root)
 	case got.Replaced:
-		verb = "replaced"
+		say = fmt.Sprintf("replaced session %s with the one from %s (%s) in %s\n", got.Meta.ID, path, what, st.Root)
+	default:
+		say = fmt.Sprintf("imported session %s (%s) from %s into %s\n", got.Meta.ID, what, path, st.Root)
 	}
-	say := fmt.Sprintf("%s session %s (%s) from %s into %s\n", verb, got.Meta.ID, what, path, st.Root)
 	// Its files are where they were in the project it was exported from:
 	// imported elsewhere, there is nothing to resume it with.
 	if _, err := os.Stat(got.Meta.File); err != nil {

@@ -261,7 +261,7 @@ func TestExportImportIsTheSameSessionAndResumesElsewhere(t *testing.T) {
 		t.Error("the session had no transcript")
 	}
 	// The same archive again: nothing changes.
-	if r := pipelineEnv(t, dir, env, "import", archive); r.code != 0 || !strings.Contains(r.stderr, "already had session "+id) {
+	if r := pipelineEnv(t, dir, env, "import", archive); r.code != 0 || !strings.Contains(r.stderr, "session "+id+" (paused: checkpoint, phase design) from "+archive+" is already in") {
 		t.Errorf("a second import: exit %d, %s", r.code, r.stderr)
 	}
 	r = pipelineEnv(t, dir, env, "resume", "--notes", "imported")
@@ -277,7 +277,7 @@ func TestExportImportIsTheSameSessionAndResumesElsewhere(t *testing.T) {
 	if r.code != exitUsage || !strings.Contains(r.stderr, "differs") || !strings.Contains(r.stderr, "--replace") {
 		t.Errorf("importing an older version: exit %d, %s", r.code, r.stderr)
 	}
-	if r := pipelineEnv(t, dir, env, "import", "--replace", archive); r.code != 0 || !strings.Contains(r.stderr, "replaced session "+id) {
+	if r := pipelineEnv(t, dir, env, "import", "--replace", archive); r.code != 0 || !strings.Contains(r.stderr, "replaced session "+id+" with the one from "+archive) {
 		t.Fatalf("import --replace: exit %d, %s", r.code, r.stderr)
 	}
 	if s := statusIn(t, dir, env); s.Status != "paused" {
@@ -294,7 +294,7 @@ func TestExportImportIsTheSameSessionAndResumesElsewhere(t *testing.T) {
 		t.Errorf("resume --session-file with another id: exit %d, %s", r.code, r.stderr)
 	}
 	r = pipelineEnv(t, third, freshHome(t), "resume", "--session-file", archive, id[:12])
-	if r.code != 0 || !strings.Contains(r.stderr, "already had session "+id) {
+	if r.code != 0 || !strings.Contains(r.stderr, "is already in") {
 		t.Fatalf("resume --session-file: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	if s := statusIn(t, third, freshHome(t)); s.ID != id || s.Status != "completed" {
@@ -442,5 +442,26 @@ func TestAFormat1StoreKeepsWorking(t *testing.T) {
 	}
 	if s := status(t, dir); s.ID != id || s.Status != "completed" {
 		t.Errorf("after the run: %+v", s)
+	}
+}
+
+// pipeline watch in the checkout a store was moved to finds its paused
+// session, and the spec it names there, and resumes it when that spec
+// changes.
+func TestWatchFollowsASessionMovedWithItsProject(t *testing.T) {
+	first := filepath.Join(t.TempDir(), "first")
+	id := watchedPipeline(t, first, "")
+	dir := moveProject(t, first)
+	w := watchStart(t, dir)
+	write(t, dir, "spec.md", "# The spec\n\nBuild it.\nIn the new checkout.\n")
+	resumed := w.awaitEvent(t, "resumed", id)
+	if resumed.File != "spec.md" || resumed.Change != "spec" {
+		t.Errorf("resumed %+v, want for a change of spec.md", resumed)
+	}
+	w.awaitEvent(t, "paused", id)
+	w.stop(t)
+	prompt, err := os.ReadFile(filepath.Join(dir, "prompt-two.txt"))
+	if err != nil || !strings.Contains(string(prompt), "+In the new checkout.") {
+		t.Errorf("the resume context has no diff of the spec: %v\n%s", err, prompt)
 	}
 }

@@ -84,7 +84,7 @@ func Import(st *store.Store, r io.Reader, o ImportOptions) (store.Imported, erro
 	case errors.As(err, &archiveErr):
 		return got, &RefusedError{Err: err, Message: "refused: " + archiveErr.Reason}
 	case errors.As(err, &exists):
-		return got, &RefusedError{Err: err, Message: fmt.Sprintf("%v: import --replace puts the archive's in its place, or remove it first", err)}
+		return got, &RefusedError{Err: err, Message: fmt.Sprintf("%v: import --replace puts the archive's in its place", err)}
 	case errors.As(err, &locked):
 		return got, &RefusedError{Err: err, Message: fmt.Sprintf("session %s cannot be replaced now: %v", got.Manifest.Session, err)}
 	case err != nil:
