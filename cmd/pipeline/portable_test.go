@@ -365,7 +365,7 @@ func TestExportRefusesARunningSessionAndImportAHostileArchive(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "phases.yaml", "version: 1\nphases: [{name: a, steps: [{run: 'echo started; sleep 30'}]}]\n")
 	run := pipelineStart(t, dir, "run", "--grace", "1s")
-	run.await(t, "started")
+	run.await(t, "| started")
 	r := pipeline(t, dir, "export", "-o", filepath.Join(dir, "s.tar.gz"))
 	if r.code != exitUsage || !strings.Contains(r.stderr, "is running") {
 		t.Errorf("export of a running session: exit %d, %s", r.code, r.stderr)
@@ -463,5 +463,52 @@ func TestWatchFollowsASessionMovedWithItsProject(t *testing.T) {
 	prompt, err := os.ReadFile(filepath.Join(dir, "prompt-two.txt"))
 	if err != nil || !strings.Contains(string(prompt), "+In the new checkout.") {
 		t.Errorf("the resume context has no diff of the spec: %v\n%s", err, prompt)
+	}
+}
+
+// A CI job cancelled while its step ran leaves a session marked running:
+// exported (which writes nothing to the store) and imported elsewhere,
+// it shows as runner-died and resume finishes it there.
+func TestACutShortSessionExportsAndFinishesElsewhere(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "job-1")
+	write(t, dir, "phases.yaml", `version: 1
+phases:
+  - name: one
+    steps: [{run: 'if [ -f ran ]; then echo again; else touch ran; echo started; exec sleep 30; fi'}]
+  - name: two
+    steps: [{run: 'echo two'}]
+`)
+	run := pipelineStart(t, dir, "run")
+	run.await(t, "| started") // the output, not the header that quotes it
+	run.cmd.Process.Kill()
+	run.exit(t)
+	before := filetree.Of(t, filepath.Join(dir, ".pipeline"))
+	archive := filepath.Join(t.TempDir(), "s.tar.gz")
+	if r := pipeline(t, dir, "export", "-o", archive); r.code != 0 || !strings.Contains(r.stderr, "(running,") {
+		t.Fatalf("export: exit %d, %s", r.code, r.stderr)
+	}
+	if after := filetree.Of(t, filepath.Join(dir, ".pipeline")); len(after) != len(before) {
+		t.Errorf("export wrote to the store:\nbefore %v\nafter  %v", before, after)
+	} else {
+		for k, v := range before {
+			if after[k] != v {
+				t.Errorf("export changed %s: %s, then %s", k, v, after[k])
+			}
+		}
+	}
+	other := moveProject(t, dir)
+	os.RemoveAll(filepath.Join(other, ".pipeline"))
+	env := freshHome(t)
+	if r := pipelineEnv(t, other, env, "import", archive); r.code != 0 {
+		t.Fatalf("import: exit %d, %s", r.code, r.stderr)
+	}
+	if s := statusIn(t, other, env); s.Status != "paused" || s.PauseReason != "runner-died" {
+		t.Errorf("the imported session shows as %+v", s)
+	}
+	if r := pipelineEnv(t, other, env, "resume"); r.code != 0 || !strings.Contains(r.stdout, "again") {
+		t.Fatalf("resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if s := statusIn(t, other, env); s.Status != "completed" {
+		t.Errorf("after the resume: %+v", s)
 	}
 }
