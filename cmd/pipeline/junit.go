@@ -211,32 +211,3 @@ func readTail(path string, n int) []byte {
 	}
 	return buf
 }
-
-// writeFileAtomic writes content to path through a temporary file in the
-// same folder, renamed over it once complete: a reader sees the old file
-// or the new one, never half of one.
-func writeFileAtomic(path string, content []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(content)
-	if err == nil {
-		err = f.Sync()
-	}
-	if closeErr := f.Close(); err == nil {
-		err = closeErr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
-}

@@ -213,7 +213,10 @@ func (l *launch) report(sess *session.Session, s engine.State, out io.Writer) {
 	}
 	report, err := junitReport(sess.Plan, s, r, filepath.Join(sess.X.Dir, "transcripts"), text)
 	if err == nil {
-		err = writeFileAtomic(l.junit, report)
+		err = writeFileAtomic(l.junit, 0o644, func(w io.Writer) error {
+			_, err := w.Write(report)
+			return err
+		})
 	}
 	if err != nil {
 		printError(stderr, fmt.Sprintf("pipeline: warning: --junit %s: %v\n", l.junit, err))

@@ -18,6 +18,7 @@ func resumeCommand() *cobra.Command {
 		phase  string
 		notes  string
 		cf     *ciFlags
+		file   string
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "resume [SESSION]",
@@ -48,6 +49,12 @@ environment error, 3 paused (1 with --fail-on-pause).`,
 		}
 		if err := output.check(); err != nil {
 			return err
+		}
+		if file != "" {
+			var err error
+			if id, err = importSessionFile(cmd, flags, file, id); err != nil {
+				return err
+			}
 		}
 		st, err := flags.existing()
 		if err != nil {
@@ -94,5 +101,6 @@ environment error, 3 paused (1 with --fail-on-pause).`,
 	cmd.Flags().StringVar(&phase, "phase", "", "jump to this phase instead of continuing where the session paused")
 	cmd.Flags().StringVar(&notes, "notes", "", "notes for the agent, shown in its resume context")
 	cf = addCIFlags(cmd)
+	cmd.Flags().StringVar(&file, "session-file", "", "import the session exported to this file (pipeline export) into the store first, then resume it")
 	return cmd
 }

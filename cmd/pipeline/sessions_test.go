@@ -288,9 +288,9 @@ func TestOtherFormatRefused(t *testing.T) {
 		t.Fatalf("state files %v", states)
 	}
 	content, _ := os.ReadFile(states[0])
-	os.WriteFile(states[0], bytes.Replace(content, []byte(`"format":1`), []byte(`"format":9`), 1), 0o600)
+	os.WriteFile(states[0], bytes.Replace(content, []byte(`"format":2`), []byte(`"format":9`), 1), 0o600)
 	r := pipeline(t, dir, "status")
-	if r.code != exitUsage || !strings.Contains(r.stderr, "format 9") || !strings.Contains(r.stderr, "reads format 1") {
+	if r.code != exitUsage || !strings.Contains(r.stderr, "format 9") || !strings.Contains(r.stderr, "reads formats 1 to 2") {
 		t.Fatalf("status of a format-9 session: exit %d, %s", r.code, r.stderr)
 	}
 }

@@ -152,7 +152,7 @@ func TestStaleIndexDoesNotMakeRunResumeAFinishedSession(t *testing.T) {
 // lock file goes) is a refusal: exit 2, with the way out.
 func TestOpenRefusesAStoreItCannotUse(t *testing.T) {
 	p := newProject(t, twoPhases)
-	key := session.KeyOf(p.file, p.plan)
+	key := session.KeyOf(p.st, p.file, p.plan)
 	if err := os.MkdirAll(filepath.Join(p.st.Root, "locks"), 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func Find(st *store.Store, o Options) (*Ref, error) {
 			return nil, err
 		}
 	} else {
-		last, err := Latest(st, KeyOf(o.File, o.Plan), o.Statuses...)
+		last, err := Latest(st, KeyOf(st, o.File, o.Plan), o.Statuses...)
 		if err != nil {
 			return nil, refused("%v", err)
 		}

@@ -81,7 +81,7 @@ func checkPhases(plan *spec.Plan, s engine.State, id string) error {
 
 // Summarize is a state's line in the session index.
 func Summarize(plan *spec.Plan, meta store.Meta, s engine.State, now time.Time) store.Summary {
-	sum := store.Summary{ID: meta.ID, Key: meta.Key, Pipeline: meta.Pipeline, Spec: meta.Spec,
+	sum := store.Summary{ID: meta.ID, Key: meta.Key, Pipeline: meta.Pipeline, File: meta.File, Spec: meta.Spec,
 		Status: string(s.Status), Tokens: s.TotalTokens, CostUSD: s.CostUSD, Created: meta.Created, Updated: now}
 	if s.Phase < len(plan.Phases) {
 		sum.Phase = plan.Phases[s.Phase].Name

@@ -141,7 +141,7 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 			}
 		}
 	} else {
-		key = KeyOf(o.File, plan)
+		key = KeyOf(st, o.File, plan)
 	}
 	now := time.Now()
 	// Whoever held the key last: if it is not the session opened now (run
@@ -188,13 +188,8 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	}
 	switch {
 	case x == nil:
-		absFile, _ := filepath.Abs(o.File)
-		absSpec := ""
-		if plan.Spec != "" {
-			absSpec, _ = filepath.Abs(plan.Spec)
-		}
-		if x, err = st.Create(store.Meta{ID: NewSessionID(now), Pipeline: plan.Name.Value, File: absFile,
-			Spec: absSpec, Key: key, Created: now}); err != nil {
+		if x, err = st.Create(store.Meta{ID: NewSessionID(now), Pipeline: plan.Name.Value, File: o.File,
+			Spec: plan.Spec, Key: key, Created: now}); err != nil {
 			return fail(storeRefused(st, err))
 		}
 		s.Created = true
@@ -288,7 +283,7 @@ func sweepOrphans(x *store.Session, crashed bool, say func(string, ...any)) erro
 	if content == nil && !crashed {
 		return nil
 	}
-	if pgid, err := strconv.Atoi(strings.TrimSpace(string(content))); err == nil && steps.KillOrphans(pgid) {
+	if pgid, ok := stepGroup(content, machineID()); ok && steps.KillOrphans(pgid) {
 		say("stopped what the last runner's step left running (process group %d)", pgid)
 	}
 	if left := steps.KillMarked(StepMark(x.Meta.ID)); len(left) > 0 {
@@ -298,6 +293,24 @@ func sweepOrphans(x *store.Session, crashed bool, say func(string, ...any)) erro
 		return nil
 	}
 	return x.RemoveFile(stepProcessFile)
+}
+
+// stepGroup reads the step-process file: the process group of the step
+// that ran, and the machine (and boot) it ran on. A group recorded on
+// another machine, or before a reboot (a store restored from a CI cache
+// or an export, a copied project), names nothing here: its number may be
+// someone else's group now. A file without a machine (written by an
+// older pipeline) is taken as this machine's.
+func stepGroup(content []byte, machine string) (int, bool) {
+	fields := strings.Fields(string(content))
+	if len(fields) == 0 || len(fields) > 2 {
+		return 0, false
+	}
+	if len(fields) == 2 && fields[1] != machine {
+		return 0, false
+	}
+	pgid, err := strconv.Atoi(fields[0])
+	return pgid, err == nil
 }
 
 // StepMark is put in the environment of every process of the session's
@@ -472,7 +485,11 @@ func (s *Session) StepProcess(pgid int) {
 		s.X.RemoveFile(stepProcessFile)
 		return
 	}
-	s.X.WriteFileNoSync(stepProcessFile, []byte(strconv.Itoa(pgid)))
+	content := strconv.Itoa(pgid)
+	if machine := machineID(); machine != "" {
+		content += " " + machine
+	}
+	s.X.WriteFileNoSync(stepProcessFile, []byte(content))
 }
 
 // PauseRequest returns the notes of a pending pipeline pause, and whether
@@ -520,15 +537,11 @@ func (s *Session) saveSpecAtPause() error {
 	return s.X.WriteFile(SpecHashFile, []byte(ContentHash(content)))
 }
 
-// KeyOf names the (pipeline, spec) pair of a plan: one session of a key
-// runs at a time.
-func KeyOf(file string, plan *spec.Plan) string {
-	absFile, _ := filepath.Abs(file)
-	absSpec := ""
-	if plan.Spec != "" {
-		absSpec, _ = filepath.Abs(plan.Spec)
-	}
-	return store.Key(absFile, absSpec)
+// KeyOf names the (pipeline, spec) pair of a plan in a store: one
+// session of a key runs at a time. The key is made from their paths
+// relative to the store's base: the same in any checkout of the project.
+func KeyOf(st *store.Store, file string, plan *spec.Plan) string {
+	return st.Key(file, plan.Spec)
 }
 
 // Latest returns the newest session of key with one of statuses (any

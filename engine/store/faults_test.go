@@ -110,7 +110,7 @@ func TestIndexAppendAfterATornLastLineIsNotGluedToIt(t *testing.T) {
 	}
 	content, _ := os.ReadFile(index)
 	for n, line := range strings.Split(strings.TrimSuffix(string(content), "\n"), "\n") {
-		if _, ok := parseIndexLine([]byte(line)); !ok {
+		if _, _, ok := parseIndexLine([]byte(line)); !ok {
 			t.Errorf("index line %d is not readable: %q", n+1, line)
 		}
 	}
@@ -536,7 +536,7 @@ func TestIndexWriteCutShortLeavesTheIndexWhole(t *testing.T) {
 		t.Errorf("the index ends in part of a line: %q", content[max(0, len(content)-40):])
 	}
 	for n, line := range strings.Split(strings.TrimSuffix(string(content), "\n"), "\n") {
-		if _, ok := parseIndexLine([]byte(line)); !ok {
+		if _, _, ok := parseIndexLine([]byte(line)); !ok {
 			t.Errorf("index line %d is not readable: %q", n+1, line)
 		}
 	}

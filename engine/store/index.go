@@ -55,32 +55,50 @@ const (
 	removedPrefix = ".removed-"
 )
 
+// indexFields is the number of fields of a line of the index; a line
+// of format 1 has one fewer (no phases.yaml), and its spec is absolute.
+const indexFields = 12
+
 // The index is tab-separated rather than JSON: listing 10,000 sessions
 // parses 10,000 lines, and splitting on tabs is an order of magnitude
-// cheaper than decoding JSON.
+// cheaper than decoding JSON. The paths in a line are as the store keeps
+// them (relative to its base): see portable.
 func (sum Summary) indexLine() []byte {
 	clean := func(s string) string { return strings.NewReplacer("\t", " ", "\n", " ").Replace(s) }
 	return []byte(strings.Join([]string{sum.ID, sum.Key, sum.Status, clean(sum.Phase), clean(sum.PauseReason),
 		strconv.Itoa(sum.Tokens), strconv.FormatFloat(sum.CostUSD, 'f', -1, 64),
 		strconv.FormatInt(sum.Created.UnixNano(), 10), strconv.FormatInt(sum.Updated.UnixNano(), 10),
-		clean(sum.Pipeline), clean(sum.Spec)}, "\t") + "\n")
+		clean(sum.Pipeline), clean(sum.Spec), clean(sum.File)}, "\t") + "\n")
 }
 
-func parseIndexLine(line []byte) (Summary, bool) {
+// parseIndexLine reads a line of the index as it is written; old is a
+// line of format 1, whose key and paths are not this format's.
+func parseIndexLine(line []byte) (sum Summary, old, ok bool) {
 	fields := bytes.Split(line, []byte("\t"))
-	if len(fields) != 11 || len(fields[0]) == 0 {
-		return Summary{}, false
+	if len(fields) != indexFields && len(fields) != indexFields-1 || len(fields[0]) == 0 {
+		return Summary{}, false, false
 	}
 	tokens, err1 := strconv.Atoi(string(fields[5]))
 	cost, err2 := strconv.ParseFloat(string(fields[6]), 64)
 	created, err3 := strconv.ParseInt(string(fields[7]), 10, 64)
 	updated, err4 := strconv.ParseInt(string(fields[8]), 10, 64)
 	if errors.Join(err1, err2, err3, err4) != nil {
-		return Summary{}, false
+		return Summary{}, false, false
 	}
-	return Summary{ID: string(fields[0]), Key: string(fields[1]), Status: string(fields[2]), Phase: string(fields[3]),
+	sum = Summary{ID: string(fields[0]), Key: string(fields[1]), Status: string(fields[2]), Phase: string(fields[3]),
 		PauseReason: string(fields[4]), Tokens: tokens, CostUSD: cost, Created: time.Unix(0, created),
-		Updated: time.Unix(0, updated), Pipeline: string(fields[9]), Spec: string(fields[10])}, true
+		Updated: time.Unix(0, updated), Pipeline: string(fields[9]), Spec: string(fields[10])}
+	if len(fields) == indexFields {
+		sum.File = string(fields[11])
+	}
+	return sum, len(fields) < indexFields, true
+}
+
+// portable is a summary as the index keeps it: its paths relative to the
+// store's base.
+func (s *Store) portable(sum Summary) Summary {
+	sum.File, sum.Spec = s.Rel(sum.File), s.Rel(sum.Spec)
+	return sum
 }
 
 // lockIndex waits for the index lock; unlock releases it.
@@ -107,7 +125,7 @@ func (s *Store) index(summary Summary) error {
 	if !s.isDir(sessionRel(summary.ID)) {
 		return fmt.Errorf("session %s: %w", summary.ID, ErrRemoved)
 	}
-	return s.appendIndex(summary.indexLine())
+	return s.appendIndex(s.portable(summary).indexLine())
 }
 
 // appendIndex appends one line to the index; the caller holds the index
@@ -170,7 +188,10 @@ func wholeLines(f *os.File) (int64, error) {
 }
 
 // readIndex returns the latest summary of every session listed, oldest
-// line first, without the removed ones.
+// line first, without the removed ones, with absolute paths. A session
+// whose latest line is of format 1 (written before paths were relative)
+// takes its key and paths from its meta.json, as Find reads them; its
+// next snapshot, or clean, writes it a line of this format.
 func (s *Store) readIndex() ([]Summary, error) {
 	content, err := s.readFile(indexName)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -178,6 +199,7 @@ func (s *Store) readIndex() ([]Summary, error) {
 	}
 	latest := map[string]int{}
 	var out []Summary
+	var old []bool
 	for len(content) > 0 {
 		i := bytes.IndexByte(content, '\n')
 		if i < 0 {
@@ -185,22 +207,30 @@ func (s *Store) readIndex() ([]Summary, error) {
 		}
 		line := content[:i]
 		content = content[i+1:]
-		sum, ok := parseIndexLine(line)
+		sum, isOld, ok := parseIndexLine(line)
 		if !ok {
 			continue
 		}
 		if at, seen := latest[sum.ID]; seen {
-			out[at] = sum
+			out[at], old[at] = sum, isOld
 			continue
 		}
 		latest[sum.ID] = len(out)
 		out = append(out, sum)
+		old = append(old, isOld)
 	}
 	kept := out[:0]
-	for _, sum := range out {
-		if sum.Status != statusRemoved {
-			kept = append(kept, sum)
+	for i, sum := range out {
+		if sum.Status == statusRemoved {
+			continue
 		}
+		sum.File, sum.Spec = s.Abs(sum.File), s.Abs(sum.Spec)
+		if old[i] {
+			if meta, err := s.find(sum.ID); err == nil && meta.ID == sum.ID {
+				sum.Key, sum.File, sum.Spec = meta.Key, meta.File, meta.Spec
+			}
+		}
+		kept = append(kept, sum)
 	}
 	return kept, nil
 }
@@ -237,7 +267,7 @@ func (s *Store) Remove(id string) error {
 		}
 		return err
 	}
-	if err := s.appendIndex(Summary{ID: id, Status: statusRemoved}.indexLine()); err != nil {
+	if err := s.appendIndex(tombstone(id)); err != nil {
 		if backErr := s.rename(gone, sessionRel(id)); backErr != nil {
 			err = errors.Join(err, backErr)
 		}
@@ -299,7 +329,15 @@ func (s *Store) tombstone(id string) error {
 		return err
 	}
 	defer unlock()
-	return s.appendIndex(Summary{ID: id, Status: statusRemoved}.indexLine())
+	return s.appendIndex(tombstone(id))
+}
+
+// tombstone is the last line of a removed session. It has no paths, and
+// keeps the fields of format 1: a pipeline of that format reading this
+// index sees the session gone too.
+func tombstone(id string) []byte {
+	line := Summary{ID: id, Status: statusRemoved}.indexLine()
+	return append(line[:bytes.LastIndexByte(line[:len(line)-1], '\t')], '\n')
 }
 
 // CompactIndex rewrites the index with one line per session still on
@@ -318,7 +356,7 @@ func (s *Store) CompactIndex() error {
 	var b bytes.Buffer
 	for _, sum := range list {
 		if s.isDir(sessionRel(sum.ID)) {
-			b.Write(sum.indexLine())
+			b.Write(s.portable(sum).indexLine())
 		}
 	}
 	return s.writeAtomic(indexName, b.Bytes(), true)

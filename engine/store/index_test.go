@@ -64,7 +64,7 @@ func TestCompactIndexKeepsTheLatestLineOfEachSessionOnDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := string(latest["s1"].indexLine()) + string(latest["s3"].indexLine())
+	want := string(st.portable(latest["s1"]).indexLine()) + string(st.portable(latest["s3"]).indexLine())
 	if string(content) != want {
 		t.Errorf("compacted index:\n%s\nwant one line for each session on disk, the latest:\n%s", content, want)
 	}
@@ -173,16 +173,19 @@ func TestRemoveRefusesAnythingButASessionID(t *testing.T) {
 	}
 }
 
-// Key names the sessions and locks of a pipeline and spec: a new value
+// key names the sessions and locks of a pipeline and spec: a new value
 // for the same pair would lose every session made before it.
 func TestKeyIsStableAndKeepsFileAndSpecApart(t *testing.T) {
-	if got, want := Key("/w/phases.yaml", "/w/spec.md"), "1o3nmhunafx7s"; got != want {
-		t.Errorf("Key changed: %s, want %s", got, want)
+	if got, want := key("/w/phases.yaml", "/w/spec.md"), "1o3nmhunafx7s"; got != want {
+		t.Errorf("key changed: %s, want %s", got, want)
 	}
-	if Key("/w/a", "b") == Key("/w/", "ab") {
-		t.Error("Key does not keep the file and the spec apart")
+	if got, want := key("phases.yaml", "specs/045/README.md"), "mjj8xyyc6qog"; got != want {
+		t.Errorf("key changed: %s, want %s", got, want)
 	}
-	if Key("/w/phases.yaml", "") == Key("/w/phases.yaml", "/w/spec.md") {
+	if key("/w/a", "b") == key("/w/", "ab") {
+		t.Error("key does not keep the file and the spec apart")
+	}
+	if key("/w/phases.yaml", "") == key("/w/phases.yaml", "/w/spec.md") {
 		t.Error("a spec does not change the key")
 	}
 }

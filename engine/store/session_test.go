@@ -104,7 +104,7 @@ func TestSessionRefusesAMetaItCannotRead(t *testing.T) {
 	}{
 		{"no-meta", "", "meta.json"},
 		{"bad-meta", "{", "meta.json is not readable"},
-		{"format-2", `{"format":2,"id":"format-2"}`, "is in format 2; this pipeline reads format 1"},
+		{"format-3", `{"format":3,"id":"format-3"}`, "is in format 3; this pipeline reads formats 1 to 2"},
 		{"other-id", `{"format":1,"id":"../outside"}`, `meta.json names session "../outside"`},
 	}
 	for _, c := range cases {

@@ -33,25 +33,40 @@ import (
 
 // Format is the version of the files a session is written in. A session
 // in another format is refused with a message, never misread.
-const Format = 1
+//
+// Format 2 names phases.yaml and the spec, in meta.json and the index,
+// relative to the store's base (see Store.Base), and makes the key from
+// those relative paths: a store moved with its project (a CI cache, an
+// artifact, another checkout) goes on working. Format 1 named them
+// absolute; it is still read (see OldestFormat).
+const Format = 2
+
+// OldestFormat is the oldest format still read. A format-1 session
+// differs only in its absolute paths: they are used as they are, and its
+// key is made again from them, relative to the store's base.
+const OldestFormat = 1
 
 // Meta says what a session runs. It is written once, when the session is
-// created.
+// created. In memory File and Spec are absolute; in meta.json they are
+// relative to the store's base, slash-separated.
 type Meta struct {
 	Format   int       `json:"format"`
 	ID       string    `json:"id"`
 	Pipeline string    `json:"pipeline"`
-	File     string    `json:"file"`           // phases.yaml, absolute
-	Spec     string    `json:"spec,omitempty"` // the spec, absolute
+	File     string    `json:"file"`           // phases.yaml
+	Spec     string    `json:"spec,omitempty"` // the spec
 	Key      string    `json:"key"`            // pipeline and spec, for locking
 	Created  time.Time `json:"created"`
 }
 
-// Summary is one line of the index: what sessions lists.
+// Summary is one line of the index: what sessions lists. In memory File
+// and Spec are absolute; in the index they are relative to the store's
+// base, as in meta.json.
 type Summary struct {
 	ID          string    `json:"id"`
 	Key         string    `json:"key"`
 	Pipeline    string    `json:"pipeline"`
+	File        string    `json:"file,omitempty"`
 	Spec        string    `json:"spec,omitempty"`
 	Status      string    `json:"status"`
 	Phase       string    `json:"phase,omitempty"`
@@ -65,6 +80,9 @@ type Summary struct {
 // Store is a .pipeline folder.
 type Store struct {
 	Root string
+	// base is the folder that holds the store's folder, absolute: the
+	// paths the store keeps are relative to it (paths.go).
+	base string
 	// dir is the store's folder, opened once: every file is reached from
 	// it (beneath.go).
 	dir *os.File
@@ -153,7 +171,12 @@ func openRoot(root string) (*Store, error) {
 		return nil, fmt.Errorf("the state folder %s can be written by others (mode %04o), who could plant files the runner writes through: chmod 700 %s, or use another folder",
 			root, perm, root)
 	}
-	return &Store{Root: root, dir: dir, fd: fd}, nil
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		dir.Close()
+		return nil, err
+	}
+	return &Store{Root: root, base: filepath.Dir(abs), dir: dir, fd: fd}, nil
 }
 
 // Close closes the store's folder.
@@ -185,10 +208,11 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 	// crash leaves a session with its meta, or a .new- folder clean
 	// removes, never a session without its meta.
 	tmp := sessionRel(newPrefix + meta.ID)
-	content, err := json.MarshalIndent(meta, "", "  ")
+	content, err := s.metaJSON(meta)
 	if err != nil {
 		return nil, err
 	}
+	meta.File, meta.Spec = s.Abs(s.Rel(meta.File)), s.Abs(s.Rel(meta.Spec))
 	err = s.mkdir(tmp)
 	if err == nil {
 		err = s.mkdir(tmp + "/transcripts")
@@ -205,7 +229,7 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 		s.removeAll(tmp)
 		return nil, err
 	}
-	if err := s.index(Summary{ID: meta.ID, Key: meta.Key, Pipeline: meta.Pipeline, Spec: meta.Spec,
+	if err := s.index(Summary{ID: meta.ID, Key: meta.Key, Pipeline: meta.Pipeline, File: meta.File, Spec: meta.Spec,
 		Status: "running", Created: meta.Created, Updated: meta.Created}); err != nil {
 		// Not listed, it would be lost: it goes, having nothing yet.
 		s.removeAll(sessionRel(meta.ID))
@@ -308,11 +332,11 @@ func (s *Store) find(id string) (Meta, error) {
 	if err != nil {
 		return Meta{}, fmt.Errorf("session %s: %w", dir, err)
 	}
-	var meta Meta
-	if err := json.Unmarshal(content, &meta); err != nil {
-		return Meta{}, fmt.Errorf("session %s: meta.json is not readable: %w", dir, err)
+	meta, err := s.parseMeta(content)
+	if err != nil {
+		return Meta{}, fmt.Errorf("session %s: %w", dir, err)
 	}
-	if meta.Format != Format {
+	if meta.Format < OldestFormat || meta.Format > Format {
 		return Meta{}, formatError(dir, meta.Format)
 	}
 	if meta.ID != dir {
@@ -322,9 +346,32 @@ func (s *Store) find(id string) (Meta, error) {
 	return meta, nil
 }
 
+// parseMeta reads meta.json into the Meta of this store: paths made
+// absolute from its base, and a format-1 session's key made again from
+// them (relative), so that it is the key its pipeline and spec have now.
+func (s *Store) parseMeta(content []byte) (Meta, error) {
+	var meta Meta
+	if err := json.Unmarshal(content, &meta); err != nil {
+		return Meta{}, fmt.Errorf("meta.json is not readable: %w", err)
+	}
+	meta.File, meta.Spec = s.Abs(meta.File), s.Abs(meta.Spec)
+	if meta.Format < Format {
+		meta.Key = s.Key(meta.File, meta.Spec)
+	}
+	return meta, nil
+}
+
+// metaJSON is meta.json for meta, in this format: its paths relative to
+// the store's base.
+func (s *Store) metaJSON(meta Meta) ([]byte, error) {
+	meta.Format = Format
+	meta.File, meta.Spec = s.Rel(meta.File), s.Rel(meta.Spec)
+	return json.MarshalIndent(meta, "", "  ")
+}
+
 func formatError(id string, format int) error {
-	return fmt.Errorf("session %s is in format %d; this pipeline reads format %d: use the pipeline version that wrote it, or start anew with run --new",
-		id, format, Format)
+	return fmt.Errorf("session %s is in format %d; this pipeline reads formats %d to %d: use the pipeline version that wrote it, or start anew with run --new",
+		id, format, OldestFormat, Format)
 }
 
 func (s *Store) open(meta Meta, readOnly bool) (*Session, error) {
@@ -623,7 +670,7 @@ func (x *Session) ReadSnapshot() (int64, []byte, error) {
 	if err := json.Unmarshal(content, &snap); err != nil {
 		return 0, nil, fmt.Errorf("session %s: state.json is not readable: %w", x.Meta.ID, err)
 	}
-	if snap.Format != Format {
+	if snap.Format < OldestFormat || snap.Format > Format {
 		return 0, nil, formatError(x.Meta.ID, snap.Format)
 	}
 	return snap.Seq, snap.State, nil
@@ -693,8 +740,14 @@ func (x *Session) RemoveFile(file string) error {
 	return x.store.remove(x.rel + "/" + file)
 }
 
-// Key names a (pipeline, spec) pair: one live run each.
-func Key(file, spec string) string {
+// Key names a (pipeline, spec) pair of this store: one live run each.
+// It is made from their paths relative to the store's base, so that the
+// pipeline and spec keep their key wherever the project and its store are
+// moved together. file and spec are absolute, or relative to the working
+// folder; spec may be empty.
+func (s *Store) Key(file, spec string) string { return key(s.Rel(file), s.Rel(spec)) }
+
+func key(file, spec string) string {
 	h := fnv.New64a()
 	h.Write([]byte(file + "\x00" + spec))
 	return strconv.FormatUint(h.Sum64(), 36)

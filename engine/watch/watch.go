@@ -349,7 +349,7 @@ func (w *watcher) scan() error {
 			return err
 		}
 		for _, sum := range list { // newest first
-			if seen[sum.Key] || sum.Key != store.Key(p.file, sum.Spec) {
+			if seen[sum.Key] || sum.Key != p.st.Key(p.file, sum.Spec) {
 				continue
 			}
 			if len(w.o.Keys) > 0 && !slices.Contains(w.o.Keys, sum.Key) {
