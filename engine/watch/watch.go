@@ -150,6 +150,12 @@ type pipe struct {
 	// globs; a session's own plan (phases.yaml with its spec) is loaded
 	// when it resumes.
 	plan *spec.Plan
+	// globbed holds the content hash of every file the watch globs
+	// matched when a session of the pipeline last paused (or the watch
+	// began): a change that leaves a file so is no change. It is how a
+	// session's own last writes, which the debounce reports after its
+	// pause, are told from a human's; clocks cannot tell them apart.
+	globbed map[string]string
 }
 
 // tracked is the latest session of a (pipeline, spec) key.
@@ -168,9 +174,6 @@ type tracked struct {
 	cancelDue                func() bool
 	// plan is the last plan of the session that loaded.
 	plan *spec.Plan
-	// pausedAt is when the watcher learnt the session paused: a watched
-	// file last written before then was written by its own run.
-	pausedAt time.Time
 	// listed is the time of the session's index line last read.
 	listed time.Time
 }
@@ -258,6 +261,9 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	w.targets = w.wanted()
+	for _, p := range w.pipes {
+		w.hashGlobbed(p)
+	}
 	notify, err := triggers.NewWatcher(w.targets, debounce, w.clock)
 	if err != nil {
 		return fmt.Errorf("watching: %w", err)
@@ -378,7 +384,7 @@ func (w *watcher) scan() error {
 			t.elsewhere = p.st.Held(sum.Key)
 			if !sum.Updated.Equal(t.listed) || t.elsewhere || wasElsewhere {
 				t.listed = sum.Updated
-				t.status, t.reason, t.pausedAt = engine.Status(sum.Status), sum.PauseReason, sum.Updated
+				t.status, t.reason = engine.Status(sum.Status), sum.PauseReason
 				if !t.elsewhere && (t.status == engine.StatusPaused || t.status == engine.StatusRunning) {
 					w.readState(t)
 				}
@@ -691,6 +697,12 @@ func (w *watcher) changed(paths []string) {
 				if !under(path, p.dir) || !w.globbed(p, path) {
 					continue
 				}
+				if hash, had := p.globbed[path]; had && hash == fileHash(path) {
+					w.report(Event{Event: EventSkipped, File: rel(path), Change: ChangeWatched,
+						Reason: "as it was when the sessions last paused (their own runs wrote it)"})
+					continue
+				}
+				p.globbed[path] = fileHash(path)
 				w.report(Event{Event: EventChanged, File: rel(path), Change: ChangeWatched})
 				for _, t := range w.sessions {
 					if t.pipe == p {
@@ -726,6 +738,57 @@ func (w *watcher) inStore(path string) bool {
 	return false
 }
 
+// hashGlobbed records the content of every file p's watch globs match
+// (see pipe.globbed).
+func (w *watcher) hashGlobbed(p *pipe) {
+	p.globbed = map[string]string{}
+	root := os.DirFS(p.dir)
+	for _, g := range p.plan.Watch {
+		matches, err := doublestar.Glob(root, g, doublestar.WithFilesOnly(), doublestar.WithNoFollow())
+		if err != nil {
+			continue
+		}
+		for _, m := range matches {
+			if inSkippedDir(m) {
+				continue
+			}
+			path := filepath.Join(p.dir, filepath.FromSlash(m))
+			p.globbed[path] = fileHash(path)
+		}
+	}
+}
+
+// inSkippedDir reports whether a slash-separated relative path goes
+// through a folder the watcher does not follow.
+func inSkippedDir(rel string) bool {
+	for _, part := range strings.Split(rel, "/") {
+		if part == ".git" || part == ".pipeline" || part == "node_modules" {
+			return true
+		}
+	}
+	return false
+}
+
+// maxHashed bounds the files hashed whole; a larger one is known by its
+// size and modification time.
+const maxHashed = 4 << 20
+
+// fileHash names a file's content; "" when it cannot be read (gone).
+func fileHash(path string) string {
+	info, err := os.Stat(path)
+	if err != nil || !info.Mode().IsRegular() {
+		return ""
+	}
+	if info.Size() > maxHashed {
+		return fmt.Sprintf("size %d, modified %s", info.Size(), info.ModTime().Format(time.RFC3339Nano))
+	}
+	content, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return session.ContentHash(content)
+}
+
 // globbed reports whether one of p's watch globs matches path.
 func (w *watcher) globbed(p *pipe, path string) bool {
 	rel, err := filepath.Rel(p.dir, path)
@@ -752,6 +815,7 @@ func (w *watcher) reload(p *pipe) bool {
 		return false // saved as it was
 	}
 	p.plan = plan
+	w.hashGlobbed(p)
 	w.report(Event{Event: EventReloaded, File: rel(p.file), Reason: "valid: it applies to every session from its next step"})
 	w.retarget()
 	return true
@@ -799,11 +863,6 @@ func (w *watcher) consider(t *tracked, file, change string) {
 	case change == ChangeSpec && w.specUnchanged(t):
 		skip("the spec is as it was at the pause")
 		return
-	case change == ChangeWatched && writtenBefore(file, t.pausedAt):
-		// The debounce brings a write of the session's own last step
-		// after its pause: resuming for it would loop.
-		skip("%s was last written before the pause, by the session's own run", rel(file))
-		return
 	}
 	if w.active >= w.o.MaxParallel {
 		t.queued, t.queuedFile, t.queuedChange = true, file, change
@@ -836,13 +895,6 @@ func (w *watcher) planFor(t *tracked) (*spec.Plan, error) {
 		}
 	}
 	return t.plan, nil
-}
-
-// writtenBefore reports whether the file at path was last modified
-// before t; a file that is gone is not.
-func writtenBefore(path string, t time.Time) bool {
-	info, err := os.Stat(path)
-	return err == nil && !t.IsZero() && info.ModTime().Before(t)
 }
 
 // specUnchanged reports whether t's spec is as it was at its pause: a
@@ -931,12 +983,12 @@ func (w *watcher) ended(f finished) {
 	w.active--
 	t.run = nil
 	t.status = f.state.Status
-	t.pausedAt = time.Now()
 	t.reason = ""
 	kind, reason := EventFailed, ""
 	switch t.status {
 	case engine.StatusPaused:
 		kind = EventPaused
+		w.hashGlobbed(t.pipe)
 		if f.state.Pause != nil {
 			t.reason, reason = f.state.Pause.Reason, f.state.Pause.Reason
 			if f.state.Pause.Note != "" {
