@@ -45,6 +45,10 @@ func Decide(plan *spec.Plan, s State, ev Event) (State, []Action) {
 		if e.Plan != "" {
 			s.PlanDigest = e.Plan
 		}
+	case PlanChanged:
+		if e.Plan != "" {
+			s.PlanDigest = e.Plan
+		}
 	case Noted:
 		if e.Notes != "" && s.Phase < len(s.Phases) {
 			d.record().Notes = append(d.record().Notes, e.Notes)

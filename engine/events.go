@@ -89,6 +89,15 @@ type Recovered struct {
 	Plan string `json:",omitempty"`
 }
 
+// PlanChanged switches a live session to another plan (phases.yaml or
+// the spec's frontmatter changed while it ran under pipeline watch): the
+// decisions from the next event on are the new plan's. Its phases are
+// the same, in the same order; only what they do changed.
+type PlanChanged struct {
+	At   time.Time
+	Plan string `json:",omitempty"`
+}
+
 // Noted adds a human's notes to a paused session.
 type Noted struct {
 	At    time.Time
@@ -105,6 +114,7 @@ func (e TimerExpired) eventTime() time.Time   { return e.At }
 func (e PauseRequested) eventTime() time.Time { return e.At }
 func (e Resumed) eventTime() time.Time        { return e.At }
 func (e Recovered) eventTime() time.Time      { return e.At }
+func (e PlanChanged) eventTime() time.Time    { return e.At }
 func (e Noted) eventTime() time.Time          { return e.At }
 func (e Completed) eventTime() time.Time      { return e.At }
 

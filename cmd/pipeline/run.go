@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,6 +23,8 @@ func runCommand() *cobra.Command {
 		output *outputFlag
 		grace  time.Duration
 		fresh  bool
+		keepOn bool
+		wf     *watchFlags
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "run [FILE]",
@@ -103,13 +106,28 @@ Exit status: 0 completed, 1 failed, 2 usage, spec or environment error
 			}
 			printError(cmd.ErrOrStderr(), fmt.Sprintf("resuming session %s (%s); use run --new for a fresh session\n", sess.ID(), how))
 		}
+		if keepOn {
+			// Refused now rather than after the run.
+			if _, err := wf.options(cmd); err != nil {
+				sess.Close()
+				return err
+			}
+		}
 		l := &launch{cmd: cmd, grace: grace, json: output.json()}
-		return l.run(sess, first)
+		err = l.run(sess, first)
+		var paused *exitStatus
+		if keepOn && errors.As(err, &paused) && paused.code == exitPaused && sess.StoreFailed() == nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "watching: a change to the spec or phases.yaml resumes session %s (Ctrl+C to stop)\n", sess.ID())
+			return watchAfterRun(cmd, wf, st, flags.file, sess.Key, grace, output.json())
+		}
+		return err
 	})
 	flags = addStoreFlags(cmd, true)
 	output = addOutputFlag(cmd)
 	cmd.Flags().DurationVar(&grace, "grace", 5*time.Second, "time a stopped step gets to exit after SIGINT before it is killed")
 	cmd.Flags().BoolVar(&fresh, "new", false, "start a new session even when the latest one is paused")
+	cmd.Flags().BoolVar(&keepOn, "watch", false, "once the session pauses, keep watching: a change to its spec or phases.yaml resumes it (see pipeline watch)")
+	wf = addWatchFlags(cmd)
 	return cmd
 }
 

@@ -59,6 +59,11 @@ type Driver struct {
 	// left in the session. While Run runs, no signal ends the runner
 	// before the session is recorded.
 	Signals bool
+	// Plans delivers new plans for the session while it runs (pipeline
+	// watch saw phases.yaml or the spec's frontmatter change): each takes
+	// effect from the session's next decision, or is refused, with the
+	// reason said, when its phases are not the session's.
+	Plans <-chan *spec.Plan
 }
 
 // Run drives the session with events (the last one starts the run: a
@@ -110,7 +115,7 @@ func (d *Driver) interrupts(sess *session.Session) (<-chan Interrupt, func()) {
 					// SIGPIPE comes from any write to a closed pipe, a
 					// step's standard input too: only a closed output of
 					// the runner's own pauses.
-					if outputLost || (sig == syscall.SIGPIPE && !outputClosed()) {
+					if outputLost || (sig == syscall.SIGPIPE && !OutputClosed()) {
 						continue
 					}
 					outputLost = true
@@ -161,6 +166,26 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 		forced    bool
 		recordErr error
 	)
+	// recordFailed ends the run after a record failed: what is not
+	// recorded is not carried out. It ends paused (store-error) as its
+	// files leave it, once the step running has stopped; resume continues
+	// from the files.
+	recordFailed := func(err error) bool {
+		recordErr = err
+		r.say("pipeline: recording the session: %v", err)
+		if r.current != nil {
+			r.current.stop(false)
+			for r.current != nil {
+				if _, ok := (<-r.events).(engine.StepFinished); ok {
+					r.current = nil
+				}
+			}
+		}
+		if pause := r.sess.State().Pause; pause != nil {
+			r.say("paused: %s", describeFiring(*pause))
+		}
+		return true
+	}
 	// handle decides an event, carries out its actions, and reports
 	// whether the run has ended.
 	handle := func(ev engine.Event) bool {
@@ -173,23 +198,7 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 			}
 		}
 		if err := r.sess.Record(ev, state); err != nil {
-			// What is not recorded is not carried out: the run ends here,
-			// paused (store-error) as its files leave it, once the step
-			// running has stopped; resume continues from the files.
-			recordErr = err
-			r.say("pipeline: recording the session: %v", err)
-			if r.current != nil {
-				r.current.stop(false)
-				for r.current != nil {
-					if _, ok := (<-r.events).(engine.StepFinished); ok {
-						r.current = nil
-					}
-				}
-			}
-			if pause := r.sess.State().Pause; pause != nil {
-				r.say("paused: %s", describeFiring(*pause))
-			}
-			return true
+			return recordFailed(err)
 		}
 		for _, a := range actions {
 			switch a := a.(type) {
@@ -238,6 +247,18 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 			if handle(ev) {
 				return state(), recordErr
 			}
+		case plan := <-r.d.Plans:
+			err := r.sess.SetPlan(r.clock.Now(), plan)
+			if broken := r.sess.StoreFailed(); broken != nil {
+				recordFailed(broken)
+				return state(), recordErr
+			}
+			if err != nil {
+				r.say("%s changed, but this session keeps the plan it had: %v", plan.File, err)
+				continue
+			}
+			r.plan = plan
+			r.say("%s changed: this session follows it from its next step", plan.File)
 		case <-cancelled:
 			cancelled = nil // a closed channel is always ready
 			if state().Stopping == nil && pause(Interrupt{}) {
@@ -596,9 +617,9 @@ func (o *observer) Observe(live *steps.Live) {
 	}
 }
 
-// outputClosed reports whether standard output or error is a pipe or
+// OutputClosed reports whether standard output or error is a pipe or
 // socket whose reader is gone, or a terminal that hung up.
-func outputClosed() bool {
+func OutputClosed() bool {
 	fds := []unix.PollFd{{Fd: 1, Events: unix.POLLOUT}, {Fd: 2, Events: unix.POLLOUT}}
 	if _, err := unix.Poll(fds, 0); err != nil {
 		return false

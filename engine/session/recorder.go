@@ -36,19 +36,31 @@ func LoadState(plan *spec.Plan, x *store.Session) (engine.State, error) {
 	if err != nil {
 		return engine.State{}, err
 	}
-	if err := checkPhases(plan, s, x.Meta.ID); err != nil {
+	if err := CheckPlan(plan, s, x.Meta.ID); err != nil {
 		return engine.State{}, err
 	}
 	return s, nil
 }
 
-// checkPhases refuses a session whose phases no longer match the plan's:
-// the state indexes phases, and a renamed or reordered list would be
-// misread.
-func checkPhases(plan *spec.Plan, s engine.State, id string) error {
+// CheckPlan refuses a plan whose phases are not the session's: the state
+// indexes phases, and a renamed or reordered list would be misread; nor
+// may the phase the session is in have lost the step it is at.
+func CheckPlan(plan *spec.Plan, s engine.State, id string) error {
 	if len(s.Phases) == 0 {
 		return nil
 	}
+	if err := checkPhases(plan, s, id); err != nil {
+		return err
+	}
+	if s.Phase < len(plan.Phases) && s.Step >= len(plan.Phases[s.Phase].Steps) {
+		phase := plan.Phases[s.Phase]
+		return fmt.Errorf("session %s is at step %d of phase %s, which now has %d step(s): resume it with --phase %s to run the phase again, or run with --new",
+			id, s.Step+1, phase.Name, len(phase.Steps), phase.Name)
+	}
+	return nil
+}
+
+func checkPhases(plan *spec.Plan, s engine.State, id string) error {
 	same := len(s.Phases) == len(plan.Phases)
 	for i := 0; same && i < len(s.Phases); i++ {
 		same = s.Phases[i].Name == plan.Phases[i].Name

@@ -1,9 +1,12 @@
 package session
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/spec"
@@ -17,6 +20,38 @@ const ResumeBudget = 3000
 // SpecAtPauseFile keeps the spec as it was when the session paused, so
 // that the resume context can say what changed since.
 const SpecAtPauseFile = "spec-at-pause.md"
+
+// SpecHashFile keeps ContentHash of the spec as it was when the session
+// paused (before redaction), so that a watcher started later can tell
+// that the spec changed while nothing watched it.
+const SpecHashFile = "spec-at-pause.sha256"
+
+// ContentHash is the hex SHA-256 of a file's content.
+func ContentHash(content []byte) string {
+	sum := sha256.Sum256(content)
+	return hex.EncodeToString(sum[:])
+}
+
+// SpecChangedSincePause reports whether the spec of a paused session
+// differs from the one it paused with. A session that kept no hash (it
+// paused before hashes were kept, or has no spec) is compared by its
+// redacted copy; one that kept neither counts as unchanged.
+func SpecChangedSincePause(plan *spec.Plan, x *store.Session) (bool, error) {
+	if plan.Spec == "" {
+		return false, nil
+	}
+	now, err := os.ReadFile(plan.Spec)
+	if err != nil {
+		return false, err
+	}
+	if kept, _ := x.ReadFile(SpecHashFile); kept != nil {
+		return strings.TrimSpace(string(kept)) != ContentHash(now), nil
+	}
+	if copy, _ := x.ReadFile(SpecAtPauseFile); copy != nil {
+		return string(copy) != NewRedactor(plan).String(string(now)), nil
+	}
+	return false, nil
+}
 
 // ResumeContextFor returns the Runner.ResumeContext of a session: the
 // resume context rendered from the state, the human notes, git and the

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -100,9 +101,10 @@ type Session struct {
 	Created bool
 	Crashed bool
 
-	lock     *store.Lock
-	state    engine.State
-	redactor *redact.Redactor
+	lock  *store.Lock
+	state engine.State
+	// redactor is swapped by SetPlan while steps read it.
+	redactor atomic.Pointer[redact.Redactor]
 	recorder *Recorder
 	git      func(base string) (string, []string)
 	closed   bool
@@ -225,8 +227,8 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 			}
 		}
 	}
-	s.redactor = NewRedactor(plan)
-	s.recorder = NewRecorder(x, plan, s.redactor.String)
+	s.redactor.Store(NewRedactor(plan))
+	s.recorder = NewRecorder(x, plan, func(text string) string { return s.Redactor().String(text) })
 	s.git = GitFor(s.Dir())
 	return s, nil
 }
@@ -433,12 +435,28 @@ func (s *Session) Transcript(phase string, attempt int, step string) (*os.File, 
 // The warning, when set, says the plan's template failed and the built-in
 // one was used.
 func (s *Session) ResumeContext(st engine.State, a engine.StartStep) (text, warning string) {
-	return ResumeContextWithWarning(s.Plan, s.X, s.redactor.String)(st, a)
+	return ResumeContextWithWarning(s.Plan, s.X, s.Redactor().String)(st, a)
 }
 
 // Redactor hides the secrets of this process's environment and of the
 // plan's agents in everything the session writes or shows.
-func (s *Session) Redactor() *redact.Redactor { return s.redactor }
+func (s *Session) Redactor() *redact.Redactor { return s.redactor.Load() }
+
+// SetPlan switches the session to plan from its next decision on:
+// phases.yaml or the spec's frontmatter changed while it ran. A plan whose
+// phases are not the session's (renamed, added, removed, reordered), or
+// whose phase has lost the step the session is at, is refused: the state
+// indexes them.
+func (s *Session) SetPlan(now time.Time, plan *spec.Plan) error {
+	if err := CheckPlan(plan, s.state, s.ID()); err != nil {
+		return refused("%v", err)
+	}
+	next, _ := engine.Decide(plan, s.state, engine.PlanChanged{At: now, Plan: plan.Digest})
+	// The plan's secrets are hidden before anything more is written.
+	s.redactor.Store(NewRedactor(plan))
+	s.Plan, s.recorder.Plan = plan, plan
+	return s.Record(engine.PlanChanged{At: now, Plan: plan.Digest}, next)
+}
 
 // Git reports HEAD and the files changed since base in the session's
 // folder; nil when the folder is not in a git work tree.
@@ -496,7 +514,10 @@ func (s *Session) saveSpecAtPause() error {
 	if err != nil {
 		return err
 	}
-	return s.X.WriteFile(SpecAtPauseFile, []byte(s.redactor.String(string(content))))
+	if err := s.X.WriteFile(SpecAtPauseFile, []byte(s.Redactor().String(string(content)))); err != nil {
+		return err
+	}
+	return s.X.WriteFile(SpecHashFile, []byte(ContentHash(content)))
 }
 
 // KeyOf names the (pipeline, spec) pair of a plan: one session of a key

@@ -78,6 +78,10 @@ type Plan struct {
 	// built-in one; ResumeBudget its budget in tokens.
 	ResumeTemplate string `json:"resume_template,omitempty"`
 	ResumeBudget   int    `json:"resume_budget"`
+	// Watch are phases.yaml's watch globs as written, relative to its folder.
+	Watch []string `json:"watch,omitempty"`
+	// WatchDebounce is watch_debounce; nil when phases.yaml does not set it.
+	WatchDebounce *Duration `json:"watch_debounce,omitempty"`
 	// Digest names what this plan was made from, so that a session can
 	// record which plan it ran and a replay can tell whether it still has
 	// it: a hex SHA-256 of the built-in defaults, phases.yaml, and the

@@ -34,7 +34,11 @@ import (
 // Readers take no lock: they read whole lines, and skip a torn last line
 // and any line they cannot parse.
 
-const indexName = "index.tsv"
+const indexName = IndexName
+
+// IndexName is the index's file in the store's folder: a watcher watches
+// it to learn of sessions made or ended by other processes.
+const IndexName = "index.tsv"
 
 // indexLockName is the lock file of the index: apart from index.tsv,
 // which compaction replaces (a lock on the replaced file would lock

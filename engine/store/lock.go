@@ -16,6 +16,8 @@ type Holder struct {
 	PID     int       `json:"pid"`
 	Session string    `json:"session"`
 	Started time.Time `json:"started"`
+	// Queued: the sessions a watcher holding the lock has queued to run.
+	Queued []string `json:"queued,omitempty"`
 }
 
 // LockedError is a lock held by a live process.

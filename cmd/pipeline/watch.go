@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/local"
+	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/engine/watch"
+	"github.com/pipeline-dev/pipeline/internal/clock"
+	"github.com/pipeline-dev/pipeline/internal/redact"
+)
+
+// watchFlags are the flags of pipeline watch, shared with run --watch.
+type watchFlags struct {
+	debounce    time.Duration
+	maxParallel int
+	reasons     []string
+}
+
+func addWatchFlags(cmd *cobra.Command) *watchFlags {
+	f := &watchFlags{}
+	cmd.Flags().DurationVar(&f.debounce, "debounce", 0, "how long a burst of changes must be quiet before it counts (default: watch_debounce of phases.yaml, else 200ms)")
+	cmd.Flags().IntVar(&f.maxParallel, "max-parallel", 0, "most sessions running at once; the others wait in order (default: the number of cores)")
+	cmd.Flags().StringSliceVar(&f.reasons, "reasons", nil, "resume only sessions paused for these reasons (comma-separated: checkpoint,phase-complete,…)")
+	return f
+}
+
+func (f *watchFlags) options(cmd *cobra.Command) (watch.Options, error) {
+	var o watch.Options
+	if cmd.Flags().Changed("debounce") {
+		if f.debounce < 0 {
+			return o, usagef("--debounce %s is negative: give how long changes must be quiet, 0 to act on each at once", f.debounce)
+		}
+		o.Debounce = &f.debounce
+	}
+	if f.maxParallel < 0 {
+		return o, usagef("--max-parallel %d is negative: give how many sessions may run at once", f.maxParallel)
+	}
+	o.MaxParallel = f.maxParallel
+	for _, r := range f.reasons {
+		if r = strings.TrimSpace(r); r != "" {
+			o.Reasons = append(o.Reasons, r)
+		}
+	}
+	return o, nil
+}
+
+func watchCommand() *cobra.Command {
+	var (
+		flags  *storeFlags
+		wf     *watchFlags
+		output *outputFlag
+		grace  time.Duration
+	)
+	cmd := newCommand(&cobra.Command{
+		Use:   "watch [FILE...]",
+		Short: "Resume paused sessions by themselves when their spec changes",
+		Long: `Watch one or more pipelines (default ./phases.yaml) and resume their paused
+sessions by themselves: when a session's spec changes, when a file one of
+the pipeline's watch: globs matches changes (every paused session of the
+pipeline), or when phases.yaml changes. A session paused by a rate limit
+is resumed at its resume_after, with no change needed, and not before.
+
+The resume context tells the agent what changed in the spec since the
+pause. A changed phases.yaml is validated first: an invalid one is
+reported with its file:line:col and the old plan kept; a valid one
+applies to every session from its next step, running ones included
+(a change of the list of phases is refused for a session that has
+started, with the reason). Running and completed sessions are left alone.
+
+Editors' ways of saving all count (a write in place, a temporary file
+renamed over the spec, delete then create); their swap and backup files
+do not. Bursts count once, after --debounce of quiet. Folders made after
+the watch began are watched as they appear.
+
+At most --max-parallel sessions run at once; the others wait in order,
+and pipeline sessions shows them as queued. Killed and started again,
+the watcher resumes the paused sessions whose spec or phases.yaml
+changed while it was down (a hash of the spec is kept at each pause).
+One watcher per folder of sessions: a second is refused.
+
+Each event is a line: the file, what changed, the session, and resumed
+or skipped with the reason (-o json: one JSON object per line, the
+sessions' own output on standard error). Ctrl+C or SIGTERM pauses what
+runs, then exits 3; a second Ctrl+C kills the running steps at once.
+pipeline pause SESSION pauses one session and the watch goes on.`,
+		Example: `  pipeline watch
+  pipeline watch api/phases.yaml web/phases.yaml --max-parallel 1
+  pipeline watch --reasons checkpoint,phase-complete --debounce 500ms
+  pipeline watch -o json | jq .`,
+	}, func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			args = []string{flags.file}
+		}
+		o, err := wf.options(cmd)
+		if err != nil {
+			return err
+		}
+		if grace < 0 {
+			return usagef("--grace %s is negative: give the time a stopped step gets before it is killed, 0 to kill it at once", grace)
+		}
+		if err := output.check(); err != nil {
+			return err
+		}
+		for _, file := range args {
+			st, err := (&storeFlags{file: file, stateDir: flags.stateDir}).open()
+			if err != nil {
+				return err
+			}
+			o.Pipelines = append(o.Pipelines, watch.Pipeline{File: file, Store: st})
+		}
+		o.Grace = grace
+		return runWatch(cmd, o, output.json())
+	})
+	flags = addStoreFlags(cmd, false)
+	wf = addWatchFlags(cmd)
+	output = addOutputFlag(cmd)
+	cmd.Flags().DurationVar(&grace, "grace", 5*time.Second, "time a stopped step gets to exit after SIGINT before it is killed")
+	return cmd
+}
+
+// runWatch runs the watch driver with the command's output: event lines
+// (or JSON) on standard output, the sessions' runs as prefixed lines.
+// Interrupted, it exits 3: what ran is paused.
+func runWatch(cmd *cobra.Command, o watch.Options, asJSON bool) error {
+	out := &lockedWriter{w: cmd.OutOrStdout()}
+	runsTo := cmd.OutOrStdout()
+	if asJSON {
+		runsTo = cmd.ErrOrStderr()
+	}
+	runs := out
+	if asJSON {
+		runs = &lockedWriter{w: runsTo}
+	}
+	text := newScreenText()
+	table := !asJSON && isTerminal(cmd.OutOrStdout())
+	o.Report = func(e watch.Event) {
+		if asJSON {
+			e.Reason = environmentRedactor().String(e.Reason)
+			out.write(func(w io.Writer) { writeJSONLine(w, e) })
+			return
+		}
+		line := text.line(describeWatchEvent(e))
+		out.write(func(w io.Writer) { fmt.Fprintf(w, "%s %s\n", e.Time.Local().Format("15:04:05.000"), line) })
+	}
+	if table {
+		o.Sessions = func(list []watch.Watched) {
+			out.write(func(w io.Writer) { writeWatchTable(w, list, text) })
+		}
+	}
+	o.View = func(id string, r *redact.Redactor) local.View {
+		return withRedactor(newQueuedView(NewPlainView(&prefixWriter{to: runs, prefix: "[" + shortID(id) + "] "}, time.Now)), r)
+	}
+	o.Clock = clock.Real{}
+	o.Signals = true
+	err := watch.Run(context.Background(), o)
+	if errors.Is(err, watch.ErrInterrupted) {
+		printError(cmd.ErrOrStderr(), "pipeline watch: stopped; the sessions that ran are paused (pipeline watch or pipeline resume continues them)\n")
+		return &exitStatus{code: exitPaused, printed: true}
+	}
+	return err
+}
+
+// describeWatchEvent is an event as a line of text.
+func describeWatchEvent(e watch.Event) string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		if e.Change != "" && e.Event == watch.EventChanged {
+			fmt.Fprintf(&b, " changed (%s)", e.Change)
+		}
+		b.WriteString(": ")
+	} else if e.Change != "" && e.Event != watch.EventChanged {
+		b.WriteString(e.Change + ": ")
+	}
+	if e.Session != "" {
+		fmt.Fprintf(&b, "session %s ", e.Session)
+	}
+	switch e.Event {
+	case watch.EventChanged:
+		return strings.TrimSuffix(b.String(), ": ")
+	case watch.EventResumed:
+		b.WriteString("resumed")
+		if e.Reason != "" {
+			b.WriteString(" (it was paused: " + e.Reason + ")")
+		}
+		return b.String()
+	case watch.EventReady:
+		return "watching: " + e.Reason
+	case watch.EventInvalid:
+		return strings.TrimSpace(b.String() + "invalid, not applied:\n" + e.Reason)
+	}
+	b.WriteString(e.Event)
+	if e.Reason != "" {
+		b.WriteString(": " + e.Reason)
+	}
+	return b.String()
+}
+
+// writeWatchTable prints the watched sessions, for a terminal.
+func writeWatchTable(w io.Writer, list []watch.Watched, text screenText) {
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SESSION\tSPEC\tSTATUS\tREASON")
+	for _, s := range list {
+		status := s.Status
+		if s.Queued {
+			status = "queued"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", text.line(s.ID), text.line(orDash(s.Spec)), text.line(status), text.line(orDash(s.Reason)))
+	}
+	tw.Flush()
+	w.Write(b.Bytes())
+}
+
+// shortID is the random tail of a session id, enough to tell the
+// sessions of one watch apart.
+func shortID(id string) string {
+	if i := strings.LastIndexByte(id, '-'); i >= 0 {
+		return id[i+1:]
+	}
+	return id
+}
+
+// lockedWriter serializes whole writes to one output.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) write(fn func(io.Writer)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fn(l.w)
+}
+
+// prefixWriter puts prefix before every line and writes whole lines only,
+// so that the lines of sessions running at once do not interleave.
+type prefixWriter struct {
+	to      *lockedWriter
+	prefix  string
+	partial []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	n := len(b)
+	last := bytes.LastIndexByte(b, '\n')
+	if last < 0 {
+		p.partial = append(p.partial, b...)
+		return n, nil
+	}
+	var out bytes.Buffer
+	lines := append(p.partial, b[:last+1]...)
+	p.partial = append([]byte(nil), b[last+1:]...)
+	for len(lines) > 0 {
+		i := bytes.IndexByte(lines, '\n')
+		out.WriteString(p.prefix)
+		out.Write(lines[:i+1])
+		lines = lines[i+1:]
+	}
+	var err error
+	p.to.write(func(w io.Writer) { _, err = w.Write(out.Bytes()) })
+	return n, err
+}
+
+// watchAfterRun is run --watch once its session paused: the session is
+// watched until it completes or fails, and the exit status is its.
+func watchAfterRun(cmd *cobra.Command, wf *watchFlags, st *store.Store, file, key string, grace time.Duration, asJSON bool) error {
+	o, err := wf.options(cmd)
+	if err != nil {
+		return err
+	}
+	o.Pipelines = []watch.Pipeline{{File: file, Store: st}}
+	o.Keys = []string{key}
+	o.Grace = grace
+	var final engine.Status
+	o.Ended = func(_ string, s engine.State) bool {
+		final = s.Status
+		return s.Status == engine.StatusCompleted || s.Status == engine.StatusFailed
+	}
+	if err := runWatch(cmd, o, asJSON); err != nil {
+		return err
+	}
+	if final == engine.StatusFailed {
+		return &exitStatus{code: exitFailed, printed: true}
+	}
+	return nil
+}
