@@ -263,10 +263,11 @@ type row struct {
 	first  []time.Duration // write → the first resumed step's start
 	last   []time.Duration // write → the last one's, when a write resumes several
 	runs   int
+	writes int // made: a row stops after maxMisses
 	missed int
 	extra  int // resumes (pipeline) or runs (task) beyond one per session and write
-	// skipped counts pipeline watch's "skipped" events.
-	skipped int
+	// skipped counts pipeline watch's "skipped" events by reason.
+	skipped map[string]int
 	// Where the time goes, from pipeline watch's own event times: write →
 	// "changed", "changed" → "resumed", "resumed" → the step's start.
 	detect, resume, spawn []time.Duration
@@ -407,7 +408,7 @@ func printRow(r row) {
 	case r.err != nil:
 		fmt.Printf("%-50s not measured: %v\n", label, r.err)
 	case len(r.first) == 0:
-		fmt.Printf("%-50s missed (> %v) in %d of %d writes\n", label, watchCap, r.missed, r.runs)
+		fmt.Printf("%-50s missed (> %v) in %d of %d writes\n", label, watchCap, r.missed, r.writes)
 	default:
 		target := ""
 		if r.target > 0 {
@@ -428,8 +429,13 @@ func printRow(r row) {
 			ms(pct(sorted(r.resume), 50)), ms(pct(sorted(r.resume), 99)),
 			ms(pct(sorted(r.spawn), 50)), ms(pct(sorted(r.spawn), 99)))
 	}
-	if r.skipped > 0 {
-		fmt.Printf("       \"skipped\" events: %d\n", r.skipped)
+	if len(r.skipped) > 0 {
+		var reasons []string
+		for reason, n := range r.skipped {
+			reasons = append(reasons, fmt.Sprintf("%d %q", n, reason))
+		}
+		sort.Strings(reasons)
+		fmt.Printf("       \"skipped\" events, by reason: %s\n", strings.Join(reasons, ", "))
 	}
 	if len(r.rewrite) > 0 || r.rewriteMissed > 0 {
 		line := fmt.Sprintf("       the same file written again %v later: seen in %d of %d", watchCap, len(r.rewrite), len(r.rewrite)+r.rewriteMissed)
@@ -470,9 +476,13 @@ func ms(d time.Duration) string {
 // pipelineYAML: every phase pauses when done, so each resume runs one step.
 // The sessions' specs sit outside the watch glob, so that a write to one
 // resumes that session alone, and a new file under specs/ resumes them all.
-func pipelineYAML(step string, phases int) string {
+func pipelineYAML(step string, phases int, glob bool) string {
 	var b strings.Builder
-	b.WriteString("version: 1\nname: watch-bench\nwatch: [\"specs/**/*.md\"]\nphases:\n")
+	b.WriteString("version: 1\nname: watch-bench\n")
+	if glob {
+		b.WriteString("watch: [\"specs/**/*.md\"]\n")
+	}
+	b.WriteString("phases:\n")
 	for i := 1; i <= phases; i++ {
 		fmt.Fprintf(&b, "  - name: p%03d\n    auto_advance: false\n    steps: [{run: %q}]\n", i, step)
 	}
@@ -484,6 +494,7 @@ func runPaused(pipeline, file, spec string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, pipeline, "run", "--spec", spec, file)
+	cmd.Dir = filepath.Dir(file) // spec is relative to it
 	cmd.Env = append(os.Environ(), "CI=true")
 	out, err := cmd.CombinedOutput()
 	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 3 {
@@ -495,6 +506,15 @@ func runPaused(pipeline, file, spec string) error {
 func lastLine(out []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	return lines[len(lines)-1]
+}
+
+// validate says why pipeline refuses file, or nil.
+func validate(pipeline, file string) error {
+	out, err := exec.Command(pipeline, "validate", file).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("pipeline validate refuses the watch: key (%s)", strings.TrimPrefix(firstLine(out, err), file+":"))
+	}
+	return nil
 }
 
 // startWatch starts pipeline watch -o json in dir and waits for "ready".
@@ -521,7 +541,7 @@ func startWatch(pipeline, dir string, args ...string) (*background, time.Duratio
 }
 
 func pipelineRows(pipeline, self, work string, debounce time.Duration, runs, newRuns int) []row {
-	labels := []string{"spec written in place", "spec saved as editors do (temp + rename)", "new folder, a spec in it: resumes both sessions"}
+	labels := []string{"spec written in place", "spec saved as editors do (temp + rename)", "new folder, a spec in it (resumes 2 sessions)"}
 	fail := func(err error) []row {
 		rows := make([]row, len(labels))
 		for i := range rows {
@@ -542,8 +562,17 @@ func pipelineRows(pipeline, self, work string, debounce time.Duration, runs, new
 	// few more leave room for extra resumes.
 	file := filepath.Join(dir, "phases.yaml")
 	step := fmt.Sprintf("%s -stamp %s", self, filepath.Join(dir, "stamps"))
-	if err := os.WriteFile(file, []byte(pipelineYAML(step, 1+2*runs+newRuns+20)), 0o644); err != nil {
+	phases := 1 + 2*runs + newRuns + 20
+	if err := os.WriteFile(file, []byte(pipelineYAML(step, phases, true)), 0o644); err != nil {
 		return fail(err)
+	}
+	// A pipeline that refuses the watch: key is measured without it, but
+	// for the new folder.
+	noGlob := validate(pipeline, file)
+	if noGlob != nil {
+		if err := os.WriteFile(file, []byte(pipelineYAML(step, phases, false)), 0o644); err != nil {
+			return fail(err)
+		}
 	}
 	var sessions []string
 	for _, name := range []string{"a.md", "b.md"} {
@@ -572,7 +601,10 @@ func pipelineRows(pipeline, self, work string, debounce time.Duration, runs, new
 	rows := []row{
 		measurePipeline(w, st, writeInPlace(filepath.Join(dir, "a.md")), sessions[:1], runs, debounce),
 		measurePipeline(w, st, writeRenamed(filepath.Join(dir, "a.md")), sessions[:1], runs, debounce),
-		measurePipeline(w, st, writeInNewFolder(filepath.Join(dir, "specs")), sessions, newRuns, debounce),
+		{err: noGlob},
+	}
+	if noGlob == nil {
+		rows[2] = measurePipeline(w, st, writeInNewFolder(filepath.Join(dir, "specs")), sessions, newRuns, debounce)
 	}
 	for i := range rows {
 		rows[i].label, rows[i].target = labels[i], target
@@ -586,7 +618,7 @@ func pipelineRows(pipeline, self, work string, debounce time.Duration, runs, new
 // measurePipeline writes runs times with write; each write should resume
 // exactly the sessions expect, whose steps then start and pause again.
 func measurePipeline(w *background, st *stamps, write writer, expect []string, runs int, debounce time.Duration) row {
-	r := row{runs: runs}
+	r := row{runs: runs, skipped: map[string]int{}}
 	expected := map[string]bool{}
 	for _, s := range expect {
 		expected[s] = true
@@ -598,11 +630,13 @@ func measurePipeline(w *background, st *stamps, write writer, expect []string, r
 		case "resumed":
 			r.extra++
 		case "skipped":
-			r.skipped++
+			r.skipped[e.Reason]++
 		}
 	}
 	misses := 0
+	defer stoppedEarly(&r, &misses)
 	for i := 1; i <= runs && misses < maxMisses; i++ {
+		r.writes++
 		drainEvents(w, events)
 		st.drain()
 		t0, err := write(i)
@@ -646,7 +680,7 @@ func measurePipeline(w *background, st *stamps, write writer, expect []string, r
 						paused[e.Session] = true
 					}
 				case "skipped":
-					r.skipped++
+					r.skipped[e.Reason]++
 				}
 			case <-w.exited:
 				r.err = w.died()
@@ -683,6 +717,12 @@ func measurePipeline(w *background, st *stamps, write writer, expect []string, r
 	settle(w, debounce+500*time.Millisecond, events)
 	st.drain()
 	return r
+}
+
+func stoppedEarly(r *row, misses *int) {
+	if r.writes < r.runs && *misses >= maxMisses {
+		r.notes = append(r.notes, fmt.Sprintf("stopped after %d misses, at write %d of %d", *misses, r.writes, r.runs))
+	}
 }
 
 func later(a, b time.Time) time.Time {
@@ -835,6 +875,22 @@ func waitFinished(t *background, d time.Duration) {
 	}
 }
 
+// takeLines drains c and returns the last n lines.
+func takeLines(c chan string, n int) []string {
+	var lines []string
+	for {
+		select {
+		case line := <-c:
+			lines = append(lines, line)
+			if len(lines) > n {
+				lines = lines[1:]
+			}
+		default:
+			return lines
+		}
+	}
+}
+
 func drainLines(c chan string) {
 	for {
 		select {
@@ -850,7 +906,9 @@ func drainLines(c chan string) {
 func measureTask(t *background, st *stamps, write writer, runs int, rewrite func(i int) writer) row {
 	r := row{runs: runs}
 	misses := 0
+	defer stoppedEarly(&r, &misses)
 	for i := 1; i <= runs && misses < maxMisses; i++ {
+		r.writes++
 		r.extra += st.drain()
 		drainLines(t.stdout)
 		drainLines(t.stderr)
@@ -867,6 +925,9 @@ func measureTask(t *background, st *stamps, write writer, runs int, rewrite func
 		if !ok {
 			r.missed++
 			misses++
+			if misses == 1 {
+				r.notes = append(r.notes, fmt.Sprintf("write %d missed; task printed: %s", i, strings.Join(takeLines(t.stderr, 6), " | ")))
+			}
 			if rewrite != nil {
 				t0, err := rewrite(i)(i + 1000)
 				if err != nil {
@@ -937,6 +998,13 @@ func idle(pipeline, work string, d time.Duration) error {
 	file := filepath.Join(dir, "phases.yaml")
 	if err := os.WriteFile(file, []byte(idleYAML), 0o644); err != nil {
 		return err
+	}
+	if err := validate(pipeline, file); err != nil {
+		fmt.Printf("   without the watch: glob: %v\n", err)
+		yaml := strings.Replace(idleYAML, "watch: [\"specs/**/*.md\"]\n", "", 1)
+		if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+			return err
+		}
 	}
 	for i := 1; i <= idleSessions; i++ {
 		spec := filepath.Join("specs", fmt.Sprintf("%03d.md", i))
