@@ -119,14 +119,24 @@ func TestSchemasRejectMistakes(t *testing.T) {
 		"version: 1\nphases: [{name: a, timeout: soon}]\n",        // bad duration
 		"version: 1\nphases: [{name: a, pause_when: [x]}]\n",      // triggers as a list
 		"version: 1\nphases: [{prompt: x}]\n",                     // no name
-		"version: 1\nwatch: [specs/*.md]\nphases: [{name: a}]\n",  // not supported yet
+		"version: 1\nwatch: specs/*.md\nphases: [{name: a}]\n",    // watch as a string
+		"version: 1\nwatch: ['']\nphases: [{name: a}]\n",          // empty glob
+		"version: 1\nwatch: [/etc/*.md]\nphases: [{name: a}]\n",   // absolute glob
+		"version: 1\nwatch: [../up/*.md]\nphases: [{name: a}]\n",  // climbs out
+		"version: 1\nwatch_debounce: -1s\nphases: [{name: a}]\n",  // negative debounce
+		"version: 1\nwatch_debounce: soon\nphases: [{name: a}]\n", // bad debounce
 	} {
 		if err := phases.Validate(instance(t, []byte(bad))); err == nil {
 			t.Errorf("the phases schema accepts %q", bad)
 		}
 	}
+	good := "version: 1\nwatch: [specs/**/*.md, '**/*.txt', .pipeline/x, ..md]\nwatch_debounce: 0s\nphases: [{name: a}]\n"
+	if err := phases.Validate(instance(t, []byte(good))); err != nil {
+		t.Errorf("the phases schema refuses %q: %v", good, err)
+	}
 	fm := compile(t, "frontmatter.schema.json", schemas.Frontmatter)
 	for _, bad := range []string{
+		"pipeline: {watch: [specs/*.md]}\n", // phases.yaml's only
 		"agent_phases: design\n",
 		"agent_phases: [{design: a, backend: b}]\n",
 		"pipeline: {phasess: []}\n",

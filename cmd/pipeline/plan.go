@@ -15,6 +15,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/internal/redact"
+	"github.com/pipeline-dev/pipeline/triggers"
 )
 
 func planCommand() *cobra.Command {
@@ -119,6 +120,7 @@ func printPlan(w io.Writer, plan *spec.Plan) error {
 	if plan.PhasesFrom.Layer == spec.LayerSpec {
 		fmt.Fprintf(tw, "  replacing\t%s (phases.yaml)\n", strings.Join(plan.FilePhases, " → "))
 	}
+	watchRows(row, plan)
 	for i, p := range plan.Phases {
 		fmt.Fprintln(tw)
 		row("", fmt.Sprintf("%d. %s", i+1, p.Name), "", p.From)
@@ -162,6 +164,26 @@ func printPlan(w io.Writer, plan *spec.Plan) error {
 		}
 	}
 	return nil
+}
+
+// watchRows writes the globs whose change resumes the paused sessions, one
+// a row, and the debounce.
+func watchRows(row func(indent, label, value string, from spec.Origin), plan *spec.Plan) {
+	if len(plan.Watch) == 0 {
+		row("", "watch", "none", plan.WatchFrom)
+	}
+	for i, glob := range plan.Watch {
+		if i == 0 {
+			row("", "watch", short(glob), plan.WatchFrom)
+		} else {
+			row("", "", short(glob), spec.Origin{})
+		}
+	}
+	debounce := spec.Duration(triggers.DefaultDebounce)
+	if plan.WatchDebounce != nil {
+		debounce = *plan.WatchDebounce
+	}
+	row("", "watch_debounce", debounce.String(), plan.WatchDebounceFrom)
 }
 
 func triggerRows(row func(indent, label, value string, from spec.Origin), label string, list []spec.TriggerPlan) {

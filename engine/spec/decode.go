@@ -101,6 +101,9 @@ func (d *decoder) parse(yamlText []byte, what string) ast.Node {
 		var ye yaml.Error
 		if errors.As(err, &ye) && ye.GetToken() != nil {
 			message, hint := syntaxMessage(ye.GetMessage())
+			if pos := d.position(ye.GetToken()); afterStar(d.runeLine(pos.Line), pos.Column) {
+				hint = quoteGlobHint
+			}
 			d.report(ye.GetToken(), message, hint)
 		} else {
 			d.problems.add(Problem{Position: Position{File: d.file, Line: 1 + d.lineOffset, Column: 1},
@@ -123,6 +126,16 @@ func (d *decoder) parse(yamlText []byte, what string) ast.Node {
 		return nil
 	}
 	return bodies[0]
+}
+
+// quoteGlobHint is the hint for a text such as **/*.md written without
+// quotes: YAML reads a * that starts a value as an alias.
+const quoteGlobHint = `quote a text that starts with *, such as "**/*.md": unquoted, YAML reads *name as an alias`
+
+// afterStar reports whether the character before column is a *: the
+// parser stumbled on what followed the * of an alias, as in **/*.md.
+func afterStar(line []rune, column int) bool {
+	return column >= 2 && column-2 < len(line) && line[column-2] == '*'
 }
 
 // syntaxMessage rewords the YAML parser's messages that name a character
@@ -201,12 +214,23 @@ func (d *decoder) resolve(node ast.Node) ast.Node {
 			name := n.Value.GetToken().Value
 			target, ok := d.anchors[name]
 			if onKey := d.keyAnchors[name]; !ok && onKey != nil {
+				if d.reportedAt(d.position(n.GetToken())) {
+					return nil
+				}
 				d.report(n.GetToken(), fmt.Sprintf("alias *%s names the anchor on the key %q (line %d), not a value", name,
 					onKey.Value.GetToken().Value, d.position(onKey.GetToken()).Line), "move the anchor onto the value it should name")
 				return nil
 			}
 			if !ok {
-				d.report(n.GetToken(), fmt.Sprintf("alias *%s names no anchor defined above it", name), "define &name before using *name")
+				// Met again when a check walks the value a second time.
+				if pos := d.position(n.GetToken()); !d.reportedAt(pos) {
+					hint := "define &name before using *name"
+					if strings.ContainsAny(name, "*/?[{") || strings.HasPrefix(name, ".") {
+						// *.md, **/x: a glob, not an anchor's name.
+						hint = quoteGlobHint
+					}
+					d.reportAt(pos, fmt.Sprintf("alias *%s names no anchor defined above it", name), hint)
+				}
 				return nil
 			}
 			if d.recursive[n] {
@@ -397,6 +421,8 @@ type field struct {
 	kind  triggers.Kind
 	// template is a text/template, whose place is kept for its checks.
 	template bool
+	// globs is a list of watch globs, checked item by item.
+	globs bool
 }
 
 // fields lists the YAML keys of a struct type, flattening inline fields.
@@ -419,7 +445,8 @@ func fields(t reflect.Type) []field {
 		if f.Tag.Get("kind") == "duration" {
 			kind = triggers.Duration
 		}
-		out = append(out, field{name: tag, index: []int{i}, kind: kind, template: f.Tag.Get("kind") == "template"})
+		out = append(out, field{name: tag, index: []int{i}, kind: kind,
+			template: f.Tag.Get("kind") == "template", globs: f.Tag.Get("kind") == "globs"})
 	}
 	return out
 }
@@ -540,7 +567,7 @@ func (d *decoder) decodeStruct(node ast.Node, v reflect.Value, path string) {
 			}
 		}
 		if match == nil {
-			d.unknownKey(e, key, path, fieldNames(fs))
+			d.unknownKey(e, key, path, fieldNames(fs), v.Type())
 			continue
 		}
 		keyPosition := d.position(e.Key.GetToken())
@@ -549,6 +576,9 @@ func (d *decoder) decodeStruct(node ast.Node, v reflect.Value, path string) {
 		if text := v.FieldByIndex(match.index); match.template && text.String() != "" {
 			d.templates[join(path, key)] = d.textPlace(d.resolve(e.Value), text.String())
 		}
+		if match.globs {
+			d.checkGlobs(e.Value, v.FieldByIndex(match.index).Interface().([]string), join(path, key))
+		}
 		if isNull(e.Value) {
 			// An empty value has no place of its own; point at its key.
 			d.positions[join(path, key)] = keyPosition
@@ -556,27 +586,21 @@ func (d *decoder) decodeStruct(node ast.Node, v reflect.Value, path string) {
 	}
 }
 
-// notYetSupported are top-level keys of the design that nothing carries out
-// yet. Accepting one would promise what the tool does not do; refusing it
-// as merely unknown would send the reader looking for a typo.
-var notYetSupported = map[string]string{
-	"watch":          "nothing watches the files, so a change to them would not resume a paused session",
-	"watch_debounce": "nothing watches files, so there is nothing to debounce",
-}
+var overridesType = reflect.TypeOf(Overrides{})
 
-func (d *decoder) unknownKey(e *ast.MappingValueNode, key, path string, known []string) {
-	if why, ok := notYetSupported[key]; ok && path == "" {
-		d.report(e.Key.GetToken(), fmt.Sprintf("%s is not supported yet: %s", key, why),
-			fmt.Sprintf("remove %s; resume a paused session with pipeline resume", key))
-		return
-	}
-	hint := ""
-	if near := triggers.Closest(key, known); near != "" {
+// unknownKey reports a key that the struct of type t, at path, does not
+// have.
+func (d *decoder) unknownKey(e *ast.MappingValueNode, key, path string, known []string, t reflect.Type) {
+	sorted := append([]string(nil), known...)
+	sort.Strings(sorted)
+	hint := "the keys allowed here are " + strings.Join(sorted, ", ")
+	switch near := triggers.Closest(key, known); {
+	case t == overridesType && slices.Contains(fieldNames(fields(reflect.TypeOf(Pipeline{}))), key):
+		// A key of the whole pipeline (watch, name, ...): one spec does
+		// not change it for the others.
+		hint = fmt.Sprintf("%s is set in phases.yaml only; a spec's pipeline block may set %s", key, strings.Join(sorted, ", "))
+	case near != "":
 		hint = fmt.Sprintf("did you mean %q?", near)
-	} else {
-		sorted := append([]string(nil), known...)
-		sort.Strings(sorted)
-		hint = "the keys allowed here are " + strings.Join(sorted, ", ")
 	}
 	where := "at the top level"
 	if path != "" {

@@ -138,7 +138,7 @@ var malformedCases = []malformedCase{
 		name: "unknown top-level key with no near key",
 		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\ncolour: blue\n",
 		wants: []malformedProblem{{line: 5, col: 1, msg: `unknown key "colour" at the top level`,
-			hint: "the keys allowed here are agent, defaults, name, phases, resume_context, spec, version"}},
+			hint: "the keys allowed here are agent, defaults, name, phases, resume_context, spec, version, watch, watch_debounce"}},
 	},
 	{
 		name:  "unknown key in agent",
@@ -420,11 +420,90 @@ var malformedCases = []malformedCase{
 		yaml:  "version: 1\nagent: {kind: claude}\ndefaults: &d\n  timeout: 5m\nphases:\n  - name: build\n    <<: *d\n",
 		wants: []malformedProblem{{line: 7, col: 5, msg: "merge keys (<<) are not supported"}},
 	},
+
+	// watch and watch_debounce.
 	{
-		name: "watch, not supported yet",
-		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwatch:\n  - specs/*.md\n",
-		// The key, not its globs: the whole key is refused.
-		wants: []malformedProblem{{line: 5, col: 1, msg: "watch is not supported yet", hint: "remove watch"}},
+		name: "watch glob that is not valid",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwatch:\n  - specs/*.md\n  - specs/[ab.md\n",
+		// The glob, at its first character.
+		wants: []malformedProblem{{line: 7, col: 5, msg: `watch[1]: "specs/[ab.md" is not a valid glob`, hint: "close every [ and {"}},
+	},
+	{
+		name: "watch glob that is an absolute path",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwatch: [specs/*.md, \"/home/ana/notes/*.md\"]\n",
+		// At the opening quote, as a value's other problems are.
+		wants: []malformedProblem{{line: 5, col: 21, msg: `watch[1]: "/home/ana/notes/*.md" is an absolute path; watch globs are relative to the folder of phases.yaml`,
+			hint: "the project's own files only"}},
+	},
+	{
+		name:  "watch glob with a Windows drive",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwatch:\n  - C:/specs/*.md\n",
+		wants: []malformedProblem{{line: 6, col: 5, msg: `watch[0]: "C:/specs/*.md" is an absolute path`}},
+	},
+	{
+		name: "watch glob that climbs out of its folder",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwatch:\n  - specs/../../shared/*.md\n",
+		// specs/.. stays inside; the second .. leaves.
+		wants: []malformedProblem{{line: 6, col: 5, msg: `watch[0]: "specs/../../shared/*.md" uses ..; watch globs stay inside the folder of phases.yaml`,
+			hint: "the project's own files only"}},
+	},
+	{
+		name:  "watch glob offering the parent folder in braces",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwatch:\n  - '{specs,..}/*.md'\n",
+		wants: []malformedProblem{{line: 6, col: 5, msg: `watch[0]: "{specs,..}/*.md" uses ..`}},
+	},
+	{
+		name: "watch glob that is empty",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwatch:\n  - \"\"\n  -\n",
+		// An empty text at its quote; an item with no value at its dash.
+		wants: []malformedProblem{
+			{line: 6, col: 5, msg: "watch[0] is empty", hint: "such as specs/**/*.md"},
+			{line: 7, col: 3, msg: "watch[1] is empty"},
+		},
+	},
+	{
+		name: "watch as a string",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwatch: specs/**/*.md\n",
+		// Like every other list key: one glob is a list of one.
+		wants: []malformedProblem{{line: 5, col: 8, msg: "watch must be a list, not a string", hint: "write a list as [a, b]"}},
+	},
+	{
+		name:  "watch item as a mapping",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwatch:\n  - {glob: specs/*.md}\n",
+		wants: []malformedProblem{{line: 6, col: 5, msg: "watch[0] must be a string, not a mapping"}},
+	},
+	{
+		name: "watch glob starting with a star unquoted",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwatch:\n  - \"**/*.md\"\n  - *.txt\n",
+		// YAML reads *.txt as an alias; once, not again when the globs
+		// are checked.
+		wants: []malformedProblem{{line: 7, col: 5, msg: "alias *.txt names no anchor defined above it", hint: `quote a text that starts with *, such as "**/*.md"`}},
+	},
+	{
+		name: "watch glob starting with two stars unquoted",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwatch: [**/*.md]\n",
+		// The parser stops after the * it read as an alias.
+		wants: []malformedProblem{{line: 5, col: 10, msg: "YAML syntax", hint: `quote a text that starts with *, such as "**/*.md"`}},
+	},
+	{
+		name:  "negative watch_debounce",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwatch: [specs/*.md]\nwatch_debounce: -200ms\n",
+		wants: []malformedProblem{{line: 6, col: 17, msg: `watch_debounce: "-200ms" is negative`}},
+	},
+	{
+		name:  "watch_debounce as a list",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwatch_debounce: [200ms]\n",
+		wants: []malformedProblem{{line: 5, col: 17, msg: "watch_debounce must be a duration such as 30m, not a list"}},
+	},
+	{
+		name: "watch in a spec's pipeline block",
+		yaml: specHeader,
+		spec: "---\npipeline:\n  watch: [specs/*.md]\n  watch_debounce: 1s\n---\n",
+		// One spec does not change what the whole pipeline watches.
+		wants: []malformedProblem{
+			{file: "spec.md", line: 3, col: 3, msg: `unknown key "watch" in pipeline`, hint: "watch is set in phases.yaml only; a spec's pipeline block may set agent, defaults, phases"},
+			{file: "spec.md", line: 4, col: 3, msg: `unknown key "watch_debounce" in pipeline`, hint: "watch_debounce is set in phases.yaml only"},
+		},
 	},
 	{
 		name:  "empty file",

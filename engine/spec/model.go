@@ -18,6 +18,9 @@ type Pipeline struct {
 	Phases   []Phase `yaml:"phases" json:"phases" jsonschema:"required,minItems=1" jsonschema_description:"the phases, run in order"`
 	// ResumeContext shapes the text given to an agent after a resume.
 	ResumeContext *ResumeContext `yaml:"resume_context" json:"resume_context,omitempty" jsonschema_description:"the resume context given to the agent after a resume, a recovery or a restart"`
+	// Watch and WatchDebounce are read by pipeline watch, not by a run.
+	Watch         []string  `yaml:"watch" json:"watch,omitempty" kind:"globs" jsonschema_description:"globs of files whose change resumes this pipeline's paused sessions; relative to the folder of phases.yaml and inside it (no absolute path, no ..); ** matches any number of folders"`
+	WatchDebounce *Duration `yaml:"watch_debounce" json:"watch_debounce,omitempty" jsonschema_description:"how long a burst of changes to watched files must be quiet before it counts; default 200ms, 0s counts each change at once"`
 }
 
 // ResumeContext configures the resume context.

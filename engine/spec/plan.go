@@ -82,6 +82,12 @@ type Plan struct {
 	Watch []string `json:"watch,omitempty"`
 	// WatchDebounce is watch_debounce; nil when phases.yaml does not set it.
 	WatchDebounce *Duration `json:"watch_debounce,omitempty"`
+	// WatchFrom and WatchDebounceFrom say where watch and watch_debounce
+	// were written: the built-in default when phases.yaml does not set
+	// them (no watch, and triggers.DefaultDebounce). A spec's frontmatter
+	// cannot set them: they are the pipeline's, not one spec's.
+	WatchFrom         Origin `json:"watch_from"`
+	WatchDebounceFrom Origin `json:"watch_debounce_from"`
 	// Digest names what this plan was made from, so that a session can
 	// record which plan it ran and a replay can tell whether it still has
 	// it: a hex SHA-256 of the built-in defaults, phases.yaml, and the
@@ -259,6 +265,15 @@ func (r *resolver) plan() *Plan {
 		if rc.Budget > 0 {
 			plan.ResumeBudget = rc.Budget
 		}
+	}
+	plan.Watch, plan.WatchFrom = slices.Clone(p.Watch), builtIn
+	if p.Watch != nil {
+		plan.WatchFrom = r.doc.origin("watch")
+	}
+	plan.WatchDebounceFrom = builtIn
+	if p.WatchDebounce != nil {
+		plan.WatchDebounce = ptr(*p.WatchDebounce)
+		plan.WatchDebounceFrom = r.doc.origin("watch_debounce")
 	}
 	if r.fm != nil {
 		plan.Spec = r.fm.Path

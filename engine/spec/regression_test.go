@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pipeline-dev/pipeline/engine/spec"
 )
@@ -53,29 +54,31 @@ func TestIssue8NowIsALoadError(t *testing.T) {
 }
 
 // Issue 8: watch: was accepted, shown by plan and written by init, but
-// nothing watched the files, so a spec change never resumed a session.
-// Until something does, the key is a load error that says so, not a
-// promise the tool does not keep (and not a bare "unknown key" either).
-func TestIssue8WatchIsRefusedUntilSomethingWatches(t *testing.T) {
-	for key, line := range map[string]string{
-		"watch":          "watch: [specs/**/*.md]",
-		"watch_debounce": "watch_debounce: 200ms",
-	} {
-		t.Run(key, func(t *testing.T) {
-			problems := loadProblems(t, map[string]string{"phases.yaml": "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n" + line + "\n"})
-			if len(problems) != 1 {
-				t.Fatalf("%d problems, want 1: %v", len(problems), problems)
-			}
-			p := problems[0]
-			if p.Line != 5 || p.Column != 1 {
-				t.Errorf("at %d:%d, want 5:1, the key", p.Line, p.Column)
-			}
-			if want := key + " is not supported yet"; !strings.Contains(p.Message, want) || strings.Contains(p.Message, "unknown key") {
-				t.Errorf("message %q, want it to say %q", p.Message, want)
-			}
-			if !strings.Contains(p.Hint, "remove "+key) {
-				t.Errorf("hint %q, want it to say to remove %s", p.Hint, key)
-			}
-		})
+// nothing watched the files, so a spec change never resumed a session; the
+// keys were refused until pipeline watch could read them. They now load
+// into the plan, where the watcher finds them, with where they were
+// written.
+func TestIssue8WatchReachesThePlan(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "phases.yaml")
+	content := "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\nwatch: [specs/**/*.md]\nwatch_debounce: 1s\n"
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := spec.Load(path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Watch) != 1 || plan.Watch[0] != "specs/**/*.md" {
+		t.Errorf("watch %q, want [specs/**/*.md]", plan.Watch)
+	}
+	if plan.WatchDebounce == nil || *plan.WatchDebounce != spec.Duration(time.Second) {
+		t.Errorf("watch_debounce %v, want 1s", plan.WatchDebounce)
+	}
+	if got := plan.WatchFrom.String(); got != path+":5:8" {
+		t.Errorf("watch from %s, want %s:5:8", got, path)
+	}
+	if got := plan.WatchDebounceFrom.String(); got != path+":6:17" {
+		t.Errorf("watch_debounce from %s, want %s:6:17", got, path)
 	}
 }

@@ -87,6 +87,17 @@ func mapper(t reflect.Type) *jsonschema.Schema {
 	return nil
 }
 
+// globSchema is one watch glob: not empty, and neither absolute nor
+// starting above the folder of phases.yaml, as the loader checks (which
+// also refuses a .. further in, and a glob that does not parse).
+func globSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{
+		Type:      "string",
+		MinLength: ptr(uint64(1)),
+		Not:       &jsonschema.Schema{Pattern: `^(/|[A-Za-z]:|\.\.(/|$))`},
+	}
+}
+
 func ptr[T any](v T) *T { return &v }
 
 func reflector() *jsonschema.Reflector {
@@ -102,6 +113,11 @@ func generate() (phases, fm []byte, err error) {
 	p.ID = "urn:pipeline:phases.schema.json"
 	p.Title = "phases.yaml"
 	p.Description = "A pipeline of phases run by the pipeline tool; see README.md"
+	watch, ok := p.Properties.Get("watch")
+	if !ok {
+		return nil, nil, fmt.Errorf("the phases.yaml schema has no watch")
+	}
+	watch.Items = globSchema()
 	if phases, err = marshal(p); err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// plan shows the watch globs, one a row, and the debounce, each with the
+// place it was written; -o json carries them too.
+func TestPlanShowsTheWatchKeys(t *testing.T) {
+	dir := t.TempDir()
+	content := "version: 1\nname: demo\nagent: {kind: claude}\nphases:\n  - name: build\n" +
+		"watch:\n  - specs/**/*.md\n  - \"**/*.txt\"\nwatch_debounce: 1s\n"
+	if err := os.WriteFile(filepath.Join(dir, "phases.yaml"), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := pipeline(t, dir, "plan")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	want := "pipeline        demo  phases.yaml:2:7\n" +
+		"file            phases.yaml\n" +
+		"phases          build          phases.yaml:5:3\n" +
+		"watch           specs/**/*.md  phases.yaml:7:3\n" +
+		"                **/*.txt\n" +
+		"watch_debounce  1s             phases.yaml:9:17\n\n"
+	if !strings.HasPrefix(r.stdout, want) {
+		t.Errorf("plan begins\n%s\nwant\n%s", r.stdout[:min(len(r.stdout), len(want)+200)], want)
+	}
+
+	r = pipeline(t, dir, "plan", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var plan struct {
+		Watch         []string `json:"watch"`
+		WatchDebounce string   `json:"watch_debounce"`
+		WatchFrom     struct {
+			Line int `json:"line"`
+		} `json:"watch_from"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &plan); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(plan.Watch, ",") != "specs/**/*.md,**/*.txt" || plan.WatchDebounce != "1s" || plan.WatchFrom.Line != 7 {
+		t.Errorf("plan -o json has watch %q from line %d, watch_debounce %q", plan.Watch, plan.WatchFrom.Line, plan.WatchDebounce)
+	}
+}
