@@ -617,8 +617,8 @@ func pipelineRows(pipeline, self, work string, debounce time.Duration, runs, new
 
 // measurePipeline writes runs times with write; each write should resume
 // exactly the sessions expect, whose steps then start and pause again.
-func measurePipeline(w *background, st *stamps, write writer, expect []string, runs int, debounce time.Duration) row {
-	r := row{runs: runs, skipped: map[string]int{}}
+func measurePipeline(w *background, st *stamps, write writer, expect []string, runs int, debounce time.Duration) (r row) {
+	r = row{runs: runs, skipped: map[string]int{}}
 	expected := map[string]bool{}
 	for _, s := range expect {
 		expected[s] = true
@@ -903,8 +903,8 @@ func drainLines(c chan string) {
 
 // measureTask writes runs times with write; after a miss, rewrite (when
 // set) writes the same file again, once task had time to rescan.
-func measureTask(t *background, st *stamps, write writer, runs int, rewrite func(i int) writer) row {
-	r := row{runs: runs}
+func measureTask(t *background, st *stamps, write writer, runs int, rewrite func(i int) writer) (r row) {
+	r = row{runs: runs}
 	misses := 0
 	defer stoppedEarly(&r, &misses)
 	for i := 1; i <= runs && misses < maxMisses; i++ {
@@ -926,7 +926,10 @@ func measureTask(t *background, st *stamps, write writer, runs int, rewrite func
 			r.missed++
 			misses++
 			if misses == 1 {
-				r.notes = append(r.notes, fmt.Sprintf("write %d missed; task printed: %s", i, strings.Join(takeLines(t.stderr, 6), " | ")))
+				said := strings.Join(takeLines(t.stderr, 6), " | ")
+				said = strings.ReplaceAll(said, t.cmd.Dir+"/", "")
+				said = strings.Join(strings.Fields(said), " ")
+				r.notes = append(r.notes, fmt.Sprintf("write %d missed; task printed: %s", i, said))
 			}
 			if rewrite != nil {
 				t0, err := rewrite(i)(i + 1000)
