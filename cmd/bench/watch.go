@@ -43,7 +43,7 @@ const (
 	// watchCap is how long a write may go unanswered before it counts as
 	// missed.
 	watchCap = 10 * time.Second
-	// maxMisses ends a row early: past it, the row's answer is known.
+	// maxMisses ends a row early (see giveUp).
 	maxMisses = 3
 	// idleSessions is the number of paused sessions of the idle figure.
 	idleSessions = 100
@@ -340,6 +340,8 @@ func watchFigures(pipeline, self, work string) {
 
 	fmt.Printf("4. watch latency: a spec written → the resumed step's process started, %d writes a row (a new folder: %d)\n", runs, newRuns)
 	fmt.Printf("   a write unanswered in %v is missed; extra: resumes (task: runs) beyond one per session and write\n", watchCap)
+	fmt.Printf("   pipeline: sessions of a %d-phase pipeline, each phase one step and auto_advance: false, %d writes a session;\n", sessionPhases, writesPerSession)
+	fmt.Printf("   the new folder: 2 paused sessions of a pipeline with watch: [\"specs/**/*.md\"], their specs outside it\n")
 	fmt.Printf("   %-45s %9s %9s %9s %7s %6s   %s\n", "", "p50", "p99", "max", "missed", "extra", "target (p99)")
 	for _, debounce := range []time.Duration{0, 200 * time.Millisecond} {
 		title := "pipeline watch --debounce 0"
@@ -473,12 +475,22 @@ func ms(d time.Duration) string {
 	return fmt.Sprintf("%.2f ms", float64(d)/1e6)
 }
 
-// pipelineYAML: every phase pauses when done, so each resume runs one step.
-// The sessions' specs sit outside the watch glob, so that a write to one
-// resumes that session alone, and a new file under specs/ resumes them all.
-func pipelineYAML(step string, phases int, glob bool) string {
+// The sessions of the latency figure run a pipeline of sessionPhases
+// phases, each one step that pauses when done (auto_advance: false), so
+// that a resume runs one step: a spec gets writesPerSession writes, then
+// the row goes on with the next session. The time from a change to the
+// resume grows with the number of phases; these stay few, as in a real
+// pipeline.
+const (
+	sessionPhases    = 12
+	writesPerSession = 9 // the phases left are room for extra resumes
+)
+
+// pipelineYAML writes a pipeline of phases that pause when done; glob adds
+// a watch: glob over specs/.
+func pipelineYAML(name, step string, phases int, glob bool) string {
 	var b strings.Builder
-	b.WriteString("version: 1\nname: watch-bench\n")
+	fmt.Fprintf(&b, "version: 1\nname: %s\n", name)
 	if glob {
 		b.WriteString("watch: [\"specs/**/*.md\"]\n")
 	}
@@ -550,46 +562,65 @@ func pipelineRows(pipeline, self, work string, debounce time.Duration, runs, new
 		return rows
 	}
 	dir := filepath.Join(work, fmt.Sprintf("watch-%v", debounce))
-	if err := os.MkdirAll(filepath.Join(dir, "specs"), 0o755); err != nil {
-		return fail(err)
+	// written: sessions whose own spec is written, no glob; folders: two
+	// sessions whose specs lie outside the glob over specs/, so that a new
+	// file there resumes both and a write to a spec only its session.
+	written, folders := filepath.Join(dir, "written"), filepath.Join(dir, "folders")
+	for _, d := range []string{written, filepath.Join(folders, "specs")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fail(err)
+		}
 	}
 	st, err := openStamps(filepath.Join(dir, "stamps"))
 	if err != nil {
 		return fail(err)
 	}
 	defer st.close()
-	// A needs one phase per write of every row, B one per new folder; a
-	// few more leave room for extra resumes.
-	file := filepath.Join(dir, "phases.yaml")
 	step := fmt.Sprintf("%s -stamp %s", self, filepath.Join(dir, "stamps"))
-	phases := 1 + 2*runs + newRuns + 20
-	if err := os.WriteFile(file, []byte(pipelineYAML(step, phases, true)), 0o644); err != nil {
+	writtenFile, foldersFile := filepath.Join(written, "phases.yaml"), filepath.Join(folders, "phases.yaml")
+	if err := os.WriteFile(writtenFile, []byte(pipelineYAML("written", step, sessionPhases, false)), 0o644); err != nil {
 		return fail(err)
 	}
-	// A pipeline that refuses the watch: key is measured without it, but
-	// for the new folder.
-	noGlob := validate(pipeline, file)
-	if noGlob != nil {
-		if err := os.WriteFile(file, []byte(pipelineYAML(step, phases, false)), 0o644); err != nil {
-			return fail(err)
-		}
+	if err := os.WriteFile(foldersFile, []byte(pipelineYAML("folders", step, newRuns+5, true)), 0o644); err != nil {
+		return fail(err)
 	}
-	var sessions []string
-	for _, name := range []string{"a.md", "b.md"} {
-		if err := os.WriteFile(filepath.Join(dir, name), specText(0), 0o644); err != nil {
-			return fail(err)
+	noGlob := validate(pipeline, foldersFile)
+	session := func(file, spec string) (string, error) {
+		if err := os.WriteFile(filepath.Join(filepath.Dir(file), spec), specText(0), 0o644); err != nil {
+			return "", err
 		}
-		if err := runPaused(pipeline, file, name); err != nil {
-			return fail(err)
+		if err := runPaused(pipeline, file, spec); err != nil {
+			return "", err
 		}
 		select {
 		case s := <-st.c:
-			sessions = append(sessions, s.session)
+			return s.session, nil
 		case <-time.After(5 * time.Second):
-			return fail(fmt.Errorf("the first step of %s sent no stamp", name))
+			return "", fmt.Errorf("the first step of %s sent no stamp", spec)
 		}
 	}
-	args := []string{file}
+	inPlace, renamed := map[int]string{}, map[int]string{}
+	for g := 0; g*writesPerSession < runs; g++ {
+		for name, sessions := range map[string]map[int]string{"in-place": inPlace, "renamed": renamed} {
+			id, err := session(writtenFile, fmt.Sprintf("%s-%02d.md", name, g))
+			if err != nil {
+				return fail(err)
+			}
+			sessions[g] = id
+		}
+	}
+	args := []string{writtenFile}
+	var both []string
+	if noGlob == nil {
+		args = append(args, foldersFile)
+		for _, spec := range []string{"a.md", "b.md"} {
+			id, err := session(foldersFile, spec)
+			if err != nil {
+				return fail(err)
+			}
+			both = append(both, id)
+		}
+	}
 	if debounce == 0 {
 		args = append(args, "--debounce", "0")
 	}
@@ -597,17 +628,24 @@ func pipelineRows(pipeline, self, work string, debounce time.Duration, runs, new
 	if err != nil {
 		return fail(err)
 	}
-	target := 10*time.Millisecond + debounce
+	// rotate writes the spec of the session in turn, with mk.
+	rotate := func(name string, sessions map[int]string, mk func(string) writer) func(int) (writer, []string) {
+		return func(i int) (writer, []string) {
+			g := (i - 1) / writesPerSession
+			return mk(filepath.Join(written, fmt.Sprintf("%s-%02d.md", name, g))), []string{sessions[g]}
+		}
+	}
 	rows := []row{
-		measurePipeline(w, st, writeInPlace(filepath.Join(dir, "a.md")), sessions[:1], runs, debounce),
-		measurePipeline(w, st, writeRenamed(filepath.Join(dir, "a.md")), sessions[:1], runs, debounce),
+		measurePipeline(w, st, rotate("in-place", inPlace, writeInPlace), runs, debounce),
+		measurePipeline(w, st, rotate("renamed", renamed, writeRenamed), runs, debounce),
 		{err: noGlob},
 	}
 	if noGlob == nil {
-		rows[2] = measurePipeline(w, st, writeInNewFolder(filepath.Join(dir, "specs")), sessions, newRuns, debounce)
+		newFolder := writeInNewFolder(filepath.Join(folders, "specs"))
+		rows[2] = measurePipeline(w, st, func(int) (writer, []string) { return newFolder, both }, newRuns, debounce)
 	}
 	for i := range rows {
-		rows[i].label, rows[i].target = labels[i], target
+		rows[i].label, rows[i].target = labels[i], 10*time.Millisecond+debounce
 	}
 	if code := w.stop(10 * time.Second); code != 3 {
 		rows[len(rows)-1].notes = append(rows[len(rows)-1].notes, fmt.Sprintf("pipeline watch exited %d on SIGINT, not 3", code))
@@ -615,14 +653,11 @@ func pipelineRows(pipeline, self, work string, debounce time.Duration, runs, new
 	return rows
 }
 
-// measurePipeline writes runs times with write; each write should resume
-// exactly the sessions expect, whose steps then start and pause again.
-func measurePipeline(w *background, st *stamps, write writer, expect []string, runs int, debounce time.Duration) (r row) {
+// measurePipeline writes runs times, with the writer aim gives for each
+// write; each write should resume exactly the sessions aim names, whose
+// steps then start and pause again.
+func measurePipeline(w *background, st *stamps, aim func(i int) (writer, []string), runs int, debounce time.Duration) (r row) {
 	r = row{runs: runs, skipped: map[string]int{}}
-	expected := map[string]bool{}
-	for _, s := range expect {
-		expected[s] = true
-	}
 	// events takes in what pipeline watch printed outside the wait of a
 	// write: resumes there are extra.
 	events := func(e watchEvent) {
@@ -635,10 +670,15 @@ func measurePipeline(w *background, st *stamps, write writer, expect []string, r
 	}
 	misses := 0
 	defer stoppedEarly(&r, &misses)
-	for i := 1; i <= runs && misses < maxMisses; i++ {
+	for i := 1; i <= runs && !giveUp(misses, r.writes); i++ {
 		r.writes++
 		drainEvents(w, events)
 		st.drain()
+		write, expect := aim(i)
+		expected := map[string]bool{}
+		for _, s := range expect {
+			expected[s] = true
+		}
 		t0, err := write(i)
 		if err != nil {
 			r.err = err
@@ -719,8 +759,14 @@ func measurePipeline(w *background, st *stamps, write writer, expect []string, r
 	return r
 }
 
+// giveUp ends a row once its answer is known: every write so far missed,
+// or maxMisses did.
+func giveUp(misses, writes int) bool {
+	return misses >= maxMisses || (misses >= 2 && misses == writes)
+}
+
 func stoppedEarly(r *row, misses *int) {
-	if r.writes < r.runs && *misses >= maxMisses {
+	if r.writes < r.runs && giveUp(*misses, r.writes) {
 		r.notes = append(r.notes, fmt.Sprintf("stopped after %d misses, at write %d of %d", *misses, r.writes, r.runs))
 	}
 }
@@ -907,7 +953,7 @@ func measureTask(t *background, st *stamps, write writer, runs int, rewrite func
 	r = row{runs: runs}
 	misses := 0
 	defer stoppedEarly(&r, &misses)
-	for i := 1; i <= runs && misses < maxMisses; i++ {
+	for i := 1; i <= runs && !giveUp(misses, r.writes); i++ {
 		r.writes++
 		r.extra += st.drain()
 		drainLines(t.stdout)
