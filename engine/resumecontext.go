@@ -68,6 +68,13 @@ const DefaultResumeTemplate = `[Resume context] You are resuming phase "{{.Phase
 ## What changed in the spec since the pause{{with $.SpecPath}} ({{.}}){{end}}
 {{diffblock .}}
 {{- end}}
+{{- with .SpecFrontmatter}}
+
+## The spec's frontmatter now (it changed; its values apply from this step)
+` + "```yaml" + `
+{{.}}
+` + "```" + `
+{{- end}}
 {{- with .NextSteps}}
 
 ## Next steps

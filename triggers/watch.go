@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -77,7 +78,7 @@ func NewWatcher(t Targets, debounce time.Duration, clk clock.Clock) (*Watcher, e
 	}
 	notify, err := fsnotify.NewWatcher()
 	if err != nil {
-		return nil, err
+		return nil, watchError("", err)
 	}
 	w := &Watcher{clock: clk, debounce: debounce, notify: notify, changes: make(chan Change, 16),
 		dirs: map[string]bool{}, pending: map[string]bool{}}
@@ -169,7 +170,7 @@ func (w *Watcher) walk(dir string, deep bool, wanted map[string]bool, report boo
 		wanted[path] = true
 		if !w.dirs[path] {
 			if err := w.notify.Add(path); err != nil {
-				w.errs = append(w.errs, fmt.Errorf("watching %s: %w", path, err))
+				w.errs = append(w.errs, watchError(path, err))
 				return fs.SkipDir
 			}
 			w.dirs[path] = true
@@ -192,6 +193,24 @@ func (w *Watcher) walk(dir string, deep bool, wanted map[string]bool, report boo
 			}
 		}
 	}
+}
+
+// watchError says what a failure to watch means. inotify reports its
+// limits with errnos that read as something else: ENOSPC (the watches of
+// fs.inotify.max_user_watches used up) is not a full disk, EMFILE (the
+// instances of fs.inotify.max_user_instances) not open files.
+func watchError(path string, err error) error {
+	what := "watching"
+	if path != "" {
+		what += " " + path
+	}
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		return fmt.Errorf("%s: the system's limit of watched folders is reached (sysctl fs.inotify.max_user_watches): raise it, or narrow the watch: globs", what)
+	case errors.Is(err, syscall.EMFILE):
+		return fmt.Errorf("%s: the system's limit of file watchers is reached (sysctl fs.inotify.max_user_instances): raise it, or stop other watchers", what)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // skippedDir names folders no spec lives in, whose churn is not ours to

@@ -77,7 +77,7 @@ func TestIssue9HostileSpecsExit2WithinMemory(t *testing.T) {
 		},
 	}
 	for _, tc := range cases {
-		for _, command := range []string{"validate", "run"} {
+		for _, command := range []string{"validate", "run", "watch"} {
 			t.Run(tc.name+"/"+command, func(t *testing.T) {
 				dir := t.TempDir()
 				for name, content := range tc.files {

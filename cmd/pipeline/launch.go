@@ -106,6 +106,9 @@ type launch struct {
 	// json: the run is shown on standard error and the session's status
 	// printed as JSON on standard output at the end.
 	json bool
+	// watchNext: a pause is followed by a watch (run --watch), whose
+	// events are the output; the status is not printed at the pause.
+	watchNext bool
 }
 
 func (l *launch) run(sess *session.Session, events ...engine.Event) error {
@@ -148,7 +151,7 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	if closeErr != nil {
 		return storeWriteFailed(closeErr)
 	}
-	if l.json {
+	if l.json && !(l.watchNext && state.Status == engine.StatusPaused) {
 		if err := writeJSON(l.cmd.OutOrStdout(), statusOf(sess.X.Meta, sess.Plan, state)); err != nil {
 			return err
 		}
@@ -157,7 +160,9 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	case engine.StatusCompleted:
 		return nil
 	case engine.StatusPaused:
-		fmt.Fprintf(l.cmd.ErrOrStderr(), "session %s is paused; continue it with: pipeline resume %s\n", sess.ID(), sess.ID())
+		if !l.watchNext {
+			fmt.Fprintf(l.cmd.ErrOrStderr(), "session %s is paused; continue it with: pipeline resume %s\n", sess.ID(), sess.ID())
+		}
 		return &exitStatus{code: exitPaused, printed: true}
 	default:
 		return &exitStatus{code: exitFailed, printed: true}

@@ -113,7 +113,7 @@ Exit status: 0 completed, 1 failed, 2 usage, spec or environment error
 				return err
 			}
 		}
-		l := &launch{cmd: cmd, grace: grace, json: output.json()}
+		l := &launch{cmd: cmd, grace: grace, json: output.json(), watchNext: keepOn}
 		err = l.run(sess, first)
 		var paused *exitStatus
 		if keepOn && errors.As(err, &paused) && paused.code == exitPaused && sess.StoreFailed() == nil {

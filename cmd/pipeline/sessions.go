@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/engine/watch"
 	"github.com/pipeline-dev/pipeline/triggers"
 )
 
@@ -56,7 +58,14 @@ paused); --status keeps one status; --spec keeps the sessions of one spec.`,
 		if specPath != "" {
 			wantSpec, _ = filepath.Abs(specPath)
 		}
-		out := []store.Summary{}
+		// Sessions a running pipeline watch has queued to run.
+		var queued []string
+		if st != nil && st.Held(watch.LockKey) {
+			if h, err := st.Holder(watch.LockKey); err == nil {
+				queued = h.Queued
+			}
+		}
+		out := []sessionLine{}
 		for _, s := range list { // none when there is no store yet
 			if s.Status == string(engine.StatusRunning) && !st.Held(s.Key) {
 				s.Status, s.PauseReason = string(engine.StatusPaused), engine.ReasonRunnerDied
@@ -70,7 +79,7 @@ paused); --status keeps one status; --spec keeps the sessions of one spec.`,
 			if wantSpec != "" && s.Spec != wantSpec {
 				continue
 			}
-			out = append(out, s)
+			out = append(out, sessionLine{Summary: s, Queued: slices.Contains(queued, s.ID)})
 		}
 		if output.json() {
 			return writeJSON(cmd.OutOrStdout(), out)
@@ -83,6 +92,9 @@ paused); --status keeps one status; --spec keeps the sessions of one spec.`,
 			state := s.Status
 			if s.PauseReason != "" {
 				state += " (" + s.PauseReason + ")"
+			}
+			if s.Queued {
+				state += ", queued"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t$%.4f\t%s\n", safe(s.ID), safe(s.Pipeline), safe(orDash(filepath.Base(s.Spec))), safe(state),
 				safe(orDash(s.Phase)), s.Tokens, s.CostUSD, s.Updated.Local().Format("2006-01-02 15:04"))
@@ -97,6 +109,13 @@ paused); --status keeps one status; --spec keeps the sessions of one spec.`,
 	cmd.Flags().StringVar(&specPath, "spec", "", "only the sessions of this spec")
 	cmd.Flags().StringVar(&status, "status", "", "only sessions with this status: running, paused, completed or failed")
 	return cmd
+}
+
+// sessionLine is a session as pipeline sessions shows it.
+type sessionLine struct {
+	store.Summary
+	// Queued: a pipeline watch will resume it when a slot is free.
+	Queued bool `json:"queued,omitempty"`
 }
 
 func orDash(s string) string {

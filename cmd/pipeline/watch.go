@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
+	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/engine/watch"
 	"github.com/pipeline-dev/pipeline/internal/clock"
@@ -113,7 +116,31 @@ pipeline pause SESSION pauses one session and the watch goes on.`,
 		if err := output.check(); err != nil {
 			return err
 		}
+		// Every file is loaded before anything is written: a bad one
+		// makes no store.
+		var problems spec.Error
 		for _, file := range args {
+			_, err := spec.Load(file, "")
+			var specErr *spec.Error
+			if errors.As(err, &specErr) {
+				problems.Problems = append(problems.Problems, specErr.Problems...)
+			} else if err != nil {
+				return err
+			}
+		}
+		if len(problems.Problems) > 0 {
+			return &problems
+		}
+		seen := map[string]bool{}
+		for _, file := range args {
+			abs, err := filepath.Abs(file)
+			if err != nil {
+				return err
+			}
+			if seen[abs] {
+				continue // named twice
+			}
+			seen[abs] = true
 			st, err := (&storeFlags{file: file, stateDir: flags.stateDir}).open()
 			if err != nil {
 				return err
@@ -198,6 +225,8 @@ func describeWatchEvent(e watch.Event) string {
 		return b.String()
 	case watch.EventReady:
 		return "watching: " + e.Reason
+	case watch.EventFollowed:
+		return b.String() + "(" + e.Status + ") is watched from now on"
 	case watch.EventInvalid:
 		return strings.TrimSpace(b.String() + "invalid, not applied:\n" + e.Reason)
 	}
@@ -289,7 +318,14 @@ func watchAfterRun(cmd *cobra.Command, wf *watchFlags, st *store.Store, file, ke
 		final = s.Status
 		return s.Status == engine.StatusCompleted || s.Status == engine.StatusFailed
 	}
-	if err := runWatch(cmd, o, asJSON); err != nil {
+	err = runWatch(cmd, o, asJSON)
+	var refused *session.RefusedError
+	if errors.As(err, &refused) {
+		// Another watcher has the folder: it resumes this session.
+		printError(cmd.ErrOrStderr(), fmt.Sprintf("%v\nthe session stays paused; that watcher resumes it when its spec changes\n", err))
+		return &exitStatus{code: exitPaused, printed: true}
+	}
+	if err != nil {
 		return err
 	}
 	if final == engine.StatusFailed {

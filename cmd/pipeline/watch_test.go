@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pipeline-dev/pipeline/internal/proctest"
 )
 
 // watchEvent is a line of pipeline watch -o json.
@@ -25,6 +27,8 @@ type watchEvent struct {
 type watching struct {
 	*started
 	seen []watchEvent
+	// next is the first event of seen not yet awaited.
+	next int
 }
 
 // watchStart starts pipeline watch -o json in dir and waits until it is
@@ -33,6 +37,9 @@ func watchStart(t *testing.T, dir string, args ...string) *watching {
 	t.Helper()
 	w := &watching{started: pipelineStart(t, dir, append([]string{"watch", "-o", "json"}, args...)...)}
 	w.awaitEvent(t, "ready", "")
+	// What the watcher did before it was ready (a catch up) is awaited
+	// like the rest.
+	w.next = 0
 	return w
 }
 
@@ -42,6 +49,12 @@ func (w *watching) awaitEvent(t *testing.T, kind, session string) watchEvent {
 	t.Helper()
 	deadline := time.After(60 * time.Second)
 	for {
+		for ; w.next < len(w.seen); w.next++ {
+			if ev := w.seen[w.next]; ev.Event == kind && (session == "" || ev.Session == session) {
+				w.next++
+				return ev
+			}
+		}
 		select {
 		case line := <-w.lines:
 			var ev watchEvent
@@ -49,12 +62,12 @@ func (w *watching) awaitEvent(t *testing.T, kind, session string) watchEvent {
 				t.Fatalf("not a JSON event: %q (%v)", line, err)
 			}
 			w.seen = append(w.seen, ev)
-			if ev.Event == kind && (session == "" || ev.Session == session) {
-				return ev
-			}
 		case code := <-w.done:
 			t.Fatalf("watch ended (exit %d) before a %q event; events %+v; stderr: %s", code, kind, w.seen, w.stderr.String())
 		case <-deadline:
+			// Its standard error is read once it has ended.
+			w.cmd.Process.Kill()
+			<-w.done
 			t.Fatalf("no %q event; events %+v; stderr: %s", kind, w.seen, w.stderr.String())
 		}
 	}
@@ -181,8 +194,9 @@ func TestWatchResumesOnEverySaveOfTheSpec(t *testing.T) {
 			if !strings.Contains(string(prompt), "+Use the v2 endpoint.") {
 				t.Errorf("the resume context has no diff of the spec:\n%s", prompt)
 			}
-			if s := status(t, dir); s.Phase != "two" || s.Status != "paused" {
-				t.Errorf("after one resume the session is %s at %s, want paused at two", s.Status, s.Phase)
+			// Paused after phase two: the next is three.
+			if s := status(t, dir); s.Phase != "three" || s.Status != "paused" {
+				t.Errorf("after one resume the session is %s before %s, want paused before three", s.Status, s.Phase)
 			}
 		})
 	}
@@ -205,8 +219,8 @@ func TestWatchBurstOfWritesResumesOnce(t *testing.T) {
 	if n := count(events, "resumed"); n != 1 {
 		t.Errorf("%d resumes after a burst of 100 writes, want 1: %+v", n, events)
 	}
-	if s := status(t, dir); s.Phase != "two" {
-		t.Errorf("the session went on to phase %s: resumed more than once", s.Phase)
+	if s := status(t, dir); s.Phase != "three" {
+		t.Errorf("the session is before phase %s, want three: resumed more than once?", s.Phase)
 	}
 }
 
@@ -262,8 +276,11 @@ func TestWatchKeepsTheOldPlanWhenPhasesYAMLIsInvalid(t *testing.T) {
 			t.Errorf("an invalid phases.yaml resumed the session: %+v", ev)
 		}
 	}
-	if s := status(t, dir, "--file", "phases.yaml"); s.Phase != "two" || s.Status != "paused" {
-		t.Errorf("session %s at %s, want paused at two (the old plan)", s.Status, s.Phase)
+	// The old plan had phase one pause too: the session ran phase two
+	// and paused before three.
+	write(t, dir, "phases.yaml", string(good))
+	if s := status(t, dir); s.Phase != "three" || s.Status != "paused" {
+		t.Errorf("session %s before %s, want paused before three (the old plan)", s.Status, s.Phase)
 	}
 }
 
@@ -313,31 +330,39 @@ phases:
 	write(t, dir, "b.md", "# B\nchanged\n")
 	first := w.awaitEvent(t, "resumed", "")
 	queued := w.awaitEvent(t, "queued", "")
-	if first.Session == queued.Session || queued.Session == "" {
-		t.Fatalf("resumed %s and queued %s, want the two sessions", first.Session, queued.Session)
+	// In order: the older session first.
+	if first.Session != ids[0] || queued.Session != ids[1] {
+		t.Fatalf("resumed %s and queued %s, want %s then %s", first.Session, queued.Session, ids[0], ids[1])
 	}
 	list := pipeline(t, dir, "sessions")
 	if !strings.Contains(list.stdout, "queued") {
 		t.Errorf("pipeline sessions does not show the queued session:\n%s", list.stdout)
 	}
 	write(t, dir, "go", "")
-	w.awaitEvent(t, "paused", first.Session)
+	w.awaitEvent(t, "completed", first.Session)
 	second := w.awaitEvent(t, "resumed", queued.Session)
 	if second.File == "" {
 		t.Errorf("the queued session's resume does not say what woke it: %+v", second)
 	}
-	w.awaitEvent(t, "paused", queued.Session)
+	w.awaitEvent(t, "completed", queued.Session)
 	events := w.stop(t)
 	// One at a time: the second resumed after the first paused.
 	var order []string
 	for _, ev := range events {
-		if ev.Event == "resumed" || ev.Event == "paused" {
+		if ev.Event == "resumed" || ev.Event == "completed" {
 			order = append(order, ev.Event+" "+ev.Session)
 		}
 	}
-	want := []string{"resumed " + first.Session, "paused " + first.Session, "resumed " + queued.Session, "paused " + queued.Session}
+	want := []string{"resumed " + first.Session, "completed " + first.Session, "resumed " + queued.Session, "completed " + queued.Session}
 	if strings.Join(order, ",") != strings.Join(want, ",") {
 		t.Errorf("order %v, want %v", order, want)
+	}
+	ran, err := os.ReadFile(filepath.Join(dir, "order.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(ran), filepath.Join(dir, "a.md")+"\n"+filepath.Join(dir, "b.md")+"\n"; got != want {
+		t.Errorf("the steps ran for %q, want %q", got, want)
 	}
 }
 
@@ -392,4 +417,242 @@ phases:
 	if s := status(t, dir); s.Status != "paused" || s.Phase != "two" {
 		t.Errorf("session %s at %s, want paused at two", s.Status, s.Phase)
 	}
+}
+
+// A valid phases.yaml saved while a session runs applies from its next
+// step; one that renames its phases is refused for that session, with the
+// reason, and a paused session it would break is skipped, with the reason.
+func TestWatchNewPlanAppliesFromTheNextStep(t *testing.T) {
+	dir := t.TempDir()
+	const plan = `version: 1
+spec: spec.md
+phases:
+  - {name: one, auto_advance: false, steps: [{run: "true"}]}
+  - name: two
+    steps:
+      - {name: wait, run: 'while [ ! -e go ]; do sleep 0.01; done'}
+      - {name: next, run: 'echo FIRST > next.txt'}
+`
+	write(t, dir, "phases.yaml", plan)
+	write(t, dir, "spec.md", "# spec\n")
+	if r := pipeline(t, dir, "run"); r.code != exitPaused {
+		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
+	}
+	id := status(t, dir).ID
+	w := watchStart(t, dir)
+	write(t, dir, "spec.md", "# spec\nchanged\n")
+	w.awaitEvent(t, "resumed", id)
+	// Renamed phases: refused for the running session.
+	write(t, dir, "phases.yaml", strings.Replace(plan, "name: two", "name: deux", 1))
+	refused := w.awaitEvent(t, "skipped", id)
+	if !strings.Contains(refused.Reason, "running") {
+		t.Errorf("skipped %+v, want the running session", refused)
+	}
+	// The step of the new plan: applied from the next step.
+	write(t, dir, "phases.yaml", strings.Replace(plan, "FIRST", "SECOND", 1))
+	w.awaitEvent(t, "reloaded", "")
+	applied := w.awaitEvent(t, "skipped", id)
+	if !strings.Contains(applied.Reason, "next step") {
+		t.Errorf("skipped %+v, want the new plan applied from the next step", applied)
+	}
+	write(t, dir, "go", "")
+	w.awaitEvent(t, "completed", id)
+	w.stop(t)
+	if got, _ := os.ReadFile(filepath.Join(dir, "next.txt")); string(got) != "SECOND\n" {
+		t.Errorf("the next step ran %q, want the new plan's SECOND", got)
+	}
+	if !strings.Contains(w.stderr.String(), "keeps the plan it had") {
+		t.Errorf("the run does not say the renamed phases were refused:\n%s", w.stderr.String())
+	}
+}
+
+// A paused session whose phases phases.yaml renamed is skipped, with the
+// reason, and the others resume.
+func TestWatchRenamedPhasesSkipThePausedSession(t *testing.T) {
+	dir := t.TempDir()
+	id := watchedPipeline(t, dir, "")
+	w := watchStart(t, dir)
+	good, err := os.ReadFile(filepath.Join(dir, "phases.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "phases.yaml", strings.Replace(string(good), "name: two", "name: deux", 1))
+	skipped := w.awaitEvent(t, "skipped", id)
+	if !strings.Contains(skipped.Reason, "phases") || !strings.Contains(skipped.Reason, "--new") {
+		t.Errorf("skipped %+v, want the renamed phases and the way out", skipped)
+	}
+	events := w.stop(t)
+	if n := count(events, "resumed"); n != 0 {
+		t.Errorf("%d resumes of a session whose phases were renamed: %+v", n, events)
+	}
+}
+
+// --reasons narrows the pauses a change resumes.
+func TestWatchReasonsNarrowTheResumes(t *testing.T) {
+	dir := t.TempDir()
+	id := watchedPipeline(t, dir, "")
+	w := watchStart(t, dir, "--reasons", "checkpoint,needs-human")
+	write(t, dir, "spec.md", "# The spec\n\nchanged\n")
+	skipped := w.awaitEvent(t, "skipped", id)
+	if !strings.Contains(skipped.Reason, "phase-complete") || !strings.Contains(skipped.Reason, "--reasons") {
+		t.Errorf("skipped %+v, want the pause reason --reasons leaves out", skipped)
+	}
+	events := w.stop(t)
+	if n := count(events, "resumed"); n != 0 {
+		t.Errorf("%d resumes, want none: %+v", n, events)
+	}
+}
+
+// A session started after the watcher, with a spec of its own, is watched
+// once it pauses.
+func TestWatchFollowsSessionsMadeAfterItStarted(t *testing.T) {
+	dir := t.TempDir()
+	watchedPipeline(t, dir, "")
+	w := watchStart(t, dir)
+	write(t, dir, "other.md", "# other\n")
+	if r := pipeline(t, dir, "run", "--spec", "other.md"); r.code != exitPaused {
+		t.Fatalf("run --spec other.md: exit %d, %s", r.code, r.stderr)
+	}
+	id := status(t, dir, "--spec", "other.md").ID
+	// The watcher reads the index when it changes.
+	if followed := w.awaitEvent(t, "followed", id); followed.File != "other.md" {
+		t.Errorf("followed %+v, want the spec other.md", followed)
+	}
+	write(t, dir, "other.md", "# other\nchanged\n")
+	w.awaitEvent(t, "resumed", id)
+	w.awaitEvent(t, "paused", id)
+	w.stop(t)
+}
+
+// run --watch runs, then watches its session after it pauses, until it
+// completes: exit 0.
+func TestRunWatchContinuesUntilTheSessionCompletes(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", `version: 1
+spec: spec.md
+phases:
+  - {name: one, auto_advance: false, steps: [{run: "true"}]}
+  - {name: two, steps: [{run: "echo done > done.txt"}]}
+`)
+	write(t, dir, "spec.md", "# spec\n")
+	r := pipelineStart(t, dir, "run", "--watch", "-o", "json")
+	w := &watching{started: r}
+	w.awaitEvent(t, "ready", "")
+	write(t, dir, "spec.md", "# spec\nanswered\n")
+	w.awaitEvent(t, "resumed", "")
+	w.awaitEvent(t, "completed", "")
+	if code := w.exit(t); code != 0 {
+		t.Errorf("run --watch: exit %d after the session completed, want 0; stderr: %s", code, r.stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "done.txt")); err != nil {
+		t.Error("phase two did not run")
+	}
+}
+
+// A change of the spec's frontmatter reaches the agent: the resume
+// context has the diff and the new frontmatter, and the plan it makes
+// applies from the step resumed.
+func TestWatchFrontmatterChangeReachesTheAgent(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "spec.md", "---\nowner: ana\n---\n# The spec\n")
+	id := watchedPipeline(t, dir, "")
+	w := watchStart(t, dir)
+	write(t, dir, "spec.md", "---\nowner: bob\npipeline:\n  agent: {kind: command, command: [sh, -c, 'cat > prompt-$PIPELINE_PHASE.txt; echo new > agent.txt']}\n---\n# The spec\n")
+	w.awaitEvent(t, "resumed", id)
+	w.awaitEvent(t, "paused", id)
+	w.stop(t)
+	prompt, err := os.ReadFile(filepath.Join(dir, "prompt-two.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"-owner: ana", "+owner: bob", "frontmatter now", "owner: bob\npipeline:"} {
+		if !strings.Contains(string(prompt), want) {
+			t.Errorf("the resume context lacks %q:\n%s", want, prompt)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "agent.txt")); err != nil {
+		t.Errorf("the agent of the new frontmatter did not run the resumed step: %v", err)
+	}
+}
+
+// A session whose own step writes a file a watch: glob matches is not
+// resumed by that write once it pauses (the debounce brings it after the
+// pause): it would resume itself for ever.
+func TestWatchDoesNotResumeASessionForItsOwnWrites(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", `version: 1
+spec: spec.md
+watch: ["notes/**/*.md", ".pipeline/**"]
+phases:
+  - {name: one, auto_advance: false, steps: [{run: "true"}]}
+  - {name: two, auto_advance: false, steps: [{run: "mkdir -p notes && echo two > notes/log.md"}]}
+  - {name: three, steps: [{run: "true"}]}
+`)
+	write(t, dir, "spec.md", "# spec\n")
+	if r := pipeline(t, dir, "run"); r.code != exitPaused {
+		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
+	}
+	id := status(t, dir).ID
+	w := watchStart(t, dir)
+	write(t, dir, "spec.md", "# spec\nchanged\n")
+	w.awaitEvent(t, "resumed", id)
+	w.awaitEvent(t, "paused", id)
+	skipped := w.awaitEvent(t, "skipped", id)
+	if !strings.Contains(skipped.Reason, "before the pause") {
+		t.Errorf("skipped %+v, want the session's own write", skipped)
+	}
+	// A human's write after the pause counts.
+	write(t, dir, filepath.Join("notes", "answer.md"), "go on\n")
+	resumed := w.awaitEvent(t, "resumed", id)
+	if resumed.Change != "watched" {
+		t.Errorf("resumed %+v, want the watched file", resumed)
+	}
+	w.awaitEvent(t, "completed", id)
+	events := w.stop(t)
+	if n := count(events, "resumed"); n != 2 {
+		t.Errorf("%d resumes, want 2: %+v", n, events)
+	}
+}
+
+// A watcher killed while a session runs leaves it to the next one, which
+// sees it as paused (its runner died) and resumes it on the next change;
+// the killed run's step does not outlive it.
+func TestWatchKilledWatcherLeavesTheSessionToTheNext(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", `version: 1
+spec: spec.md
+phases:
+  - {name: one, auto_advance: false, steps: [{run: "true"}]}
+  - {name: two, steps: [{run: 'if [ -e answered ]; then exit 0; fi; echo "step $$"; exec sleep 600'}]}
+`)
+	write(t, dir, "spec.md", "# spec\n")
+	if r := pipeline(t, dir, "run"); r.code != exitPaused {
+		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
+	}
+	id := status(t, dir).ID
+	w := watchStart(t, dir)
+	write(t, dir, "spec.md", "# spec\nchanged\n")
+	w.awaitEvent(t, "resumed", id)
+	// The step's pid is in its transcript once it runs.
+	var pid int
+	for pid == 0 {
+		r := pipeline(t, dir, "logs", id)
+		if i := strings.Index(r.stdout, "step "); i >= 0 {
+			fmt.Sscanf(r.stdout[i:], "step %d", &pid)
+		}
+	}
+	if err := w.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	w.exit(t)
+	w = watchStart(t, dir)
+	write(t, dir, "answered", "")
+	write(t, dir, "spec.md", "# spec\nanswered\n")
+	resumed := w.awaitEvent(t, "resumed", id)
+	if resumed.Reason != "runner-died" {
+		t.Errorf("resumed %+v, want reason runner-died", resumed)
+	}
+	w.awaitEvent(t, "completed", id)
+	w.stop(t)
+	proctest.AwaitExit(t, pid)
 }

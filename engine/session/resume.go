@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -132,6 +133,9 @@ func resumeInput(plan *spec.Plan, x *store.Session, s engine.State, a engine.Sta
 		}
 		if before != nil && err == nil {
 			in.SpecDiff = engine.SpecDiff(filepath.Base(plan.Spec), string(before), string(after))
+			if now := spec.FrontmatterBlock(after); now != nil && !bytes.Equal(now, spec.FrontmatterBlock(before)) {
+				in.SpecFrontmatter = strings.TrimRight(string(now), "\n")
+			}
 		}
 	}
 	return in

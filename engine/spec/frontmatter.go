@@ -92,6 +92,13 @@ func ParseSpec(path string, content []byte) (*Frontmatter, error) {
 	return fm, dec.problems.err()
 }
 
+// FrontmatterBlock is the YAML of a spec's frontmatter, nil when it has
+// none (or it is not closed).
+func FrontmatterBlock(content []byte) []byte {
+	block, _, _ := frontmatterBlock(content)
+	return block
+}
+
 // frontmatterBlock finds the YAML between a first line of --- and the next
 // line of --- (or ...).
 func frontmatterBlock(content []byte) (block []byte, found, closed bool) {

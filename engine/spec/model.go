@@ -25,7 +25,7 @@ type Pipeline struct {
 
 // ResumeContext configures the resume context.
 type ResumeContext struct {
-	Template string `yaml:"template" json:"template,omitempty" kind:"template" jsonschema_description:"a Go text/template rendered with the session: .Phase, .Step, .Attempt, .Reason, .Note, .Done, .FilesChanged, .NextSteps, .HumanNotes, .SpecPath, .SpecDiff (see README)"`
+	Template string `yaml:"template" json:"template,omitempty" kind:"template" jsonschema_description:"a Go text/template rendered with the session: .Phase, .Step, .Attempt, .Reason, .Note, .Done, .FilesChanged, .NextSteps, .HumanNotes, .SpecPath, .SpecDiff, .SpecFrontmatter (see README)"`
 	Budget   int    `yaml:"budget" json:"budget,omitempty" jsonschema_description:"the most tokens it may take; default 3000"`
 }
 

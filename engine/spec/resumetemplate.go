@@ -31,6 +31,9 @@ type ResumeInput struct {
 	HumanNotes   []string   // notes left with pause/resume, oldest first
 	SpecPath     string
 	SpecDiff     string // unified diff of the spec since the pause, "" when unchanged
+	// SpecFrontmatter is the spec's frontmatter (YAML) when it changed
+	// since the pause: its values apply from the step resumed.
+	SpecFrontmatter string
 }
 
 // DoneItem is one finished piece of work: a completed phase, or the work

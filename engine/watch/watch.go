@@ -117,6 +117,7 @@ type Event struct {
 // Event kinds.
 const (
 	EventReady     = "ready"     // watching; Reason says what
+	EventFollowed  = "followed"  // a session made since the watch began is watched too
 	EventChanged   = "changed"   // a file changed
 	EventInvalid   = "invalid"   // a changed phases.yaml or spec does not load: the old plan is kept
 	EventReloaded  = "reloaded"  // a changed phases.yaml or spec loaded: it applies from each session's next step
@@ -165,6 +166,13 @@ type tracked struct {
 	queuedFile, queuedChange string
 	run                      *running
 	cancelDue                func() bool
+	// plan is the last plan of the session that loaded.
+	plan *spec.Plan
+	// pausedAt is when the watcher learnt the session paused: a watched
+	// file last written before then was written by its own run.
+	pausedAt time.Time
+	// listed is the time of the session's index line last read.
+	listed time.Time
 }
 
 // running is a session this watcher runs.
@@ -199,7 +207,11 @@ type watcher struct {
 	cancelRuns context.CancelFunc
 	stopping   bool
 	over       bool
-	started    time.Time
+	ready      bool
+	// followed are the sessions scan found since the watch began, to be
+	// reported once their specs are watched.
+	followed []Event
+	started  time.Time
 }
 
 // Run watches until ctx is done (then pauses what runs and returns
@@ -271,22 +283,28 @@ func Run(ctx context.Context, o Options) error {
 	w.catchUp()
 	w.report(Event{Event: EventReady, Reason: fmt.Sprintf("watching %d file(s) and %d glob(s) of %d pipeline(s); %d paused session(s); debounce %s, at most %d at once",
 		len(w.targets.Files), len(w.targets.Globs), len(w.pipes), paused, debounce, w.o.MaxParallel)})
+	w.ready = true
 	w.show()
 	return w.loop(ctx, notify, watchErr, signals)
 }
 
 // open takes the watch lock of every store and loads each pipeline.
 func (w *watcher) open() error {
-	var problems []error
+	// Every file's problems are told at once, as validate does.
+	var problems spec.Error
 	for _, p := range w.o.Pipelines {
 		file, err := filepath.Abs(p.File)
 		if err != nil {
 			return err
 		}
 		plan, err := spec.Load(p.File, "")
-		if err != nil {
-			problems = append(problems, err)
+		var specErr *spec.Error
+		if errors.As(err, &specErr) {
+			problems.Problems = append(problems.Problems, specErr.Problems...)
 			continue
+		}
+		if err != nil {
+			return err
 		}
 		if w.locks[p.Store.Root] == nil {
 			lock, err := p.Store.Lock(LockKey, store.Holder{PID: os.Getpid(), Started: w.started})
@@ -302,10 +320,17 @@ func (w *watcher) open() error {
 			}
 			w.locks[p.Store.Root] = lock
 		}
+		root, err := filepath.Abs(p.Store.Root)
+		if err != nil {
+			return err
+		}
 		w.pipes = append(w.pipes, &pipe{file: file, dir: filepath.Dir(file), st: p.Store, plan: plan,
-			index: filepath.Join(p.Store.Root, store.IndexName)})
+			index: filepath.Join(root, store.IndexName)})
 	}
-	return errors.Join(problems...)
+	if len(problems.Problems) > 0 {
+		return &problems
+	}
+	return nil
 }
 
 func (w *watcher) release() {
@@ -341,12 +366,22 @@ func (w *watcher) scan() error {
 				}
 				t = &tracked{id: sum.ID, key: sum.Key, spec: sum.Spec, pipe: p}
 				w.sessions[sum.Key] = t
+				// The plan it would resume with now: kept should
+				// phases.yaml turn invalid.
+				t.plan, _ = spec.Load(p.file, t.spec)
+				if w.ready {
+					// Said once the spec is watched (see retarget).
+					w.followed = append(w.followed, Event{Event: EventFollowed, File: rel(t.spec), Session: t.id, Status: sum.Status})
+				}
 			}
-			t.status, t.reason = engine.Status(sum.Status), sum.PauseReason
-			t.elsewhere = sum.Status == string(engine.StatusRunning) && p.st.Held(sum.Key)
-			if t.status == engine.StatusRunning && !t.elsewhere {
-				// Its runner died: it is continued as a paused one is.
-				t.status, t.reason = engine.StatusPaused, engine.ReasonRunnerDied
+			wasElsewhere := t.elsewhere
+			t.elsewhere = p.st.Held(sum.Key)
+			if !sum.Updated.Equal(t.listed) || t.elsewhere || wasElsewhere {
+				t.listed = sum.Updated
+				t.status, t.reason, t.pausedAt = engine.Status(sum.Status), sum.PauseReason, sum.Updated
+				if !t.elsewhere && (t.status == engine.StatusPaused || t.status == engine.StatusRunning) {
+					w.readState(t)
+				}
 			}
 			if t.status != engine.StatusPaused || t.reason != engine.ReasonRateLimit {
 				if t.cancelDue != nil {
@@ -360,7 +395,40 @@ func (w *watcher) scan() error {
 			}
 		}
 	}
+	// Keys with no session left (pipeline clean removed them).
+	for key, t := range w.sessions {
+		if !seen[key] && t.run == nil && !t.queued {
+			if t.cancelDue != nil {
+				t.cancelDue()
+			}
+			delete(w.sessions, key)
+		}
+	}
 	return nil
+}
+
+// readState reads t's status from its files rather than its index line,
+// which lags behind them after a kill (the line of a resume comes with a
+// later snapshot): a session the index says is paused may have been
+// running when its runner died. One whose runner died is continued as a
+// paused one is.
+func (w *watcher) readState(t *tracked) {
+	ref, err := session.Find(t.pipe.st, session.Options{ID: t.id})
+	if err != nil {
+		return
+	}
+	state, crashed, err := ref.State()
+	ref.Close()
+	if err != nil {
+		return
+	}
+	t.status, t.reason = state.Status, ""
+	if state.Pause != nil && state.Status == engine.StatusPaused {
+		t.reason = state.Pause.Reason
+	}
+	if crashed {
+		t.status, t.reason = engine.StatusPaused, engine.ReasonRunnerDied
+	}
 }
 
 // scheduleDue arms the resume of a session paused by a rate limit at its
@@ -429,6 +497,16 @@ func (w *watcher) retarget() {
 	}
 }
 
+// retargetAndSay watches what is wanted now, then says which sessions
+// are followed: a change of their spec from then on counts.
+func (w *watcher) retargetAndSay() {
+	w.retarget()
+	for _, e := range w.followed {
+		w.report(e)
+	}
+	w.followed = nil
+}
+
 // catchUp resumes the paused sessions whose spec or plan changed while no
 // watcher ran: the spec's hash, or the plan's digest, differs from the
 // one recorded at the pause.
@@ -437,7 +515,7 @@ func (w *watcher) catchUp() {
 		if t.status != engine.StatusPaused || t.elsewhere || t.reason == engine.ReasonRunnerDied {
 			continue
 		}
-		plan, err := spec.Load(t.pipe.file, t.spec)
+		plan, err := w.planFor(t)
 		if err != nil {
 			continue // reported when it changes
 		}
@@ -581,6 +659,9 @@ func (w *watcher) changed(paths []string) {
 	type cause struct{ file, change string }
 	wake := map[*tracked]cause{}
 	for _, path := range paths {
+		if w.inStore(path) {
+			continue // the sessions' own files: a glob over them would resume them for ever
+		}
 		for _, p := range w.pipes {
 			switch {
 			case path == p.index:
@@ -625,13 +706,24 @@ func (w *watcher) changed(paths []string) {
 		if err := w.scan(); err != nil {
 			w.report(Event{Event: EventError, Reason: err.Error()})
 		}
-		w.retarget()
+		w.retargetAndSay()
 	}
 	for _, t := range w.sorted() {
 		if c, ok := wake[t]; ok {
 			w.consider(t, c.file, c.change)
 		}
 	}
+}
+
+// inStore reports whether path is a file of a store other than its
+// index.
+func (w *watcher) inStore(path string) bool {
+	for _, p := range w.pipes {
+		if path != p.index && under(path, filepath.Dir(p.index)) {
+			return true
+		}
+	}
+	return false
 }
 
 // globbed reports whether one of p's watch globs matches path.
@@ -657,7 +749,7 @@ func (w *watcher) reload(p *pipe) bool {
 		return false
 	}
 	if plan.Digest == p.plan.Digest {
-		return true
+		return false // saved as it was
 	}
 	p.plan = plan
 	w.report(Event{Event: EventReloaded, File: rel(p.file), Reason: "valid: it applies to every session from its next step"})
@@ -671,6 +763,16 @@ func (w *watcher) consider(t *tracked, file, change string) {
 		w.report(Event{Event: EventSkipped, File: rel(file), Change: change, Session: t.id, Status: string(t.status),
 			Reason: fmt.Sprintf(format, args...)})
 	}
+	if t.run == nil && !t.queued {
+		// Another process may have started or ended it since the index
+		// was read: its lock says.
+		if held := t.pipe.st.Held(t.key); held != t.elsewhere {
+			t.elsewhere = held
+			if !held {
+				w.readState(t)
+			}
+		}
+	}
 	switch {
 	case t.run != nil:
 		w.replan(t, file)
@@ -682,13 +784,25 @@ func (w *watcher) consider(t *tracked, file, change string) {
 		skip("running in another process")
 		return
 	case t.status != engine.StatusPaused:
-		skip("%s", t.status)
+		if change == ChangeSpec {
+			// Said for its own spec only: a change of phases.yaml or of a
+			// watched file would list every finished session.
+			skip("%s", t.status)
+		}
 		return
 	case change != ChangeDue && t.reason == engine.ReasonRateLimit && w.clock.Now().Before(t.resumeAfter):
 		skip("paused by a rate limit until %s: resumed then", t.resumeAfter.Local().Format("15:04:05"))
 		return
 	case len(w.o.Reasons) > 0 && !slices.Contains(w.o.Reasons, t.reason):
 		skip("paused for %s, which --reasons leaves out", t.reason)
+		return
+	case change == ChangeSpec && w.specUnchanged(t):
+		skip("the spec is as it was at the pause")
+		return
+	case change == ChangeWatched && writtenBefore(file, t.pausedAt):
+		// The debounce brings a write of the session's own last step
+		// after its pause: resuming for it would loop.
+		skip("%s was last written before the pause, by the session's own run", rel(file))
 		return
 	}
 	if w.active >= w.o.MaxParallel {
@@ -700,6 +814,48 @@ func (w *watcher) consider(t *tracked, file, change string) {
 		return
 	}
 	w.start(t, file, change)
+}
+
+// planFor loads t's plan: phases.yaml with the session's spec. When
+// phases.yaml is what does not load (reported when it changed), the last
+// plan that loaded is kept; a spec that does not load is the session's
+// to fix, and it stays paused.
+func (w *watcher) planFor(t *tracked) (*spec.Plan, error) {
+	plan, err := spec.Load(t.pipe.file, t.spec)
+	if err == nil {
+		t.plan = plan
+		return plan, nil
+	}
+	var specErr *spec.Error
+	if t.plan == nil || !errors.As(err, &specErr) {
+		return nil, err
+	}
+	for _, p := range specErr.Problems {
+		if abs, _ := filepath.Abs(p.File); abs != t.pipe.file {
+			return nil, err
+		}
+	}
+	return t.plan, nil
+}
+
+// writtenBefore reports whether the file at path was last modified
+// before t; a file that is gone is not.
+func writtenBefore(path string, t time.Time) bool {
+	info, err := os.Stat(path)
+	return err == nil && !t.IsZero() && info.ModTime().Before(t)
+}
+
+// specUnchanged reports whether t's spec is as it was at its pause: a
+// save that changed nothing, or a change already taken in by a resume.
+func (w *watcher) specUnchanged(t *tracked) bool {
+	x, err := t.pipe.st.ReadSession(t.id)
+	if err != nil {
+		return false
+	}
+	kept, _ := x.ReadFile(session.SpecHashFile)
+	x.Close()
+	now, err := os.ReadFile(t.spec)
+	return kept != nil && err == nil && strings.TrimSpace(string(kept)) == session.ContentHash(now)
 }
 
 // replan sends a session this watcher runs its reloaded plan: phases.yaml
@@ -730,7 +886,7 @@ func (w *watcher) start(t *tracked, file, change string) {
 	fail := func(err error) {
 		w.report(Event{Event: EventSkipped, File: rel(file), Change: change, Session: t.id, Status: string(t.status), Reason: oneLine(err.Error())})
 	}
-	plan, err := spec.Load(t.pipe.file, t.spec)
+	plan, err := w.planFor(t)
 	if err != nil {
 		w.report(Event{Event: EventInvalid, File: rel(file), Session: t.id, Reason: err.Error() + "the session stays paused"})
 		return
@@ -775,6 +931,7 @@ func (w *watcher) ended(f finished) {
 	w.active--
 	t.run = nil
 	t.status = f.state.Status
+	t.pausedAt = time.Now()
 	t.reason = ""
 	kind, reason := EventFailed, ""
 	switch t.status {
