@@ -333,7 +333,8 @@ func watchFigures(pipeline, self, work string) {
 	}()
 	defer killGroups()
 
-	fmt.Printf("pipeline bench -watch: %s, %d cores, files in %s\n\n", pipeline, numCPU(), work)
+	fmt.Printf("pipeline bench -watch: %s, %d cores, files in %s\n", pipeline, numCPU(), work)
+	fmt.Printf("load average at the start: %s (other work on the machine widens the tails)\n\n", loadAverage())
 	runs := max(*watchRuns, 1)
 	newRuns := max(runs/5, 1)
 	noWatch := probeWatch(pipeline)
@@ -375,7 +376,7 @@ func watchFigures(pipeline, self, work string) {
 			printRow(r)
 		}
 	}
-	fmt.Println()
+	fmt.Printf("   load average now: %s\n\n", loadAverage())
 
 	fmt.Printf("5. idle: pipeline watch over %d paused sessions, %v without a change\n", idleSessions, *watchIdle)
 	if noWatch != nil {
@@ -1102,6 +1103,15 @@ func idle(pipeline, work string, d time.Duration) error {
 		fmt.Printf("   pipeline watch exited %d on SIGINT, not 3\n", code)
 	}
 	return nil
+}
+
+// loadAverage is the first three fields of /proc/loadavg, or "unknown".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if fields := strings.Fields(string(b)); err == nil && len(fields) >= 3 {
+		return strings.Join(fields[:3], " ")
+	}
+	return "unknown"
 }
 
 // clockTick is the unit of utime and stime in /proc/PID/stat.
