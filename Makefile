@@ -57,11 +57,14 @@ xmllint:
 	./scripts/install-xmllint.sh
 
 # Go benchmarks, then the side-by-side figures of cmd/bench: throughput
-# against tee, checkpoint-to-interrupt latency, start-up overhead.
+# against tee, checkpoint-to-interrupt latency, start-up overhead; then
+# pipeline watch (spec written to resumed step, beside go-task's
+# task --watch, built once into .cache/bin; idle cost), on the project's disk.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	$(GO) run ./cmd/bench -pipeline $(BIN)
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -pipe
+	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -watch
 
 # gofmt; go.mod and go.sum as go mod tidy leaves them; go vet with and
 # without the agent CLIs' tag; for macOS, a cross-compiled build and go vet

@@ -9,6 +9,10 @@
 //  3. start-up overhead of a one-step pipeline against running the step's
 //     command directly.
 //
+// With -watch it measures pipeline watch alone (watch.go): a spec written
+// to the resumed step started, beside go-task's task --watch, and the
+// watcher's idle cost.
+//
 // Run it with make bench, or go run ./cmd/bench -h for its flags.
 package main
 
@@ -29,6 +33,7 @@ import (
 )
 
 func main() {
+	started := time.Now() // for -stamp: the step's start, as early as main can read it
 	var (
 		produce    = flag.Int64("produce", 0, "internal: write this many bytes of 100-byte lines to stdout")
 		checkpoint = flag.String("checkpoint-child", "", "internal: print [CHECKPOINT], report the time to SIGINT into this file")
@@ -47,6 +52,9 @@ func main() {
 	case *checkpoint != "":
 		checkpointChild(*checkpoint)
 		return
+	case *stampFIFO != "":
+		stampChild(*stampFIFO, started)
+		return
 	}
 	self, err := os.Executable()
 	check(err)
@@ -61,6 +69,10 @@ func main() {
 	work, err := os.MkdirTemp(tmp, "pipeline-bench-")
 	check(err)
 	defer os.RemoveAll(work)
+	if *watchOnly {
+		watchFigures(pipeline, self, work)
+		return
+	}
 	where := "/dev/null"
 	if toPipe {
 		where = "a pipe"
