@@ -497,10 +497,20 @@ func (r *run) start(ctx context.Context, a engine.StartStep, s engine.State) *st
 	headBefore := s.Phases[a.Phase].HeadBefore
 	go func() {
 		defer cancel()
+		// HEAD is looked up while the step starts, off the path from a
+		// resume to the step's process: no step commits in the
+		// milliseconds git takes to answer.
+		head := make(chan string, 1)
 		if git != nil && headBefore == "" {
-			headBefore, _ = git("")
+			go func() {
+				h, _ := git("")
+				head <- h
+			}()
+		} else {
+			head <- headBefore
 		}
 		res, err := r.executor.Execute(stepCtx, run, obs)
+		headBefore = <-head
 		if err != nil {
 			r.say("cannot start step %s: %v", step.Name, err)
 		} else {

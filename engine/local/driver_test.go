@@ -290,8 +290,20 @@ phases:
 	io.WriteString(talk, "end\n")
 	talk.Close()
 	h.view.awaitLine(t, "started")
-	clock.Advance(1100 * time.Millisecond)
-	s := h.await(done)
+	// Tick by tick until the idle timeout: one Advance of 1.1s could run
+	// the check's timer before the step's re-armed it, and then nothing
+	// would move the clock again.
+	var s engine.State
+	for finished := false; !finished; {
+		select {
+		case s = <-done:
+			finished = true
+		case <-clock.Armed():
+			clock.AdvanceToNext()
+		case <-time.After(60 * time.Second):
+			t.Fatal("the run did not end")
+		}
+	}
 	if s.Status != engine.StatusPaused || s.Pause.Reason != "stalled" || s.Phase != 1 {
 		t.Fatalf("state %+v, pause %+v", s, s.Pause)
 	}
