@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -146,5 +147,47 @@ func TestCompleteTakesTheLatestSessionAndSaysByHand(t *testing.T) {
 	}
 	if r := pipeline(t, dir, "complete"); r.code != 2 {
 		t.Errorf("complete with nothing left to complete: exit %d: %s", r.code, r.stderr)
+	}
+}
+
+// A step whose program does not exist fails at once, naming the program
+// and PATH: no retry, no back-off (the default policy would retry it
+// after 10s, 20s, 30s).
+func TestAProgramThatDoesNotExistFailsAtOnce(t *testing.T) {
+	for _, c := range []struct{ name, step, program string }{
+		{"agent", "{agent: {kind: claude}}", `"claude" was not found on PATH`},
+		{"run", "{run: no-such-program-4821 --version}", `"no-such-program-4821" was not found on PATH`},
+		{"run through a shell", "{run: no-such-program-4821 > out.txt}", "no-such-program-4821: not found"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir, bin := t.TempDir(), t.TempDir()
+			write(t, dir, "phases.yaml", "version: 1\nphases: [{name: build, steps: ["+c.step+"]}]\n")
+			// sh only, and no claude.
+			sh, err := exec.LookPath("sh")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(sh, filepath.Join(bin, "sh")); err != nil {
+				t.Fatal(err)
+			}
+			env := append(os.Environ(), "PATH="+bin)
+			r := pipelineEnv(t, dir, env, "run", "--ci")
+			if r.code != 1 {
+				t.Fatalf("exit %d, want 1: %s", r.code, r.stderr)
+			}
+			out := r.stdout + r.stderr
+			for _, want := range []string{"could not start", c.program, "PATH=" + bin} {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+			if strings.Contains(out, "retrying") {
+				t.Errorf("retried:\n%s", out)
+			}
+			s := status(t, dir)
+			if s.Status != "failed" || s.Phases[0].Attempts != 1 || s.Phases[0].Retries != 0 {
+				t.Errorf("status %s, attempts %d, retries %d", s.Status, s.Phases[0].Attempts, s.Phases[0].Retries)
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -457,6 +458,33 @@ func shellCommand(line string) []string {
 	return words
 }
 
+// startProblem says why program could not start, naming it and the PATH
+// it was looked for on: the one thing to fix.
+func startProblem(err error, program string) string {
+	path := os.Getenv("PATH")
+	if errors.Is(err, exec.ErrNotFound) {
+		return fmt.Sprintf("%q was not found on PATH (PATH=%s): install it, or put the folder that holds it on PATH", program, path)
+	}
+	return fmt.Sprintf("%v (PATH=%s)", err, path)
+}
+
+// shellNotFound recognises a run step whose shell could not find (127) or
+// run (126) the program the line names: as sure a failure to start as
+// exec's, and no more helped by a retry. It returns the shell's words.
+func shellNotFound(args []string, res steps.Result) string {
+	if len(args) < 3 || args[0] != "sh" || res.Stopped || res.TimedOut || (res.ExitCode != 127 && res.ExitCode != 126) {
+		return ""
+	}
+	out := strings.TrimSpace(res.Output)
+	if i := strings.LastIndexByte(out, '\n'); i >= 0 {
+		out = out[i+1:]
+	}
+	if !strings.Contains(out, "not found") && !strings.Contains(out, "Permission denied") && !strings.Contains(out, "No such file") {
+		return ""
+	}
+	return fmt.Sprintf("%s (exit %d; PATH=%s)", out, res.ExitCode, os.Getenv("PATH"))
+}
+
 // start runs a step in the background; its end comes back as a
 // StepFinished event.
 func (r *run) start(ctx context.Context, a engine.StartStep, s engine.State) *stepRun {
@@ -481,7 +509,7 @@ func (r *run) start(ctx context.Context, a engine.StartStep, s engine.State) *st
 		// The step could not start: it failed, as a missing program does
 		// in a shell.
 		r.say("cannot start step %s: %v", step.Name, err)
-		result := engine.StepResult{ExitCode: 127, Output: err.Error(), Agent: t.agentName}
+		result := engine.StepResult{ExitCode: 127, Output: err.Error(), Agent: t.agentName, NotStarted: true, Error: err.Error()}
 		r.d.View.StepFinished(info, result)
 		r.events <- engine.StepFinished{At: r.clock.Now(), Result: result}
 		return nil
@@ -501,10 +529,13 @@ func (r *run) start(ctx context.Context, a engine.StartStep, s engine.State) *st
 			headBefore, _ = git("")
 		}
 		res, err := r.executor.Execute(stepCtx, run, obs)
+		notStarted := ""
 		if err != nil {
-			r.say("cannot start step %s: %v", step.Name, err)
+			notStarted = startProblem(err, t.command.Args[0])
+			r.say("cannot start step %s: %s", step.Name, notStarted)
 		} else {
 			r.sess.StepProcess(0)
+			notStarted = shellNotFound(t.command.Args, res)
 		}
 		if err := transcript.Close(); err != nil {
 			r.say("pipeline: closing the transcript: %v", err)
@@ -514,6 +545,9 @@ func (r *run) start(ctx context.Context, a engine.StartStep, s engine.State) *st
 			Output: res.Output, Checkpoint: res.Checkpoint, CheckpointNote: res.CheckpointNote, SessionID: res.SessionID,
 			Agent: t.agentName, SessionLost: res.SessionLost, RateLimited: res.RateLimited, ResumeAfter: res.ResumeAfter,
 			Error: res.Error, OutputHeld: res.OutputHeld}
+		if notStarted != "" {
+			result.NotStarted, result.Error = true, notStarted
+		}
 		for _, l := range res.Leftovers {
 			result.Leftovers = append(result.Leftovers, l.String())
 		}
