@@ -156,7 +156,8 @@ func TestCompleteTakesTheLatestSessionAndSaysByHand(t *testing.T) {
 func TestAProgramThatDoesNotExistFailsAtOnce(t *testing.T) {
 	for _, c := range []struct{ name, step, program string }{
 		{"agent", "{agent: {kind: claude}}", `"claude" was not found on PATH`},
-		{"run", "{run: no-such-program-4821 --version}", `"no-such-program-4821" was not found on PATH`},
+		{"run", "{run: no-such-program-4821 --version}", "no-such-program-4821: not found"},
+		{"run with a path", "{run: ./no-such-program-4821 --version}", "no such file or directory"},
 		{"run through a shell", "{run: no-such-program-4821 > out.txt}", "no-such-program-4821: not found"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -189,5 +190,16 @@ func TestAProgramThatDoesNotExistFailsAtOnce(t *testing.T) {
 				t.Errorf("status %s, attempts %d, retries %d", s.Status, s.Phases[0].Attempts, s.Phases[0].Retries)
 			}
 		})
+	}
+}
+
+// A run line that is a shell builtin (exit 3) runs in the shell: it fails
+// as the line says, not as a program that could not start.
+func TestABuiltinRunLineRunsInTheShell(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", "version: 1\ndefaults: {retry: {when: \"false\"}}\nphases: [{name: build, steps: [{run: exit 3}]}]\n")
+	r := pipeline(t, dir, "run")
+	if r.code != 1 || strings.Contains(r.stdout+r.stderr, "could not start") || !strings.Contains(r.stdout+r.stderr, "exit code 3") {
+		t.Errorf("exit %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

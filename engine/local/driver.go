@@ -65,6 +65,8 @@ type Driver struct {
 	// effect from the session's next decision, or is refused, with the
 	// reason said, when its phases are not the session's.
 	Plans <-chan *spec.Plan
+	// HookTimeout bounds each on: hook (session.HookTimeout when 0).
+	HookTimeout time.Duration
 }
 
 // Run drives the session with events (the last one starts the run: a
@@ -87,7 +89,14 @@ func (d *Driver) Run(ctx context.Context, sess *session.Session, events ...engin
 	r.executor = &steps.Executor{Clock: r.clock, Tick: d.Tick}
 	interrupts, stopSignals := d.interrupts(sess)
 	defer stopSignals()
-	return r.loop(ctx, events[len(events)-1], interrupts)
+	state, err := r.loop(ctx, events[len(events)-1], interrupts)
+	if r.ended {
+		// Somebody hears about it, whichever driver ran the session.
+		// Signals are still caught: the session is recorded, and a hook
+		// is bounded by its timeout.
+		sess.RunHooks(ctx, d.HookTimeout, r.say)
+	}
+	return state, err
 }
 
 // interrupts merges the Interrupts channel and, when asked, the signals.
@@ -157,6 +166,9 @@ type run struct {
 	executor *steps.Executor
 	events   chan engine.Event
 	current  *stepRun
+	// ended: the run paused, completed or failed (its on: hooks are
+	// owed), rather than asking nothing of a session that cannot move.
+	ended bool
 }
 
 func (r *run) say(format string, args ...any) { r.d.View.Say(format, args...) }
@@ -172,7 +184,7 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 	// files leave it, once the step running has stopped; resume continues
 	// from the files.
 	recordFailed := func(err error) bool {
-		recordErr = err
+		recordErr, r.ended = err, true
 		r.say("pipeline: recording the session: %v", err)
 		if r.current != nil {
 			r.current.stop(false)
@@ -215,12 +227,15 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 					stopSleep()
 				}
 				r.say("paused: %s", DescribeFiring(a.Firing))
+				r.ended = true
 				return true
 			case engine.Complete:
 				r.say("completed: %d phases", len(r.plan.Phases))
+				r.ended = true
 				return true
 			case engine.Fail:
 				r.say("failed: %s", a.Reason)
+				r.ended = true
 				return true
 			}
 		}
@@ -454,6 +469,14 @@ func shellCommand(line string) []string {
 	words := strings.Fields(line)
 	if len(words) == 0 {
 		return []string{"sh", "-c", line}
+	}
+	if !strings.Contains(words[0], "/") {
+		if _, err := exec.LookPath(words[0]); err != nil {
+			// A builtin of the shell (exit 1, cd, export), or a program
+			// that is not there: the shell runs the one and says the
+			// other is not found.
+			return []string{"sh", "-c", line}
+		}
 	}
 	return words
 }
