@@ -200,3 +200,18 @@ func TestHooksExample(t *testing.T) {
 		t.Fatal("the completed hook posted nothing to the webhook")
 	}
 }
+
+// Sessions that pipeline watch resumes run their hooks too.
+func TestWatchRunsTheHooks(t *testing.T) {
+	dir := t.TempDir()
+	id := watchedPipeline(t, dir, "on: {paused: 'echo \"paused $PIPELINE_PHASE $PIPELINE_SESSION\" >> hooks.txt'}\n")
+	w := watchStart(t, dir)
+	write(t, dir, "spec.md", "# The spec\n\nBuild it, and test it.\n")
+	w.awaitEvent(t, "resumed", id)
+	w.awaitEvent(t, "paused", id)
+	w.stop(t)
+	// An auto_advance: false pause is at the next phase, as status says.
+	if got, want := readFile(t, dir, "hooks.txt"), "paused two "+id+"\npaused three "+id+"\n"; got != want {
+		t.Errorf("hooks ran %q, want %q", got, want)
+	}
+}
