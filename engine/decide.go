@@ -22,7 +22,7 @@ func Decide(plan *spec.Plan, s State, ev Event) (State, []Action) {
 	d := decider{plan: plan, s: &s, now: ev.eventTime()}
 	switch e := ev.(type) {
 	case Started:
-		d.start()
+		d.start(e)
 		s.PlanDigest = e.Plan
 	case StepFinished:
 		d.stepFinished(e.Result)
@@ -55,7 +55,7 @@ func Decide(plan *spec.Plan, s State, ev Event) (State, []Action) {
 		}
 	case Completed:
 		if s.Status != StatusCompleted {
-			s.Status, s.Pause, s.StepRunning, s.Waiting = StatusCompleted, nil, false, false
+			s.Status, s.Pause, s.StepRunning, s.Waiting, s.ByHand = StatusCompleted, nil, false, false, true
 			d.do(Complete{})
 		}
 	}
@@ -105,13 +105,33 @@ func (d *decider) step() *spec.StepPlan { return &d.phase().Steps[d.s.Step] }
 
 func (d *decider) record() *PhaseRecord { return &d.s.Phases[d.s.Phase] }
 
-func (d *decider) start() {
+func (d *decider) start(e Started) {
 	s := d.s
-	*s = State{Status: StatusRunning, Attempt: 1, NativeSessions: map[string]string{}}
+	*s = State{Status: StatusRunning, Attempt: 1, NativeSessions: map[string]string{}, Only: e.Only}
 	for _, p := range d.plan.Phases {
 		s.Phases = append(s.Phases, PhaseRecord{Name: p.Name})
 	}
-	d.enterPhase(0)
+	first := max(d.phaseIndex(e.From), 0)
+	d.skip(0, first)
+	d.enterPhase(first)
+}
+
+// phaseIndex is the index of the named phase; -1 for none.
+func (d *decider) phaseIndex(name string) int {
+	if name == "" {
+		return -1
+	}
+	return slices.IndexFunc(d.plan.Phases, func(p spec.PhasePlan) bool { return p.Name == name })
+}
+
+// skip marks the phases from..to-1 that have not completed as skipped:
+// a jump went over them.
+func (d *decider) skip(from, to int) {
+	for i := from; i < to && i < len(d.s.Phases); i++ {
+		if rec := &d.s.Phases[i]; rec.Status != StatusCompleted {
+			rec.Status = StatusSkipped
+		}
+	}
 }
 
 func (d *decider) enterPhase(i int) {
@@ -274,6 +294,13 @@ func (d *decider) stepFinished(r StepResult) {
 		return
 	}
 
+	if r.NotStarted {
+		// A missing program stays missing: no retry, no back-off.
+		s.Errors++
+		s.ConsecutiveErrors++
+		d.fail(fmt.Sprintf("phase %q, step %q could not start: %s", d.phase().Name, step.Name, r.Error))
+		return
+	}
 	check := d.isCheck()
 	failed := (r.ExitCode != 0 || r.TimedOut) && !check
 	if failed {
@@ -345,7 +372,10 @@ func (d *decider) phaseEnd(env *triggers.Env) {
 	}
 	rec := d.record()
 	rec.Status, rec.Ended = StatusCompleted, d.now
-	if s.Phase+1 == len(d.plan.Phases) {
+	if s.Only {
+		d.skip(s.Phase+1, len(d.plan.Phases))
+	}
+	if s.Phase+1 == len(d.plan.Phases) || s.Only {
 		s.Status = StatusCompleted
 		d.do(Complete{})
 		return
@@ -520,16 +550,21 @@ func (d *decider) pauseRequested(e PauseRequested) {
 
 func (d *decider) resumed(e Resumed) {
 	s := d.s
-	if s.Status != StatusPaused {
+	if s.Status != StatusPaused && s.Status != StatusFailed {
 		return
 	}
-	if e.Phase != "" {
-		for i, p := range d.plan.Phases {
-			if p.Name == e.Phase {
-				s.Phase, s.Step, s.Attempt, s.Errors, s.ConsecutiveErrors, s.PhaseElapsed = i, 0, 1, 0, 0, 0
-				s.Steps = map[string]triggers.StepVars{}
-			}
+	failed := s.Status == StatusFailed
+	if i := d.phaseIndex(e.Phase); i >= 0 {
+		d.skip(s.Phase, i)
+		if failed && i != s.Phase {
+			// The phase left behind failed and stays so in the history.
+			d.record().Status = StatusFailed
 		}
+		s.Phase, s.Step, s.Attempt, s.Errors, s.ConsecutiveErrors, s.PhaseElapsed = i, 0, 1, 0, 0, 0
+		s.Steps = map[string]triggers.StepVars{}
+	} else if failed {
+		// The failed step runs again, as a new attempt of its phase.
+		s.Attempt++
 	}
 	rec := d.record()
 	rec.Human++
@@ -537,12 +572,12 @@ func (d *decider) resumed(e Resumed) {
 		rec.Notes = append(rec.Notes, e.Notes)
 	}
 	s.ResumeContext = true
-	if s.Pause != nil && s.Pause.Reason == ReasonNeedsHuman {
+	if failed || (s.Pause != nil && s.Pause.Reason == ReasonNeedsHuman) {
 		// The human has looked: the streak of errors starts again, the
 		// attempt count (and so escalate_when) does not.
 		s.ConsecutiveErrors = 0
 	}
-	s.Pause = nil
+	s.Pause, s.FailReason = nil, ""
 	d.startStep()
 }
 

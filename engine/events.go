@@ -9,9 +9,14 @@ type Event interface{ eventTime() time.Time }
 // Started begins a new session. Plan, on Started, Resumed and Recovered,
 // is the digest of the plan the run decides with (spec.Plan.Digest), so
 // that a replay knows which plan made the decisions it replays.
+// From, when set, starts at that phase (run --from): the phases before it
+// are skipped; Only runs that phase alone (run --only), the phases after
+// it skipped too.
 type Started struct {
 	At   time.Time
 	Plan string `json:",omitempty"`
+	From string `json:",omitempty"`
+	Only bool   `json:",omitempty"`
 }
 
 // StepFinished is the end of the running step.
@@ -49,6 +54,9 @@ type StepResult struct {
 	ResumeAfter time.Time `json:"resume_after,omitempty"`
 	// Error is what the agent reported as its error, if anything.
 	Error string `json:"error,omitempty"`
+	// NotStarted: the step's program could not be started (not found, not
+	// executable); Error says why. Retrying cannot help: the phase fails.
+	NotStarted bool `json:"not_started,omitempty"`
 	// Leftovers are the processes the step left running when it exited
 	// (killed then), "pid (command)"; OutputHeld, that one of them kept
 	// its output open.
@@ -72,8 +80,8 @@ type PauseRequested struct {
 	Notes  string
 }
 
-// Resumed continues a paused session; Phase, when set, jumps to that
-// phase.
+// Resumed continues a paused or failed session (a failed one at the step
+// that failed); Phase, when set, jumps to that phase.
 type Resumed struct {
 	At    time.Time
 	Notes string

@@ -10,22 +10,24 @@ import (
 // is stable. ID, Pipeline, File, Spec and Created come from the session's
 // metadata, which the caller fills in.
 type StatusReport struct {
-	ID          string        `json:"id"`
-	Pipeline    string        `json:"pipeline"`
-	File        string        `json:"file"`
-	Spec        string        `json:"spec,omitempty"`
-	Status      string        `json:"status"`
-	Phase       string        `json:"phase"`
-	Step        string        `json:"step,omitempty"`
-	Attempt     int           `json:"attempt"`
-	PauseReason string        `json:"pause_reason,omitempty"`
-	PauseNote   string        `json:"pause_note,omitempty"`
-	FailReason  string        `json:"fail_reason,omitempty"`
-	Tokens      int           `json:"tokens"`
-	CostUSD     float64       `json:"cost_usd"`
-	Elapsed     string        `json:"elapsed"`
-	Created     time.Time     `json:"created"`
-	Phases      []PhaseReport `json:"phases"`
+	ID          string `json:"id"`
+	Pipeline    string `json:"pipeline"`
+	File        string `json:"file"`
+	Spec        string `json:"spec,omitempty"`
+	Status      string `json:"status"`
+	Phase       string `json:"phase"`
+	Step        string `json:"step,omitempty"`
+	Attempt     int    `json:"attempt"`
+	PauseReason string `json:"pause_reason,omitempty"`
+	PauseNote   string `json:"pause_note,omitempty"`
+	FailReason  string `json:"fail_reason,omitempty"`
+	// ByHand: pipeline complete marked the session completed.
+	ByHand  bool          `json:"by_hand,omitempty"`
+	Tokens  int           `json:"tokens"`
+	CostUSD float64       `json:"cost_usd"`
+	Elapsed string        `json:"elapsed"`
+	Created time.Time     `json:"created"`
+	Phases  []PhaseReport `json:"phases"`
 }
 
 // PhaseReport is one phase's line of a StatusReport.
@@ -53,7 +55,7 @@ type PhaseReport struct {
 // never null in its JSON.
 func Report(plan *spec.Plan, s State) StatusReport {
 	r := StatusReport{Status: string(s.Status), Attempt: s.Attempt, Tokens: s.TotalTokens, CostUSD: s.CostUSD,
-		Elapsed: s.SessionElapsed.Round(time.Second).String(), FailReason: s.FailReason, Phases: []PhaseReport{}}
+		Elapsed: s.SessionElapsed.Round(time.Second).String(), FailReason: s.FailReason, ByHand: s.ByHand, Phases: []PhaseReport{}}
 	if s.Status == "" {
 		r.Status = string(StatusRunning)
 	}

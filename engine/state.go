@@ -22,6 +22,9 @@ const (
 	StatusPaused    Status = "paused"
 	StatusCompleted Status = "completed"
 	StatusFailed    Status = "failed"
+	// StatusSkipped is a phase's only: run --from, --only or resume
+	// --phase jumped over it.
+	StatusSkipped Status = "skipped"
 )
 
 // Pause reasons the engine gives itself; a trigger's own name is the reason
@@ -73,8 +76,12 @@ type State struct {
 	// stop; the pause takes effect when the step has ended.
 	Stopping *Firing `json:"stopping,omitempty"`
 
-	Pause       *Firing `json:"pause,omitempty"`
-	FailReason  string  `json:"fail_reason,omitempty"`
+	Pause      *Firing `json:"pause,omitempty"`
+	FailReason string  `json:"fail_reason,omitempty"`
+	// ByHand: pipeline complete marked the session done.
+	ByHand bool `json:"by_hand,omitempty"`
+	// Only: the session ends with its current phase (run --only).
+	Only        bool    `json:"only,omitempty"`
 	TotalTokens int     `json:"total_tokens"`
 	CostUSD     float64 `json:"cost_usd"`
 	// SessionElapsed and PhaseElapsed add up the time steps ran, across

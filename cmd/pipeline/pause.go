@@ -96,13 +96,16 @@ func completeCommand() *cobra.Command {
 		output *outputFlag
 	)
 	cmd := newCommand(&cobra.Command{
-		Use:   "complete SESSION",
+		Use:   "complete [SESSION]",
 		Short: "Mark a paused or failed session as completed",
-		Long: `Mark SESSION as completed by hand: the work is done (or abandoned) and
-run starts a fresh session next time. A running session must be paused
-first. SESSION is a session id (20261125-093000123-a1b2c3), or the start of
-one.`,
-		Args: cobra.ExactArgs(1),
+		Long: `Mark SESSION, or the latest paused or failed session of the pipeline
+and spec, as completed by hand: the work is done (or abandoned) and run
+starts a fresh session next time; status shows it as "completed (by
+hand)". A running session must be paused first. SESSION is a session id
+(20261125-093000123-a1b2c3), or the start of one.`,
+		Example: `  pipeline complete
+  pipeline complete 20261125-093000123-a1b2c3`,
+		Args: cobra.MaximumNArgs(1),
 	}, func(cmd *cobra.Command, args []string) error {
 		if err := output.check(); err != nil {
 			return err
@@ -111,7 +114,16 @@ one.`,
 		if err != nil {
 			return err
 		}
-		sess, err := session.Open(cmd.Context(), st, session.Options{ID: args[0], Say: sayTo(cmd)})
+		id := ""
+		if len(args) == 1 {
+			id = args[0]
+		}
+		o, err := flags.options(id, engine.StatusPaused, engine.StatusFailed)
+		if err != nil {
+			return err
+		}
+		o.Say = sayTo(cmd)
+		sess, err := session.Open(cmd.Context(), st, o)
 		if err != nil {
 			return err
 		}

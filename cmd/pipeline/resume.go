@@ -22,10 +22,13 @@ func resumeCommand() *cobra.Command {
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "resume [SESSION]",
-		Short: "Continue a paused session",
-		Long: `Continue SESSION, or the latest paused session of the pipeline and spec,
-at the step that paused, reusing the agent's native session unless a
-restart policy dropped it. The first agent prompt gets the resume context:
+		Short: "Continue a paused or failed session",
+		Long: `Continue SESSION, or the latest paused (or failed) session of the
+pipeline and spec, at the step that paused; a failed session retries the
+step that failed, as a new attempt, without running the phases before it
+again. --phase starts at another phase; the phases it jumps over show as
+skipped. The agent's native session is reused unless a restart policy
+dropped it. The first agent prompt gets the resume context:
 the phase, what was done, the files changed, the human notes and what
 changed in the spec since the pause. A session whose runner died (killed,
 crashed) is continued the same way.
@@ -60,7 +63,7 @@ environment error, 3 paused (1 with --fail-on-pause).`,
 		if err != nil {
 			return err
 		}
-		o, err := flags.options(id, engine.StatusPaused, engine.StatusRunning)
+		o, err := flags.options(id, engine.StatusPaused, engine.StatusRunning, engine.StatusFailed)
 		if err != nil {
 			return err
 		}

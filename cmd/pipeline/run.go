@@ -14,6 +14,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/local"
 	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/steps"
 )
 
@@ -26,6 +27,8 @@ func runCommand() *cobra.Command {
 		keepOn bool
 		wf     *watchFlags
 		cf     *ciFlags
+		from   string
+		only   string
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "run [FILE]",
@@ -36,6 +39,10 @@ and done_when policies applied after every step.
 
 When the latest session of this pipeline and spec is paused (or its runner
 died), run resumes it and says so; --new starts a fresh session instead.
+--from PHASE starts a fresh session at PHASE (the phases before it are
+skipped), --only PHASE one that runs PHASE alone. When the latest session
+failed, run starts a fresh one and says how to resume the failed one
+(pipeline resume retries the step that failed).
 One run per pipeline and spec at a time: a second is refused, naming the
 first.
 
@@ -63,6 +70,8 @@ with --fail-on-pause).`,
 		Example: `  pipeline run
   pipeline run examples/quickstart/phases.yaml
   pipeline run --new --spec specs/045-dashboard/README.md
+  pipeline run --from testing
+  pipeline run --only documentation
   CI=true pipeline run phases.yaml
   pipeline run --ci --junit pipeline-junit.xml --no-human-gates --fail-on-pause`,
 		Args: cobra.MaximumNArgs(1),
@@ -78,6 +87,9 @@ with --fail-on-pause).`,
 				return err
 			}
 		}
+		if from != "" && only != "" {
+			return usagef("--from and --only cannot go together: --from %s runs from that phase on, --only %s that phase alone", from, only)
+		}
 		plan, err := spec.Load(flags.file, flags.spec)
 		if err != nil {
 			return err
@@ -86,6 +98,9 @@ with --fail-on-pause).`,
 			plan = plan.WithoutHumanGates()
 		}
 		if err := checkAdapters(plan); err != nil {
+			return err
+		}
+		if err := session.CheckPhase(plan, from+only); err != nil {
 			return err
 		}
 		st, err := flags.open()
@@ -97,7 +112,7 @@ with --fail-on-pause).`,
 		}
 		o := session.Options{File: flags.file, Plan: plan, Create: session.IfNone,
 			Statuses: []engine.Status{engine.StatusPaused, engine.StatusRunning}, Say: sayTo(cmd)}
-		if fresh {
+		if fresh || from != "" || only != "" {
 			o.Create = session.Always
 		}
 		sess, err := session.Open(cmd.Context(), st, o)
@@ -105,7 +120,14 @@ with --fail-on-pause).`,
 			return err
 		}
 		now := time.Now()
-		first := sess.Start(now)
+		first, err := sess.StartAt(now, from+only, only != "")
+		if err != nil {
+			sess.Close()
+			return err
+		}
+		if sess.Created && !fresh && from == "" && only == "" {
+			sayFailedBefore(cmd, st, sess)
+		}
 		if !sess.Created {
 			how := "paused"
 			if pause := sess.State().Pause; pause != nil {
@@ -142,10 +164,32 @@ with --fail-on-pause).`,
 	output = addOutputFlag(cmd)
 	cmd.Flags().DurationVar(&grace, "grace", 5*time.Second, "time a stopped step gets to exit after SIGINT before it is killed")
 	cmd.Flags().BoolVar(&fresh, "new", false, "start a new session even when the latest one is paused")
+	cmd.Flags().StringVar(&from, "from", "", "start a new session at this phase; the phases before it are skipped")
+	cmd.Flags().StringVar(&only, "only", "", "start a new session that runs this phase alone")
 	cmd.Flags().BoolVar(&keepOn, "watch", false, "once the session pauses, keep watching: a change to its spec or phases.yaml resumes it (see pipeline watch)")
 	wf = addWatchFlags(cmd)
 	cf = addCIFlags(cmd)
 	return cmd
+}
+
+// sayFailedBefore tells, as a new session starts, that the one before it
+// failed, and how to go on with it instead: a long run that failed late
+// need not start from its first phase again.
+func sayFailedBefore(cmd *cobra.Command, st *store.Store, sess *session.Session) {
+	list, err := st.List()
+	if err != nil {
+		return
+	}
+	for _, s := range list {
+		if s.Key != sess.Key || s.ID == sess.ID() {
+			continue
+		}
+		if s.Status == string(engine.StatusFailed) {
+			printError(cmd.ErrOrStderr(), fmt.Sprintf("the latest session, %s, failed in phase %s: pipeline resume %s retries the step that failed (--phase PHASE to start at another); pipeline run --from %s starts a new session there. Starting a new session from the first phase.\n",
+				s.ID, s.Phase, s.ID, s.Phase))
+		}
+		return
+	}
 }
 
 // checkAdapters refuses, before anything runs, a plan with an agent kind

@@ -88,6 +88,9 @@ func printStatus(w io.Writer, r engine.StatusReport, verbose bool) error {
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "session\t%s (%s)\n", safe(r.ID), safe(r.Pipeline))
 	status := r.Status
+	if r.ByHand {
+		status += " (by hand)"
+	}
 	if r.PauseReason != "" {
 		status += ": " + r.PauseReason
 		if r.PauseNote != "" {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/steps"
 )
 
 // validation is the outcome for one file, as --output json prints it.
@@ -20,23 +21,33 @@ type validation struct {
 	Problems []spec.Problem `json:"problems"`
 	// Omitted counts the problems past the 100 kept for one file.
 	Omitted int `json:"omitted,omitempty"`
-	err     error
+	// Agents are the checks of --preflight (pipeline doctor's).
+	Agents []steps.CLICheck `json:"agents,omitempty"`
+	err    error
+	plan   *spec.Plan
 }
 
 func validateCommand() *cobra.Command {
-	var output *outputFlag
+	var (
+		output    *outputFlag
+		preflight bool
+	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "validate [FILE...]",
 		Short: "Check phases.yaml files and spec frontmatter, reporting every problem",
 		Long: `Check each FILE and report every problem found, each with file:line:col,
 the offending line and what to do. A .md FILE is checked as a spec (its
 frontmatter); any other FILE as a phases.yaml, together with the spec it
-names. Without FILE, ./phases.yaml is checked.
+names. Without FILE, ./phases.yaml is checked. --preflight also checks,
+as pipeline doctor does, that the agent CLIs each pipeline uses are
+installed and recent enough, and whether their credentials are set.
 
-Exit status: 0 when every file is valid, 2 otherwise.`,
+Exit status: 0 when every file is valid (and, with --preflight, every
+agent CLI can run), 2 otherwise.`,
 		Example: `  pipeline validate
   pipeline validate examples/*/phases.yaml specs/045-dashboard/README.md
-  pipeline validate -o json phases.yaml`,
+  pipeline validate -o json phases.yaml
+  pipeline validate --preflight`,
 	}, func(cmd *cobra.Command, files []string) error {
 		if err := output.check(); err != nil {
 			return err
@@ -48,6 +59,10 @@ Exit status: 0 when every file is valid, 2 otherwise.`,
 		valid := true
 		for _, file := range files {
 			r := validateFile(file)
+			if preflight && r.plan != nil {
+				r.Agents = doctorChecks(cmd.Context(), r.plan)
+				r.Valid = r.Valid && checksOK(r.Agents)
+			}
 			valid = valid && r.Valid
 			results = append(results, r)
 		}
@@ -67,6 +82,7 @@ Exit status: 0 when every file is valid, 2 otherwise.`,
 		return nil
 	})
 	output = addOutputFlag(cmd)
+	cmd.Flags().BoolVar(&preflight, "preflight", false, "also check the agent CLIs the pipeline uses, as pipeline doctor does")
 	return cmd
 }
 
@@ -78,19 +94,19 @@ func validateFile(file string) validation {
 	} else {
 		var plan *spec.Plan
 		if plan, err = spec.Load(file, ""); err == nil {
-			r.Phases, r.Spec = len(plan.Phases), plan.Spec
+			r.Phases, r.Spec, r.plan = len(plan.Phases), plan.Spec, plan
 		}
 	}
 	var specErr *spec.Error
 	switch {
 	case err == nil:
-		r.Valid = true
 	case errors.As(err, &specErr):
 		r.Problems, r.Omitted = specErr.Problems, specErr.Omitted
 	default:
 		r.Problems = []spec.Problem{{Position: spec.Position{File: file}, Message: err.Error()}}
 	}
 	r.err = err
+	r.Valid = err == nil
 	return r
 }
 
@@ -98,6 +114,9 @@ func printValidations(cmd *cobra.Command, results []validation) {
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	for _, r := range results {
 		switch {
+		case r.err == nil && r.Agents != nil:
+			fmt.Fprintf(out, "%s  %s: %d phases\n", map[bool]string{true: "ok", false: "not ready"}[r.Valid], r.File, r.Phases)
+			printChecks(out, r.File, r.Agents)
 		case r.Valid && r.Phases > 0 && r.Spec != "":
 			fmt.Fprintf(out, "ok  %s: %d phases, with spec %s\n", r.File, r.Phases, r.Spec)
 		case r.Valid && r.Phases > 0:

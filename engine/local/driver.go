@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -64,6 +65,8 @@ type Driver struct {
 	// effect from the session's next decision, or is refused, with the
 	// reason said, when its phases are not the session's.
 	Plans <-chan *spec.Plan
+	// HookTimeout bounds each on: hook (session.HookTimeout when 0).
+	HookTimeout time.Duration
 }
 
 // Run drives the session with events (the last one starts the run: a
@@ -86,7 +89,14 @@ func (d *Driver) Run(ctx context.Context, sess *session.Session, events ...engin
 	r.executor = &steps.Executor{Clock: r.clock, Tick: d.Tick}
 	interrupts, stopSignals := d.interrupts(sess)
 	defer stopSignals()
-	return r.loop(ctx, events[len(events)-1], interrupts)
+	state, err := r.loop(ctx, events[len(events)-1], interrupts)
+	if r.ended {
+		// Somebody hears about it, whichever driver ran the session.
+		// Signals are still caught: the session is recorded, and a hook
+		// is bounded by its timeout.
+		sess.RunHooks(ctx, d.HookTimeout, r.say)
+	}
+	return state, err
 }
 
 // interrupts merges the Interrupts channel and, when asked, the signals.
@@ -156,6 +166,9 @@ type run struct {
 	executor *steps.Executor
 	events   chan engine.Event
 	current  *stepRun
+	// ended: the run paused, completed or failed (its on: hooks are
+	// owed), rather than asking nothing of a session that cannot move.
+	ended bool
 }
 
 func (r *run) say(format string, args ...any) { r.d.View.Say(format, args...) }
@@ -171,7 +184,7 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 	// files leave it, once the step running has stopped; resume continues
 	// from the files.
 	recordFailed := func(err error) bool {
-		recordErr = err
+		recordErr, r.ended = err, true
 		r.say("pipeline: recording the session: %v", err)
 		if r.current != nil {
 			r.current.stop(false)
@@ -214,12 +227,15 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 					stopSleep()
 				}
 				r.say("paused: %s", DescribeFiring(a.Firing))
+				r.ended = true
 				return true
 			case engine.Complete:
 				r.say("completed: %d phases", len(r.plan.Phases))
+				r.ended = true
 				return true
 			case engine.Fail:
 				r.say("failed: %s", a.Reason)
+				r.ended = true
 				return true
 			}
 		}
@@ -454,7 +470,42 @@ func shellCommand(line string) []string {
 	if len(words) == 0 {
 		return []string{"sh", "-c", line}
 	}
+	if !strings.Contains(words[0], "/") {
+		if _, err := exec.LookPath(words[0]); err != nil {
+			// A builtin of the shell (exit 1, cd, export), or a program
+			// that is not there: the shell runs the one and says the
+			// other is not found.
+			return []string{"sh", "-c", line}
+		}
+	}
 	return words
+}
+
+// startProblem says why program could not start, naming it and the PATH
+// it was looked for on: the one thing to fix.
+func startProblem(err error, program string) string {
+	path := os.Getenv("PATH")
+	if errors.Is(err, exec.ErrNotFound) {
+		return fmt.Sprintf("%q was not found on PATH (PATH=%s): install it, or put the folder that holds it on PATH", program, path)
+	}
+	return fmt.Sprintf("%v (PATH=%s)", err, path)
+}
+
+// shellNotFound recognises a run step whose shell could not find (127) or
+// run (126) the program the line names: as sure a failure to start as
+// exec's, and no more helped by a retry. It returns the shell's words.
+func shellNotFound(args []string, res steps.Result) string {
+	if len(args) < 3 || args[0] != "sh" || res.Stopped || res.TimedOut || (res.ExitCode != 127 && res.ExitCode != 126) {
+		return ""
+	}
+	out := strings.TrimSpace(res.Output)
+	if i := strings.LastIndexByte(out, '\n'); i >= 0 {
+		out = out[i+1:]
+	}
+	if !strings.Contains(out, "not found") && !strings.Contains(out, "Permission denied") && !strings.Contains(out, "No such file") {
+		return ""
+	}
+	return fmt.Sprintf("%s (exit %d; PATH=%s)", out, res.ExitCode, os.Getenv("PATH"))
 }
 
 // start runs a step in the background; its end comes back as a
@@ -481,7 +532,7 @@ func (r *run) start(ctx context.Context, a engine.StartStep, s engine.State) *st
 		// The step could not start: it failed, as a missing program does
 		// in a shell.
 		r.say("cannot start step %s: %v", step.Name, err)
-		result := engine.StepResult{ExitCode: 127, Output: err.Error(), Agent: t.agentName}
+		result := engine.StepResult{ExitCode: 127, Output: err.Error(), Agent: t.agentName, NotStarted: true, Error: err.Error()}
 		r.d.View.StepFinished(info, result)
 		r.events <- engine.StepFinished{At: r.clock.Now(), Result: result}
 		return nil
@@ -511,10 +562,13 @@ func (r *run) start(ctx context.Context, a engine.StartStep, s engine.State) *st
 		}
 		res, err := r.executor.Execute(stepCtx, run, obs)
 		headBefore = <-head
+		notStarted := ""
 		if err != nil {
-			r.say("cannot start step %s: %v", step.Name, err)
+			notStarted = startProblem(err, t.command.Args[0])
+			r.say("cannot start step %s: %s", step.Name, notStarted)
 		} else {
 			r.sess.StepProcess(0)
+			notStarted = shellNotFound(t.command.Args, res)
 		}
 		if err := transcript.Close(); err != nil {
 			r.say("pipeline: closing the transcript: %v", err)
@@ -524,6 +578,9 @@ func (r *run) start(ctx context.Context, a engine.StartStep, s engine.State) *st
 			Output: res.Output, Checkpoint: res.Checkpoint, CheckpointNote: res.CheckpointNote, SessionID: res.SessionID,
 			Agent: t.agentName, SessionLost: res.SessionLost, RateLimited: res.RateLimited, ResumeAfter: res.ResumeAfter,
 			Error: res.Error, OutputHeld: res.OutputHeld}
+		if notStarted != "" {
+			result.NotStarted, result.Error = true, notStarted
+		}
 		for _, l := range res.Leftovers {
 			result.Leftovers = append(result.Leftovers, l.String())
 		}

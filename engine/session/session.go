@@ -332,9 +332,27 @@ func (s *Session) Start(now time.Time) engine.Event {
 	return engine.Started{At: now, Plan: s.Plan.Digest}
 }
 
+// StartAt is the first event of a new session that starts at phase (run
+// --from), or runs that phase alone (only: run --only).
+func (s *Session) StartAt(now time.Time, phase string, only bool) (engine.Event, error) {
+	if err := CheckPhase(s.Plan, phase); err != nil {
+		return nil, err
+	}
+	return engine.Started{At: now, Plan: s.Plan.Digest, From: phase, Only: only}, nil
+}
+
+// CheckPhase refuses a phase name that is not one of the plan's (an
+// empty name is none, and fine).
+func CheckPhase(plan *spec.Plan, phase string) error {
+	if phase != "" && !slices.ContainsFunc(plan.Phases, func(p spec.PhasePlan) bool { return p.Name == phase }) {
+		return refused("%q is not a phase of %s (%s)", phase, plan.File, PhaseNames(plan))
+	}
+	return nil
+}
+
 // Resume returns the events that continue the session: a paused one at
-// the step that paused (or at phase, when given), one whose runner died
-// at the step it was running. Notes are for the agent's resume context.
+// the step that paused, a failed one at the step that failed (either at
+// phase, when given), one whose runner died at the step it was running. Notes are for the agent's resume context.
 func (s *Session) Resume(now time.Time, notes, phase string) ([]engine.Event, error) {
 	if phase != "" && !slices.ContainsFunc(s.Plan.Phases, func(p spec.PhasePlan) bool { return p.Name == phase }) {
 		return nil, refused("--phase %q is not a phase of %s (%s)", phase, s.X.Meta.File, PhaseNames(s.Plan))
@@ -342,7 +360,10 @@ func (s *Session) Resume(now time.Time, notes, phase string) ([]engine.Event, er
 	switch {
 	case s.Created:
 		return nil, refused("session %s has not started: there is nothing to resume", s.ID())
-	case s.state.Status == engine.StatusPaused:
+	case s.state.Status == engine.StatusPaused, s.state.Status == engine.StatusFailed:
+		// A failed session retries the step that failed (or starts at
+		// phase): a failure late in a long run does not cost the phases
+		// before it.
 		return []engine.Event{engine.Resumed{At: now, Notes: notes, Phase: phase, Plan: s.Plan.Digest}}, nil
 	case s.Crashed:
 		if phase != "" {

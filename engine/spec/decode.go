@@ -279,6 +279,7 @@ var (
 	exprType     = reflect.TypeOf(Expr{})
 	triggersType = reflect.TypeOf(Triggers{})
 	durationType = reflect.TypeOf(Duration(0))
+	commandsType = reflect.TypeOf(Commands{})
 )
 
 // decode fills v (a pointer's element) from node. path names the value for
@@ -297,6 +298,9 @@ func (d *decoder) decode(node ast.Node, v reflect.Value, path string, kind trigg
 		return
 	case v.Type() == triggersType:
 		d.decodeTriggers(node, v.Addr().Interface().(*Triggers), path)
+		return
+	case v.Type() == commandsType:
+		d.decodeCommands(node, v.Addr().Interface().(*Commands), path)
 		return
 	case v.Type() == durationType:
 		text, ok := d.scalar(node, path, "a duration such as 30m")
@@ -642,6 +646,39 @@ func (d *decoder) decodeStringMap(node ast.Node, v reflect.Value, path string) {
 		out.SetMapIndex(reflect.ValueOf(keyText(e)), reflect.ValueOf(text))
 	}
 	v.Set(out)
+}
+
+// decodeCommands reads a hook: one shell line, or a list of them.
+func (d *decoder) decodeCommands(node ast.Node, out *Commands, path string) {
+	hint := "write a shell line, as run: takes, or a list of them"
+	items := []ast.Node{node}
+	if seq, ok := node.(*ast.SequenceNode); ok {
+		items = d.listItems(seq, path)
+	}
+	for i, item := range items {
+		where := path
+		if len(items) > 1 || node != item {
+			where = fmt.Sprintf("%s[%d]", path, i)
+		}
+		item = d.resolve(item)
+		if _, ok := item.(*ast.MappingNode); ok {
+			d.reportNode(item, fmt.Sprintf("%s must be a shell line or a list of them, not %s", where, describe(item)), hint)
+			continue
+		}
+		if _, ok := item.(*ast.SequenceNode); ok {
+			d.reportNode(item, fmt.Sprintf("%s must be a shell line or a list of them, not %s", where, describe(item)), hint)
+			continue
+		}
+		text, ok := d.scalar(item, where, "a shell line")
+		if !ok {
+			continue
+		}
+		if strings.TrimSpace(text) == "" {
+			d.reportNode(item, fmt.Sprintf("%s is an empty command", where), hint)
+			continue
+		}
+		*out = append(*out, text)
+	}
 }
 
 func (d *decoder) decodeTriggers(node ast.Node, out *Triggers, path string) {

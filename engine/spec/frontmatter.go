@@ -39,6 +39,7 @@ type Overrides struct {
 	Agent    *Agent  `yaml:"agent" json:"agent,omitempty" jsonschema_description:"agent for this spec, over phases.yaml's"`
 	Defaults *Policy `yaml:"defaults" json:"defaults,omitempty" jsonschema_description:"triggers and policies for this spec, over phases.yaml's defaults"`
 	Phases   []Phase `yaml:"phases" json:"phases,omitempty" jsonschema_description:"phases for this spec; they replace phases.yaml's list, and one named like a phase of phases.yaml amends it"`
+	On       *Hooks  `yaml:"on" json:"on,omitempty" jsonschema_description:"hooks for this spec; an event set here replaces phases.yaml's commands for it"`
 }
 
 // LoadSpec reads a spec file and its frontmatter.

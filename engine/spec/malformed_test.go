@@ -103,6 +103,32 @@ var malformedCases = []malformedCase{
 		wants: []malformedProblem{{line: 4, col: 8, msg: "agent.env must be a mapping (key: value lines), not a list"}},
 	},
 	{
+		name:  "on with a misspelt event",
+		yaml:  "version: 1\nagent: {kind: claude}\non:\n  pausd: notify-send paused\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 4, col: 3, msg: `unknown key "pausd" in on`}},
+	},
+	{
+		name:  "on hook as a mapping",
+		yaml:  "version: 1\nagent: {kind: claude}\non:\n  failed: {run: ./page-me}\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 4, col: 11, msg: "on.failed must be a shell line or a list of them, not a mapping"}},
+	},
+	{
+		name:  "on hook with an empty command in its list",
+		yaml:  "version: 1\nagent: {kind: claude}\non:\n  paused: [echo paused, \"\"]\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 4, col: 25, msg: "on.paused[1] is an empty command"}},
+	},
+	{
+		name:  "on as a list",
+		yaml:  "version: 1\nagent: {kind: claude}\non: [notify-send]\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 3, col: 5, msg: "on must be a mapping"}},
+	},
+	{
+		name:  "on hook misspelt in frontmatter",
+		yaml:  specHeader,
+		spec:  "---\npipeline:\n  on:\n    complete: echo done\n---\n",
+		wants: []malformedProblem{{file: "spec.md", line: 4, col: 5, msg: `unknown key "complete" in pipeline.on`}},
+	},
+	{
 		name:  "phases as a mapping",
 		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  build:\n    prompt: Build it.\n",
 		wants: []malformedProblem{{line: 4, col: 3, msg: "phases must be a list, not a mapping"}},
@@ -138,7 +164,7 @@ var malformedCases = []malformedCase{
 		name: "unknown top-level key with no near key",
 		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\ncolour: blue\n",
 		wants: []malformedProblem{{line: 5, col: 1, msg: `unknown key "colour" at the top level`,
-			hint: "the keys allowed here are agent, defaults, name, phases, resume_context, spec, version, watch, watch_debounce"}},
+			hint: "the keys allowed here are agent, defaults, name, on, phases, resume_context, spec, version, watch, watch_debounce"}},
 	},
 	{
 		name:  "unknown key in agent",
@@ -501,7 +527,7 @@ var malformedCases = []malformedCase{
 		spec: "---\npipeline:\n  watch: [specs/*.md]\n  watch_debounce: 1s\n---\n",
 		// One spec does not change what the whole pipeline watches.
 		wants: []malformedProblem{
-			{file: "spec.md", line: 3, col: 3, msg: `unknown key "watch" in pipeline`, hint: "watch is set in phases.yaml only; a spec's pipeline block may set agent, defaults, phases"},
+			{file: "spec.md", line: 3, col: 3, msg: `unknown key "watch" in pipeline`, hint: "watch is set in phases.yaml only; a spec's pipeline block may set agent, defaults, on, phases"},
 			{file: "spec.md", line: 4, col: 3, msg: `unknown key "watch_debounce" in pipeline`, hint: "watch_debounce is set in phases.yaml only"},
 		},
 	},

@@ -21,7 +21,47 @@ type Pipeline struct {
 	// Watch and WatchDebounce are read by pipeline watch, not by a run.
 	Watch         []string  `yaml:"watch" json:"watch,omitempty" kind:"globs" jsonschema_description:"globs of files whose change resumes this pipeline's paused sessions; relative to the folder of phases.yaml and inside it (no absolute path, no ..); ** matches any number of folders"`
 	WatchDebounce *Duration `yaml:"watch_debounce" json:"watch_debounce,omitempty" jsonschema_description:"how long a burst of changes to watched files must be quiet before it counts; default 200ms, 0s counts each change at once"`
+	// On are the hooks: commands run when a session stops.
+	On *Hooks `yaml:"on" json:"on,omitempty" jsonschema_description:"hooks: shell lines run when a session pauses, fails, completes or needs a human; PIPELINE_SESSION, PIPELINE_PHASE, PIPELINE_STATUS, PIPELINE_REASON and PIPELINE_NOTE are set and the status JSON is on standard input"`
 }
+
+// Hooks is the on: block: for each way a run stops, the commands to run.
+// A hook tells somebody; it never changes the session's outcome.
+type Hooks struct {
+	Paused     Commands `yaml:"paused" json:"paused,omitempty" jsonschema_description:"run when the session pauses, for any reason (needs-human too)"`
+	Failed     Commands `yaml:"failed" json:"failed,omitempty" jsonschema_description:"run when the session fails"`
+	Completed  Commands `yaml:"completed" json:"completed,omitempty" jsonschema_description:"run when the session completes"`
+	NeedsHuman Commands `yaml:"needs-human" json:"needs-human,omitempty" jsonschema_description:"run when the session pauses for a human (retry.escalate_when), after the paused hooks"`
+}
+
+// Hook events, as the keys of on: name them.
+const (
+	HookPaused     = "paused"
+	HookFailed     = "failed"
+	HookCompleted  = "completed"
+	HookNeedsHuman = "needs-human"
+)
+
+// For returns the commands of one hook event.
+func (h *Hooks) For(event string) Commands {
+	if h == nil {
+		return nil
+	}
+	switch event {
+	case HookPaused:
+		return h.Paused
+	case HookFailed:
+		return h.Failed
+	case HookCompleted:
+		return h.Completed
+	case HookNeedsHuman:
+		return h.NeedsHuman
+	}
+	return nil
+}
+
+// Commands is one shell line, or a list of them, run in order.
+type Commands []string
 
 // ResumeContext configures the resume context.
 type ResumeContext struct {

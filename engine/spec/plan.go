@@ -93,6 +93,9 @@ type Plan struct {
 	// cannot set them: they are the pipeline's, not one spec's.
 	WatchFrom         Origin `json:"watch_from"`
 	WatchDebounceFrom Origin `json:"watch_debounce_from"`
+	// Hooks are the on: commands, phases.yaml's with the spec's
+	// pipeline.on over them, event by event.
+	Hooks Hooks `json:"on"`
 	// Digest names what this plan was made from, so that a session can
 	// record which plan it ran and a replay can tell whether it still has
 	// it: a hex SHA-256 of the built-in defaults, phases.yaml, and the
@@ -283,6 +286,18 @@ func (r *resolver) plan() *Plan {
 	if r.fm != nil {
 		plan.Spec = r.fm.Path
 		plan.SpecValues = r.fm.Values
+	}
+	if p.On != nil {
+		plan.Hooks = *p.On
+	}
+	if r.fm != nil && r.fm.Pipeline != nil && r.fm.Pipeline.On != nil {
+		over := r.fm.Pipeline.On
+		for _, pair := range []struct{ to, from *Commands }{{&plan.Hooks.Paused, &over.Paused}, {&plan.Hooks.Failed, &over.Failed},
+			{&plan.Hooks.Completed, &over.Completed}, {&plan.Hooks.NeedsHuman, &over.NeedsHuman}} {
+			if *pair.from != nil {
+				*pair.to = *pair.from
+			}
+		}
 	}
 	defaults := []policyLayer{{policy: ptr(builtInPolicy()), origin: func(string) Origin { return builtIn }}}
 	if p.Defaults != nil {

@@ -50,6 +50,7 @@ var (
 	exprType        = reflect.TypeOf(spec.Expr{})
 	durationType    = reflect.TypeOf(spec.Duration(0))
 	triggersType    = reflect.TypeOf(spec.Triggers{})
+	commandsType    = reflect.TypeOf(spec.Commands{})
 	agentPhasesType = reflect.TypeOf(agentPhases{})
 )
 
@@ -74,6 +75,9 @@ func mapper(t reflect.Type) *jsonschema.Schema {
 			AdditionalProperties: &jsonschema.Schema{AnyOf: []*jsonschema.Schema{exprSchema(), {Type: "null"}}},
 			Description:          "named conditions; null removes an inherited one",
 		}
+	case commandsType:
+		line := &jsonschema.Schema{Type: "string", Pattern: `\S`}
+		return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{line, {Type: "array", Items: line}}}
 	case agentPhasesType:
 		phase := &jsonschema.Schema{
 			AnyOf: []*jsonschema.Schema{

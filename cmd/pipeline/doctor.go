@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/steps"
+)
+
+func doctorCommand() *cobra.Command {
+	var (
+		output   *outputFlag
+		specPath string
+	)
+	cmd := newCommand(&cobra.Command{
+		Use:   "doctor [FILE]",
+		Short: "Check that the agent CLIs the pipeline uses are installed, recent enough and have credentials",
+		Long: `Check, for each agent CLI the phases of FILE (default ./phases.yaml) use,
+that it is on PATH, that its version is one the adapter works with
+(claude 2.1.332, gemini 0.61.0, codex 0.169.0 or newer), and whether its
+credentials are set: a key variable (ANTHROPIC_API_KEY, GEMINI_API_KEY,
+OPENAI_API_KEY and the like, in the environment or the agent's env:) or
+the CLI's own login file. Credentials are named, never shown. A kind:
+command agent's program is looked for too.
+
+pipeline validate --preflight runs the same checks.
+
+Exit status: 0 when every CLI can run (credentials not found are a
+warning), 2 when one is missing, too old or broken.`,
+		Example: `  pipeline doctor
+  pipeline doctor -o json examples/spec-workflow/phases.yaml`,
+		Args: cobra.MaximumNArgs(1),
+	}, func(cmd *cobra.Command, args []string) error {
+		if err := output.check(); err != nil {
+			return err
+		}
+		file := "phases.yaml"
+		if len(args) == 1 {
+			file = args[0]
+		}
+		plan, err := spec.Load(file, specPath)
+		if err != nil {
+			return err
+		}
+		checks := doctorChecks(cmd.Context(), plan)
+		if output.json() {
+			if err := writeJSON(cmd.OutOrStdout(), struct {
+				OK     bool             `json:"ok"`
+				Agents []steps.CLICheck `json:"agents"`
+			}{checksOK(checks), checks}); err != nil {
+				return err
+			}
+		} else {
+			printChecks(cmd.OutOrStdout(), file, checks)
+		}
+		if !checksOK(checks) {
+			return &exitStatus{code: exitUsage, printed: true}
+		}
+		return nil
+	})
+	output = addOutputFlag(cmd)
+	cmd.Flags().StringVar(&specPath, "spec", "", "spec file whose frontmatter overrides phases.yaml (default: the spec phases.yaml names)")
+	return cmd
+}
+
+// doctorChecks checks each agent CLI the plan's steps use, once, in the
+// order the phases first use them.
+func doctorChecks(ctx context.Context, plan *spec.Plan) []steps.CLICheck {
+	checks := []steps.CLICheck{}
+	seen := map[string]int{}
+	for _, phase := range plan.Phases {
+		for _, step := range phase.Steps {
+			if step.Agent == nil {
+				continue
+			}
+			agent := step.Agent.Value
+			key := agent.Kind
+			if agent.Kind == spec.KindCommand && len(agent.Command) > 0 {
+				key += ":" + agent.Command[0]
+			}
+			if i, ok := seen[key]; ok {
+				// Another step's env may hold the key.
+				checks[i].Credentials = mergeNames(checks[i].Credentials, agentCredentials(checks[i].CLI, agent.Env))
+				continue
+			}
+			seen[key] = len(checks)
+			if cli, ok := steps.CLIFor(agent.Kind); ok {
+				checks = append(checks, steps.CheckCLI(ctx, cli, agent.Env))
+			} else {
+				checks = append(checks, checkCommand(filepath.Dir(plan.File), agent.Command))
+			}
+		}
+	}
+	return checks
+}
+
+func agentCredentials(cli steps.CLI, env map[string]string) []string {
+	var names []string
+	for _, name := range cli.KeyVars {
+		if env[name] != "" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+func mergeNames(a, b []string) []string {
+	for _, n := range b {
+		if !slices.Contains(a, n) {
+			a = append(a, n)
+		}
+	}
+	return a
+}
+
+// checkCommand looks for a kind: command agent's program: on PATH, or
+// relative to the folder of phases.yaml, where steps run.
+func checkCommand(dir string, command []string) steps.CLICheck {
+	c := steps.CLICheck{CLI: steps.CLI{Kind: spec.KindCommand}, Credentials: []string{}, Status: steps.CheckOK}
+	if len(command) == 0 {
+		return c
+	}
+	c.Program = command[0]
+	path := command[0]
+	if strings.Contains(path, "/") {
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		if st, err := os.Stat(path); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			c.Status, c.Problem = steps.CheckMissing, fmt.Sprintf("%s is not an executable file", path)
+			return c
+		}
+		c.Path = path
+		return c
+	}
+	found, err := exec.LookPath(path)
+	if err != nil {
+		c.Status = steps.CheckMissing
+		c.Problem = fmt.Sprintf("%q was not found on PATH (PATH=%s)", path, os.Getenv("PATH"))
+		c.Hint = "install it, or put the folder that holds it on PATH"
+		return c
+	}
+	c.Path = found
+	return c
+}
+
+func checksOK(checks []steps.CLICheck) bool {
+	for _, c := range checks {
+		if !c.OK() {
+			return false
+		}
+	}
+	return true
+}
+
+// printChecks prints one line per CLI, then each problem and hint.
+func printChecks(w io.Writer, file string, checks []steps.CLICheck) {
+	if len(checks) == 0 {
+		fmt.Fprintf(w, "%s uses no agent CLI (its steps are run: lines)\n", file)
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, c := range checks {
+		name := c.Kind
+		if c.Kind == spec.KindCommand {
+			name = "command " + c.Program
+		}
+		version := c.Version
+		if version == "" {
+			version = "-"
+		}
+		where := c.Path
+		if where == "" {
+			where = "not found"
+		}
+		creds := "-"
+		if _, known := steps.CLIFor(c.Kind); known {
+			creds = "credentials: none found"
+			if len(c.Credentials) > 0 {
+				creds = "credentials: " + strings.Join(c.Credentials, ", ")
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Status, name, version, where, creds)
+	}
+	tw.Flush()
+	for _, c := range checks {
+		if c.Problem != "" {
+			fmt.Fprintf(w, "%s: %s\n", c.Kind, c.Problem)
+		}
+		if c.Hint != "" {
+			fmt.Fprintf(w, "  hint: %s\n", c.Hint)
+		}
+		if _, known := steps.CLIFor(c.Kind); known && c.OK() && len(c.Credentials) == 0 {
+			fmt.Fprintf(w, "%s: no credentials found: set %s, or log in with %s once\n", c.Kind, strings.Join(c.KeyVars, " or "), c.Program)
+		}
+	}
+}
