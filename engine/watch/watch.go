@@ -9,6 +9,8 @@ package watch
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -172,8 +174,10 @@ type tracked struct {
 	queuedFile, queuedChange string
 	run                      *running
 	cancelDue                func() bool
-	// plan is the last plan of the session that loaded.
-	plan *spec.Plan
+	// plan is the last plan of the session that loaded, planKey what it
+	// was made from (see planKey).
+	plan    *spec.Plan
+	planKey string
 	// listed is the time of the session's index line last read.
 	listed time.Time
 }
@@ -374,7 +378,7 @@ func (w *watcher) scan() error {
 				w.sessions[sum.Key] = t
 				// The plan it would resume with now: kept should
 				// phases.yaml turn invalid.
-				t.plan, _ = spec.Load(p.file, t.spec)
+				w.planFor(t)
 				if w.ready {
 					// Said once the spec is watched (see retarget).
 					w.followed = append(w.followed, Event{Event: EventFollowed, File: rel(t.spec), Session: t.id, Status: sum.Status})
@@ -880,9 +884,13 @@ func (w *watcher) consider(t *tracked, file, change string) {
 // plan that loaded is kept; a spec that does not load is the session's
 // to fix, and it stays paused.
 func (w *watcher) planFor(t *tracked) (*spec.Plan, error) {
+	key := planKey(t.pipe.file, t.spec)
+	if t.plan != nil && key != "" && key == t.planKey {
+		return t.plan, nil
+	}
 	plan, err := spec.Load(t.pipe.file, t.spec)
 	if err == nil {
-		t.plan = plan
+		t.plan, t.planKey = plan, key
 		return plan, nil
 	}
 	var specErr *spec.Error
@@ -895,6 +903,28 @@ func (w *watcher) planFor(t *tracked) (*spec.Plan, error) {
 		}
 	}
 	return t.plan, nil
+}
+
+// planKey names what a session's plan is made from: phases.yaml's bytes,
+// the spec's path and its frontmatter (as the plan's digest does). A
+// change of the spec's body, what a human edits most, leaves it, and the
+// plan is not parsed again: a resume costs no parse of a long pipeline.
+// "" when a file cannot be read.
+func planKey(file, specPath string) string {
+	h := sha256.New()
+	content, err := os.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	fmt.Fprintf(h, "%d\n%s\n%s\n", len(content), content, specPath)
+	if specPath != "" {
+		content, err := os.ReadFile(specPath)
+		if err != nil {
+			return ""
+		}
+		h.Write(spec.FrontmatterBlock(content))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // specUnchanged reports whether t's spec is as it was at its pause: a
@@ -913,7 +943,7 @@ func (w *watcher) specUnchanged(t *tracked) bool {
 // replan sends a session this watcher runs its reloaded plan: phases.yaml
 // or its spec's frontmatter changed; it applies from the next step.
 func (w *watcher) replan(t *tracked, file string) {
-	plan, err := spec.Load(t.pipe.file, t.spec)
+	plan, err := w.planFor(t)
 	if err != nil {
 		w.report(Event{Event: EventInvalid, File: rel(file), Session: t.id, Reason: err.Error() + "the session keeps the plan it had"})
 		return
