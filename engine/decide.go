@@ -146,6 +146,7 @@ func (d *decider) startStep() {
 		start.SessionKey = key
 		start.ResumeContext = s.ResumeContext || s.FreshSession
 		s.ResumeContext = false
+		start.Resuming, s.Resuming = s.Resuming, nil
 		_, had := s.NativeSessions[key]
 		agent := AgentName(step.Agent.Value)
 		if had && s.NativeAgents[key] != "" && s.NativeAgents[key] != agent && !s.FreshSession {
@@ -523,7 +524,12 @@ func (d *decider) resumed(e Resumed) {
 	if s.Status != StatusPaused {
 		return
 	}
+	from := &Resumption{Phase: d.phase().Name}
+	if s.Pause != nil {
+		from.Firing = *s.Pause
+	}
 	if e.Phase != "" {
+		from.JumpedTo = e.Phase
 		for i, p := range d.plan.Phases {
 			if p.Name == e.Phase {
 				s.Phase, s.Step, s.Attempt, s.Errors, s.ConsecutiveErrors, s.PhaseElapsed = i, 0, 1, 0, 0, 0
@@ -542,7 +548,7 @@ func (d *decider) resumed(e Resumed) {
 		// attempt count (and so escalate_when) does not.
 		s.ConsecutiveErrors = 0
 	}
-	s.Pause = nil
+	s.Pause, s.Resuming = nil, from
 	d.startStep()
 }
 
@@ -555,6 +561,7 @@ func (d *decider) recovered() {
 	}
 	s.StepRunning, s.Waiting, s.Stopping = false, false, nil
 	s.ResumeContext = true
+	s.Resuming = &Resumption{Firing: Firing{Reason: ReasonRunnerDied, At: d.now}, Phase: d.phase().Name}
 	d.startStep()
 }
 

@@ -131,6 +131,9 @@ type StartStep struct {
 	// ResumeContext asks for the resume context in the prompt: the first
 	// agent step after a resume, a recovery or a restart.
 	ResumeContext bool
+	// Resuming, with ResumeContext, is the pause or the runner's death
+	// the session was continued from; nil after a restart policy.
+	Resuming *Resumption
 	// Recover asks the runner to look for the agent's own session of this
 	// feature (the store has none: it was lost or deleted), and adopt it.
 	Recover bool

@@ -95,6 +95,11 @@ type State struct {
 	// ResumeContext is owed to the next agent step: the session was
 	// resumed, recovered or restarted since the agent last ran.
 	ResumeContext bool `json:"resume_context,omitempty"`
+	// Resuming is what the owed resume context answers: the pause a
+	// resume continued, or the runner's death a recovery continued. The
+	// next agent step takes it (StartStep.Resuming); a restart policy
+	// owes a context without one.
+	Resuming *Resumption `json:"resuming,omitempty"`
 	// Steps holds the last result of each step of the current phase.
 	Steps map[string]triggers.StepVars `json:"steps,omitempty"`
 
@@ -127,6 +132,15 @@ type PhaseRecord struct {
 	Started       time.Time `json:"started,omitempty"`
 	Ended         time.Time `json:"ended,omitempty"`
 	Summary       string    `json:"summary,omitempty"`
+}
+
+// Resumption is why a session was continued: the pause (or the runner's
+// death) it was continued from, the phase it stood at then, and the phase
+// a resume --phase jumped to.
+type Resumption struct {
+	Firing   Firing `json:"firing"`
+	Phase    string `json:"phase"`
+	JumpedTo string `json:"jumped_to,omitempty"`
 }
 
 // Firing records a trigger or policy that fired, and the values of the

@@ -101,22 +101,25 @@ func resumeInput(plan *spec.Plan, x *store.Session, s engine.State, a engine.Sta
 	phase := plan.Phases[a.Phase]
 	in := engine.ResumeInput{Pipeline: plan.Name.Value, Phase: phase.Name, Step: phase.Steps[a.Step].Name, Attempt: a.Attempt,
 		SpecPath: plan.Spec}
-	if s.Pause != nil {
-		in.Reason, in.Note = s.Pause.Reason, s.Pause.Note
-	} else if n := len(s.Phases[a.Phase].Fired); n > 0 {
-		last := s.Phases[a.Phase].Fired[n-1]
-		in.Reason, in.Note = "restart: "+last.Reason, last.Note
-	} else {
-		in.Reason = "the runner stopped (killed or crashed)"
-	}
+	in.Reason, in.Why, in.Note = engine.ResumeWhy(plan, s, a)
 	for i, rec := range s.Phases {
-		if i < a.Phase || (i == a.Phase && len(rec.ExitCodes) > 0) {
-			in.Done = append(in.Done, engine.DoneItem{Phase: rec.Name, Summary: rec.Summary, Attempts: rec.Attempts, ExitCodes: rec.ExitCodes})
-		}
-		in.HumanNotes = append(in.HumanNotes, rec.Notes...)
-		if i == a.Phase {
+		switch {
+		case i < a.Phase && rec.Status == engine.StatusCompleted:
+			in.Done = append(in.Done, engine.DoneItem{Phase: rec.Name, Summary: rec.Summary, Passed: true,
+				Attempts: rec.Attempts, ExitCodes: rec.ExitCodes})
+		case i == a.Phase:
+			item := engine.DoneItem{Phase: rec.Name, Summary: rec.Summary, Attempts: rec.Attempts, ExitCodes: rec.ExitCodes}
+			for _, st := range phase.Steps {
+				if v, ok := s.Steps[st.Name]; ok && v.Ran {
+					item.Steps = append(item.Steps, spec.StepExit{Name: st.Name, ExitCode: v.ExitCode, TimedOut: v.TimedOut})
+				}
+			}
+			if len(item.Steps) > 0 {
+				in.Done = append(in.Done, item)
+			}
 			in.FilesChanged = rec.Files
 		}
+		in.HumanNotes = append(in.HumanNotes, rec.Notes...)
 	}
 	for j := a.Step; j < len(phase.Steps); j++ {
 		in.NextSteps = append(in.NextSteps, fmt.Sprintf("%s: step %s", phase.Name, phase.Steps[j].Name))
