@@ -117,7 +117,7 @@ func (d *decider) start() {
 func (d *decider) enterPhase(i int) {
 	s := d.s
 	s.Phase, s.Step, s.Attempt = i, 0, 1
-	s.Errors, s.ConsecutiveErrors, s.PhaseElapsed = 0, 0, 0
+	s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = 0, 0, 0, 0
 	s.Steps = map[string]triggers.StepVars{}
 	d.startStep()
 }
@@ -214,7 +214,7 @@ func (d *decider) stepFinished(r StepResult) {
 	s.CostUSD += r.CostUSD
 	s.SessionElapsed += r.Elapsed
 	s.PhaseElapsed += r.Elapsed
-	s.FilesChanged = max(s.FilesChanged, r.FilesChanged)
+	s.FilesChanged = r.FilesChanged
 	rec.Tokens += r.Tokens
 	rec.CostUSD += r.CostUSD
 	rec.Duration += r.Elapsed
@@ -231,10 +231,14 @@ func (d *decider) stepFinished(r StepResult) {
 	if rec.HeadBefore == "" {
 		rec.HeadBefore = r.HeadBefore
 	}
+	if rec.TreeBefore == "" {
+		rec.TreeBefore = r.TreeBefore
+	}
 	if r.Head != "" {
 		rec.HeadAfter = r.Head
 	}
-	if r.Files != nil {
+	if r.Files != nil || r.TreeBefore != "" {
+		// With a snapshot, no files is news too: a change undone.
 		rec.Files = r.Files
 	}
 	if summary := summarize(r); summary != "" && step.Agent != nil {
@@ -355,7 +359,7 @@ func (d *decider) phaseEnd(env *triggers.Env) {
 		d.pause(Firing{Reason: ReasonPhaseComplete, Note: fmt.Sprintf("phase %q is done; auto_advance is false", phase.Name), At: d.now})
 		// Resume starts the next phase.
 		s.Phase++
-		s.Step, s.Attempt, s.Errors, s.ConsecutiveErrors, s.PhaseElapsed = 0, 1, 0, 0, 0
+		s.Step, s.Attempt, s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = 0, 1, 0, 0, 0, 0
 		s.Steps = map[string]triggers.StepVars{}
 		return
 	}
@@ -532,7 +536,7 @@ func (d *decider) resumed(e Resumed) {
 		from.JumpedTo = e.Phase
 		for i, p := range d.plan.Phases {
 			if p.Name == e.Phase {
-				s.Phase, s.Step, s.Attempt, s.Errors, s.ConsecutiveErrors, s.PhaseElapsed = i, 0, 1, 0, 0, 0
+				s.Phase, s.Step, s.Attempt, s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = i, 0, 1, 0, 0, 0, 0
 				s.Steps = map[string]triggers.StepVars{}
 			}
 		}

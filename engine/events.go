@@ -39,6 +39,9 @@ type StepResult struct {
 	Files      []string `json:"files,omitempty"`
 	Head       string   `json:"head,omitempty"`
 	HeadBefore string   `json:"head_before,omitempty"`
+	// TreeBefore is the snapshot of the work tree when the phase started
+	// (see PhaseRecord.TreeBefore).
+	TreeBefore string `json:"tree_before,omitempty"`
 	// Agent is the kind and model that ran, "claude/sonnet".
 	Agent string `json:"agent,omitempty"`
 	// SessionLost: the CLI said the native session to resume is gone.

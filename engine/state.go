@@ -125,13 +125,16 @@ type PhaseRecord struct {
 	Human     int           `json:"human_interventions,omitempty"`
 	Notes     []string      `json:"notes,omitempty"`
 	// NativeSession is the agent's own session id last used in the phase.
-	NativeSession string    `json:"native_session,omitempty"`
-	HeadBefore    string    `json:"head_before,omitempty"`
-	HeadAfter     string    `json:"head_after,omitempty"`
-	Files         []string  `json:"files_changed,omitempty"`
-	Started       time.Time `json:"started,omitempty"`
-	Ended         time.Time `json:"ended,omitempty"`
-	Summary       string    `json:"summary,omitempty"`
+	NativeSession string `json:"native_session,omitempty"`
+	HeadBefore    string `json:"head_before,omitempty"`
+	// TreeBefore is a git tree of the work tree, uncommitted files
+	// included, when the phase started: files_changed counts from it.
+	TreeBefore string    `json:"tree_before,omitempty"`
+	HeadAfter  string    `json:"head_after,omitempty"`
+	Files      []string  `json:"files_changed,omitempty"`
+	Started    time.Time `json:"started,omitempty"`
+	Ended      time.Time `json:"ended,omitempty"`
+	Summary    string    `json:"summary,omitempty"`
 }
 
 // Resumption is why a session was continued: the pause (or the runner's

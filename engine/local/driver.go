@@ -494,11 +494,13 @@ func (r *run) start(ctx context.Context, a engine.StartStep, s engine.State) *st
 		Timeout: time.Duration(step.Timeout.Value), IdleTimeout: time.Duration(step.IdleTimeout.Value), Grace: r.d.Grace,
 		Redact: func() steps.RedactStream { return r.sess.Redactor().NewStream() }}
 	git := r.sess.Git()
-	headBefore := s.Phases[a.Phase].HeadBefore
+	headBefore, treeBefore := s.Phases[a.Phase].HeadBefore, s.Phases[a.Phase].TreeBefore
 	go func() {
 		defer cancel()
-		if git != nil && headBefore == "" {
-			headBefore, _ = git("")
+		if git != nil && headBefore == "" && treeBefore == "" {
+			// The phase starts: files_changed counts from the work tree
+			// as it is now, files already changed included.
+			headBefore, treeBefore = git.Snapshot()
 		}
 		res, err := r.executor.Execute(stepCtx, run, obs)
 		if err != nil {
@@ -518,8 +520,8 @@ func (r *run) start(ctx context.Context, a engine.StartStep, s engine.State) *st
 			result.Leftovers = append(result.Leftovers, l.String())
 		}
 		if git != nil {
-			result.HeadBefore = headBefore
-			result.Head, result.Files = git(headBefore)
+			result.HeadBefore, result.TreeBefore = headBefore, treeBefore
+			result.Head, result.Files = git.Changed(headBefore, treeBefore)
 			result.FilesChanged = len(result.Files)
 		}
 		r.d.View.StepFinished(info, result)

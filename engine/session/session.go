@@ -106,7 +106,7 @@ type Session struct {
 	// redactor is swapped by SetPlan while steps read it.
 	redactor atomic.Pointer[redact.Redactor]
 	recorder *Recorder
-	git      func(base string) (string, []string)
+	git      *Git
 	closed   bool
 	// broken is the error that stopped the recording.
 	broken error
@@ -471,9 +471,10 @@ func (s *Session) SetPlan(now time.Time, plan *spec.Plan) error {
 	return s.Record(engine.PlanChanged{At: now, Plan: plan.Digest}, next)
 }
 
-// Git reports HEAD and the files changed since base in the session's
-// folder; nil when the folder is not in a git work tree.
-func (s *Session) Git() func(base string) (string, []string) { return s.git }
+// Git reads the git work tree of the session's folder: HEAD, snapshots,
+// the files changed since one; nil when the folder is not in a git work
+// tree.
+func (s *Session) Git() *Git { return s.git }
 
 // StepProcess keeps the process group of the running step (0: none), so
 // that what a killed runner left behind can be found and stopped by the
