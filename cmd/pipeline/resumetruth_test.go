@@ -125,3 +125,34 @@ phases:
 			`stood at phase "design"`},
 		[]string{"runner stopped", "## Done so far", "- design", "- build ("})
 }
+
+// Issue 12: the view and the transcript showed every err line before
+// every out line. A run: step's two streams share one pipe, so both keep
+// the order the step wrote.
+func TestRunStepKeepsTheOrderOfItsOutputAndErrors(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", `version: 1
+name: order
+phases:
+  - name: build
+    steps: [{name: both, run: "sh -c 'for i in 1 2 3 4; do echo out $i; echo err $i >&2; done'"}]
+`)
+	r := pipeline(t, dir, "run")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	var shown []string
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if _, text, ok := strings.Cut(line, " | "); ok {
+			shown = append(shown, text)
+		}
+	}
+	want := []string{"out 1", "err 1", "out 2", "err 2", "out 3", "err 3", "out 4", "err 4"}
+	if strings.Join(shown, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the view showed %q, want %q:\n%s", shown, want, r.stdout)
+	}
+	logs := pipeline(t, dir, "logs")
+	if !strings.Contains(logs.stdout, strings.Join(want, "\n")+"\n") {
+		t.Errorf("logs:\n%s", logs.stdout)
+	}
+}
