@@ -350,6 +350,8 @@ type turn struct {
 	askedSession string
 	promptTokens int
 	agentName    string
+	// prompt is the text the agent is sent, kept with the transcript.
+	prompt string
 }
 
 // prompt is what the agent is asked: the step's prompt and where the spec
@@ -440,6 +442,7 @@ func (r *run) prepare(a engine.StartStep, s engine.State, step *spec.StepPlan) (
 	t.checker, _ = adapter.(steps.SessionChecker)
 	t.askedSession = req.SessionID
 	t.promptTokens = tokens.Count(prompt)
+	t.prompt = prompt
 	return t, nil
 }
 
@@ -475,6 +478,11 @@ func (r *run) start(ctx context.Context, a engine.StartStep, s engine.State) *st
 	var transcript *os.File
 	if err == nil {
 		transcript, err = r.sess.Transcript(phase.Name, a.Attempt, step.Name)
+	}
+	if err == nil && t.prompt != "" {
+		if err := r.sess.RecordPrompt(phase.Name, a.Attempt, step.Name, t.prompt); err != nil {
+			r.say("pipeline: keeping the prompt sent: %v", err)
+		}
 	}
 	r.d.View.StepStarted(info)
 	if err != nil {
