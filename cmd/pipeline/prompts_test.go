@@ -78,3 +78,29 @@ phases:
 		t.Errorf("logs --prompts -o json:\n%s", js.stdout)
 	}
 }
+
+// When the step resumed is a run: step, the dry run shows the context the
+// first agent step after it would get, and says which step that is.
+func TestResumeDryRunNamesTheAgentStepTheContextGoesWith(t *testing.T) {
+	dir := truthProject(t, `phases:
+  - {name: design, auto_advance: false}
+  - name: build
+    steps: [{name: check, run: "true"}, {name: agent, agent: {}}]
+`)
+	if r := pipeline(t, dir, "run"); r.code != exitPaused {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	before := storeBytes(t, dir)
+	dry := pipeline(t, dir, "resume", "--dry-run")
+	if dry.code != 0 {
+		t.Fatalf("resume --dry-run: exit %d: %s", dry.code, dry.stderr)
+	}
+	wantIn(t, dry.stderr, []string{"would resume phase build, step check (attempt 1)", "the first agent step, build/agent"}, nil)
+	wantIn(t, dry.stdout, []string{`resuming phase "build"`, "(step agent, attempt 1)", "auto_advance: false"}, nil)
+	if after := storeBytes(t, dir); !reflect.DeepEqual(before, after) {
+		t.Errorf("resume --dry-run changed the store")
+	}
+	if r := pipeline(t, dir, "resume", "--dry-run", "--session-file", "x.tar.gz"); r.code != exitUsage {
+		t.Errorf("--dry-run with --session-file: exit %d, %s", r.code, r.stderr)
+	}
+}
