@@ -137,7 +137,7 @@ func (d *decider) skip(from, to int) {
 func (d *decider) enterPhase(i int) {
 	s := d.s
 	s.Phase, s.Step, s.Attempt = i, 0, 1
-	s.Errors, s.ConsecutiveErrors, s.PhaseElapsed = 0, 0, 0
+	s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = 0, 0, 0, 0
 	s.Steps = map[string]triggers.StepVars{}
 	d.startStep()
 }
@@ -166,6 +166,7 @@ func (d *decider) startStep() {
 		start.SessionKey = key
 		start.ResumeContext = s.ResumeContext || s.FreshSession
 		s.ResumeContext = false
+		start.Resuming, s.Resuming = s.Resuming, nil
 		_, had := s.NativeSessions[key]
 		agent := AgentName(step.Agent.Value)
 		if had && s.NativeAgents[key] != "" && s.NativeAgents[key] != agent && !s.FreshSession {
@@ -233,7 +234,7 @@ func (d *decider) stepFinished(r StepResult) {
 	s.CostUSD += r.CostUSD
 	s.SessionElapsed += r.Elapsed
 	s.PhaseElapsed += r.Elapsed
-	s.FilesChanged = max(s.FilesChanged, r.FilesChanged)
+	s.FilesChanged = r.FilesChanged
 	rec.Tokens += r.Tokens
 	rec.CostUSD += r.CostUSD
 	rec.Duration += r.Elapsed
@@ -250,10 +251,14 @@ func (d *decider) stepFinished(r StepResult) {
 	if rec.HeadBefore == "" {
 		rec.HeadBefore = r.HeadBefore
 	}
+	if rec.TreeBefore == "" {
+		rec.TreeBefore = r.TreeBefore
+	}
 	if r.Head != "" {
 		rec.HeadAfter = r.Head
 	}
-	if r.Files != nil {
+	if r.Files != nil || r.TreeBefore != "" {
+		// With a snapshot, no files is news too: a change undone.
 		rec.Files = r.Files
 	}
 	if summary := summarize(r); summary != "" && step.Agent != nil {
@@ -384,7 +389,7 @@ func (d *decider) phaseEnd(env *triggers.Env) {
 		d.pause(Firing{Reason: ReasonPhaseComplete, Note: fmt.Sprintf("phase %q is done; auto_advance is false", phase.Name), At: d.now})
 		// Resume starts the next phase.
 		s.Phase++
-		s.Step, s.Attempt, s.Errors, s.ConsecutiveErrors, s.PhaseElapsed = 0, 1, 0, 0, 0
+		s.Step, s.Attempt, s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = 0, 1, 0, 0, 0, 0
 		s.Steps = map[string]triggers.StepVars{}
 		return
 	}
@@ -554,13 +559,21 @@ func (d *decider) resumed(e Resumed) {
 		return
 	}
 	failed := s.Status == StatusFailed
+	from := &Resumption{Phase: d.phase().Name}
+	switch {
+	case s.Pause != nil:
+		from.Firing = *s.Pause
+	case failed:
+		from.Firing = Firing{Reason: ResumedFromFailure, Note: s.FailReason}
+	}
 	if i := d.phaseIndex(e.Phase); i >= 0 {
+		from.JumpedTo = e.Phase
 		d.skip(s.Phase, i)
 		if failed && i != s.Phase {
 			// The phase left behind failed and stays so in the history.
 			d.record().Status = StatusFailed
 		}
-		s.Phase, s.Step, s.Attempt, s.Errors, s.ConsecutiveErrors, s.PhaseElapsed = i, 0, 1, 0, 0, 0
+		s.Phase, s.Step, s.Attempt, s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = i, 0, 1, 0, 0, 0, 0
 		s.Steps = map[string]triggers.StepVars{}
 	} else if failed {
 		// The failed step runs again, as a new attempt of its phase.
@@ -577,7 +590,7 @@ func (d *decider) resumed(e Resumed) {
 		// attempt count (and so escalate_when) does not.
 		s.ConsecutiveErrors = 0
 	}
-	s.Pause, s.FailReason = nil, ""
+	s.Pause, s.FailReason, s.Resuming = nil, "", from
 	d.startStep()
 }
 
@@ -590,6 +603,7 @@ func (d *decider) recovered() {
 	}
 	s.StepRunning, s.Waiting, s.Stopping = false, false, nil
 	s.ResumeContext = true
+	s.Resuming = &Resumption{Firing: Firing{Reason: ReasonRunnerDied, At: d.now}, Phase: d.phase().Name}
 	d.startStep()
 }
 

@@ -387,3 +387,22 @@ func TestDecideBranchesDoNotShareNotes(t *testing.T) {
 		t.Errorf("files are shared between states: %q %q", b.Phases[0].Files, s.Phases[0].Files)
 	}
 }
+
+// Issue 12: the resume context words the reason it is owed for.
+func TestResumeWhyNamesWhatHappened(t *testing.T) {
+	plan := planOf(t, policies+"phases: [{name: design}, {name: build}]\n")
+	s, _ := newSession(t, plan)
+	actions := s.finish(time.Minute, engine.StepResult{SessionID: "native-1", ContextTokens: 400000})
+	start := last(actions).(engine.StartStep)
+	if reason, why, _ := engine.ResumeWhy(plan, s.state, start); reason != "restart: context" || !strings.Contains(why, `restart policy "context"`) {
+		t.Errorf("after a restart: %q, %q", reason, why)
+	}
+	actions = s.send(engine.Recovered{At: s.now})
+	start = last(actions).(engine.StartStep)
+	if reason, why, _ := engine.ResumeWhy(plan, s.state, start); reason != engine.ReasonRunnerDied || !strings.Contains(why, "killed or crashed") {
+		t.Errorf("after a recovery: %q, %q", reason, why)
+	}
+	if s.state.Resuming != nil {
+		t.Errorf("the agent step took the resumption, the state keeps %+v", s.state.Resuming)
+	}
+}

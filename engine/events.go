@@ -44,6 +44,9 @@ type StepResult struct {
 	Files      []string `json:"files,omitempty"`
 	Head       string   `json:"head,omitempty"`
 	HeadBefore string   `json:"head_before,omitempty"`
+	// TreeBefore is the snapshot of the work tree when the phase started
+	// (see PhaseRecord.TreeBefore).
+	TreeBefore string `json:"tree_before,omitempty"`
 	// Agent is the kind and model that ran, "claude/sonnet".
 	Agent string `json:"agent,omitempty"`
 	// SessionLost: the CLI said the native session to resume is gone.
@@ -139,6 +142,9 @@ type StartStep struct {
 	// ResumeContext asks for the resume context in the prompt: the first
 	// agent step after a resume, a recovery or a restart.
 	ResumeContext bool
+	// Resuming, with ResumeContext, is the pause or the runner's death
+	// the session was continued from; nil after a restart policy.
+	Resuming *Resumption
 	// Recover asks the runner to look for the agent's own session of this
 	// feature (the store has none: it was lost or deleted), and adopt it.
 	Recover bool

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"text/template"
 	"unicode/utf8"
@@ -39,7 +40,10 @@ type DoneItem = spec.DoneItem
 // there are ("… and K more"), and Done summaries end with "…" (or are left
 // empty). A custom template thus shows the cuts too.
 const DefaultResumeTemplate = `[Resume context] You are resuming phase "{{.Phase}}" of pipeline "{{.Pipeline}}"
-{{- if or .Step .Attempt}} ({{with .Step}}step {{.}}{{end}}{{if and .Step .Attempt}}, {{end}}{{with .Attempt}}attempt {{.}}{{end}}){{end}} after: {{or .Reason "a pause"}}{{with .Note}} — {{oneline .}}{{end}}
+{{- if or .Step .Attempt}} ({{with .Step}}step {{.}}{{end}}{{if and .Step .Attempt}}, {{end}}{{with .Attempt}}attempt {{.}}{{end}}){{end}}.
+{{- with .Why}}
+{{.}}{{else}}{{with .Reason}}
+Why: {{.}}.{{end}}{{end}}{{with .Note}} ({{if eq $.Reason "checkpoint"}}your checkpoint note{{else}}note{{end}}: {{oneline .}}){{end}}
 {{- with .HumanNotes}}
 
 ## Human notes (oldest first)
@@ -51,8 +55,9 @@ const DefaultResumeTemplate = `[Resume context] You are resuming phase "{{.Phase
 
 ## Done so far
 {{- range .}}
-- {{.Phase}}
-{{- if or .Attempts .ExitCodes}} ({{with .Attempts}}{{.}} attempt{{if ne . 1}}s{{end}}{{end}}{{if and .Attempts .ExitCodes}}, {{end}}{{with .ExitCodes}}exit {{ints "," .}}{{end}}){{end}}
+- {{.Phase}}{{if .Passed}} (passed{{else}} (this phase so far{{end}}
+{{- with .Attempts}}, {{.}} attempt{{if ne . 1}}s{{end}}{{end}}
+{{- range .Steps}}; step {{.Name}}: {{if lt .ExitCode 0}}stopped{{else}}exit {{.ExitCode}}{{end}}{{if .TimedOut}}, timed out{{end}}{{end}})
 {{- with .Summary}}: {{indent 2 .}}{{end}}
 {{- end}}
 {{- end}}
@@ -322,4 +327,79 @@ func rctxTruncate(text string, budget int, count func(string) int) string {
 		}
 	}
 	return best
+}
+
+// ResumeWhy says why the agent step a starts with a resume context, in
+// the words of what happened: the reason as status names it ("checkpoint",
+// "phase-complete", "runner-died", "restart: context"), a sentence for the
+// agent, and the note that came with it (a checkpoint note, a pause's
+// note).
+func ResumeWhy(plan *spec.Plan, s State, a StartStep) (reason, why, note string) {
+	if r := a.Resuming; r != nil {
+		reason, why, note = pauseWhy(r.Firing)
+		if r.JumpedTo != "" && r.JumpedTo != r.Phase {
+			why += fmt.Sprintf(" It was resumed with --phase %s: the session stood at phase %q and goes on at phase %q; the phases between were not run.", r.JumpedTo, r.Phase, r.JumpedTo)
+		}
+		return reason, why, note
+	}
+	// Otherwise a restart policy, a lost native session or a new agent
+	// owes the context: the latest firing says which (a restart after a
+	// phase's last step is recorded in that phase).
+	for i := min(a.Phase, len(s.Phases)-1); i >= 0; i-- {
+		fired := s.Phases[i].Fired
+		if len(fired) == 0 {
+			continue
+		}
+		last := fired[len(fired)-1]
+		switch {
+		case last.Reason == ReasonSessionLost:
+			return "restart: " + last.Reason, "The agent's native session could not be resumed (the CLI no longer has it): this is a fresh session.", ""
+		case last.Reason == ReasonAgentChanged:
+			return "restart: " + last.Reason, "The phase's agent changed since its native session was made: this is a fresh session.", last.Note
+		case i < len(plan.Phases) && slices.ContainsFunc(plan.Phases[i].RestartWhen, func(t spec.TriggerPlan) bool { return t.Name == last.Reason }):
+			return "restart: " + last.Reason, fmt.Sprintf("The restart policy %q (%s) dropped the agent's native session: this is a fresh session.", last.Reason, last.Expression), last.Note
+		}
+		break
+	}
+	return "continued", "The session was continued after it stopped.", ""
+}
+
+// pauseWhy words the pause (or the runner's death) a session was resumed
+// from.
+func pauseWhy(f Firing) (reason, why, note string) {
+	reason, note = f.Reason, f.Note
+	switch f.Reason {
+	case "":
+		return "paused", "The session was paused, and a human resumed it.", note
+	case ReasonRunnerDied:
+		return reason, "The runner stopped without pausing (killed or crashed) while this step ran; the step runs again.", note
+	case ResumedFromFailure:
+		return reason, "The session failed, and a human resumed it: the step that failed runs again, as a new attempt.", note
+	case ReasonPhaseComplete:
+		return reason, "The previous phase was done and the session paused for a review before this one (auto_advance: false); a human resumed it.", note
+	case ReasonNeedsHuman:
+		what := "The session paused for a human"
+		if f.Expression != "" {
+			what += fmt.Sprintf(" (%s was true)", f.Expression)
+		}
+		return reason, what + ", who has looked and resumed it.", note
+	case ReasonHuman:
+		return reason, "A human paused the session (pipeline pause) and resumed it.", note
+	case ReasonInterrupted:
+		return reason, "The run was interrupted (Ctrl+C, a signal, or its output was closed) and paused; it was resumed.", note
+	case ReasonRateLimit:
+		return reason, "The agent's vendor refused requests for a while (a rate limit); the session paused and was resumed.", note
+	case ReasonExpressionError:
+		return reason, "An expression of the pipeline failed to evaluate and the session paused; it was resumed.", note
+	case ReasonStoreError:
+		return reason, "The session could not be recorded (a full disk, an I/O error) and paused; it was resumed.", note
+	}
+	if f.Values["checkpoint"] == true || f.Reason == "checkpoint" {
+		return reason, fmt.Sprintf("You printed [CHECKPOINT], and the session paused there (pause_when %q); it was resumed.", f.Reason), note
+	}
+	what := fmt.Sprintf("The session paused when pause_when %q fired", f.Reason)
+	if f.Expression != "" && f.Expression != f.Reason {
+		what += fmt.Sprintf(" (%s)", f.Expression)
+	}
+	return reason, what + "; it was resumed.", note
 }

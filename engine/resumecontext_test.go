@@ -21,10 +21,12 @@ func rctxFullInput() ResumeInput {
 		Step:     "agent",
 		Attempt:  2,
 		Reason:   "checkpoint",
+		Why:      "You printed [CHECKPOINT], and the session paused there.",
 		Note:     "API drafted",
 		Done: []DoneItem{
-			{Phase: "design", Summary: "wrote docs/design.md", Attempts: 1, ExitCodes: []int{0}},
-			{Phase: "implement", Summary: "handlers for /cart", Attempts: 2, ExitCodes: []int{1, 0}},
+			{Phase: "design", Summary: "wrote docs/design.md", Passed: true, Attempts: 1, ExitCodes: []int{0}},
+			{Phase: "implement", Summary: "handlers for /cart", Attempts: 2, ExitCodes: []int{1, 0, 0},
+				Steps: []spec.StepExit{{Name: "agent", ExitCode: 0}, {Name: "lint", ExitCode: 1, TimedOut: true}}},
 		},
 		FilesChanged: []string{"cart/handler.go", "cart/handler_test.go"},
 		NextSteps:    []string{"implement: tests", "review: agent"},
@@ -39,13 +41,17 @@ func TestResumeDefaultRenderHasEachSection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, _, _ := strings.Cut(out, "\n")
-	if want := `[Resume context] You are resuming phase "implement" of pipeline "shop" (step agent, attempt 2) after: checkpoint — API drafted`; first != want {
-		t.Errorf("first line\n got %q\nwant %q", first, want)
+	head := strings.SplitN(out, "\n", 3)
+	if want := `[Resume context] You are resuming phase "implement" of pipeline "shop" (step agent, attempt 2).`; head[0] != want {
+		t.Errorf("first line\n got %q\nwant %q", head[0], want)
+	}
+	if want := `You printed [CHECKPOINT], and the session paused there. (your checkpoint note: API drafted)`; head[1] != want {
+		t.Errorf("second line\n got %q\nwant %q", head[1], want)
 	}
 	for _, want := range []string{
 		"## Human notes", "- use the existing money type", "- keep the API v1 compatible",
-		"## Done so far", "- design (1 attempt, exit 0): wrote docs/design.md", "- implement (2 attempts, exit 1,0): handlers for /cart",
+		"## Done so far", "- design (passed, 1 attempt): wrote docs/design.md",
+		"- implement (this phase so far, 2 attempts; step agent: exit 0; step lint: exit 1, timed out): handlers for /cart",
 		"## Files changed", "- cart/handler.go",
 		"## What changed in the spec since the pause (specs/001-cart/README.md)", "```diff\n--- a/specs/001-cart/README.md", "-Old rule\n+New rule\n```",
 		"## Next steps", "- implement: tests\n- review: agent",
@@ -64,7 +70,7 @@ func TestResumeEmptySectionsAreOmitted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `[Resume context] You are resuming phase "x" of pipeline "p" after: needs-human`; out != want {
+	if want := "[Resume context] You are resuming phase \"x\" of pipeline \"p\".\nWhy: needs-human."; out != want {
 		t.Errorf("got %q\nwant %q", out, want)
 	}
 

@@ -42,6 +42,9 @@ const (
 	// ReasonRunnerDied is shown, never recorded, for a session marked
 	// running whose runner is gone (killed, crashed): resume continues it.
 	ReasonRunnerDied = "runner-died"
+	// ResumedFromFailure is what a resume of a failed session continued
+	// from (Resumption.Firing): no pause, the failure.
+	ResumedFromFailure = "failed"
 )
 
 // RunnerDied is how a session whose runner died shows: paused, reason
@@ -102,6 +105,11 @@ type State struct {
 	// ResumeContext is owed to the next agent step: the session was
 	// resumed, recovered or restarted since the agent last ran.
 	ResumeContext bool `json:"resume_context,omitempty"`
+	// Resuming is what the owed resume context answers: the pause a
+	// resume continued, or the runner's death a recovery continued. The
+	// next agent step takes it (StartStep.Resuming); a restart policy
+	// owes a context without one.
+	Resuming *Resumption `json:"resuming,omitempty"`
 	// Steps holds the last result of each step of the current phase.
 	Steps map[string]triggers.StepVars `json:"steps,omitempty"`
 
@@ -127,13 +135,25 @@ type PhaseRecord struct {
 	Human     int           `json:"human_interventions,omitempty"`
 	Notes     []string      `json:"notes,omitempty"`
 	// NativeSession is the agent's own session id last used in the phase.
-	NativeSession string    `json:"native_session,omitempty"`
-	HeadBefore    string    `json:"head_before,omitempty"`
-	HeadAfter     string    `json:"head_after,omitempty"`
-	Files         []string  `json:"files_changed,omitempty"`
-	Started       time.Time `json:"started,omitempty"`
-	Ended         time.Time `json:"ended,omitempty"`
-	Summary       string    `json:"summary,omitempty"`
+	NativeSession string `json:"native_session,omitempty"`
+	HeadBefore    string `json:"head_before,omitempty"`
+	// TreeBefore is a git tree of the work tree, uncommitted files
+	// included, when the phase started: files_changed counts from it.
+	TreeBefore string    `json:"tree_before,omitempty"`
+	HeadAfter  string    `json:"head_after,omitempty"`
+	Files      []string  `json:"files_changed,omitempty"`
+	Started    time.Time `json:"started,omitempty"`
+	Ended      time.Time `json:"ended,omitempty"`
+	Summary    string    `json:"summary,omitempty"`
+}
+
+// Resumption is why a session was continued: the pause (or the runner's
+// death) it was continued from, the phase it stood at then, and the phase
+// a resume --phase jumped to.
+type Resumption struct {
+	Firing   Firing `json:"firing"`
+	Phase    string `json:"phase"`
+	JumpedTo string `json:"jumped_to,omitempty"`
 }
 
 // Firing records a trigger or policy that fired, and the values of the

@@ -31,7 +31,12 @@ type Step struct {
 	SessionChecker SessionChecker
 	AskedSession   string
 	// Transcript receives the output as it comes (a parsed agent's raw
-	// lines); the executor buffers it and flushes it at every tick.
+	// lines); the executor buffers it and flushes it at every tick. A
+	// step without a parser writes its standard output and error into one
+	// pipe, whose bytes the transcript keeps in their order; a parsed
+	// agent's standard error is read apart, and each of its lines is
+	// kept whole, after StderrPrefix, between whole lines of its standard
+	// output.
 	Transcript io.Writer
 	// Timeout ends the step after this long, IdleTimeout after this long
 	// without output; zero is no limit.
@@ -125,6 +130,10 @@ type Executor struct {
 	Tick time.Duration
 }
 
+// StderrPrefix starts each transcript line that came from a parsed
+// agent's standard error.
+const StderrPrefix = "[stderr] "
+
 // chunkSize is how much of a step's standard output is read at once;
 // standard error is read in smaller chunks.
 const (
@@ -149,6 +158,14 @@ func (x *Executor) Execute(ctx context.Context, step Step, obs Observer) (Result
 		transcript: bufio.NewWriterSize(step.Transcript, 64<<10)}
 	r.started = c.Now()
 	r.lastOutput = r.started
+	// Plain output shares one pipe: its order is exact. A parser reads
+	// standard output alone, and a session checker reads standard error.
+	step.Command.MergeOutput = step.Parser == nil && step.SessionChecker == nil
+	r.step = step
+	if !step.Command.MergeOutput {
+		r.outLines = &lineWriter{w: r.transcript}
+		r.errLines = &lineWriter{w: r.transcript, prefix: []byte(StderrPrefix)}
+	}
 	proc, err := Start(step.Command)
 	if err != nil {
 		fmt.Fprintf(r.transcript, "pipeline: cannot start step: %v\n", err)
@@ -161,9 +178,12 @@ func (x *Executor) Execute(ctx context.Context, step Step, obs Observer) (Result
 	}
 	obs.Started(r)
 	var readers sync.WaitGroup
-	readers.Add(2)
+	readers.Add(1)
 	go r.read(0, proc.Stdout, chunkSize, &readers)
-	go r.read(1, proc.Stderr, errChunkSize, &readers)
+	if proc.Stderr != nil {
+		readers.Add(1)
+		go r.read(1, proc.Stderr, errChunkSize, &readers)
+	}
 	r.mu.Lock()
 	r.armTick()
 	r.mu.Unlock()
@@ -183,19 +203,23 @@ type Running struct {
 	// drain at the end.
 	bytesRead [2]atomic.Int64
 
-	mu          sync.Mutex
-	transcript  *bufio.Writer
-	scanner     OutputScanner
-	tokens      *tokens.Live
-	stderr      []byte // the end of standard error, for SessionGone
-	errText     string
-	rateLimited bool
-	resumeAfter time.Time
-	lines       []byte // a line of parsed output not yet ended
-	usage       Event
-	sessionID   string
-	started     time.Time
-	lastOutput  time.Time
+	mu         sync.Mutex
+	transcript *bufio.Writer
+	// outLines and errLines write whole lines of standard output and
+	// error to the transcript when the two are read apart; nil when
+	// merged.
+	outLines, errLines *lineWriter
+	scanner            OutputScanner
+	tokens             *tokens.Live
+	stderr             []byte // the end of standard error, for SessionGone
+	errText            string
+	rateLimited        bool
+	resumeAfter        time.Time
+	lines              []byte // a line of parsed output not yet ended
+	usage              Event
+	sessionID          string
+	started            time.Time
+	lastOutput         time.Time
 	// scanned is when text last reached the scanner: an open checkpoint
 	// line is taken as it is once it has waited checkpointLineWait.
 	scanned     time.Time
@@ -239,12 +263,12 @@ func (r *Running) read(which int, src io.Reader, size int, done *sync.WaitGroup)
 	if r.step.Redact != nil {
 		redact = r.step.Redact()
 	}
-	parsed := r.step.Parser != nil && size == chunkSize
-	consume := r.consume
+	parsed := r.step.Parser != nil && which == 0
+	consume := func(chunk []byte) { r.consume(chunk, r.outLines) }
 	switch {
 	case parsed:
 		consume = r.consumeLines
-	case size == errChunkSize:
+	case which == 1:
 		consume = func(chunk []byte) {
 			r.mu.Lock()
 			r.stderr = append(r.stderr, chunk...)
@@ -252,7 +276,7 @@ func (r *Running) read(which int, src io.Reader, size int, done *sync.WaitGroup)
 				r.stderr = append([]byte(nil), r.stderr[len(r.stderr)-errChunkSize:]...)
 			}
 			r.mu.Unlock()
-			r.consume(chunk)
+			r.consume(chunk, r.errLines)
 		}
 	}
 	buf := make([]byte, size)
@@ -289,10 +313,15 @@ func (r *Running) read(which int, src io.Reader, size int, done *sync.WaitGroup)
 }
 
 // consume is the hot path: every chunk of plain output passes here once.
-func (r *Running) consume(chunk []byte) {
+// lines, when set, writes it to the transcript by whole lines.
+func (r *Running) consume(chunk []byte, lines *lineWriter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.transcript.Write(chunk)
+	if lines != nil {
+		lines.Write(chunk)
+	} else {
+		r.transcript.Write(chunk)
+	}
 	r.obs.Output(chunk)
 	r.scanner.Write(chunk)
 	r.lastOutput = r.clock.Now()
@@ -311,7 +340,7 @@ func (r *Running) consume(chunk []byte) {
 func (r *Running) consumeLines(chunk []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.transcript.Write(chunk)
+	r.outLines.Write(chunk)
 	r.lastOutput = r.clock.Now()
 	r.lines = append(r.lines, chunk...)
 	for {
@@ -465,6 +494,10 @@ func (r *Running) finish(readers *sync.WaitGroup) Result {
 	defer r.mu.Unlock()
 	r.done = true
 	r.stopTick()
+	if r.outLines != nil {
+		r.outLines.Flush()
+		r.errLines.Flush()
+	}
 	if waitErr != nil {
 		fmt.Fprintf(r.transcript, "pipeline: %v\n", waitErr)
 	}
@@ -495,4 +528,47 @@ func (r *Running) finish(readers *sync.WaitGroup) Result {
 	}
 	r.flush()
 	return result
+}
+
+// lineWriter writes whole lines to w, each after prefix, so that the
+// lines of two streams read apart interleave without cutting each other.
+// A line longer than maxPending is written in pieces, each a line of its
+// own.
+type lineWriter struct {
+	w       *bufio.Writer
+	prefix  []byte
+	pending []byte
+}
+
+const maxPending = 16 << 10
+
+func (l *lineWriter) Write(chunk []byte) {
+	for len(chunk) > 0 {
+		i := bytes.IndexByte(chunk, '\n')
+		if i < 0 {
+			l.pending = append(l.pending, chunk...)
+			if len(l.pending) >= maxPending {
+				l.Flush()
+			}
+			return
+		}
+		l.w.Write(l.prefix)
+		if len(l.pending) > 0 {
+			l.w.Write(l.pending)
+			l.pending = l.pending[:0]
+		}
+		l.w.Write(chunk[:i+1])
+		chunk = chunk[i+1:]
+	}
+}
+
+// Flush writes a line not ended yet, ending it.
+func (l *lineWriter) Flush() {
+	if len(l.pending) == 0 {
+		return
+	}
+	l.w.Write(l.prefix)
+	l.w.Write(l.pending)
+	l.w.WriteByte('\n')
+	l.pending = l.pending[:0]
 }

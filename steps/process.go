@@ -29,6 +29,10 @@ type Command struct {
 	// runner was killed. Empty: only the process group and the processes
 	// the step's own processes started are followed.
 	Mark string
+	// MergeOutput gives the child one pipe for its standard output and
+	// error, as a CI runner does: the order of its lines is kept exactly.
+	// Process.Stderr is then nil.
+	MergeOutput bool
 }
 
 // Process is a child started in a session and process group of its own,
@@ -37,7 +41,8 @@ type Command struct {
 // opens /dev/tty to prompt (git, ssh, sudo) fails at once instead of
 // being stopped by SIGTTIN for good.
 type Process struct {
-	// Stdout and Stderr are the child's output pipes; read both to the end.
+	// Stdout and Stderr are the child's output pipes; read both to the
+	// end. Stderr is nil when the command merged them.
 	Stdout io.ReadCloser
 	Stderr io.ReadCloser
 
@@ -78,27 +83,36 @@ func Start(c Command) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	errR, errW, err := pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, err
+	var errR, errW *os.File
+	if c.MergeOutput {
+		cmd.Stdout, cmd.Stderr = outW, outW
+	} else {
+		if errR, errW, err = pipe(); err != nil {
+			outR.Close()
+			outW.Close()
+			return nil, err
+		}
+		cmd.Stdout, cmd.Stderr = outW, errW
 	}
-	cmd.Stdout, cmd.Stderr = outW, errW
 	release := adoptOrphans()
 	if err := cmd.Start(); err != nil {
 		release()
 		for _, f := range []*os.File{outR, outW, errR, errW} {
-			f.Close()
+			if f != nil {
+				f.Close()
+			}
 		}
 		return nil, fmt.Errorf("starting %s: %w", c.Args[0], err)
 	}
 	// The child holds its own copies of the write ends.
 	outW.Close()
-	errW.Close()
-	leading(cmd.Process.Pid, true)
-	p := &Process{Stdout: outR, Stderr: errR, cmd: cmd, mark: c.Mark, outputs: [2]*os.File{outR, errR},
+	p := &Process{Stdout: outR, cmd: cmd, mark: c.Mark, outputs: [2]*os.File{outR, errR},
 		release: release, done: make(chan struct{})}
+	if errW != nil {
+		errW.Close()
+		p.Stderr = errR
+	}
+	leading(cmd.Process.Pid, true)
 	go p.wait()
 	return p, nil
 }
@@ -196,7 +210,9 @@ const outputDrain = 250 * time.Millisecond
 func (p *Process) drain(ended <-chan struct{}, read *[2]atomic.Int64) bool {
 	var target [2]int64
 	for i, f := range p.outputs {
-		target[i] = read[i].Load() + int64(unreadBytes(f))
+		if f != nil {
+			target[i] = read[i].Load() + int64(unreadBytes(f))
+		}
 	}
 	timer := time.NewTimer(outputDrain)
 	defer timer.Stop()
@@ -211,7 +227,9 @@ func (p *Process) drain(ended <-chan struct{}, read *[2]atomic.Int64) bool {
 			continue
 		}
 		for _, f := range p.outputs {
-			_ = f.SetReadDeadline(time.Now())
+			if f != nil {
+				_ = f.SetReadDeadline(time.Now())
+			}
 		}
 		<-ended
 		return true
@@ -222,7 +240,9 @@ func (p *Process) drain(ended <-chan struct{}, read *[2]atomic.Int64) bool {
 // still writes to them gets EPIPE.
 func (p *Process) closeOutputs() {
 	for _, f := range p.outputs {
-		f.Close()
+		if f != nil {
+			f.Close()
+		}
 	}
 }
 

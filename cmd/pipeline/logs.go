@@ -14,14 +14,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/engine/store"
 )
 
 func logsCommand() *cobra.Command {
 	var (
-		flags  *storeFlags
-		output *outputFlag
-		phase  string
-		follow bool
+		flags   *storeFlags
+		output  *outputFlag
+		phase   string
+		follow  bool
+		prompts bool
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "logs [SESSION]",
@@ -29,9 +31,12 @@ func logsCommand() *cobra.Command {
 		Long: `Print the transcripts of SESSION (or of the latest session of the pipeline
 and spec), phase by phase, attempt by attempt, each headed by its file.
 --phase keeps one phase. -f keeps printing what the steps write until the
-session stops running.`,
+session stops running. --prompts prints, before each agent step's
+transcript, the prompt it was sent as it was sent (the resume context
+included), headed by its file (<attempt>-<step>.prompt).`,
 		Example: `  pipeline logs
   pipeline logs 20261125-093000123-a1b2c3 --phase implementation
+  pipeline logs --prompts --phase design
   pipeline logs -f`,
 		Args: cobra.MaximumNArgs(1),
 	}, func(cmd *cobra.Command, args []string) error {
@@ -57,7 +62,7 @@ session stops running.`,
 			}
 		}
 		root := filepath.Join(f.X.Dir, "transcripts")
-		t := &tail{w: terminalOutput(cmd.OutOrStdout()), offsets: map[string]int64{}, json: output.json()}
+		t := &tail{w: terminalOutput(cmd.OutOrStdout()), offsets: map[string]int64{}, json: output.json(), prompts: prompts}
 		if err := t.catchUp(root, phase, order); err != nil {
 			return err
 		}
@@ -70,21 +75,35 @@ session stops running.`,
 	output = addOutputFlag(cmd)
 	cmd.Flags().StringVar(&phase, "phase", "", "only this phase")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output until the session stops running")
+	cmd.Flags().BoolVar(&prompts, "prompts", false, "print the prompt each agent step was sent (the resume context included) before its transcript")
 	return cmd
 }
 
 // tail prints transcripts from where it last stopped in each; as JSON,
-// one object per piece read: {"transcript": "phase/1-step.log", "text": ...}.
+// one object per piece read: {"transcript": "phase/1-step.log", "text": ...},
+// or {"prompt": "phase/1-step.prompt", "text": ...} with --prompts.
 type tail struct {
 	w       io.Writer
 	offsets map[string]int64
 	last    string
 	json    bool
+	prompts bool
 }
 
 // transcripts lists the transcript files in phase order, then attempt.
 func transcripts(root, phase string, order map[string]int) []string {
+	return stepFiles(root, phase, order, false)
+}
+
+// stepFiles lists the transcript files, and with prompts the prompt
+// files, in phase order, then attempt, then step, a step's prompt before
+// its transcript.
+func stepFiles(root, phase string, order map[string]int, prompts bool) []string {
 	paths, _ := filepath.Glob(filepath.Join(root, "*", "*.log"))
+	if prompts {
+		more, _ := filepath.Glob(filepath.Join(root, "*", "*"+store.PromptExt))
+		paths = append(paths, more...)
+	}
 	var out []string
 	for _, p := range paths {
 		if phase == "" || filepath.Base(filepath.Dir(p)) == phase {
@@ -103,13 +122,17 @@ func transcripts(root, phase string, order map[string]int) []string {
 		if ai, aj := attempt(out[i]), attempt(out[j]); ai != aj {
 			return ai < aj
 		}
-		return out[i] < out[j]
+		si, sj := strings.TrimSuffix(out[i], filepath.Ext(out[i])), strings.TrimSuffix(out[j], filepath.Ext(out[j]))
+		if si != sj {
+			return si < sj
+		}
+		return filepath.Ext(out[i]) == store.PromptExt
 	})
 	return out
 }
 
 func (t *tail) catchUp(root, phase string, order map[string]int) error {
-	for _, p := range transcripts(root, phase, order) {
+	for _, p := range stepFiles(root, phase, order, t.prompts) {
 		if err := t.print(root, p); err != nil {
 			return err
 		}
@@ -134,7 +157,11 @@ func (t *tail) print(root, path string) error {
 			return err
 		}
 		t.offsets[path] += int64(len(text))
-		return writeJSONLine(t.w, map[string]string{"transcript": rel, "text": string(text)})
+		key := "transcript"
+		if filepath.Ext(path) == store.PromptExt {
+			key = "prompt"
+		}
+		return writeJSONLine(t.w, map[string]string{key: rel, "text": string(text)})
 	}
 	if t.last != path {
 		if info, err := f.Stat(); err == nil && info.Size() > t.offsets[path] {
@@ -171,7 +198,7 @@ func (t *tail) follow(root, phase string, order map[string]int, running func() b
 				w.Add(ev.Name)
 				continue
 			}
-			if strings.HasSuffix(ev.Name, ".log") {
+			if strings.HasSuffix(ev.Name, ".log") || (t.prompts && strings.HasSuffix(ev.Name, store.PromptExt)) {
 				if err := t.catchUp(root, phase, order); err != nil {
 					return err
 				}

@@ -232,7 +232,8 @@ func TestExportImportIsTheSameSessionAndResumesElsewhere(t *testing.T) {
 	}
 	wantStatus := comparableStatus(t, first, nil, id)
 	wantEvents := eventsOf(t, filepath.Join(first, ".pipeline"), id)
-	transcripts, _ := filepath.Glob(filepath.Join(first, ".pipeline", "sessions", id, "transcripts", "*", "*"))
+	transcripts, _ := filepath.Glob(filepath.Join(first, ".pipeline", "sessions", id, "transcripts", "*", "*.log"))
+	prompts, _ := filepath.Glob(filepath.Join(first, ".pipeline", "sessions", id, "transcripts", "*", "*.prompt"))
 
 	// A fresh checkout of the project, in another path, on a machine with
 	// no agent session: no .pipeline/, and the checkout's own files only.
@@ -259,6 +260,16 @@ func TestExportImportIsTheSameSessionAndResumesElsewhere(t *testing.T) {
 	}
 	if len(transcripts) == 0 {
 		t.Error("the session had no transcript")
+	}
+	// The prompts sent come along with the transcripts.
+	for _, p := range prompts {
+		rel, _ := filepath.Rel(first, p)
+		if got, err := os.ReadFile(filepath.Join(dir, rel)); err != nil || !bytes.Contains(got, []byte(`Carry out the "design" phase`)) {
+			t.Errorf("prompt %s: %v %q", rel, err, got)
+		}
+	}
+	if len(prompts) == 0 {
+		t.Error("the session kept no prompt")
 	}
 	// The same archive again: nothing changes.
 	if r := pipelineEnv(t, dir, env, "import", archive); r.code != 0 || !strings.Contains(r.stderr, "session "+id+" (paused: checkpoint, phase design) from "+archive+" is already in") {

@@ -19,6 +19,7 @@ func resumeCommand() *cobra.Command {
 		notes  string
 		cf     *ciFlags
 		file   string
+		dryRun bool
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "resume [SESSION]",
@@ -33,6 +34,10 @@ the phase, what was done, the files changed, the human notes and what
 changed in the spec since the pause. A session whose runner died (killed,
 crashed) is continued the same way.
 
+--dry-run prints the resume context that would go before the first agent
+prompt, and the step it would resume, and stops there: nothing is sent,
+started or written (the store's files stay as they were).
+
 In CI mode (--ci, or CI=true, 1 or yes) the run is shown as run shows
 it, and leaves the same summary, outputs and --junit report behind.
 
@@ -40,7 +45,8 @@ Exit status as for run: 0 completed, 1 failed, 2 usage, spec or
 environment error, 3 paused (1 with --fail-on-pause).`,
 		Example: `  pipeline resume
   pipeline resume 20261125-093000123-a1b2c3 --notes "use the v2 endpoint"
-  pipeline resume --phase implementation`,
+  pipeline resume --phase implementation
+  pipeline resume --dry-run --notes "use the v2 endpoint"`,
 		Args: cobra.MaximumNArgs(1),
 	}, func(cmd *cobra.Command, args []string) error {
 		id := ""
@@ -52,6 +58,12 @@ environment error, 3 paused (1 with --fail-on-pause).`,
 		}
 		if err := output.check(); err != nil {
 			return err
+		}
+		if dryRun {
+			if file != "" {
+				return usagef("--dry-run writes nothing, and --session-file imports into the store: import it first (pipeline import), then resume --dry-run")
+			}
+			return resumeDryRun(cmd, flags, output, id, notes, phase)
 		}
 		if file != "" {
 			var err error
@@ -104,6 +116,44 @@ environment error, 3 paused (1 with --fail-on-pause).`,
 	cmd.Flags().StringVar(&phase, "phase", "", "jump to this phase instead of continuing where the session paused")
 	cmd.Flags().StringVar(&notes, "notes", "", "notes for the agent, shown in its resume context")
 	cf = addCIFlags(cmd)
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the resume context that would be sent, and send, start and write nothing")
 	cmd.Flags().StringVar(&file, "session-file", "", "import the session exported to this file (pipeline export) into the store first, then resume it")
 	return cmd
+}
+
+// resumeDryRun prints what resume would send: the step, and the resume
+// context before the first agent prompt. It reads the session as status
+// does: no lock, nothing written.
+func resumeDryRun(cmd *cobra.Command, flags *storeFlags, output *outputFlag, id, notes, phase string) error {
+	ref, err := findSession(flags, id, engine.StatusPaused, engine.StatusRunning)
+	if err != nil {
+		return err
+	}
+	defer ref.Close()
+	p, err := session.PreviewResume(ref, time.Now(), notes, phase)
+	if err != nil {
+		return err
+	}
+	if p.Warning != "" {
+		printError(cmd.ErrOrStderr(), "pipeline: "+p.Warning+"\n")
+	}
+	if output.json() {
+		return writeJSON(cmd.OutOrStdout(), map[string]any{"session": ref.ID(), "dry_run": true,
+			"phase": p.Phase, "step": p.Step, "attempt": p.Attempt,
+			"agent_phase": p.AgentPhase, "agent_step": p.AgentStep, "resume_context": p.Context})
+	}
+	w := cmd.ErrOrStderr()
+	fmt.Fprintf(w, "dry run: session %s would resume phase %s, step %s (attempt %d); nothing was sent or written\n",
+		ref.ID(), p.Phase, p.Step, p.Attempt)
+	switch {
+	case p.AgentStep == "":
+		fmt.Fprintln(w, "no agent step is left to run: no resume context would be sent")
+		return nil
+	case p.AgentPhase != p.Phase || p.AgentStep != p.Step:
+		fmt.Fprintf(w, "the resume context would go before the prompt of the first agent step, %s/%s (as the session stands now):\n", p.AgentPhase, p.AgentStep)
+	default:
+		fmt.Fprintln(w, "the resume context that would go before its prompt:")
+	}
+	_, err = fmt.Fprintln(terminalOutput(cmd.OutOrStdout()), p.Context)
+	return err
 }

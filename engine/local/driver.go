@@ -366,6 +366,8 @@ type turn struct {
 	askedSession string
 	promptTokens int
 	agentName    string
+	// prompt is the text the agent is sent, kept with the transcript.
+	prompt string
 }
 
 // prompt is what the agent is asked: the step's prompt and where the spec
@@ -456,6 +458,7 @@ func (r *run) prepare(a engine.StartStep, s engine.State, step *spec.StepPlan) (
 	t.checker, _ = adapter.(steps.SessionChecker)
 	t.askedSession = req.SessionID
 	t.promptTokens = tokens.Count(prompt)
+	t.prompt = prompt
 	return t, nil
 }
 
@@ -527,6 +530,11 @@ func (r *run) start(ctx context.Context, a engine.StartStep, s engine.State) *st
 	if err == nil {
 		transcript, err = r.sess.Transcript(phase.Name, a.Attempt, step.Name)
 	}
+	if err == nil && t.prompt != "" {
+		if err := r.sess.RecordPrompt(phase.Name, a.Attempt, step.Name, t.prompt); err != nil {
+			r.say("pipeline: keeping the prompt sent: %v", err)
+		}
+	}
 	r.d.View.StepStarted(info)
 	if err != nil {
 		// The step could not start: it failed, as a missing program does
@@ -545,23 +553,17 @@ func (r *run) start(ctx context.Context, a engine.StartStep, s engine.State) *st
 		Timeout: time.Duration(step.Timeout.Value), IdleTimeout: time.Duration(step.IdleTimeout.Value), Grace: r.d.Grace,
 		Redact: func() steps.RedactStream { return r.sess.Redactor().NewStream() }}
 	git := r.sess.Git()
-	headBefore := s.Phases[a.Phase].HeadBefore
+	headBefore, treeBefore := s.Phases[a.Phase].HeadBefore, s.Phases[a.Phase].TreeBefore
 	go func() {
 		defer cancel()
-		// HEAD is looked up while the step starts, off the path from a
-		// resume to the step's process: no step commits in the
-		// milliseconds git takes to answer.
-		head := make(chan string, 1)
-		if git != nil && headBefore == "" {
-			go func() {
-				h, _ := git("")
-				head <- h
-			}()
-		} else {
-			head <- headBefore
+		if git != nil && headBefore == "" && treeBefore == "" {
+			// The phase starts: files_changed counts from the work tree
+			// as it is now, files already changed included. Taken before
+			// the step's process starts, so that none of its writes is
+			// taken for the tree before it.
+			headBefore, treeBefore = git.Snapshot()
 		}
 		res, err := r.executor.Execute(stepCtx, run, obs)
-		headBefore = <-head
 		notStarted := ""
 		if err != nil {
 			notStarted = startProblem(err, t.command.Args[0])
@@ -585,8 +587,8 @@ func (r *run) start(ctx context.Context, a engine.StartStep, s engine.State) *st
 			result.Leftovers = append(result.Leftovers, l.String())
 		}
 		if git != nil {
-			result.HeadBefore = headBefore
-			result.Head, result.Files = git(headBefore)
+			result.HeadBefore, result.TreeBefore = headBefore, treeBefore
+			result.Head, result.Files = git.Changed(headBefore, treeBefore)
 			result.FilesChanged = len(result.Files)
 		}
 		r.d.View.StepFinished(info, result)

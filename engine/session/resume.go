@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/spec"
@@ -101,22 +103,25 @@ func resumeInput(plan *spec.Plan, x *store.Session, s engine.State, a engine.Sta
 	phase := plan.Phases[a.Phase]
 	in := engine.ResumeInput{Pipeline: plan.Name.Value, Phase: phase.Name, Step: phase.Steps[a.Step].Name, Attempt: a.Attempt,
 		SpecPath: plan.Spec}
-	if s.Pause != nil {
-		in.Reason, in.Note = s.Pause.Reason, s.Pause.Note
-	} else if n := len(s.Phases[a.Phase].Fired); n > 0 {
-		last := s.Phases[a.Phase].Fired[n-1]
-		in.Reason, in.Note = "restart: "+last.Reason, last.Note
-	} else {
-		in.Reason = "the runner stopped (killed or crashed)"
-	}
+	in.Reason, in.Why, in.Note = engine.ResumeWhy(plan, s, a)
 	for i, rec := range s.Phases {
-		if i < a.Phase || (i == a.Phase && len(rec.ExitCodes) > 0) {
-			in.Done = append(in.Done, engine.DoneItem{Phase: rec.Name, Summary: rec.Summary, Attempts: rec.Attempts, ExitCodes: rec.ExitCodes})
-		}
-		in.HumanNotes = append(in.HumanNotes, rec.Notes...)
-		if i == a.Phase {
+		switch {
+		case i < a.Phase && rec.Status == engine.StatusCompleted:
+			in.Done = append(in.Done, engine.DoneItem{Phase: rec.Name, Summary: rec.Summary, Passed: true,
+				Attempts: rec.Attempts, ExitCodes: rec.ExitCodes})
+		case i == a.Phase:
+			item := engine.DoneItem{Phase: rec.Name, Summary: rec.Summary, Attempts: rec.Attempts, ExitCodes: rec.ExitCodes}
+			for _, st := range phase.Steps {
+				if v, ok := s.Steps[st.Name]; ok && v.Ran {
+					item.Steps = append(item.Steps, spec.StepExit{Name: st.Name, ExitCode: v.ExitCode, TimedOut: v.TimedOut})
+				}
+			}
+			if len(item.Steps) > 0 {
+				in.Done = append(in.Done, item)
+			}
 			in.FilesChanged = rec.Files
 		}
+		in.HumanNotes = append(in.HumanNotes, rec.Notes...)
 	}
 	for j := a.Step; j < len(phase.Steps); j++ {
 		in.NextSteps = append(in.NextSteps, fmt.Sprintf("%s: step %s", phase.Name, phase.Steps[j].Name))
@@ -139,4 +144,100 @@ func resumeInput(plan *spec.Plan, x *store.Session, s engine.State, a engine.Sta
 		}
 	}
 	return in
+}
+
+// ResumePreview is what pipeline resume would send now: the step it
+// would start, and the resume context that would go before the prompt of
+// the first agent step.
+type ResumePreview struct {
+	// Phase, Step and Attempt are the step resume would start.
+	Phase, Step string
+	Attempt     int
+	// AgentPhase and AgentStep name the agent step the context goes with:
+	// the step resumed, or the first agent step after it when that is a
+	// run step (its context is rendered as the session stands now).
+	AgentPhase, AgentStep string
+	// Context is the resume context; "" when no agent step is left.
+	Context string
+	// Warning says the phases.yaml template failed (see
+	// ResumeContextWithWarning).
+	Warning string
+}
+
+// PreviewResume works out what resuming the session of ref with notes
+// (and a jump to phase) would send, as Session.Resume and the first
+// decision would, without a lock and without writing anything: the
+// decisions are made on a copy of the state and recorded nowhere.
+func PreviewResume(ref *Ref, now time.Time, notes, phase string) (ResumePreview, error) {
+	plan := ref.Plan
+	if phase != "" && !slices.ContainsFunc(plan.Phases, func(p spec.PhasePlan) bool { return p.Name == phase }) {
+		return ResumePreview{}, refused("--phase %q is not a phase of %s (%s)", phase, ref.X.Meta.File, PhaseNames(plan))
+	}
+	if ref.Running() {
+		return ResumePreview{}, refused("session %s is running: there is nothing to resume", ref.ID())
+	}
+	s, crashed, err := ref.State()
+	if err != nil {
+		return ResumePreview{}, err
+	}
+	var events []engine.Event
+	switch {
+	case s.Status == "":
+		return ResumePreview{}, refused("session %s has not started: there is nothing to resume", ref.ID())
+	case s.Status == engine.StatusPaused:
+		events = []engine.Event{engine.Resumed{At: now, Notes: notes, Phase: phase, Plan: plan.Digest}}
+	case crashed:
+		if phase != "" {
+			return ResumePreview{}, refused("--phase needs a paused session; session %s was cut short while running: resume it first", ref.ID())
+		}
+		if notes != "" {
+			events = append(events, engine.Noted{At: now, Notes: notes})
+		}
+		events = append(events, engine.Recovered{At: now, Plan: plan.Digest})
+	default:
+		return ResumePreview{}, refused("session %s is %s: there is nothing to resume (pipeline run --new starts another)", ref.ID(), s.Status)
+	}
+	var actions []engine.Action
+	for _, ev := range events {
+		s, actions = engine.Decide(plan, s, ev)
+	}
+	var start *engine.StartStep
+	for _, a := range actions {
+		if a, ok := a.(engine.StartStep); ok {
+			start = &a
+		}
+	}
+	if start == nil {
+		return ResumePreview{}, refused("resuming session %s would start no step", ref.ID())
+	}
+	p := ResumePreview{Phase: plan.Phases[start.Phase].Name, Step: plan.Phases[start.Phase].Steps[start.Step].Name, Attempt: start.Attempt}
+	a := *start
+	if plan.Phases[a.Phase].Steps[a.Step].Agent == nil {
+		// The context waits for the first agent step from here.
+		a.ResumeContext, a.Resuming = true, s.Resuming
+		found := false
+		for pi := a.Phase; pi < len(plan.Phases) && !found; pi++ {
+			first := 0
+			if pi == a.Phase {
+				first = a.Step + 1
+			}
+			for si := first; si < len(plan.Phases[pi].Steps); si++ {
+				if plan.Phases[pi].Steps[si].Agent != nil {
+					if pi != a.Phase {
+						a.Attempt = 1
+					}
+					a.Phase, a.Step, found = pi, si, true
+					break
+				}
+			}
+		}
+		if !found {
+			return p, nil
+		}
+	}
+	p.AgentPhase, p.AgentStep = plan.Phases[a.Phase].Name, plan.Phases[a.Phase].Steps[a.Step].Name
+	if a.ResumeContext {
+		p.Context, p.Warning = ResumeContextWithWarning(plan, ref.X, NewRedactor(plan).String)(s, a)
+	}
+	return p, nil
 }

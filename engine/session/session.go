@@ -106,7 +106,7 @@ type Session struct {
 	// redactor is swapped by SetPlan while steps read it.
 	redactor atomic.Pointer[redact.Redactor]
 	recorder *Recorder
-	git      func(base string) (string, []string)
+	git      *Git
 	closed   bool
 	// broken is the error that stopped the recording.
 	broken error
@@ -464,6 +464,30 @@ func (s *Session) Transcript(phase string, attempt int, step string) (*os.File, 
 	return s.X.CreateTranscript(phase, attempt, step)
 }
 
+// RecordPrompt keeps the prompt sent to an agent step (the resume context
+// included), redacted, beside the step's transcript; a second prompt of
+// the same attempt (the step ran again in a fresh native session) follows
+// the first after a separating line.
+func (s *Session) RecordPrompt(phase string, attempt int, step, prompt string) error {
+	f, err := s.X.CreatePrompt(phase, attempt, step)
+	if err != nil {
+		return err
+	}
+	text := s.Redactor().String(prompt)
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	if info, err := f.Stat(); err == nil && info.Size() > 0 {
+		text = PromptSeparator + text
+	}
+	_, err = f.WriteString(text)
+	return errors.Join(err, f.Close())
+}
+
+// PromptSeparator comes between two prompts sent to the same attempt of a
+// step.
+const PromptSeparator = "\n----- the next prompt sent to this attempt -----\n"
+
 // ResumeContext is the text put before the prompt of the first agent step
 // after a resume, a recovery or a restart.
 // The warning, when set, says the plan's template failed and the built-in
@@ -492,9 +516,10 @@ func (s *Session) SetPlan(now time.Time, plan *spec.Plan) error {
 	return s.Record(engine.PlanChanged{At: now, Plan: plan.Digest}, next)
 }
 
-// Git reports HEAD and the files changed since base in the session's
-// folder; nil when the folder is not in a git work tree.
-func (s *Session) Git() func(base string) (string, []string) { return s.git }
+// Git reads the git work tree of the session's folder: HEAD, snapshots,
+// the files changed since one; nil when the folder is not in a git work
+// tree.
+func (s *Session) Git() *Git { return s.git }
 
 // StepProcess keeps the process group of the running step (0: none), so
 // that what a killed runner left behind can be found and stopped by the

@@ -23,7 +23,8 @@ type ResumeInput struct {
 	Phase        string     // the phase being resumed
 	Step         string     // the step being resumed
 	Attempt      int        // the attempt of the phase, from 1
-	Reason       string     // why it paused / restarted, e.g. "checkpoint", "needs-human", "restart: context"
+	Reason       string     // why it paused / restarted, as status names it: "checkpoint", "phase-complete", "runner-died", "restart: context"
+	Why          string     // the same said in a sentence for the agent, with a resume --phase jump
 	Note         string     // checkpoint note or pause note
 	Done         []DoneItem // phases completed so far, and the work of the current phase so far
 	FilesChanged []string   // from git, may be long
@@ -40,8 +41,22 @@ type ResumeInput struct {
 // of the current phase so far.
 type DoneItem struct {
 	Phase, Summary string
-	Attempts       int
-	ExitCodes      []int
+	// Passed: the phase completed; otherwise this is the current phase's
+	// work so far.
+	Passed   bool
+	Attempts int
+	// ExitCodes are the phase's exit codes in the order its steps ended,
+	// every step and attempt together (the latest 32); Steps has the last
+	// result of each step of the current phase, by name.
+	ExitCodes []int
+	Steps     []StepExit
+}
+
+// StepExit is how a step of the current phase last ended.
+type StepExit struct {
+	Name     string
+	ExitCode int
+	TimedOut bool
 }
 
 // ResumeTemplateFuncs are the functions a resume_context template may call

@@ -683,9 +683,22 @@ func (x *Session) TranscriptPath(phase string, attempt int, step string) string 
 
 func transcriptName(attempt int, step string) string { return fmt.Sprintf("%d-%s.log", attempt, step) }
 
+// PromptExt ends the name of the file that keeps the prompts sent to an
+// attempt of an agent step, next to its transcript.
+const PromptExt = ".prompt"
+
 // CreateTranscript opens a step's transcript for appending.
 func (x *Session) CreateTranscript(phase string, attempt int, step string) (*os.File, error) {
-	file := transcriptName(attempt, step)
+	return x.createStepFile(phase, transcriptName(attempt, step))
+}
+
+// CreatePrompt opens the file of the prompts sent to a step's attempt for
+// appending: <attempt>-<step>.prompt beside its transcript.
+func (x *Session) CreatePrompt(phase string, attempt int, step string) (*os.File, error) {
+	return x.createStepFile(phase, strings.TrimSuffix(transcriptName(attempt, step), ".log")+PromptExt)
+}
+
+func (x *Session) createStepFile(phase, file string) (*os.File, error) {
 	if err := errors.Join(name(phase), name(file)); err != nil {
 		return nil, err
 	}
