@@ -45,6 +45,21 @@ func TestDecideResumeOfAFailedSessionRetriesTheFailedStep(t *testing.T) {
 	}
 }
 
+// The agent of a failed session resumed is told it failed, and why: not
+// that it paused, nor that its runner died.
+func TestDecideResumeOfAFailedSessionSaysItFailed(t *testing.T) {
+	s, _ := newSession(t, planOf(t, "version: 1\nagent: {kind: command, command: [agent]}\ndefaults: {retry: {when: \"false\"}}\nphases: [{name: design}]\n"))
+	s.finish(time.Minute, engine.StepResult{ExitCode: 1, Output: "boom"})
+	if s.state.Status != engine.StatusFailed {
+		t.Fatalf("status %s, want failed", s.state.Status)
+	}
+	start := last(s.send(engine.Resumed{At: s.now})).(engine.StartStep)
+	if reason, why, note := engine.ResumeWhy(s.plan, s.state, start); reason != engine.ResumedFromFailure ||
+		!strings.Contains(why, "failed") || note == "" {
+		t.Errorf("the resume context says %q, %q, %q; want the failure and its reason", reason, why, note)
+	}
+}
+
 // resume --phase of a failed session jumps; the failed phase stays failed,
 // the phases jumped over are skipped.
 func TestDecideResumeOfAFailedSessionAtAnotherPhase(t *testing.T) {
