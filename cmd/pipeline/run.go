@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -169,19 +171,52 @@ func checkAdapters(plan *spec.Plan) error {
 	return nil
 }
 
-// newView picks the live view on a terminal, and plain lines elsewhere or
-// in CI mode, with the CI system's groups.
+// newView picks the live view on a terminal, and plain lines elsewhere, in
+// CI mode, or on a terminal that cannot move its cursor (TERM=dumb), with
+// the CI system's groups.
 func newView(out io.Writer, ci ciSettings) local.View {
-	if f, ok := out.(*os.File); ok && !ci.enabled && term.IsTerminal(int(f.Fd())) {
+	if f, ok := out.(*os.File); ok && !ci.enabled && term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb" {
 		width, _, err := term.GetSize(int(f.Fd()))
 		if err != nil {
 			width = 80
 		}
-		return newQueuedView(NewLiveView(f, width))
+		live := NewLiveView(f, width, colourWanted())
+		live.stopResize = followResize(f, live)
+		return newQueuedView(live)
 	}
 	var marks logMarkers
 	if ci.enabled {
 		marks = newLogMarkers(ci, time.Now)
 	}
 	return newQueuedView(NewPlainView(out, time.Now).withMarks(marks))
+}
+
+// colourWanted: no colour under NO_COLOR (set to anything but "", see
+// no-color.org) or on a dumb terminal.
+func colourWanted() bool {
+	return os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+}
+
+// followResize redraws the live view at the terminal's new width on
+// SIGWINCH, until the returned function is called.
+func followResize(f *os.File, live *LiveView) (stop func()) {
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-winch:
+				if width, _, err := term.GetSize(int(f.Fd())); err == nil {
+					live.Resize(width)
+				}
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(winch)
+		close(done)
+	}
 }

@@ -200,7 +200,7 @@ func TestPlainViewMakesTextSafe(t *testing.T) {
 
 func TestLiveViewMakesTextSafe(t *testing.T) {
 	var out bytes.Buffer
-	v := NewLiveView(&out, 200)
+	v := NewLiveView(&out, 200, true)
 	withRedactor(v, redact.New([]string{"MY_API_KEY=abc123xyz789secret"}))
 	info := local.StepInfo{Phase: "impl", Phases: 1, Step: "agent\x1b[2J", Attempt: 1, What: "agent command"}
 	v.StepStarted(info)

@@ -189,12 +189,16 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 	// handle decides an event, carries out its actions, and reports
 	// whether the run has ended.
 	handle := func(ev engine.Event) bool {
-		state, actions := engine.Decide(r.plan, r.sess.State(), ev)
+		before := r.sess.State()
+		state, actions := engine.Decide(r.plan, before, ev)
 		// Stopping a step cannot wait for the record: it is the latency
 		// from a trigger to the interrupt.
 		for _, a := range actions {
 			if _, ok := a.(engine.StopStep); ok && r.current != nil {
 				r.current.stop(false)
+				if w, ok := r.d.View.(WaitView); ok && !forced {
+					w.Stopping()
+				}
 			}
 		}
 		if err := r.sess.Record(ev, state); err != nil {
@@ -203,9 +207,16 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 		for _, a := range actions {
 			switch a := a.(type) {
 			case engine.StartStep:
+				if done := r.plan.Phases[a.Phase].DoneWhen; done != nil && doneWhenFalse(ev, before, state, a) {
+					r.say("done_when is false (%s): phase %s runs again (attempt %d)",
+						done.Value.Source, r.plan.Phases[a.Phase].Name, a.Attempt)
+				}
 				r.current = r.start(ctx, a, state)
 			case engine.Sleep:
 				r.say("retrying in %s (attempt %d)", a.Duration, state.Attempt)
+				if w, ok := r.d.View.(WaitView); ok {
+					w.Backoff(a.Duration, state.Attempt)
+				}
 				stopSleep = r.clock.AfterFunc(a.Duration, func() { r.events <- engine.TimerExpired{At: r.clock.Now()} })
 			case engine.DropSession:
 				r.say("restart: the agent's session %s is dropped; the next attempt starts fresh", a.Key)
@@ -294,6 +305,19 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 			}
 		}
 	}
+}
+
+// doneWhenFalse tells whether a StartStep decided on ev starts the phase
+// again because its done_when was false: the first step of the same phase,
+// a new attempt, after the phase's last step ended, and not a retry.
+func doneWhenFalse(ev engine.Event, before, after engine.State, a engine.StartStep) bool {
+	if _, ok := ev.(engine.StepFinished); !ok || a.Step != 0 || a.Phase != before.Phase || a.Attempt <= before.Attempt {
+		return false
+	}
+	if a.Phase >= len(before.Phases) || a.Phase >= len(after.Phases) {
+		return false
+	}
+	return after.Phases[a.Phase].Retries == before.Phases[a.Phase].Retries
 }
 
 // DescribeFiring says what fired, as the paused: line shows it: the
