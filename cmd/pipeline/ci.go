@@ -78,6 +78,8 @@ type ciFlags struct {
 	junit        string
 	failOnPause  bool
 	noHumanGates bool
+	// quiet and verbose: how much of the run is shown.
+	quiet, verbose bool
 }
 
 func addCIFlags(cmd *cobra.Command) *ciFlags {
@@ -86,6 +88,9 @@ func addCIFlags(cmd *cobra.Command) *ciFlags {
 	cmd.Flags().StringVar(&f.junit, "junit", "", "write a JUnit XML report to `FILE` at the end: one testcase per phase")
 	cmd.Flags().BoolVar(&f.failOnPause, "fail-on-pause", false, "exit 1 rather than 3 when the session pauses (it stays paused and resumable)")
 	cmd.Flags().BoolVar(&f.noHumanGates, "no-human-gates", false, "treat auto_advance: false as true for this run (no file changes)")
+	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only how the run ended (paused, completed or failed, and why)")
+	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "also print each trigger that fires, with the values it read")
+	cmd.MarkFlagsMutuallyExclusive("quiet", "verbose")
 	return f
 }
 
@@ -101,6 +106,7 @@ func (f *ciFlags) settings() ciSettings {
 // launch sets a run's CI settings.
 func (f *ciFlags) launch(l *launch) *launch {
 	l.ci, l.junit, l.failOnPause = f.settings(), f.junit, f.failOnPause
+	l.quiet, l.verbose = f.quiet, f.verbose
 	return l
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
 	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/internal/clock"
 )
@@ -116,6 +117,9 @@ type launch struct {
 	ci          ciSettings
 	junit       string
 	failOnPause bool
+	// quiet shows only how the run ended; verbose adds the triggers that
+	// fired.
+	quiet, verbose bool
 }
 
 func (l *launch) run(sess *session.Session, events ...engine.Event) error {
@@ -123,8 +127,11 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	if l.json {
 		viewOut = l.cmd.ErrOrStderr()
 	}
-	view := withRedactor(newView(viewOut, l.ci), sess.Redactor())
-	driver := &local.Driver{View: view, Clock: clock.Real{}, Grace: l.grace, Signals: true}
+	var view local.View = quietView{}
+	if !l.quiet {
+		view = withRedactor(newView(viewOut, l.ci), sess.Redactor())
+	}
+	driver := &local.Driver{View: view, Clock: clock.Real{}, Grace: l.grace, Signals: true, Verbose: l.verbose}
 	state, runErr := driver.Run(context.Background(), sess, events...)
 	// The run has stopped listening for signals: a closed output or
 	// terminal must not kill the process now (exit 141 or 129) before the
@@ -135,6 +142,9 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	// why the run paused, not a failure of it.
 	if err := view.Close(); err != nil && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.EIO) {
 		return err
+	}
+	if l.quiet {
+		printError(viewOut, screenText{redactor: sess.Redactor()}.line(outcome(sess.Plan, state))+"\n")
 	}
 	if !l.watchNext {
 		l.report(sess, state, viewOut)
@@ -177,6 +187,29 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	default:
 		return &exitStatus{code: exitFailed, printed: true}
 	}
+}
+
+// quietView shows nothing of a run: --quiet prints its outcome at the end.
+type quietView struct{}
+
+func (quietView) StepStarted(local.StepInfo)                     {}
+func (quietView) Output([]byte)                                  {}
+func (quietView) Progress(local.Progress)                        {}
+func (quietView) StepFinished(local.StepInfo, engine.StepResult) {}
+func (quietView) Say(string, ...any)                             {}
+func (quietView) Close() error                                   { return nil }
+
+// outcome is the line that says how a run ended, as the views say it.
+func outcome(plan *spec.Plan, s engine.State) string {
+	switch {
+	case s.Status == engine.StatusPaused && s.Pause != nil:
+		return "paused: " + local.DescribeFiring(*s.Pause)
+	case s.Status == engine.StatusCompleted:
+		return fmt.Sprintf("completed: %d phases", len(plan.Phases))
+	case s.Status == engine.StatusFailed:
+		return "failed: " + s.FailReason
+	}
+	return string(s.Status)
 }
 
 // paused is the exit of a run that paused: 3, or 1 with --fail-on-pause

@@ -307,3 +307,39 @@ func TestLiveViewWithoutColour(t *testing.T) {
 		}
 	}
 }
+
+// --quiet prints only how the run ended; --verbose adds each trigger that
+// fired with its values; the two together are a usage error.
+func TestQuietAndVerbose(t *testing.T) {
+	project := func() string {
+		dir := t.TempDir()
+		write(t, dir, "phases.yaml", `version: 1
+defaults:
+  pause_when: {failure: exit_code != 0}
+  retry: {when: "false"}
+phases:
+  - name: build
+    steps: [{run: 'echo noisy output; exit 4'}]
+`)
+		return dir
+	}
+	quiet := pipeline(t, project(), "run", "--quiet")
+	if quiet.code != exitPaused || quiet.stdout != "paused: failure (exit_code != 0) with exit_code=4\n" {
+		t.Errorf("run --quiet: exit %d, stdout %q", quiet.code, quiet.stdout)
+	}
+	if strings.Contains(quiet.stdout+quiet.stderr, "noisy") {
+		t.Errorf("run --quiet shows the step's output: %q %q", quiet.stdout, quiet.stderr)
+	}
+	plain := pipeline(t, project(), "run")
+	verbose := pipeline(t, project(), "run", "--verbose")
+	fired := "trigger fired: failure (exit_code != 0) with exit_code=4\n"
+	if verbose.code != exitPaused || !strings.Contains(verbose.stdout, fired) || !strings.Contains(verbose.stdout, "noisy output") {
+		t.Errorf("run --verbose: exit %d, stdout:\n%s", verbose.code, verbose.stdout)
+	}
+	if strings.Contains(plain.stdout, "trigger fired") {
+		t.Errorf("run without --verbose says the triggers:\n%s", plain.stdout)
+	}
+	if r := pipeline(t, project(), "run", "-q", "-v"); r.code != exitUsage {
+		t.Errorf("run -q -v: exit %d, %s", r.code, r.stderr)
+	}
+}

@@ -64,6 +64,9 @@ type Driver struct {
 	// effect from the session's next decision, or is refused, with the
 	// reason said, when its phases are not the session's.
 	Plans <-chan *spec.Plan
+	// Verbose says each trigger that fires (pause_when, restart_when,
+	// escalate_when …) with the values it read, as it fires.
+	Verbose bool
 }
 
 // Run drives the session with events (the last one starts the run: a
@@ -156,6 +159,8 @@ type run struct {
 	executor *steps.Executor
 	events   chan engine.Event
 	current  *stepRun
+	// saidFiring is the last trigger said under Verbose.
+	saidFiring *engine.Firing
 }
 
 func (r *run) say(format string, args ...any) { r.d.View.Say(format, args...) }
@@ -203,6 +208,9 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 		}
 		if err := r.sess.Record(ev, state); err != nil {
 			return recordFailed(err)
+		}
+		if r.d.Verbose {
+			r.sayFired(before, state)
 		}
 		for _, a := range actions {
 			switch a := a.(type) {
@@ -305,6 +313,44 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 			}
 		}
 	}
+}
+
+// sayFired says the triggers that fired between two states, once each: a
+// live trigger as it stops the step, and what a decision recorded in the
+// phase's history.
+func (r *run) sayFired(before, after engine.State) {
+	var fired []engine.Firing
+	if after.Stopping != nil && (before.Stopping == nil || !sameFiring(*before.Stopping, *after.Stopping)) {
+		fired = append(fired, *after.Stopping)
+	}
+	if after.Phase < len(after.Phases) {
+		now := after.Phases[after.Phase].Fired
+		start := 0
+		if after.Phase < len(before.Phases) {
+			if was := before.Phases[after.Phase].Fired; len(was) > 0 {
+				start = len(now)
+				for i := len(now) - 1; i >= 0; i-- {
+					if sameFiring(now[i], was[len(was)-1]) {
+						start = i + 1
+						break
+					}
+				}
+			}
+		}
+		fired = append(fired, now[start:]...)
+	}
+	for _, f := range fired {
+		if r.saidFiring != nil && sameFiring(*r.saidFiring, f) {
+			continue
+		}
+		r.say("trigger fired: %s", DescribeFiring(f))
+		said := f
+		r.saidFiring = &said
+	}
+}
+
+func sameFiring(a, b engine.Firing) bool {
+	return a.Reason == b.Reason && a.At.Equal(b.At) && a.Expression == b.Expression
 }
 
 // doneWhenFalse tells whether a StartStep decided on ev starts the phase
