@@ -576,6 +576,7 @@ func (r *run) start(ctx context.Context, a engine.StartStep, s engine.State) *st
 		} else {
 			r.sess.StepProcess(0)
 		}
+		r.sess.SetLive(session.Live{})
 		if err := transcript.Close(); err != nil {
 			r.say("pipeline: closing the transcript: %v", err)
 		}
@@ -662,6 +663,9 @@ func (o *observer) Observe(live *steps.Live) {
 	if !live.NewOutput {
 		m.SetElapsed(live.Elapsed, o.phaseBefore, o.sessionBefore)
 		o.r.d.View.Progress(Progress{Elapsed: live.Elapsed, Tokens: m.Env.Tokens})
+		o.r.sess.SetLive(session.Live{At: o.r.clock.Now(), Phase: m.Env.Phase, Step: m.Env.Step, Attempt: m.Env.Attempt,
+			StepTokens: m.Env.Tokens, TotalTokens: m.Env.TotalTokens, CostUSD: m.Env.CostUSD,
+			StepElapsed: live.Elapsed, SessionElapsed: m.Env.SessionElapsed})
 	}
 	if o.fired {
 		return
