@@ -341,7 +341,8 @@ func whereStopped(plan *spec.Plan, s engine.State) stopPlace {
 // annotation says why a run stopped, for the CI's log: a GitHub workflow
 // command (an error, warning or notice on the run's page, at the place in
 // phases.yaml), or elsewhere a marked line. Nothing for a completed run.
-func annotation(w io.Writer, ci ciSettings, plan *spec.Plan, s engine.State, id string, failOnPause bool, text screenText) {
+// annotation: resume is the command that continues the session.
+func annotation(w io.Writer, ci ciSettings, plan *spec.Plan, s engine.State, resume string, failOnPause bool, text screenText) {
 	if s.Status != engine.StatusPaused && s.Status != engine.StatusFailed {
 		return
 	}
@@ -357,7 +358,7 @@ func annotation(w io.Writer, ci ciSettings, plan *spec.Plan, s engine.State, id 
 		message = s.FailReason
 	} else {
 		title = fmt.Sprintf("paused in phase %s", phaseName)
-		message = local.DescribeFiring(*s.Pause) + "; continue with: pipeline resume " + id
+		message = local.DescribeFiring(*s.Pause) + "; continue with: " + resume
 		switch {
 		case failOnPause:
 			message += " (--fail-on-pause)"

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -155,8 +156,8 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 		if errors.Is(storeErr, store.ErrRemoved) {
 			fmt.Fprintf(l.cmd.ErrOrStderr(), "session %s was deleted while it ran: there is nothing left to resume\n", sess.ID())
 		} else {
-			fmt.Fprintf(l.cmd.ErrOrStderr(), "session %s could not be recorded (%s); make room in %s or fix it, then continue it with: pipeline resume %s\n",
-				sess.ID(), state.Pause.Note, sess.Store.Root, sess.ID())
+			fmt.Fprintf(l.cmd.ErrOrStderr(), "session %s could not be recorded (%s); make room in %s or fix it, then continue it with: %s\n",
+				sess.ID(), state.Pause.Note, sess.Store.Root, resumeLine(l.cmd, sess.ID()))
 		}
 		if l.json {
 			if err := writeJSON(l.cmd.OutOrStdout(), statusOf(sess.X.Meta, sess.Plan, state)); err != nil {
@@ -181,12 +182,34 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 		return nil
 	case engine.StatusPaused:
 		if !l.watchNext {
-			fmt.Fprintf(l.cmd.ErrOrStderr(), "session %s is paused; continue it with: pipeline resume %s\n", sess.ID(), sess.ID())
+			fmt.Fprintf(l.cmd.ErrOrStderr(), "session %s is paused; continue it with: %s\n", sess.ID(), resumeLine(l.cmd, sess.ID()))
 		}
 		return l.paused()
 	default:
 		return &exitStatus{code: exitFailed, printed: true}
 	}
+}
+
+// resumeLine is the command that resumes session id, as it can be pasted
+// where cmd was typed: with the --file and --state-dir cmd was given
+// (a FILE argument is --file), when they are not the defaults.
+func resumeLine(cmd *cobra.Command, id string) string {
+	line := "pipeline resume"
+	if f := cmd.Flags().Lookup("file"); f != nil && f.Value.String() != f.DefValue {
+		line += " --file " + shellQuote(f.Value.String())
+	}
+	if f := cmd.Flags().Lookup("state-dir"); f != nil && f.Value.String() != "" {
+		line += " --state-dir " + shellQuote(f.Value.String())
+	}
+	return line + " " + id
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // quietView shows nothing of a run: --quiet prints its outcome at the end.
@@ -236,7 +259,7 @@ func (l *launch) report(sess *session.Session, s engine.State, out io.Writer) {
 	stderr := l.cmd.ErrOrStderr()
 	text := screenText{redactor: sess.Redactor()}
 	if l.ci.enabled {
-		annotation(out, l.ci, sess.Plan, s, sess.ID(), l.failOnPause, text)
+		annotation(out, l.ci, sess.Plan, s, resumeLine(l.cmd, sess.ID()), l.failOnPause, text)
 	}
 	r := statusOf(sess.X.Meta, sess.Plan, s)
 	appendEnvFile(stderr, "GITHUB_STEP_SUMMARY", markdownReport(r, text.line))

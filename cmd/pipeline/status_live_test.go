@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -158,5 +159,38 @@ func TestStatusWatchRefreshesUntilTheRunEnds(t *testing.T) {
 	}
 	if code := run.exit(t); code != exitCompleted {
 		t.Fatalf("run: exit %d", code)
+	}
+}
+
+// The resume hint printed at a pause works pasted as printed, from the
+// folder the run was started in: it names the --file and --state-dir the
+// run was given.
+func TestResumeHintWorksAsPrinted(t *testing.T) {
+	top := t.TempDir()
+	write(t, top, "my project/phases.yaml", `version: 1
+phases:
+  - {name: one, steps: [{run: 'true'}], auto_advance: false}
+  - {name: two, steps: [{run: 'true'}]}
+`)
+	r := pipeline(t, top, "run", "my project/phases.yaml", "--state-dir", "state")
+	if r.code != exitPaused {
+		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
+	}
+	m := regexp.MustCompile(`continue it with: (pipeline resume .*)\n`).FindStringSubmatch(r.stderr)
+	if m == nil || !strings.Contains(m[1], `--file 'my project/phases.yaml' --state-dir state `) {
+		t.Fatalf("no resume hint with --file and --state-dir: %s", r.stderr)
+	}
+	// As a shell would read it.
+	resume := exec.Command("sh", "-c", strings.Replace(m[1], "pipeline", binary, 1))
+	resume.Dir = top
+	if out, err := resume.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", m[1], err, out)
+	}
+	// The defaults are left out.
+	write(t, top, "phases.yaml", `version: 1
+phases: [{name: one, steps: [{run: 'true'}], auto_advance: false}, {name: two, steps: [{run: 'true'}]}]
+`)
+	if r := pipeline(t, top, "run"); !strings.Contains(r.stderr, "continue it with: pipeline resume 20") {
+		t.Errorf("the hint of a run with the defaults: %s", r.stderr)
 	}
 }
