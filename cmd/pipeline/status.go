@@ -78,6 +78,9 @@ runner-died: resume continues it.`,
 			running = f.Running()
 			switch output.format {
 			case "json":
+				if watch {
+					return running, writeJSONLine(w, report)
+				}
 				return running, writeJSON(w, report)
 			case "markdown":
 				_, err := w.Write(markdownReport(report.StatusReport, newScreenText().line))

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// With --output json an error is a JSON object on standard output: the
+// message, the exit code, and for a spec error where it is.
+func TestErrorsAreJSONUnderOutputJSON(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", "version: 1\nagent: {kind: command, command: [\"true\"]}\nphases:\n  - name: build\n    stepz: []\n")
+	type report struct {
+		Error    string `json:"error"`
+		Code     int    `json:"code"`
+		Position *struct {
+			File   string `json:"file"`
+			Line   int    `json:"line"`
+			Column int    `json:"column"`
+		} `json:"position"`
+		Problems []json.RawMessage `json:"problems"`
+	}
+	decode := func(args ...string) (report, result) {
+		t.Helper()
+		r := pipeline(t, dir, args...)
+		var rep report
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("%v: stdout is not JSON (%v): %q; stderr %q", args, err, r.stdout, r.stderr)
+		}
+		return rep, r
+	}
+	rep, r := decode("plan", "-o", "json")
+	if r.code != exitUsage || rep.Code != exitUsage || rep.Position == nil || rep.Position.Line != 5 || rep.Position.Column == 0 ||
+		!strings.HasSuffix(rep.Position.File, "phases.yaml") || !strings.Contains(rep.Error, "stepz") || len(rep.Problems) != 1 {
+		t.Errorf("plan -o json on a broken file: exit %d, %+v", r.code, rep)
+	}
+	if r.stderr == "" {
+		t.Error("the error is no longer on standard error")
+	}
+	rep, r = decode("status", "--output=json")
+	if r.code != exitUsage || rep.Code != exitUsage || !strings.Contains(rep.Error, "no sessions") || rep.Position != nil {
+		t.Errorf("status -o json with no store: exit %d, %+v", r.code, rep)
+	}
+	rep, r = decode("sessions", "-o", "json", "--bogus")
+	if r.code != exitUsage || !strings.Contains(rep.Error, "bogus") {
+		t.Errorf("an unknown flag under -o json: exit %d, %+v", r.code, rep)
+	}
+	if r := pipeline(t, dir, "plan"); r.stdout != "" {
+		t.Errorf("without -o json an error wrote to standard output: %q", r.stdout)
+	}
+}
