@@ -254,6 +254,9 @@ file or folder that cannot be read or written), 3 paused.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
+	// pipeline --version: the line of pipeline version.
+	root.Version = "set"
+	root.SetVersionTemplate(buildVersion().String() + "\n")
 	root.AddCommand(runCommand(), resumeCommand(), pauseCommand(), statusCommand(), sessionsCommand(), logsCommand(),
 		completeCommand(), cleanCommand(), watchCommand(), validateCommand(), planCommand(), schemaCommand(), initCommand(), versionCommand(),
 		exportCommand(), importCommand())
