@@ -24,6 +24,7 @@ type outputFlag struct {
 func addOutputFlag(cmd *cobra.Command, extra ...string) *outputFlag {
 	o := &outputFlag{format: "text", formats: append([]string{"text", "json"}, extra...)}
 	cmd.Flags().StringVarP(&o.format, "output", "o", "text", "output format: "+o.names())
+	cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(o.formats, cobra.ShellCompDirectiveNoFileComp))
 	return o
 }
 
