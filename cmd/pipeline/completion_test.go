@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -29,5 +32,30 @@ func TestCompletion(t *testing.T) {
 				t.Errorf("completing %q: no %q in %q", tc.args, want, r.stdout)
 			}
 		}
+	}
+}
+
+// make man writes a man page for pipeline and each command, from a build
+// with the man tag; the binary without it has no man command.
+func TestManPages(t *testing.T) {
+	dir := t.TempDir()
+	gen := exec.Command("go", "run", "-tags", "man", ".", "man", dir)
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("go run -tags man . man: %v\n%s", err, out)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "pipeline-run.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{".SH NAME", "pipeline-run", "quiet"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("no %q in pipeline-run.1", want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pipeline.1")); err != nil {
+		t.Error(err)
+	}
+	if r := pipeline(t, dir, "man", dir); r.code != exitUsage {
+		t.Errorf("pipeline man without the tag: exit %d", r.code)
 	}
 }

@@ -260,9 +260,15 @@ file or folder that cannot be read or written), 3 paused.`,
 	root.AddCommand(runCommand(), resumeCommand(), pauseCommand(), statusCommand(), sessionsCommand(), logsCommand(),
 		completeCommand(), cleanCommand(), watchCommand(), validateCommand(), planCommand(), schemaCommand(), initCommand(), versionCommand(),
 		exportCommand(), importCommand())
+	for _, extra := range extraCommands {
+		root.AddCommand(extra())
+	}
 	addCompletions(root)
 	return root
 }
+
+// extraCommands are commands of builds with a tag (man.go).
+var extraCommands []func() *cobra.Command
 
 // newCommand builds a command whose run function's errors are marked as the
 // command's own.
