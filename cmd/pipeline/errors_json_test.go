@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -48,5 +50,19 @@ func TestErrorsAreJSONUnderOutputJSON(t *testing.T) {
 	}
 	if r := pipeline(t, dir, "plan"); r.stdout != "" {
 		t.Errorf("without -o json an error wrote to standard output: %q", r.stdout)
+	}
+}
+
+// run FILE --file OTHER is refused rather than one silently chosen.
+func TestFileGivenTwiceIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.yaml", "version: 1\nphases: [{name: one, steps: [{run: 'true'}]}]\n")
+	write(t, dir, "b.yaml", "version: 1\nphases: [{name: one, steps: [{run: 'true'}]}]\n")
+	r := pipeline(t, dir, "run", "a.yaml", "--file", "b.yaml")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "given twice, as a.yaml and as --file b.yaml") {
+		t.Errorf("run a.yaml --file b.yaml: exit %d, %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".pipeline")); err == nil {
+		t.Error("the refused run made a store")
 	}
 }

@@ -73,6 +73,9 @@ with --fail-on-pause).`,
 			return usagef("--grace %s is negative: give the time a stopped step gets before it is killed, 0 to kill it at once", grace)
 		}
 		if len(args) == 1 {
+			if cmd.Flags().Changed("file") {
+				return usagef("the pipeline is given twice, as %s and as --file %s: give one", args[0], flags.file)
+			}
 			flags.file = args[0]
 		}
 		if keepOn {
