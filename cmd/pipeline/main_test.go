@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -287,6 +288,15 @@ func TestInitWritesAValidStarterAndRefusesToOverwrite(t *testing.T) {
 	}
 	if r := pipeline(t, dir, "validate", starterSpecPath); r.code != 0 {
 		t.Fatalf("the starter spec does not validate: %s", r.stderr)
+	}
+	// The schema phases.yaml's first line names is there.
+	starter, _ := os.ReadFile(filepath.Join(dir, "phases.yaml"))
+	ref := regexp.MustCompile(`(?m)^# yaml-language-server: \$schema=(\S+)$`).FindSubmatch(starter)
+	if ref == nil {
+		t.Fatalf("no schema reference on a line of its own in:\n%s", starter)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, string(ref[1]))); err != nil || !bytes.Equal(got, schemas.Phases) {
+		t.Errorf("the schema reference %s does not resolve to the schema: %v", ref[1], err)
 	}
 	// A second init, with only the spec gone: nothing is written.
 	specPath := filepath.Join(dir, filepath.FromSlash(starterSpecPath))
