@@ -66,3 +66,39 @@ func TestFileGivenTwiceIsAnError(t *testing.T) {
 		t.Error("the refused run made a store")
 	}
 }
+
+// A phase of a spec's agent_phases that phases.yaml does not have is a
+// warning, with the name it may have meant: it silently ran without the
+// phase's test step.
+func TestUnknownAgentPhaseIsAWarning(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", `version: 1
+spec: specs/001/README.md
+agent: {kind: command, command: ["true"]}
+phases:
+  - name: design
+  - name: implementation
+    steps: [{agent: {}}, {name: test, run: 'true'}]
+`)
+	write(t, dir, "specs/001/README.md", "---\nagent_phases:\n  - design: API first\n  - implementaton: build it\n---\n# Spec\n")
+	want := `specs/001/README.md:4:5: warning: phase "implementaton" of agent_phases is not in phases.yaml`
+	for _, args := range [][]string{{"validate"}, {"plan"}, {"run"}} {
+		r := pipeline(t, dir, args...)
+		if !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, `did you mean "implementation"?`) {
+			t.Errorf("%v: exit %d, no warning in:\n%s", args, r.code, r.stderr)
+		}
+		if args[0] != "run" && r.code != 0 {
+			t.Errorf("%v: a warning made it fail: exit %d", args, r.code)
+		}
+	}
+	var v struct {
+		Files []struct {
+			Warnings []struct {
+				Message string `json:"message"`
+			} `json:"warnings"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(pipeline(t, dir, "validate", "-o", "json").stdout), &v); err != nil || len(v.Files) != 1 || len(v.Files[0].Warnings) != 1 {
+		t.Errorf("validate -o json: %v, %+v", err, v)
+	}
+}

@@ -87,6 +87,7 @@ with --fail-on-pause).`,
 		if err != nil {
 			return err
 		}
+		printWarnings(cmd.ErrOrStderr(), plan.Warnings)
 		if cf.noHumanGates {
 			plan = plan.WithoutHumanGates()
 		}

@@ -18,6 +18,8 @@ type validation struct {
 	Phases   int            `json:"phases,omitempty"`
 	Spec     string         `json:"spec,omitempty"`
 	Problems []spec.Problem `json:"problems"`
+	// Warnings do not make the file invalid (see spec.Plan.Warnings).
+	Warnings []spec.Problem `json:"warnings,omitempty"`
 	// Omitted counts the problems past the 100 kept for one file.
 	Omitted int `json:"omitted,omitempty"`
 	err     error
@@ -78,7 +80,7 @@ func validateFile(file string) validation {
 	} else {
 		var plan *spec.Plan
 		if plan, err = spec.Load(file, ""); err == nil {
-			r.Phases, r.Spec = len(plan.Phases), plan.Spec
+			r.Phases, r.Spec, r.Warnings = len(plan.Phases), plan.Spec, plan.Warnings
 		}
 	}
 	var specErr *spec.Error
@@ -97,6 +99,7 @@ func validateFile(file string) validation {
 func printValidations(cmd *cobra.Command, results []validation) {
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	for _, r := range results {
+		printWarnings(errOut, r.Warnings)
 		switch {
 		case r.Valid && r.Phases > 0 && r.Spec != "":
 			fmt.Fprintf(out, "ok  %s: %d phases, with spec %s\n", r.File, r.Phases, r.Spec)
