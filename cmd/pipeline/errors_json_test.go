@@ -102,3 +102,23 @@ phases:
 		t.Errorf("validate -o json: %v, %+v", err, v)
 	}
 }
+
+// A --spec that is not there says relative to what it was looked for, and
+// names the file beside phases.yaml it may have meant; an empty store
+// gives the command that starts a session of that pipeline.
+func TestSpecFlagRelativeToWhatAndTheNextCommand(t *testing.T) {
+	top := t.TempDir()
+	write(t, top, "proj/phases.yaml", "version: 1\nphases: [{name: one, steps: [{run: 'true'}]}]\n")
+	write(t, top, "proj/specs/a/README.md", "---\nstatus: planned\n---\n")
+	for _, args := range [][]string{{"run", "--file", "proj/phases.yaml"}, {"plan", "proj/phases.yaml"}} {
+		r := pipeline(t, top, append(args, "--spec", "specs/a/README.md")...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "--spec specs/a/README.md: no such file in the current folder") ||
+			!strings.Contains(r.stderr, "relative to the current folder") || !strings.Contains(r.stderr, "did you mean --spec proj/specs/a/README.md?") {
+			t.Errorf("%v: exit %d, %s", args, r.code, r.stderr)
+		}
+	}
+	r := pipeline(t, top, "status", "--file", "proj/phases.yaml")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "start one with: pipeline run proj/phases.yaml ") {
+		t.Errorf("status of no session: exit %d, %s", r.code, r.stderr)
+	}
+}

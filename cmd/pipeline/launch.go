@@ -66,12 +66,28 @@ func (f *storeFlags) existing() (*store.Store, error) {
 	dir := storeDir(f.file, f.stateDir)
 	st, err := store.OpenExisting(dir)
 	if errors.Is(err, store.ErrNoStore) {
-		return nil, usagef("no sessions in %s yet: pipeline run starts one (or pass --state-dir, or --file for another pipeline)", dir)
+		return nil, usagef("no sessions in %s yet; start one with: %s (or pass --state-dir, or --file for another pipeline)", dir, f.runLine())
 	}
 	if err != nil {
 		return nil, storeUnusable(err)
 	}
 	return st, nil
+}
+
+// runLine is the command that starts a session of the pipeline of f, as
+// it is typed where f's flags were.
+func (f *storeFlags) runLine() string {
+	line := "pipeline run"
+	if f.file != "phases.yaml" {
+		line += " " + shellQuote(f.file)
+	}
+	if f.spec != "" {
+		line += " --spec " + shellQuote(f.spec)
+	}
+	if f.stateDir != "" {
+		line += " --state-dir " + shellQuote(f.stateDir)
+	}
+	return line
 }
 
 // storeUnusable is a store the environment keeps from being used: the

@@ -42,7 +42,7 @@ the spec's frontmatter). FILE defaults to ./phases.yaml.`,
 		if len(args) == 1 {
 			file = args[0]
 		}
-		plan, err := spec.Load(file, specPath)
+		plan, err := loadPlan(file, specPath)
 		if err != nil {
 			return err
 		}

@@ -83,7 +83,7 @@ with --fail-on-pause).`,
 				return err
 			}
 		}
-		plan, err := spec.Load(flags.file, flags.spec)
+		plan, err := loadPlan(flags.file, flags.spec)
 		if err != nil {
 			return err
 		}
