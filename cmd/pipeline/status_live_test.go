@@ -194,3 +194,33 @@ phases: [{name: one, steps: [{run: 'true'}], auto_advance: false}, {name: two, s
 		t.Errorf("the hint of a run with the defaults: %s", r.stderr)
 	}
 }
+
+// PIPELINE_SPEC is the same path on every run of a session, even when a
+// run starts through a link to the project's folder.
+func TestPipelineSpecIsTheSameOnEveryRun(t *testing.T) {
+	top := t.TempDir()
+	seen := filepath.Join(t.TempDir(), "seen")
+	write(t, top, "proj/specs/a/README.md", "---\nstatus: planned\n---\n")
+	write(t, top, "proj/phases.yaml", `version: 1
+spec: specs/a/README.md
+phases:
+  - {name: one, steps: [{run: 'echo "$PIPELINE_SPEC" >> `+seen+`'}], auto_advance: false}
+  - {name: two, steps: [{run: 'echo "$PIPELINE_SPEC" >> `+seen+`'}]}
+`)
+	if err := os.Symlink(filepath.Join(top, "proj"), filepath.Join(top, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if r := pipeline(t, filepath.Join(top, "proj"), "run"); r.code != exitPaused {
+		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
+	}
+	// As a shell started in the link sees its folder.
+	r := pipelineEnv(t, filepath.Join(top, "link"), append(os.Environ(), "PWD="+filepath.Join(top, "link")), "resume")
+	if r.code != exitCompleted {
+		t.Fatalf("resume: exit %d, %s", r.code, r.stderr)
+	}
+	got, _ := os.ReadFile(seen)
+	lines := strings.Split(strings.TrimSpace(string(got)), "\n")
+	if len(lines) != 2 || lines[0] != lines[1] || !strings.HasSuffix(lines[0], "/proj/specs/a/README.md") {
+		t.Errorf("PIPELINE_SPEC of the two runs: %q", lines)
+	}
+}

@@ -433,14 +433,20 @@ func (r *run) prompt(step *spec.StepPlan) string {
 }
 
 // specPath is the plan's spec relative to the folder where steps run (as
-// the agent is told it), or absolute (for PIPELINE_SPEC, which must hold
-// wherever the step changes directory to).
+// the agent is told it), or absolute with no link in it (for
+// PIPELINE_SPEC, which must hold wherever the step changes directory to,
+// and be the same on every run).
 func (r *run) specPath(relative bool) string {
 	abs, err := filepath.Abs(r.plan.Spec)
 	if err != nil {
 		return r.plan.Spec
 	}
 	if !relative {
+		// The same path on every run of the session, whatever link to
+		// the project's folder the run was started through.
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			return real
+		}
 		return abs
 	}
 	if rel, err := filepath.Rel(r.sess.Dir(), abs); err == nil {
