@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/session"
@@ -22,6 +23,24 @@ func findSession(flags *storeFlags, id string, statuses ...engine.Status) (*sess
 	o, err := flags.options(id, statuses...)
 	if err != nil {
 		return nil, err
+	}
+	if id == "" {
+		// None of this pipeline and spec: say what starts one.
+		if last, err := session.Latest(st, session.KeyOf(st, o.File, o.Plan), statuses...); err == nil && last == nil {
+			what := "no session"
+			if len(statuses) > 0 {
+				names := make([]string, len(statuses))
+				for i, s := range statuses {
+					names[i] = string(s)
+				}
+				what = "no " + strings.Join(names, " or ") + " session"
+			}
+			of := flags.file
+			if flags.spec != "" {
+				of += " with spec " + flags.spec
+			}
+			return nil, usagef("%s of %s in %s; start one with: %s (or name one: pipeline sessions lists them)", what, of, st.Root, flags.runLine())
+		}
 	}
 	return session.Find(st, o)
 }

@@ -64,12 +64,13 @@ shown with its folder: 045-dashboard/README.md.`,
 			}
 		}
 		out := []sessionLine{}
+		total := 0
 		for _, dir := range dirs {
-			lines, err := storeSessions(dir, active, status, specPath)
+			lines, all, err := storeSessions(dir, active, status, specPath)
 			if err != nil {
 				return err
 			}
-			out = append(out, lines...)
+			out, total = append(out, lines...), total+all
 		}
 		if all {
 			slices.SortStableFunc(out, func(a, b sessionLine) int { return b.Updated.Compare(a.Updated) })
@@ -101,7 +102,13 @@ shown with its folder: 045-dashboard/README.md.`,
 			fmt.Fprintln(tw)
 		}
 		tw.Flush()
-		if len(out) == 0 && !all {
+		switch {
+		case len(out) > 0:
+		case total > 0:
+			fmt.Fprintf(&b, "none of the %d sessions matches; pipeline sessions%s lists them all\n", total, map[bool]string{true: " --all"}[all])
+		case all:
+			b.WriteString("no sessions below this folder; start one with: pipeline run FILE\n")
+		default:
 			fmt.Fprintf(&b, "no sessions yet; start one with: pipeline run%s\n", fileArg(cmd))
 		}
 		_, err = cmd.OutOrStdout().Write(b.Bytes())
@@ -117,18 +124,18 @@ shown with its folder: 045-dashboard/README.md.`,
 }
 
 // storeSessions lists the sessions of the store in dir that the filters
-// keep; none when there is no store.
-func storeSessions(dir string, active bool, status, specPath string) ([]sessionLine, error) {
+// keep, and counts all of them; none when there is no store.
+func storeSessions(dir string, active bool, status, specPath string) (_ []sessionLine, all int, _ error) {
 	var list []store.Summary
 	st, err := store.OpenExisting(dir)
 	switch {
 	case errors.Is(err, store.ErrNoStore): // no sessions yet
 	case err != nil:
-		return nil, storeUnusable(err)
+		return nil, 0, storeUnusable(err)
 	default:
 		defer st.Close()
 		if list, err = st.List(); err != nil {
-			return nil, storeUnusable(err)
+			return nil, 0, storeUnusable(err)
 		}
 	}
 	wantSpec := ""
@@ -158,7 +165,7 @@ func storeSessions(dir string, active bool, status, specPath string) ([]sessionL
 		}
 		out = append(out, sessionLine{Summary: s, Queued: slices.Contains(queued, s.ID)})
 	}
-	return out, nil
+	return out, len(list), nil
 }
 
 // sessionLine is a session as pipeline sessions shows it.

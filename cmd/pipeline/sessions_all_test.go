@@ -71,3 +71,22 @@ func TestCleanDryRunSaysWouldRemove(t *testing.T) {
 		t.Errorf("clean --dry-run:\n%s", r.stdout)
 	}
 }
+
+// With sessions, but none of this spec or none the filters keep, the
+// message says so and what to type.
+func TestEmptyResultsGiveTheNextCommand(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", "version: 1\nphases: [{name: one, steps: [{run: 'true'}]}]\n")
+	write(t, dir, "specs/a/README.md", "---\nstatus: planned\n---\n")
+	if r := pipeline(t, dir, "run"); r.code != exitCompleted {
+		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
+	}
+	if out := pipeline(t, dir, "sessions", "--active").stdout; !strings.Contains(out, "none of the 1 sessions matches; pipeline sessions lists them all\n") {
+		t.Errorf("sessions --active with none active:\n%s", out)
+	}
+	r := pipeline(t, dir, "status", "--spec", "specs/a/README.md")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "no session of phases.yaml with spec specs/a/README.md in ") ||
+		!strings.Contains(r.stderr, "start one with: pipeline run --spec specs/a/README.md ") {
+		t.Errorf("status of a spec with no session: exit %d, %s", r.code, r.stderr)
+	}
+}
