@@ -390,7 +390,7 @@ func annotation(w io.Writer, ci ciSettings, plan *spec.Plan, s engine.State, res
 	}
 	// GitLab has no annotations: a line that stands out in the job log.
 	label := fmt.Sprintf("[pipeline %s]", level)
-	if ci.platform == ciGitLab {
+	if ci.platform == ciGitLab && os.Getenv("NO_COLOR") == "" {
 		colour := map[string]string{"error": "31", "warning": "33", "notice": "36"}[level]
 		label = "\x1b[1;" + colour + "m" + label + "\x1b[0m"
 	}
