@@ -42,7 +42,10 @@ One run per pipeline and spec at a time: a second is refused, naming the
 first.
 
 On a terminal a live view shows the phase, the step, the time and tokens
-against their limits, and the last lines of output; otherwise, or in CI
+against their limits, and the last lines of output (a failed step's last
+10 stay on screen; NO_COLOR drops its colours, TERM=dumb gets plain
+lines); --quiet prints only how the run ended, --verbose adds each
+trigger that fired with its values; otherwise, or in CI
 mode (--ci, or CI=true, 1 or yes), every line is printed with a
 timestamp. In CI mode on GitHub Actions and GitLab CI each step is a
 collapsible group, and the reason a run stopped is an annotation at the
