@@ -12,7 +12,7 @@ TAGS     := agentclis,xmllint
 # ours); make test and make lint run its test and checks there.
 GEN      := schemas/gen
 
-.PHONY: all build install run test bench lint fuzz schema clean agent-clis xmllint soak
+.PHONY: all build install run test bench lint fuzz schema clean agent-clis xmllint soak man
 
 all: build
 
@@ -80,6 +80,7 @@ lint: $(STATICCHECK)
 	$(GO) -C $(GEN) mod tidy -diff
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags $(TAGS) $(PKGS)
+	$(GO) vet -tags man ./cmd/pipeline
 	GOOS=darwin CGO_ENABLED=0 $(GO) build $(PKGS)
 	GOOS=darwin $(GO) vet -tags $(TAGS) $(PKGS)
 	$(GO) -C $(GEN) vet ./...
@@ -108,6 +109,13 @@ fuzz:
 
 schema:
 	$(GO) generate ./schemas
+
+# The man pages of pipeline and every command, into bin/man (MANDIR=...):
+# a build with the man tag holds cobra's generator; the binary people run
+# does not.
+MANDIR ?= bin/man
+man:
+	$(GO) run -tags man ./cmd/pipeline man $(MANDIR)
 
 clean:
 	rm -rf bin

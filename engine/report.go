@@ -22,10 +22,15 @@ type StatusReport struct {
 	PauseNote   string `json:"pause_note,omitempty"`
 	FailReason  string `json:"fail_reason,omitempty"`
 	// ByHand: pipeline complete marked the session completed.
-	ByHand  bool          `json:"by_hand,omitempty"`
-	Tokens  int           `json:"tokens"`
-	CostUSD float64       `json:"cost_usd"`
-	Elapsed string        `json:"elapsed"`
+	ByHand  bool    `json:"by_hand,omitempty"`
+	Tokens  int     `json:"tokens"`
+	CostUSD float64 `json:"cost_usd"`
+	Elapsed string  `json:"elapsed"`
+	// ElapsedMS is Elapsed in milliseconds, for a program to compare.
+	ElapsedMS int64 `json:"elapsed_ms"`
+	// Pause is what paused the session: the trigger, its expression and
+	// the values it read.
+	Pause   *Firing       `json:"pause,omitempty"`
 	Created time.Time     `json:"created"`
 	Phases  []PhaseReport `json:"phases"`
 }
@@ -38,6 +43,7 @@ type PhaseReport struct {
 	Tokens        int      `json:"tokens"`
 	CostUSD       float64  `json:"cost_usd"`
 	Duration      string   `json:"duration"`
+	DurationMS    int64    `json:"duration_ms"`
 	ExitCodes     []int    `json:"exit_codes"`
 	Retries       int      `json:"retries"`
 	Restarts      int      `json:"restarts"`
@@ -55,7 +61,8 @@ type PhaseReport struct {
 // never null in its JSON.
 func Report(plan *spec.Plan, s State) StatusReport {
 	r := StatusReport{Status: string(s.Status), Attempt: s.Attempt, Tokens: s.TotalTokens, CostUSD: s.CostUSD,
-		Elapsed: s.SessionElapsed.Round(time.Second).String(), FailReason: s.FailReason, ByHand: s.ByHand, Phases: []PhaseReport{}}
+		Elapsed: s.SessionElapsed.Round(time.Second).String(), ElapsedMS: s.SessionElapsed.Milliseconds(), FailReason: s.FailReason,
+		ByHand: s.ByHand, Phases: []PhaseReport{}}
 	if s.Status == "" {
 		r.Status = string(StatusRunning)
 	}
@@ -67,10 +74,12 @@ func Report(plan *spec.Plan, s State) StatusReport {
 	}
 	if s.Status == StatusPaused && s.Pause != nil {
 		r.PauseReason, r.PauseNote = s.Pause.Reason, s.Pause.Note
+		pause := *s.Pause
+		r.Pause = &pause
 	}
 	for _, p := range s.Phases {
 		pr := PhaseReport{Name: p.Name, Status: string(p.Status), Attempts: p.Attempts, Tokens: p.Tokens, CostUSD: p.CostUSD,
-			Duration: p.Duration.Round(time.Millisecond).String(), ExitCodes: orEmpty(p.ExitCodes), Retries: p.Retries,
+			Duration: p.Duration.Round(time.Millisecond).String(), DurationMS: p.Duration.Milliseconds(), ExitCodes: orEmpty(p.ExitCodes), Retries: p.Retries,
 			Restarts: p.Restarts, Human: p.Human, Fired: orEmpty(p.Fired), FilesChanged: orEmpty(p.Files),
 			HeadBefore: p.HeadBefore, HeadAfter: p.HeadAfter, NativeSession: p.NativeSession, Notes: orEmpty(p.Notes),
 			Summary: p.Summary}

@@ -78,6 +78,8 @@ type ciFlags struct {
 	junit        string
 	failOnPause  bool
 	noHumanGates bool
+	// quiet and verbose: how much of the run is shown.
+	quiet, verbose bool
 }
 
 func addCIFlags(cmd *cobra.Command) *ciFlags {
@@ -86,6 +88,9 @@ func addCIFlags(cmd *cobra.Command) *ciFlags {
 	cmd.Flags().StringVar(&f.junit, "junit", "", "write a JUnit XML report to `FILE` at the end: one testcase per phase")
 	cmd.Flags().BoolVar(&f.failOnPause, "fail-on-pause", false, "exit 1 rather than 3 when the session pauses (it stays paused and resumable)")
 	cmd.Flags().BoolVar(&f.noHumanGates, "no-human-gates", false, "treat auto_advance: false as true for this run (no file changes)")
+	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only how the run ended (paused, completed or failed, and why)")
+	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "also print each trigger that fires, with the values it read")
+	cmd.MarkFlagsMutuallyExclusive("quiet", "verbose")
 	return f
 }
 
@@ -101,6 +106,7 @@ func (f *ciFlags) settings() ciSettings {
 // launch sets a run's CI settings.
 func (f *ciFlags) launch(l *launch) *launch {
 	l.ci, l.junit, l.failOnPause = f.settings(), f.junit, f.failOnPause
+	l.quiet, l.verbose = f.quiet, f.verbose
 	return l
 }
 
@@ -335,7 +341,8 @@ func whereStopped(plan *spec.Plan, s engine.State) stopPlace {
 // annotation says why a run stopped, for the CI's log: a GitHub workflow
 // command (an error, warning or notice on the run's page, at the place in
 // phases.yaml), or elsewhere a marked line. Nothing for a completed run.
-func annotation(w io.Writer, ci ciSettings, plan *spec.Plan, s engine.State, id string, failOnPause bool, text screenText) {
+// annotation: resume is the command that continues the session.
+func annotation(w io.Writer, ci ciSettings, plan *spec.Plan, s engine.State, resume string, failOnPause bool, text screenText) {
 	if s.Status != engine.StatusPaused && s.Status != engine.StatusFailed {
 		return
 	}
@@ -351,7 +358,7 @@ func annotation(w io.Writer, ci ciSettings, plan *spec.Plan, s engine.State, id 
 		message = s.FailReason
 	} else {
 		title = fmt.Sprintf("paused in phase %s", phaseName)
-		message = local.DescribeFiring(*s.Pause) + "; continue with: pipeline resume " + id
+		message = local.DescribeFiring(*s.Pause) + "; continue with: " + resume
 		switch {
 		case failOnPause:
 			message += " (--fail-on-pause)"
@@ -383,7 +390,7 @@ func annotation(w io.Writer, ci ciSettings, plan *spec.Plan, s engine.State, id 
 	}
 	// GitLab has no annotations: a line that stands out in the job log.
 	label := fmt.Sprintf("[pipeline %s]", level)
-	if ci.platform == ciGitLab {
+	if ci.platform == ciGitLab && os.Getenv("NO_COLOR") == "" {
 		colour := map[string]string{"error": "31", "warning": "33", "notice": "36"}[level]
 		label = "\x1b[1;" + colour + "m" + label + "\x1b[0m"
 	}

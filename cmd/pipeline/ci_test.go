@@ -402,6 +402,11 @@ func TestGitLabCIRun(t *testing.T) {
 	if githubCommands(r.stdout) != nil && strings.Contains(r.stdout, "::group::") {
 		t.Errorf("GitHub's commands on GitLab:\n%s", r.stdout)
 	}
+	// NO_COLOR: the marked line without its colour.
+	r = pipelineEnv(t, ciProject(t), ciEnv(t, "CI=1", "GITLAB_CI=true", "NO_COLOR=1"), "run")
+	if !strings.Contains(r.stdout, "\n[pipeline warning] phases.yaml:") || strings.Contains(r.stdout, "\x1b[1;") {
+		t.Errorf("NO_COLOR: the marked line in:\n%q", r.stdout)
+	}
 }
 
 // A step that fails fails the run (exit 1): an error annotation at the

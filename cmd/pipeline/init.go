@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+
+	"github.com/pipeline-dev/pipeline/schemas"
 )
 
 var (
@@ -24,9 +26,11 @@ func initCommand() *cobra.Command {
 	return newCommand(&cobra.Command{
 		Use:   "init [DIR]",
 		Short: "Write a commented starter phases.yaml and an example spec",
-		Long: `Write phases.yaml and ` + starterSpecPath + ` into DIR (default: the
-current folder). Nothing is overwritten: if either file exists, init stops
-before writing anything.`,
+		Long: `Write phases.yaml, ` + starterSpecPath + ` and phases.schema.json
+(the JSON Schema that phases.yaml's first line points editors at) into DIR
+(default: the current folder). Nothing is overwritten: if phases.yaml or
+the spec exists, init stops before writing anything; a phases.schema.json
+already there is kept.`,
 		Example: `  pipeline init
   pipeline init my-project && pipeline validate my-project/phases.yaml`,
 		Args: cobra.MaximumNArgs(1),
@@ -49,6 +53,14 @@ before writing anything.`,
 				return err
 			}
 		}
+		// The schema phases.yaml's first line names, so that the reference
+		// resolves.
+		if schemaPath := filepath.Join(dir, "phases.schema.json"); !exists(schemaPath) {
+			files = append(files, struct {
+				path    string
+				content []byte
+			}{schemaPath, schemas.Phases})
+		}
 		for _, f := range files {
 			if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
 				return err
@@ -61,6 +73,11 @@ before writing anything.`,
 		fmt.Fprintf(cmd.OutOrStdout(), "next: edit the spec, then run pipeline validate and pipeline plan in %s\n", dir)
 		return nil
 	})
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // writeNew creates path, failing if it appeared since it was checked.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
 	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/internal/clock"
 )
@@ -64,12 +66,28 @@ func (f *storeFlags) existing() (*store.Store, error) {
 	dir := storeDir(f.file, f.stateDir)
 	st, err := store.OpenExisting(dir)
 	if errors.Is(err, store.ErrNoStore) {
-		return nil, usagef("no sessions in %s yet: pipeline run starts one (or pass --state-dir, or --file for another pipeline)", dir)
+		return nil, usagef("no sessions in %s yet; start one with: %s (or pass --state-dir, or --file for another pipeline)", dir, f.runLine())
 	}
 	if err != nil {
 		return nil, storeUnusable(err)
 	}
 	return st, nil
+}
+
+// runLine is the command that starts a session of the pipeline of f, as
+// it is typed where f's flags were.
+func (f *storeFlags) runLine() string {
+	line := "pipeline run"
+	if f.file != "phases.yaml" {
+		line += " " + shellQuote(f.file)
+	}
+	if f.spec != "" {
+		line += " --spec " + shellQuote(f.spec)
+	}
+	if f.stateDir != "" {
+		line += " --state-dir " + shellQuote(f.stateDir)
+	}
+	return line
 }
 
 // storeUnusable is a store the environment keeps from being used: the
@@ -116,6 +134,9 @@ type launch struct {
 	ci          ciSettings
 	junit       string
 	failOnPause bool
+	// quiet shows only how the run ended; verbose adds the triggers that
+	// fired.
+	quiet, verbose bool
 }
 
 func (l *launch) run(sess *session.Session, events ...engine.Event) error {
@@ -123,8 +144,11 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	if l.json {
 		viewOut = l.cmd.ErrOrStderr()
 	}
-	view := withRedactor(newView(viewOut, l.ci), sess.Redactor())
-	driver := &local.Driver{View: view, Clock: clock.Real{}, Grace: l.grace, Signals: true}
+	var view local.View = quietView{}
+	if !l.quiet {
+		view = withRedactor(newView(viewOut, l.ci), sess.Redactor())
+	}
+	driver := &local.Driver{View: view, Clock: clock.Real{}, Grace: l.grace, Signals: true, Verbose: l.verbose}
 	state, runErr := driver.Run(context.Background(), sess, events...)
 	// The run has stopped listening for signals: a closed output or
 	// terminal must not kill the process now (exit 141 or 129) before the
@@ -136,6 +160,9 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	if err := view.Close(); err != nil && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.EIO) {
 		return err
 	}
+	if l.quiet {
+		printError(viewOut, screenText{redactor: sess.Redactor()}.line(outcome(sess.Plan, state))+"\n")
+	}
 	if !l.watchNext {
 		l.report(sess, state, viewOut)
 	}
@@ -145,8 +172,8 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 		if errors.Is(storeErr, store.ErrRemoved) {
 			fmt.Fprintf(l.cmd.ErrOrStderr(), "session %s was deleted while it ran: there is nothing left to resume\n", sess.ID())
 		} else {
-			fmt.Fprintf(l.cmd.ErrOrStderr(), "session %s could not be recorded (%s); make room in %s or fix it, then continue it with: pipeline resume %s\n",
-				sess.ID(), state.Pause.Note, sess.Store.Root, sess.ID())
+			fmt.Fprintf(l.cmd.ErrOrStderr(), "session %s could not be recorded (%s); make room in %s or fix it, then continue it with: %s\n",
+				sess.ID(), state.Pause.Note, sess.Store.Root, resumeLine(l.cmd, sess.ID()))
 		}
 		if l.json {
 			if err := writeJSON(l.cmd.OutOrStdout(), statusOf(sess.X.Meta, sess.Plan, state)); err != nil {
@@ -171,12 +198,57 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 		return nil
 	case engine.StatusPaused:
 		if !l.watchNext {
-			fmt.Fprintf(l.cmd.ErrOrStderr(), "session %s is paused; continue it with: pipeline resume %s\n", sess.ID(), sess.ID())
+			fmt.Fprintf(l.cmd.ErrOrStderr(), "session %s is paused; continue it with: %s\n", sess.ID(), resumeLine(l.cmd, sess.ID()))
 		}
 		return l.paused()
 	default:
 		return &exitStatus{code: exitFailed, printed: true}
 	}
+}
+
+// resumeLine is the command that resumes session id, as it can be pasted
+// where cmd was typed: with the --file and --state-dir cmd was given
+// (a FILE argument is --file), when they are not the defaults.
+func resumeLine(cmd *cobra.Command, id string) string {
+	line := "pipeline resume"
+	if f := cmd.Flags().Lookup("file"); f != nil && f.Value.String() != f.DefValue {
+		line += " --file " + shellQuote(f.Value.String())
+	}
+	if f := cmd.Flags().Lookup("state-dir"); f != nil && f.Value.String() != "" {
+		line += " --state-dir " + shellQuote(f.Value.String())
+	}
+	return line + " " + id
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// quietView shows nothing of a run: --quiet prints its outcome at the end.
+type quietView struct{}
+
+func (quietView) StepStarted(local.StepInfo)                     {}
+func (quietView) Output([]byte)                                  {}
+func (quietView) Progress(local.Progress)                        {}
+func (quietView) StepFinished(local.StepInfo, engine.StepResult) {}
+func (quietView) Say(string, ...any)                             {}
+func (quietView) Close() error                                   { return nil }
+
+// outcome is the line that says how a run ended, as the views say it.
+func outcome(plan *spec.Plan, s engine.State) string {
+	switch {
+	case s.Status == engine.StatusPaused && s.Pause != nil:
+		return "paused: " + local.DescribeFiring(*s.Pause)
+	case s.Status == engine.StatusCompleted:
+		return fmt.Sprintf("completed: %d phases", len(plan.Phases))
+	case s.Status == engine.StatusFailed:
+		return "failed: " + s.FailReason
+	}
+	return string(s.Status)
 }
 
 // paused is the exit of a run that paused: 3, or 1 with --fail-on-pause
@@ -203,7 +275,7 @@ func (l *launch) report(sess *session.Session, s engine.State, out io.Writer) {
 	stderr := l.cmd.ErrOrStderr()
 	text := screenText{redactor: sess.Redactor()}
 	if l.ci.enabled {
-		annotation(out, l.ci, sess.Plan, s, sess.ID(), l.failOnPause, text)
+		annotation(out, l.ci, sess.Plan, s, resumeLine(l.cmd, sess.ID()), l.failOnPause, text)
 	}
 	r := statusOf(sess.X.Meta, sess.Plan, s)
 	appendEnvFile(stderr, "GITHUB_STEP_SUMMARY", markdownReport(r, text.line))

@@ -15,36 +15,56 @@ import (
 
 // LiveView redraws a small block on a terminal: the phase, the step, the
 // time against the time limit, the tokens against the token limit, and
-// the last lines of output. Lines of the engine's own scroll above it.
+// the last lines of output. Lines of the engine's own scroll above it; so
+// do the last lines of a step that failed, and the block of a back-off
+// counts down to the next attempt.
 type LiveView struct {
 	mu       sync.Mutex
 	w        io.Writer
 	width    int
+	colour   bool
+	now      func() time.Time
 	info     local.StepInfo
 	progress local.Progress
 	lines    []string
 	partial  []byte
-	drawn    int // lines of the block on screen
+	// drawn holds the width, in columns, of each line of the block on
+	// screen: how many rows it takes after a resize.
+	drawn    []int
 	active   bool
-	text     screenText
+	stopping bool
+	// waitUntil, while a back-off sleeps, is when the next attempt
+	// starts; tick redraws the countdown until then.
+	waitUntil   time.Time
+	waitAttempt int
+	tick        chan struct{}
+	text        screenText
+	// stopResize stops following the terminal's size.
+	stopResize func()
 }
 
-// liveLines is how many lines of output the block shows.
-const liveLines = 8
+// liveLines is how many lines of output the block shows; keptLines, how
+// many stay on screen after a step failed.
+const (
+	liveLines = 8
+	keptLines = 10
+)
 
-// NewLiveView draws on w, a terminal width columns wide.
-func NewLiveView(w io.Writer, width int) *LiveView {
+// NewLiveView draws on w, a terminal width columns wide; colour: with
+// bold and dim (not under NO_COLOR).
+func NewLiveView(w io.Writer, width int, colour bool) *LiveView {
 	if width < 20 {
 		width = 80
 	}
-	return &LiveView{w: w, width: width, text: newScreenText()}
+	return &LiveView{w: w, width: width, colour: colour, now: time.Now, text: newScreenText()}
 }
 
 // StepStarted begins a new block.
 func (v *LiveView) StepStarted(info local.StepInfo) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.info, v.progress, v.lines, v.partial, v.active = info, local.Progress{}, nil, nil, true
+	v.endWait()
+	v.info, v.progress, v.lines, v.partial, v.active, v.stopping = info, local.Progress{}, nil, nil, true, false
 	v.draw()
 }
 
@@ -69,8 +89,8 @@ func (v *LiveView) Output(chunk []byte) {
 		v.partial = append(v.partial, chunk[:i]...)
 		v.lines = append(v.lines, string(bytes.TrimSuffix(v.partial, []byte{'\r'})))
 		v.partial = v.partial[:0]
-		if len(v.lines) > liveLines {
-			v.lines = v.lines[len(v.lines)-liveLines:]
+		if len(v.lines) > keptLines {
+			v.lines = v.lines[len(v.lines)-keptLines:]
 		}
 		chunk = chunk[i+1:]
 	}
@@ -84,13 +104,25 @@ func (v *LiveView) Progress(p local.Progress) {
 	v.draw()
 }
 
-// StepFinished replaces the block with a summary line.
+// StepFinished replaces the block with a summary line, after the last
+// lines of output of a step that failed: what to look at stays on screen.
 func (v *LiveView) StepFinished(info local.StepInfo, r engine.StepResult) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.clear()
-	v.active = false
-	io.WriteString(v.w, v.text.line(phaseLabel(info)+" "+describeResult(info, r))+"\n")
+	v.active, v.stopping = false, false
+	var b strings.Builder
+	if failed := !r.Stopped && (r.ExitCode != 0 || r.TimedOut); failed {
+		lines := v.lines
+		if len(v.partial) > 0 {
+			lines = append(lines, string(v.partial))
+		}
+		for _, line := range lines[max(0, len(lines)-keptLines):] {
+			b.WriteString("  " + v.dim(v.fit(v.text.line(line))) + "\n")
+		}
+	}
+	b.WriteString(v.text.line(phaseLabel(info)+" "+describeResult(info, r)) + "\n")
+	io.WriteString(v.w, b.String())
 }
 
 // Say prints a line above the block.
@@ -102,31 +134,110 @@ func (v *LiveView) Say(format string, args ...any) {
 	v.draw()
 }
 
-// Close leaves the screen as it is.
-func (v *LiveView) Close() error {
+// Backoff shows a countdown to the next attempt until it starts.
+func (v *LiveView) Backoff(d time.Duration, attempt int) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.endWait()
+	v.waitUntil, v.waitAttempt = v.now().Add(d), attempt
+	tick := make(chan struct{})
+	v.tick = tick
+	go func() {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-tick:
+				return
+			case <-t.C:
+				v.mu.Lock()
+				v.draw()
+				v.mu.Unlock()
+			}
+		}
+	}()
+	v.draw()
+}
+
+// Stopping shows the step's grace period on the block.
+func (v *LiveView) Stopping() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.stopping = true
+	v.draw()
+}
+
+// Resize fits the block to a terminal now width columns wide.
+func (v *LiveView) Resize(width int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if width < 20 {
+		return
+	}
+	v.clear()
+	v.width = width
+	v.draw()
+}
+
+// Close leaves the screen as it is, the block gone.
+func (v *LiveView) Close() error {
+	if v.stopResize != nil {
+		v.stopResize()
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.endWait()
 	v.clear()
 	return nil
+}
+
+// endWait stops the countdown.
+func (v *LiveView) endWait() {
+	if v.tick != nil {
+		close(v.tick)
+		v.tick = nil
+	}
+	v.waitUntil = time.Time{}
 }
 
 func phaseLabel(info local.StepInfo) string {
 	return fmt.Sprintf("[%d/%d %s]", info.PhaseIndex+1, info.Phases, info.Phase)
 }
 
+// clear removes the block: from the start of the line (where a Ctrl+C
+// echoed "^C" moved the cursor), up over the rows the block takes at the
+// terminal's width now (a narrower terminal wraps its lines), then
+// everything below.
 func (v *LiveView) clear() {
-	if v.drawn > 0 {
-		fmt.Fprintf(v.w, "\x1b[%dA\x1b[J", v.drawn)
-		v.drawn = 0
+	if len(v.drawn) == 0 {
+		return
 	}
+	rows := 0
+	for _, n := range v.drawn {
+		rows += max(1, (n+v.width-1)/v.width)
+	}
+	fmt.Fprintf(v.w, "\r\x1b[%dA\x1b[J", rows)
+	v.drawn = v.drawn[:0]
 }
 
 func (v *LiveView) draw() {
-	if !v.active {
+	if !v.active && v.waitUntil.IsZero() {
 		return
 	}
 	v.clear()
 	var b strings.Builder
+	line := func(text string, style func(string) string, indent string) {
+		text = v.fit(indent + v.text.line(text))
+		b.WriteString(style(text) + "\n")
+		v.drawn = append(v.drawn, utf8.RuneCountInString(text))
+	}
+	if !v.active {
+		left := max(0, v.waitUntil.Sub(v.now()))
+		line(fmt.Sprintf("%s retrying: attempt %d starts in %s", phaseLabel(v.info), v.waitAttempt,
+			left.Round(time.Second)), v.bold, "")
+		io.WriteString(v.w, b.String())
+		return
+	}
 	status := fmt.Sprintf("%s step %s · attempt %d · %s", phaseLabel(v.info), v.info.Step, v.info.Attempt,
 		formatElapsed(v.progress.Elapsed))
 	if v.info.TimeLimit > 0 {
@@ -138,13 +249,29 @@ func (v *LiveView) draw() {
 			status += " / " + formatCount(v.info.TokenLimit)
 		}
 	}
+	if v.stopping {
+		status += " · stopping (Ctrl+C again to kill)"
+	}
 	// The block's own bold and dim go around text already made safe.
-	b.WriteString("\x1b[1m" + v.fit(v.text.line(status)) + "\x1b[0m\n")
-	for _, line := range v.lines {
-		b.WriteString("  \x1b[2m" + v.fit(v.text.line(line)) + "\x1b[0m\n")
+	line(status, v.bold, "")
+	for _, text := range v.lines[max(0, len(v.lines)-liveLines):] {
+		line(text, v.dim, "  ")
 	}
 	io.WriteString(v.w, b.String())
-	v.drawn = 1 + len(v.lines)
+}
+
+func (v *LiveView) bold(s string) string {
+	if !v.colour {
+		return s
+	}
+	return "\x1b[1m" + s + "\x1b[0m"
+}
+
+func (v *LiveView) dim(s string) string {
+	if !v.colour {
+		return s
+	}
+	return "\x1b[2m" + s + "\x1b[0m"
 }
 
 // fit cuts a line, made safe, to the terminal's width so that the

@@ -45,9 +45,13 @@ func run(args []string) int {
 	}
 	root := rootCommand()
 	root.SetArgs(args)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return exitCompleted
+	}
+	if wantsJSON(cmd, args) && !alreadyPrinted(err) {
+		// The text on standard error stays, for a person reading the log.
+		writeJSON(os.Stdout, errorJSON(err))
 	}
 	var specErr *spec.Error
 	switch {
@@ -63,6 +67,58 @@ func run(args []string) int {
 		printError(os.Stderr, "hint: "+hint+"\n")
 	}
 	return exitCode(err)
+}
+
+// wantsJSON tells whether the command was asked for --output json: as
+// parsed, or as written when the error came before the flag was parsed.
+func wantsJSON(cmd *cobra.Command, args []string) bool {
+	if cmd != nil {
+		if f := cmd.Flags().Lookup("output"); f != nil && f.Changed {
+			return f.Value.String() == "json"
+		}
+	}
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return false
+		case a == "-ojson" || a == "--output=json" || a == "-o=json":
+			return true
+		case (a == "-o" || a == "--output") && i+1 < len(args):
+			if args[i+1] == "json" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// errorReport is an error under --output json.
+type errorReport struct {
+	Error    string         `json:"error"`
+	Code     int            `json:"code"`
+	Position *spec.Position `json:"position,omitempty"`
+	Problems []spec.Problem `json:"problems,omitempty"`
+	Hint     string         `json:"hint,omitempty"`
+}
+
+// errorJSON is err as a program reads it: the message, the exit code,
+// and for a spec error where it is and every problem found.
+func errorJSON(err error) errorReport {
+	r := errorReport{Error: environmentRedactor().String(trimNewline(err.Error())), Code: exitCode(err), Hint: environmentHint(err)}
+	var specErr *spec.Error
+	if errors.As(err, &specErr) && len(specErr.Problems) > 0 {
+		first := specErr.Problems[0]
+		r.Error = environmentRedactor().String(first.Message)
+		if first.File != "" {
+			pos := first.Position
+			r.Position = &pos
+		}
+		for _, p := range specErr.Problems {
+			p.Message, p.Source = environmentRedactor().String(p.Message), environmentRedactor().String(p.Source)
+			r.Problems = append(r.Problems, p)
+		}
+	}
+	return r
 }
 
 // printError writes an error message made safe: it may quote a file or a
@@ -198,11 +254,21 @@ file or folder that cannot be read or written), 3 paused.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
+	// pipeline --version: the line of pipeline version.
+	root.Version = "set"
+	root.SetVersionTemplate(buildVersion().String() + "\n")
 	root.AddCommand(runCommand(), resumeCommand(), pauseCommand(), statusCommand(), sessionsCommand(), logsCommand(),
 		completeCommand(), cleanCommand(), watchCommand(), validateCommand(), planCommand(), schemaCommand(), initCommand(), versionCommand(),
 		exportCommand(), importCommand(), doctorCommand())
+	for _, extra := range extraCommands {
+		root.AddCommand(extra())
+	}
+	addCompletions(root)
 	return root
 }
+
+// extraCommands are commands of builds with a tag (man.go).
+var extraCommands []func() *cobra.Command
 
 // newCommand builds a command whose run function's errors are marked as the
 // command's own.

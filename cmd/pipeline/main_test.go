@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -287,6 +289,15 @@ func TestInitWritesAValidStarterAndRefusesToOverwrite(t *testing.T) {
 	if r := pipeline(t, dir, "validate", starterSpecPath); r.code != 0 {
 		t.Fatalf("the starter spec does not validate: %s", r.stderr)
 	}
+	// The schema phases.yaml's first line names is there.
+	starter, _ := os.ReadFile(filepath.Join(dir, "phases.yaml"))
+	ref := regexp.MustCompile(`(?m)^# yaml-language-server: \$schema=(\S+)$`).FindSubmatch(starter)
+	if ref == nil {
+		t.Fatalf("no schema reference on a line of its own in:\n%s", starter)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, string(ref[1]))); err != nil || !bytes.Equal(got, schemas.Phases) {
+		t.Errorf("the schema reference %s does not resolve to the schema: %v", ref[1], err)
+	}
 	// A second init, with only the spec gone: nothing is written.
 	specPath := filepath.Join(dir, filepath.FromSlash(starterSpecPath))
 	if err := os.Remove(specPath); err != nil {
@@ -315,8 +326,33 @@ func TestSchemaPrintsTheCheckedInSchemas(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	if r := pipeline(t, ".", "version"); r.code != 0 || !strings.HasPrefix(r.stdout, "pipeline ") {
+	r := pipeline(t, ".", "version")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "pipeline ") {
 		t.Errorf("version: exit %d, %q", r.code, r.stdout)
+	}
+	if flag := pipeline(t, ".", "--version"); flag.code != 0 || flag.stdout != r.stdout {
+		t.Errorf("--version: exit %d, %q; version: %q", flag.code, flag.stdout, r.stdout)
+	}
+	var v struct{ Version, Go, Platform string }
+	if err := json.Unmarshal([]byte(pipeline(t, ".", "version", "-o", "json").stdout), &v); err != nil || v.Version == "" || v.Go == "" || v.Platform == "" {
+		t.Errorf("version -o json: %v, %+v", err, v)
+	}
+}
+
+// The VCS revision the toolchain recorded is in the version.
+func TestVersionFromBuildInfo(t *testing.T) {
+	info := &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}, Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "4a1888e64ed10f1d6e289aef1f213e8e968ec341"}, {Key: "vcs.modified", Value: "true"},
+		{Key: "vcs.time", Value: "2026-11-26T06:00:00Z"}}}
+	v := versionOf(info)
+	if v.Version != "v1.2.3" || v.Revision != "4a1888e64ed10f1d6e289aef1f213e8e968ec341" || !v.Modified || v.Time == "" {
+		t.Errorf("%+v", v)
+	}
+	if s := v.String(); !strings.HasPrefix(s, "pipeline v1.2.3 4a1888e64ed1+modified (go") {
+		t.Errorf("%q", s)
+	}
+	if v := versionOf(&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}); v.Version != version {
+		t.Errorf("a devel build: %q", v.Version)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+
+	"github.com/pipeline-dev/pipeline/engine/spec"
 )
 
 // outputFlag is the --output flag shared by every command that prints data.
@@ -24,6 +26,7 @@ type outputFlag struct {
 func addOutputFlag(cmd *cobra.Command, extra ...string) *outputFlag {
 	o := &outputFlag{format: "text", formats: append([]string{"text", "json"}, extra...)}
 	cmd.Flags().StringVarP(&o.format, "output", "o", "text", "output format: "+o.names())
+	cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(o.formats, cobra.ShellCompDirectiveNoFileComp))
 	return o
 }
 
@@ -395,4 +398,16 @@ func terminalOutput(w io.Writer) io.Writer {
 		return &terminalWriter{w: w}
 	}
 	return w
+}
+
+// printWarnings prints what a plan runs with but likely not as meant, each
+// at its place, on w (standard error).
+func printWarnings(w io.Writer, warnings []spec.Problem) {
+	for _, p := range warnings {
+		text := fmt.Sprintf("%s: warning: %s\n", p.Position, p.Message)
+		if p.Hint != "" {
+			text += "  hint: " + p.Hint + "\n"
+		}
+		printError(w, text)
+	}
 }

@@ -42,10 +42,11 @@ the spec's frontmatter). FILE defaults to ./phases.yaml.`,
 		if len(args) == 1 {
 			file = args[0]
 		}
-		plan, err := spec.Load(file, specPath)
+		plan, err := loadPlan(file, specPath)
 		if err != nil {
 			return err
 		}
+		printWarnings(cmd.ErrOrStderr(), plan.Warnings)
 		// The plan as shown holds no secret: its agents' secret
 		// variables are shown by name, and the rest (a step's command
 		// line, a prompt) is redacted as a session would redact it.

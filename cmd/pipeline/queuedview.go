@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
@@ -62,6 +63,19 @@ func (q *queuedView) StepFinished(info local.StepInfo, r engine.StepResult) {
 func (q *queuedView) Say(format string, args ...any) {
 	text := fmt.Sprintf(format, args...)
 	q.ops <- func() { q.inner.Say("%s", text) }
+}
+
+// Backoff and Stopping reach a view that shows them, in order.
+func (q *queuedView) Backoff(d time.Duration, attempt int) {
+	if w, ok := q.inner.(local.WaitView); ok {
+		q.ops <- func() { w.Backoff(d, attempt) }
+	}
+}
+
+func (q *queuedView) Stopping() {
+	if w, ok := q.inner.(local.WaitView); ok {
+		q.ops <- func() { w.Stopping() }
+	}
 }
 
 // Close shows what is queued, then closes the view.

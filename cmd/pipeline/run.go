@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -47,7 +49,10 @@ One run per pipeline and spec at a time: a second is refused, naming the
 first.
 
 On a terminal a live view shows the phase, the step, the time and tokens
-against their limits, and the last lines of output; otherwise, or in CI
+against their limits, and the last lines of output (a failed step's last
+10 stay on screen; NO_COLOR drops its colours, TERM=dumb gets plain
+lines); --quiet prints only how the run ended, --verbose adds each
+trigger that fired with its values; otherwise, or in CI
 mode (--ci, or CI=true, 1 or yes), every line is printed with a
 timestamp. In CI mode on GitHub Actions and GitLab CI each step is a
 collapsible group, and the reason a run stopped is an annotation at the
@@ -80,6 +85,9 @@ with --fail-on-pause).`,
 			return usagef("--grace %s is negative: give the time a stopped step gets before it is killed, 0 to kill it at once", grace)
 		}
 		if len(args) == 1 {
+			if cmd.Flags().Changed("file") {
+				return usagef("the pipeline is given twice, as %s and as --file %s: give one", args[0], flags.file)
+			}
 			flags.file = args[0]
 		}
 		if keepOn {
@@ -90,10 +98,11 @@ with --fail-on-pause).`,
 		if from != "" && only != "" {
 			return usagef("--from and --only cannot go together: --from %s runs from that phase on, --only %s that phase alone", from, only)
 		}
-		plan, err := spec.Load(flags.file, flags.spec)
+		plan, err := loadPlan(flags.file, flags.spec)
 		if err != nil {
 			return err
 		}
+		printWarnings(cmd.ErrOrStderr(), plan.Warnings)
 		if cf.noHumanGates {
 			plan = plan.WithoutHumanGates()
 		}
@@ -213,19 +222,52 @@ func checkAdapters(plan *spec.Plan) error {
 	return nil
 }
 
-// newView picks the live view on a terminal, and plain lines elsewhere or
-// in CI mode, with the CI system's groups.
+// newView picks the live view on a terminal, and plain lines elsewhere, in
+// CI mode, or on a terminal that cannot move its cursor (TERM=dumb), with
+// the CI system's groups.
 func newView(out io.Writer, ci ciSettings) local.View {
-	if f, ok := out.(*os.File); ok && !ci.enabled && term.IsTerminal(int(f.Fd())) {
+	if f, ok := out.(*os.File); ok && !ci.enabled && term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb" {
 		width, _, err := term.GetSize(int(f.Fd()))
 		if err != nil {
 			width = 80
 		}
-		return newQueuedView(NewLiveView(f, width))
+		live := NewLiveView(f, width, colourWanted())
+		live.stopResize = followResize(f, live)
+		return newQueuedView(live)
 	}
 	var marks logMarkers
 	if ci.enabled {
 		marks = newLogMarkers(ci, time.Now)
 	}
 	return newQueuedView(NewPlainView(out, time.Now).withMarks(marks))
+}
+
+// colourWanted: no colour under NO_COLOR (set to anything but "", see
+// no-color.org) or on a dumb terminal.
+func colourWanted() bool {
+	return os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+}
+
+// followResize redraws the live view at the terminal's new width on
+// SIGWINCH, until the returned function is called.
+func followResize(f *os.File, live *LiveView) (stop func()) {
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-winch:
+				if width, _, err := term.GetSize(int(f.Fd())); err == nil {
+					live.Resize(width)
+				}
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(winch)
+		close(done)
+	}
 }

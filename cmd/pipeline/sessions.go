@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -23,6 +26,7 @@ func sessionsCommand() *cobra.Command {
 		flags    *storeFlags
 		output   *outputFlag
 		active   bool
+		all      bool
 		specPath string
 		status   string
 	)
@@ -31,55 +35,45 @@ func sessionsCommand() *cobra.Command {
 		Short: "List the sessions kept beside phases.yaml",
 		Long: `List the sessions of the store (.pipeline beside phases.yaml, or
 --state-dir), newest first. --active keeps those not finished (running or
-paused); --status keeps one status; --spec keeps the sessions of one spec.`,
+paused); --status keeps one status; --spec keeps the sessions of one spec.
+--all lists the sessions of every pipeline below the current folder (the
+.pipeline folders found there, .git and node_modules skipped, at most
+` + fmt.Sprint(maxStoreDepth) + ` folders deep), with the phases.yaml of each.
+
+A spec named README.md (or index.md), as LeanSpec names every spec, is
+shown with its folder: 045-dashboard/README.md.`,
 		Example: `  pipeline sessions
   pipeline sessions --active
+  pipeline sessions --all --active
   pipeline sessions --status paused -o json`,
 		Args: cobra.NoArgs,
-	}, func(cmd *cobra.Command, _ []string) error {
+	}, func(cmd *cobra.Command, _ []string) (err error) {
 		if err := output.check(); err != nil {
 			return err
 		}
 		if status != "" && status != "running" && status != "paused" && status != "completed" && status != "failed" {
 			return usagef("--status must be running, paused, completed or failed, not %q", status)
 		}
-		var list []store.Summary
-		st, err := store.OpenExisting(storeDir(flags.file, flags.stateDir))
-		switch {
-		case errors.Is(err, store.ErrNoStore): // no sessions yet
-		case err != nil:
-			return storeUnusable(err)
-		default:
-			if list, err = st.List(); err != nil {
-				return storeUnusable(err)
-			}
+		if all && (cmd.Flags().Changed("file") || cmd.Flags().Changed("state-dir")) {
+			return usagef("--all finds the stores below the current folder: it cannot go with --file or --state-dir")
 		}
-		wantSpec := ""
-		if specPath != "" {
-			wantSpec, _ = filepath.Abs(specPath)
-		}
-		// Sessions a running pipeline watch has queued to run.
-		var queued []string
-		if st != nil && st.Held(watch.LockKey) {
-			if h, err := st.Holder(watch.LockKey); err == nil {
-				queued = h.Queued
+		dirs := []string{storeDir(flags.file, flags.stateDir)}
+		if all {
+			if dirs, err = findStores("."); err != nil {
+				return err
 			}
 		}
 		out := []sessionLine{}
-		for _, s := range list { // none when there is no store yet
-			if s.Status == string(engine.StatusRunning) && !st.Held(s.Key) {
-				s.Status, s.PauseReason = string(engine.StatusPaused), engine.ReasonRunnerDied
+		total := 0
+		for _, dir := range dirs {
+			lines, all, err := storeSessions(dir, active, status, specPath)
+			if err != nil {
+				return err
 			}
-			if active && s.Status != "running" && s.Status != "paused" {
-				continue
-			}
-			if status != "" && s.Status != status {
-				continue
-			}
-			if wantSpec != "" && s.Spec != wantSpec {
-				continue
-			}
-			out = append(out, sessionLine{Summary: s, Queued: slices.Contains(queued, s.ID)})
+			out, total = append(out, lines...), total+all
+		}
+		if all {
+			slices.SortStableFunc(out, func(a, b sessionLine) int { return b.Updated.Compare(a.Updated) })
 		}
 		if output.json() {
 			return writeJSON(cmd.OutOrStdout(), out)
@@ -87,7 +81,11 @@ paused); --status keeps one status; --spec keeps the sessions of one spec.`,
 		var b bytes.Buffer
 		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 		safe := newScreenText().line // names and reasons came from files
-		fmt.Fprintln(tw, "SESSION\tPIPELINE\tSPEC\tSTATUS\tPHASE\tTOKENS\tCOST\tUPDATED")
+		header := "SESSION\tPIPELINE\tSPEC\tSTATUS\tPHASE\tTOKENS\tCOST\tUPDATED"
+		if all {
+			header += "\tFILE"
+		}
+		fmt.Fprintln(tw, header)
 		for _, s := range out {
 			state := s.Status
 			if s.PauseReason != "" {
@@ -96,19 +94,78 @@ paused); --status keeps one status; --spec keeps the sessions of one spec.`,
 			if s.Queued {
 				state += ", queued"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t$%.4f\t%s\n", safe(s.ID), safe(s.Pipeline), safe(orDash(filepath.Base(s.Spec))), safe(state),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t$%.4f\t%s", safe(s.ID), safe(s.Pipeline), safe(specLabel(s.Spec)), safe(state),
 				safe(orDash(s.Phase)), s.Tokens, s.CostUSD, s.Updated.Local().Format("2006-01-02 15:04"))
+			if all {
+				fmt.Fprintf(tw, "\t%s", safe(relativeToHere(s.File)))
+			}
+			fmt.Fprintln(tw)
 		}
 		tw.Flush()
+		switch {
+		case len(out) > 0:
+		case total > 0:
+			fmt.Fprintf(&b, "none of the %d sessions matches; pipeline sessions%s lists them all\n", total, map[bool]string{true: " --all"}[all])
+		case all:
+			b.WriteString("no sessions below this folder; start one with: pipeline run FILE\n")
+		default:
+			fmt.Fprintf(&b, "no sessions yet; start one with: pipeline run%s\n", fileArg(cmd))
+		}
 		_, err = cmd.OutOrStdout().Write(b.Bytes())
 		return err
 	})
 	flags = addStoreFlags(cmd, false)
 	output = addOutputFlag(cmd)
 	cmd.Flags().BoolVar(&active, "active", false, "only sessions not finished: running or paused")
+	cmd.Flags().BoolVar(&all, "all", false, "the sessions of every pipeline below the current folder")
 	cmd.Flags().StringVar(&specPath, "spec", "", "only the sessions of this spec")
 	cmd.Flags().StringVar(&status, "status", "", "only sessions with this status: running, paused, completed or failed")
 	return cmd
+}
+
+// storeSessions lists the sessions of the store in dir that the filters
+// keep, and counts all of them; none when there is no store.
+func storeSessions(dir string, active bool, status, specPath string) (_ []sessionLine, all int, _ error) {
+	var list []store.Summary
+	st, err := store.OpenExisting(dir)
+	switch {
+	case errors.Is(err, store.ErrNoStore): // no sessions yet
+	case err != nil:
+		return nil, 0, storeUnusable(err)
+	default:
+		defer st.Close()
+		if list, err = st.List(); err != nil {
+			return nil, 0, storeUnusable(err)
+		}
+	}
+	wantSpec := ""
+	if specPath != "" {
+		wantSpec, _ = filepath.Abs(specPath)
+	}
+	// Sessions a running pipeline watch has queued to run.
+	var queued []string
+	if st != nil && st.Held(watch.LockKey) {
+		if h, err := st.Holder(watch.LockKey); err == nil {
+			queued = h.Queued
+		}
+	}
+	out := []sessionLine{}
+	for _, s := range list { // none when there is no store yet
+		if s.Status == string(engine.StatusRunning) && !st.Held(s.Key) {
+			s.Status, s.PauseReason = string(engine.StatusPaused), engine.ReasonRunnerDied
+		}
+		if active && s.Status != "running" && s.Status != "paused" {
+			continue
+		}
+		if status != "" && s.Status != status {
+			continue
+		}
+		if wantSpec != "" && s.Spec != wantSpec {
+			continue
+		}
+		out = append(out, sessionLine{Summary: s, Queued: slices.Contains(queued, s.ID)})
+	}
+	return out, len(list), nil
 }
 
 // sessionLine is a session as pipeline sessions shows it.
@@ -202,7 +259,11 @@ age. Running and paused sessions are never deleted.`,
 				DryRun  bool     `json:"dry_run"`
 			}{removed, dryRun})
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%d session(s) removed\n", len(removed))
+		if dryRun {
+			fmt.Fprintf(cmd.OutOrStdout(), "%d session(s) would be removed (--dry-run: nothing was)\n", len(removed))
+		} else {
+			fmt.Fprintf(cmd.OutOrStdout(), "%d session(s) removed\n", len(removed))
+		}
 		return nil
 	})
 	flags = addStoreFlags(cmd, false)
@@ -228,4 +289,77 @@ func parseAge(text string) (time.Duration, error) {
 		return 0, usagef("--older-than %q is not an age clean can use: write a duration such as 7d, 12h or 1d12h, more than zero and at most %dd", text, maxDays)
 	}
 	return age, nil
+}
+
+// maxStoreDepth and maxStoreFolders bound the walk of sessions --all.
+const (
+	maxStoreDepth   = 8
+	maxStoreFolders = 20000
+)
+
+// findStores finds the stores (.pipeline folders) below root: not inside
+// .git or node_modules, at most maxStoreDepth folders deep, among the
+// first maxStoreFolders folders. Links are not followed.
+func findStores(root string) ([]string, error) {
+	var stores []string
+	seen := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if path == root {
+				return err
+			}
+			return fs.SkipDir // a folder that cannot be read is not ours
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if seen++; seen > maxStoreFolders {
+			return fs.SkipAll
+		}
+		switch d.Name() {
+		case ".pipeline":
+			stores = append(stores, path)
+			return fs.SkipDir
+		case ".git", "node_modules":
+			return fs.SkipDir
+		}
+		if path != root && strings.Count(filepath.ToSlash(path), "/") >= maxStoreDepth {
+			return fs.SkipDir
+		}
+		return nil
+	})
+	return stores, err
+}
+
+// specLabel is how sessions names a spec: its file name, or with its
+// folder when the name says nothing (LeanSpec's specs are all README.md).
+func specLabel(spec string) string {
+	base := filepath.Base(spec)
+	switch strings.ToLower(base) {
+	case "readme.md", "index.md", "spec.md":
+		if dir := filepath.Base(filepath.Dir(spec)); dir != "." && dir != string(filepath.Separator) {
+			return dir + "/" + base
+		}
+	}
+	return orDash(base)
+}
+
+// relativeToHere is path relative to the current folder when it is below
+// it, else as it is.
+func relativeToHere(path string) string {
+	if wd, err := os.Getwd(); err == nil && filepath.IsAbs(path) {
+		if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
+			return rel
+		}
+	}
+	return path
+}
+
+// fileArg is the FILE a command was given with --file, as a next command
+// takes it, or "" for the default.
+func fileArg(cmd *cobra.Command) string {
+	if f := cmd.Flags().Lookup("file"); f != nil && f.Value.String() != f.DefValue {
+		return " " + shellQuote(f.Value.String())
+	}
+	return ""
 }

@@ -158,16 +158,24 @@ type terminal struct {
 
 func startOnTerminal(t *testing.T, dir string, args ...string) *terminal {
 	t.Helper()
+	return startOnTerminalWith(t, dir, nil, &pty.Winsize{Rows: 40, Cols: 120}, args...)
+}
+
+// startOnTerminalWith starts the binary on a terminal of size, with env
+// added to this process's environment.
+func startOnTerminalWith(t *testing.T, dir string, env []string, size *pty.Winsize, args ...string) *terminal {
+	t.Helper()
 	term := &terminal{cmd: exec.Command(binary, args...), more: make(chan struct{}, 1), done: make(chan int, 1)}
 	term.cmd.Dir = dir
 	for _, kv := range os.Environ() {
 		// The live view, as a person at a terminal sees it.
-		if !strings.HasPrefix(kv, "CI=") {
+		if !strings.HasPrefix(kv, "CI=") && !strings.HasPrefix(kv, "NO_COLOR=") && !strings.HasPrefix(kv, "TERM=") {
 			term.cmd.Env = append(term.cmd.Env, kv)
 		}
 	}
+	term.cmd.Env = append(append(term.cmd.Env, "TERM=xterm-256color"), env...)
 	var err error
-	if term.pty, err = pty.Start(term.cmd); err != nil {
+	if term.pty, err = pty.StartWithSize(term.cmd, size); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -219,6 +227,13 @@ func (term *terminal) awaitMatch(t *testing.T, re *regexp.Regexp) []string {
 			t.Fatalf("the terminal never showed %s:\n%s", re, shown)
 		}
 	}
+}
+
+// shown is what the terminal received so far.
+func (term *terminal) shown() string {
+	term.mu.Lock()
+	defer term.mu.Unlock()
+	return term.screen.String()
 }
 
 func (term *terminal) exit(t *testing.T) int {

@@ -4,12 +4,19 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/local"
+	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
 )
@@ -19,12 +26,18 @@ func statusCommand() *cobra.Command {
 		flags   *storeFlags
 		output  *outputFlag
 		verbose bool
+		watch   bool
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "status [SESSION]",
 		Short: "Show where a session stands",
 		Long: `Show SESSION, or the latest session of the pipeline and spec: its status,
-phase, step, attempt, why it paused, tokens, cost and time. --verbose adds
+phase, step, attempt, why it paused or failed (the trigger, its
+expression and the values it read; the phase's summary), tokens, cost
+and time. While a runner runs the session, tokens, time and the step are
+live (updated every second). --watch shows it again every second (on a
+terminal, in place; -o json, one object per line) until the session stops
+running. --verbose adds
 the history of every phase: attempts, tokens, cost, duration, retries,
 restarts, human interventions, triggers fired, files changed.
 --output markdown prints the table of phases a run in GitHub Actions
@@ -45,31 +58,46 @@ runner-died: resume continues it.`,
 		if len(args) == 1 {
 			id = args[0]
 		}
-		f, err := findSession(flags, id)
-		if err != nil {
+		show := func(w io.Writer) (running bool, err error) {
+			f, err := findSession(flags, id)
+			if err != nil {
+				return false, err
+			}
+			defer f.Close()
+			s, crashed, err := f.State()
+			if err != nil {
+				return false, err
+			}
+			if crashed {
+				s = engine.RunnerDied(s)
+			}
+			report := liveStatus{StatusReport: statusOf(f.X.Meta, f.Plan, s)}
+			if live, ok := f.Live(); ok && s.StepRunning && !crashed {
+				report.withLive(live)
+			}
+			running = f.Running()
+			switch output.format {
+			case "json":
+				if watch {
+					return running, writeJSONLine(w, report)
+				}
+				return running, writeJSON(w, report)
+			case "markdown":
+				_, err := w.Write(markdownReport(report.StatusReport, newScreenText().line))
+				return running, err
+			}
+			return running, printStatus(w, report, verbose)
+		}
+		if !watch {
+			_, err := show(cmd.OutOrStdout())
 			return err
 		}
-		defer f.Close()
-		s, crashed, err := f.State()
-		if err != nil {
-			return err
-		}
-		if crashed {
-			s = engine.RunnerDied(s)
-		}
-		report := statusOf(f.X.Meta, f.Plan, s)
-		switch output.format {
-		case "json":
-			return writeJSON(cmd.OutOrStdout(), report)
-		case "markdown":
-			_, err := cmd.OutOrStdout().Write(markdownReport(report, newScreenText().line))
-			return err
-		}
-		return printStatus(cmd.OutOrStdout(), report, verbose)
+		return watchStatus(cmd, show)
 	})
 	flags = addStoreFlags(cmd, true)
 	output = addOutputFlag(cmd, "markdown")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "show the history of every phase")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "show the status again every second until the session stops running (Ctrl+C to stop)")
 	return cmd
 }
 
@@ -80,9 +108,68 @@ func statusOf(meta store.Meta, plan *spec.Plan, s engine.State) engine.StatusRep
 	return r
 }
 
+// liveStatus is a status report with, while a step runs, its live
+// progress.
+type liveStatus struct {
+	engine.StatusReport
+	Live *liveReport `json:"live,omitempty"`
+}
+
+// liveReport is the running step's progress in status -o json.
+type liveReport struct {
+	Updated       time.Time `json:"updated"`
+	Step          string    `json:"step"`
+	StepTokens    int       `json:"step_tokens"`
+	StepElapsed   string    `json:"step_elapsed"`
+	StepElapsedMS int64     `json:"step_elapsed_ms"`
+}
+
+// withLive makes the report's totals the live ones.
+func (r *liveStatus) withLive(l session.Live) {
+	r.Phase, r.Step, r.Attempt = l.Phase, l.Step, l.Attempt
+	r.Tokens, r.CostUSD = l.TotalTokens, l.CostUSD
+	r.Elapsed, r.ElapsedMS = l.SessionElapsed.Round(time.Second).String(), l.SessionElapsed.Milliseconds()
+	r.Live = &liveReport{Updated: l.At, Step: l.Step, StepTokens: l.StepTokens,
+		StepElapsed: l.StepElapsed.Round(time.Second).String(), StepElapsedMS: l.StepElapsed.Milliseconds()}
+}
+
+// watchStatus shows the status every second until the session stops
+// running or the user interrupts: on a terminal over the last one.
+func watchStatus(cmd *cobra.Command, show func(io.Writer) (bool, error)) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	out := cmd.OutOrStdout()
+	f, onTerminal := out.(*os.File)
+	onTerminal = onTerminal && term.IsTerminal(int(f.Fd()))
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		var b bytes.Buffer
+		running, err := show(&b)
+		if err != nil {
+			return err
+		}
+		if onTerminal {
+			io.WriteString(out, "\x1b[H\x1b[2J")
+		}
+		if _, err := out.Write(b.Bytes()); err != nil {
+			return err
+		}
+		if !running {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
 // printStatus prints a report as aligned rows. Every value that came from
 // outside (names, reasons, notes) is made safe for a terminal first.
-func printStatus(w io.Writer, r engine.StatusReport, verbose bool) error {
+func printStatus(w io.Writer, ls liveStatus, verbose bool) error {
+	r := ls.StatusReport
 	safe := newScreenText().line
 	var b bytes.Buffer
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
@@ -101,8 +188,22 @@ func printStatus(w io.Writer, r engine.StatusReport, verbose bool) error {
 		status += ": " + r.FailReason
 	}
 	fmt.Fprintf(tw, "status\t%s\n", safe(status))
+	if r.Pause != nil && (r.Pause.Expression != "" || len(r.Pause.Values) > 0) {
+		fmt.Fprintf(tw, "cause\t%s\n", safe(local.DescribeFiring(*r.Pause)))
+	}
+	if r.Status == string(engine.StatusPaused) || r.Status == string(engine.StatusFailed) {
+		for _, p := range r.Phases {
+			if p.Name == r.Phase && p.Summary != "" {
+				fmt.Fprintf(tw, "summary\t%s\n", safe(p.Summary))
+			}
+		}
+	}
 	fmt.Fprintf(tw, "phase\t%s, step %s, attempt %d\n", safe(r.Phase), safe(r.Step), r.Attempt)
 	fmt.Fprintf(tw, "usage\t%d tokens, $%.4f, %s\n", r.Tokens, r.CostUSD, r.Elapsed)
+	if l := ls.Live; l != nil {
+		fmt.Fprintf(tw, "step\t%s running for %s, %d tokens (live, updated %s)\n", safe(l.Step), l.StepElapsed, l.StepTokens,
+			l.Updated.Local().Format("15:04:05"))
+	}
 	if r.Spec != "" {
 		fmt.Fprintf(tw, "spec\t%s\n", safe(r.Spec))
 	}

@@ -200,7 +200,7 @@ func TestPlainViewMakesTextSafe(t *testing.T) {
 
 func TestLiveViewMakesTextSafe(t *testing.T) {
 	var out bytes.Buffer
-	v := NewLiveView(&out, 200)
+	v := NewLiveView(&out, 200, true)
 	withRedactor(v, redact.New([]string{"MY_API_KEY=abc123xyz789secret"}))
 	info := local.StepInfo{Phase: "impl", Phases: 1, Step: "agent\x1b[2J", Attempt: 1, What: "agent command"}
 	v.StepStarted(info)
@@ -231,7 +231,7 @@ func TestPrintStatusMakesTextSafe(t *testing.T) {
 	r := engine.StatusReport{ID: "s1", Pipeline: "p\x1b]0;t\x07", Status: "paused", PauseReason: "checkpoint",
 		PauseNote: "look \x1b[2Jhere\nnow", Phase: "design", Step: "agent", Attempt: 1,
 		Phases: []engine.PhaseReport{{Name: "design", Status: "paused", Notes: []string{"human \x1b[31mnote\x1b[0m"}}}}
-	if err := printStatus(&out, r, true); err != nil {
+	if err := printStatus(&out, liveStatus{StatusReport: r}, true); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()

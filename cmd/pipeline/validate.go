@@ -19,6 +19,8 @@ type validation struct {
 	Phases   int            `json:"phases,omitempty"`
 	Spec     string         `json:"spec,omitempty"`
 	Problems []spec.Problem `json:"problems"`
+	// Warnings do not make the file invalid (see spec.Plan.Warnings).
+	Warnings []spec.Problem `json:"warnings,omitempty"`
 	// Omitted counts the problems past the 100 kept for one file.
 	Omitted int `json:"omitted,omitempty"`
 	// Agents are the checks of --preflight (pipeline doctor's).
@@ -94,7 +96,7 @@ func validateFile(file string) validation {
 	} else {
 		var plan *spec.Plan
 		if plan, err = spec.Load(file, ""); err == nil {
-			r.Phases, r.Spec, r.plan = len(plan.Phases), plan.Spec, plan
+			r.Phases, r.Spec, r.plan, r.Warnings = len(plan.Phases), plan.Spec, plan, plan.Warnings
 		}
 	}
 	var specErr *spec.Error
@@ -113,6 +115,7 @@ func validateFile(file string) validation {
 func printValidations(cmd *cobra.Command, results []validation) {
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	for _, r := range results {
+		printWarnings(errOut, r.Warnings)
 		switch {
 		case r.err == nil && r.Agents != nil:
 			fmt.Fprintf(out, "%s  %s: %d phases\n", map[bool]string{true: "ok", false: "not ready"}[r.Valid], r.File, r.Phases)

@@ -3,17 +3,87 @@ package main
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 )
 
+// versionInfo is what version prints: the version set at build time (or
+// the module's, for go install), and the VCS revision the binary was
+// built from, as the Go toolchain recorded it.
+type versionInfo struct {
+	Version  string `json:"version"`
+	Revision string `json:"revision,omitempty"`
+	Time     string `json:"revision_time,omitempty"`
+	Modified bool   `json:"modified,omitempty"`
+	Go       string `json:"go"`
+	Platform string `json:"platform"`
+}
+
+func buildVersion() versionInfo {
+	info, _ := debug.ReadBuildInfo()
+	return versionOf(info)
+}
+
+// versionOf reads the version from the build information (nil: none).
+func versionOf(info *debug.BuildInfo) versionInfo {
+	v := versionInfo{Version: version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if info == nil {
+		return v
+	}
+	if v.Version == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		v.Version = info.Main.Version
+	}
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v.Revision = s.Value
+		case "vcs.time":
+			v.Time = s.Value
+		case "vcs.modified":
+			v.Modified = s.Value == "true"
+		}
+	}
+	return v
+}
+
+// String is the one line of pipeline --version.
+func (v versionInfo) String() string {
+	text := "pipeline " + v.Version
+	if v.Revision != "" {
+		rev := v.Revision
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		if v.Modified {
+			rev += "+modified"
+		}
+		text += " " + rev
+	}
+	return fmt.Sprintf("%s (%s %s)", text, v.Go, v.Platform)
+}
+
 func versionCommand() *cobra.Command {
-	return newCommand(&cobra.Command{
+	var output *outputFlag
+	cmd := newCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the version of pipeline",
-		Args:  cobra.NoArgs,
+		Long: `Print the version of pipeline, the VCS revision it was built from (when
+built from a git checkout), the Go version and the platform. pipeline
+--version prints the same line.`,
+		Example: `  pipeline version
+  pipeline version -o json`,
+		Args: cobra.NoArgs,
 	}, func(cmd *cobra.Command, _ []string) error {
-		_, err := fmt.Fprintf(cmd.OutOrStdout(), "pipeline %s (%s %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		if err := output.check(); err != nil {
+			return err
+		}
+		if output.json() {
+			return writeJSON(cmd.OutOrStdout(), buildVersion())
+		}
+		_, err := fmt.Fprintln(cmd.OutOrStdout(), buildVersion())
 		return err
 	})
+	output = addOutputFlag(cmd)
+	return cmd
 }

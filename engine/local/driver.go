@@ -67,6 +67,9 @@ type Driver struct {
 	Plans <-chan *spec.Plan
 	// HookTimeout bounds each on: hook (session.HookTimeout when 0).
 	HookTimeout time.Duration
+	// Verbose says each trigger that fires (pause_when, restart_when,
+	// escalate_when …) with the values it read, as it fires.
+	Verbose bool
 }
 
 // Run drives the session with events (the last one starts the run: a
@@ -169,6 +172,8 @@ type run struct {
 	// ended: the run paused, completed or failed (its on: hooks are
 	// owed), rather than asking nothing of a session that cannot move.
 	ended bool
+	// saidFiring is the last trigger said under Verbose.
+	saidFiring *engine.Firing
 }
 
 func (r *run) say(format string, args ...any) { r.d.View.Say(format, args...) }
@@ -202,23 +207,37 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 	// handle decides an event, carries out its actions, and reports
 	// whether the run has ended.
 	handle := func(ev engine.Event) bool {
-		state, actions := engine.Decide(r.plan, r.sess.State(), ev)
+		before := r.sess.State()
+		state, actions := engine.Decide(r.plan, before, ev)
 		// Stopping a step cannot wait for the record: it is the latency
 		// from a trigger to the interrupt.
 		for _, a := range actions {
 			if _, ok := a.(engine.StopStep); ok && r.current != nil {
 				r.current.stop(false)
+				if w, ok := r.d.View.(WaitView); ok && !forced {
+					w.Stopping()
+				}
 			}
 		}
 		if err := r.sess.Record(ev, state); err != nil {
 			return recordFailed(err)
 		}
+		if r.d.Verbose {
+			r.sayFired(before, state)
+		}
 		for _, a := range actions {
 			switch a := a.(type) {
 			case engine.StartStep:
+				if done := r.plan.Phases[a.Phase].DoneWhen; done != nil && doneWhenFalse(ev, before, state, a) {
+					r.say("done_when is false (%s): phase %s runs again (attempt %d)",
+						done.Value.Source, r.plan.Phases[a.Phase].Name, a.Attempt)
+				}
 				r.current = r.start(ctx, a, state)
 			case engine.Sleep:
 				r.say("retrying in %s (attempt %d)", a.Duration, state.Attempt)
+				if w, ok := r.d.View.(WaitView); ok {
+					w.Backoff(a.Duration, state.Attempt)
+				}
 				stopSleep = r.clock.AfterFunc(a.Duration, func() { r.events <- engine.TimerExpired{At: r.clock.Now()} })
 			case engine.DropSession:
 				r.say("restart: the agent's session %s is dropped; the next attempt starts fresh", a.Key)
@@ -312,6 +331,57 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 	}
 }
 
+// sayFired says the triggers that fired between two states, once each: a
+// live trigger as it stops the step, and what a decision recorded in the
+// phase's history.
+func (r *run) sayFired(before, after engine.State) {
+	var fired []engine.Firing
+	if after.Stopping != nil && (before.Stopping == nil || !sameFiring(*before.Stopping, *after.Stopping)) {
+		fired = append(fired, *after.Stopping)
+	}
+	if after.Phase < len(after.Phases) {
+		now := after.Phases[after.Phase].Fired
+		start := 0
+		if after.Phase < len(before.Phases) {
+			if was := before.Phases[after.Phase].Fired; len(was) > 0 {
+				start = len(now)
+				for i := len(now) - 1; i >= 0; i-- {
+					if sameFiring(now[i], was[len(was)-1]) {
+						start = i + 1
+						break
+					}
+				}
+			}
+		}
+		fired = append(fired, now[start:]...)
+	}
+	for _, f := range fired {
+		if r.saidFiring != nil && sameFiring(*r.saidFiring, f) {
+			continue
+		}
+		r.say("trigger fired: %s", DescribeFiring(f))
+		said := f
+		r.saidFiring = &said
+	}
+}
+
+func sameFiring(a, b engine.Firing) bool {
+	return a.Reason == b.Reason && a.At.Equal(b.At) && a.Expression == b.Expression
+}
+
+// doneWhenFalse tells whether a StartStep decided on ev starts the phase
+// again because its done_when was false: the first step of the same phase,
+// a new attempt, after the phase's last step ended, and not a retry.
+func doneWhenFalse(ev engine.Event, before, after engine.State, a engine.StartStep) bool {
+	if _, ok := ev.(engine.StepFinished); !ok || a.Step != 0 || a.Phase != before.Phase || a.Attempt <= before.Attempt {
+		return false
+	}
+	if a.Phase >= len(before.Phases) || a.Phase >= len(after.Phases) {
+		return false
+	}
+	return after.Phases[a.Phase].Retries == before.Phases[a.Phase].Retries
+}
+
 // DescribeFiring says what fired, as the paused: line shows it: the
 // reason, its expression and the values it read, and the note.
 func DescribeFiring(f engine.Firing) string {
@@ -381,14 +451,20 @@ func (r *run) prompt(step *spec.StepPlan) string {
 }
 
 // specPath is the plan's spec relative to the folder where steps run (as
-// the agent is told it), or absolute (for PIPELINE_SPEC, which must hold
-// wherever the step changes directory to).
+// the agent is told it), or absolute with no link in it (for
+// PIPELINE_SPEC, which must hold wherever the step changes directory to,
+// and be the same on every run).
 func (r *run) specPath(relative bool) string {
 	abs, err := filepath.Abs(r.plan.Spec)
 	if err != nil {
 		return r.plan.Spec
 	}
 	if !relative {
+		// The same path on every run of the session, whatever link to
+		// the project's folder the run was started through.
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			return real
+		}
 		return abs
 	}
 	if rel, err := filepath.Rel(r.sess.Dir(), abs); err == nil {
@@ -572,6 +648,7 @@ func (r *run) start(ctx context.Context, a engine.StartStep, s engine.State) *st
 			r.sess.StepProcess(0)
 			notStarted = shellNotFound(t.command.Args, res)
 		}
+		r.sess.SetLive(session.Live{})
 		if err := transcript.Close(); err != nil {
 			r.say("pipeline: closing the transcript: %v", err)
 		}
@@ -661,6 +738,9 @@ func (o *observer) Observe(live *steps.Live) {
 	if !live.NewOutput {
 		m.SetElapsed(live.Elapsed, o.phaseBefore, o.sessionBefore)
 		o.r.d.View.Progress(Progress{Elapsed: live.Elapsed, Tokens: m.Env.Tokens})
+		o.r.sess.SetLive(session.Live{At: o.r.clock.Now(), Phase: m.Env.Phase, Step: m.Env.Step, Attempt: m.Env.Attempt,
+			StepTokens: m.Env.Tokens, TotalTokens: m.Env.TotalTokens, CostUSD: m.Env.CostUSD,
+			StepElapsed: live.Elapsed, SessionElapsed: m.Env.SessionElapsed})
 	}
 	if o.fired {
 		return

@@ -66,3 +66,14 @@ func Limits(phase *spec.PhasePlan, step *spec.StepPlan) (time.Duration, int) {
 	}
 	return timeLimit, tokenLimit
 }
+
+// WaitView is what a view may show besides a View's lines: a back-off
+// counting down to the next attempt, and a step given its grace period to
+// exit. The driver calls it when its View has it.
+type WaitView interface {
+	// Backoff: the next attempt starts once d has passed.
+	Backoff(d time.Duration, attempt int)
+	// Stopping: the running step was asked to stop (interrupt, then its
+	// grace period, then kill); a second interrupt kills it at once.
+	Stopping()
+}

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -110,6 +111,9 @@ type Session struct {
 	closed   bool
 	// broken is the error that stopped the recording.
 	broken error
+	// live is what SetLive last wrote (live.go).
+	liveMu sync.Mutex
+	live   Live
 }
 
 // Open takes the lock of the pipeline and spec, then opens the session

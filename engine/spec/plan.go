@@ -101,6 +101,10 @@ type Plan struct {
 	// it: a hex SHA-256 of the built-in defaults, phases.yaml, and the
 	// spec's path and frontmatter (see digest).
 	Digest string `json:"digest"`
+	// Warnings are what the plan runs with but likely not as meant: a
+	// phase of a spec's agent_phases that phases.yaml does not have
+	// (it gets the default steps, so no test step).
+	Warnings []Problem `json:"warnings,omitempty"`
 }
 
 // PhasePlan is one phase as it will run.
@@ -313,7 +317,11 @@ func (r *resolver) plan() *Plan {
 	if r.fm != nil && r.fm.Pipeline != nil && r.fm.Pipeline.Agent != nil {
 		defaultAgent = overlayAgent(defaultAgent, *r.fm.Pipeline.Agent, r.fm.origin("pipeline.agent"))
 	}
-	for _, source := range r.phaseSources() {
+	sources := r.phaseSources()
+	if r.fm != nil && r.fm.AgentPhases != nil {
+		plan.Warnings = r.unknownAgentPhases(sources)
+	}
+	for _, source := range sources {
 		phase := r.phase(source, defaults, defaultAgent)
 		if r.overBudget(source, 1+len(phase.PauseWhen)+len(phase.RestartWhen)) {
 			break
@@ -330,6 +338,29 @@ func (r *resolver) plan() *Plan {
 		plan.PhasesFrom = r.fm.origin("pipeline.phases")
 	}
 	return plan
+}
+
+// unknownAgentPhases warns of each phase of agent_phases that phases.yaml
+// does not have, with the name it may have meant.
+func (r *resolver) unknownAgentPhases(sources []phaseSource) []Problem {
+	var names []string
+	for _, phase := range r.doc.Pipeline.Phases {
+		names = append(names, phase.Name)
+	}
+	var warnings []Problem
+	for _, s := range sources {
+		if s.base != nil {
+			continue
+		}
+		hint := fmt.Sprintf("phases.yaml has %s; a phase not there runs one agent step with the default policies", strings.Join(names, ", "))
+		if near := triggers.Closest(s.name, names); near != "" {
+			hint = fmt.Sprintf("did you mean %q? (%s)", near, hint)
+		}
+		warnings = append(warnings, Problem{Position: s.from.Position,
+			Message: fmt.Sprintf("phase %q of agent_phases is not in phases.yaml: it runs with no step of phases.yaml's (no test step)", s.name),
+			Hint:    hint})
+	}
+	return warnings
 }
 
 func ptr[T any](v T) *T { return &v }
