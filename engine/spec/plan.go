@@ -173,9 +173,8 @@ var builtInPolicy = sync.OnceValue(func() Policy {
 			Backoff:      compile(`duration("10s") * consecutive_errors`, triggers.Duration),
 			EscalateWhen: compile("attempt > 3", triggers.Condition),
 		},
-		IdleTimeout:  Duration(30 * 60 * 1e9),
-		AutoAdvance:  &yes,
-		OnOutOfScope: OutOfScopePause,
+		IdleTimeout: Duration(30 * 60 * 1e9),
+		AutoAdvance: &yes,
 	}
 })
 
@@ -483,6 +482,11 @@ func (r *resolver) policies(plan *PhasePlan, layers []policyLayer) {
 	}
 	if plan.Timeout.From.Layer == "" {
 		plan.Timeout.From = builtIn
+	}
+	if plan.OnOutOfScope.Value == "" {
+		// Not in builtInPolicy, which the plan's digest covers: plans
+		// without a scope keep the digest they had before writes: was.
+		plan.OnOutOfScope = Setting[string]{OutOfScopePause, builtIn}
 	}
 }
 
