@@ -208,7 +208,7 @@ func (d *decider) env(r StepResult) *triggers.Env {
 		ExitCode: r.ExitCode, TimedOut: r.TimedOut, Checkpoint: r.Checkpoint, CheckpointNote: r.CheckpointNote,
 		Output: r.Output, Errors: s.Errors, ConsecutiveErrors: s.ConsecutiveErrors, Attempt: s.Attempt,
 		Phase: d.phase().Name, Step: d.step().Name, Steps: s.Steps, FilesChanged: s.FilesChanged,
-		Spec: d.plan.SpecValues,
+		FilesOutOfScope: len(r.OutOfScope), Spec: d.plan.SpecValues,
 	}
 }
 
@@ -289,6 +289,18 @@ func (d *decider) stepFinished(r StepResult) {
 		}
 		d.pause(f)
 		return
+	}
+	if len(r.OutOfScope) > 0 {
+		f := Firing{Reason: ReasonOutOfScope, Note: outOfScopeNote(d.phase(), step.Name, r), At: d.now,
+			Values: map[string]any{"files_out_of_scope": len(r.OutOfScope)}}
+		if !r.Reverted {
+			// Before a live trigger's pause: this one says what to look at.
+			s.Stopping = nil
+			d.pause(f)
+			return
+		}
+		f.Reason = ReasonOutOfScopeReverted
+		rec.Fired = keepLast(append(rec.Fired, f))
 	}
 	if s.Stopping != nil {
 		// A live trigger or a human stopped the step: pause at it, and
@@ -640,4 +652,24 @@ func cloneMap[V any](m map[string]V) map[string]V {
 		return map[string]V{}
 	}
 	return maps.Clone(m)
+}
+
+// outOfScopeNote names the files a step changed outside its phase's
+// writes globs (the first 20), and what was done with them.
+func outOfScopeNote(phase *spec.PhasePlan, step string, r StepResult) string {
+	scope := "[] (read-only)"
+	if phase.Writes != nil && len(phase.Writes.Value) > 0 {
+		scope = "[" + strings.Join(phase.Writes.Value, ", ") + "]"
+	}
+	files := r.OutOfScope
+	more := ""
+	if len(files) > 20 {
+		files, more = files[:20], fmt.Sprintf(" and %d more", len(r.OutOfScope)-20)
+	}
+	done := "review them, then resume (the step runs again)"
+	if r.Reverted {
+		done = "put back as they were before the step"
+	}
+	return fmt.Sprintf("step %q changed %d file(s) outside writes %s: %s%s; %s",
+		step, len(r.OutOfScope), scope, strings.Join(files, ", "), more, done)
 }

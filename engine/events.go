@@ -47,6 +47,11 @@ type StepResult struct {
 	// TreeBefore is the snapshot of the work tree when the phase started
 	// (see PhaseRecord.TreeBefore).
 	TreeBefore string `json:"tree_before,omitempty"`
+	// OutOfScope are the files (named from the folder of phases.yaml)
+	// the step changed outside its phase's writes globs; Reverted, that
+	// they were put back as they were before the step.
+	OutOfScope []string `json:"out_of_scope,omitempty"`
+	Reverted   bool     `json:"reverted,omitempty"`
 	// Agent is the kind and model that ran, "claude/sonnet".
 	Agent string `json:"agent,omitempty"`
 	// SessionLost: the CLI said the native session to resume is gone.

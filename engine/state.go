@@ -39,6 +39,11 @@ const (
 	ReasonSessionLost     = "session-lost"
 	ReasonAgentChanged    = "agent-changed"
 	ReasonStoreError      = "store-error" // the session could not be recorded: a full disk, an I/O error
+	// ReasonOutOfScope pauses a step that changed files outside its
+	// phase's writes globs; ReasonOutOfScopeReverted records, without
+	// pausing, that on_out_of_scope: revert put them back.
+	ReasonOutOfScope         = "out-of-scope"
+	ReasonOutOfScopeReverted = "out-of-scope-reverted"
 	// ReasonRunnerDied is shown, never recorded, for a session marked
 	// running whose runner is gone (killed, crashed): resume continues it.
 	ReasonRunnerDied = "runner-died"

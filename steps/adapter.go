@@ -2,6 +2,7 @@ package steps
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -20,6 +21,35 @@ type Request struct {
 	// Env is the whole environment the agent will run with (the agent's
 	// env: included), for adapters that read the CLI's own files.
 	Env []string
+	// ReadOnly asks the CLI to change no file (a phase with writes: []),
+	// where the CLI can enforce it: Claude Code's --permission-mode plan,
+	// Codex's --sandbox read-only, Gemini CLI's --approval-mode plan. The
+	// flags of Args that would lift it are dropped.
+	ReadOnly bool
+}
+
+// withoutFlags returns args without the named flags: "--flag value",
+// "--flag=value" for those in valued, "--flag" alone for the others.
+func withoutFlags(args []string, valued, alone []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		name, _, hasValue := strings.Cut(a, "=")
+		switch {
+		case slices.Contains(valued, name):
+			if !hasValue {
+				i++ // its value
+			}
+			continue
+		case slices.Contains(alone, a):
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // Turn is one turn of an agent, prepared from a request: how to start it,

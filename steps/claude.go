@@ -47,7 +47,13 @@ func (claudeAdapter) Prepare(r Request) (Turn, error) {
 	if r.SessionID != "" {
 		args = append(args, "--resume", r.SessionID)
 	}
-	args = append(args, r.Args...)
+	if r.ReadOnly {
+		args = append(args, withoutFlags(r.Args, []string{"--permission-mode"},
+			[]string{"--dangerously-skip-permissions", "--allow-dangerously-skip-permissions"})...)
+		args = append(args, "--permission-mode", "plan")
+	} else {
+		args = append(args, r.Args...)
+	}
 	if len(r.Prompt) >= claudeStdinPrompt {
 		return Turn{Args: args, Stdin: r.Prompt, Parser: newClaudeParser()}, nil
 	}

@@ -80,7 +80,13 @@ func (codexAdapter) Prepare(r Request) (Turn, error) {
 	if r.Model != "" {
 		args = append(args, "--model", r.Model)
 	}
-	args = append(args, r.Args...)
+	if r.ReadOnly {
+		args = append(args, withoutFlags(r.Args, []string{"--sandbox", "-s"},
+			[]string{"--full-auto", "--dangerously-bypass-approvals-and-sandbox"})...)
+		args = append(args, "--sandbox", "read-only")
+	} else {
+		args = append(args, r.Args...)
+	}
 	if r.SessionID != "" {
 		home := codexHome()
 		if r.Env != nil {

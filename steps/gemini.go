@@ -60,7 +60,12 @@ func (geminiAdapter) Prepare(r Request) (Turn, error) {
 		inv.Args = append(inv.Args, "-r", r.SessionID)
 	}
 	inv.Args = append(inv.Args, "--skip-trust")
-	inv.Args = append(inv.Args, r.Args...)
+	if r.ReadOnly {
+		inv.Args = append(inv.Args, withoutFlags(r.Args, []string{"--approval-mode"}, []string{"-y", "--yolo"})...)
+		inv.Args = append(inv.Args, "--approval-mode", "plan")
+	} else {
+		inv.Args = append(inv.Args, r.Args...)
+	}
 	return inv, nil
 }
 

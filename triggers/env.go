@@ -30,6 +30,7 @@ type Env struct {
 	Step              string              `expr:"step"`
 	Steps             map[string]StepVars `expr:"steps"`
 	FilesChanged      int                 `expr:"files_changed"`
+	FilesOutOfScope   int                 `expr:"files_out_of_scope"`
 	Spec              map[string]any      `expr:"spec"`
 }
 
@@ -75,6 +76,7 @@ var Variables = []Variable{
 	{"step", "string", "name of the current step"},
 	{"steps", "map of step results", "steps.<name>.exit_code, .timed_out, .tokens, .cost_usd, .elapsed, .output, .ran: the last result of a step of this phase"},
 	{"files_changed", "int", "files changed in the work tree since the phase started (git)"},
+	{"files_out_of_scope", "int", "files the last step changed outside the phase's writes globs (git); 0 while a step runs"},
 	{"spec", "map", "the spec's frontmatter: spec.status, spec.priority, spec.tags, or any other key"},
 }
 

@@ -153,6 +153,15 @@ func printPlan(w io.Writer, plan *spec.Plan) error {
 			exprRow(row, "done_when", *p.DoneWhen)
 		}
 		row("   ", "auto_advance", fmt.Sprint(p.AutoAdvance.Value), p.AutoAdvance.From)
+		if p.Writes != nil {
+			// Shown only when set: absent, a phase may change anything.
+			writes := "[] (read-only)"
+			if len(p.Writes.Value) > 0 {
+				writes = short(strings.Join(p.Writes.Value, ", "))
+			}
+			row("   ", "writes", writes, p.Writes.From)
+			row("   ", "on_out_of_scope", p.OnOutOfScope.Value, p.OnOutOfScope.From)
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -174,6 +174,9 @@ type run struct {
 	ended bool
 	// saidFiring is the last trigger said under Verbose.
 	saidFiring *engine.Firing
+	// scopeUnchecked: the run said once that the work folder is not in
+	// a git work tree, so that writes: cannot be checked.
+	scopeUnchecked bool
 }
 
 func (r *run) say(format string, args ...any) { r.d.View.Say(format, args...) }
@@ -499,7 +502,7 @@ func (r *run) prepare(a engine.StartStep, s engine.State, step *spec.StepPlan) (
 		env = append(env, k+"="+agent.Env[k])
 	}
 	req := steps.Request{Kind: agent.Kind, Model: agent.Model, Command: agent.Command, Args: agent.Args,
-		SessionID: a.SessionID, Dir: dir, Env: env}
+		SessionID: a.SessionID, Dir: dir, Env: env, ReadOnly: phase.Writes != nil && len(phase.Writes.Value) == 0}
 	if recoverer, ok := adapter.(steps.Recoverer); ok && a.Recover {
 		if id, found := recoverer.Recover(agent.Feature, req, env); found {
 			r.say("adopting the %s session %s of feature %s: the session store had none", agent.Kind, id, agent.Feature)
@@ -630,14 +633,21 @@ func (r *run) start(ctx context.Context, a engine.StartStep, s engine.State) *st
 		Redact: func() steps.RedactStream { return r.sess.Redactor().NewStream() }}
 	git := r.sess.Git()
 	headBefore, treeBefore := s.Phases[a.Phase].HeadBefore, s.Phases[a.Phase].TreeBefore
+	scope := r.scope(phase, git)
 	go func() {
 		defer cancel()
+		stepTree := ""
 		if git != nil && headBefore == "" && treeBefore == "" {
 			// The phase starts: files_changed counts from the work tree
 			// as it is now, files already changed included. Taken before
 			// the step's process starts, so that none of its writes is
 			// taken for the tree before it.
 			headBefore, treeBefore = git.Snapshot()
+			stepTree = treeBefore
+		}
+		if scope != nil && stepTree == "" {
+			// The write scope judges the step's own changes.
+			_, stepTree = git.Snapshot()
 		}
 		res, err := r.executor.Execute(stepCtx, run, obs)
 		notStarted := ""
@@ -662,6 +672,10 @@ func (r *run) start(ctx context.Context, a engine.StartStep, s engine.State) *st
 		}
 		for _, l := range res.Leftovers {
 			result.Leftovers = append(result.Leftovers, l.String())
+		}
+		if scope != nil {
+			// Before files_changed is counted: a revert undoes the change.
+			result.OutOfScope, result.Reverted = r.checkScope(git, stepTree, phase, step.Name)
 		}
 		if git != nil {
 			result.HeadBefore, result.TreeBefore = headBefore, treeBefore

@@ -425,8 +425,10 @@ type field struct {
 	kind  triggers.Kind
 	// template is a text/template, whose place is kept for its checks.
 	template bool
-	// globs is a list of watch globs, checked item by item.
+	// globs is a list of globs (watch, writes), checked item by item.
 	globs bool
+	// oneOf, when set, are the words a string field may hold.
+	oneOf []string
 }
 
 // fields lists the YAML keys of a struct type, flattening inline fields.
@@ -449,8 +451,12 @@ func fields(t reflect.Type) []field {
 		if f.Tag.Get("kind") == "duration" {
 			kind = triggers.Duration
 		}
+		var oneOf []string
+		if words := f.Tag.Get("oneof"); words != "" {
+			oneOf = strings.Split(words, ",")
+		}
 		out = append(out, field{name: tag, index: []int{i}, kind: kind,
-			template: f.Tag.Get("kind") == "template", globs: f.Tag.Get("kind") == "globs"})
+			template: f.Tag.Get("kind") == "template", globs: f.Tag.Get("kind") == "globs", oneOf: oneOf})
 	}
 	return out
 }
@@ -582,6 +588,13 @@ func (d *decoder) decodeStruct(node ast.Node, v reflect.Value, path string) {
 		}
 		if match.globs {
 			d.checkGlobs(e.Value, v.FieldByIndex(match.index).Interface().([]string), join(path, key))
+		}
+		if word := v.FieldByIndex(match.index); match.oneOf != nil && word.String() != "" && !contains(match.oneOf, word.String()) {
+			hint := "use one of " + strings.Join(match.oneOf, ", ")
+			if near := triggers.Closest(word.String(), match.oneOf); near != "" {
+				hint = fmt.Sprintf("did you mean %q? (one of %s)", near, strings.Join(match.oneOf, ", "))
+			}
+			d.reportAt(d.positions[join(path, key)], fmt.Sprintf("%s: %q is not one of %s", join(path, key), word.String(), strings.Join(match.oneOf, ", ")), hint)
 		}
 		if isNull(e.Value) {
 			// An empty value has no place of its own; point at its key.

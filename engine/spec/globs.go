@@ -39,16 +39,19 @@ func (d *decoder) checkGlobs(node ast.Node, globs []string, at string) {
 		if d.reportedAt(pos) {
 			continue
 		}
-		if message, hint := globProblem(glob); message != "" {
+		if message, hint := globProblem(glob, at[strings.LastIndexByte(at, '.')+1:]); message != "" {
 			d.reportAt(pos, fmt.Sprintf("%s[%d]%s", at, i, message), hint)
 		}
 	}
 }
 
-// globProblem says what is wrong with a watch glob, as the end of a
-// message that starts with its path; "" when nothing is.
-func globProblem(glob string) (message, hint string) {
+// globProblem says what is wrong with a glob of the key (watch, writes),
+// as the end of a message that starts with its path; "" when nothing is.
+func globProblem(glob, key string) (message, hint string) {
 	slashed := filepath.ToSlash(glob)
+	if key == "writes" {
+		return writesGlobProblem(glob, slashed)
+	}
 	switch {
 	case strings.TrimSpace(glob) == "":
 		return " is empty", "write a glob relative to the folder of phases.yaml, such as specs/**/*.md, or remove the item"
@@ -58,6 +61,24 @@ func globProblem(glob string) (message, hint string) {
 	case climbsOut(slashed):
 		return fmt.Sprintf(": %q uses ..; watch globs stay inside the folder of phases.yaml", glob),
 			"pipeline watches the project's own files only: write the glob from the folder of phases.yaml without .., or move phases.yaml up to a folder that holds the files"
+	case !doublestar.ValidatePattern(slashed):
+		return fmt.Sprintf(": %q is not a valid glob", glob),
+			`close every [ and {, and end no glob with a lone \; ** matches any number of folders, * any characters but /`
+	}
+	return "", ""
+}
+
+// writesGlobProblem is globProblem for a phase's write scope.
+func writesGlobProblem(glob, slashed string) (message, hint string) {
+	switch {
+	case strings.TrimSpace(glob) == "":
+		return " is empty", "write a glob relative to the folder of phases.yaml, such as docs/**, or remove the item; writes: [] makes the phase read-only"
+	case strings.HasPrefix(slashed, "/") || filepath.IsAbs(glob) || hasDriveLetter(slashed):
+		return fmt.Sprintf(": %q is an absolute path; writes globs are relative to the folder of phases.yaml", glob),
+			"write it from the folder of phases.yaml, such as docs/**: the scope is checked against the project's own files"
+	case climbsOut(slashed):
+		return fmt.Sprintf(": %q uses ..; writes globs stay inside the folder of phases.yaml", glob),
+			"the scope is checked against the files under the folder of phases.yaml: write the glob from there without .."
 	case !doublestar.ValidatePattern(slashed):
 		return fmt.Sprintf(": %q is not a valid glob", glob),
 			`close every [ and {, and end no glob with a lone \; ** matches any number of folders, * any characters but /`

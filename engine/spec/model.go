@@ -99,7 +99,17 @@ type Policy struct {
 	Timeout     Duration `yaml:"timeout" json:"timeout,omitempty" jsonschema_description:"longest a step may run before it ends as timed out"`
 	IdleTimeout Duration `yaml:"idle_timeout" json:"idle_timeout,omitempty" jsonschema_description:"longest a step may go without output before it ends as timed out"`
 	AutoAdvance *bool    `yaml:"auto_advance" json:"auto_advance,omitempty" jsonschema_description:"go on to the next phase by itself (true) or pause at the phase boundary until resumed (false)"`
+	// Writes is the write scope: nil lets a step change anything, an
+	// empty list nothing (a read-only phase).
+	Writes       []string `yaml:"writes" json:"writes,omitempty" kind:"globs" jsonschema_description:"globs of the files a step of the phase may change, relative to the folder of phases.yaml (** matches any number of folders); [] makes the phase read-only; absent, it may change anything. Checked with git after every step"`
+	OnOutOfScope string   `yaml:"on_out_of_scope" json:"on_out_of_scope,omitempty" oneof:"pause,revert" jsonschema:"enum=pause,enum=revert" jsonschema_description:"what a change outside writes does: pause (the default) pauses the session with reason out-of-scope; revert puts the files back as they were before the step and goes on"`
 }
+
+// What on_out_of_scope may say.
+const (
+	OutOfScopePause  = "pause"
+	OutOfScopeRevert = "revert"
+)
 
 // Retry is the retry policy.
 type Retry struct {

@@ -120,6 +120,9 @@ type PhasePlan struct {
 	IdleTimeout Setting[Duration] `json:"idle_timeout"`
 	AutoAdvance Setting[bool]     `json:"auto_advance"`
 	DoneWhen    *Setting[*Expr]   `json:"done_when,omitempty"`
+	// Writes is the write scope: nil when the phase may change anything.
+	Writes       *Setting[[]string] `json:"writes,omitempty"`
+	OnOutOfScope Setting[string]    `json:"on_out_of_scope"`
 }
 
 // RetryPlan is the retry policy of a phase.
@@ -501,9 +504,20 @@ func (r *resolver) policies(plan *PhasePlan, layers []policyLayer) {
 		if l.policy.AutoAdvance != nil {
 			plan.AutoAdvance = Setting[bool]{*l.policy.AutoAdvance, l.origin("auto_advance")}
 		}
+		if l.policy.Writes != nil {
+			plan.Writes = &Setting[[]string]{slices.Clone(l.policy.Writes), l.origin("writes")}
+		}
+		if l.policy.OnOutOfScope != "" {
+			plan.OnOutOfScope = Setting[string]{l.policy.OnOutOfScope, l.origin("on_out_of_scope")}
+		}
 	}
 	if plan.Timeout.From.Layer == "" {
 		plan.Timeout.From = builtIn
+	}
+	if plan.OnOutOfScope.Value == "" {
+		// Not in builtInPolicy, which the plan's digest covers: plans
+		// without a scope keep the digest they had before writes: was.
+		plan.OnOutOfScope = Setting[string]{OutOfScopePause, builtIn}
 	}
 }
 

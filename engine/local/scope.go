@@ -1,0 +1,54 @@
+package local
+
+import (
+	"strings"
+
+	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/engine/spec"
+)
+
+// scope returns the write scope of a phase the run can check, nil when
+// the phase has none or git cannot check it. Outside a git work tree the
+// run says so once and goes on: a read-only phase still asks its agent
+// CLI to change nothing, but what a step changes is not known.
+func (r *run) scope(phase *spec.PhasePlan, git *session.Git) []string {
+	if phase.Writes == nil {
+		return nil
+	}
+	if git == nil {
+		if !r.scopeUnchecked {
+			r.scopeUnchecked = true
+			r.say("pipeline: phase %q has writes:, but %s is not in a git work tree: the write scope is not checked", phase.Name, r.sess.Dir())
+		}
+		return nil
+	}
+	if phase.Writes.Value == nil {
+		return []string{} // read-only: nothing is in scope
+	}
+	return phase.Writes.Value
+}
+
+// checkScope returns the files the step changed outside its phase's
+// writes globs, since stepTree (the work tree when the step started), and
+// whether on_out_of_scope: revert put them back.
+func (r *run) checkScope(git *session.Git, stepTree string, phase *spec.PhasePlan, step string) ([]string, bool) {
+	if stepTree == "" {
+		r.say("pipeline: git could not keep the work tree before step %s: its write scope is not checked", step)
+		return nil, false
+	}
+	files, ok := git.OutOfScope(stepTree, phase.Writes.Value)
+	if !ok {
+		r.say("pipeline: git could not compare the work tree with the one before step %s: its write scope is not checked", step)
+		return nil, false
+	}
+	if len(files) == 0 || phase.OnOutOfScope.Value != spec.OutOfScopeRevert {
+		return files, false
+	}
+	if err := git.Revert(stepTree, files); err != nil {
+		r.say("pipeline: putting back the files step %s changed outside writes: %v", step, err)
+		return files, false
+	}
+	r.say("pipeline: step %s changed %d file(s) outside writes; put back as they were before the step (on_out_of_scope: revert): %s",
+		step, len(files), strings.Join(files, ", "))
+	return files, true
+}
