@@ -32,20 +32,23 @@ type StatusReport struct {
 
 // PhaseReport is one phase's line of a StatusReport.
 type PhaseReport struct {
-	Name          string   `json:"name"`
-	Status        string   `json:"status"`
-	Attempts      int      `json:"attempts"`
-	Tokens        int      `json:"tokens"`
-	CostUSD       float64  `json:"cost_usd"`
-	Duration      string   `json:"duration"`
-	ExitCodes     []int    `json:"exit_codes"`
-	Retries       int      `json:"retries"`
-	Restarts      int      `json:"restarts"`
-	Human         int      `json:"human_interventions"`
-	Fired         []Firing `json:"triggers_fired"`
-	FilesChanged  []string `json:"files_changed"`
-	HeadBefore    string   `json:"head_before,omitempty"`
-	HeadAfter     string   `json:"head_after,omitempty"`
+	Name         string   `json:"name"`
+	Status       string   `json:"status"`
+	Attempts     int      `json:"attempts"`
+	Tokens       int      `json:"tokens"`
+	CostUSD      float64  `json:"cost_usd"`
+	Duration     string   `json:"duration"`
+	ExitCodes    []int    `json:"exit_codes"`
+	Retries      int      `json:"retries"`
+	Restarts     int      `json:"restarts"`
+	Human        int      `json:"human_interventions"`
+	Fired        []Firing `json:"triggers_fired"`
+	FilesChanged []string `json:"files_changed"`
+	HeadBefore   string   `json:"head_before,omitempty"`
+	HeadAfter    string   `json:"head_after,omitempty"`
+	// Checkpoint is the commit that keeps the work tree as the phase
+	// left it (checkpoint: in phases.yaml).
+	Checkpoint    string   `json:"checkpoint,omitempty"`
 	NativeSession string   `json:"native_session,omitempty"`
 	Notes         []string `json:"notes"`
 	Summary       string   `json:"summary,omitempty"`
@@ -72,7 +75,7 @@ func Report(plan *spec.Plan, s State) StatusReport {
 		pr := PhaseReport{Name: p.Name, Status: string(p.Status), Attempts: p.Attempts, Tokens: p.Tokens, CostUSD: p.CostUSD,
 			Duration: p.Duration.Round(time.Millisecond).String(), ExitCodes: orEmpty(p.ExitCodes), Retries: p.Retries,
 			Restarts: p.Restarts, Human: p.Human, Fired: orEmpty(p.Fired), FilesChanged: orEmpty(p.Files),
-			HeadBefore: p.HeadBefore, HeadAfter: p.HeadAfter, NativeSession: p.NativeSession, Notes: orEmpty(p.Notes),
+			HeadBefore: p.HeadBefore, HeadAfter: p.HeadAfter, Checkpoint: p.Checkpoint, NativeSession: p.NativeSession, Notes: orEmpty(p.Notes),
 			Summary: p.Summary}
 		if pr.Status == "" {
 			pr.Status = "pending"

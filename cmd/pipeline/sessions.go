@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/engine/watch"
 	"github.com/pipeline-dev/pipeline/triggers"
@@ -175,6 +176,9 @@ age. Running and paused sessions are never deleted.`,
 				if err != nil {
 					return storeWriteFailed(err)
 				}
+				if err := removeCheckpoints(st, s); err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "pipeline: session %s removed, its checkpoints not: %v\n", s.ID, err)
+				}
 			}
 			removed = append(removed, s.ID)
 			if !output.json() {
@@ -211,6 +215,19 @@ age. Running and paused sessions are never deleted.`,
 	cmd.Flags().IntVar(&keep, "keep", 3, "sessions to keep for each pipeline and spec, however old")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say what would be removed, remove nothing")
 	return cmd
+}
+
+// removeCheckpoints deletes the refs under refs/pipeline/<session>/ of a
+// removed session, in the git work tree of its phases.yaml.
+func removeCheckpoints(st *store.Store, s store.Summary) error {
+	if s.File == "" {
+		return nil
+	}
+	git := session.GitFor(filepath.Dir(st.Abs(s.File)))
+	if git == nil {
+		return nil
+	}
+	return git.DeleteRefs(session.CheckpointRef(s.ID, ""))
 }
 
 // maxDays is the longest age clean takes, in days: a time.Duration holds
