@@ -87,6 +87,10 @@ func (s State) clone() State {
 	s.NativeAgents = cloneMap(s.NativeAgents)
 	s.Steps = cloneMap(s.Steps)
 	s.Pause, s.Stopping = cloneFiring(s.Pause), cloneFiring(s.Stopping)
+	if s.Parent != nil {
+		parent := *s.Parent
+		s.Parent = &parent
+	}
 	s.Phases = slices.Clone(s.Phases)
 	for i := range s.Phases {
 		p := &s.Phases[i]
@@ -119,6 +123,10 @@ func (d *decider) record() *PhaseRecord { return &d.s.Phases[d.s.Phase] }
 func (d *decider) start(e Started) {
 	s := d.s
 	*s = State{Status: StatusRunning, Attempt: 1, NativeSessions: map[string]string{}, Only: e.Only}
+	if e.Parent != nil {
+		parent := *e.Parent
+		s.Parent = &parent
+	}
 	for _, p := range d.plan.Phases {
 		s.Phases = append(s.Phases, PhaseRecord{Name: p.Name})
 	}

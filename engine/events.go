@@ -17,6 +17,19 @@ type Started struct {
 	Plan string `json:",omitempty"`
 	From string `json:",omitempty"`
 	Only bool   `json:",omitempty"`
+	// Parent, on a session pipeline fork started, is the session it
+	// branched from.
+	Parent *Parent `json:",omitempty"`
+}
+
+// Parent is the session a fork branched from: its id and folder, the
+// phase the fork starts at, and the checkpoint (taken before that
+// phase) its work tree was made from.
+type Parent struct {
+	Session    string `json:"session"`
+	Dir        string `json:"dir"`
+	Phase      string `json:"phase"`
+	Checkpoint string `json:"checkpoint"`
 }
 
 // StepFinished is the end of the running step.

@@ -21,6 +21,8 @@ type StatusReport struct {
 	PauseReason string `json:"pause_reason,omitempty"`
 	PauseNote   string `json:"pause_note,omitempty"`
 	FailReason  string `json:"fail_reason,omitempty"`
+	// Parent is the session this one was forked from.
+	Parent *Parent `json:"parent,omitempty"`
 	// ByHand: pipeline complete marked the session completed.
 	ByHand  bool          `json:"by_hand,omitempty"`
 	Tokens  int           `json:"tokens"`
@@ -58,7 +60,7 @@ type PhaseReport struct {
 // never null in its JSON.
 func Report(plan *spec.Plan, s State) StatusReport {
 	r := StatusReport{Status: string(s.Status), Attempt: s.Attempt, Tokens: s.TotalTokens, CostUSD: s.CostUSD,
-		Elapsed: s.SessionElapsed.Round(time.Second).String(), FailReason: s.FailReason, ByHand: s.ByHand, Phases: []PhaseReport{}}
+		Elapsed: s.SessionElapsed.Round(time.Second).String(), FailReason: s.FailReason, Parent: s.Parent, ByHand: s.ByHand, Phases: []PhaseReport{}}
 	if s.Status == "" {
 		r.Status = string(StatusRunning)
 	}

@@ -121,7 +121,9 @@ type State struct {
 	// PauseCheckpoint the one of its latest pause (what the human changed
 	// while paused is counted from it).
 	StartCheckpoint string `json:"start_checkpoint,omitempty"`
-	PauseCheckpoint string `json:"pause_checkpoint,omitempty"`
+	// Parent is the session this one was forked from (pipeline fork).
+	Parent          *Parent `json:"parent,omitempty"`
+	PauseCheckpoint string  `json:"pause_checkpoint,omitempty"`
 
 	// PlanDigest is the digest of the plan of the latest start, resume or
 	// recovery: the plan the recorded decisions were made with.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -361,5 +362,94 @@ phases:
 	}
 	if got := fileContent(t, prompt); !strings.Contains(got, "- conflict.txt") || !strings.Contains(got, "third") {
 		t.Errorf("phase three's resume context does not list the resolved file:\n%s", got)
+	}
+}
+
+// Two forks of a session, each from the checkpoint before a phase, run
+// at once in worktrees of their own and both complete; each records its
+// parent, and neither touches the parent's files.
+func TestTwoForksRunAtOnceInTheirOwnWorktrees(t *testing.T) {
+	dir, env := gitRepo(t)
+	// Under the forks, phase two waits until both are in it: they run at
+	// once, or the step times out.
+	write(t, dir, "phases.yaml", `version: 1
+name: forks
+phases:
+  - name: one
+    steps: [{name: write, run: "echo one > one.txt"}]
+  - name: two
+    steps:
+      - name: meet
+        timeout: 30s
+        run: 'if [ -n "$SYNC" ]; then touch "$SYNC/$(basename "$PWD")"; until [ "$(ls "$SYNC" | wc -l)" -ge 2 ]; do sleep 0.05; done; fi; echo two >> one.txt; echo "$PWD" > where.txt'
+`)
+	gitOut(t, dir, env, "add", ".")
+	gitOut(t, dir, env, "commit", "-qm", "start")
+	if r := pipelineEnv(t, dir, env, "run"); r.code != 0 {
+		t.Fatalf("run: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	parent, commits := checkpoints(t, dir, env)
+	head := gitOut(t, dir, env, "rev-parse", "HEAD")
+
+	forkEnv := append(slices.Clone(env), "SYNC="+t.TempDir())
+	wt := t.TempDir()
+	trees := []string{filepath.Join(wt, "fork-a"), filepath.Join(wt, "fork-b")}
+	var cmds []*exec.Cmd
+	outs := make([]*strings.Builder, 2)
+	for i, tree := range trees {
+		cmd := exec.Command(binary, "fork", "--at", "two", "--worktree", tree)
+		outs[i] = &strings.Builder{}
+		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, forkEnv, outs[i], outs[i]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("fork %s: %v\n%s", trees[i], err, outs[i])
+		}
+	}
+	for i, tree := range trees {
+		if !strings.Contains(outs[i].String(), tree) {
+			t.Errorf("fork's output does not name its folder %s:\n%s", tree, outs[i])
+		}
+		if got := fileContent(t, filepath.Join(tree, "one.txt")); got != "one\ntwo\n" {
+			t.Errorf("%s/one.txt is %q, want phase one's checkpoint and phase two's line", tree, got)
+		}
+		if got := fileContent(t, filepath.Join(tree, "where.txt")); strings.TrimSpace(got) != tree {
+			t.Errorf("%s/where.txt is %q: the phase ran elsewhere", tree, got)
+		}
+		r := pipelineEnv(t, tree, env, "status", "-o", "json")
+		var s struct {
+			Status string `json:"status"`
+			Parent struct {
+				Session    string `json:"session"`
+				Phase      string `json:"phase"`
+				Checkpoint string `json:"checkpoint"`
+			} `json:"parent"`
+			Phases []struct {
+				Status string `json:"status"`
+			} `json:"phases"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
+			t.Fatalf("status in %s: %v: %s%s", tree, err, r.stdout, r.stderr)
+		}
+		if s.Status != "completed" || s.Parent.Session != parent || s.Parent.Phase != "two" || s.Parent.Checkpoint != commits[0] ||
+			s.Phases[0].Status != "skipped" {
+			t.Errorf("the fork in %s: %+v", tree, s)
+		}
+	}
+	if got := fileContent(t, filepath.Join(dir, "one.txt")); got != "one\ntwo\n" {
+		t.Errorf("the parent's one.txt became %q", got)
+	}
+	if got := gitOut(t, dir, env, "rev-parse", "HEAD"); got != head {
+		t.Errorf("the parent's HEAD moved: %s → %s", head, got)
+	}
+	r := pipelineEnv(t, dir, env, "sessions")
+	for _, tree := range trees {
+		if !strings.Contains(r.stdout, tree) {
+			t.Errorf("sessions does not show the fork in %s under its parent:\n%s", tree, r.stdout)
+		}
 	}
 }

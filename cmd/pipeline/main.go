@@ -200,7 +200,7 @@ file or folder that cannot be read or written), 3 paused.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	root.AddCommand(runCommand(), resumeCommand(), pauseCommand(), statusCommand(), sessionsCommand(), logsCommand(),
 		completeCommand(), cleanCommand(), watchCommand(), validateCommand(), planCommand(), schemaCommand(), initCommand(), versionCommand(),
-		exportCommand(), importCommand(), doctorCommand(), rewindCommand())
+		exportCommand(), importCommand(), doctorCommand(), rewindCommand(), forkCommand())
 	return root
 }
 

@@ -67,6 +67,10 @@ paused); --status keeps one status; --spec keeps the sessions of one spec.`,
 			}
 		}
 		out := []sessionLine{}
+		var forks map[string][]forkLine
+		if len(list) > 0 {
+			forks = forksByParent(flags.file)
+		}
 		for _, s := range list { // none when there is no store yet
 			if s.Status == string(engine.StatusRunning) && !st.Held(s.Key) {
 				s.Status, s.PauseReason = string(engine.StatusPaused), engine.ReasonRunnerDied
@@ -80,7 +84,7 @@ paused); --status keeps one status; --spec keeps the sessions of one spec.`,
 			if wantSpec != "" && s.Spec != wantSpec {
 				continue
 			}
-			out = append(out, sessionLine{Summary: s, Queued: slices.Contains(queued, s.ID)})
+			out = append(out, sessionLine{Summary: s, Queued: slices.Contains(queued, s.ID), Forks: forks[s.ID]})
 		}
 		if output.json() {
 			return writeJSON(cmd.OutOrStdout(), out)
@@ -99,6 +103,9 @@ paused); --status keeps one status; --spec keeps the sessions of one spec.`,
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t$%.4f\t%s\n", safe(s.ID), safe(s.Pipeline), safe(orDash(filepath.Base(s.Spec))), safe(state),
 				safe(orDash(s.Phase)), s.Tokens, s.CostUSD, s.Updated.Local().Format("2006-01-02 15:04"))
+			for _, f := range s.Forks {
+				fmt.Fprintf(tw, "  └ fork %s\t(at %s)\t%s\t%s\t%s\t\t\t\n", safe(f.ID), safe(f.At), safe(f.Dir), safe(f.Status), safe(orDash(f.Phase)))
+			}
 		}
 		tw.Flush()
 		_, err = cmd.OutOrStdout().Write(b.Bytes())
@@ -117,6 +124,9 @@ type sessionLine struct {
 	store.Summary
 	// Queued: a pipeline watch will resume it when a slot is free.
 	Queued bool `json:"queued,omitempty"`
+	// Forks are the sessions forked from it (pipeline fork), found in
+	// the repository's other git worktrees.
+	Forks []forkLine `json:"forks,omitempty"`
 }
 
 func orDash(s string) string {

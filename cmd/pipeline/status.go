@@ -106,6 +106,9 @@ func printStatus(w io.Writer, r engine.StatusReport, verbose bool) error {
 	if r.Spec != "" {
 		fmt.Fprintf(tw, "spec\t%s\n", safe(r.Spec))
 	}
+	if p := r.Parent; p != nil {
+		fmt.Fprintf(tw, "fork of\t%s at phase %s (checkpoint %s, %s)\n", safe(p.Session), safe(p.Phase), safe(p.Checkpoint[:min(12, len(p.Checkpoint))]), safe(p.Dir))
+	}
 	tw.Flush()
 	if verbose {
 		b.WriteString("\n")

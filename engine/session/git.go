@@ -377,3 +377,27 @@ func (g *Git) Restore(checkpoint string) error {
 	}
 	return nil
 }
+
+// AddWorktree makes a git worktree at dir whose HEAD is commit, detached:
+// a fork's own folder, sharing the repository's objects and refs but no
+// file of the work tree.
+func (g *Git) AddWorktree(dir, commit string) error {
+	_, err := g.must(nil, "worktree", "add", "--detach", "-q", dir, commit)
+	return err
+}
+
+// Worktrees lists the folders of the repository's work trees, this one
+// included.
+func (g *Git) Worktrees() []string {
+	out, ok := g.run(nil, "worktree", "list", "--porcelain")
+	if !ok {
+		return nil
+	}
+	var dirs []string
+	for _, line := range strings.Split(out, "\n") {
+		if dir, ok := strings.CutPrefix(line, "worktree "); ok {
+			dirs = append(dirs, dir)
+		}
+	}
+	return dirs
+}

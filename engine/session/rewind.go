@@ -44,7 +44,7 @@ func (s *Session) Rewind(now time.Time, phase string, force bool) (Rewinding, er
 	for i < len(st.Phases) && st.Phases[i].Name != phase {
 		i++
 	}
-	checkpoint := before(st, i)
+	checkpoint := CheckpointBefore(st, i)
 	if checkpoint == "" {
 		return Rewinding{}, refused("session %s has no checkpoint before phase %s (made with checkpoint: off, or outside git)", s.ID(), phase)
 	}
@@ -73,9 +73,9 @@ func (s *Session) Rewind(now time.Time, phase string, force bool) (Rewinding, er
 	return r, nil
 }
 
-// before is the checkpoint taken before phase i: the one of the latest
-// phase before it that has one, else the session's start.
-func before(st engine.State, i int) string {
+// CheckpointBefore is the checkpoint taken before phase i: the one of
+// the latest phase before it that has one, else the session's start.
+func CheckpointBefore(st engine.State, i int) string {
 	for j := i - 1; j >= 0; j-- {
 		if c := st.Phases[j].Checkpoint; c != "" {
 			return c
