@@ -114,4 +114,3 @@ func (s *Session) rescueRef() string {
 		n++
 	}
 }
-
