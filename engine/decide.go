@@ -53,6 +53,17 @@ func Decide(plan *spec.Plan, s State, ev Event) (State, []Action) {
 		if e.Notes != "" && s.Phase < len(s.Phases) {
 			d.record().Notes = append(d.record().Notes, e.Notes)
 		}
+	case Checkpointed:
+		switch {
+		case e.Kind == CheckpointStart:
+			s.StartCheckpoint = e.Commit
+		case e.Kind == CheckpointPause:
+			s.PauseCheckpoint = e.Commit
+		case e.Kind == CheckpointPhase && e.Phase >= 0 && e.Phase < len(s.Phases):
+			s.Phases[e.Phase].Checkpoint = e.Commit
+		}
+	case Rewound:
+		d.rewound(e)
 	case Completed:
 		if s.Status != StatusCompleted {
 			s.Status, s.Pause, s.StepRunning, s.Waiting, s.ByHand = StatusCompleted, nil, false, false, true
@@ -76,6 +87,10 @@ func (s State) clone() State {
 	s.NativeAgents = cloneMap(s.NativeAgents)
 	s.Steps = cloneMap(s.Steps)
 	s.Pause, s.Stopping = cloneFiring(s.Pause), cloneFiring(s.Stopping)
+	if s.Parent != nil {
+		parent := *s.Parent
+		s.Parent = &parent
+	}
 	s.Phases = slices.Clone(s.Phases)
 	for i := range s.Phases {
 		p := &s.Phases[i]
@@ -108,6 +123,10 @@ func (d *decider) record() *PhaseRecord { return &d.s.Phases[d.s.Phase] }
 func (d *decider) start(e Started) {
 	s := d.s
 	*s = State{Status: StatusRunning, Attempt: 1, NativeSessions: map[string]string{}, Only: e.Only}
+	if e.Parent != nil {
+		parent := *e.Parent
+		s.Parent = &parent
+	}
 	for _, p := range d.plan.Phases {
 		s.Phases = append(s.Phases, PhaseRecord{Name: p.Name})
 	}
@@ -570,8 +589,19 @@ func (d *decider) resumed(e Resumed) {
 	if s.Status != StatusPaused && s.Status != StatusFailed {
 		return
 	}
+	if len(e.Conflicts) > 0 {
+		// The human left a merge half done: the agent must not build on
+		// it. The session stays paused, and says where.
+		rec := d.record()
+		if e.Notes != "" {
+			rec.Notes = append(rec.Notes, e.Notes)
+		}
+		d.pause(Firing{Reason: ReasonConflicts, At: d.now,
+			Note: "conflict markers (<<<<<<<) in " + strings.Join(e.Conflicts, ", ") + ": resolve them, then resume"})
+		return
+	}
 	failed := s.Status == StatusFailed
-	from := &Resumption{Phase: d.phase().Name}
+	from := &Resumption{Phase: d.phase().Name, Changed: slices.Clone(e.Changed)}
 	switch {
 	case s.Pause != nil:
 		from.Firing = *s.Pause
@@ -604,6 +634,49 @@ func (d *decider) resumed(e Resumed) {
 	}
 	s.Pause, s.FailReason, s.Resuming = nil, "", from
 	d.startStep()
+}
+
+// rewound sets the session back to the start of a phase, paused, as a
+// new attempt of it: the phases from it on are to run again. What they
+// recorded stays, but for their checkpoints, which no longer stand for
+// the work tree. The agent's native sessions are dropped: the next agent
+// step starts a fresh one with the resume context.
+func (d *decider) rewound(e Rewound) {
+	s := d.s
+	i := d.phaseIndex(e.Phase)
+	if i < 0 || s.Status == StatusRunning || s.Status == "" {
+		return
+	}
+	for j := i; j < len(s.Phases); j++ {
+		rec := &s.Phases[j]
+		rec.Status, rec.Checkpoint = "", ""
+		rec.HeadBefore, rec.TreeBefore, rec.HeadAfter, rec.Files = "", "", "", nil
+	}
+	rec := &s.Phases[i]
+	s.Phase, s.Step, s.Attempt = i, 0, rec.Attempts+1
+	s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = 0, 0, 0, 0
+	s.Steps = map[string]triggers.StepVars{}
+	s.Only, s.ByHand, s.FailReason, s.Stopping, s.Waiting, s.StepRunning = false, false, "", nil, false, false
+	s.PauseCheckpoint = ""
+	s.FreshSession, s.ResumeContext = true, true
+	rec.Human++
+	note := "the work tree was restored to the checkpoint before phase " + e.Phase
+	if e.Checkpoint != "" {
+		note += " (" + shortCommit(e.Checkpoint) + ")"
+	}
+	if e.Rescued != "" {
+		note += "; what no checkpoint held is kept under " + e.Rescued
+	}
+	f := Firing{Reason: ReasonRewound, Note: note + "; resume runs the phase again", At: d.now}
+	rec.Fired = keepLast(append(rec.Fired, f))
+	s.Status, s.Pause = StatusPaused, &f
+}
+
+func shortCommit(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
 }
 
 // recovered continues after the runner died: the step it ran (or was

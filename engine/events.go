@@ -17,6 +17,19 @@ type Started struct {
 	Plan string `json:",omitempty"`
 	From string `json:",omitempty"`
 	Only bool   `json:",omitempty"`
+	// Parent, on a session pipeline fork started, is the session it
+	// branched from.
+	Parent *Parent `json:",omitempty"`
+}
+
+// Parent is the session a fork branched from: its id and folder, the
+// phase the fork starts at, and the checkpoint (taken before that
+// phase) its work tree was made from.
+type Parent struct {
+	Session    string `json:"session"`
+	Dir        string `json:"dir"`
+	Phase      string `json:"phase"`
+	Checkpoint string `json:"checkpoint"`
 }
 
 // StepFinished is the end of the running step.
@@ -95,6 +108,12 @@ type Resumed struct {
 	Notes string
 	Phase string
 	Plan  string `json:",omitempty"`
+	// Changed are the files the work tree changed in while the session
+	// was paused (since its pause checkpoint): what the human did.
+	Changed []string `json:",omitempty"`
+	// Conflicts are those that hold conflict markers: the session stays
+	// paused (reason conflicts) until they are resolved.
+	Conflicts []string `json:",omitempty"`
 }
 
 // Recovered continues a session whose runner died (killed, crashed, the
@@ -123,6 +142,35 @@ type Noted struct {
 // Completed marks a session done by hand.
 type Completed struct{ At time.Time }
 
+// Checkpoint kinds: when a checkpoint was taken.
+const (
+	CheckpointStart = "start" // the session started
+	CheckpointPhase = "phase" // a phase completed
+	CheckpointPause = "pause" // the session paused
+)
+
+// Checkpointed records a snapshot of the work tree kept by git (a commit
+// under refs/pipeline/<session>/, or on the branch with checkpoint:
+// commit): Kind says when, Phase which phase it follows or paused in.
+type Checkpointed struct {
+	At     time.Time
+	Kind   string
+	Phase  int
+	Commit string
+}
+
+// Rewound sets the session back to the start of Phase, as a new attempt,
+// after pipeline rewind restored the work tree to Checkpoint (the one
+// taken before the phase). Rescued is the ref that keeps what the work
+// tree held that no checkpoint did (rewind --force). Nothing recorded
+// before is deleted: the rewind is one more intervention in the history.
+type Rewound struct {
+	At         time.Time
+	Phase      string
+	Checkpoint string `json:",omitempty"`
+	Rescued    string `json:",omitempty"`
+}
+
 func (e Started) eventTime() time.Time        { return e.At }
 func (e StepFinished) eventTime() time.Time   { return e.At }
 func (e TriggerFired) eventTime() time.Time   { return e.At }
@@ -133,6 +181,8 @@ func (e Recovered) eventTime() time.Time      { return e.At }
 func (e PlanChanged) eventTime() time.Time    { return e.At }
 func (e Noted) eventTime() time.Time          { return e.At }
 func (e Completed) eventTime() time.Time      { return e.At }
+func (e Checkpointed) eventTime() time.Time   { return e.At }
+func (e Rewound) eventTime() time.Time        { return e.At }
 
 // Action is what the decision function asks the runner to do.
 type Action interface{ isAction() }

@@ -21,6 +21,8 @@ type StatusReport struct {
 	PauseReason string `json:"pause_reason,omitempty"`
 	PauseNote   string `json:"pause_note,omitempty"`
 	FailReason  string `json:"fail_reason,omitempty"`
+	// Parent is the session this one was forked from.
+	Parent *Parent `json:"parent,omitempty"`
 	// ByHand: pipeline complete marked the session completed.
 	ByHand  bool    `json:"by_hand,omitempty"`
 	Tokens  int     `json:"tokens"`
@@ -37,21 +39,24 @@ type StatusReport struct {
 
 // PhaseReport is one phase's line of a StatusReport.
 type PhaseReport struct {
-	Name          string   `json:"name"`
-	Status        string   `json:"status"`
-	Attempts      int      `json:"attempts"`
-	Tokens        int      `json:"tokens"`
-	CostUSD       float64  `json:"cost_usd"`
-	Duration      string   `json:"duration"`
-	DurationMS    int64    `json:"duration_ms"`
-	ExitCodes     []int    `json:"exit_codes"`
-	Retries       int      `json:"retries"`
-	Restarts      int      `json:"restarts"`
-	Human         int      `json:"human_interventions"`
-	Fired         []Firing `json:"triggers_fired"`
-	FilesChanged  []string `json:"files_changed"`
-	HeadBefore    string   `json:"head_before,omitempty"`
-	HeadAfter     string   `json:"head_after,omitempty"`
+	Name         string   `json:"name"`
+	Status       string   `json:"status"`
+	Attempts     int      `json:"attempts"`
+	Tokens       int      `json:"tokens"`
+	CostUSD      float64  `json:"cost_usd"`
+	Duration     string   `json:"duration"`
+	DurationMS   int64    `json:"duration_ms"`
+	ExitCodes    []int    `json:"exit_codes"`
+	Retries      int      `json:"retries"`
+	Restarts     int      `json:"restarts"`
+	Human        int      `json:"human_interventions"`
+	Fired        []Firing `json:"triggers_fired"`
+	FilesChanged []string `json:"files_changed"`
+	HeadBefore   string   `json:"head_before,omitempty"`
+	HeadAfter    string   `json:"head_after,omitempty"`
+	// Checkpoint is the commit that keeps the work tree as the phase
+	// left it (checkpoint: in phases.yaml).
+	Checkpoint    string   `json:"checkpoint,omitempty"`
 	NativeSession string   `json:"native_session,omitempty"`
 	Notes         []string `json:"notes"`
 	Summary       string   `json:"summary,omitempty"`
@@ -62,7 +67,7 @@ type PhaseReport struct {
 func Report(plan *spec.Plan, s State) StatusReport {
 	r := StatusReport{Status: string(s.Status), Attempt: s.Attempt, Tokens: s.TotalTokens, CostUSD: s.CostUSD,
 		Elapsed: s.SessionElapsed.Round(time.Second).String(), ElapsedMS: s.SessionElapsed.Milliseconds(), FailReason: s.FailReason,
-		ByHand: s.ByHand, Phases: []PhaseReport{}}
+		Parent: s.Parent, ByHand: s.ByHand, Phases: []PhaseReport{}}
 	if s.Status == "" {
 		r.Status = string(StatusRunning)
 	}
@@ -81,7 +86,7 @@ func Report(plan *spec.Plan, s State) StatusReport {
 		pr := PhaseReport{Name: p.Name, Status: string(p.Status), Attempts: p.Attempts, Tokens: p.Tokens, CostUSD: p.CostUSD,
 			Duration: p.Duration.Round(time.Millisecond).String(), DurationMS: p.Duration.Milliseconds(), ExitCodes: orEmpty(p.ExitCodes), Retries: p.Retries,
 			Restarts: p.Restarts, Human: p.Human, Fired: orEmpty(p.Fired), FilesChanged: orEmpty(p.Files),
-			HeadBefore: p.HeadBefore, HeadAfter: p.HeadAfter, NativeSession: p.NativeSession, Notes: orEmpty(p.Notes),
+			HeadBefore: p.HeadBefore, HeadAfter: p.HeadAfter, Checkpoint: p.Checkpoint, NativeSession: p.NativeSession, Notes: orEmpty(p.Notes),
 			Summary: p.Summary}
 		if pr.Status == "" {
 			pr.Status = "pending"

@@ -68,6 +68,13 @@ Why: {{.}}.{{end}}{{end}}{{with .Note}} ({{if eq $.Reason "checkpoint"}}your che
 - {{.}}
 {{- end}}
 {{- end}}
+{{- with .HumanChanges}}
+
+## Changed in the work tree while the session was paused (by a human: read them before going on)
+{{- range .}}
+- {{.}}
+{{- end}}
+{{- end}}
 {{- with .SpecDiff}}
 
 ## What changed in the spec since the pause{{with $.SpecPath}} ({{.}}){{end}}
@@ -128,7 +135,7 @@ func RenderResumeContext(tmpl string, in ResumeInput, budget int, count func(str
 	// The levels of each cut, from the full input (no cut) down to 0.
 	r.full = rctxLevels{
 		diff:    len(r.diffLines),
-		files:   len(in.FilesChanged),
+		files:   max(len(in.FilesChanged), len(in.HumanChanges)),
 		summary: 0,
 		next:    len(in.NextSteps),
 	}
@@ -220,8 +227,11 @@ func (r *rctxRender) render(lv rctxLevels) (string, error) {
 			in.SpecDiff = strings.Join(kept, "\n")
 		}
 	}
-	if lv.files < r.full.files {
+	if lv.files < len(in.FilesChanged) {
 		in.FilesChanged = rctxKeep(in.FilesChanged, lv.files, "files")
+	}
+	if lv.files < len(in.HumanChanges) {
+		in.HumanChanges = rctxKeep(in.HumanChanges, lv.files, "files")
 	}
 	if lv.next < r.full.next {
 		in.NextSteps = rctxKeep(in.NextSteps, lv.next, "steps")

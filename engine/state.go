@@ -44,6 +44,8 @@ const (
 	// pausing, that on_out_of_scope: revert put them back.
 	ReasonOutOfScope         = "out-of-scope"
 	ReasonOutOfScopeReverted = "out-of-scope-reverted"
+	ReasonConflicts          = "conflicts" // a resume found conflict markers in files changed while paused
+	ReasonRewound            = "rewound"   // pipeline rewind set the session back to a phase's start
 	// ReasonRunnerDied is shown, never recorded, for a session marked
 	// running whose runner is gone (killed, crashed): resume continues it.
 	ReasonRunnerDied = "runner-died"
@@ -120,6 +122,14 @@ type State struct {
 
 	Phases []PhaseRecord `json:"phases"`
 
+	// StartCheckpoint is the checkpoint taken when the session started,
+	// PauseCheckpoint the one of its latest pause (what the human changed
+	// while paused is counted from it).
+	StartCheckpoint string `json:"start_checkpoint,omitempty"`
+	// Parent is the session this one was forked from (pipeline fork).
+	Parent          *Parent `json:"parent,omitempty"`
+	PauseCheckpoint string  `json:"pause_checkpoint,omitempty"`
+
 	// PlanDigest is the digest of the plan of the latest start, resume or
 	// recovery: the plan the recorded decisions were made with.
 	PlanDigest string `json:"plan_digest,omitempty"`
@@ -150,6 +160,9 @@ type PhaseRecord struct {
 	Started    time.Time `json:"started,omitempty"`
 	Ended      time.Time `json:"ended,omitempty"`
 	Summary    string    `json:"summary,omitempty"`
+	// Checkpoint is the commit that keeps the work tree as the phase left
+	// it when it completed (see Checkpointed).
+	Checkpoint string `json:"checkpoint,omitempty"`
 }
 
 // Resumption is why a session was continued: the pause (or the runner's
@@ -159,6 +172,9 @@ type Resumption struct {
 	Firing   Firing `json:"firing"`
 	Phase    string `json:"phase"`
 	JumpedTo string `json:"jumped_to,omitempty"`
+	// Changed are the files changed in the work tree while the session
+	// was paused (Resumed.Changed).
+	Changed []string `json:"changed,omitempty"`
 }
 
 // Firing records a trigger or policy that fired, and the values of the

@@ -122,6 +122,7 @@ func printPlan(w io.Writer, plan *spec.Plan) error {
 		fmt.Fprintf(tw, "  replacing\t%s (phases.yaml)\n", strings.Join(plan.FilePhases, " → "))
 	}
 	watchRows(row, plan)
+	row("", "checkpoint", plan.Checkpoint.Value, plan.Checkpoint.From)
 	for i, p := range plan.Phases {
 		fmt.Fprintln(tw)
 		row("", fmt.Sprintf("%d. %s", i+1, p.Name), "", p.From)

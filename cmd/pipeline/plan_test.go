@@ -26,7 +26,8 @@ func TestPlanShowsTheWatchKeys(t *testing.T) {
 		"phases          build          phases.yaml:5:3\n" +
 		"watch           specs/**/*.md  phases.yaml:7:3\n" +
 		"                **/*.txt\n" +
-		"watch_debounce  1s             phases.yaml:9:17\n\n"
+		"watch_debounce  1s             phases.yaml:9:17\n" +
+		"checkpoint      refs           built-in default\n\n"
 	if !strings.HasPrefix(r.stdout, want) {
 		t.Errorf("plan begins\n%s\nwant\n%s", r.stdout[:min(len(r.stdout), len(want)+200)], want)
 	}
@@ -47,5 +48,22 @@ func TestPlanShowsTheWatchKeys(t *testing.T) {
 	}
 	if strings.Join(plan.Watch, ",") != "specs/**/*.md,**/*.txt" || plan.WatchDebounce != "1s" || plan.WatchFrom.Line != 7 {
 		t.Errorf("plan -o json has watch %q from line %d, watch_debounce %q", plan.Watch, plan.WatchFrom.Line, plan.WatchDebounce)
+	}
+}
+
+// checkpoint: is shown by plan with where it was written, and a value
+// that is not a mode is an error at its line and column.
+func TestPlanShowsCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", "version: 1\ncheckpoint: commit\nphases:\n  - name: build\n    steps: [{name: b, run: \"true\"}]\n")
+	r := pipeline(t, dir, "plan")
+	if r.code != 0 || !strings.Contains(r.stdout, "checkpoint      commit") || !strings.Contains(r.stdout, "phases.yaml:2:13") {
+		t.Errorf("plan: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	write(t, dir, "phases.yaml", "version: 1\ncheckpoint: comit\nphases:\n  - name: build\n    steps: [{name: b, run: \"true\"}]\n")
+	r = pipeline(t, dir, "validate")
+	if r.code != 2 || !strings.Contains(r.stderr, "phases.yaml:2:13") || !strings.Contains(r.stderr, `checkpoint "comit" is not a checkpoint mode`) ||
+		!strings.Contains(r.stderr, `did you mean "commit"?`) {
+		t.Errorf("validate: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -9,17 +9,6 @@ import (
 	"testing"
 )
 
-func gitOut(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("git %v: %v", args, err)
-	}
-	return string(out)
-}
-
 // scopeRepo makes a git repository whose pipeline lives in its folder
 // proj (so that names from the repository's root and from phases.yaml's
 // folder differ), with phases.yaml, committed files, and one file left
@@ -161,7 +150,7 @@ phases:
 	if got := read(t, filepath.Join(dir, "staged.txt")); got != "one\nstaged\n" {
 		t.Errorf("staged.txt is %q, want its content before the step", got)
 	}
-	if got := gitOut(t, repo, "diff", "--cached", "--name-only"); got != "proj/staged.txt\n" {
+	if got := gitOut(t, repo, nil, "diff", "--cached", "--name-only"); got != "proj/staged.txt" {
 		t.Errorf("staged files %q, want proj/staged.txt alone: the index is not touched", got)
 	}
 	if got := read(t, filepath.Join(dir, "dirty.txt")); got != "one\nleft over\n" {

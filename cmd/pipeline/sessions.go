@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/engine/watch"
 	"github.com/pipeline-dev/pipeline/triggers"
@@ -75,6 +76,13 @@ shown with its folder: 045-dashboard/README.md.`,
 		if all {
 			slices.SortStableFunc(out, func(a, b sessionLine) int { return b.Updated.Compare(a.Updated) })
 		}
+		if !all && len(out) > 0 {
+			// Forks live in the repository's other worktrees.
+			forks := forksByParent(flags.file)
+			for i := range out {
+				out[i].Forks = forks[out[i].ID]
+			}
+		}
 		if output.json() {
 			return writeJSON(cmd.OutOrStdout(), out)
 		}
@@ -100,6 +108,9 @@ shown with its folder: 045-dashboard/README.md.`,
 				fmt.Fprintf(tw, "\t%s", safe(relativeToHere(s.File)))
 			}
 			fmt.Fprintln(tw)
+			for _, f := range s.Forks {
+				fmt.Fprintf(tw, "  └ fork %s\t(at %s)\t%s\t%s\t%s\t\t\t\n", safe(f.ID), safe(f.At), safe(f.Dir), safe(f.Status), safe(orDash(f.Phase)))
+			}
 		}
 		tw.Flush()
 		switch {
@@ -173,6 +184,9 @@ type sessionLine struct {
 	store.Summary
 	// Queued: a pipeline watch will resume it when a slot is free.
 	Queued bool `json:"queued,omitempty"`
+	// Forks are the sessions forked from it (pipeline fork), found in
+	// the repository's other git worktrees.
+	Forks []forkLine `json:"forks,omitempty"`
 }
 
 func orDash(s string) string {
@@ -232,6 +246,9 @@ age. Running and paused sessions are never deleted.`,
 				if err != nil {
 					return storeWriteFailed(err)
 				}
+				if err := removeCheckpoints(st, s); err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "pipeline: session %s removed, its checkpoints not: %v\n", s.ID, err)
+				}
 			}
 			removed = append(removed, s.ID)
 			if !output.json() {
@@ -272,6 +289,19 @@ age. Running and paused sessions are never deleted.`,
 	cmd.Flags().IntVar(&keep, "keep", 3, "sessions to keep for each pipeline and spec, however old")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say what would be removed, remove nothing")
 	return cmd
+}
+
+// removeCheckpoints deletes the refs under refs/pipeline/<session>/ of a
+// removed session, in the git work tree of its phases.yaml.
+func removeCheckpoints(st *store.Store, s store.Summary) error {
+	if s.File == "" {
+		return nil
+	}
+	git := session.GitFor(filepath.Dir(st.Abs(s.File)))
+	if git == nil {
+		return nil
+	}
+	return git.DeleteRefs(session.CheckpointRef(s.ID, ""))
 }
 
 // maxDays is the longest age clean takes, in days: a time.Duration holds

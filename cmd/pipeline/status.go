@@ -207,18 +207,25 @@ func printStatus(w io.Writer, ls liveStatus, verbose bool) error {
 	if r.Spec != "" {
 		fmt.Fprintf(tw, "spec\t%s\n", safe(r.Spec))
 	}
+	if p := r.Parent; p != nil {
+		fmt.Fprintf(tw, "fork of\t%s at phase %s (checkpoint %s, %s)\n", safe(p.Session), safe(p.Phase), safe(p.Checkpoint[:min(12, len(p.Checkpoint))]), safe(p.Dir))
+	}
 	tw.Flush()
 	if verbose {
 		b.WriteString("\n")
 		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "PHASE\tSTATUS\tATTEMPTS\tTOKENS\tCOST\tTIME\tRETRIES\tRESTARTS\tHUMAN\tFILES\tFIRED")
+		fmt.Fprintln(tw, "PHASE\tSTATUS\tATTEMPTS\tTOKENS\tCOST\tTIME\tRETRIES\tRESTARTS\tHUMAN\tFILES\tCHECKPOINT\tFIRED")
 		for _, p := range r.Phases {
 			var fired []string
 			for _, f := range p.Fired {
 				fired = append(fired, f.Reason)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t$%.4f\t%s\t%d\t%d\t%d\t%d\t%s\n", safe(p.Name), safe(string(p.Status)), p.Attempts, p.Tokens,
-				p.CostUSD, p.Duration, p.Retries, p.Restarts, p.Human, len(p.FilesChanged), safe(strings.Join(fired, ",")))
+			checkpoint := "-"
+			if p.Checkpoint != "" {
+				checkpoint = p.Checkpoint[:min(len(p.Checkpoint), 12)]
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t$%.4f\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", safe(p.Name), safe(string(p.Status)), p.Attempts, p.Tokens,
+				p.CostUSD, p.Duration, p.Retries, p.Restarts, p.Human, len(p.FilesChanged), safe(checkpoint), safe(strings.Join(fired, ",")))
 		}
 		tw.Flush()
 		for _, p := range r.Phases {

@@ -228,6 +228,10 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 		if r.d.Verbose {
 			r.sayFired(before, state)
 		}
+		if err := r.checkpoints(ev, before, state); err != nil {
+			return recordFailed(err)
+		}
+		state = r.sess.State()
 		for _, a := range actions {
 			switch a := a.(type) {
 			case engine.StartStep:
@@ -383,6 +387,64 @@ func doneWhenFalse(ev engine.Event, before, after engine.State, a engine.StartSt
 		return false
 	}
 	return after.Phases[a.Phase].Retries == before.Phases[a.Phase].Retries
+}
+
+// checkpoints keeps the work tree in git when the session started, when
+// a phase completed and when the session paused (checkpoint: in
+// phases.yaml), and records each as a Checkpointed event. Taken before
+// the next step starts, so that none of its writes gets in. A checkpoint
+// git could not make is said, and the run goes on without it; an error
+// is the record's.
+func (r *run) checkpoints(ev engine.Event, before, after engine.State) error {
+	git, mode := r.sess.Git(), r.plan.Checkpoint.Value
+	if mode == spec.CheckpointOff {
+		return nil
+	}
+	if git == nil {
+		if _, ok := ev.(engine.Started); ok {
+			r.say("pipeline: %s is not in a git work tree: this session keeps no checkpoints (rewind and fork need them)", r.sess.Dir())
+		}
+		return nil
+	}
+	take := func(kind string, phase int, name, message string) error {
+		var commit string
+		var err error
+		if kind == engine.CheckpointPhase && mode == spec.CheckpointCommit {
+			commit, err = git.Commit(message)
+		} else {
+			commit, err = git.Checkpoint(session.CheckpointRef(r.sess.ID(), name), message)
+		}
+		if err != nil {
+			r.say("pipeline: no checkpoint %s: %v", name, err)
+			return nil
+		}
+		_, err = r.sess.Apply(engine.Checkpointed{At: r.clock.Now(), Kind: kind, Phase: phase, Commit: commit})
+		return err
+	}
+	id := r.sess.ID()
+	if _, ok := ev.(engine.Started); ok && after.Status == engine.StatusRunning {
+		if err := take(engine.CheckpointStart, -1, "00-start", fmt.Sprintf("pipeline: session %s started", id)); err != nil {
+			return err
+		}
+	}
+	for i := range after.Phases {
+		if after.Phases[i].Status == engine.StatusCompleted && (i >= len(before.Phases) || before.Phases[i].Status != engine.StatusCompleted) &&
+			after.Phases[i].Checkpoint == "" {
+			name := after.Phases[i].Name
+			if err := take(engine.CheckpointPhase, i, session.CheckpointName(i, name),
+				fmt.Sprintf("pipeline: phase %s completed (session %s)", name, id)); err != nil {
+				return err
+			}
+		}
+	}
+	if after.Status == engine.StatusPaused && before.Status != engine.StatusPaused && after.Phase < len(after.Phases) {
+		name := after.Phases[after.Phase].Name
+		if err := take(engine.CheckpointPause, after.Phase, session.CheckpointName(after.Phase, name)+"-paused",
+			fmt.Sprintf("pipeline: session %s paused in phase %s", id, name)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // DescribeFiring says what fired, as the paused: line shows it: the

@@ -1,6 +1,8 @@
 package session
 
 import (
+	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -165,4 +167,237 @@ func splitNames(z string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// CheckpointRef is the ref under which a session's checkpoint named name
+// is kept: refs/pipeline/<session>/<name>.
+func CheckpointRef(session, name string) string {
+	return "refs/pipeline/" + session + "/" + name
+}
+
+// CheckpointName names the checkpoint of phase i (from 0): 01-design.
+// A phase name's characters that a ref may not hold become -.
+func CheckpointName(i int, phase string) string {
+	safe := strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '-'
+	}, phase)
+	return fmt.Sprintf("%02d-%s", i+1, safe)
+}
+
+// Checkpoint snapshots the work tree (see Snapshot) into a commit whose
+// parent is HEAD, and points ref at it: HEAD, the branch, the user's
+// index and the stash stay as they were. It returns the commit.
+func (g *Git) Checkpoint(ref, message string) (string, error) {
+	head, tree := g.Snapshot()
+	if tree == "" {
+		return "", fmt.Errorf("git could not snapshot the work tree of %s", g.dir)
+	}
+	args := []string{"commit-tree", tree, "-m", message}
+	if head != "" {
+		args = append(args, "-p", head)
+	}
+	commit, err := g.must(g.identity(), args...)
+	if err != nil {
+		return "", err
+	}
+	if _, err := g.must(nil, "update-ref", "-m", "pipeline checkpoint", ref, commit); err != nil {
+		return "", err
+	}
+	return commit, nil
+}
+
+// Commit commits the work tree under the folder on the current branch
+// (checkpoint: commit): every change, untracked files that are not
+// ignored included, even when there is none (one commit per phase).
+func (g *Git) Commit(message string) (string, error) {
+	if _, err := g.must(nil, "add", "-A", "--", "."); err != nil {
+		return "", err
+	}
+	if _, err := g.must(g.identity(), "commit", "-q", "--no-verify", "--allow-empty", "-m", message); err != nil {
+		return "", err
+	}
+	return g.Head(), nil
+}
+
+// identity is the committer git is to use when the repository names
+// none: a checkpoint is never refused for want of user.email.
+func (g *Git) identity() []string {
+	if _, ok := g.run(nil, "var", "GIT_COMMITTER_IDENT"); ok {
+		return nil
+	}
+	return []string{"GIT_AUTHOR_NAME=pipeline", "GIT_AUTHOR_EMAIL=pipeline@localhost",
+		"GIT_COMMITTER_NAME=pipeline", "GIT_COMMITTER_EMAIL=pipeline@localhost"}
+}
+
+// must runs git for one line of output, and returns git's own words
+// when it fails.
+func (g *Git) must(env []string, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = g.dir
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// Refs lists the refs under prefix, by name, with their commits.
+func (g *Git) Refs(prefix string) map[string]string {
+	out, ok := g.run(nil, "for-each-ref", "--format=%(objectname) %(refname)", prefix)
+	refs := map[string]string{}
+	if !ok {
+		return refs
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if commit, name, ok := strings.Cut(line, " "); ok {
+			refs[name] = commit
+		}
+	}
+	return refs
+}
+
+// DeleteRefs deletes the refs under prefix (a session's checkpoints).
+func (g *Git) DeleteRefs(prefix string) error {
+	var b strings.Builder
+	for name := range g.Refs(prefix) {
+		fmt.Fprintf(&b, "delete %s\n", name)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	cmd := exec.Command("git", "update-ref", "--stdin")
+	cmd.Dir = g.dir
+	cmd.Stdin = strings.NewReader(b.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("git update-ref: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// Tree is the tree of a commit, "" when git does not have it.
+func (g *Git) Tree(commit string) string {
+	tree, ok := g.line(nil, "rev-parse", "--verify", "-q", commit+"^{tree}")
+	if !ok {
+		return ""
+	}
+	return tree
+}
+
+// ChangedSince returns the files under the folder (named from the
+// repository's root) that differ between a checkpoint and the work tree
+// now, and the snapshot of now.
+func (g *Git) ChangedSince(checkpoint string) (files []string, now string, err error) {
+	_, now = g.Snapshot()
+	if now == "" {
+		return nil, "", fmt.Errorf("git could not snapshot the work tree of %s", g.dir)
+	}
+	out, err := g.must(nil, "diff", "--name-only", "--no-renames", "-z", checkpoint, now, "--", ".")
+	if err != nil {
+		return nil, now, err
+	}
+	return splitNames(out), now, nil
+}
+
+// Root is the top of the work tree.
+func (g *Git) Root() string {
+	root, _ := g.line(nil, "rev-parse", "--show-toplevel")
+	return root
+}
+
+// Conflicted returns those of files (named from the repository's root)
+// that hold a conflict marker: a line that begins with <<<<<<< .
+func (g *Git) Conflicted(files []string) []string {
+	root := g.Root()
+	var out []string
+	for _, f := range files {
+		content, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			continue
+		}
+		if bytes.HasPrefix(content, []byte("<<<<<<< ")) || bytes.Contains(content, []byte("\n<<<<<<< ")) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Restore makes the work tree under the folder what it was at a
+// checkpoint: the files changed since are written back, the files added
+// since are removed. HEAD, the branch and the user's index stay as they
+// are (the restored files then show as changes, as a checkout of a
+// stash's files would).
+func (g *Git) Restore(checkpoint string) error {
+	_, now := g.Snapshot()
+	if now == "" {
+		return fmt.Errorf("git could not snapshot the work tree of %s", g.dir)
+	}
+	added, err := g.must(nil, "diff", "--name-only", "--no-renames", "-z", "--diff-filter=A", checkpoint, now, "--", ".")
+	if err != nil {
+		return err
+	}
+	root := g.Root()
+	for _, f := range splitNames(added) {
+		if err := os.Remove(filepath.Join(root, f)); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	back, err := g.must(nil, "diff", "--name-only", "--no-renames", "-z", "--diff-filter=DMT", checkpoint, now, "--", ".")
+	if err != nil {
+		return err
+	}
+	names := splitNames(back)
+	if len(names) == 0 {
+		return nil
+	}
+	tmp, err := os.CreateTemp("", "pipeline-index-")
+	if err != nil {
+		return err
+	}
+	tmp.Close()
+	os.Remove(tmp.Name())
+	defer os.Remove(tmp.Name())
+	env := []string{"GIT_INDEX_FILE=" + tmp.Name()}
+	if _, err := g.must(env, "read-tree", checkpoint); err != nil {
+		return err
+	}
+	cmd := exec.Command("git", "checkout-index", "-f", "-z", "--stdin")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = strings.NewReader(strings.Join(names, "\x00"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("git checkout-index: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// AddWorktree makes a git worktree at dir whose HEAD is commit, detached:
+// a fork's own folder, sharing the repository's objects and refs but no
+// file of the work tree.
+func (g *Git) AddWorktree(dir, commit string) error {
+	_, err := g.must(nil, "worktree", "add", "--detach", "-q", dir, commit)
+	return err
+}
+
+// Worktrees lists the folders of the repository's work trees, this one
+// included.
+func (g *Git) Worktrees() []string {
+	out, ok := g.run(nil, "worktree", "list", "--porcelain")
+	if !ok {
+		return nil
+	}
+	var dirs []string
+	for _, line := range strings.Split(out, "\n") {
+		if dir, ok := strings.CutPrefix(line, "worktree "); ok {
+			dirs = append(dirs, dir)
+		}
+	}
+	return dirs
 }

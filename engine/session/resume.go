@@ -104,6 +104,9 @@ func resumeInput(plan *spec.Plan, x *store.Session, s engine.State, a engine.Sta
 	in := engine.ResumeInput{Pipeline: plan.Name.Value, Phase: phase.Name, Step: phase.Steps[a.Step].Name, Attempt: a.Attempt,
 		SpecPath: plan.Spec}
 	in.Reason, in.Why, in.Note = engine.ResumeWhy(plan, s, a)
+	if a.Resuming != nil {
+		in.HumanChanges = a.Resuming.Changed
+	}
 	for i, rec := range s.Phases {
 		switch {
 		case i < a.Phase && rec.Status == engine.StatusCompleted:

@@ -368,7 +368,9 @@ func (s *Session) Resume(now time.Time, notes, phase string) ([]engine.Event, er
 		// A failed session retries the step that failed (or starts at
 		// phase): a failure late in a long run does not cost the phases
 		// before it.
-		return []engine.Event{engine.Resumed{At: now, Notes: notes, Phase: phase, Plan: s.Plan.Digest}}, nil
+		resumed := engine.Resumed{At: now, Notes: notes, Phase: phase, Plan: s.Plan.Digest}
+		resumed.Changed, resumed.Conflicts = s.changedWhilePaused()
+		return []engine.Event{resumed}, nil
 	case s.Crashed:
 		if phase != "" {
 			return nil, refused("--phase needs a paused session; session %s was cut short while running: resume it first", s.ID())
@@ -381,6 +383,20 @@ func (s *Session) Resume(now time.Time, notes, phase string) ([]engine.Event, er
 	default:
 		return nil, refused("session %s is %s: there is nothing to resume (pipeline run --new starts another)", s.ID(), s.state.Status)
 	}
+}
+
+// changedWhilePaused returns the files the work tree changed in since
+// the session's pause checkpoint, and those of them left with conflict
+// markers.
+func (s *Session) changedWhilePaused() (changed, conflicts []string) {
+	if s.git == nil || s.state.PauseCheckpoint == "" || s.state.Status != engine.StatusPaused {
+		return nil, nil
+	}
+	changed, _, err := s.git.ChangedSince(s.state.PauseCheckpoint)
+	if err != nil {
+		return nil, nil
+	}
+	return changed, s.git.Conflicted(changed)
 }
 
 // Recover is the event that continues a session whose runner died: a

@@ -119,6 +119,13 @@ func (doc *Document) check(root ast.Node) {
 			"add - name: ... entries under phases")
 	}
 	checkAgent(d, p.Agent, "agent")
+	if p.Checkpoint != "" && !contains(CheckpointModes, p.Checkpoint) {
+		hint := "use one of " + strings.Join(CheckpointModes, ", ")
+		if near := triggers.Closest(p.Checkpoint, CheckpointModes); near != "" {
+			hint = fmt.Sprintf("did you mean %q? (one of %s)", near, strings.Join(CheckpointModes, ", "))
+		}
+		d.reportAt(d.positions["checkpoint"], fmt.Sprintf("checkpoint %q is not a checkpoint mode", p.Checkpoint), hint)
+	}
 	if rc := p.ResumeContext; rc != nil {
 		if rc.Budget < 0 {
 			d.reportAt(d.positions["resume_context.budget"], "resume_context.budget must be a number of tokens above 0", "")

@@ -164,7 +164,13 @@ var malformedCases = []malformedCase{
 		name: "unknown top-level key with no near key",
 		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\ncolour: blue\n",
 		wants: []malformedProblem{{line: 5, col: 1, msg: `unknown key "colour" at the top level`,
-			hint: "the keys allowed here are agent, defaults, name, on, phases, resume_context, spec, version, watch, watch_debounce"}},
+			hint: "the keys allowed here are agent, checkpoint, defaults, name, on, phases, resume_context, spec, version, watch, watch_debounce"}},
+	},
+	{
+		name: "checkpoint that is not a mode",
+		yaml: "version: 1\nagent: {kind: claude}\ncheckpoint: ref\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 3, col: 13, msg: `checkpoint "ref" is not a checkpoint mode`,
+			hint: `did you mean "refs"? (one of refs, commit, off)`}},
 	},
 	{
 		name:  "unknown key in agent",

@@ -21,9 +21,22 @@ type Pipeline struct {
 	// Watch and WatchDebounce are read by pipeline watch, not by a run.
 	Watch         []string  `yaml:"watch" json:"watch,omitempty" kind:"globs" jsonschema_description:"globs of files whose change resumes this pipeline's paused sessions; relative to the folder of phases.yaml and inside it (no absolute path, no ..); ** matches any number of folders"`
 	WatchDebounce *Duration `yaml:"watch_debounce" json:"watch_debounce,omitempty" jsonschema_description:"how long a burst of changes to watched files must be quiet before it counts; default 200ms, 0s counts each change at once"`
+	// Checkpoint says how a session in a git work tree keeps its
+	// checkpoints: refs (the default), commit or off.
+	Checkpoint string `yaml:"checkpoint" json:"checkpoint,omitempty" jsonschema:"enum=refs,enum=commit,enum=off" jsonschema_description:"refs (the default in a git work tree): a snapshot of the work tree under refs/pipeline/<session>/ when a phase completes and when the session pauses, HEAD, the branch, the index and the stash untouched | commit: a commit on the current branch per phase instead | off: none"`
 	// On are the hooks: commands run when a session stops.
 	On *Hooks `yaml:"on" json:"on,omitempty" jsonschema_description:"hooks: shell lines run when a session pauses, fails, completes or needs a human; PIPELINE_SESSION, PIPELINE_PHASE, PIPELINE_STATUS, PIPELINE_REASON and PIPELINE_NOTE are set and the status JSON is on standard input"`
 }
+
+// The values of checkpoint:.
+const (
+	CheckpointRefs   = "refs"
+	CheckpointCommit = "commit"
+	CheckpointOff    = "off"
+)
+
+// CheckpointModes are the values checkpoint: takes.
+var CheckpointModes = []string{CheckpointRefs, CheckpointCommit, CheckpointOff}
 
 // Hooks is the on: block: for each way a run stops, the commands to run.
 // A hook tells somebody; it never changes the session's outcome.

@@ -93,6 +93,9 @@ type Plan struct {
 	// cannot set them: they are the pipeline's, not one spec's.
 	WatchFrom         Origin `json:"watch_from"`
 	WatchDebounceFrom Origin `json:"watch_debounce_from"`
+	// Checkpoint is checkpoint: (refs, commit or off), refs when
+	// phases.yaml does not set it; a spec's frontmatter cannot set it.
+	Checkpoint Setting[string] `json:"checkpoint"`
 	// Hooks are the on: commands, phases.yaml's with the spec's
 	// pipeline.on over them, event by event.
 	Hooks Hooks `json:"on"`
@@ -289,6 +292,10 @@ func (r *resolver) plan() *Plan {
 	if p.WatchDebounce != nil {
 		plan.WatchDebounce = ptr(*p.WatchDebounce)
 		plan.WatchDebounceFrom = r.doc.origin("watch_debounce")
+	}
+	plan.Checkpoint = Setting[string]{Value: CheckpointRefs, From: builtIn}
+	if p.Checkpoint != "" {
+		plan.Checkpoint = Setting[string]{Value: p.Checkpoint, From: r.doc.origin("checkpoint")}
 	}
 	if r.fm != nil {
 		plan.Spec = r.fm.Path

@@ -28,8 +28,11 @@ type ResumeInput struct {
 	Note         string     // checkpoint note or pause note
 	Done         []DoneItem // phases completed so far, and the work of the current phase so far
 	FilesChanged []string   // from git, may be long
-	NextSteps    []string   // the remaining steps of this phase and the remaining phases, in order
-	HumanNotes   []string   // notes left with pause/resume, oldest first
+	// HumanChanges are the files the work tree changed in while the
+	// session was paused (since its pause checkpoint): a human's edits.
+	HumanChanges []string
+	NextSteps    []string // the remaining steps of this phase and the remaining phases, in order
+	HumanNotes   []string // notes left with pause/resume, oldest first
 	SpecPath     string
 	SpecDiff     string // unified diff of the spec since the pause, "" when unchanged
 	// SpecFrontmatter is the spec's frontmatter (YAML) when it changed
