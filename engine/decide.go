@@ -626,6 +626,10 @@ func (d *decider) resumed(e Resumed) {
 	if e.Notes != "" {
 		rec.Notes = append(rec.Notes, e.Notes)
 	}
+	if rec.HeadBefore == "" && rec.TreeBefore == "" && e.Tree != "" {
+		// The phase starts now: from the work tree as the resume found it.
+		rec.HeadBefore, rec.TreeBefore = e.Head, e.Tree
+	}
 	s.ResumeContext = true
 	if failed || (s.Pause != nil && s.Pause.Reason == ReasonNeedsHuman) {
 		// The human has looked: the streak of errors starts again, the

@@ -114,6 +114,12 @@ type Resumed struct {
 	// Conflicts are those that hold conflict markers: the session stays
 	// paused (reason conflicts) until they are resolved.
 	Conflicts []string `json:",omitempty"`
+	// Head and Tree are the work tree as the resume found it (the
+	// snapshot that found Changed): a phase that starts here counts its
+	// files_changed from them, with no second snapshot on the way to its
+	// first step.
+	Head string `json:",omitempty"`
+	Tree string `json:",omitempty"`
 }
 
 // Recovered continues a session whose runner died (killed, crashed, the

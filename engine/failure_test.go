@@ -142,3 +142,24 @@ func TestDecideCompletedByHand(t *testing.T) {
 		t.Errorf("report status %q by hand %v", r.Status, r.ByHand)
 	}
 }
+
+// A resume that found the work tree (its snapshot) starts the next phase's
+// files_changed from it, so that the driver takes no second snapshot; a
+// phase already under way keeps the tree it started from.
+func TestDecideResumeSnapshotStartsThePhase(t *testing.T) {
+	s, _ := newSession(t, planOf(t, "version: 1\ndefaults: {retry: {when: \"false\"}}\nphases:\n  - {name: design, auto_advance: false, steps: [{run: a}]}\n  - {name: build, steps: [{run: b}, {name: c, run: c}]}\n"))
+	s.finish(time.Minute, engine.StepResult{HeadBefore: "h0", TreeBefore: "t0"})
+	if s.state.Status != engine.StatusPaused {
+		t.Fatalf("status %s, want paused at the review gate", s.state.Status)
+	}
+	s.send(engine.Resumed{At: s.now, Head: "h1", Tree: "t1"})
+	if rec := s.state.Phases[1]; rec.HeadBefore != "h1" || rec.TreeBefore != "t1" {
+		t.Errorf("build starts from %q/%q, want the resume's snapshot h1/t1", rec.HeadBefore, rec.TreeBefore)
+	}
+	s.send(engine.PauseRequested{At: s.now, Reason: engine.ReasonHuman})
+	s.finish(time.Minute, engine.StepResult{Stopped: true, HeadBefore: "h1", TreeBefore: "t1"})
+	s.send(engine.Resumed{At: s.now, Head: "h2", Tree: "t2"})
+	if rec := s.state.Phases[1]; rec.TreeBefore != "t1" {
+		t.Errorf("a resume mid-phase moved its starting tree to %q, want t1", rec.TreeBefore)
+	}
+}

@@ -9,12 +9,40 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Git reads the git work tree holding a session's folder: HEAD, a
 // snapshot of the work tree, and the files changed since a snapshot.
 type Git struct {
 	dir string // absolute
+
+	// Where the index and the top of the work tree are: asked of git
+	// once (they do not change), since every snapshot needs them and
+	// each git process costs a millisecond or two on the way from a
+	// resume to the step.
+	paths     sync.Once
+	indexPath string
+	root      string
+}
+
+// where finds the index and the top of the work tree, once.
+func (g *Git) where() (index, root string) {
+	g.paths.Do(func() {
+		out, ok := g.run(nil, "rev-parse", "--git-path", "index", "--show-toplevel")
+		if !ok {
+			return
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 2 {
+			return
+		}
+		g.indexPath, g.root = strings.TrimSpace(lines[0]), strings.TrimSpace(lines[1])
+		if g.indexPath != "" && !filepath.IsAbs(g.indexPath) {
+			g.indexPath = filepath.Join(g.dir, g.indexPath)
+		}
+	})
+	return g.indexPath, g.root
 }
 
 // GitFor returns the Git of a work folder, or nil when the folder is not
@@ -67,17 +95,25 @@ func (g *Git) Head() string {
 // index (a copy of the real one, so that unchanged files are not hashed
 // again); the tree is "" when git could not write it.
 func (g *Git) Snapshot() (head, tree string) {
-	head = g.Head()
+	// HEAD is read beside the snapshot, not before it: one git process
+	// less on the way to the step.
+	heads := make(chan string, 1)
+	go func() { heads <- g.Head() }()
+	headOf := sync.OnceValue(func() string { return <-heads })
+	tree = g.snapshotTree(headOf)
+	return headOf(), tree
+}
+
+// snapshotTree writes the tree of Snapshot; head is asked for only when
+// the index must be read from HEAD.
+func (g *Git) snapshotTree(head func() string) string {
 	tmp, err := os.CreateTemp("", "pipeline-index-")
 	if err != nil {
-		return head, ""
+		return ""
 	}
 	name := tmp.Name()
 	defer os.Remove(name)
-	if index, ok := g.line(nil, "rev-parse", "--git-path", "index"); ok {
-		if !filepath.IsAbs(index) {
-			index = filepath.Join(g.dir, index)
-		}
+	if index, _ := g.where(); index != "" {
 		if src, err := os.Open(index); err == nil {
 			_, err = io.Copy(tmp, src)
 			src.Close()
@@ -90,20 +126,20 @@ func (g *Git) Snapshot() (head, tree string) {
 	env := []string{"GIT_INDEX_FILE=" + name}
 	if info, err := os.Stat(name); err == nil && info.Size() == 0 {
 		os.Remove(name) // git reads an empty file as a broken index
-		if head != "" {
-			if _, ok := g.run(env, "read-tree", head); !ok {
-				return head, ""
+		if h := head(); h != "" {
+			if _, ok := g.run(env, "read-tree", h); !ok {
+				return ""
 			}
 		}
 	}
 	if _, ok := g.run(env, "add", "-A", "--", "."); !ok {
-		return head, ""
+		return ""
 	}
 	tree, ok := g.line(env, "write-tree")
 	if !ok {
-		return head, ""
+		return ""
 	}
-	return head, tree
+	return tree
 }
 
 // Changed returns HEAD and the files under the folder (named from the
@@ -294,21 +330,21 @@ func (g *Git) Tree(commit string) string {
 // ChangedSince returns the files under the folder (named from the
 // repository's root) that differ between a checkpoint and the work tree
 // now, and the snapshot of now.
-func (g *Git) ChangedSince(checkpoint string) (files []string, now string, err error) {
-	_, now = g.Snapshot()
+func (g *Git) ChangedSince(checkpoint string) (files []string, head, now string, err error) {
+	head, now = g.Snapshot()
 	if now == "" {
-		return nil, "", fmt.Errorf("git could not snapshot the work tree of %s", g.dir)
+		return nil, head, "", fmt.Errorf("git could not snapshot the work tree of %s", g.dir)
 	}
 	out, err := g.must(nil, "diff", "--name-only", "--no-renames", "-z", checkpoint, now, "--", ".")
 	if err != nil {
-		return nil, now, err
+		return nil, head, now, err
 	}
-	return splitNames(out), now, nil
+	return splitNames(out), head, now, nil
 }
 
 // Root is the top of the work tree.
 func (g *Git) Root() string {
-	root, _ := g.line(nil, "rev-parse", "--show-toplevel")
+	_, root := g.where()
 	return root
 }
 

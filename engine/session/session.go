@@ -369,7 +369,7 @@ func (s *Session) Resume(now time.Time, notes, phase string) ([]engine.Event, er
 		// phase): a failure late in a long run does not cost the phases
 		// before it.
 		resumed := engine.Resumed{At: now, Notes: notes, Phase: phase, Plan: s.Plan.Digest}
-		resumed.Changed, resumed.Conflicts = s.changedWhilePaused()
+		resumed.Changed, resumed.Conflicts, resumed.Head, resumed.Tree = s.changedWhilePaused()
 		return []engine.Event{resumed}, nil
 	case s.Crashed:
 		if phase != "" {
@@ -386,17 +386,17 @@ func (s *Session) Resume(now time.Time, notes, phase string) ([]engine.Event, er
 }
 
 // changedWhilePaused returns the files the work tree changed in since
-// the session's pause checkpoint, and those of them left with conflict
-// markers.
-func (s *Session) changedWhilePaused() (changed, conflicts []string) {
+// the session's pause checkpoint, those of them left with conflict
+// markers, and the snapshot (HEAD and tree) it compared.
+func (s *Session) changedWhilePaused() (changed, conflicts []string, head, tree string) {
 	if s.git == nil || s.state.PauseCheckpoint == "" || s.state.Status != engine.StatusPaused {
-		return nil, nil
+		return nil, nil, "", ""
 	}
-	changed, _, err := s.git.ChangedSince(s.state.PauseCheckpoint)
+	changed, head, tree, err := s.git.ChangedSince(s.state.PauseCheckpoint)
 	if err != nil {
-		return nil, nil
+		return nil, nil, "", ""
 	}
-	return changed, s.git.Conflicted(changed)
+	return changed, s.git.Conflicted(changed), head, tree
 }
 
 // Recover is the event that continues a session whose runner died: a
