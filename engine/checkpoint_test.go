@@ -39,7 +39,7 @@ phases:
 		t.Errorf("after the rewind: %s, pause %+v", st.Status, st.Pause)
 	case !strings.Contains(st.Pause.Note, "rescued-1"):
 		t.Errorf("the rewind's note does not name the rescued ref: %q", st.Pause.Note)
-	case st.Phase != 1 || st.Step != 0 || st.Attempt != 2 || !st.FreshSession || !st.ResumeContext:
+	case st.Phase != 1 || st.Step != 0 || st.Attempt != 2 || st.FreshSession || !st.ResumeContext:
 		t.Errorf("after the rewind: phase %d step %d attempt %d, fresh %v", st.Phase, st.Step, st.Attempt, st.FreshSession)
 	case st.Phases[0].Checkpoint != "c1" || st.Phases[0].Status != engine.StatusCompleted:
 		t.Errorf("the rewind touched phase one: %+v", st.Phases[0])

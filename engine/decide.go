@@ -85,6 +85,7 @@ type decider struct {
 func (s State) clone() State {
 	s.NativeSessions = cloneMap(s.NativeSessions)
 	s.NativeAgents = cloneMap(s.NativeAgents)
+	s.ForkOnly = cloneMap(s.ForkOnly)
 	s.Steps = cloneMap(s.Steps)
 	s.Pause, s.Stopping = cloneFiring(s.Pause), cloneFiring(s.Stopping)
 	if s.Parent != nil {
@@ -100,6 +101,7 @@ func (s State) clone() State {
 		p.Fired = slices.Clip(slices.Clone(p.Fired))
 		p.Notes = slices.Clip(slices.Clone(p.Notes))
 		p.Files = slices.Clip(slices.Clone(p.Files))
+		p.NativeAtStart = maps.Clone(p.NativeAtStart)
 	}
 	return s
 }
@@ -123,12 +125,14 @@ func (d *decider) record() *PhaseRecord { return &d.s.Phases[d.s.Phase] }
 func (d *decider) start(e Started) {
 	s := d.s
 	*s = State{Status: StatusRunning, Attempt: 1, NativeSessions: map[string]string{}, Only: e.Only}
-	if e.Parent != nil {
-		parent := *e.Parent
-		s.Parent = &parent
-	}
 	for _, p := range d.plan.Phases {
 		s.Phases = append(s.Phases, PhaseRecord{Name: p.Name})
+	}
+	if e.Parent != nil {
+		parent := *e.Parent
+		parent.Native = nil
+		s.Parent = &parent
+		d.restoreNative(e.Parent.Native)
 	}
 	first := max(d.phaseIndex(e.From), 0)
 	d.skip(0, first)
@@ -158,7 +162,29 @@ func (d *decider) enterPhase(i int) {
 	s.Phase, s.Step, s.Attempt = i, 0, 1
 	s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = 0, 0, 0, 0
 	s.Steps = map[string]triggers.StepVars{}
+	rec := d.record()
+	rec.NativeAtStart = nil
+	for key, id := range s.NativeSessions {
+		if rec.NativeAtStart == nil {
+			rec.NativeAtStart = map[string]NativeRef{}
+		}
+		rec.NativeAtStart[key] = NativeRef{ID: id, Agent: s.NativeAgents[key]}
+	}
 	d.startStep()
+}
+
+// restoreNative makes the native sessions those given, as an earlier
+// phase started (a rewind, a fork): the conversations behind them have
+// gone on since, so each is resumed only as a fork of that point.
+func (d *decider) restoreNative(native map[string]NativeRef) {
+	s := d.s
+	s.NativeSessions, s.NativeAgents, s.ForkOnly = map[string]string{}, map[string]string{}, map[string]bool{}
+	for key, ref := range native {
+		s.NativeSessions[key], s.ForkOnly[key] = ref.ID, true
+		if ref.Agent != "" {
+			s.NativeAgents[key] = ref.Agent
+		}
+	}
 }
 
 // sessionKey names the native agent session a step uses: steps with one
@@ -200,12 +226,19 @@ func (d *decider) startStep() {
 			if had {
 				delete(s.NativeSessions, key)
 				delete(s.NativeAgents, key)
+				delete(s.ForkOnly, key)
 				d.do(DropSession{Key: key})
 			}
 		} else if !had && step.Agent.Value.Feature != "" {
 			start.Recover = true
 		}
 		start.SessionID = s.NativeSessions[key]
+		// A session an earlier phase made (or restored as one started) is
+		// branched, not continued: its conversation stays as this phase
+		// found it, for a rewind to the phase or a fork at it.
+		inherited := rec.NativeAtStart[key].ID == start.SessionID
+		start.ForkOnly = start.SessionID != "" && s.ForkOnly[key]
+		start.Fork = start.SessionID != "" && (inherited || start.ForkOnly)
 	}
 	d.do(start)
 }
@@ -265,6 +298,9 @@ func (d *decider) stepFinished(r StepResult) {
 		}
 		s.NativeSessions[key] = r.SessionID
 		s.NativeAgents[key] = AgentName(step.Agent.Value)
+		if r.SessionID != s.Phases[s.Phase].NativeAtStart[key].ID {
+			delete(s.ForkOnly, key)
+		}
 		rec.NativeSession = r.SessionID
 	}
 	if rec.HeadBefore == "" {
@@ -293,6 +329,7 @@ func (d *decider) stepFinished(r StepResult) {
 		key := sessionKey(d.phase(), step)
 		delete(s.NativeSessions, key)
 		delete(s.NativeAgents, key)
+		delete(s.ForkOnly, key)
 		rec.Fired = keepLast(append(rec.Fired, Firing{Reason: ReasonSessionLost,
 			Note: "the agent's native session could not be resumed; a fresh one starts with the resume context", At: d.now}))
 		s.ResumeContext = true
@@ -643,8 +680,10 @@ func (d *decider) resumed(e Resumed) {
 // rewound sets the session back to the start of a phase, paused, as a
 // new attempt of it: the phases from it on are to run again. What they
 // recorded stays, but for their checkpoints, which no longer stand for
-// the work tree. The agent's native sessions are dropped: the next agent
-// step starts a fresh one with the resume context.
+// the work tree. The agent's native sessions go back to what they were
+// as the phase started, resumed as forks where the CLI can (otherwise a
+// fresh session); the next agent step gets the resume context. A phase
+// recorded before its sessions were (NativeAtStart) starts fresh.
 func (d *decider) rewound(e Rewound) {
 	s := d.s
 	i := d.phaseIndex(e.Phase)
@@ -662,7 +701,8 @@ func (d *decider) rewound(e Rewound) {
 	s.Steps = map[string]triggers.StepVars{}
 	s.Only, s.ByHand, s.FailReason, s.Stopping, s.Waiting, s.StepRunning = false, false, "", nil, false, false
 	s.PauseCheckpoint = ""
-	s.FreshSession, s.ResumeContext = true, true
+	d.restoreNative(rec.NativeAtStart)
+	s.FreshSession, s.ResumeContext = false, true
 	rec.Human++
 	note := "the work tree was restored to the checkpoint before phase " + e.Phase
 	if e.Checkpoint != "" {

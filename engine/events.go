@@ -30,6 +30,9 @@ type Parent struct {
 	Dir        string `json:"dir"`
 	Phase      string `json:"phase"`
 	Checkpoint string `json:"checkpoint"`
+	// Native is the parent's native agent sessions as the phase started:
+	// the fork's agent resumes them as forks, where the CLI can.
+	Native map[string]NativeRef `json:"native,omitempty"`
 }
 
 // StepFinished is the end of the running step.
@@ -200,6 +203,16 @@ type StartStep struct {
 	Attempt     int
 	SessionKey  string
 	SessionID   string
+	// Fork resumes SessionID as a new native session branched from it,
+	// leaving it as it was (Claude Code's --fork-session): the first turn
+	// of a phase in a session an earlier phase made, so that a rewind to
+	// the phase can go back to it. A CLI that cannot fork resumes it.
+	Fork bool
+	// ForkOnly, with Fork: SessionID is the conversation as the phase
+	// started and has gone on since (after a rewind, or in a fork): a CLI
+	// that cannot fork starts a fresh session instead (the resume context
+	// is owed).
+	ForkOnly bool
 	// ResumeContext asks for the resume context in the prompt: the first
 	// agent step after a resume, a recovery or a restart.
 	ResumeContext bool

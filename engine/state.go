@@ -106,6 +106,11 @@ type State struct {
 	// NativeAgents holds, per session key, the kind and model that made
 	// the native session: another agent never gets its id.
 	NativeAgents map[string]string `json:"native_agents,omitempty"`
+	// ForkOnly holds the session keys whose native session is the
+	// conversation as an earlier phase started, gone on since (a rewind,
+	// or a fork's parent): it is resumed only as a fork of that point, and
+	// a CLI that cannot fork starts a fresh session instead.
+	ForkOnly map[string]bool `json:"fork_only,omitempty"`
 	// FreshSession makes the next agent step start a new native session
 	// (a restart policy fired).
 	FreshSession bool `json:"fresh_session,omitempty"`
@@ -151,7 +156,12 @@ type PhaseRecord struct {
 	Notes     []string      `json:"notes,omitempty"`
 	// NativeSession is the agent's own session id last used in the phase.
 	NativeSession string `json:"native_session,omitempty"`
-	HeadBefore    string `json:"head_before,omitempty"`
+	// NativeAtStart is the agent's native sessions as the phase started,
+	// per session key: what a rewind to the phase, or a fork at it,
+	// resumes as a fork. The phase's first turn in each forks it (where
+	// the CLI can), so the conversation behind these ids stays as it was.
+	NativeAtStart map[string]NativeRef `json:"native_at_start,omitempty"`
+	HeadBefore    string               `json:"head_before,omitempty"`
 	// TreeBefore is a git tree of the work tree, uncommitted files
 	// included, when the phase started: files_changed counts from it.
 	TreeBefore string    `json:"tree_before,omitempty"`
@@ -187,4 +197,11 @@ type Firing struct {
 	At         time.Time      `json:"at"`
 	// ResumeAfter is when a rate limit says to come back.
 	ResumeAfter *time.Time `json:"resume_after,omitempty"`
+}
+
+// NativeRef is one native agent session: the CLI's id and the agent
+// (kind/model) that made it.
+type NativeRef struct {
+	ID    string `json:"id"`
+	Agent string `json:"agent,omitempty"`
 }

@@ -17,7 +17,10 @@ type Request struct {
 	// SessionID is the agent's native session to resume; empty starts a
 	// new one.
 	SessionID string
-	Dir       string
+	// Fork, with SessionID, resumes it as a new native session branched
+	// from it, leaving it as it was; only for an adapter that is a Forker.
+	Fork bool
+	Dir  string
 	// Env is the whole environment the agent will run with (the agent's
 	// env: included), for adapters that read the CLI's own files.
 	Env []string
@@ -115,6 +118,16 @@ type SessionChecker interface {
 // store has none.
 type Recoverer interface {
 	Recover(feature string, r Request, env []string) (sessionID string, ok bool)
+}
+
+// Forker is an adapter whose CLI can resume a native session as a new
+// one branched from it (Request.Fork).
+type Forker interface{ Forks() bool }
+
+// CanFork reports whether the adapter's CLI forks a native session.
+func CanFork(a Adapter) bool {
+	f, ok := a.(Forker)
+	return ok && f.Forks()
 }
 
 // FeatureHeader starts the first prompt of a native session with a

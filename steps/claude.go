@@ -15,7 +15,7 @@ import (
 // The claude adapter runs Claude Code headless, one turn per step:
 //
 //	claude -p --output-format stream-json --verbose --include-partial-messages
-//	       [--model M] [--resume ID] [agent args...] -- PROMPT
+//	       [--model M] [--resume ID [--fork-session]] [agent args...] -- PROMPT
 //
 // --include-partial-messages streams the text as the API sends it
 // (stream_event lines), so a [CHECKPOINT] in the middle of a long turn is
@@ -46,6 +46,9 @@ func (claudeAdapter) Prepare(r Request) (Turn, error) {
 	}
 	if r.SessionID != "" {
 		args = append(args, "--resume", r.SessionID)
+		if r.Fork {
+			args = append(args, "--fork-session")
+		}
 	}
 	if r.ReadOnly {
 		args = append(args, withoutFlags(r.Args, []string{"--permission-mode"},
@@ -59,6 +62,10 @@ func (claudeAdapter) Prepare(r Request) (Turn, error) {
 	}
 	return Turn{Args: append(args, "--", r.Prompt), Parser: newClaudeParser()}, nil
 }
+
+// Forks: --fork-session resumes a session under a new id, the original's
+// transcript left as it was.
+func (claudeAdapter) Forks() bool { return true }
 
 // SessionGone reports whether a turn failed because the native session it
 // resumed is gone; the engine may then run the turn again in a fresh

@@ -588,3 +588,30 @@ func TestClaudeParserPlainLinesAndGarbage(t *testing.T) {
 		p.Line([]byte(line)) // no panic
 	}
 }
+
+// Fork resumes the session under a new id (--fork-session); without a
+// session there is nothing to fork. Only claude forks among the CLIs.
+func TestClaudeForkSession(t *testing.T) {
+	inv, err := claudeAdapter{}.Prepare(Request{Kind: "claude", Prompt: "go on", SessionID: "abc", Fork: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
+		"--resume", "abc", "--fork-session", "--", "go on"}
+	if !slices.Equal(inv.Args, want) {
+		t.Errorf("args %q", inv.Args)
+	}
+	inv, _ = claudeAdapter{}.Prepare(Request{Kind: "claude", Prompt: "go on", Fork: true})
+	if slices.Contains(inv.Args, "--fork-session") {
+		t.Errorf("a fork of no session: args %q", inv.Args)
+	}
+	for kind, forks := range map[string]bool{"claude": true, "codex": false, "gemini": false, "command": false} {
+		a, err := AdapterFor(kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if CanFork(a) != forks {
+			t.Errorf("%s: CanFork %v", kind, !forks)
+		}
+	}
+}

@@ -128,8 +128,13 @@ phases:
 		t.Fatalf("status %+v", s)
 	}
 	design, build := s.Phases[0], s.Phases[1]
-	if design.NativeSession == "" || build.NativeSession != design.NativeSession {
-		t.Errorf("native sessions %q and %q: the build phase did not resume the design's", design.NativeSession, build.NativeSession)
+	// The build phase forked the design's session: its conversation
+	// goes on under a new id, the design's stays as the phase found it.
+	if design.NativeSession == "" || build.NativeSession == "" || build.NativeSession == design.NativeSession {
+		t.Errorf("native sessions %q and %q: the build phase did not fork the design's", design.NativeSession, build.NativeSession)
+	}
+	if transcript := claudeTranscript(t, r.home, design.NativeSession); strings.Contains(transcript, "Build the greeting.") {
+		t.Errorf("the design's transcript (%d bytes) went on into the build phase", len(transcript))
 	}
 	// Per turn: 1000 input + 200 cache read + 100 cache creation + 50 output.
 	if design.Tokens != 1350 || build.Tokens != 1350 || s.Tokens != 2700 {
@@ -139,6 +144,91 @@ phases:
 	// session's total_cost_usd, which counts the first turn again.
 	if design.CostUSD <= 0 || math.Abs(build.CostUSD-design.CostUSD) > 1e-9 || math.Abs(s.CostUSD-2*design.CostUSD) > 1e-9 {
 		t.Errorf("cost %v + %v = %v, want twice the same positive cost", design.CostUSD, build.CostUSD, s.CostUSD)
+	}
+}
+
+// claudeTranscript is what Claude Code keeps of a native session:
+// ~/.claude/projects/<the working directory, mangled>/<id>.jsonl.
+func claudeTranscript(t *testing.T, home, id string) string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", id+".jsonl"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("the transcript of %s: %v %v", id, files, err)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// A fork at the build phase, and a rewind to it, take the agent's
+// conversation back to where the build started: the first turn forks the
+// design's session (--resume ID --fork-session), so the mock sees the
+// design's exchange and not the first build's, and the new session has an
+// id of its own.
+func TestClaudeRewindForksTheSessionAsThePhaseStarted(t *testing.T) {
+	r := newClaudeRun(t, `version: 1
+agent: {kind: claude, model: sonnet, feature: f}
+phases:
+  - name: design
+    prompt: Draft the design of the greeting.
+  - name: build
+    prompt: Build the greeting.
+`)
+	gitOut(t, r.dir, r.env, "init", "-q", "-b", "main")
+	gitOut(t, r.dir, r.env, "config", "user.name", "t")
+	gitOut(t, r.dir, r.env, "config", "user.email", "t@example.com")
+	gitOut(t, r.dir, r.env, "config", "commit.gpgsign", "false")
+	gitOut(t, r.dir, r.env, "add", ".")
+	gitOut(t, r.dir, r.env, "commit", "-qm", "start")
+	r.run(t, 0)
+	before := r.status(t)
+	design, build := before.Phases[0].NativeSession, before.Phases[1].NativeSession
+	if design == "" || build == "" || design == build {
+		t.Fatalf("native sessions %q then %q", design, build)
+	}
+
+	// A fork at the build phase, in a worktree, starts from the same point.
+	tree := filepath.Join(t.TempDir(), "fork")
+	out := r.pipeline(t, "fork", "--at", "build", "--worktree", tree)
+	if out.code != 0 || !strings.Contains(out.stdout, "the claude session "+design+", as phase build started, is resumed as a fork") {
+		t.Fatalf("fork: exit %d\n%s%s", out.code, out.stdout, out.stderr)
+	}
+	forked := claudeTurns(t, r.mock, 3)[2]
+	if !forked.HasMessage("assistant", "done: Draft the design of the greeting.") || forked.HasMessage("assistant", "done: Build the greeting.") {
+		t.Errorf("the fork's turn does not start from the design's conversation: %+v", forked.Messages)
+	}
+	fork := decodeStatus(t, pipelineEnv(t, tree, r.env, "status", "-o", "json"))
+	if own := fork.Phases[1].NativeSession; fork.Status != "completed" || own == "" || own == design || own == build {
+		t.Errorf("the fork: %s, build's native session %q (design %q, parent's build %q)", fork.Status, own, design, build)
+	}
+
+	if out := r.pipeline(t, "rewind", "--to", "build"); out.code != 0 {
+		t.Fatalf("rewind: exit %d\n%s%s", out.code, out.stdout, out.stderr)
+	}
+	out = r.pipeline(t, "resume")
+	if out.code != 0 || !strings.Contains(out.stdout, "the claude session "+design+", as phase build started, is resumed as a fork") {
+		t.Fatalf("resume: exit %d\n%s%s", out.code, out.stdout, out.stderr)
+	}
+	again := claudeTurns(t, r.mock, 4)[3]
+	if !again.HasMessage("assistant", "done: Draft the design of the greeting.") || again.HasMessage("assistant", "done: Build the greeting.") {
+		t.Errorf("the turn after the rewind does not start from the design's conversation: %+v", again.Messages)
+	}
+	after := r.status(t)
+	rebuilt := after.Phases[1].NativeSession
+	if after.Status != "completed" || rebuilt == "" || rebuilt == design || rebuilt == build {
+		t.Errorf("after the rewind: %s, build's native session %q (design %q, first build %q)", after.Status, rebuilt, design, build)
+	}
+	// Neither earlier conversation was altered by the fork.
+	if transcript := claudeTranscript(t, r.home, design); strings.Contains(transcript, "Build the greeting.") {
+		t.Errorf("the design's transcript (%d bytes) holds the build phase", len(transcript))
+	}
+	// The new session starts from the design's conversation, without the
+	// first build's turn.
+	if transcript := claudeTranscript(t, r.home, rebuilt); !strings.Contains(transcript, "done: Draft the design of the greeting.") ||
+		strings.Contains(transcript, "done: Build the greeting.") {
+		t.Errorf("the new session's transcript (%d bytes) is not the design's conversation and the turn after the rewind", len(transcript))
 	}
 }
 

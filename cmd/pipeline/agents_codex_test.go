@@ -376,3 +376,47 @@ phases:
 		t.Fatalf("%d turns; build counted %d tokens, want its turn's %d", len(turns), s.Phases[1].Tokens, codexTokens(turns[1]))
 	}
 }
+
+// A rewind to the build phase cannot take Codex's thread back to where
+// the build started (codex exec resume continues a thread as it is now):
+// the turn after it starts a fresh thread, with the resume context, and
+// never resumes the thread that holds the first build.
+func TestCodexRewindStartsAFreshThread(t *testing.T) {
+	mock, dir := codexProject(t)
+	write(t, dir, "phases.yaml", `version: 1
+agent: {kind: codex, model: gpt-5.5, feature: f}
+phases:
+  - name: design
+    prompt: Design the widget.
+  - name: build
+    prompt: Build the widget.
+`)
+	gitOut(t, dir, nil, "init", "-q", "-b", "main")
+	gitOut(t, dir, nil, "config", "user.name", "t")
+	gitOut(t, dir, nil, "config", "user.email", "t@example.com")
+	gitOut(t, dir, nil, "config", "commit.gpgsign", "false")
+	gitOut(t, dir, nil, "add", ".")
+	gitOut(t, dir, nil, "commit", "-qm", "start")
+	if r := pipeline(t, dir, "run"); r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	thread := status(t, dir).Phases[0].NativeSession
+	if r := pipeline(t, dir, "rewind", "--to", "build"); r.code != 0 {
+		t.Fatalf("rewind: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	r := pipeline(t, dir, "resume")
+	if r.code != 0 || !strings.Contains(r.stdout, "the codex CLI cannot fork its session "+thread+" back to where phase build started: a fresh session starts") {
+		t.Fatalf("resume: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	turns := mock.Turns()
+	if len(turns) != 3 {
+		t.Fatalf("the mock saw %d turns, want 3", len(turns))
+	}
+	if !codexFresh(turns[2]) || turns[2].Header.Get("Thread-Id") == thread || !strings.Contains(turns[2].LastUserText(), "[Resume context]") {
+		t.Errorf("the turn after the rewind did not start a fresh thread with the resume context (thread %q, design's %q):\n%s",
+			turns[2].Header.Get("Thread-Id"), thread, turns[2].Body)
+	}
+	if s := status(t, dir); s.Status != "completed" || s.Phases[1].NativeSession == "" || s.Phases[1].NativeSession == thread {
+		t.Errorf("after the rewind: %s, build's thread %q (design's %q)", s.Status, s.Phases[1].NativeSession, thread)
+	}
+}

@@ -36,8 +36,9 @@ folder and its own lock: forks run at once, beside the parent and beside
 each other. The worktree's HEAD is the checkpoint's commit, detached;
 remove it with git worktree remove DIR.
 
-The agent's native session is not forked: the fork's first agent step
-starts a fresh one, given the resume context.`,
+The agent's native session is forked where the CLI can: Claude's first
+turn in the fork resumes the parent's conversation as PHASE started, with
+--fork-session; Codex and Gemini CLI start a fresh one.`,
 		Example: `  pipeline fork --at implementation
   pipeline fork 20261125-093000123-a1b2c3 --at design --worktree ../try-another-design`,
 		Args: cobra.MaximumNArgs(1),
@@ -116,7 +117,8 @@ starts a fresh one, given the resume context.`,
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "fork: session %s in %s\n", sess.ID(), worktree)
 		first := engine.Started{At: time.Now(), Plan: plan.Digest, From: at,
-			Parent: &engine.Parent{Session: ref.ID(), Dir: filepath.Dir(file), Phase: at, Checkpoint: checkpoint}}
+			Parent: &engine.Parent{Session: ref.ID(), Dir: filepath.Dir(file), Phase: at, Checkpoint: checkpoint,
+				Native: parent.Phases[i].NativeAtStart}}
 		l := cf.launch(&launch{cmd: cmd, grace: grace, json: output.json()})
 		return l.run(sess, first)
 	})

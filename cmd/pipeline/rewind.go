@@ -30,8 +30,10 @@ restored files show as changes in git status.
 
 The rewind refuses when the work tree holds changes that no checkpoint of
 the session holds; --force first keeps them under
-refs/pipeline/<session>/rescued-<n>. The agent's native session cannot be
-rewound: the next agent step starts a fresh one with the resume context.`,
+refs/pipeline/<session>/rescued-<n>. The agent's native session goes
+back too where the CLI can: Claude resumes the conversation as PHASE
+started with --fork-session; Codex and Gemini CLI start a fresh one. The
+next agent step gets the resume context.`,
 		Example: `  pipeline rewind --to implementation
   pipeline rewind 20261125-093000123-a1b2c3 --to design --force`,
 		Args: cobra.MaximumNArgs(1),

@@ -564,7 +564,19 @@ func (r *run) prepare(a engine.StartStep, s engine.State, step *spec.StepPlan) (
 		env = append(env, k+"="+agent.Env[k])
 	}
 	req := steps.Request{Kind: agent.Kind, Model: agent.Model, Command: agent.Command, Args: agent.Args,
-		SessionID: a.SessionID, Dir: dir, Env: env, ReadOnly: phase.Writes != nil && len(phase.Writes.Value) == 0}
+		SessionID: a.SessionID, Fork: a.Fork, Dir: dir, Env: env, ReadOnly: phase.Writes != nil && len(phase.Writes.Value) == 0}
+	switch {
+	case a.Fork && steps.CanFork(adapter) && a.ForkOnly:
+		r.say("the %s session %s, as phase %s started, is resumed as a fork", agent.Kind, a.SessionID, phase.Name)
+	case a.Fork && !steps.CanFork(adapter):
+		// The CLI resumes a session as it is now: what went on since the
+		// phase started would come back with it.
+		req.Fork = false
+		if a.ForkOnly {
+			r.say("the %s CLI cannot fork its session %s back to where phase %s started: a fresh session starts with the resume context", agent.Kind, a.SessionID, phase.Name)
+			req.SessionID = ""
+		}
+	}
 	if recoverer, ok := adapter.(steps.Recoverer); ok && a.Recover {
 		if id, found := recoverer.Recover(agent.Feature, req, env); found {
 			r.say("adopting the %s session %s of feature %s: the session store had none", agent.Kind, id, agent.Feature)
