@@ -204,9 +204,10 @@ type StartStep struct {
 	SessionKey  string
 	SessionID   string
 	// Fork resumes SessionID as a new native session branched from it,
-	// leaving it as it was (Claude Code's --fork-session): the first turn
-	// of a phase in a session an earlier phase made, so that a rewind to
-	// the phase can go back to it. A CLI that cannot fork resumes it.
+	// leaving it as it was (Claude Code's --fork-session, codex exec
+	// fork): the first turn of a phase in a session an earlier phase
+	// made, so that a rewind to the phase can go back to it. A CLI that
+	// cannot fork resumes it.
 	Fork bool
 	// ForkOnly, with Fork: SessionID is the conversation as the phase
 	// started and has gone on since (after a rewind, or in a fork): a CLI

@@ -590,7 +590,8 @@ func TestClaudeParserPlainLinesAndGarbage(t *testing.T) {
 }
 
 // Fork resumes the session under a new id (--fork-session); without a
-// session there is nothing to fork. Only claude forks among the CLIs.
+// session there is nothing to fork. Claude and Codex fork; Gemini CLI
+// cannot.
 func TestClaudeForkSession(t *testing.T) {
 	inv, err := claudeAdapter{}.Prepare(Request{Kind: "claude", Prompt: "go on", SessionID: "abc", Fork: true})
 	if err != nil {
@@ -605,7 +606,7 @@ func TestClaudeForkSession(t *testing.T) {
 	if slices.Contains(inv.Args, "--fork-session") {
 		t.Errorf("a fork of no session: args %q", inv.Args)
 	}
-	for kind, forks := range map[string]bool{"claude": true, "codex": false, "gemini": false, "command": false} {
+	for kind, forks := range map[string]bool{"claude": true, "codex": true, "gemini": false, "command": false} {
 		a, err := AdapterFor(kind)
 		if err != nil {
 			t.Fatal(err)

@@ -18,10 +18,15 @@ import (
 //
 //	codex exec --json --skip-git-repo-check [--model M] ARGS -- PROMPT
 //	codex exec --json --skip-git-repo-check [--model M] ARGS resume -- THREAD_ID PROMPT
+//	codex exec --json --skip-git-repo-check [--model M] ARGS fork -- THREAD_ID PROMPT
 //
-// The options stand before resume, at the exec level, where Codex applies
-// them to a resumed thread too: so the agent's args may hold options that
-// only exec knows (--sandbox, --cd), which "exec resume" alone refuses.
+// The options stand before resume (or fork), at the exec level, where
+// Codex applies them to a resumed thread too: so the agent's args may
+// hold options that only exec knows (--sandbox, --cd), which "exec
+// resume" alone refuses. "exec fork" (Request.Fork) continues the thread
+// as a new one with an id of its own, leaving the original as it was;
+// the new thread's session file holds only its own turns and names the
+// original (session_meta's forked_from_id).
 // "--" keeps a prompt that starts with a dash a prompt. Standard input is
 // left empty (/dev/null): with a prompt argument Codex would append what
 // it reads there (it still says "Reading additional input from stdin..."
@@ -48,19 +53,20 @@ import (
 // it.
 //
 // Usage. On a resumed thread, turn.completed reports the thread's running
-// total, not the turn's. Codex keeps that total in its own session file,
+// total, not the turn's; a forked thread's total starts from the
+// original's. Codex keeps that total in its own session file,
 // $CODEX_HOME/sessions/YYYY/MM/DD/rollout-*-<thread_id>.jsonl (CODEX_HOME
 // defaults to ~/.codex), as token_count events; it is where Codex itself
-// reads it back on resume. Invocation reads the thread's last total there
-// before the turn starts (the previous turn's process has ended, so the
-// file is complete) and keeps it by thread id; the parser subtracts it
-// once thread.started names the thread. The usage reported is the turn's:
+// reads it back on resume. Invocation reads the last total of the thread
+// it resumes or forks there before the turn starts (the previous turn's
+// process has ended, so the file is complete), and the parser subtracts
+// it from the total the turn reports. The usage reported is the turn's:
 // input tokens (cached ones included, as OpenAI counts them) and output
 // tokens (reasoning included). The context in use is the input of the
-// turn's last model request, read from the last token_count of the same
-// file once it holds the total the turn reported; without that file, the
-// turn's input (the same number for a turn of one request). Codex reports
-// no cost: CostUSD stays 0.
+// turn's last model request, read from the last token_count of the
+// turn's own thread's file once it holds the total the turn reported;
+// without that file, the turn's input (the same number for a turn of one
+// request). Codex reports no cost: CostUSD stays 0.
 //
 // Limitations: a turn stopped by a trigger (a checkpoint in its reply)
 // usually ends before Codex prints turn.completed, so its usage is not
@@ -93,12 +99,20 @@ func (codexAdapter) Prepare(r Request) (Turn, error) {
 			home = codexHomeIn(r.Env)
 		}
 		parser.before, parser.home = codexThreadTotal(home, r.SessionID), home
-		args = append(args, "resume", "--", r.SessionID, r.Prompt)
+		sub := "resume"
+		if r.Fork {
+			sub = "fork"
+		}
+		args = append(args, sub, "--", r.SessionID, r.Prompt)
 	} else {
 		args = append(args, "--", r.Prompt)
 	}
 	return Turn{Args: args, Parser: parser}, nil
 }
+
+// Forks: "codex exec fork" resumes a thread as a new one, the original's
+// session file left as it was.
+func (codexAdapter) Forks() bool { return true }
 
 // SessionGone reports whether a resumed turn failed because Codex no
 // longer has the thread; see CodexSessionGone.
@@ -124,6 +138,8 @@ func CodexSessionGone(stderr []byte, exitCode int) bool {
 // file under $CODEX_HOME/sessions (CODEX_HOME or HOME taken from the
 // agent's env) of a thread made in the working directory (its
 // session_meta's cwd) whose first prompt starts with the feature header.
+// A forked thread's file holds only its own turns and names the thread
+// it was forked from (forked_from_id): its first prompt is that thread's.
 func (codexAdapter) Recover(feature string, r Request, env []string) (string, bool) {
 	if feature == "" {
 		return "", false
@@ -140,12 +156,33 @@ func (codexAdapter) Recover(feature string, r Request, env []string) (string, bo
 		}
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].mod.After(list[j].mod) })
+	type thread struct{ id, cwd, prompt, parent string }
+	var threads []thread
+	byID := map[string]thread{}
+	for _, f := range list {
+		if id, cwd, prompt, parent, ok := codexFirstPrompt(f.path); ok {
+			threads = append(threads, thread{id, cwd, prompt, parent})
+			if _, seen := byID[id]; !seen {
+				byID[id] = threads[len(threads)-1]
+			}
+		}
+	}
 	dir := codexRealDir(r.Dir)
 	header := FeatureHeader(feature)
-	for _, f := range list {
-		id, cwd, prompt, ok := codexFirstPrompt(f.path)
-		if ok && codexRealDir(cwd) == dir && strings.HasPrefix(prompt, header) {
-			return id, true
+	for _, th := range threads {
+		if codexRealDir(th.cwd) != dir {
+			continue
+		}
+		first := th
+		for n := 0; first.parent != "" && n < 1000; n++ {
+			parent, ok := byID[first.parent]
+			if !ok {
+				break
+			}
+			first = parent
+		}
+		if strings.HasPrefix(first.prompt, header) {
+			return th.id, true
 		}
 	}
 	return "", false
@@ -182,12 +219,12 @@ func codexRealDir(dir string) string {
 }
 
 // codexFirstPrompt reads a session file's thread id, the folder it was
-// made in, and its first prompt (the first UserMessage item, which leaves
-// out the environment context Codex adds).
-func codexFirstPrompt(path string) (id, cwd, prompt string, ok bool) {
+// made in, its first prompt (the first UserMessage item, which leaves out
+// the environment context Codex adds), and the thread it was forked from.
+func codexFirstPrompt(path string) (id, cwd, prompt, parent string, ok bool) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", "", "", false
+		return "", "", "", "", false
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 64<<10)
@@ -196,10 +233,11 @@ func codexFirstPrompt(path string) (id, cwd, prompt string, ok bool) {
 		var ev struct {
 			Type    string `json:"type"`
 			Payload struct {
-				Type string `json:"type"`
-				ID   string `json:"id"`
-				Cwd  string `json:"cwd"`
-				Item struct {
+				Type       string `json:"type"`
+				ID         string `json:"id"`
+				Cwd        string `json:"cwd"`
+				ForkedFrom string `json:"forked_from_id"`
+				Item       struct {
 					Type    string `json:"type"`
 					Content []struct {
 						Text string `json:"text"`
@@ -213,20 +251,20 @@ func codexFirstPrompt(path string) (id, cwd, prompt string, ok bool) {
 				break
 			}
 			if ev.Type == "session_meta" {
-				id, cwd = ev.Payload.ID, ev.Payload.Cwd
+				id, cwd, parent = ev.Payload.ID, ev.Payload.Cwd, ev.Payload.ForkedFrom
 			} else if ev.Payload.Type == "item_completed" && ev.Payload.Item.Type == "UserMessage" {
 				var b strings.Builder
 				for _, c := range ev.Payload.Item.Content {
 					b.WriteString(c.Text)
 				}
-				return id, cwd, b.String(), id != ""
+				return id, cwd, b.String(), parent, id != ""
 			}
 		}
 		if err != nil {
 			break
 		}
 	}
-	return "", "", "", false
+	return "", "", "", "", false
 }
 
 // codexUsage is Codex's token usage.

@@ -163,6 +163,44 @@ func TestCodexCaptures(t *testing.T) {
 	if id, ok := (codexAdapter{}).Recover("plan", Request{Dir: work}, env); !ok || id != thread {
 		t.Errorf("Recover(plan) = %q, %v; want the thread %s", id, ok, thread)
 	}
+
+	// A fork of the thread: a new thread id, the original's history
+	// re-sent, the turn's own usage though Codex prints a total that
+	// starts from the original's, and the original left as it was.
+	mock.SetUsage(codexSecondUsage)
+	forked := run(Request{Prompt: "Now test it.", Model: "gpt-5.5", SessionID: thread, Fork: true})
+	if forked.exit != 0 {
+		t.Fatalf("forked thread: exit %d: %s", forked.exit, forked.stderr)
+	}
+	var fork string
+	usage = Event{}
+	for _, line := range bytes.Split(forked.stdout, []byte("\n")) {
+		for _, ev := range forked.parser.Line(line) {
+			switch ev.Kind {
+			case EventSession:
+				fork = ev.SessionID
+			case EventUsage:
+				usage = ev
+			}
+		}
+	}
+	if fork == "" || fork == thread {
+		t.Errorf("the fork's thread %q, the original's %s", fork, thread)
+	}
+	if usage.InputTokens != codexSecondUsage.InputTokens || usage.OutputTokens != codexSecondUsage.OutputTokens {
+		t.Errorf("forked turn's usage %+v, want the turn's %+v", usage, codexSecondUsage)
+	}
+	if turns := mock.Turns(); len(turns) != 3 || !turns[2].HasMessage("assistant", "done: Now build it.") ||
+		!turns[2].HasMessage("user", codexPlanPrompt) {
+		t.Errorf("the forked request did not re-send the original's turns:\n%s", turns[len(turns)-1].Body)
+	}
+	if bytes.Contains(codexRead(t, codexRollout(thread)), []byte("Now test it.")) {
+		t.Error("the fork's turn went into the original's session file")
+	}
+	// Recover now finds the fork, the newest thread of the feature.
+	if id, ok := (codexAdapter{}).Recover("plan", Request{Dir: work}, env); !ok || id != fork {
+		t.Errorf("Recover(plan) after the fork = %q, %v; want the fork %s", id, ok, fork)
+	}
 	if id, ok := (codexAdapter{}).Recover("other", Request{Dir: work}, env); ok {
 		t.Errorf("Recover(other) = %q", id)
 	}
@@ -175,8 +213,8 @@ func TestCodexCaptures(t *testing.T) {
 	if failed.exit != 1 {
 		t.Errorf("failing turn: exit %d, want 1", failed.exit)
 	}
-	if n := len(mock.Turns()); n != 3 {
-		t.Errorf("the failing turn made %d requests, want 1: Codex retried", n-2)
+	if n := len(mock.Turns()); n != 4 {
+		t.Errorf("the failing turn made %d requests, want 1: Codex retried", n-3)
 	}
 	files["failed.jsonl"] = normalize(failed.stdout)
 

@@ -2,6 +2,7 @@ package steps
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -115,6 +116,71 @@ func TestCodexParserResumedTurnReportsTheTurn(t *testing.T) {
 	}
 }
 
+// A forked thread's total starts from the original's: Prepare reads the
+// original's total, as for a resume, and the parser subtracts it.
+func TestCodexForkedTurnReportsTheTurn(t *testing.T) {
+	codexHomeWith(t, "THREAD-1", "rollout-after-new.jsonl")
+	inv, err := codexAdapter{}.Prepare(Request{Prompt: "Now build it.", SessionID: "THREAD-1", Fork: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(inv.Args, "fork") || slices.Contains(inv.Args, "resume") {
+		t.Fatalf("not a fork: %q", inv.Args)
+	}
+	resumed, _ := codexAdapter{}.Prepare(Request{Prompt: "Now build it.", SessionID: "THREAD-1"})
+	before := inv.Parser.(*codexParser).before
+	if before.InputTokens != codexFirstUsage.InputTokens || before != resumed.Parser.(*codexParser).before {
+		t.Errorf("the fork's total before the turn %+v, want the original's (input %d)", before, codexFirstUsage.InputTokens)
+	}
+	inv.Parser.(*codexParser).rollout = codexNoRollout
+	events := codexEvents(t, inv.Parser, "resumed.jsonl")
+	if u := events[len(events)-1]; u.Kind != EventUsage || u.InputTokens != codexSecondUsage.InputTokens || u.OutputTokens != codexSecondUsage.OutputTokens {
+		t.Errorf("usage %+v, want the turn's: input %d, output %d", u, codexSecondUsage.InputTokens, codexSecondUsage.OutputTokens)
+	}
+}
+
+// Recover finds a forked thread by the first prompt of the thread it was
+// forked from: a fork's session file holds only its own turns.
+func TestCodexRecoverForkedThread(t *testing.T) {
+	home, work := t.TempDir(), t.TempDir()
+	dir := filepath.Join(home, "sessions", "2026", "01", "02")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	thread := func(id, parent, prompt string, at time.Time) {
+		t.Helper()
+		meta, _ := json.Marshal(map[string]any{"type": "session_meta", "payload": map[string]string{"id": id, "cwd": work, "forked_from_id": parent}})
+		item, _ := json.Marshal(map[string]any{"type": "event_msg", "payload": map[string]any{"type": "item_completed",
+			"item": map[string]any{"type": "UserMessage", "content": []map[string]string{{"type": "Text", "text": prompt}}}}})
+		path := filepath.Join(dir, "rollout-2026-01-02T03-04-05-"+id+".jsonl")
+		if err := os.WriteFile(path, append(append(meta, '\n'), append(item, '\n')...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	thread("design", "", FeatureHeader("f")+"\n\nDesign it.", at)
+	thread("build", "design", "Build it.", at.Add(time.Minute))
+	thread("test", "build", "Test it.", at.Add(2*time.Minute))
+	thread("orphan", "gone", FeatureHeader("f")+" not first", at.Add(3*time.Minute))
+	thread("other", "", FeatureHeader("g")+"\n\nElse.", at.Add(4*time.Minute))
+	env := []string{"CODEX_HOME=" + home}
+	if id, ok := (codexAdapter{}).Recover("f", Request{Dir: work}, env); !ok || id != "orphan" {
+		t.Errorf("Recover(f) = %q, %v; want the newest thread whose first prompt has the header", id, ok)
+	}
+	if err := os.Remove(filepath.Join(dir, "rollout-2026-01-02T03-04-05-orphan.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if id, ok := (codexAdapter{}).Recover("f", Request{Dir: work}, env); !ok || id != "test" {
+		t.Errorf("Recover(f) = %q, %v; want the fork of a fork, test", id, ok)
+	}
+	if id, ok := (codexAdapter{}).Recover("h", Request{Dir: work}, env); ok {
+		t.Errorf("Recover(h) = %q", id)
+	}
+}
+
 // A turn of several model requests (tool calls): the context in use is
 // the last request's input, not the turn's sum, when the session file
 // holds the total the turn printed; otherwise the turn's input.
@@ -221,6 +287,12 @@ func TestCodexInvocation(t *testing.T) {
 			"codex exec --json --skip-git-repo-check --model gpt-5.5 --sandbox workspace-write -- do it"},
 		{Request{Prompt: "go on", Model: "m", SessionID: "019a-id", Args: []string{"-s", "read-only"}},
 			"codex exec --json --skip-git-repo-check --model m -s read-only resume -- 019a-id go on"},
+		{Request{Prompt: "go on", Model: "m", SessionID: "019a-id", Fork: true, Args: []string{"-s", "read-only"}},
+			"codex exec --json --skip-git-repo-check --model m -s read-only fork -- 019a-id go on"},
+		{Request{Prompt: "-go on", SessionID: "019a-id", Fork: true, ReadOnly: true, Args: []string{"--full-auto"}},
+			"codex exec --json --skip-git-repo-check --sandbox read-only fork -- 019a-id -go on"},
+		// A fork of no thread is a new thread.
+		{Request{Prompt: "go on", Fork: true}, "codex exec --json --skip-git-repo-check -- go on"},
 	} {
 		inv, err := codexAdapter{}.Prepare(c.r)
 		if err != nil || strings.Join(inv.Args, " ") != c.want || inv.Stdin != "" {

@@ -62,10 +62,12 @@ func codexFresh(r mockapi.OpenAIRequest) bool {
 	return prompts == 1 && codexAssistantMessages(r) == 0
 }
 
-// Two phases of one feature: the second resumes the first's thread and
-// re-sends its history; each phase's tokens are its own turn's, not the
-// running total Codex prints for a resumed thread.
-func TestCodexTwoPhasesShareAThread(t *testing.T) {
+// Phases of one feature: each forks the thread the one before it left
+// (codex exec fork), so its request re-sends that history under a thread
+// of its own; each phase's tokens are its own turn's, not the running
+// total Codex prints for a forked thread (which starts from the
+// original's).
+func TestCodexPhasesForkTheThreadTheyInherit(t *testing.T) {
 	mock, dir := codexProject(t)
 	write(t, dir, "phases.yaml", `version: 1
 agent: {kind: codex, model: gpt-5.5, feature: f}
@@ -74,44 +76,55 @@ phases:
     prompt: Design the widget.
   - name: build
     prompt: Build the widget.
+  - name: check
+    prompt: Check the widget.
 `)
 	if r := pipeline(t, dir, "run"); r.code != 0 {
 		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
 	}
 	turns := mock.Turns()
-	if len(turns) != 2 {
-		t.Fatalf("the mock saw %d turns, want 2", len(turns))
-	}
-	if turns[0].Header.Get("Thread-Id") == "" || turns[1].Header.Get("Thread-Id") != turns[0].Header.Get("Thread-Id") {
-		t.Errorf("build did not resume design's thread: %q then %q", turns[0].Header.Get("Thread-Id"), turns[1].Header.Get("Thread-Id"))
-	}
-	if !turns[1].HasMessage("user", "Design the widget.") || !turns[1].HasMessage("assistant", "done: ") {
-		t.Errorf("build's request did not re-send design's turn:\n%s", turns[1].Body)
-	}
-	if !strings.HasPrefix(turns[1].LastUserText(), "Build the widget.") {
-		t.Errorf("build's prompt %q", turns[1].LastUserText())
+	if len(turns) != 3 {
+		t.Fatalf("the mock saw %d turns, want 3", len(turns))
 	}
 	s := status(t, dir)
-	if s.Status != "completed" || len(s.Phases) != 2 {
+	if s.Status != "completed" || len(s.Phases) != 3 {
 		t.Fatalf("status %+v", s)
 	}
 	for i, phase := range s.Phases {
+		thread := turns[i].Header.Get("Thread-Id")
+		if thread == "" || phase.NativeSession != thread {
+			t.Errorf("phase %s: native session %q, its turn's thread %q", phase.Name, phase.NativeSession, thread)
+		}
 		if phase.Tokens != codexTokens(turns[i]) {
 			t.Errorf("phase %s: %d tokens, want its turn's %d (input %d + output %d)", phase.Name, phase.Tokens,
 				codexTokens(turns[i]), turns[i].Usage.InputTokens, turns[i].Usage.OutputTokens)
 		}
-		if phase.NativeSession != turns[0].Header.Get("Thread-Id") {
-			t.Errorf("phase %s: native session %q, want the thread %q", phase.Name, phase.NativeSession, turns[0].Header.Get("Thread-Id"))
+		if i == 0 {
+			continue
+		}
+		before := s.Phases[i-1].NativeSession
+		if thread == before || !strings.Contains(codexRolloutHead(t, thread), `"forked_from_id":"`+before+`"`) {
+			t.Errorf("phase %s's thread %q is not a fork of %q", phase.Name, thread, before)
+		}
+		if !turns[i].HasMessage("user", "Design the widget.") || !turns[i].HasMessage("assistant", "done: ") {
+			t.Errorf("phase %s's request did not re-send the design's turn:\n%s", phase.Name, turns[i].Body)
 		}
 	}
-	if want := codexTokens(turns[0]) + codexTokens(turns[1]); s.Tokens != want {
+	if !turns[2].HasMessage("assistant", "done: Build the widget.") {
+		t.Errorf("check's request did not re-send the build's turn:\n%s", turns[2].Body)
+	}
+	if !strings.HasPrefix(turns[1].LastUserText(), "Build the widget.") {
+		t.Errorf("build's prompt %q", turns[1].LastUserText())
+	}
+	if want := codexTokens(turns[0]) + codexTokens(turns[1]) + codexTokens(turns[2]); s.Tokens != want {
 		t.Errorf("session tokens %d, want %d", s.Tokens, want)
 	}
 }
 
-// Three failed turns in a row: retry resumes the thread each time, then
-// restart_when drops it and the next attempt starts a fresh thread that
-// carries none of the earlier history.
+// Three failed turns in a row: the first forks the design's thread (Codex
+// makes the new thread before the request fails), retry resumes that one
+// each time, then restart_when drops it and the next attempt starts a
+// fresh thread that carries none of the earlier history.
 func TestCodexConsecutiveErrorsRestartTheThread(t *testing.T) {
 	mock, dir := codexProject(t)
 	write(t, dir, "phases.yaml", `version: 1
@@ -132,16 +145,19 @@ phases:
 	if len(turns) != 5 {
 		t.Fatalf("the mock saw %d turns, want design's and build's four", len(turns))
 	}
-	design := turns[0].Header.Get("Thread-Id")
+	design, forked := turns[0].Header.Get("Thread-Id"), turns[1].Header.Get("Thread-Id")
+	if forked == "" || forked == design || !strings.Contains(codexRolloutHead(t, forked), `"forked_from_id":"`+design+`"`) {
+		t.Errorf("the first failed attempt's thread %q is not a fork of the design's %q", forked, design)
+	}
 	for i, turn := range turns[1:4] {
-		if turn.Status != 500 || turn.Header.Get("Thread-Id") != design || !turn.HasMessage("user", "Design the widget.") ||
+		if turn.Status != 500 || turn.Header.Get("Thread-Id") != forked || !turn.HasMessage("user", "Design the widget.") ||
 			codexAssistantMessages(turn) != 1 {
-			t.Errorf("failed attempt %d: status %d, thread %q, want 500 in design's thread %q with its history",
-				i+1, turn.Status, turn.Header.Get("Thread-Id"), design)
+			t.Errorf("failed attempt %d: status %d, thread %q, want 500 in the fork %q of design's thread with its history",
+				i+1, turn.Status, turn.Header.Get("Thread-Id"), forked)
 		}
 	}
 	fresh := turns[4]
-	if fresh.Status != 200 || fresh.Header.Get("Thread-Id") == design || !codexFresh(fresh) {
+	if fresh.Status != 200 || fresh.Header.Get("Thread-Id") == design || fresh.Header.Get("Thread-Id") == forked || !codexFresh(fresh) {
 		t.Errorf("after the restart: status %d, thread %q (design's %q); want a fresh thread:\n%s",
 			fresh.Status, fresh.Header.Get("Thread-Id"), design, fresh.Body)
 	}
@@ -220,7 +236,7 @@ phases:
 // The thread is gone when the run resumes it (Codex's session files
 // deleted while the run was paused): "codex exec resume" fails at once,
 // and the step runs again in a fresh thread with the resume context, not
-// as an error; the next phase resumes that thread.
+// as an error; the next phase forks that thread.
 func TestCodexLostThreadStartsAFreshOne(t *testing.T) {
 	mock, dir := codexProject(t)
 	mock.SetReply("Design drafted.\n[CHECKPOINT] look at it\n")
@@ -251,8 +267,9 @@ phases:
 		t.Errorf("design after the lost thread: thread %q (lost %q), prompt %q; want a fresh thread",
 			fresh, lost, turns[1].LastUserText())
 	}
-	if turns[2].Header.Get("Thread-Id") != fresh || !turns[2].HasMessage("user", "Design the widget.") {
-		t.Errorf("build did not resume the fresh thread %q: %q", fresh, turns[2].Header.Get("Thread-Id"))
+	if build := turns[2].Header.Get("Thread-Id"); build == "" || build == fresh || !turns[2].HasMessage("user", "Design the widget.") ||
+		!strings.Contains(codexRolloutHead(t, build), `"forked_from_id":"`+fresh+`"`) {
+		t.Errorf("build's thread %q is not a fork of the fresh thread %q", build, fresh)
 	}
 	// The checkpoint stops the first turn as its text arrives; Codex,
 	// interrupted, usually never prints that turn's usage.
@@ -377,11 +394,34 @@ phases:
 	}
 }
 
-// A rewind to the build phase cannot take Codex's thread back to where
-// the build started (codex exec resume continues a thread as it is now):
-// the turn after it starts a fresh thread, with the resume context, and
-// never resumes the thread that holds the first build.
-func TestCodexRewindStartsAFreshThread(t *testing.T) {
+// codexRolloutPath is a thread's session file under CODEX_HOME.
+func codexRolloutPath(t *testing.T, thread string) string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(os.Getenv("CODEX_HOME"), "sessions", "*", "*", "*", "rollout-*-"+thread+".jsonl"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("the session file of %s: %v %v", thread, files, err)
+	}
+	return files[0]
+}
+
+// codexRolloutHead is the first line of a thread's session file: its
+// session_meta, which names the thread it was forked from.
+func codexRolloutHead(t *testing.T, thread string) string {
+	t.Helper()
+	data, err := os.ReadFile(codexRolloutPath(t, thread))
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _, _ := strings.Cut(string(data), "\n")
+	return head
+}
+
+// A fork at the build phase, and a rewind to it, take Codex's thread back
+// to where the build started: the first turn forks the design's thread
+// (codex exec fork ID), so the mock sees the design's exchange and not
+// the first build's, and the new thread has an id of its own; the
+// design's thread stays as it was.
+func TestCodexRewindForksTheThreadAsThePhaseStarted(t *testing.T) {
 	mock, dir := codexProject(t)
 	write(t, dir, "phases.yaml", `version: 1
 agent: {kind: codex, model: gpt-5.5, feature: f}
@@ -400,23 +440,66 @@ phases:
 	if r := pipeline(t, dir, "run"); r.code != 0 {
 		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
 	}
-	thread := status(t, dir).Phases[0].NativeSession
+	before := status(t, dir)
+	design, build := before.Phases[0].NativeSession, before.Phases[1].NativeSession
+	if design == "" || build == "" || design == build {
+		t.Fatalf("threads %q then %q", design, build)
+	}
+	// fromDesign checks that turn n forked the design's thread as the
+	// build started, under an id of its own.
+	fromDesign := func(what string, n int, thread string) {
+		t.Helper()
+		turns := mock.Turns()
+		if len(turns) != n+1 {
+			t.Fatalf("%s: the mock saw %d turns, want %d", what, len(turns), n+1)
+		}
+		turn := turns[n]
+		if !turn.HasMessage("assistant", "done: [Feature: f]") || turn.HasMessage("assistant", "done: Build the widget.") {
+			t.Errorf("%s: the turn does not start from the design's conversation:\n%s", what, turn.Body)
+		}
+		if thread == "" || thread == design || thread == build || turn.Header.Get("Thread-Id") != thread {
+			t.Errorf("%s: thread %q (turn's %q; design %q, first build %q)", what, thread, turn.Header.Get("Thread-Id"), design, build)
+		}
+		if head := codexRolloutHead(t, thread); !strings.Contains(head, `"forked_from_id":"`+design+`"`) {
+			t.Errorf("%s: the thread %s is not a fork of the design's %s: %.300s", what, thread, design, head)
+		}
+	}
+
+	tree := filepath.Join(t.TempDir(), "fork")
+	out := pipeline(t, dir, "fork", "--at", "build", "--worktree", tree)
+	if out.code != 0 || !strings.Contains(out.stdout, "the codex session "+design+", as phase build started, is resumed as a fork") {
+		t.Fatalf("fork: exit %d\n%s%s", out.code, out.stdout, out.stderr)
+	}
+	fork := status(t, tree)
+	if fork.Status != "completed" {
+		t.Errorf("the fork: %s", fork.Status)
+	}
+	fromDesign("the fork", 2, fork.Phases[1].NativeSession)
+
 	if r := pipeline(t, dir, "rewind", "--to", "build"); r.code != 0 {
 		t.Fatalf("rewind: exit %d: %s%s", r.code, r.stdout, r.stderr)
 	}
 	r := pipeline(t, dir, "resume")
-	if r.code != 0 || !strings.Contains(r.stdout, "the codex CLI cannot fork its session "+thread+" back to where phase build started: a fresh session starts") {
+	if r.code != 0 || !strings.Contains(r.stdout, "the codex session "+design+", as phase build started, is resumed as a fork") {
 		t.Fatalf("resume: exit %d: %s%s", r.code, r.stdout, r.stderr)
 	}
-	turns := mock.Turns()
-	if len(turns) != 3 {
-		t.Fatalf("the mock saw %d turns, want 3", len(turns))
+	after := status(t, dir)
+	if after.Status != "completed" {
+		t.Errorf("after the rewind: %s", after.Status)
 	}
-	if !codexFresh(turns[2]) || turns[2].Header.Get("Thread-Id") == thread || !strings.Contains(turns[2].LastUserText(), "[Resume context]") {
-		t.Errorf("the turn after the rewind did not start a fresh thread with the resume context (thread %q, design's %q):\n%s",
-			turns[2].Header.Get("Thread-Id"), thread, turns[2].Body)
+	rebuilt := after.Phases[1].NativeSession
+	fromDesign("the rewind", 3, rebuilt)
+	if text := mock.Turns()[3].LastUserText(); !strings.Contains(text, "[Resume context]") {
+		t.Errorf("the rewind: no resume context in %q", text)
 	}
-	if s := status(t, dir); s.Status != "completed" || s.Phases[1].NativeSession == "" || s.Phases[1].NativeSession == thread {
-		t.Errorf("after the rewind: %s, build's thread %q (design's %q)", s.Status, s.Phases[1].NativeSession, thread)
+	if rebuilt == fork.Phases[1].NativeSession {
+		t.Errorf("the rewind's thread %s is the fork's", rebuilt)
+	}
+	if tokens := codexTokens(mock.Turns()[3]); after.Phases[1].Tokens != codexTokens(mock.Turns()[1])+tokens {
+		t.Errorf("build counted %d tokens, want its two turns' %d + %d", after.Phases[1].Tokens, codexTokens(mock.Turns()[1]), tokens)
+	}
+	// The design's thread was not altered by the forks.
+	if data, err := os.ReadFile(codexRolloutPath(t, design)); err != nil || strings.Contains(string(data), "Build the widget.") {
+		t.Errorf("the design's session file (%d bytes, %v) holds the build phase", len(data), err)
 	}
 }

@@ -272,3 +272,46 @@ phases:
 		t.Errorf("native session %s, want %s", s.Phases[0].NativeSession, first)
 	}
 }
+
+// A rewind to the build phase cannot take Gemini CLI's session back to
+// where the build started (-r resumes a session as it is now): the turn
+// after it starts a fresh session, with the resume context, and never
+// resumes the session that holds the first build.
+func TestGeminiRewindStartsAFreshSession(t *testing.T) {
+	mock, dir := geminiSetup(t)
+	write(t, dir, "phases.yaml", `version: 1
+agent: {kind: gemini, model: gemini-2.5-flash, feature: f}
+phases:
+  - name: design
+    prompt: Design the greeting.
+  - name: build
+    prompt: Build the greeting.
+`)
+	gitOut(t, dir, nil, "init", "-q", "-b", "main")
+	gitOut(t, dir, nil, "config", "user.name", "t")
+	gitOut(t, dir, nil, "config", "user.email", "t@example.com")
+	gitOut(t, dir, nil, "config", "commit.gpgsign", "false")
+	gitOut(t, dir, nil, "add", ".")
+	gitOut(t, dir, nil, "commit", "-qm", "start")
+	if r := pipeline(t, dir, "run"); r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	session := status(t, dir).Phases[0].NativeSession
+	if r := pipeline(t, dir, "rewind", "--to", "build"); r.code != 0 {
+		t.Fatalf("rewind: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	r := pipeline(t, dir, "resume")
+	if r.code != 0 || !strings.Contains(r.stdout, "the gemini CLI cannot fork its session "+session+" back to where phase build started: a fresh session starts") {
+		t.Fatalf("resume: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	turns := mock.Turns()
+	if len(turns) != 3 {
+		t.Fatalf("the mock saw %d turns, want 3", len(turns))
+	}
+	if !geminiFresh(turns[2]) || !strings.Contains(turns[2].LastUserText(), "[Resume context]") {
+		t.Errorf("the turn after the rewind did not start a fresh session with the resume context: %+v", turns[2].Contents)
+	}
+	if s := status(t, dir); s.Status != "completed" || s.Phases[1].NativeSession == "" || s.Phases[1].NativeSession == session {
+		t.Errorf("after the rewind: %s, build's session %q (design's %q)", s.Status, s.Phases[1].NativeSession, session)
+	}
+}

@@ -36,9 +36,10 @@ folder and its own lock: forks run at once, beside the parent and beside
 each other. The worktree's HEAD is the checkpoint's commit, detached;
 remove it with git worktree remove DIR.
 
-The agent's native session is forked where the CLI can: Claude's first
-turn in the fork resumes the parent's conversation as PHASE started, with
---fork-session; Codex and Gemini CLI start a fresh one.`,
+The agent's native session is forked where the CLI can: the first turn
+in the fork resumes the parent's conversation as PHASE started as a new
+session (Claude: --resume ID --fork-session; Codex: codex exec fork ID);
+Gemini CLI starts a fresh one.`,
 		Example: `  pipeline fork --at implementation
   pipeline fork 20261125-093000123-a1b2c3 --at design --worktree ../try-another-design`,
 		Args: cobra.MaximumNArgs(1),

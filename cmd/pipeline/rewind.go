@@ -31,9 +31,9 @@ restored files show as changes in git status.
 The rewind refuses when the work tree holds changes that no checkpoint of
 the session holds; --force first keeps them under
 refs/pipeline/<session>/rescued-<n>. The agent's native session goes
-back too where the CLI can: Claude resumes the conversation as PHASE
-started with --fork-session; Codex and Gemini CLI start a fresh one. The
-next agent step gets the resume context.`,
+back too where the CLI can: Claude (--fork-session) and Codex (codex exec
+fork) resume the conversation as PHASE started as a new session; Gemini
+CLI starts a fresh one. The next agent step gets the resume context.`,
 		Example: `  pipeline rewind --to implementation
   pipeline rewind 20261125-093000123-a1b2c3 --to design --force`,
 		Args: cobra.MaximumNArgs(1),
