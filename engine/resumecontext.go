@@ -405,7 +405,7 @@ func pauseWhy(f Firing) (reason, why, note string) {
 		return reason, "The session could not be recorded (a full disk, an I/O error) and paused; it was resumed.", note
 	}
 	if f.Values["checkpoint"] == true || f.Reason == "checkpoint" {
-		return reason, fmt.Sprintf("You printed [CHECKPOINT], and the session paused there (pause_when %q); it was resumed.", f.Reason), note
+		return reason, fmt.Sprintf("You printed the checkpoint marker, and the session paused there (pause_when %q); it was resumed.", f.Reason), note
 	}
 	what := fmt.Sprintf("The session paused when pause_when %q fired", f.Reason)
 	if f.Expression != "" && f.Expression != f.Reason {

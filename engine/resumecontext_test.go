@@ -21,7 +21,7 @@ func rctxFullInput() ResumeInput {
 		Step:     "agent",
 		Attempt:  2,
 		Reason:   "checkpoint",
-		Why:      "You printed [CHECKPOINT], and the session paused there.",
+		Why:      "You printed the checkpoint marker, and the session paused there.",
 		Note:     "API drafted",
 		Done: []DoneItem{
 			{Phase: "design", Summary: "wrote docs/design.md", Passed: true, Attempts: 1, ExitCodes: []int{0}},
@@ -45,7 +45,7 @@ func TestResumeDefaultRenderHasEachSection(t *testing.T) {
 	if want := `[Resume context] You are resuming phase "implement" of pipeline "shop" (step agent, attempt 2).`; head[0] != want {
 		t.Errorf("first line\n got %q\nwant %q", head[0], want)
 	}
-	if want := `You printed [CHECKPOINT], and the session paused there. (your checkpoint note: API drafted)`; head[1] != want {
+	if want := `You printed the checkpoint marker, and the session paused there. (your checkpoint note: API drafted)`; head[1] != want {
 		t.Errorf("second line\n got %q\nwant %q", head[1], want)
 	}
 	for _, want := range []string{

@@ -70,7 +70,7 @@ Gemini CLI starts a fresh one.`,
 		}
 		git := session.GitFor(filepath.Dir(file))
 		if git == nil {
-			return usagef("%s is not in a git work tree: session %s has no checkpoints to fork from", filepath.Dir(file), ref.ID())
+			return usagef("%s is not in a git work tree (or git ignores it): session %s has no checkpoints to fork from", filepath.Dir(file), ref.ID())
 		}
 		checkpoint := session.CheckpointBefore(parent, i)
 		if checkpoint == "" {

@@ -56,7 +56,7 @@ phases:
 	if dry.code != 0 {
 		t.Fatalf("resume --dry-run: exit %d: %s", dry.code, dry.stderr)
 	}
-	wantIn(t, dry.stdout, []string{"[Resume context]", `resuming phase "design"`, "You printed [CHECKPOINT]", "- keep it small"}, nil)
+	wantIn(t, dry.stdout, []string{"[Resume context]", `resuming phase "design"`, "You printed the checkpoint marker", "- keep it small"}, nil)
 	wantIn(t, dry.stderr, []string{"would resume phase design, step agent (attempt 1); nothing was sent or written"}, nil)
 	if after := storeBytes(t, dir); !reflect.DeepEqual(before, after) {
 		t.Errorf("resume --dry-run changed the store:\n%v\n%v", before, after)

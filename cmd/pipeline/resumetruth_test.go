@@ -77,7 +77,7 @@ phases:
 		t.Fatalf("resume: exit %d: %s", r.code, r.stderr)
 	}
 	wantIn(t, lastPrompt(t, dir, "build"),
-		[]string{"You printed [CHECKPOINT], and the session paused there", "(your checkpoint note: halfway there)",
+		[]string{"You printed the checkpoint marker, and the session paused there", "(your checkpoint note: halfway there)",
 			"step prep: exit 0; step lint: exit 0; step agent: stopped)"},
 		[]string{"restart:", "runner stopped", "exit 0,0"})
 }

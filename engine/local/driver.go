@@ -402,7 +402,7 @@ func (r *run) checkpoints(ev engine.Event, before, after engine.State) error {
 	}
 	if git == nil {
 		if _, ok := ev.(engine.Started); ok {
-			r.say("pipeline: %s is not in a git work tree: this session keeps no checkpoints (rewind and fork need them)", r.sess.Dir())
+			r.say("pipeline: %s is not in a git work tree (or git ignores it): this session keeps no checkpoints (rewind and fork need them)", r.sess.Dir())
 		}
 		return nil
 	}

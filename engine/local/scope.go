@@ -18,7 +18,7 @@ func (r *run) scope(phase *spec.PhasePlan, git *session.Git) []string {
 	if git == nil {
 		if !r.scopeUnchecked {
 			r.scopeUnchecked = true
-			r.say("pipeline: phase %q has writes:, but %s is not in a git work tree: the write scope is not checked", phase.Name, r.sess.Dir())
+			r.say("pipeline: phase %q has writes:, but %s is not in a git work tree (or git ignores it): the write scope is not checked", phase.Name, r.sess.Dir())
 		}
 		return nil
 	}

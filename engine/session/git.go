@@ -46,8 +46,9 @@ func (g *Git) where() (index, root string) {
 }
 
 // GitFor returns the Git of a work folder, or nil when the folder is not
-// in a git work tree (found by looking for .git upwards, without starting
-// git).
+// in a git work tree (found by looking for .git upwards) or git ignores it
+// (a folder under an ignored build folder: git keeps nothing of it, so
+// there is nothing to snapshot, check or checkpoint).
 func GitFor(dir string) *Git {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -55,7 +56,11 @@ func GitFor(dir string) *Git {
 	}
 	for d := abs; ; d = filepath.Dir(d) {
 		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
-			return &Git{dir: abs}
+			g := &Git{dir: abs}
+			if _, ignored := g.run(nil, "check-ignore", "-q", "--", "."); ignored {
+				return nil
+			}
+			return g
 		}
 		if filepath.Dir(d) == d {
 			return nil

@@ -38,7 +38,7 @@ func (s *Session) Rewind(now time.Time, phase string, force bool) (Rewinding, er
 	case st.Status == engine.StatusRunning:
 		return Rewinding{}, refused("session %s is running: pause it first (pipeline pause), then rewind", s.ID())
 	case s.git == nil:
-		return Rewinding{}, refused("%s is not in a git work tree: session %s has no checkpoints to rewind to", s.Dir(), s.ID())
+		return Rewinding{}, refused("%s is not in a git work tree (or git ignores it): session %s has no checkpoints to rewind to", s.Dir(), s.ID())
 	}
 	i := 0
 	for i < len(st.Phases) && st.Phases[i].Name != phase {
