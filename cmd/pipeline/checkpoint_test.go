@@ -210,7 +210,7 @@ func TestNoGitWorkTreeRunsWithoutCheckpoints(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("run: exit %d: %s%s", r.code, r.stdout, r.stderr)
 	}
-	if out := r.stdout + r.stderr; !strings.Contains(out, "is not in a git work tree: this session keeps no checkpoints") {
+	if out := r.stdout + r.stderr; !strings.Contains(out, "is not in a git work tree (or git ignores it): this session keeps no checkpoints") {
 		t.Errorf("no note that there are no checkpoints:\n%s", out)
 	}
 	if _, commits := checkpoints(t, dir, env); len(commits) != 1 || commits[0] != "" {
