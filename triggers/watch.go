@@ -219,6 +219,18 @@ func skippedDir(name string) bool {
 	return name == ".git" || name == ".pipeline" || name == "node_modules"
 }
 
+// InSkippedDir reports whether a slash-separated relative path goes
+// through a folder the Watcher does not follow (.git, .pipeline,
+// node_modules): what matches a glob there is not watched.
+func InSkippedDir(rel string) bool {
+	for _, part := range strings.Split(rel, "/") {
+		if skippedDir(part) {
+			return true
+		}
+	}
+	return false
+}
+
 // editorTemp reports the swap, backup and temporary files editors write
 // beside the file they save.
 func editorTemp(name string) bool {

@@ -126,8 +126,20 @@ agent: {kind: command, command: [sh, -c, 'cat > prompt-$PIPELINE_PHASE.txt']}
 	if _, err := os.Stat(filepath.Join(dir, "spec.md")); err != nil {
 		write(t, dir, "spec.md", "# The spec\n\nBuild it.\n")
 	}
-	r := pipeline(t, dir, "run")
-	if r.code != exitPaused {
+	return runToFirstPause(t, dir, "")
+}
+
+// runToFirstPause writes phases (unless ""), and spec.md when there is
+// none, runs the pipeline to its first pause and returns the session.
+func runToFirstPause(t *testing.T, dir, phases string) string {
+	t.Helper()
+	if phases != "" {
+		write(t, dir, "phases.yaml", phases)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "spec.md")); err != nil {
+		write(t, dir, "spec.md", "# spec\n")
+	}
+	if r := pipeline(t, dir, "run"); r.code != exitPaused {
 		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
 	}
 	return status(t, dir).ID
@@ -383,17 +395,12 @@ func TestWatchSecondWatcherIsRefused(t *testing.T) {
 // pipeline pause SESSION pauses that session only and the watch goes on.
 func TestWatchPauseOneSessionThenStop(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "phases.yaml", `version: 1
+	id := runToFirstPause(t, dir, `version: 1
 spec: spec.md
 phases:
   - {name: one, auto_advance: false, steps: [{run: "true"}]}
   - {name: two, steps: [{run: 'echo "step $$"; exec sleep 600'}]}
 `)
-	write(t, dir, "spec.md", "# spec\n")
-	if r := pipeline(t, dir, "run"); r.code != exitPaused {
-		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
-	}
-	id := status(t, dir).ID
 	w := watchStart(t, dir, "--grace", "100ms")
 	write(t, dir, "spec.md", "# spec\nchanged\n")
 	w.awaitEvent(t, "resumed", id)
@@ -433,12 +440,7 @@ phases:
       - {name: wait, run: 'while [ ! -e go ]; do sleep 0.01; done'}
       - {name: next, run: 'echo FIRST > next.txt'}
 `
-	write(t, dir, "phases.yaml", plan)
-	write(t, dir, "spec.md", "# spec\n")
-	if r := pipeline(t, dir, "run"); r.code != exitPaused {
-		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
-	}
-	id := status(t, dir).ID
+	id := runToFirstPause(t, dir, plan)
 	w := watchStart(t, dir)
 	write(t, dir, "spec.md", "# spec\nchanged\n")
 	w.awaitEvent(t, "resumed", id)
@@ -580,7 +582,7 @@ func TestWatchFrontmatterChangeReachesTheAgent(t *testing.T) {
 // pause): it would resume itself for ever.
 func TestWatchDoesNotResumeASessionForItsOwnWrites(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "phases.yaml", `version: 1
+	id := runToFirstPause(t, dir, `version: 1
 spec: spec.md
 watch: ["notes/**/*.md", ".pipeline/**"]
 phases:
@@ -588,11 +590,6 @@ phases:
   - {name: two, auto_advance: false, steps: [{run: "mkdir -p notes && echo two > notes/log.md"}]}
   - {name: three, steps: [{run: "true"}]}
 `)
-	write(t, dir, "spec.md", "# spec\n")
-	if r := pipeline(t, dir, "run"); r.code != exitPaused {
-		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
-	}
-	id := status(t, dir).ID
 	w := watchStart(t, dir)
 	write(t, dir, "spec.md", "# spec\nchanged\n")
 	w.awaitEvent(t, "resumed", id)
@@ -619,17 +616,12 @@ phases:
 // the killed run's step does not outlive it.
 func TestWatchKilledWatcherLeavesTheSessionToTheNext(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "phases.yaml", `version: 1
+	id := runToFirstPause(t, dir, `version: 1
 spec: spec.md
 phases:
   - {name: one, auto_advance: false, steps: [{run: "true"}]}
   - {name: two, steps: [{run: 'if [ -e answered ]; then exit 0; fi; echo "step $$"; exec sleep 600'}]}
 `)
-	write(t, dir, "spec.md", "# spec\n")
-	if r := pipeline(t, dir, "run"); r.code != exitPaused {
-		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
-	}
-	id := status(t, dir).ID
 	w := watchStart(t, dir)
 	write(t, dir, "spec.md", "# spec\nchanged\n")
 	w.awaitEvent(t, "resumed", id)

@@ -179,6 +179,22 @@ func (h *harness) await(done <-chan engine.State) engine.State {
 	return engine.State{}
 }
 
+// awaitAdvancing moves the fake clock to each timer as it is armed until
+// the run ends, and returns its state.
+func awaitAdvancing(t *testing.T, fake *clock.Fake, done <-chan engine.State) engine.State {
+	t.Helper()
+	for {
+		select {
+		case s := <-done:
+			return s
+		case <-fake.Armed():
+			fake.AdvanceToNext()
+		case <-time.After(60 * time.Second):
+			t.Fatal("the run did not end")
+		}
+	}
+}
+
 func transcript(t *testing.T, h *harness, phase string, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(h.sess.X.Dir, "transcripts", phase, name))
@@ -293,17 +309,7 @@ phases:
 	// Tick by tick until the idle timeout: one Advance of 1.1s could run
 	// the check's timer before the step's re-armed it, and then nothing
 	// would move the clock again.
-	var s engine.State
-	for finished := false; !finished; {
-		select {
-		case s = <-done:
-			finished = true
-		case <-clock.Armed():
-			clock.AdvanceToNext()
-		case <-time.After(60 * time.Second):
-			t.Fatal("the run did not end")
-		}
-	}
+	s := awaitAdvancing(t, clock, done)
 	if s.Status != engine.StatusPaused || s.Pause.Reason != "stalled" || s.Phase != 1 {
 		t.Fatalf("state %+v, pause %+v", s, s.Pause)
 	}
@@ -323,18 +329,7 @@ phases:
   - name: build
     steps: [{run: 'n=$(cat count 2>/dev/null || echo 0); echo $((n+1)) > count; [ $n -ge 2 ]'}]
 `, clock)
-	done := h.start()
-	var s engine.State
-	for finished := false; !finished; {
-		select {
-		case s = <-done:
-			finished = true
-		case <-clock.Armed():
-			clock.AdvanceToNext()
-		case <-time.After(30 * time.Second):
-			t.Fatal("the run did not end")
-		}
-	}
+	s := awaitAdvancing(t, clock, h.start())
 	if s.Status != engine.StatusCompleted || s.Phases[0].Attempts != 3 || s.Phases[0].Retries != 2 {
 		t.Fatalf("state %+v", s)
 	}

@@ -48,19 +48,18 @@ func (d *decoder) checkGlobs(node ast.Node, globs []string, at string) {
 // globProblem says what is wrong with a glob of the key (watch, writes),
 // as the end of a message that starts with its path; "" when nothing is.
 func globProblem(glob, key string) (message, hint string) {
-	slashed := filepath.ToSlash(glob)
+	w := watchWording
 	if key == "writes" {
-		return writesGlobProblem(glob, slashed)
+		w = writesWording
 	}
+	slashed := filepath.ToSlash(glob)
 	switch {
 	case strings.TrimSpace(glob) == "":
-		return " is empty", "write a glob relative to the folder of phases.yaml, such as specs/**/*.md, or remove the item"
+		return " is empty", w.empty
 	case strings.HasPrefix(slashed, "/") || filepath.IsAbs(glob) || hasDriveLetter(slashed):
-		return fmt.Sprintf(": %q is an absolute path; watch globs are relative to the folder of phases.yaml", glob),
-			"write it from the folder of phases.yaml, such as specs/**/*.md: pipeline watches the project's own files only"
+		return fmt.Sprintf(": %q is an absolute path; %s globs are relative to the folder of phases.yaml", glob, key), w.absolute
 	case climbsOut(slashed):
-		return fmt.Sprintf(": %q uses ..; watch globs stay inside the folder of phases.yaml", glob),
-			"pipeline watches the project's own files only: write the glob from the folder of phases.yaml without .., or move phases.yaml up to a folder that holds the files"
+		return fmt.Sprintf(": %q uses ..; %s globs stay inside the folder of phases.yaml", glob, key), w.climbs
 	case !doublestar.ValidatePattern(slashed):
 		return fmt.Sprintf(": %q is not a valid glob", glob),
 			`close every [ and {, and end no glob with a lone \; ** matches any number of folders, * any characters but /`
@@ -68,23 +67,21 @@ func globProblem(glob, key string) (message, hint string) {
 	return "", ""
 }
 
-// writesGlobProblem is globProblem for a phase's write scope.
-func writesGlobProblem(glob, slashed string) (message, hint string) {
-	switch {
-	case strings.TrimSpace(glob) == "":
-		return " is empty", "write a glob relative to the folder of phases.yaml, such as docs/**, or remove the item; writes: [] makes the phase read-only"
-	case strings.HasPrefix(slashed, "/") || filepath.IsAbs(glob) || hasDriveLetter(slashed):
-		return fmt.Sprintf(": %q is an absolute path; writes globs are relative to the folder of phases.yaml", glob),
-			"write it from the folder of phases.yaml, such as docs/**: the scope is checked against the project's own files"
-	case climbsOut(slashed):
-		return fmt.Sprintf(": %q uses ..; writes globs stay inside the folder of phases.yaml", glob),
-			"the scope is checked against the files under the folder of phases.yaml: write the glob from there without .."
-	case !doublestar.ValidatePattern(slashed):
-		return fmt.Sprintf(": %q is not a valid glob", glob),
-			`close every [ and {, and end no glob with a lone \; ** matches any number of folders, * any characters but /`
+// globWording is what to do about a bad glob of one key.
+type globWording struct{ empty, absolute, climbs string }
+
+var (
+	watchWording = globWording{
+		empty:    "write a glob relative to the folder of phases.yaml, such as specs/**/*.md, or remove the item",
+		absolute: "write it from the folder of phases.yaml, such as specs/**/*.md: pipeline watches the project's own files only",
+		climbs:   "pipeline watches the project's own files only: write the glob from the folder of phases.yaml without .., or move phases.yaml up to a folder that holds the files",
 	}
-	return "", ""
-}
+	writesWording = globWording{
+		empty:    "write a glob relative to the folder of phases.yaml, such as docs/**, or remove the item; writes: [] makes the phase read-only",
+		absolute: "write it from the folder of phases.yaml, such as docs/**: the scope is checked against the project's own files",
+		climbs:   "the scope is checked against the files under the folder of phases.yaml: write the glob from there without ..",
+	}
+)
 
 // hasDriveLetter reports a Windows absolute path such as C:/specs, on any
 // system: the same phases.yaml is read on all of them.

@@ -753,24 +753,13 @@ func (w *watcher) hashGlobbed(p *pipe) {
 			continue
 		}
 		for _, m := range matches {
-			if inSkippedDir(m) {
+			if triggers.InSkippedDir(m) {
 				continue
 			}
 			path := filepath.Join(p.dir, filepath.FromSlash(m))
 			p.globbed[path] = fileHash(path)
 		}
 	}
-}
-
-// inSkippedDir reports whether a slash-separated relative path goes
-// through a folder the watcher does not follow.
-func inSkippedDir(rel string) bool {
-	for _, part := range strings.Split(rel, "/") {
-		if part == ".git" || part == ".pipeline" || part == "node_modules" {
-			return true
-		}
-	}
-	return false
 }
 
 // maxHashed bounds the files hashed whole; a larger one is known by its
