@@ -96,7 +96,14 @@ func TestRateLimitedSessionResumesAtItsResumeAfter(t *testing.T) {
 		Debounce: &noDebounce, Clock: fake})
 	await(t, events, EventReady)
 
-	if err := os.WriteFile(filepath.Join(dir, "spec.md"), []byte("# spec\nchanged\n"), 0o644); err != nil {
+	// Saved in one step (a temporary file renamed over it): a write in
+	// place can come as two events, and the second, taken after the clock
+	// moved, would resume the session for the spec rather than the time.
+	tmp := filepath.Join(dir, "spec.md.new")
+	if err := os.WriteFile(tmp, []byte("# spec\nchanged\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "spec.md")); err != nil {
 		t.Fatal(err)
 	}
 	skipped := await(t, events, EventSkipped)
