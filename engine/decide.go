@@ -49,6 +49,19 @@ func Decide(plan *spec.Plan, s State, ev Event) (State, []Action) {
 		if e.Plan != "" {
 			s.PlanDigest = e.Plan
 		}
+	case Remembered:
+		phase := e.Phase
+		if phase == "" && s.Phase < len(s.Phases) {
+			phase = s.Phases[s.Phase].Name
+		}
+		for _, n := range e.Notes {
+			s.WorkingSet.Remember(n, phase, e.Source, e.At)
+		}
+		for i := range s.Phases {
+			if s.Phases[i].Name == phase && s.WorkingSet.PhaseSummary(phase) != "" {
+				s.Phases[i].Summary = s.WorkingSet.PhaseSummary(phase)
+			}
+		}
 	case Noted:
 		if e.Notes != "" && s.Phase < len(s.Phases) {
 			d.record().Notes = append(d.record().Notes, e.Notes)
@@ -88,6 +101,7 @@ func (s State) clone() State {
 	s.ForkOnly = cloneMap(s.ForkOnly)
 	s.Steps = cloneMap(s.Steps)
 	s.Pause, s.Stopping = cloneFiring(s.Pause), cloneFiring(s.Stopping)
+	s.WorkingSet = s.WorkingSet.clone()
 	if s.Parent != nil {
 		parent := *s.Parent
 		s.Parent = &parent
@@ -130,8 +144,11 @@ func (d *decider) start(e Started) {
 	}
 	if e.Parent != nil {
 		parent := *e.Parent
-		parent.Native = nil
+		parent.Native, parent.WorkingSet = nil, nil
 		s.Parent = &parent
+		if e.Parent.WorkingSet != nil {
+			s.WorkingSet = e.Parent.WorkingSet.clone()
+		}
 		d.restoreNative(e.Parent.Native)
 	}
 	first := max(d.phaseIndex(e.From), 0)
@@ -317,7 +334,13 @@ func (d *decider) stepFinished(r StepResult) {
 		rec.Files = r.Files
 	}
 	if summary := summarize(r); summary != "" && step.Agent != nil {
-		rec.Summary = summary
+		s.WorkingSet.Remember(MemoryNote{Kind: NoteSummary, Text: summary}, rec.Name, SourcePhase, d.now)
+		// The agent's own [SUMMARY] of the phase, when it printed one,
+		// stands over its last line.
+		rec.Summary = s.WorkingSet.PhaseSummary(rec.Name)
+	}
+	if len(r.Files) > 0 {
+		s.WorkingSet.Touch(r.Files, rec.Name, d.now)
 	}
 	s.Steps[step.Name] = triggers.StepVars{ExitCode: r.ExitCode, TimedOut: r.TimedOut, Tokens: r.Tokens,
 		CostUSD: r.CostUSD, Elapsed: r.Elapsed, Output: r.Output, Ran: true}

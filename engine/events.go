@@ -33,6 +33,9 @@ type Parent struct {
 	// Native is the parent's native agent sessions as the phase started:
 	// the fork's agent resumes them as forks, where the CLI can.
 	Native map[string]NativeRef `json:"native,omitempty"`
+	// WorkingSet is the parent's working set as of the phases before the
+	// fork's (and what humans pinned): the fork starts knowing it.
+	WorkingSet *WorkingSet `json:"working_set,omitempty"`
 }
 
 // StepFinished is the end of the running step.

@@ -87,6 +87,32 @@ Why: {{.}}.{{end}}{{end}}{{with .Note}} ({{if eq $.Reason "checkpoint"}}your che
 {{.}}
 ` + "```" + `
 {{- end}}
+{{- with .PinnedFacts}}
+
+## Pinned facts
+{{- range .}}
+- {{indent 2 .}}
+{{- end}}
+{{- end}}
+{{- with .Decisions}}
+
+## Decisions made so far (oldest first)
+{{- range .}}
+- {{indent 2 .}}
+{{- end}}
+{{- end}}
+{{- with .OpenTasks}}
+
+## Open tasks (when you finish one, print a line that starts with the DONE marker and the task)
+{{- range .}}
+- {{indent 2 .}}
+{{- end}}
+{{- end}}
+{{- with .RecentOutput}}
+
+## The end of the previous conversation
+{{fence "text" .}}
+{{- end}}
 {{- with .NextSteps}}
 
 ## Next steps
@@ -101,14 +127,26 @@ Why: {{.}}.{{end}}{{end}}{{with .Note}} ({{if eq $.Reason "checkpoint"}}your che
 // caller passes tokens.Count; a nil count is taken as one token per
 // four bytes). A budget of 0 or less means no limit.
 //
-// Over budget, the input is cut in this order until the text fits: the
-// spec diff (its first lines are kept, then it is replaced by a note
-// naming the spec), the list of changed files (its first entries are
-// kept), the Done summaries (shortened, then left out), the next steps
-// (the first ones are kept). Each cut is a binary search over its size,
-// so a call renders the template a few dozen times at most. The header
-// and the human notes are never cut by those; should the text still be
-// over budget, it is truncated to the budget and ends with a marker.
+// Over budget, the input is cut in this order until the text fits (what
+// the agent can find again elsewhere goes first, what only the working
+// set knows goes last):
+//
+//  1. the spec diff (its first lines are kept, then it is replaced by a
+//     note naming the spec);
+//  2. the recent output of a compacted conversation (its last lines are
+//     kept);
+//  3. the list of changed files (its first entries are kept);
+//  4. the Done summaries (shortened, then left out);
+//  5. the next steps (the first ones are kept);
+//  6. the decisions (the newest are kept);
+//  7. the pinned facts (the first are kept: the project's, then those a
+//     human pinned, then the agent's);
+//  8. the open tasks (the oldest are kept).
+//
+// Each cut is a binary search over its size, so a call renders the
+// template a few dozen times at most. The header and the human notes are
+// never cut by those; should the text still be over budget, it is
+// truncated to the budget and ends with a marker.
 //
 // A template that fails to parse or to execute is an error.
 func RenderResumeContext(tmpl string, in ResumeInput, budget int, count func(string) int) (string, error) {
@@ -133,11 +171,16 @@ func RenderResumeContext(tmpl string, in ResumeInput, budget int, count func(str
 	r.tmpl = t
 
 	// The levels of each cut, from the full input (no cut) down to 0.
+	r.outputLines = rctxDiffLines(in.RecentOutput)
 	r.full = rctxLevels{
-		diff:    len(r.diffLines),
-		files:   max(len(in.FilesChanged), len(in.HumanChanges)),
-		summary: 0,
-		next:    len(in.NextSteps),
+		diff:      len(r.diffLines),
+		output:    len(r.outputLines),
+		files:     max(len(in.FilesChanged), len(in.HumanChanges)),
+		summary:   0,
+		next:      len(in.NextSteps),
+		decisions: len(in.Decisions),
+		facts:     len(in.PinnedFacts),
+		tasks:     len(in.OpenTasks),
 	}
 	for _, d := range in.Done {
 		r.full.summary = max(r.full.summary, utf8.RuneCountInString(d.Summary))
@@ -151,8 +194,8 @@ func RenderResumeContext(tmpl string, in ResumeInput, budget int, count func(str
 	// Each cut in turn: when cutting it entirely fits, binary-search the
 	// largest level that fits and stop; otherwise cut it entirely and go
 	// on with the next.
-	cuts := []*int{&lv.diff, &lv.files, &lv.summary, &lv.next}
-	maxima := []int{r.full.diff, r.full.files, r.full.summary, r.full.next}
+	cuts := []*int{&lv.diff, &lv.output, &lv.files, &lv.summary, &lv.next, &lv.decisions, &lv.facts, &lv.tasks}
+	maxima := []int{r.full.diff, r.full.output, r.full.files, r.full.summary, r.full.next, r.full.decisions, r.full.facts, r.full.tasks}
 	for i, level := range cuts {
 		if maxima[i] == 0 {
 			continue
@@ -202,10 +245,10 @@ func SpecDiff(name, before, after string) string {
 }
 
 // rctxLevels is how much of each cuttable part is kept: the number of
-// diff lines, of files and of next steps, and the length of Done
-// summaries in runes.
+// diff lines, of recent output lines, of files, of next steps, of
+// decisions, facts and tasks, and the length of Done summaries in runes.
 type rctxLevels struct {
-	diff, files, summary, next int
+	diff, output, files, summary, next, decisions, facts, tasks int
 }
 
 type rctxRender struct {
@@ -213,8 +256,10 @@ type rctxRender struct {
 	tmpl      *template.Template
 	full      rctxLevels
 	diffLines []string
-	diffNote  string // the SpecDiff when cut entirely
-	diffMore  string // the format of the last line of a cut SpecDiff
+	// outputLines are the RecentOutput's lines.
+	outputLines []string
+	diffNote    string // the SpecDiff when cut entirely
+	diffMore    string // the format of the last line of a cut SpecDiff
 }
 
 func (r *rctxRender) render(lv rctxLevels) (string, error) {
@@ -235,6 +280,22 @@ func (r *rctxRender) render(lv rctxLevels) (string, error) {
 	}
 	if lv.next < r.full.next {
 		in.NextSteps = rctxKeep(in.NextSteps, lv.next, "steps")
+	}
+	if lv.output < r.full.output {
+		in.RecentOutput = ""
+		if lv.output > 0 {
+			kept := r.outputLines[len(r.outputLines)-lv.output:]
+			in.RecentOutput = fmt.Sprintf("… %d earlier lines cut\n", len(r.outputLines)-lv.output) + strings.Join(kept, "\n")
+		}
+	}
+	if lv.decisions < r.full.decisions {
+		in.Decisions = rctxKeepLast(in.Decisions, lv.decisions, "decisions", "pipeline memory")
+	}
+	if lv.facts < r.full.facts {
+		in.PinnedFacts = rctxKeep(in.PinnedFacts, lv.facts, "facts")
+	}
+	if lv.tasks < r.full.tasks {
+		in.OpenTasks = rctxKeep(in.OpenTasks, lv.tasks, "tasks")
 	}
 	if lv.summary < r.full.summary {
 		done := make([]DoneItem, len(in.Done))
@@ -283,6 +344,14 @@ func rctxKeep(list []string, n int, what string) []string {
 		return []string{fmt.Sprintf("… %d %s (the list was cut to fit)", cut, what)}
 	}
 	return append(list[:n:n], fmt.Sprintf("… and %d more", cut))
+}
+
+// rctxKeepLast keeps the last n entries of list and says how many
+// earlier ones were cut, and where to read them.
+func rctxKeepLast(list []string, n int, what, where string) []string {
+	cut := len(list) - n
+	note := fmt.Sprintf("… %d earlier %s cut to fit (%s lists them all)", cut, what, where)
+	return append([]string{note}, list[cut:]...)
 }
 
 // rctxShorten keeps the first n runes of s, ending with "…" when it cut.

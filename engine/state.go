@@ -138,6 +138,10 @@ type State struct {
 	// PlanDigest is the digest of the plan of the latest start, resume or
 	// recovery: the plan the recorded decisions were made with.
 	PlanDigest string `json:"plan_digest,omitempty"`
+
+	// WorkingSet is what the session knows beyond one conversation (see
+	// WorkingSet).
+	WorkingSet WorkingSet `json:"working_set,omitzero"`
 }
 
 // PhaseRecord is the history of one phase.

@@ -119,7 +119,7 @@ Gemini CLI starts a fresh one.`,
 		fmt.Fprintf(cmd.ErrOrStderr(), "fork: session %s in %s\n", sess.ID(), worktree)
 		first := engine.Started{At: time.Now(), Plan: plan.Digest, From: at,
 			Parent: &engine.Parent{Session: ref.ID(), Dir: filepath.Dir(file), Phase: at, Checkpoint: checkpoint,
-				Native: parent.Phases[i].NativeAtStart}}
+				Native: parent.Phases[i].NativeAtStart, WorkingSet: forkedWorkingSet(parent, i)}}
 		l := cf.launch(&launch{cmd: cmd, grace: grace, json: output.json()})
 		return l.run(sess, first)
 	})
@@ -198,4 +198,18 @@ func forksByParent(file string) map[string][]forkLine {
 		}
 	}
 	return forks
+}
+
+// forkedWorkingSet is what the fork at phase at knows: the parent's
+// working set as of the phases before it, and what humans pinned.
+func forkedWorkingSet(parent engine.State, at int) *engine.WorkingSet {
+	before := map[string]bool{}
+	for _, p := range parent.Phases[:at] {
+		before[p.Name] = true
+	}
+	w := parent.WorkingSet.Only(func(phase, source string) bool { return before[phase] || source == engine.SourceHuman })
+	if w.Empty() {
+		return nil
+	}
+	return &w
 }

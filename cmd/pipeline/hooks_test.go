@@ -142,10 +142,17 @@ phases: [{name: build, steps: [{run: echo built}]}]
 		t.Fatalf("run: %v\n%s", err, out)
 	}
 	pid := strings.TrimSpace(readFile(t, dir, "daemon.pid"))
-	if _, err := os.Stat("/proc/" + pid); err == nil {
-		if stat, _ := os.ReadFile("/proc/" + pid + "/stat"); !strings.Contains(string(stat), ") Z") {
-			t.Errorf("the hook's background process %s is still running", pid)
-		}
+	// The runner sent SIGKILL before it exited; the kernel takes a moment
+	// to end a killed process: wait for it to be gone (or a zombie).
+	alive := func() bool {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		return err == nil && !strings.Contains(string(stat), ") Z") && !strings.Contains(string(stat), ") X")
+	}
+	for deadline := time.Now().Add(10 * time.Second); alive() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if alive() {
+		t.Errorf("the hook's background process %s is still running", pid)
 	}
 }
 

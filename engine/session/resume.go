@@ -132,6 +132,7 @@ func resumeInput(plan *spec.Plan, x *store.Session, s engine.State, a engine.Sta
 	for _, p := range plan.Phases[a.Phase+1:] {
 		in.NextSteps = append(in.NextSteps, fmt.Sprintf("phase %s: %s", p.Name, p.Prompt.Value))
 	}
+	in.PinnedFacts, in.Decisions, in.OpenTasks = workingSetInput(s.WorkingSet, x)
 	if plan.Spec != "" && x != nil {
 		// The saved copy was redacted; so is the spec it is compared with.
 		before, _ := x.ReadFile(SpecAtPauseFile)
@@ -147,6 +148,35 @@ func resumeInput(plan *spec.Plan, x *store.Session, s engine.State, a engine.Sta
 		}
 	}
 	return in
+}
+
+// workingSetInput is what the resume context shows of the working set:
+// the pinned facts (the project's, then those a human pinned in the
+// session, then the agent's), the decisions and the open tasks, oldest
+// first. A project memory that cannot be read is left out (pipeline
+// memory --project says why).
+func workingSetInput(w engine.WorkingSet, x *store.Session) (facts, decisions, tasks []string) {
+	if x != nil {
+		if project, err := LoadProjectMemory(x.Store()); err == nil {
+			for _, f := range project.Pinned {
+				facts = append(facts, f.Text+" (project)")
+			}
+		}
+	}
+	for _, human := range []bool{true, false} {
+		for _, f := range w.Pinned {
+			if (f.Source == engine.SourceHuman) == human {
+				facts = append(facts, f.Text)
+			}
+		}
+	}
+	for _, d := range w.Decisions {
+		decisions = append(decisions, d.Text)
+	}
+	for _, t := range w.Open {
+		tasks = append(tasks, t.Text)
+	}
+	return facts, decisions, tasks
 }
 
 // ResumePreview is what pipeline resume would send now: the step it

@@ -229,6 +229,11 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	s.redactor.Store(NewRedactor(plan))
 	s.recorder = NewRecorder(x, plan, func(text string) string { return s.Redactor().String(text) })
 	s.git = GitFor(s.Dir())
+	// What a human asked of the working set while the last runner ran,
+	// and it did not take before it ended (or died).
+	if err := s.TakeMemoryRequests(say); err != nil {
+		return fail(storeRefused(st, err))
+	}
 	return s, nil
 }
 

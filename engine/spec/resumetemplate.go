@@ -38,6 +38,16 @@ type ResumeInput struct {
 	// SpecFrontmatter is the spec's frontmatter (YAML) when it changed
 	// since the pause: its values apply from the step resumed.
 	SpecFrontmatter string
+	// The working set (pipeline memory): the facts pinned (the project's,
+	// then the session's), the decisions made (oldest first) and the
+	// tasks still open (oldest first).
+	PinnedFacts []string
+	Decisions   []string
+	OpenTasks   []string
+	// RecentOutput is the end of the last step's output, given to the
+	// fresh session a compaction starts: the tail of the conversation it
+	// replaces.
+	RecentOutput string
 }
 
 // DoneItem is one finished piece of work: a completed phase, or the work

@@ -1,0 +1,382 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/store"
+)
+
+// memoryFlags are what every memory command shares: the store, the
+// session (or the project) and the output.
+type memoryFlags struct {
+	store   *storeFlags
+	output  *outputFlag
+	session string
+	project bool
+}
+
+func addMemoryFlags(cmd *cobra.Command, withSessionFlag bool) *memoryFlags {
+	f := &memoryFlags{store: addStoreFlags(cmd, true), output: addOutputFlag(cmd)}
+	if withSessionFlag {
+		cmd.Flags().StringVar(&f.session, "session", "", "the session (default: the latest of the pipeline and spec)")
+		cmd.RegisterFlagCompletionFunc("session", completeSessions)
+	}
+	cmd.Flags().BoolVar(&f.project, "project", false, "the project's memory (.pipeline/memory.json), which every session's resume context gets")
+	return f
+}
+
+func memoryCommand() *cobra.Command {
+	var flags *memoryFlags
+	cmd := newCommand(&cobra.Command{
+		Use:   "memory [SESSION]",
+		Short: "Show a session's working set, or the project's memory",
+		Long: `Show the working set of SESSION, or of the latest session of the pipeline and
+spec: the summary of each phase, the pinned facts, the decisions, the open
+and done tasks and the files touched, each with its number, phase, source
+and time. With --project, the facts pinned for every session of the project.
+
+The working set is fed by the markers an agent prints at the start of a
+line of its output ([DECISION] …, [FACT] …, [TODO] …, [DONE] … closes the
+open task it names, [SUMMARY] …), by the files each phase changed, by the
+phase summaries, by compaction, and by you (memory pin, unpin, task). The
+resume context draws on it: the pinned facts, the decisions and the open
+tasks reach the agent after every resume, restart and compaction.`,
+		Example: `  pipeline memory
+  pipeline memory 20261125-093000123-a1b2c3 -o json
+  pipeline memory pin "the staging database is read-only"
+  pipeline memory pin --project "use pnpm, never npm"
+  pipeline memory task add "document the retry flag"
+  pipeline memory task done 7`,
+		Args: cobra.MaximumNArgs(1),
+	}, func(cmd *cobra.Command, args []string) error {
+		if err := flags.output.check(); err != nil {
+			return err
+		}
+		if flags.project {
+			if len(args) == 1 {
+				return usagef("--project shows the project's memory; it takes no session")
+			}
+			return showProjectMemory(cmd, flags)
+		}
+		id := ""
+		if len(args) == 1 {
+			id = args[0]
+		}
+		return showWorkingSet(cmd, flags, id)
+	})
+	flags = addMemoryFlags(cmd, false)
+	cmd.AddCommand(memoryPinCommand(), memoryUnpinCommand(), memoryTaskCommand())
+	return cmd
+}
+
+func memoryPinCommand() *cobra.Command {
+	var flags *memoryFlags
+	cmd := newCommand(&cobra.Command{
+		Use:   "pin TEXT",
+		Short: "Pin a fact: the resume context always carries it",
+		Long: `Pin a fact to the working set of a session (the latest of the pipeline and
+spec, or --session), or with --project to every session of the project.
+A pinned fact goes into every resume context; it is cut from it last but
+for the open tasks. A running session takes it before its next step.`,
+		Args: cobra.ExactArgs(1),
+	}, func(cmd *cobra.Command, args []string) error {
+		text := strings.TrimSpace(args[0])
+		if text == "" {
+			return usagef("the fact to pin is empty")
+		}
+		if flags.project {
+			return editProjectMemory(cmd, flags, func(st *storeAndPlan) (engine.MemoryItem, error) {
+				return session.PinProject(st.store, st.plan, text, time.Now())
+			}, "pinned for the project")
+		}
+		return editWorkingSet(cmd, flags, engine.MemoryNote{Kind: engine.NoteFact, Text: text}, "pinned")
+	})
+	flags = addMemoryFlags(cmd, true)
+	return cmd
+}
+
+func memoryUnpinCommand() *cobra.Command {
+	var flags *memoryFlags
+	cmd := newCommand(&cobra.Command{
+		Use:   "unpin N",
+		Short: "Unpin a fact by its number (pipeline memory lists them)",
+		Args:  cobra.ExactArgs(1),
+	}, func(cmd *cobra.Command, args []string) error {
+		id, err := itemNumber(args[0])
+		if err != nil {
+			return err
+		}
+		if flags.project {
+			return editProjectMemory(cmd, flags, func(st *storeAndPlan) (engine.MemoryItem, error) {
+				return session.UnpinProject(st.store, id)
+			}, "unpinned from the project")
+		}
+		return editWorkingSet(cmd, flags, engine.MemoryNote{Kind: engine.NoteUnpin, ID: id}, "unpinned")
+	})
+	flags = addMemoryFlags(cmd, true)
+	return cmd
+}
+
+func memoryTaskCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "task",
+		Short: "Add an open task, or close one",
+		Args:  cobra.NoArgs,
+	}
+	var addFlags, doneFlags *memoryFlags
+	add := newCommand(&cobra.Command{
+		Use:   "add TEXT",
+		Short: "Add an open task to the working set",
+		Args:  cobra.ExactArgs(1),
+	}, func(cmd *cobra.Command, args []string) error {
+		text := strings.TrimSpace(args[0])
+		if text == "" {
+			return usagef("the task is empty")
+		}
+		return editWorkingSet(cmd, addFlags, engine.MemoryNote{Kind: engine.NoteTodo, Text: text}, "task added")
+	})
+	done := newCommand(&cobra.Command{
+		Use:   "done TEXT|N",
+		Short: "Close an open task, by its number or its text (a close match will do)",
+		Args:  cobra.ExactArgs(1),
+	}, func(cmd *cobra.Command, args []string) error {
+		note := engine.MemoryNote{Kind: engine.NoteDone, Text: strings.TrimSpace(args[0])}
+		if id, err := strconv.Atoi(note.Text); err == nil {
+			note = engine.MemoryNote{Kind: engine.NoteDone, ID: id}
+		}
+		if note.Text == "" && note.ID == 0 {
+			return usagef("name the task to close: its number (pipeline memory lists them) or its text")
+		}
+		return editWorkingSet(cmd, doneFlags, note, "task done")
+	})
+	addFlags = addMemoryFlags(add, true)
+	doneFlags = addMemoryFlags(done, true)
+	for _, f := range []*memoryFlags{addFlags, doneFlags} {
+		f.project = false
+	}
+	add.Flags().MarkHidden("project")
+	done.Flags().MarkHidden("project")
+	cmd.AddCommand(add, done)
+	return cmd
+}
+
+// itemNumber reads the number of a working-set item.
+func itemNumber(arg string) (int, error) {
+	id, err := strconv.Atoi(strings.TrimPrefix(arg, "#"))
+	if err != nil || id <= 0 {
+		return 0, usagef("%q is not the number of a pinned fact: pipeline memory lists them with theirs", arg)
+	}
+	return id, nil
+}
+
+// storeAndPlan is what a change to the project's memory needs: the
+// store, and the plan whose secrets are redacted (nil when phases.yaml
+// cannot be loaded: the environment's and the known patterns are).
+type storeAndPlan struct {
+	store *store.Store
+	plan  *spec.Plan
+}
+
+// editProjectMemory changes the project's memory and says what changed.
+func editProjectMemory(cmd *cobra.Command, flags *memoryFlags, edit func(*storeAndPlan) (engine.MemoryItem, error), did string) error {
+	if err := flags.output.check(); err != nil {
+		return err
+	}
+	if flags.session != "" {
+		return usagef("--project and --session name different memories: give one")
+	}
+	st, err := flags.store.open()
+	if err != nil {
+		return err
+	}
+	plan, _ := loadPlan(flags.store.file, flags.store.spec)
+	item, err := edit(&storeAndPlan{store: st, plan: plan})
+	if err != nil {
+		return storeWriteFailed(err)
+	}
+	if flags.output.json() {
+		return writeJSON(cmd.OutOrStdout(), map[string]any{"project": st.Root, "result": did, "item": item})
+	}
+	_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: #%d %s\n", did, item.ID, item.Text)
+	return err
+}
+
+// showProjectMemory prints the project's pinned facts.
+func showProjectMemory(cmd *cobra.Command, flags *memoryFlags) error {
+	st, err := flags.store.existing()
+	if err != nil {
+		return err
+	}
+	m, err := session.LoadProjectMemory(st)
+	if err != nil {
+		return err
+	}
+	if flags.output.json() {
+		return writeJSON(cmd.OutOrStdout(), map[string]any{"project": st.Root, "pinned_facts": nonNil(m.Pinned)})
+	}
+	w := cmd.OutOrStdout()
+	if len(m.Pinned) == 0 {
+		_, err := fmt.Fprintln(w, "no project facts pinned (pipeline memory pin --project TEXT pins one)")
+		return err
+	}
+	fmt.Fprintf(w, "Project facts (%s), in every session's resume context:\n", st.Root)
+	writeItems(w, m.Pinned, false)
+	return nil
+}
+
+// showWorkingSet prints a session's working set, and the project's facts
+// its resume context gets too.
+func showWorkingSet(cmd *cobra.Command, flags *memoryFlags, id string) error {
+	ref, err := findSession(flags.store, id)
+	if err != nil {
+		return err
+	}
+	defer ref.Close()
+	s, crashed, err := ref.State()
+	if err != nil {
+		return err
+	}
+	if crashed {
+		s = engine.RunnerDied(s)
+	}
+	project, projectErr := session.LoadProjectMemory(ref.Store)
+	ws := s.WorkingSet
+	if flags.output.json() {
+		out := map[string]any{"session": ref.ID(), "status": s.Status,
+			"summary": nonNil(ws.Summary), "pinned_facts": nonNil(ws.Pinned), "decisions": nonNil(ws.Decisions),
+			"open_tasks": nonNil(ws.Open), "done_tasks": nonNil(ws.Done), "files_touched": nonNilFiles(ws.Files),
+			"project_facts": nonNil(project.Pinned)}
+		if projectErr != nil {
+			out["project_error"] = projectErr.Error()
+		}
+		return writeJSON(cmd.OutOrStdout(), out)
+	}
+	w := cmd.OutOrStdout()
+	fmt.Fprintf(w, "session %s (%s)\n", ref.ID(), s.Status)
+	if ws.Empty() && len(project.Pinned) == 0 {
+		fmt.Fprintln(w, "\nThe working set is empty: the agent printed no [DECISION], [FACT], [TODO], [DONE] or [SUMMARY] line yet,\nno phase changed a file git sees, and nothing was pinned (pipeline memory pin TEXT).")
+	}
+	section := func(title string, items []engine.MemoryItem, closed bool) {
+		if len(items) == 0 {
+			return
+		}
+		fmt.Fprintf(w, "\n%s\n", title)
+		writeItems(w, items, closed)
+	}
+	section("Summary", ws.Summary, false)
+	section("Pinned facts", ws.Pinned, false)
+	section("Project facts (pipeline memory --project)", project.Pinned, false)
+	section("Decisions", ws.Decisions, false)
+	section("Open tasks", ws.Open, false)
+	section("Done tasks", ws.Done, true)
+	if len(ws.Files) > 0 {
+		fmt.Fprintf(w, "\nFiles touched (%d)\n", len(ws.Files))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, f := range ws.Files {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", f.Path, f.Phase, f.At.Local().Format("2006-01-02 15:04"))
+		}
+		tw.Flush()
+	}
+	if projectErr != nil {
+		fmt.Fprintf(w, "\nproject memory: %v\n", projectErr)
+	}
+	return nil
+}
+
+// writeItems lists working-set items: number, text, then where and when
+// they came from.
+func writeItems(w io.Writer, items []engine.MemoryItem, closed bool) {
+	for _, m := range items {
+		from := m.Source
+		if m.Phase != "" {
+			from += ", " + m.Phase
+		}
+		from += ", " + m.At.Local().Format("2006-01-02 15:04")
+		if closed && m.Closed != nil && m.ClosedBy != "" && m.ClosedBy != m.Text {
+			from += fmt.Sprintf("; closed by %q", m.ClosedBy)
+		}
+		fmt.Fprintf(w, "  #%-3d %s  (%s)\n", m.ID, strings.ReplaceAll(m.Text, "\n", " "), from)
+	}
+}
+
+func nonNil(list []engine.MemoryItem) []engine.MemoryItem {
+	if list == nil {
+		return []engine.MemoryItem{}
+	}
+	return list
+}
+
+func nonNilFiles(list []engine.FileTouch) []engine.FileTouch {
+	if list == nil {
+		return []engine.FileTouch{}
+	}
+	return list
+}
+
+// editWorkingSet applies one human change to a session's working set,
+// and says what it did.
+func editWorkingSet(cmd *cobra.Command, flags *memoryFlags, note engine.MemoryNote, did string) error {
+	if err := flags.output.check(); err != nil {
+		return err
+	}
+	if flags.project {
+		return usagef("--project holds pinned facts only: use pipeline memory pin --project or unpin --project")
+	}
+	ref, err := findSession(flags.store, flags.session)
+	if err != nil {
+		return err
+	}
+	defer ref.Close()
+	before, _, err := ref.State()
+	if err != nil {
+		return err
+	}
+	if err := checkMemoryNote(before.WorkingSet, note); err != nil {
+		return err
+	}
+	queued, err := ref.Remember(time.Now(), []engine.MemoryNote{note}, sayTo(cmd))
+	if err != nil {
+		return storeWriteFailed(err)
+	}
+	result := did
+	if queued {
+		result += " (the session is running: its runner takes it before the next step)"
+	}
+	if flags.output.json() {
+		return writeJSON(cmd.OutOrStdout(), map[string]any{"session": ref.ID(), "result": did, "queued": queued})
+	}
+	_, err = fmt.Fprintf(cmd.OutOrStdout(), "session %s: %s\n", ref.ID(), result)
+	return err
+}
+
+// checkMemoryNote refuses a change that would do nothing, so that a
+// mistyped number says so rather than pass in silence.
+func checkMemoryNote(w engine.WorkingSet, note engine.MemoryNote) error {
+	has := func(list []engine.MemoryItem, id int) bool {
+		for _, m := range list {
+			if m.ID == id {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case note.Kind == engine.NoteUnpin && !has(w.Pinned, note.ID):
+		return usagef("the session has no pinned fact %d (pipeline memory lists them)", note.ID)
+	case note.Kind == engine.NoteDone && note.ID != 0 && !has(w.Open, note.ID):
+		return usagef("the session has no open task %d (pipeline memory lists them)", note.ID)
+	case note.Kind == engine.NoteDone && note.ID == 0 && engine.MatchTask(w.Open, note.Text) < 0:
+		return usagef("no open task matches %q (pipeline memory lists them); close one by its number", note.Text)
+	}
+	return nil
+}
