@@ -9,9 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // pausingWithHooks pauses at a checkpoint in its first phase; the hooks
@@ -143,13 +146,16 @@ phases: [{name: build, steps: [{run: echo built}]}]
 	}
 	pid := strings.TrimSpace(readFile(t, dir, "daemon.pid"))
 	// The runner sent SIGKILL before it exited; the kernel takes a moment
-	// to end a killed process: wait for it to be gone (or a zombie).
+	// to end a killed process: wait for its exit through a pidfd.
 	alive := func() bool {
 		stat, err := os.ReadFile("/proc/" + pid + "/stat")
 		return err == nil && !strings.Contains(string(stat), ") Z") && !strings.Contains(string(stat), ") X")
 	}
-	for deadline := time.Now().Add(10 * time.Second); alive() && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
+	if n, err := strconv.Atoi(pid); err == nil {
+		if fd, err := unix.PidfdOpen(n, 0); err == nil {
+			unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 10_000)
+			unix.Close(fd)
+		}
 	}
 	if alive() {
 		t.Errorf("the hook's background process %s is still running", pid)
