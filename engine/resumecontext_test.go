@@ -299,3 +299,107 @@ func TestDefaultResumeTemplatePassesTheLoadersCheck(t *testing.T) {
 		t.Fatalf("%+v", problems)
 	}
 }
+
+// rctxSections splits a rendered context at its "## " headings: the
+// heading's first words → the section's text.
+func rctxSections(out string) map[string]string {
+	sections := map[string]string{}
+	for i, part := range strings.Split(out, "\n## ") {
+		if i == 0 {
+			continue
+		}
+		title, body, _ := strings.Cut(part, "\n")
+		for _, name := range []string{"What changed in the spec", "The end of the previous conversation", "Files changed",
+			"Done so far", "Next steps", "Decisions made", "Pinned facts", "Open tasks"} {
+			if strings.HasPrefix(title, name) {
+				sections[name] = body
+			}
+		}
+	}
+	return sections
+}
+
+// The cut order is the one RenderResumeContext states: as the budget
+// shrinks, a part is cut only once every part before it in the order is
+// cut entirely, and the working set (decisions, pinned facts, open
+// tasks) goes last.
+func TestResumeCutOrderPutsTheWorkingSetLast(t *testing.T) {
+	in := rctxFullInput()
+	var diffBefore, diffAfter, output strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&diffBefore, "old line %d of the spec\n", i)
+		fmt.Fprintf(&diffAfter, "new line %d of the spec\n", i)
+		fmt.Fprintf(&output, "output line %d of the step\n", i)
+	}
+	in.SpecDiff = SpecDiff("README.md", diffBefore.String(), diffAfter.String())
+	in.RecentOutput = output.String()
+	for i := range 30 {
+		in.FilesChanged = append(in.FilesChanged, fmt.Sprintf("src/file%d.go", i))
+		in.NextSteps = append(in.NextSteps, fmt.Sprintf("phase p%d: do the p%d work", i, i))
+		in.Decisions = append(in.Decisions, fmt.Sprintf("decision %d: use approach %d", i, i))
+		in.PinnedFacts = append(in.PinnedFacts, fmt.Sprintf("fact %d holds here", i))
+		in.OpenTasks = append(in.OpenTasks, fmt.Sprintf("task %d still to do", i))
+	}
+	in.Done[0].Summary = strings.Repeat("a long summary of the design ", 20)
+	order := []string{"What changed in the spec", "The end of the previous conversation", "Files changed",
+		"Done so far", "Next steps", "Decisions made", "Pinned facts", "Open tasks"}
+	full, err := RenderResumeContext("", in, 0, rctxWords)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := rctxSections(full)
+	for _, name := range order {
+		if whole[name] == "" {
+			t.Fatalf("the full render has no %q section:\n%s", name, full)
+		}
+	}
+	// gone: the part holds nothing of its own any more.
+	gone := func(name, body string) bool {
+		body = strings.TrimSpace(body)
+		switch name {
+		case "What changed in the spec":
+			return strings.Contains(body, "was cut to fit")
+		case "Done so far":
+			return !strings.Contains(body, "a long summary")
+		case "The end of the previous conversation":
+			return body == ""
+		}
+		return body == "" || strings.Count(body, "\n") == 0 && strings.Contains(body, "cut to fit")
+	}
+	seenCut := map[string]bool{}
+	for budget := rctxWords(full); budget > 100; budget -= 7 {
+		out, err := RenderResumeContext("", in, budget, rctxWords)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := rctxWords(out); n > budget {
+			t.Fatalf("budget %d: %d words", budget, n)
+		}
+		if strings.Contains(out, "[resume context truncated") {
+			break // every part is cut: the last resort
+		}
+		got := rctxSections(out)
+		for k, name := range order {
+			if got[name] == whole[name] {
+				continue
+			}
+			seenCut[name] = true
+			for _, earlier := range order[:k] {
+				if !gone(earlier, got[earlier]) {
+					t.Fatalf("budget %d: %q is cut while %q, before it in the cut order, is not cut entirely:\n%s", budget, name, earlier, out)
+				}
+			}
+		}
+	}
+	for _, name := range order {
+		if !seenCut[name] {
+			t.Errorf("no budget cut %q", name)
+		}
+	}
+	// Cut, the decisions keep the newest; the facts and tasks the first.
+	out, _ := RenderResumeContext("", in, rctxWords(full)*45/100, rctxWords)
+	got := rctxSections(out)
+	if d := got["Decisions made"]; d != "" && d != whole["Decisions made"] && !strings.Contains(d, "decision 29:") {
+		t.Errorf("cut decisions lost the newest:\n%s", d)
+	}
+}

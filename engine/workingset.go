@@ -224,10 +224,11 @@ func (w *WorkingSet) Touch(files []string, phase string, at time.Time) {
 
 // MatchTask returns the index of the open task a [DONE] text closes, or
 // -1: the same text (case, spaces and punctuation aside), else the task
-// whose words the text shares most, when they share at least 60 % of the
-// larger set of words (Jaccard over words; "fix the login bug" closes
-// "Fix login bug", "done: add tests for parser" does not close "add
-// tests for lexer and parser docs"). Among equals the oldest task wins.
+// whose words the text shares most, when they share at least 60 % of
+// their words together (Jaccard over words without "the", "a" and such,
+// their endings -ing, -ed, -es and -s taken off: "fixed the login bug"
+// closes "Fix login bug"; "add tests for the lexer" does not close "add
+// tests for the parser"). Among equals the oldest task wins.
 func MatchTask(open []MemoryItem, text string) int {
 	want := normalText(text)
 	if want == "" {
@@ -260,10 +261,25 @@ func wordSet(normal string) map[string]bool {
 	set := map[string]bool{}
 	for _, w := range strings.Fields(normal) {
 		if !stopWords[w] {
-			set[w] = true
+			set[stem(w)] = true
 		}
 	}
 	return set
+}
+
+// stem takes the commonest English endings off a word, so that "fixed
+// the tests" names "fix the test": a [DONE] is often the task in the
+// past tense.
+func stem(w string) string {
+	if len(w) <= 4 {
+		return w
+	}
+	for _, end := range []string{"ing", "ed", "es", "s"} {
+		if strings.HasSuffix(w, end) && len(w)-len(end) >= 3 {
+			return w[:len(w)-len(end)]
+		}
+	}
+	return w
 }
 
 func jaccard(a, b map[string]bool) float64 {
