@@ -124,7 +124,7 @@ type Policy struct {
 	RestartWhen Triggers `yaml:"restart_when" json:"restart_when,omitempty" jsonschema_description:"named conditions; when one is true after a step, the agent's native session is dropped and the next attempt starts fresh with the resume context"`
 	// CompactWhen is nil when this layer does not set it; omitempty keeps
 	// the built-in defaults, and so every plan's digest, as they were.
-	CompactWhen *Expr    `yaml:"compact_when" json:"compact_when,omitempty" jsonschema_description:"condition, after each agent step, to compact: the agent is asked for its working set (see compact_prompt) and its next step starts a fresh native session seeded with it, e.g. context_tokens > 150000; false turns an inherited one off"`
+	CompactWhen *Expr    `yaml:"compact_when" json:"compact_when,omitempty" jsonschema_description:"condition, after each agent step, to compact: the agent is asked for its working set (see compact_prompt) and its next step starts a fresh native session seeded with it; such as context_tokens > 150000, and false turns an inherited one off"`
 	Retry       *Retry   `yaml:"retry" json:"retry,omitempty" jsonschema_description:"when and how a failed step is tried again"`
 	Timeout     Duration `yaml:"timeout" json:"timeout,omitempty" jsonschema_description:"longest a step may run before it ends as timed out"`
 	IdleTimeout Duration `yaml:"idle_timeout" json:"idle_timeout,omitempty" jsonschema_description:"longest a step may go without output before it ends as timed out"`
