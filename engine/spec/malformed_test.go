@@ -739,9 +739,9 @@ var malformedCases = []malformedCase{
 		wants: []malformedProblem{{line: 4, col: 3, msg: `unknown key "compact_whn" in defaults`, hint: `did you mean "compact_when"?`}},
 	},
 	{
-		name: "compact_when with an unknown variable in frontmatter",
-		yaml: specHeader,
-		spec: "---\npipeline:\n  phases:\n    - name: build\n      compact_when: tokns > 1\n---\n",
+		name:  "compact_when with an unknown variable in frontmatter",
+		yaml:  specHeader,
+		spec:  "---\npipeline:\n  phases:\n    - name: build\n      compact_when: tokns > 1\n---\n",
 		wants: []malformedProblem{{file: "spec.md", line: 5, col: 21, msg: `pipeline.phases[0].compact_when: unknown variable "tokns"`}},
 	},
 	{
