@@ -123,6 +123,9 @@ func printPlan(w io.Writer, plan *spec.Plan) error {
 	}
 	watchRows(row, plan)
 	row("", "checkpoint", plan.Checkpoint.Value, plan.Checkpoint.From)
+	// Its own column, as file's: a prompt as wide as the table would push
+	// the short values above it (none, 200ms, refs) far from their origins.
+	fmt.Fprintf(tw, "compact_prompt\t%s  %s\n", short(plan.CompactPrompt.Value), plan.CompactPrompt.From)
 	for i, p := range plan.Phases {
 		fmt.Fprintln(tw)
 		row("", fmt.Sprintf("%d. %s", i+1, p.Name), "", p.From)
@@ -145,6 +148,7 @@ func printPlan(w io.Writer, plan *spec.Plan) error {
 		}
 		triggerRows(row, "pause_when", p.PauseWhen)
 		triggerRows(row, "restart_when", p.RestartWhen)
+		exprRow(row, "compact_when", p.CompactWhen)
 		exprRow(row, "retry.when", p.Retry.When)
 		exprRow(row, "retry.backoff", p.Retry.Backoff)
 		exprRow(row, "retry.escalate_when", p.Retry.EscalateWhen)

@@ -27,7 +27,8 @@ func TestPlanShowsTheWatchKeys(t *testing.T) {
 		"watch           specs/**/*.md  phases.yaml:7:3\n" +
 		"                **/*.txt\n" +
 		"watch_debounce  1s             phases.yaml:9:17\n" +
-		"checkpoint      refs           built-in default\n\n"
+		"checkpoint      refs           built-in default\n" +
+		"compact_prompt  Pipeline is compacting this conversation: the next turn starts a fresh …  built-in default\n\n"
 	if !strings.HasPrefix(r.stdout, want) {
 		t.Errorf("plan begins\n%s\nwant\n%s", r.stdout[:min(len(r.stdout), len(want)+200)], want)
 	}
@@ -65,5 +66,76 @@ func TestPlanShowsCheckpoint(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, "phases.yaml:2:13") || !strings.Contains(r.stderr, `checkpoint "comit" is not a checkpoint mode`) ||
 		!strings.Contains(r.stderr, `did you mean "commit"?`) {
 		t.Errorf("validate: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// plan shows each phase's compact_when and the compact_prompt, a long one
+// cut to a line, with where each was written; -o json carries them whole.
+func TestPlanShowsCompaction(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.TrimSpace(strings.Repeat("Write your working set as one JSON object. ", 4))
+	write(t, dir, "phases.yaml", "version: 1\nagent: {kind: claude}\ncompact_prompt: "+long+"\n"+
+		"defaults:\n  compact_when: context_tokens > 150000\nphases:\n  - name: design\n  - name: build\n    compact_when: tokens > 9000\n")
+	r := pipeline(t, dir, "plan")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{
+		"compact_prompt  Write your working set as one JSON object. Write your working set as on…  phases.yaml:3:17\n",
+		"   compact_when         context_tokens > 150000                     phases.yaml:5:17\n",
+		"   compact_when         tokens > 9000                              phases.yaml:9:19\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("plan has no line\n%s\nin\n%s", want, r.stdout)
+		}
+	}
+
+	r = pipeline(t, dir, "plan", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	type setting struct {
+		Value *string `json:"value"`
+		From  struct {
+			Layer string `json:"layer"`
+			Line  int    `json:"line"`
+		} `json:"from"`
+	}
+	var plan struct {
+		CompactPrompt setting `json:"compact_prompt"`
+		Phases        []struct {
+			CompactWhen setting `json:"compact_when"`
+		} `json:"phases"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &plan); err != nil {
+		t.Fatal(err)
+	}
+	if p := plan.CompactPrompt; p.Value == nil || *p.Value != long || p.From.Layer != "phases.yaml" || p.From.Line != 3 {
+		t.Errorf("compact_prompt %+v", p)
+	}
+	if len(plan.Phases) != 2 {
+		t.Fatalf("%d phases", len(plan.Phases))
+	}
+	for i, want := range []struct {
+		value string
+		line  int
+	}{{"context_tokens > 150000", 5}, {"tokens > 9000", 9}} {
+		got := plan.Phases[i].CompactWhen
+		if got.Value == nil || *got.Value != want.value || got.From.Layer != "phases.yaml" || got.From.Line != want.line {
+			t.Errorf("phase %d compact_when %+v, want %q from line %d", i, got, want.value, want.line)
+		}
+	}
+
+	// Unset: no value, from the built-in default.
+	write(t, dir, "phases.yaml", "version: 1\nagent: {kind: claude}\nphases:\n  - name: design\n")
+	r = pipeline(t, dir, "plan", "-o", "json")
+	if err := json.Unmarshal([]byte(r.stdout), &plan); err != nil {
+		t.Fatal(err)
+	}
+	if got := plan.Phases[0].CompactWhen; got.Value != nil || got.From.Layer != "default" {
+		t.Errorf("compact_when unset: %+v, want no value from the built-in default", got)
+	}
+	if p := plan.CompactPrompt; p.Value == nil || !strings.Contains(*p.Value, `"pinned_facts"`) || p.From.Layer != "default" {
+		t.Errorf("compact_prompt unset: %+v, want the built-in prompt", p)
 	}
 }

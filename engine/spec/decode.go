@@ -331,6 +331,13 @@ func (d *decoder) decode(node ast.Node, v reflect.Value, path string, kind trigg
 	case reflect.Map:
 		d.decodeStringMap(node, v, path)
 	case reflect.String:
+		if isFlow(node) {
+			// A prompt such as {"summary": ...} or [x] reads as a
+			// mapping or a list.
+			d.reportNode(node, fmt.Sprintf("%s must be a string, not %s", path, describe(node)),
+				"a value that starts with [ or { is a list or a mapping in YAML; for text that starts so, quote it or write it as a block after |")
+			return
+		}
 		if text, ok := d.scalar(node, path, "a string"); ok {
 			v.SetString(text)
 		}
@@ -417,6 +424,18 @@ func (d *decoder) scalar(node ast.Node, path, want string) (string, bool) {
 	}
 	d.reportNode(node, fmt.Sprintf("%s must be %s, not %s", path, want, describe(node)), "")
 	return "", false
+}
+
+// isFlow reports whether node is a list or a mapping written inline, in
+// [ ] or { }: often text that YAML did not read as text.
+func isFlow(node ast.Node) bool {
+	switch n := node.(type) {
+	case *ast.SequenceNode:
+		return n.IsFlowStyle
+	case *ast.MappingNode:
+		return n.IsFlowStyle
+	}
+	return false
 }
 
 type field struct {
@@ -603,7 +622,12 @@ func (d *decoder) decodeStruct(node ast.Node, v reflect.Value, path string) {
 	}
 }
 
-var overridesType = reflect.TypeOf(Overrides{})
+var (
+	overridesType = reflect.TypeOf(Overrides{})
+	pipelineType  = reflect.TypeOf(Pipeline{})
+	phaseType     = reflect.TypeOf(Phase{})
+	policyType    = reflect.TypeOf(Policy{})
+)
 
 // unknownKey reports a key that the struct of type t, at path, does not
 // have.
@@ -612,10 +636,13 @@ func (d *decoder) unknownKey(e *ast.MappingValueNode, key, path string, known []
 	sort.Strings(sorted)
 	hint := "the keys allowed here are " + strings.Join(sorted, ", ")
 	switch near := triggers.Closest(key, known); {
-	case t == overridesType && slices.Contains(fieldNames(fields(reflect.TypeOf(Pipeline{}))), key):
+	case t == overridesType && slices.Contains(fieldNames(fields(pipelineType)), key):
 		// A key of the whole pipeline (watch, name, ...): one spec does
 		// not change it for the others.
 		hint = fmt.Sprintf("%s is set in phases.yaml only; a spec's pipeline block may set %s", key, strings.Join(sorted, ", "))
+	case (t == phaseType || t == policyType) && slices.Contains(fieldNames(fields(pipelineType)), key):
+		// compact_prompt, watch, ...: one value for all the phases.
+		hint = fmt.Sprintf("%s is set once for the whole pipeline, at the top level of phases.yaml, not in %s", key, path)
 	case near != "":
 		hint = fmt.Sprintf("did you mean %q?", near)
 	}
@@ -720,6 +747,15 @@ func (d *decoder) decodeTriggers(node ast.Node, out *Triggers, path string) {
 // decodeExpr reads and compiles an expression, reporting a compile error at
 // its line and column in the file.
 func (d *decoder) decodeExpr(node ast.Node, out *Expr, path string, kind triggers.Kind) {
+	switch node.(type) {
+	case *ast.SequenceNode, *ast.MappingNode, *ast.MappingValueNode:
+		hint := "write one condition, such as tokens > 15000; join several with && or ||"
+		if kind == triggers.Duration {
+			hint = `write one duration, such as 10s, or an expression such as duration("10s") * consecutive_errors`
+		}
+		d.reportNode(node, fmt.Sprintf("%s must be an expression, not %s", path, describe(node)), hint)
+		return
+	}
 	source, ok := d.scalar(node, path, "an expression")
 	if !ok {
 		return

@@ -58,6 +58,9 @@ func TestDigestNamesThePlan(t *testing.T) {
 		{"a frontmatter value changed", with("specs/a.md", strings.Replace(digestSpec, "planned", "in-progress", 1)), false},
 		// Bytes, not meaning: a new comment is another digest (see digest).
 		{"a comment of phases.yaml added", with("phases.yaml", "# a note\n"+digestPhases), false},
+		{"compact_when set in phases.yaml", with("phases.yaml", digestPhases+"defaults:\n  compact_when: context_tokens > 150000\n"), false},
+		{"compact_prompt set in phases.yaml", with("phases.yaml", digestPhases+"compact_prompt: Summarise.\n"), false},
+		{"compact_prompt set in the frontmatter", with("specs/a.md", strings.Replace(digestSpec, "---\n", "---\npipeline:\n  compact_prompt: Summarise.\n", 1)), false},
 		// The body is the agent's reading, not the plan: editing it (as a
 		// human does between a pause and a resume) keeps the plan.
 		{"the spec's body changed", with("specs/a.md", digestSpec+"More of the body.\n"), true},

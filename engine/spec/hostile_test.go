@@ -216,6 +216,13 @@ var hostileCases = []malformedCase{
 		wants: []malformedProblem{{line: 5, col: 16 + 9*5000 + 7, msg: "phases[0].done_when: the expression is too long: it has more than 10000 parts"}},
 	},
 	{
+		name: "compact_when nested 100000 deep in frontmatter",
+		yaml: specHeader,
+		spec: "---\npipeline:\n  defaults:\n    compact_when: " + strings.Repeat("(", 100_000) + "context_tokens" + strings.Repeat(")", 100_000) + " > 0\n---\n",
+		// The 101st (, after the 18 characters before the expression.
+		wants: []malformedProblem{{file: "spec.md", line: 4, col: 19 + 100, msg: "pipeline.defaults.compact_when: the expression nests more than 100 levels deep here"}},
+	},
+	{
 		name:  "more than 1000 phases",
 		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n" + phaseList(2000),
 		wants: []malformedProblem{{line: 1004, col: 5, msg: "phases has 2000 items; pipeline reads at most 1000"}},

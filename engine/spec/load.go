@@ -134,7 +134,19 @@ func (doc *Document) check(root ast.Node) {
 			d.placeTemplateProblems(place, "resume_context.template", CheckResumeTemplate(rc.Template))
 		}
 	}
+	checkCompactPrompt(d, p.CompactPrompt, "compact_prompt")
 	checkPhases(d, p.Phases, "phases")
+}
+
+// checkCompactPrompt reports a compact_prompt written empty (or blank):
+// absent, the built-in prompt is used; empty, the agent would be asked
+// nothing and its answer, whatever it is, would seed the next session.
+func checkCompactPrompt(d *decoder, prompt, path string) {
+	if !d.has(path) || strings.TrimSpace(prompt) != "" || d.reportedAt(d.positions[path]) {
+		return
+	}
+	d.reportAt(d.positions[path], path+" is empty",
+		"write the prompt that asks the agent for its working set, or remove the key to use the built-in one")
 }
 
 func (d *decoder) reportedAt(pos Position) bool {

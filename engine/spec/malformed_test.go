@@ -164,7 +164,7 @@ var malformedCases = []malformedCase{
 		name: "unknown top-level key with no near key",
 		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\ncolour: blue\n",
 		wants: []malformedProblem{{line: 5, col: 1, msg: `unknown key "colour" at the top level`,
-			hint: "the keys allowed here are agent, checkpoint, defaults, name, on, phases, resume_context, spec, version, watch, watch_debounce"}},
+			hint: "the keys allowed here are agent, checkpoint, compact_prompt, defaults, name, on, phases, resume_context, spec, version, watch, watch_debounce"}},
 	},
 	{
 		name: "checkpoint that is not a mode",
@@ -533,7 +533,7 @@ var malformedCases = []malformedCase{
 		spec: "---\npipeline:\n  watch: [specs/*.md]\n  watch_debounce: 1s\n---\n",
 		// One spec does not change what the whole pipeline watches.
 		wants: []malformedProblem{
-			{file: "spec.md", line: 3, col: 3, msg: `unknown key "watch" in pipeline`, hint: "watch is set in phases.yaml only; a spec's pipeline block may set agent, defaults, on, phases"},
+			{file: "spec.md", line: 3, col: 3, msg: `unknown key "watch" in pipeline`, hint: "watch is set in phases.yaml only; a spec's pipeline block may set agent, compact_prompt, defaults, on, phases"},
 			{file: "spec.md", line: 4, col: 3, msg: `unknown key "watch_debounce" in pipeline`, hint: "watch_debounce is set in phases.yaml only"},
 		},
 	},
@@ -703,6 +703,83 @@ var malformedCases = []malformedCase{
 		// build has no steps, so it runs one step named agent.
 		wants: []malformedProblem{{file: "spec.md", line: 5, col: 24, msg: `phase "build": done_when reads steps.tset, but the phase has no step "tset"`,
 			hint: "the phase has one step, steps.agent"}},
+	},
+
+	// Compaction: compact_when is a condition like restart_when's, and
+	// compact_prompt a text that must say something.
+	{
+		name:  "compact_when with an unknown variable",
+		yaml:  "version: 1\nagent: {kind: claude}\ndefaults:\n  compact_when: context_tokns > 150000\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 4, col: 17, msg: `defaults.compact_when: unknown variable "context_tokns"`, hint: `did you mean "context_tokens"`}},
+	},
+	{
+		name:  "compact_when that is not true or false",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    compact_when: context_tokens\n",
+		wants: []malformedProblem{{line: 5, col: 19, msg: "phases[0].compact_when: a condition must give true or false, but this gives a number"}},
+	},
+	{
+		name: "compact_when syntax error",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    compact_when: context_tokens > 150000 )\n",
+		// The ) that closes nothing.
+		wants: []malformedProblem{{line: 5, col: 43, msg: `phases[0].compact_when: unexpected ")"`}},
+	},
+	{
+		name:  "compact_when as a list",
+		yaml:  "version: 1\nagent: {kind: claude}\ndefaults:\n  compact_when: [context_tokens > 150000]\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 4, col: 17, msg: "defaults.compact_when must be an expression, not a list"}},
+	},
+	{
+		name:  "compact_when named like a trigger",
+		yaml:  "version: 1\nagent: {kind: claude}\ndefaults:\n  compact_when: {context: context_tokens > 150000}\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 4, col: 17, msg: "defaults.compact_when must be an expression, not a mapping"}},
+	},
+	{
+		name:  "compact_when misspelt",
+		yaml:  "version: 1\nagent: {kind: claude}\ndefaults:\n  compact_whn: context_tokens > 150000\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 4, col: 3, msg: `unknown key "compact_whn" in defaults`, hint: `did you mean "compact_when"?`}},
+	},
+	{
+		name:  "compact_when with an unknown variable in frontmatter",
+		yaml:  specHeader,
+		spec:  "---\npipeline:\n  phases:\n    - name: build\n      compact_when: tokns > 1\n---\n",
+		wants: []malformedProblem{{file: "spec.md", line: 5, col: 21, msg: `pipeline.phases[0].compact_when: unknown variable "tokns"`}},
+	},
+	{
+		name:  "compact_prompt empty",
+		yaml:  "version: 1\nagent: {kind: claude}\ncompact_prompt: \"\"\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 3, col: 17, msg: "compact_prompt is empty", hint: "remove the key to use the built-in one"}},
+	},
+	{
+		name: "compact_prompt with no value",
+		yaml: "version: 1\nagent: {kind: claude}\ncompact_prompt:\nphases:\n  - name: build\n",
+		// Nothing written: the key is the place.
+		wants: []malformedProblem{{line: 3, col: 1, msg: "compact_prompt is empty"}},
+	},
+	{
+		name:  "compact_prompt of blank lines",
+		yaml:  "version: 1\nagent: {kind: claude}\ncompact_prompt: |\n  \n\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 3, col: 17, msg: "compact_prompt is empty"}},
+	},
+	{
+		name:  "compact_prompt as a list",
+		yaml:  "version: 1\nagent: {kind: claude}\ncompact_prompt: [Summarise., Stop.]\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 3, col: 17, msg: "compact_prompt must be a string, not a list"}},
+	},
+	{
+		name:  "compact_prompt as a mapping",
+		yaml:  "version: 1\nagent: {kind: claude}\ncompact_prompt:\n  text: Summarise.\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 4, col: 3, msg: "compact_prompt must be a string, not a mapping"}},
+	},
+	{
+		name:  "compact_prompt in a phase",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    compact_prompt: Summarise.\n",
+		wants: []malformedProblem{{line: 5, col: 5, msg: `unknown key "compact_prompt" in phases[0]`, hint: "at the top level of phases.yaml"}},
+	},
+	{
+		name:  "compact_prompt empty in frontmatter",
+		yaml:  specHeader,
+		spec:  "---\npipeline:\n  compact_prompt: ''\n---\n",
+		wants: []malformedProblem{{file: "spec.md", line: 3, col: 19, msg: "pipeline.compact_prompt is empty"}},
 	},
 	{
 		name:  "spec file that does not exist",

@@ -26,7 +26,21 @@ type Pipeline struct {
 	Checkpoint string `yaml:"checkpoint" json:"checkpoint,omitempty" jsonschema:"enum=refs,enum=commit,enum=off" jsonschema_description:"refs (the default in a git work tree): a snapshot of the work tree under refs/pipeline/<session>/ when a phase completes and when the session pauses, HEAD, the branch, the index and the stash untouched | commit: a commit on the current branch per phase instead | off: none"`
 	// On are the hooks: commands run when a session stops.
 	On *Hooks `yaml:"on" json:"on,omitempty" jsonschema_description:"hooks: shell lines run when a session pauses, fails, completes or needs a human; PIPELINE_SESSION, PIPELINE_PHASE, PIPELINE_STATUS, PIPELINE_REASON and PIPELINE_NOTE are set and the status JSON is on standard input"`
+	// CompactPrompt replaces DefaultCompactPrompt; "" when not written
+	// (written empty, it is a load error).
+	CompactPrompt string `yaml:"compact_prompt" json:"compact_prompt,omitempty" jsonschema:"pattern=\\S" jsonschema_description:"the prompt that asks the agent, in its native session, for its working set when compact_when fires; it should ask for one JSON object with the keys summary, pinned_facts, decisions, open_tasks and files_touched. Default: pipeline's built-in compaction prompt"`
 }
+
+// DefaultCompactPrompt is the compaction prompt when neither phases.yaml
+// nor the spec sets compact_prompt: it asks for the working set, in the
+// shape the engine merges.
+const DefaultCompactPrompt = `Pipeline is compacting this conversation: the next turn starts a fresh session that will know only what you write now. Answer with one JSON object and nothing else, of this shape:
+{"summary": "where the work stands, in a few sentences",
+ "pinned_facts": ["facts the next session must know: paths, commands, constraints"],
+ "decisions": ["decisions made and why"],
+ "open_tasks": ["what is left to do, one task each"],
+ "files_touched": ["paths of files you changed"]}
+Keep it short: at most a few thousand tokens. Do not call tools.`
 
 // The values of checkpoint:.
 const (
@@ -108,6 +122,9 @@ var AgentKinds = []string{KindClaude, KindGemini, KindCodex, KindCommand}
 type Policy struct {
 	PauseWhen   Triggers `yaml:"pause_when" json:"pause_when,omitempty" jsonschema_description:"named conditions; when one is true the step is stopped and the session pauses with that name as reason"`
 	RestartWhen Triggers `yaml:"restart_when" json:"restart_when,omitempty" jsonschema_description:"named conditions; when one is true after a step, the agent's native session is dropped and the next attempt starts fresh with the resume context"`
+	// CompactWhen is nil when this layer does not set it; omitempty keeps
+	// the built-in defaults, and so every plan's digest, as they were.
+	CompactWhen *Expr    `yaml:"compact_when" json:"compact_when,omitempty" jsonschema_description:"condition, after each agent step, to compact: the agent is asked for its working set (see compact_prompt) and its next step starts a fresh native session seeded with it; such as context_tokens > 150000, and false turns an inherited one off"`
 	Retry       *Retry   `yaml:"retry" json:"retry,omitempty" jsonschema_description:"when and how a failed step is tried again"`
 	Timeout     Duration `yaml:"timeout" json:"timeout,omitempty" jsonschema_description:"longest a step may run before it ends as timed out"`
 	IdleTimeout Duration `yaml:"idle_timeout" json:"idle_timeout,omitempty" jsonschema_description:"longest a step may go without output before it ends as timed out"`

@@ -99,6 +99,10 @@ type Plan struct {
 	// Hooks are the on: commands, phases.yaml's with the spec's
 	// pipeline.on over them, event by event.
 	Hooks Hooks `json:"on"`
+	// CompactPrompt is what a compaction asks the agent:
+	// DefaultCompactPrompt, or phases.yaml's compact_prompt, or the
+	// spec's pipeline.compact_prompt over it.
+	CompactPrompt Setting[string] `json:"compact_prompt"`
 	// Digest names what this plan was made from, so that a session can
 	// record which plan it ran and a replay can tell whether it still has
 	// it: a hex SHA-256 of the built-in defaults, phases.yaml, and the
@@ -112,12 +116,15 @@ type Plan struct {
 
 // PhasePlan is one phase as it will run.
 type PhasePlan struct {
-	Name        string            `json:"name"`
-	From        Origin            `json:"from"`
-	Prompt      Setting[string]   `json:"prompt"`
-	Steps       []StepPlan        `json:"steps"`
-	PauseWhen   []TriggerPlan     `json:"pause_when"`
-	RestartWhen []TriggerPlan     `json:"restart_when"`
+	Name        string          `json:"name"`
+	From        Origin          `json:"from"`
+	Prompt      Setting[string] `json:"prompt"`
+	Steps       []StepPlan      `json:"steps"`
+	PauseWhen   []TriggerPlan   `json:"pause_when"`
+	RestartWhen []TriggerPlan   `json:"restart_when"`
+	// CompactWhen is checked after each agent step; its Value is nil, from
+	// the built-in default, when no layer sets it: no compaction.
+	CompactWhen Setting[*Expr]    `json:"compact_when"`
 	Retry       RetryPlan         `json:"retry"`
 	Timeout     Setting[Duration] `json:"timeout"`
 	IdleTimeout Setting[Duration] `json:"idle_timeout"`
@@ -303,6 +310,13 @@ func (r *resolver) plan() *Plan {
 	}
 	if p.On != nil {
 		plan.Hooks = *p.On
+	}
+	plan.CompactPrompt = Setting[string]{DefaultCompactPrompt, builtIn}
+	if p.CompactPrompt != "" {
+		plan.CompactPrompt = Setting[string]{p.CompactPrompt, r.doc.origin("compact_prompt")}
+	}
+	if r.fm != nil && r.fm.Pipeline != nil && r.fm.Pipeline.CompactPrompt != "" {
+		plan.CompactPrompt = Setting[string]{r.fm.Pipeline.CompactPrompt, r.fm.origin("pipeline.compact_prompt")}
 	}
 	if r.fm != nil && r.fm.Pipeline != nil && r.fm.Pipeline.On != nil {
 		over := r.fm.Pipeline.On
@@ -497,6 +511,7 @@ func (r *resolver) policies(plan *PhasePlan, layers []policyLayer) {
 	for _, l := range layers {
 		plan.PauseWhen = mergeTriggers(plan.PauseWhen, l.policy.PauseWhen, l.origin, "pause_when.")
 		plan.RestartWhen = mergeTriggers(plan.RestartWhen, l.policy.RestartWhen, l.origin, "restart_when.")
+		setExpr(&plan.CompactWhen, l.policy.CompactWhen, l.origin("compact_when"))
 		if rt := l.policy.Retry; rt != nil {
 			setExpr(&plan.Retry.When, rt.When, l.origin("retry.when"))
 			setExpr(&plan.Retry.Backoff, rt.Backoff, l.origin("retry.backoff"))
@@ -520,6 +535,9 @@ func (r *resolver) policies(plan *PhasePlan, layers []policyLayer) {
 	}
 	if plan.Timeout.From.Layer == "" {
 		plan.Timeout.From = builtIn
+	}
+	if plan.CompactWhen.From.Layer == "" {
+		plan.CompactWhen.From = builtIn
 	}
 	if plan.OnOutOfScope.Value == "" {
 		// Not in builtInPolicy, which the plan's digest covers: plans
