@@ -49,6 +49,8 @@ func Decide(plan *spec.Plan, s State, ev Event) (State, []Action) {
 		if e.Plan != "" {
 			s.PlanDigest = e.Plan
 		}
+	case Compacted:
+		d.compacted(e)
 	case Remembered:
 		phase := e.Phase
 		if phase == "" && s.Phase < len(s.Phases) {
@@ -102,6 +104,11 @@ func (s State) clone() State {
 	s.Steps = cloneMap(s.Steps)
 	s.Pause, s.Stopping = cloneFiring(s.Pause), cloneFiring(s.Stopping)
 	s.WorkingSet = s.WorkingSet.clone()
+	s.LastContext = maps.Clone(s.LastContext)
+	if s.Compaction != nil {
+		c := *s.Compaction
+		s.Compaction = &c
+	}
 	if s.Parent != nil {
 		parent := *s.Parent
 		s.Parent = &parent
@@ -215,6 +222,14 @@ func sessionKey(phase *spec.PhasePlan, step *spec.StepPlan) string {
 
 func (d *decider) startStep() {
 	s := d.s
+	if s.Stopping != nil {
+		// A pause asked for while a compaction ran takes effect here,
+		// before the next step.
+		f := *s.Stopping
+		s.Stopping = nil
+		d.pause(f)
+		return
+	}
 	s.Status, s.StepRunning = StatusRunning, true
 	rec := d.record()
 	rec.Status = StatusRunning
@@ -308,6 +323,17 @@ func (d *decider) stepFinished(r StepResult) {
 	rec.CostUSD += r.CostUSD
 	rec.Duration += r.Elapsed
 	rec.ExitCodes = keepLast(append(rec.ExitCodes, r.ExitCode))
+	if r.ContextSent > 0 {
+		rec.Contexts++
+		rec.ContextTokens += r.ContextSent
+		rec.ReplacedTokens += r.ContextReplaced
+	}
+	if r.ContextTokens > 0 && step.Agent != nil {
+		if s.LastContext == nil {
+			s.LastContext = map[string]int{}
+		}
+		s.LastContext[sessionKey(d.phase(), step)] = r.ContextTokens
+	}
 	if r.SessionID != "" && step.Agent != nil {
 		key := sessionKey(d.phase(), step)
 		if s.NativeAgents == nil {
@@ -405,8 +431,23 @@ func (d *decider) stepFinished(r StepResult) {
 	} else if !check {
 		s.ConsecutiveErrors = 0
 	}
+	if d.compactDue(r, d.env(r)) {
+		return
+	}
+	d.decideAfterStep(r)
+}
+
+// decideAfterStep applies the policies to a step's result: escalation,
+// restart, retry, pause_when, then the next step or the phase's end. It
+// runs when the step has ended, or when the compaction that fired after
+// it has.
+func (d *decider) decideAfterStep(r StepResult) {
+	s := d.s
+	check := d.isCheck()
+	failed := (r.ExitCode != 0 || r.TimedOut) && !check
 	env := d.env(r)
 	phase := d.phase()
+	step := d.step()
 	if failed && d.escalate(env) {
 		return
 	}
@@ -754,6 +795,12 @@ func (d *decider) recovered() {
 		return
 	}
 	s.StepRunning, s.Waiting, s.Stopping = false, false, nil
+	if c := s.Compaction; c != nil {
+		// The runner died in the compaction turn: it runs again.
+		s.StepRunning = true
+		d.do(Compact{Phase: s.Phase, Step: s.Step, Attempt: s.Attempt, SessionKey: c.SessionKey, SessionID: c.SessionID})
+		return
+	}
 	s.ResumeContext = true
 	s.Resuming = &Resumption{Firing: Firing{Reason: ReasonRunnerDied, At: d.now}, Phase: d.phase().Name}
 	d.startStep()

@@ -84,6 +84,14 @@ type StepResult struct {
 	// NotStarted: the step's program could not be started (not found, not
 	// executable); Error says why. Retrying cannot help: the phase fails.
 	NotStarted bool `json:"not_started,omitempty"`
+	// ContextSent is the tokens of the resume context the step's prompt
+	// began with (0: none); ContextReplaced the tokens of the history it
+	// stood for: the agent's last context size (or, when the agent
+	// reports none, the session's tokens so far) when the step started a
+	// fresh native session, 0 when it went on in the native one, which
+	// keeps its history.
+	ContextSent     int `json:"context_sent,omitempty"`
+	ContextReplaced int `json:"context_replaced,omitempty"`
 	// Leftovers are the processes the step left running when it exited
 	// (killed then), "pid (command)"; OutputHeld, that one of them kept
 	// its output open.

@@ -35,6 +35,34 @@ type StatusReport struct {
 	Pause   *Firing       `json:"pause,omitempty"`
 	Created time.Time     `json:"created"`
 	Phases  []PhaseReport `json:"phases"`
+	// Context is the account of the resume contexts and compactions of
+	// the whole session.
+	Context ContextAccount `json:"context"`
+}
+
+// ContextAccount is what resume contexts and compactions saved: Sent
+// contexts of SentTokens tokens stood for ReplacedTokens tokens of
+// history (of the fresh native sessions they started; a context added to
+// a native session that went on replaced nothing). Saved is the share of
+// the replaced history not sent, in percent; 0 when nothing was
+// replaced.
+type ContextAccount struct {
+	Compactions    int     `json:"compactions"`
+	Sent           int     `json:"contexts_sent"`
+	SentTokens     int     `json:"context_tokens"`
+	ReplacedTokens int     `json:"replaced_tokens"`
+	SavedPercent   float64 `json:"saved_percent"`
+}
+
+// add counts one phase's record in.
+func (a *ContextAccount) add(p PhaseRecord) {
+	a.Compactions += p.Compactions
+	a.Sent += p.Contexts
+	a.SentTokens += p.ContextTokens
+	a.ReplacedTokens += p.ReplacedTokens
+	if a.ReplacedTokens > 0 {
+		a.SavedPercent = 100 * float64(a.ReplacedTokens-a.SentTokens) / float64(a.ReplacedTokens)
+	}
 }
 
 // PhaseReport is one phase's line of a StatusReport.
@@ -60,6 +88,8 @@ type PhaseReport struct {
 	NativeSession string   `json:"native_session,omitempty"`
 	Notes         []string `json:"notes"`
 	Summary       string   `json:"summary,omitempty"`
+	// Context is the phase's share of StatusReport.Context.
+	Context ContextAccount `json:"context"`
 }
 
 // Report projects a session's state onto what status prints. Lists are
@@ -91,6 +121,8 @@ func Report(plan *spec.Plan, s State) StatusReport {
 		if pr.Status == "" {
 			pr.Status = "pending"
 		}
+		pr.Context.add(p)
+		r.Context.add(p)
 		r.Phases = append(r.Phases, pr)
 	}
 	return r

@@ -470,6 +470,12 @@ func pauseWhy(f Firing) (reason, why, note string) {
 		return reason, "The agent's vendor refused requests for a while (a rate limit); the session paused and was resumed.", note
 	case ReasonExpressionError:
 		return reason, "An expression of the pipeline failed to evaluate and the session paused; it was resumed.", note
+	case ReasonCompaction:
+		what := "Your conversation was compacted"
+		if f.Expression != "" {
+			what += fmt.Sprintf(" (compact_when %s was true)", f.Expression)
+		}
+		return reason, what + ": this is a fresh session. The working set below (pinned facts, decisions, open tasks) and the end of the previous conversation are what it left you.", note
 	case ReasonStoreError:
 		return reason, "The session could not be recorded (a full disk, an I/O error) and paused; it was resumed.", note
 	}

@@ -142,6 +142,13 @@ type State struct {
 	// WorkingSet is what the session knows beyond one conversation (see
 	// WorkingSet).
 	WorkingSet WorkingSet `json:"working_set,omitzero"`
+	// Compaction is the compaction under way (see Compact): the step's
+	// result waits in it for the compaction's end.
+	Compaction *PendingCompaction `json:"compaction,omitempty"`
+	// LastContext is, per session key, the agent's context size in
+	// tokens as its last turn ended: the history a fresh session's
+	// resume context stands for.
+	LastContext map[string]int `json:"last_context,omitempty"`
 }
 
 // PhaseRecord is the history of one phase.
@@ -177,6 +184,14 @@ type PhaseRecord struct {
 	// Checkpoint is the commit that keeps the work tree as the phase left
 	// it when it completed (see Checkpointed).
 	Checkpoint string `json:"checkpoint,omitempty"`
+	// Compactions counts the compactions of the phase (compact_when).
+	Compactions int `json:"compactions,omitempty"`
+	// Contexts counts the resume contexts sent to the phase's agent
+	// steps, ContextTokens their tokens, and ReplacedTokens the tokens of
+	// the history they stood for (see StepResult.ContextReplaced).
+	Contexts       int `json:"contexts,omitempty"`
+	ContextTokens  int `json:"context_tokens,omitempty"`
+	ReplacedTokens int `json:"replaced_tokens,omitempty"`
 }
 
 // Resumption is why a session was continued: the pause (or the runner's
@@ -189,6 +204,10 @@ type Resumption struct {
 	// Changed are the files changed in the work tree while the session
 	// was paused (Resumed.Changed).
 	Changed []string `json:"changed,omitempty"`
+	// RecentOutput, after a compaction, is the end of the last step's
+	// output: the fresh session sees where the conversation it replaces
+	// stopped.
+	RecentOutput string `json:"recent_output,omitempty"`
 }
 
 // Firing records a trigger or policy that fired, and the values of the

@@ -341,3 +341,10 @@ func clipText(s string) string {
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// MarkerHint ends every agent prompt: the one line that tells the agent
+// the markers exist. No marker starts a line of it, so an agent that
+// echoes its prompt records nothing.
+const MarkerHint = "(Pipeline keeps a working set for you across sessions: a line of your output that starts with " +
+	"[DECISION], [FACT], [TODO], [DONE] or [SUMMARY] and then text records a decision, a fact to keep, " +
+	"an open task, a task finished (name it), or where the work stands.)"

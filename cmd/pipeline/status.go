@@ -204,6 +204,9 @@ func printStatus(w io.Writer, ls liveStatus, verbose bool) error {
 		fmt.Fprintf(tw, "step\t%s running for %s, %d tokens (live, updated %s)\n", safe(l.Step), l.StepElapsed, l.StepTokens,
 			l.Updated.Local().Format("15:04:05"))
 	}
+	if c := r.Context; verbose && (c.Sent > 0 || c.Compactions > 0) {
+		fmt.Fprintf(tw, "context\t%s\n", describeContextAccount(c))
+	}
 	if r.Spec != "" {
 		fmt.Fprintf(tw, "spec\t%s\n", safe(r.Spec))
 	}
@@ -214,7 +217,7 @@ func printStatus(w io.Writer, ls liveStatus, verbose bool) error {
 	if verbose {
 		b.WriteString("\n")
 		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "PHASE\tSTATUS\tATTEMPTS\tTOKENS\tCOST\tTIME\tRETRIES\tRESTARTS\tHUMAN\tFILES\tCHECKPOINT\tFIRED")
+		fmt.Fprintln(tw, "PHASE\tSTATUS\tATTEMPTS\tTOKENS\tCOST\tTIME\tRETRIES\tRESTARTS\tCOMPACTIONS\tHUMAN\tFILES\tCHECKPOINT\tFIRED")
 		for _, p := range r.Phases {
 			var fired []string
 			for _, f := range p.Fired {
@@ -224,10 +227,15 @@ func printStatus(w io.Writer, ls liveStatus, verbose bool) error {
 			if p.Checkpoint != "" {
 				checkpoint = p.Checkpoint[:min(len(p.Checkpoint), 12)]
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t$%.4f\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", safe(p.Name), safe(string(p.Status)), p.Attempts, p.Tokens,
-				p.CostUSD, p.Duration, p.Retries, p.Restarts, p.Human, len(p.FilesChanged), safe(checkpoint), safe(strings.Join(fired, ",")))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t$%.4f\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", safe(p.Name), safe(string(p.Status)), p.Attempts, p.Tokens,
+				p.CostUSD, p.Duration, p.Retries, p.Restarts, p.Context.Compactions, p.Human, len(p.FilesChanged), safe(checkpoint), safe(strings.Join(fired, ",")))
 		}
 		tw.Flush()
+		for _, p := range r.Phases {
+			if p.Context.Sent > 0 || p.Context.Compactions > 0 {
+				fmt.Fprintf(&b, "context (%s): %s\n", safe(p.Name), describeContextAccount(p.Context))
+			}
+		}
 		for _, p := range r.Phases {
 			for _, n := range p.Notes {
 				fmt.Fprintf(&b, "note (%s): %s\n", safe(p.Name), safe(n))
@@ -236,4 +244,31 @@ func printStatus(w io.Writer, ls liveStatus, verbose bool) error {
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// describeContextAccount says what the resume contexts sent stood for:
+// "2 resume contexts, 1204 tokens in place of 10410 (88.4% saved); 1
+// compaction".
+func describeContextAccount(c engine.ContextAccount) string {
+	var parts []string
+	if c.Sent > 0 {
+		text := fmt.Sprintf("%d resume context%s, %d tokens", c.Sent, plural(c.Sent), c.SentTokens)
+		if c.ReplacedTokens > 0 {
+			text += fmt.Sprintf(" in place of %d of history (%.1f%% saved)", c.ReplacedTokens, c.SavedPercent)
+		} else {
+			text += " added to native sessions that kept their history"
+		}
+		parts = append(parts, text)
+	}
+	if c.Compactions > 0 {
+		parts = append(parts, fmt.Sprintf("%d compaction%s", c.Compactions, plural(c.Compactions)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

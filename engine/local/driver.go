@@ -197,7 +197,8 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 		if r.current != nil {
 			r.current.stop(false)
 			for r.current != nil {
-				if _, ok := (<-r.events).(engine.StepFinished); ok {
+				switch (<-r.events).(type) {
+				case engine.StepFinished, engine.Compacted:
 					r.current = nil
 				}
 			}
@@ -246,6 +247,8 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 					w.Backoff(a.Duration, state.Attempt)
 				}
 				stopSleep = r.clock.AfterFunc(a.Duration, func() { r.events <- engine.TimerExpired{At: r.clock.Now()} })
+			case engine.Compact:
+				r.current = r.compact(ctx, a, state)
 			case engine.DropSession:
 				r.say("restart: the agent's session %s is dropped; the next attempt starts fresh", a.Key)
 			case engine.Pause:
@@ -283,7 +286,8 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 	for {
 		select {
 		case ev := <-r.events:
-			if _, ok := ev.(engine.StepFinished); ok {
+			switch ev.(type) {
+			case engine.StepFinished, engine.Compacted:
 				r.current = nil
 			}
 			if handle(ev) {
@@ -503,6 +507,9 @@ type turn struct {
 	agentName    string
 	// prompt is the text the agent is sent, kept with the transcript.
 	prompt string
+	// contextSent and contextReplaced account for the resume context the
+	// prompt began with (engine.StepResult.ContextSent).
+	contextSent, contextReplaced int
 }
 
 // prompt is what the agent is asked: the step's prompt and where the spec
@@ -512,7 +519,7 @@ func (r *run) prompt(step *spec.StepPlan) string {
 	if r.plan.Spec != "" {
 		text += "\n\nSpec: " + r.specPath(true)
 	}
-	return text
+	return text + "\n\n" + engine.MarkerHint
 }
 
 // specPath is the plan's spec relative to the folder where steps run (as
@@ -541,6 +548,12 @@ func (r *run) specPath(relative bool) string {
 // prepare builds the command of a step: a shell line, or a turn of an
 // agent prepared by its adapter from a request.
 func (r *run) prepare(a engine.StartStep, s engine.State, step *spec.StepPlan) (turn, error) {
+	return r.prepareTurn(a, s, step, "")
+}
+
+// prepareTurn is prepare; a compaction prompt, when set, is sent as it is
+// to the native session a names, instead of the step's prompt.
+func (r *run) prepareTurn(a engine.StartStep, s engine.State, step *spec.StepPlan, compaction string) (turn, error) {
 	phase := &r.plan.Phases[a.Phase]
 	dir := r.sess.Dir()
 	env := append(os.Environ(),
@@ -584,6 +597,9 @@ func (r *run) prepare(a engine.StartStep, s engine.State, step *spec.StepPlan) (
 		}
 	}
 	prompt := r.prompt(step)
+	if compaction != "" {
+		prompt = compaction
+	}
 	if a.ResumeContext {
 		text, warning := r.sess.ResumeContext(s, a)
 		if warning != "" {
@@ -591,14 +607,25 @@ func (r *run) prepare(a engine.StartStep, s engine.State, step *spec.StepPlan) (
 		}
 		if text != "" {
 			prompt = text + "\n\n" + prompt
+			t.contextSent = tokens.Count(text)
 		}
 	}
-	if req.SessionID == "" && agent.Feature != "" {
+	if req.SessionID == "" && agent.Feature != "" && compaction == "" {
 		// The first prompt of a native session names its feature, so that
 		// the session can be found again if the store is lost.
 		prompt = steps.FeatureHeader(agent.Feature) + "\n\n" + prompt
 	}
 	req.Prompt = prompt
+	if t.contextSent > 0 {
+		if req.SessionID == "" {
+			// A fresh native session: the context stands for the
+			// conversation it does not carry on.
+			t.contextReplaced = s.LastContext[a.SessionKey]
+			if t.contextReplaced == 0 {
+				t.contextReplaced = s.TotalTokens
+			}
+		}
+	}
 	prepared, err := adapter.Prepare(req)
 	if err != nil {
 		return t, err
@@ -740,7 +767,7 @@ func (r *run) start(ctx context.Context, a engine.StartStep, s engine.State) *st
 			Tokens: res.Tokens, ContextTokens: res.ContextTokens, CostUSD: res.CostUSD, Elapsed: res.Elapsed,
 			Output: res.Output, Checkpoint: res.Checkpoint, CheckpointNote: res.CheckpointNote, SessionID: res.SessionID,
 			Agent: t.agentName, SessionLost: res.SessionLost, RateLimited: res.RateLimited, ResumeAfter: res.ResumeAfter,
-			Error: res.Error, OutputHeld: res.OutputHeld}
+			Error: res.Error, OutputHeld: res.OutputHeld, ContextSent: t.contextSent, ContextReplaced: t.contextReplaced}
 		if notStarted != "" {
 			result.NotStarted, result.Error = true, notStarted
 		}

@@ -106,6 +106,7 @@ func resumeInput(plan *spec.Plan, x *store.Session, s engine.State, a engine.Sta
 	in.Reason, in.Why, in.Note = engine.ResumeWhy(plan, s, a)
 	if a.Resuming != nil {
 		in.HumanChanges = a.Resuming.Changed
+		in.RecentOutput = a.Resuming.RecentOutput
 	}
 	for i, rec := range s.Phases {
 		switch {
