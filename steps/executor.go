@@ -328,7 +328,8 @@ func (r *Running) read(which int, src io.Reader, size int, done *sync.WaitGroup)
 }
 
 // consume is the hot path: every chunk of plain output passes here once.
-// lines, when set, writes it to the transcript by whole lines.
+// lines, when set, writes it to the transcript by whole lines. Markers are
+// read from it unless it is a parsed agent's standard error.
 func (r *Running) consume(chunk []byte, lines *lineWriter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -339,7 +340,7 @@ func (r *Running) consume(chunk []byte, lines *lineWriter) {
 	}
 	r.obs.Output(chunk)
 	r.scanner.Write(chunk)
-	if r.markers != nil && lines != r.errLines && !r.done {
+	if r.markers != nil && (lines == nil || lines == r.outLines) && !r.done {
 		r.markers.Write(chunk)
 	}
 	r.lastOutput = r.clock.Now()
