@@ -46,6 +46,15 @@ type Step struct {
 	// Redact, when set, gives each output stream the redaction of secrets
 	// that runs before the output is shown, scanned or kept.
 	Redact func() RedactStream
+	// Markers, when set, is called with each working-set marker line as
+	// soon as its line has ended (or the step ended), from the executor's
+	// goroutines, one at a time; it must not block. The markers are read
+	// where the checkpoint is, from the redacted text: all of a plain
+	// step's output, and the text a parsed agent wrote (not its standard
+	// error, not its errors, not the prompt a CLI echoes). See
+	// MarkerScanner for what makes a marker line; at most MaxMarkers are
+	// reported, the rest dropped with one warning to the observer.
+	Markers func(Marker)
 }
 
 // RedactStream hides secrets in a stream of chunks: Write returns what can
@@ -176,6 +185,11 @@ func (x *Executor) Execute(ctx context.Context, step Step, obs Observer) (Result
 	if step.CountTokens {
 		r.tokens = tokens.NewLive()
 	}
+	if step.Markers != nil {
+		r.markers = &MarkerScanner{Emit: step.Markers, Dropped: func(Marker) {
+			r.report(markerDropped(MaxMarkers))
+		}}
+	}
 	obs.Started(r)
 	var readers sync.WaitGroup
 	readers.Add(1)
@@ -210,6 +224,7 @@ type Running struct {
 	// merged.
 	outLines, errLines *lineWriter
 	scanner            OutputScanner
+	markers            *MarkerScanner // nil without Step.Markers
 	tokens             *tokens.Live
 	stderr             []byte // the end of standard error, for SessionGone
 	errText            string
@@ -313,7 +328,8 @@ func (r *Running) read(which int, src io.Reader, size int, done *sync.WaitGroup)
 }
 
 // consume is the hot path: every chunk of plain output passes here once.
-// lines, when set, writes it to the transcript by whole lines.
+// lines, when set, writes it to the transcript by whole lines. Markers are
+// read from it unless it is a parsed agent's standard error.
 func (r *Running) consume(chunk []byte, lines *lineWriter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -324,6 +340,9 @@ func (r *Running) consume(chunk []byte, lines *lineWriter) {
 	}
 	r.obs.Output(chunk)
 	r.scanner.Write(chunk)
+	if r.markers != nil && (lines == nil || lines == r.outLines) && !r.done {
+		r.markers.Write(chunk)
+	}
 	r.lastOutput = r.clock.Now()
 	r.scanned = r.lastOutput
 	if r.tokens != nil {
@@ -361,6 +380,15 @@ func (r *Running) consumeLines(chunk []byte) {
 				r.obs.Output(text)
 				r.scanner.Write(text)
 				r.scanned = r.lastOutput
+				if r.markers != nil && !r.done {
+					// An error is the CLI's or the vendor's words, not
+					// the agent's, on a line of its own.
+					if ev.Kind == EventText {
+						r.markers.Write(text)
+					} else {
+						r.markers.EndLine()
+					}
+				}
 			case EventUsage:
 				r.usage = ev
 				r.live.Tokens = ev.InputTokens + ev.OutputTokens
@@ -513,6 +541,9 @@ func (r *Running) finish(readers *sync.WaitGroup) Result {
 			" the output was read for %s more, then left", outputDrain))
 	}
 	r.scanner.EndLine()
+	if r.markers != nil {
+		r.markers.EndLine()
+	}
 	tokenCount := r.usage.InputTokens + r.usage.OutputTokens
 	if r.tokens != nil {
 		tokenCount = r.step.PromptTokens + r.tokens.Close()

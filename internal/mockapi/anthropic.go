@@ -54,6 +54,7 @@ type Anthropic struct {
 	mu                        sync.Mutex
 	requests                  []AnthropicRequest
 	reply                     string
+	replyFunc                 ReplyFunc
 	inputTokens, outputTokens int
 	cacheRead, cacheCreation  int
 	failSkip, failNext        int
@@ -152,10 +153,21 @@ func (a *Anthropic) Turns() []AnthropicRequest {
 	return turns
 }
 
-// SetReply makes every turn answer text; "" restores the echo.
+// SetReply makes every turn answer text; "" restores the echo. The text
+// may hold DeltaBreak.
 func (a *Anthropic) SetReply(text string) {
 	a.mu.Lock()
 	a.reply = text
+	a.mu.Unlock()
+}
+
+// SetReplyFunc makes each request answer what f returns for its prompt
+// (the last user text), as a test that answers a compaction prompt one
+// way and a task another needs; when f returns "", SetReply's text or the
+// echo. nil removes it. f is called outside the mock's lock.
+func (a *Anthropic) SetReplyFunc(f ReplyFunc) {
+	a.mu.Lock()
+	a.replyFunc = f
 	a.mu.Unlock()
 }
 
@@ -301,6 +313,7 @@ func (a *Anthropic) answer(w http.ResponseWriter, r *http.Request, req Anthropic
 	}
 	prompt := req.LastUserText()
 	a.mu.Lock()
+	replyFunc := a.replyFunc
 	reply, in, out, cacheRead, cacheCreation := a.reply, a.inputTokens, a.outputTokens, a.cacheRead, a.cacheCreation
 	failStatus, failMessage, retryAfter := 0, a.failMessage, a.retryAfter
 	switch {
@@ -336,9 +349,16 @@ func (a *Anthropic) answer(w http.ResponseWriter, r *http.Request, req Anthropic
 		anthropicJSON(w, failStatus, anthropicError(kind, failMessage))
 		return failStatus
 	}
+	if replyFunc != nil {
+		if r := replyFunc(prompt); r != "" {
+			reply = r
+		}
+	}
 	if reply == "" {
 		reply = "done: " + anthropicFirstLine(prompt)
 	}
+	pieces, broken := replyPieces(reply)
+	reply = withoutBreaks(reply)
 	model := req.Model
 	if model == "" {
 		model = "claude-mock"
@@ -382,15 +402,21 @@ func (a *Anthropic) answer(w http.ResponseWriter, r *http.Request, req Anthropic
 			return http.StatusOK
 		}
 	}
-	// The reply in two deltas, as a real stream splits text.
-	half := len(reply) / 2
-	for half > 0 && half < len(reply) && !anthropicRuneStart(reply[half]) {
-		half++
+	// The reply in two deltas, as a real stream splits text, or where
+	// its breaks say.
+	if !broken {
+		half := len(reply) / 2
+		for half > 0 && half < len(reply) && !anthropicRuneStart(reply[half]) {
+			half++
+		}
+		pieces = []string{reply[half:]}
+		if half > 0 {
+			pieces = []string{reply[:half], reply[half:]}
+		}
 	}
-	if half > 0 {
-		delta(reply[:half])
+	for _, p := range pieces {
+		delta(p)
 	}
-	delta(reply[half:])
 	send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 	send("message_delta", map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil}, "usage": usage})

@@ -83,6 +83,7 @@ type Gemini struct {
 	mu                       sync.Mutex
 	requests                 []GeminiRequest
 	reply, title             string
+	replyFunc                ReplyFunc
 	promptTokens, candidates int
 	failNext, failStatus     int
 	failText                 string
@@ -179,10 +180,21 @@ func (g *Gemini) Turns() []GeminiRequest {
 	return turns
 }
 
-// SetReply makes every turn answer text; "" restores the echo.
+// SetReply makes every turn answer text; "" restores the echo. The text
+// may hold DeltaBreak.
 func (g *Gemini) SetReply(text string) {
 	g.mu.Lock()
 	g.reply = text
+	g.mu.Unlock()
+}
+
+// SetReplyFunc makes each turn answer what f returns for its prompt (the
+// last user text); when f returns "", SetReply's text or the echo. nil
+// removes it. f is called outside the mock's lock; the routing and title
+// calls keep their own answers.
+func (g *Gemini) SetReplyFunc(f ReplyFunc) {
+	g.mu.Lock()
+	g.replyFunc = f
 	g.mu.Unlock()
 }
 
@@ -295,7 +307,7 @@ func (g *Gemini) serve(w http.ResponseWriter, r *http.Request) {
 // answer writes the response to one request and returns its status.
 func (g *Gemini) answer(w http.ResponseWriter, r *http.Request, req GeminiRequest) int {
 	g.mu.Lock()
-	reply, title := g.reply, g.title
+	reply, title, replyFunc := g.reply, g.title, g.replyFunc
 	prompt, candidates := g.promptTokens, g.candidates
 	slowFor, slowTick := g.slowFor, g.slowTick
 	fail := false
@@ -335,10 +347,17 @@ func (g *Gemini) answer(w http.ResponseWriter, r *http.Request, req GeminiReques
 		geminiJSON(w, http.StatusOK, geminiResponse(req.Model, title, true, 200, 8))
 		return http.StatusOK
 	}
+	if replyFunc != nil {
+		if r := replyFunc(req.LastUserText()); r != "" {
+			reply = r
+		}
+	}
 	if reply == "" {
 		first, _, _ := strings.Cut(req.LastUserText(), "\n")
 		reply = "done: " + first
 	}
+	pieces, broken := replyPieces(reply)
+	reply = withoutBreaks(reply)
 	if req.Kind != GeminiTurn {
 		geminiJSON(w, http.StatusOK, geminiResponse(req.Model, reply, true, prompt, candidates))
 		return http.StatusOK
@@ -366,15 +385,25 @@ func (g *Gemini) answer(w http.ResponseWriter, r *http.Request, req GeminiReques
 			return http.StatusOK
 		}
 	}
-	// The reply in two chunks, the usage with the last, as the API does.
-	half := len(reply) / 2
-	for half > 0 && half < len(reply) && !geminiRuneStart(reply[half]) {
-		half++
+	// The reply in two chunks (or where its breaks say), the usage with
+	// the last, as the API does.
+	if !broken {
+		half := len(reply) / 2
+		for half > 0 && half < len(reply) && !geminiRuneStart(reply[half]) {
+			half++
+		}
+		pieces = []string{reply[half:]}
+		if half > 0 {
+			pieces = []string{reply[:half], reply[half:]}
+		}
 	}
-	if half > 0 {
-		chunk(geminiResponse(req.Model, reply[:half], false, 0, 0))
+	for i, p := range pieces {
+		if i < len(pieces)-1 {
+			chunk(geminiResponse(req.Model, p, false, 0, 0))
+		} else {
+			chunk(geminiResponse(req.Model, p, true, prompt, candidates))
+		}
 	}
-	chunk(geminiResponse(req.Model, reply[half:], true, prompt, candidates))
 	return http.StatusOK
 }
 

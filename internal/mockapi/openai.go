@@ -142,6 +142,7 @@ type OpenAI struct {
 	mu         sync.Mutex
 	requests   []OpenAIRequest
 	reply      string
+	replyFunc  ReplyFunc
 	usage      OpenAIUsage
 	failNext   int
 	failMatch  string
@@ -185,10 +186,19 @@ func (o *OpenAI) Turns() []OpenAIRequest {
 }
 
 // SetReply makes the later responses stream text; "" restores the
-// default.
+// default. The text may hold DeltaBreak.
 func (o *OpenAI) SetReply(text string) {
 	o.mu.Lock()
 	o.reply = text
+	o.mu.Unlock()
+}
+
+// SetReplyFunc makes each response stream what f returns for its prompt
+// (the last user message); when f returns "", SetReply's text or the
+// default. nil removes it. f is called outside the mock's lock.
+func (o *OpenAI) SetReplyFunc(f ReplyFunc) {
+	o.mu.Lock()
+	o.replyFunc = f
 	o.mu.Unlock()
 }
 
@@ -246,7 +256,7 @@ func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		o.failNext--
 	}
 	fail := failNext || strings.Contains(prompt, OpenAIFailMarker)
-	text, usage, slowFor := o.reply, o.usage, o.slowFor
+	text, usage, slowFor, replyFunc := o.reply, o.usage, o.slowFor, o.replyFunc
 	status, failBody, failHeader := o.failStatus, o.failBody, o.failHeader
 	o.mu.Unlock()
 	if fail {
@@ -267,10 +277,20 @@ func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		openaiError(w, status, "server_error", "mock: failing on demand")
 		return
 	}
+	if replyFunc != nil {
+		if r := replyFunc(prompt); r != "" {
+			text = r
+		}
+	}
 	if text == "" {
 		first, _, _ := strings.Cut(prompt, "\n")
 		text = "done: " + first
 	}
+	pieces, broken := replyPieces(text)
+	if !broken {
+		pieces = openaiDeltas(text)
+	}
+	text = withoutBreaks(text)
 	slow := strings.Contains(prompt, OpenAISlowCheckpointMarker)
 	if slow {
 		text = "Working on it.\n" + OpenAICheckpointLine + "Still working"
@@ -339,7 +359,7 @@ func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		o.requests[logged].Reply = text
 		o.mu.Unlock()
 	} else {
-		for _, d := range openaiDeltas(text) {
+		for _, d := range pieces {
 			ok = ok && delta(d)
 		}
 	}
