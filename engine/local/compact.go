@@ -42,7 +42,7 @@ func (r *run) compact(ctx context.Context, a engine.Compact, s engine.State) *st
 	current := &stepRun{grace: r.d.Grace, cancel: cancel}
 	run := steps.Step{Command: t.command, Parser: t.parser, PromptTokens: t.promptTokens, CountTokens: t.parser == nil,
 		Transcript: transcript, Timeout: time.Duration(step.Timeout.Value), IdleTimeout: time.Duration(step.IdleTimeout.Value), Grace: r.d.Grace,
-		Redact: func() steps.RedactStream { return r.sess.Redactor().NewStream() }}
+		Redact: func() steps.RedactStream { return r.sess.Redactor().NewStream() }, Markers: r.markers.sink(phase.Name)}
 	go func() {
 		defer cancel()
 		res, err := r.executor.Execute(stepCtx, run, &compactObserver{r: r, current: current})

@@ -85,7 +85,8 @@ func (d *Driver) Run(ctx context.Context, sess *session.Session, events ...engin
 	if _, err := sess.Apply(events[:len(events)-1]...); err != nil {
 		return sess.State(), err
 	}
-	r := &run{d: d, sess: sess, plan: sess.Plan, clock: d.Clock, events: make(chan engine.Event, 64)}
+	r := &run{d: d, sess: sess, plan: sess.Plan, clock: d.Clock, events: make(chan engine.Event, 64),
+		markers: markerQueue{ready: make(chan struct{}, 1)}}
 	if r.clock == nil {
 		r.clock = clock.Real{}
 	}
@@ -177,6 +178,9 @@ type run struct {
 	// scopeUnchecked: the run said once that the work folder is not in
 	// a git work tree, so that writes: cannot be checked.
 	scopeUnchecked bool
+	// markers are the working-set markers the running step printed and
+	// the loop has not recorded yet; markersReady wakes the loop.
+	markers markerQueue
 }
 
 func (r *run) say(format string, args ...any) { r.d.View.Say(format, args...) }
@@ -285,10 +289,23 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 	}
 	for {
 		select {
+		case <-r.markers.ready:
+			if ev, ok := r.markers.take(r.clock.Now()); ok && handle(ev) {
+				return state(), recordErr
+			}
 		case ev := <-r.events:
 			switch ev.(type) {
 			case engine.StepFinished, engine.Compacted:
 				r.current = nil
+				// What the step printed is the step's: recorded before
+				// its end, as the human's changes left meanwhile.
+				if marks, ok := r.markers.take(r.clock.Now()); ok && handle(marks) {
+					return state(), recordErr
+				}
+				if err := r.sess.TakeMemoryRequests(r.say); err != nil {
+					recordFailed(err)
+					return state(), recordErr
+				}
 			}
 			if handle(ev) {
 				return state(), recordErr
@@ -732,6 +749,9 @@ func (r *run) start(ctx context.Context, a engine.StartStep, s engine.State) *st
 		PromptTokens: t.promptTokens, SessionChecker: t.checker, AskedSession: t.askedSession, Transcript: transcript,
 		Timeout: time.Duration(step.Timeout.Value), IdleTimeout: time.Duration(step.IdleTimeout.Value), Grace: r.d.Grace,
 		Redact: func() steps.RedactStream { return r.sess.Redactor().NewStream() }}
+	if step.Agent != nil {
+		run.Markers = r.markers.sink(phase.Name)
+	}
 	git := r.sess.Git()
 	headBefore, treeBefore := s.Phases[a.Phase].HeadBefore, s.Phases[a.Phase].TreeBefore
 	scope := r.scope(phase, git)
