@@ -59,12 +59,15 @@ xmllint:
 # Go benchmarks, then the side-by-side figures of cmd/bench: throughput
 # against tee, checkpoint-to-interrupt latency, start-up overhead; then
 # pipeline watch (spec written to resumed step, beside go-task's
-# task --watch, built once into .cache/bin; idle cost), on the project's disk.
-bench: build
+# task --watch, built once into .cache/bin; idle cost), on the project's disk;
+# then the token account of resume contexts and compaction (the quickstart,
+# and a long session of the real Claude Code CLI against the mock).
+bench: build agent-clis
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	$(GO) run ./cmd/bench -pipeline $(BIN)
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -pipe
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -watch
+	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) $(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -context
 
 # gofmt; go.mod and go.sum as go mod tidy leaves them; go vet with and
 # without the agent CLIs' tag; for macOS, a cross-compiled build and go vet

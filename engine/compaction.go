@@ -143,7 +143,7 @@ func (d *decider) compactDue(r StepResult, env *triggers.Env) (stop bool) {
 	if !ok {
 		return true
 	}
-	if !due {
+	if !due || d.endsAfter(r) {
 		return false
 	}
 	key := sessionKey(phase, step)
@@ -162,6 +162,22 @@ func (d *decider) compactDue(r StepResult, env *triggers.Env) (stop bool) {
 	s.StepRunning = true
 	d.do(Compact{Phase: s.Phase, Step: s.Step, Attempt: s.Attempt, SessionKey: key, SessionID: s.Compaction.SessionID})
 	return true
+}
+
+// endsAfter reports whether the decision on the step's result ends the
+// session (it completes or fails): a compaction then would cost a turn
+// for a session that no turn follows.
+func (d *decider) endsAfter(r StepResult) bool {
+	trial := d.s.clone()
+	try := decider{plan: d.plan, s: &trial, now: d.now}
+	try.decideAfterStep(r)
+	for _, a := range try.actions {
+		switch a.(type) {
+		case Complete, Fail:
+			return true
+		}
+	}
+	return false
 }
 
 // compacted merges a compaction's answer into the working set, drops the
@@ -206,6 +222,7 @@ func (d *decider) compacted(e Compacted) {
 	delete(s.NativeSessions, c.SessionKey)
 	delete(s.NativeAgents, c.SessionKey)
 	delete(s.ForkOnly, c.SessionKey)
+	s.markDropped(c.SessionKey)
 	s.ResumeContext = true
 	s.Resuming = &Resumption{Firing: f, Phase: rec.Name, RecentOutput: recentOutput(c.Result.Output)}
 	d.decideAfterStep(c.Result)

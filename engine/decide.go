@@ -105,6 +105,7 @@ func (s State) clone() State {
 	s.Pause, s.Stopping = cloneFiring(s.Pause), cloneFiring(s.Stopping)
 	s.WorkingSet = s.WorkingSet.clone()
 	s.LastContext = maps.Clone(s.LastContext)
+	s.Dropped = maps.Clone(s.Dropped)
 	if s.Compaction != nil {
 		c := *s.Compaction
 		s.Compaction = &c
@@ -261,7 +262,8 @@ func (d *decider) startStep() {
 				delete(s.ForkOnly, key)
 				d.do(DropSession{Key: key})
 			}
-		} else if !had && step.Agent.Value.Feature != "" {
+			s.markDropped(key)
+		} else if !had && step.Agent.Value.Feature != "" && !s.Dropped[key] {
 			start.Recover = true
 		}
 		start.SessionID = s.NativeSessions[key]
@@ -340,6 +342,7 @@ func (d *decider) stepFinished(r StepResult) {
 			s.NativeAgents = map[string]string{}
 		}
 		s.NativeSessions[key] = r.SessionID
+		delete(s.Dropped, key)
 		s.NativeAgents[key] = AgentName(step.Agent.Value)
 		if r.SessionID != s.Phases[s.Phase].NativeAtStart[key].ID {
 			delete(s.ForkOnly, key)

@@ -145,6 +145,10 @@ type State struct {
 	// Compaction is the compaction under way (see Compact): the step's
 	// result waits in it for the compaction's end.
 	Compaction *PendingCompaction `json:"compaction,omitempty"`
+	// Dropped holds the session keys whose native session was dropped on
+	// purpose (a restart policy, a compaction) and no other made since:
+	// the agent's own copy of it is not adopted again by feature.
+	Dropped map[string]bool `json:"dropped,omitempty"`
 	// LastContext is, per session key, the agent's context size in
 	// tokens as its last turn ended: the history a fresh session's
 	// resume context stands for.
@@ -227,4 +231,13 @@ type Firing struct {
 type NativeRef struct {
 	ID    string `json:"id"`
 	Agent string `json:"agent,omitempty"`
+}
+
+// markDropped records that the native session of key was dropped on
+// purpose.
+func (s *State) markDropped(key string) {
+	if s.Dropped == nil {
+		s.Dropped = map[string]bool{}
+	}
+	s.Dropped[key] = true
 }

@@ -73,6 +73,10 @@ func main() {
 		watchFigures(pipeline, self, work)
 		return
 	}
+	if *contextOnly {
+		contextFigures(pipeline, work)
+		return
+	}
 	where := "/dev/null"
 	if toPipe {
 		where = "a pipe"

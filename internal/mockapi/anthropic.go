@@ -64,6 +64,7 @@ type Anthropic struct {
 	slowFor, slowTick         time.Duration
 	counter                   int
 	disconnects               disconnects
+	usageFromRequest          bool
 }
 
 // AnthropicRequest is one request the mock received.
@@ -176,6 +177,16 @@ func (a *Anthropic) SetReplyFunc(f ReplyFunc) {
 func (a *Anthropic) SetUsage(input, output int) {
 	a.mu.Lock()
 	a.inputTokens, a.outputTokens = input, output
+	a.mu.Unlock()
+}
+
+// SetUsageFromRequest makes each turn report the size of what it was
+// sent as its input tokens (a token per four bytes of the request, as
+// count_tokens answers) and of its reply as its output tokens: the
+// context a long conversation carries grows as a vendor's would.
+func (a *Anthropic) SetUsageFromRequest(on bool) {
+	a.mu.Lock()
+	a.usageFromRequest = on
 	a.mu.Unlock()
 }
 
@@ -330,6 +341,7 @@ func (a *Anthropic) answer(w http.ResponseWriter, r *http.Request, req Anthropic
 	if strings.Contains(prompt, AnthropicHugeMarker) {
 		in = AnthropicHugeInput
 	}
+	fromRequest := a.usageFromRequest
 	slowFor, slowTick := a.slowFor, a.slowTick
 	a.counter++
 	id := fmt.Sprintf("msg_mock%06d", a.counter)
@@ -359,6 +371,9 @@ func (a *Anthropic) answer(w http.ResponseWriter, r *http.Request, req Anthropic
 	}
 	pieces, broken := replyPieces(reply)
 	reply = withoutBreaks(reply)
+	if fromRequest {
+		in, out = max(1, len(req.Body)/4), max(1, len(reply)/4)
+	}
 	model := req.Model
 	if model == "" {
 		model = "claude-mock"
