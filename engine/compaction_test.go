@@ -129,3 +129,31 @@ func TestParseCompactionAnswer(t *testing.T) {
 		})
 	}
 }
+
+// The compacted session is not adopted again by its feature: the next
+// turn is fresh, and asks for no recovery.
+func TestACompactedSessionIsNotRecovered(t *testing.T) {
+	s, _ := newSession(t, planOf(t, compacting))
+	s.finish(time.Minute, engine.StepResult{SessionID: "native-1", ContextTokens: 1000})
+	s.finish(time.Minute, engine.StepResult{SessionID: "native-1", ContextTokens: 160000})
+	start, ok := last(s.send(engine.Compacted{At: s.now, Fallback: "no answer"})).(engine.StartStep)
+	if !ok || start.SessionID != "" || start.Recover {
+		t.Fatalf("after a compaction the next turn is %#v; want a fresh session, no recovery", start)
+	}
+	// Once the fresh session has an id, it is the one kept.
+	s.finish(time.Minute, engine.StepResult{SessionID: "native-2", ContextTokens: 2000})
+	if s.state.NativeSessions["feature:f"] != "native-2" || s.state.Dropped["feature:f"] {
+		t.Errorf("native sessions %v, dropped %v", s.state.NativeSessions, s.state.Dropped)
+	}
+}
+
+// No compaction after the step that ends the session: no turn follows.
+func TestNoCompactionWhenTheSessionEnds(t *testing.T) {
+	plan := planOf(t, strings.Replace(compacting, "  - name: review\n", "", 1))
+	s, _ := newSession(t, plan)
+	s.finish(time.Minute, engine.StepResult{SessionID: "native-1", ContextTokens: 1000})
+	actions := s.finish(time.Minute, engine.StepResult{SessionID: "native-1", ContextTokens: 160000})
+	if _, ok := last(actions).(engine.Complete); !ok {
+		t.Fatalf("the last step's end: %#v, want Complete with no compaction", actions)
+	}
+}
