@@ -158,8 +158,10 @@ func (r *Ref) Remember(now time.Time, notes []engine.MemoryNote, say func(string
 // them. A request that cannot be read is left where it is and said.
 func (s *Session) TakeMemoryRequests(say func(string, ...any)) error {
 	files, err := s.X.Files(memoryRequestPrefix)
-	if err != nil || len(files) == 0 {
-		return err
+	if err != nil {
+		// A folder that cannot be listed (deleted under the run) is the
+		// record's to report, with the words for it: nothing is taken.
+		return nil
 	}
 	for _, f := range files {
 		content, err := s.X.ReadFile(f)
