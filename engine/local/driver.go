@@ -627,6 +627,13 @@ func (r *run) prepareTurn(a engine.StartStep, s engine.State, step *spec.StepPla
 			t.contextSent = tokens.Count(text)
 		}
 	}
+	if req.SessionID == "" && !a.ResumeContext && compaction == "" {
+		// A fresh conversation with no resume context still learns what
+		// the project pinned for every session.
+		if facts := r.sess.ProjectFacts(); facts != "" {
+			prompt = facts + "\n\n" + prompt
+		}
+	}
 	if req.SessionID == "" && agent.Feature != "" && compaction == "" {
 		// The first prompt of a native session names its feature, so that
 		// the session can be found again if the store is lost.

@@ -99,6 +99,22 @@ func UnpinProject(st *store.Store, id int) (engine.MemoryItem, error) {
 	return removed, err
 }
 
+// ProjectFacts is the project's pinned facts as the first prompt of a
+// fresh conversation gets them, "" when there are none (or the memory
+// cannot be read: pipeline memory --project says why).
+func (s *Session) ProjectFacts() string {
+	m, err := LoadProjectMemory(s.Store)
+	if err != nil || len(m.Pinned) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("## Project facts (pinned for every session of this project)")
+	for _, f := range m.Pinned {
+		b.WriteString("\n- " + strings.ReplaceAll(f.Text, "\n", " "))
+	}
+	return b.String()
+}
+
 func redactWith(plan *spec.Plan, text string) string {
 	if plan == nil {
 		plan = &spec.Plan{}
