@@ -259,7 +259,7 @@ file or folder that cannot be read or written), 3 paused.`,
 	root.SetVersionTemplate(buildVersion().String() + "\n")
 	root.AddCommand(runCommand(), resumeCommand(), pauseCommand(), statusCommand(), sessionsCommand(), logsCommand(),
 		completeCommand(), cleanCommand(), watchCommand(), validateCommand(), planCommand(), schemaCommand(), initCommand(), versionCommand(),
-		exportCommand(), importCommand(), doctorCommand(), rewindCommand(), forkCommand())
+		exportCommand(), importCommand(), doctorCommand(), rewindCommand(), forkCommand(), searchCommand())
 	for _, extra := range extraCommands {
 		root.AddCommand(extra())
 	}
