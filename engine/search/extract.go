@@ -1,6 +1,7 @@
 package search
 
 import (
+	"bytes"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -28,8 +29,12 @@ func (x *extractor) appendLineText(dst, line []byte) []byte {
 
 // appendPlain appends line with its control characters (a tab, a
 // carriage return, an escape) as spaces: the indexed text keeps one line
-// per line, and the highlight markers (\x01, \x02) stay ours.
+// per line, and the highlight markers (\x01, \x02) stay ours. Bytes that
+// are not UTF-8 become U+FFFD, as a JSON decoder reads them.
 func appendPlain(dst, line []byte) []byte {
+	if !utf8.Valid(line) {
+		line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
+	}
 	for _, c := range line {
 		if c < 0x20 || c == 0x7f {
 			c = ' '

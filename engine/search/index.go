@@ -317,3 +317,21 @@ func (ix *Index) Close() error {
 	ix.db = nil
 	return err
 }
+
+// Check runs SQLite's integrity checks over the whole index: the
+// database's pages (quick_check) and the full-text index against the
+// documents (FTS5's integrity-check). It reads everything: for tests and
+// for a user who doubts, not for each search.
+func (ix *Index) Check(ctx context.Context) error {
+	var verdict string
+	if err := ix.db.QueryRowContext(ctx, `PRAGMA quick_check`).Scan(&verdict); err != nil {
+		return fmt.Errorf("checking %s: %w", ix.path, err)
+	}
+	if verdict != "ok" {
+		return fmt.Errorf("the search index %s is corrupt: %s", ix.path, verdict)
+	}
+	if _, err := ix.db.ExecContext(ctx, `INSERT INTO text(text, rank) VALUES('integrity-check', 1)`); err != nil {
+		return fmt.Errorf("the search index %s does not match its documents: %w", ix.path, err)
+	}
+	return nil
+}

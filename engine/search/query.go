@@ -90,6 +90,14 @@ var ErrNoWords = errors.New("the query has no words to search for (letters or di
 // dropped (the tokenizer would find nothing in it). A query with no word
 // left is ErrNoWords.
 func MatchExpression(text string) (string, error) {
+	// FTS5 reads its query as a C string: a NUL would end it inside a
+	// quoted term. No control character is text to search for.
+	text = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, text)
 	var terms []string
 	add := func(term string, prefix bool) {
 		if !hasWord(term) {

@@ -35,8 +35,8 @@ const (
 
 // batchBytes is how much of a file one transaction indexes: what a kill
 // in the middle of a large file loses, and how long another search waits
-// for the write lock.
-const batchBytes = 32 << 20
+// for the write lock. (A variable for the tests.)
+var batchBytes int64 = 32 << 20
 
 // Stats says what an Update did.
 type Stats struct {
