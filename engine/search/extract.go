@@ -8,8 +8,8 @@ import (
 
 // The agents' transcripts are JSON lines (Claude's, Gemini's and Codex's
 // stream-json): what a person searches for is in their string values
-// (the text, the tool's input and output), not in their keys or their
-// punctuation. A line that is a JSON object or array is indexed as its
+// (the text, the tool's input and output), not in their keys, their
+// punctuation or their opaque ids (see identifier). A line that is a JSON object or array is indexed as its
 // string values, joined by spaces; any other line as it is. Either way a
 // line of the file is one line of the indexed text, so that a match's
 // line in the text is its line in the file.
@@ -98,7 +98,7 @@ func (x *extractor) appendJSONStrings(dst, line []byte) (out []byte, ok bool) {
 				i++
 				continue
 			}
-			if len(text) > 0 {
+			if len(text) > 0 && !identifier(text) {
 				if len(dst) > start {
 					dst = append(dst, ' ')
 				}
@@ -209,4 +209,40 @@ func skipSpace(b []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// identifier tells an opaque id (a message's, a tool call's, a session's:
+// msg_01XFDUDYJgAACzvnptvVoYEL, a UUID, a commit's hash) from words: a
+// value of letters, digits, '_' and '-' alone with a run of 12 or more
+// letters and digits, at least two of each, between its separators. Ids
+// are unique tokens that would fill the index's dictionary, and nobody
+// searches a transcript for them (status shows the native session ids).
+func identifier(s []byte) bool {
+	if len(s) < 12 {
+		return false
+	}
+	found := false
+	run, letters, digits := 0, 0, 0
+	for i := 0; i <= len(s); i++ {
+		var c byte = '-'
+		if i < len(s) {
+			c = s[i]
+		}
+		switch {
+		case c >= '0' && c <= '9':
+			run++
+			digits++
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			run++
+			letters++
+		case c == '_' || c == '-':
+			if run >= 12 && letters >= 2 && digits >= 2 {
+				found = true
+			}
+			run, letters, digits = 0, 0, 0
+		default:
+			return false
+		}
+	}
+	return found
 }

@@ -102,3 +102,24 @@ func TestSnippet(t *testing.T) {
 }
 
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
+
+func TestIdentifiersAreNotIndexed(t *testing.T) {
+	var x extractor
+	line := `{"id":"msg_01XFDUDYJgAACzvnptvVoYEL","session_id":"9f0c1e2a-4b3d-4c5e-8f7a-0123456789ab","text":"kept words_with_underscores2 ok","name":"golang-migrate-v4"}`
+	if got := string(x.appendLineText(nil, []byte(line))); got != "kept words_with_underscores2 ok golang-migrate-v4" {
+		t.Errorf("%q", got)
+	}
+}
+
+func TestIdentifier(t *testing.T) {
+	for s, want := range map[string]bool{
+		"msg_01XFDUDYJgAACzvnptvVoYEL": true, "toolu_01A09q90qw90lq917835lq9": true,
+		"9f0c1e2a-4b3d-4c5e-8f7a-0123456789ab": true, "3f786850e387550fdab836ed7e6dc881de23001b": true,
+		"golang-migrate-v4": false, "words_with_underscores2": false, "internationalization": false,
+		"TestIncrementalIndexing2": false, "a sentence with 1234567890abc in it": false,
+	} {
+		if got := identifier([]byte(s)); got != want {
+			t.Errorf("%s: %v", s, got)
+		}
+	}
+}

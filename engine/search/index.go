@@ -40,7 +40,12 @@ const busyTimeoutMS = 60000
 // each session was indexed; docs the documents (a chunk of lines of a
 // transcript or prompt, a note, an item of a working set) with where they
 // come from; text the full-text index over docs.body (an external-content
-// FTS5 table: the text is kept once, in docs).
+// FTS5 table: the text is kept once, in docs). FTS5 keeps what it indexes
+// in memory up to hashsize before it writes a segment: at 16 MB rather
+// than 1 MB there are 16 times fewer segments to merge, which was two
+// thirds of the indexing time. A document is added to text by its own
+// statement, not by a trigger on docs: a trigger's statement savepoint
+// makes FTS5 write a segment for every document.
 const schema = `
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE files(
@@ -70,12 +75,10 @@ CREATE INDEX docs_file ON docs(file);
 CREATE INDEX docs_session ON docs(session);
 CREATE VIRTUAL TABLE text USING fts5(body, content='docs', content_rowid='id',
 	tokenize='unicode61 remove_diacritics 2');
-CREATE TRIGGER docs_added AFTER INSERT ON docs BEGIN
-	INSERT INTO text(rowid, body) VALUES (new.id, new.body);
-END;
 CREATE TRIGGER docs_removed AFTER DELETE ON docs BEGIN
 	INSERT INTO text(text, rowid, body) VALUES ('delete', old.id, old.body);
 END;
+INSERT INTO text(text, rank) VALUES('hashsize', 16777216);
 INSERT INTO meta(key, value) VALUES('schema', '` + schemaVersion + `');
 `
 

@@ -173,8 +173,14 @@ func (ix *Index) Find(ctx context.Context, q Query) ([]Hit, error) {
 	}
 	// The ranking reads the ids and scores alone: the highlighted text is
 	// made for the hits kept, not for every match.
-	rows, err := ix.db.QueryContext(ctx, `SELECT d.id, rank FROM text JOIN docs d ON d.id = text.rowid
-		WHERE `+strings.Join(where, " AND ")+` ORDER BY rank LIMIT ?`, append(args, limit)...)
+	// Without a filter the full-text table alone ranks: a join would look
+	// up every match's row in docs before the sort.
+	ranking := `SELECT rowid, rank FROM text WHERE text MATCH ? ORDER BY rank LIMIT ?`
+	if len(where) > 1 {
+		ranking = `SELECT d.id, rank FROM text JOIN docs d ON d.id = text.rowid
+		WHERE ` + strings.Join(where, " AND ") + ` ORDER BY rank LIMIT ?`
+	}
+	rows, err := ix.db.QueryContext(ctx, ranking, append(args, limit)...)
 	if err != nil {
 		return nil, err
 	}

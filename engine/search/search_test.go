@@ -614,3 +614,11 @@ func TestTwoUpdatesAtOnce(t *testing.T) {
 		t.Error("no documents")
 	}
 }
+
+// removeIndex deletes the index's folder.
+func removeIndex(t testing.TB, p *project) {
+	t.Helper()
+	if err := os.RemoveAll(filepath.Dir(Path(p.st.Root))); err != nil {
+		t.Fatal(err)
+	}
+}

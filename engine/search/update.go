@@ -264,6 +264,43 @@ func statOf(f *os.File) (size, mtime int64, inode uint64, err error) {
 const insertDoc = `INSERT INTO docs(file, session, phase, attempt, step, kind, section, item, line, at, body)
 	VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
+const insertText = `INSERT INTO text(rowid, body) VALUES(?, ?)`
+
+// inserter adds documents in a transaction: a row of docs, then its text
+// to the full-text index.
+type inserter struct{ doc, text *sql.Stmt }
+
+func newInserter(ctx context.Context, tx *sql.Tx) (*inserter, error) {
+	doc, err := tx.PrepareContext(ctx, insertDoc)
+	if err != nil {
+		return nil, err
+	}
+	text, err := tx.PrepareContext(ctx, insertText)
+	if err != nil {
+		doc.Close()
+		return nil, err
+	}
+	return &inserter{doc: doc, text: text}, nil
+}
+
+func (in *inserter) add(ctx context.Context, file int64, session, phase string, attempt int, step, kind, section string, item int, line, at int64, body []byte) error {
+	res, err := in.doc.ExecContext(ctx, file, session, phase, attempt, step, kind, section, item, line, at, body)
+	if err != nil {
+		return err
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	_, err = in.text.ExecContext(ctx, id, body)
+	return err
+}
+
+func (in *inserter) close() {
+	in.doc.Close()
+	in.text.Close()
+}
+
 // indexStepFile indexes the whole lines of a transcript or prompt file
 // past what was indexed of it, batchBytes per transaction; final: its
 // last line too, with or without its line break.
@@ -302,15 +339,14 @@ func (ix *Index) indexStepFile(ctx context.Context, session string, sf store.Ses
 				done = true
 				return saveFileRow(ctx, tx, row)
 			}
-			insert, err := tx.PrepareContext(ctx, insertDoc)
+			insert, err := newInserter(ctx, tx)
 			if err != nil {
 				return err
 			}
-			defer insert.Close()
+			defer insert.close()
 			c := chunker{final: final, emit: func(line int64, body []byte) error {
-				_, err := insert.ExecContext(ctx, row.id, session, sf.Phase, sf.Attempt, sf.Step, kind, "", 0, line, mtime, body)
 				stats.Chunks++
-				return err
+				return insert.add(ctx, row.id, session, sf.Phase, sf.Attempt, sf.Step, kind, "", 0, line, mtime, body)
 			}, line: row.lines + 1}
 			read, finished, err := c.read(io.NewSectionReader(f, row.offset, size-row.offset), batchBytes)
 			if err != nil {
@@ -552,11 +588,11 @@ func (ix *Index) indexState(ctx context.Context, session string) (Stats, error) 
 		if _, err := tx.ExecContext(ctx, `DELETE FROM docs WHERE file = ?`, row.id); err != nil {
 			return err
 		}
-		insert, err := tx.PrepareContext(ctx, insertDoc)
+		insert, err := newInserter(ctx, tx)
 		if err != nil {
 			return err
 		}
-		defer insert.Close()
+		defer insert.close()
 		for _, d := range docs {
 			at := mtime
 			if !d.at.IsZero() {
@@ -566,7 +602,7 @@ func (ix *Index) indexState(ctx context.Context, session string) (Stats, error) 
 				at = was
 			}
 			body := appendPlain(nil, []byte(d.body))
-			if _, err := insert.ExecContext(ctx, row.id, session, d.phase, 0, "", d.kind, d.section, d.item, 0, at, body); err != nil {
+			if err := insert.add(ctx, row.id, session, d.phase, 0, "", d.kind, d.section, d.item, 0, at, body); err != nil {
 				return err
 			}
 			stats.Chunks++
