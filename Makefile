@@ -59,12 +59,15 @@ xmllint:
 # Go benchmarks, then the side-by-side figures of cmd/bench: throughput
 # against tee, checkpoint-to-interrupt latency, start-up overhead; then
 # pipeline watch (spec written to resumed step, beside go-task's
-# task --watch, built once into .cache/bin; idle cost), on the project's disk.
+# task --watch, built once into .cache/bin; idle cost), on the project's disk;
+# then pipeline search (indexing 1 GB of transcripts, queries over it), on
+# the project's disk too.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	$(GO) run ./cmd/bench -pipeline $(BIN)
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -pipe
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -watch
+	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -search
 
 # gofmt; go.mod and go.sum as go mod tidy leaves them; go vet with and
 # without the agent CLIs' tag; for macOS, a cross-compiled build and go vet
@@ -106,6 +109,8 @@ soak: build
 fuzz:
 	$(GO) test ./engine/spec -run '^$$' -fuzz FuzzParsePipeline -fuzztime $(FUZZTIME)
 	$(GO) test ./engine/spec -run '^$$' -fuzz FuzzParseSpec -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/search -run '^$$' -fuzz FuzzQuery -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/search -run '^$$' -fuzz FuzzLineText -fuzztime $(FUZZTIME)
 
 schema:
 	$(GO) generate ./schemas
