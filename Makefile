@@ -60,13 +60,16 @@ xmllint:
 # against tee, checkpoint-to-interrupt latency, start-up overhead; then
 # pipeline watch (spec written to resumed step, beside go-task's
 # task --watch, built once into .cache/bin; idle cost), on the project's disk;
-# then the token account of resume contexts and compaction (the quickstart,
-# and a long session of the real Claude Code CLI against the mock).
+# then pipeline search (indexing 1 GB of transcripts, queries over it), on
+# the project's disk too; then the token account of resume contexts and
+# compaction (the quickstart, and a long session of the real Claude Code
+# CLI against the mock).
 bench: build agent-clis
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	$(GO) run ./cmd/bench -pipeline $(BIN)
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -pipe
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -watch
+	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -search
 	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) $(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -context
 
 # gofmt; go.mod and go.sum as go mod tidy leaves them; go vet with and
@@ -109,6 +112,8 @@ soak: build
 fuzz:
 	$(GO) test ./engine/spec -run '^$$' -fuzz FuzzParsePipeline -fuzztime $(FUZZTIME)
 	$(GO) test ./engine/spec -run '^$$' -fuzz FuzzParseSpec -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/search -run '^$$' -fuzz FuzzQuery -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/search -run '^$$' -fuzz FuzzLineText -fuzztime $(FUZZTIME)
 
 schema:
 	$(GO) generate ./schemas

@@ -11,7 +11,8 @@
 //
 // With -watch it measures pipeline watch alone (watch.go): a spec written
 // to the resumed step started, beside go-task's task --watch, and the
-// watcher's idle cost.
+// watcher's idle cost. With -search, pipeline search alone (search.go):
+// indexing 1 GB of transcripts, and queries over that index.
 //
 // Run it with make bench, or go run ./cmd/bench -h for its flags.
 package main
@@ -75,6 +76,10 @@ func main() {
 	}
 	if *contextOnly {
 		contextFigures(pipeline, work)
+		return
+	}
+	if *searchOnly {
+		searchFigures(pipeline, work, *searchBytes, *searchQueries)
 		return
 	}
 	where := "/dev/null"

@@ -1,0 +1,44 @@
+// Package search is the full-text index over the past work of a store's
+// sessions: the transcripts and prompts of their steps, the human notes
+// and phase summaries, and the working sets. pipeline search uses it:
+// each search first indexes what is new, then ranks the hits by BM25.
+//
+// The index is one SQLite database with an FTS5 table, through the
+// pure-Go modernc.org/sqlite, at <store>/search/index.db. Why SQLite FTS5:
+//
+//   - one file beside the sessions, and nothing to run;
+//   - transactions: indexing commits file by file (and every 32 MiB of a
+//     large file), so a kill in the middle loses nothing already
+//     committed, and the next search goes on from there; two searches at
+//     once wait for each other (a busy timeout) instead of corrupting it;
+//   - BM25 ranking (bm25()) and highlighting (highlight()) built in;
+//   - corruption is detected (the file's header, its schema version, the
+//     errors SQLite reports), and the index is then moved aside and
+//     rebuilt from the sessions, which remain the record;
+//   - no cgo: go test ./... runs with Go alone, and the static binary
+//     stays static.
+//
+// The index is a cache: deleting the search folder loses nothing; the
+// next search builds it again. The store knows nothing of it (sessions,
+// clean, export and import go by the sessions folder and index.tsv).
+//
+// What is indexed, and how it is kept up to date:
+//
+//   - transcripts (<phase>/<attempt>-<step>.log) and prompt files
+//     (.prompt) are append-only: the index keeps, per file, its size, time,
+//     inode and how far it was indexed (a byte offset just past a line
+//     break, and the number of lines before it). A search indexes the
+//     bytes after it; a file that shrank or whose inode changed is
+//     indexed again whole; an unfinished last line waits for its end;
+//   - lines are grouped into documents of up to 32 lines or 4 KiB (the
+//     first line's number is kept), and the line of the best match in a
+//     document is found when a hit is shown;
+//   - a JSON line (stream-json) is indexed as its string values, any
+//     other line as it is (extract.go);
+//   - a session's notes, phase summaries and working set come from its
+//     snapshot (state.json), indexed again when its size or time changed;
+//   - a session no longer in the store's index (removed by clean) is
+//     removed from the search index.
+//
+// Text is indexed as the sessions keep it, already redacted.
+package search

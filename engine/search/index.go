@@ -1,0 +1,340 @@
+package search
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/pipeline-dev/pipeline/engine/store"
+)
+
+// schemaVersion is the layout of index.db. An index of another version is
+// rebuilt, never misread: it is a cache of the sessions.
+const schemaVersion = "1"
+
+const (
+	// FolderName is the index's folder in the store's folder.
+	FolderName = "search"
+	// FileName is the index's database in its folder.
+	FileName = "index.db"
+	// asideSuffix names the copy of a corrupt index kept for a look.
+	asideSuffix = ".corrupt"
+)
+
+// busyTimeoutMS is how long a search waits for another one that is
+// indexing (each holds the write lock for one file, or 32 MiB of one).
+const busyTimeoutMS = 60000
+
+// schema is the layout of index.db. files holds how far each file of
+// each session was indexed; docs the documents (a chunk of lines of a
+// transcript or prompt, a note, an item of a working set) with where they
+// come from; text the full-text index over docs.body (an external-content
+// FTS5 table: the text is kept once, in docs). FTS5 keeps what it indexes
+// in memory up to hashsize before it writes a segment: at 16 MB rather
+// than 1 MB there are 16 times fewer segments to merge, which was two
+// thirds of the indexing time. A document is added to text by its own
+// statement, not by a trigger on docs: a trigger's statement savepoint
+// makes FTS5 write a segment for every document.
+const schema = `
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE files(
+	id      INTEGER PRIMARY KEY,
+	session TEXT NOT NULL,
+	rel     TEXT NOT NULL,
+	size    INTEGER NOT NULL,
+	mtime   INTEGER NOT NULL,
+	inode   INTEGER NOT NULL,
+	offset  INTEGER NOT NULL,
+	lines   INTEGER NOT NULL,
+	UNIQUE(session, rel));
+CREATE TABLE docs(
+	id      INTEGER PRIMARY KEY,
+	file    INTEGER NOT NULL,
+	session TEXT NOT NULL,
+	phase   TEXT NOT NULL,
+	attempt INTEGER NOT NULL,
+	step    TEXT NOT NULL,
+	kind    TEXT NOT NULL,
+	section TEXT NOT NULL,
+	item    INTEGER NOT NULL,
+	line    INTEGER NOT NULL,
+	at      INTEGER NOT NULL,
+	body    TEXT NOT NULL);
+CREATE INDEX docs_file ON docs(file);
+CREATE INDEX docs_session ON docs(session);
+CREATE VIRTUAL TABLE text USING fts5(body, content='docs', content_rowid='id',
+	tokenize='unicode61 remove_diacritics 2');
+CREATE TRIGGER docs_removed AFTER DELETE ON docs BEGIN
+	INSERT INTO text(text, rowid, body) VALUES ('delete', old.id, old.body);
+END;
+INSERT INTO text(text, rank) VALUES('hashsize', 16777216);
+INSERT INTO meta(key, value) VALUES('schema', '` + schemaVersion + `');
+`
+
+// Index is the search index of one store, open.
+type Index struct {
+	db    *sql.DB
+	st    *store.Store
+	path  string
+	inode uint64 // of the file opened: a rebuild moves aside only that one
+	warn  io.Writer
+	// Rebuilt says why the index was built anew when it was opened or
+	// since ("" if it was not).
+	Rebuilt string
+}
+
+// Options are how Open reports what it does on its own.
+type Options struct {
+	// Warn gets one line when the index is found corrupt and rebuilt
+	// (standard error); nil is quiet.
+	Warn io.Writer
+}
+
+// Path is where the index of the store at root is kept.
+func Path(root string) string { return filepath.Join(root, FolderName, FileName) }
+
+// Open opens the index of st, making it if it is not there. An index that
+// is corrupt (not a database, cut short, of another schema version) is
+// moved aside to index.db.corrupt and built anew, with one line to
+// o.Warn.
+func Open(st *store.Store, o Options) (*Index, error) {
+	dir, err := st.Folder(FolderName)
+	if err != nil {
+		return nil, fmt.Errorf("the search index's folder: %w", err)
+	}
+	ix := &Index{st: st, path: filepath.Join(dir, FileName), warn: o.Warn}
+	if o.Warn == nil {
+		ix.warn = io.Discard
+	}
+	problem, err := ix.open()
+	if err != nil {
+		return nil, err
+	}
+	if problem != "" {
+		if err := ix.rebuild(problem); err != nil {
+			return nil, err
+		}
+	}
+	return ix, nil
+}
+
+// open opens the database at ix.path; problem is why it cannot be used
+// as it is (then it is closed).
+func (ix *Index) open() (problem string, err error) {
+	info, err := os.Lstat(ix.path)
+	existed := err == nil
+	switch {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("the search index %s: %w", ix.path, err)
+	case existed && !info.Mode().IsRegular():
+		// SQLite would follow a link: the store follows none.
+		return "", fmt.Errorf("the search index %s is not a regular file (a link, a folder?): remove it, and the next search builds it again", ix.path)
+	case existed:
+		if problem := headerProblem(ix.path, info.Size()); problem != "" {
+			return problem, nil
+		}
+	default:
+		// Made private first: SQLite would make it readable by all, and its
+		// journal files take its mode.
+		f, err := os.OpenFile(ix.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("the search index %s: %w", ix.path, err)
+		}
+		if f != nil {
+			f.Close()
+		}
+	}
+	dsn := "file:" + (&url.URL{Path: ix.path}).EscapedPath() + "?" + url.Values{
+		"_pragma": {
+			fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS),
+			"journal_mode(wal)",
+			// In WAL mode a commit survives a kill at once; a power cut may
+			// lose the last commits, which the next search indexes again.
+			"synchronous(normal)",
+			"cache_size(-32768)",
+		},
+		"_txlock": {"immediate"},
+	}.Encode()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return "", fmt.Errorf("the search index %s: %w", ix.path, err)
+	}
+	// One connection: the pragmas hold on it, and a transaction is on it.
+	db.SetMaxOpenConns(1)
+	ix.db = db
+	if st, err := os.Stat(ix.path); err == nil {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			ix.inode = sys.Ino
+		}
+	}
+	problem, err = ix.checkSchema(existed)
+	if err != nil || problem != "" {
+		db.Close()
+		ix.db = nil
+	}
+	if err != nil && corrupt(err) {
+		return fmt.Sprintf("is corrupt (%v)", err), nil
+	}
+	return problem, err
+}
+
+// checkSchema makes the schema in a new database, and checks an existing
+// one's version and that its tables can be read.
+func (ix *Index) checkSchema(existed bool) (problem string, err error) {
+	ctx := context.Background()
+	var tables int
+	if err := ix.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&tables); err != nil {
+		return "", err
+	}
+	if tables == 0 {
+		if existed {
+			return "holds no search index (an empty file?)", nil
+		}
+		_, err := ix.db.ExecContext(ctx, schema)
+		return "", err
+	}
+	var version string
+	if err := ix.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'schema'`).Scan(&version); err != nil {
+		if corrupt(err) {
+			return "", err
+		}
+		return fmt.Sprintf("is not a search index of this pipeline (%v)", err), nil
+	}
+	if version != schemaVersion {
+		return fmt.Sprintf("is of schema version %s (this pipeline uses %s)", version, schemaVersion), nil
+	}
+	// A cheap look at each table: a file cut short or overwritten fails
+	// here rather than in the middle of a search.
+	for _, q := range []string{`SELECT count(*) FROM files`, `SELECT max(id) FROM docs`,
+		`SELECT count(*) FROM text WHERE text MATCH 'pipeline'`} {
+		var v sql.NullInt64
+		if err := ix.db.QueryRowContext(ctx, q).Scan(&v); err != nil {
+			return "", err
+		}
+	}
+	return "", nil
+}
+
+// headerProblem looks at the first 100 bytes of a database file: what
+// SQLite wrote there, and a size that holds its pages. An empty file is
+// left to checkSchema.
+func headerProblem(path string, size int64) string {
+	if size == 0 {
+		return ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var h [100]byte
+	if _, err := io.ReadFull(f, h[:]); err != nil {
+		return fmt.Sprintf("is cut short (%d bytes)", size)
+	}
+	if string(h[:16]) != "SQLite format 3\x00" {
+		return "is not an SQLite database"
+	}
+	pageSize := int64(binary.BigEndian.Uint16(h[16:18]))
+	if pageSize == 1 {
+		pageSize = 65536
+	}
+	if pageSize < 512 || pageSize&(pageSize-1) != 0 || size%pageSize != 0 {
+		return fmt.Sprintf("is cut short (%d bytes, not a whole number of %d-byte pages)", size, pageSize)
+	}
+	if pages := int64(binary.BigEndian.Uint32(h[28:32])); pages*pageSize > size {
+		return fmt.Sprintf("is cut short (%d bytes for %d pages of %d)", size, pages, pageSize)
+	}
+	return ""
+}
+
+// corrupt tells whether err is SQLite finding the file is not (or no
+// longer) a whole database.
+func corrupt(err error) bool {
+	var e *sqlite.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch e.Code() & 0xff {
+	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+		return true
+	case sqlite3.SQLITE_IOERR:
+		return e.Code() == sqlite3.SQLITE_IOERR_SHORT_READ
+	}
+	return false
+}
+
+// rebuild moves the index aside (to index.db.corrupt, replacing an older
+// one) and makes a new, empty one, which the next Update fills: it says
+// so on the warning writer, in one line.
+func (ix *Index) rebuild(why string) error {
+	if ix.db != nil {
+		ix.db.Close()
+		ix.db = nil
+	}
+	// Another search may have rebuilt it already: move aside only the file
+	// found corrupt.
+	same := true
+	if st, err := os.Stat(ix.path); err == nil {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && ix.inode != 0 && sys.Ino != ix.inode {
+			same = false
+		}
+	}
+	if same {
+		if err := os.Rename(ix.path, ix.path+asideSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("the search index %s %s, and it cannot be moved aside: %w; remove it, and the next search builds it again", ix.path, why, err)
+		}
+		// The write-ahead log and its index belong to the file moved aside.
+		os.Remove(ix.path + "-wal")
+		os.Remove(ix.path + "-shm")
+	}
+	fmt.Fprintf(ix.warn, "pipeline: the search index %s %s: moved aside to %s, rebuilding it from the sessions\n", ix.path, why, filepath.Base(ix.path)+asideSuffix)
+	ix.Rebuilt = why
+	ix.inode = 0
+	problem, err := ix.open()
+	if err != nil {
+		return err
+	}
+	if problem != "" {
+		return fmt.Errorf("the search index %s was rebuilt and %s: remove the folder %s", ix.path, problem, filepath.Dir(ix.path))
+	}
+	return nil
+}
+
+// Close closes the index.
+func (ix *Index) Close() error {
+	if ix.db == nil {
+		return nil
+	}
+	err := ix.db.Close()
+	ix.db = nil
+	return err
+}
+
+// Check runs SQLite's integrity checks over the whole index: the
+// database's pages (quick_check) and the full-text index against the
+// documents (FTS5's integrity-check). It reads everything: for tests and
+// for a user who doubts, not for each search.
+func (ix *Index) Check(ctx context.Context) error {
+	var verdict string
+	if err := ix.db.QueryRowContext(ctx, `PRAGMA quick_check`).Scan(&verdict); err != nil {
+		return fmt.Errorf("checking %s: %w", ix.path, err)
+	}
+	if verdict != "ok" {
+		return fmt.Errorf("the search index %s is corrupt: %s", ix.path, verdict)
+	}
+	if _, err := ix.db.ExecContext(ctx, `INSERT INTO text(text, rank) VALUES('integrity-check', 1)`); err != nil {
+		return fmt.Errorf("the search index %s does not match its documents: %w", ix.path, err)
+	}
+	return nil
+}

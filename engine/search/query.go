@@ -1,0 +1,400 @@
+package search
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/pipeline-dev/pipeline/engine/store"
+)
+
+// Query is a search: the user's words, and the filters.
+type Query struct {
+	// Text is the user's words: every word must match (in any order);
+	// "quoted words" match as a phrase; a word ending in * matches as a
+	// prefix. Nothing in it is FTS5 syntax: it cannot be a syntax error.
+	Text string
+	// Session keeps one session (its whole id).
+	Session string
+	// Phase keeps one phase.
+	Phase string
+	// Since keeps what was written at or after it (zero: all).
+	Since time.Time
+	// Limit is the number of hits at most (0: DefaultLimit).
+	Limit int
+}
+
+// DefaultLimit is the number of hits a search returns unless asked.
+const DefaultLimit = 20
+
+// Hit is one document that matched, with the line of its best match.
+type Hit struct {
+	Session string `json:"session"`
+	Phase   string `json:"phase,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
+	Step    string `json:"step,omitempty"`
+	// Kind is transcript, prompt, note or working-set.
+	Kind string `json:"kind"`
+	// Section is, for a note, human or summary; for a working-set item,
+	// the list it is in (decisions, open_tasks, files_touched...).
+	Section string `json:"section,omitempty"`
+	// Item is a note's number in its phase, or a working-set item's id.
+	Item int `json:"item,omitempty"`
+	// File is the transcript or prompt file, inside the session's
+	// folder (transcripts/design/1-agent.log), or state.json.
+	File string `json:"file"`
+	// Line is the line of the file with the best match (transcripts and
+	// prompts; 0 otherwise).
+	Line int `json:"line,omitempty"`
+	// Snippet is the text of that line (a JSON line's string values),
+	// cut around the match; Marks are the matches in it, as byte offsets
+	// [start, end).
+	Snippet string   `json:"snippet"`
+	Marks   [][2]int `json:"marks"`
+	// Score is the BM25 relevance: higher is better.
+	Score float64 `json:"score"`
+	// At is when it was written: a transcript's or prompt's time when
+	// the lines were indexed, a working-set item's own time, a note's
+	// first sight.
+	At time.Time `json:"at"`
+}
+
+// Marked is the snippet with each match between the markers open and
+// close.
+func (h Hit) Marked(open, close string) string {
+	var b strings.Builder
+	last := 0
+	for _, m := range h.Marks {
+		b.WriteString(h.Snippet[last:m[0]])
+		b.WriteString(open)
+		b.WriteString(h.Snippet[m[0]:m[1]])
+		b.WriteString(close)
+		last = m[1]
+	}
+	b.WriteString(h.Snippet[last:])
+	return b.String()
+}
+
+// ErrNoWords is a query with nothing to search for: no letter or digit.
+var ErrNoWords = errors.New("the query has no words to search for (letters or digits)")
+
+// MatchExpression turns the user's words into an FTS5 query: each word
+// or quoted phrase becomes an FTS5 string (its quotes doubled), so that
+// no character of it is FTS5 syntax; a word of punctuation alone is
+// dropped (the tokenizer would find nothing in it). A query with no word
+// left is ErrNoWords.
+func MatchExpression(text string) (string, error) {
+	// FTS5 reads its query as a C string: a NUL would end it inside a
+	// quoted term. No control character is text to search for.
+	text = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, text)
+	var terms []string
+	add := func(term string, prefix bool) {
+		if !hasWord(term) {
+			return
+		}
+		quoted := `"` + strings.ReplaceAll(term, `"`, `""`) + `"`
+		if prefix {
+			quoted += "*"
+		}
+		terms = append(terms, quoted)
+	}
+	rest := text
+	for rest != "" {
+		rest = strings.TrimLeftFunc(rest, unicode.IsSpace)
+		if rest == "" {
+			break
+		}
+		if rest[0] == '"' {
+			// A phrase, to the next quote (or the end).
+			phrase, after, _ := strings.Cut(rest[1:], `"`)
+			add(phrase, false)
+			rest = after
+			continue
+		}
+		end := strings.IndexFunc(rest, func(r rune) bool { return unicode.IsSpace(r) || r == '"' })
+		if end < 0 {
+			end = len(rest)
+		}
+		word := rest[:end]
+		rest = rest[end:]
+		word, prefix := strings.CutSuffix(word, "*")
+		// A prefix of a word ending in punctuation means the word.
+		add(word, prefix && endsInWord(word))
+	}
+	if len(terms) == 0 {
+		return "", ErrNoWords
+	}
+	return strings.Join(terms, " "), nil
+}
+
+// hasWord tells whether s has a character the tokenizer keeps (letters
+// and numbers; unicode61's token characters).
+func hasWord(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }) >= 0
+}
+
+func endsInWord(s string) bool {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return unicode.IsLetter(r) || unicode.IsNumber(r)
+}
+
+// Find returns the hits of q, best first. It reads the index as it is:
+// Update first to see what is new.
+func (ix *Index) Find(ctx context.Context, q Query) ([]Hit, error) {
+	match, err := MatchExpression(q.Text)
+	if err != nil {
+		return nil, err
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	where := []string{"text MATCH ?"}
+	args := []any{match}
+	if q.Session != "" {
+		where, args = append(where, "d.session = ?"), append(args, q.Session)
+	}
+	if q.Phase != "" {
+		where, args = append(where, "d.phase = ?"), append(args, q.Phase)
+	}
+	if !q.Since.IsZero() {
+		where, args = append(where, "d.at >= ?"), append(args, q.Since.UnixNano())
+	}
+	// The ranking reads the ids and scores alone: the highlighted text is
+	// made for the hits kept, not for every match.
+	// Without a filter the full-text table alone ranks: a join would look
+	// up every match's row in docs before the sort.
+	ranking := `SELECT rowid, rank FROM text WHERE text MATCH ? ORDER BY rank LIMIT ?`
+	if len(where) > 1 {
+		ranking = `SELECT d.id, rank FROM text JOIN docs d ON d.id = text.rowid
+		WHERE ` + strings.Join(where, " AND ") + ` ORDER BY rank LIMIT ?`
+	}
+	rows, err := ix.db.QueryContext(ctx, ranking, append(args, limit)...)
+	if err != nil {
+		return nil, err
+	}
+	type ranked struct {
+		id    int64
+		score float64
+	}
+	var found []ranked
+	for rows.Next() {
+		var r ranked
+		if err := rows.Scan(&r.id, &r.score); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		found = append(found, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	hits := make([]Hit, 0, len(found))
+	for _, r := range found {
+		h, err := ix.hit(ctx, match, r.id)
+		if err != nil {
+			return nil, err
+		}
+		// FTS5's bm25() is lower for better: the score shown is higher.
+		h.Score = -r.score
+		hits = append(hits, h)
+	}
+	return hits, nil
+}
+
+// Markers of the matches in highlight()'s text: control characters,
+// which the indexed text never holds (see appendPlain).
+const (
+	markOpen  = '\x01'
+	markClose = '\x02'
+)
+
+// hit reads one document with its matches marked, and finds its best
+// line.
+func (ix *Index) hit(ctx context.Context, match string, id int64) (Hit, error) {
+	var (
+		h         Hit
+		line, at  int64
+		file      sql.NullString
+		highlight string
+	)
+	err := ix.db.QueryRowContext(ctx, `SELECT d.session, d.phase, d.attempt, d.step, d.kind, d.section, d.item, d.line, d.at, f.rel,
+		highlight(text, 0, char(1), char(2))
+		FROM text JOIN docs d ON d.id = text.rowid LEFT JOIN files f ON f.id = d.file
+		WHERE text MATCH ? AND text.rowid = ?`, match, id).Scan(
+		&h.Session, &h.Phase, &h.Attempt, &h.Step, &h.Kind, &h.Section, &h.Item, &line, &at, &file, &highlight)
+	if err != nil {
+		return h, err
+	}
+	h.File = file.String
+	h.At = time.Unix(0, at)
+	best, offset := bestLine(highlight)
+	if line > 0 {
+		h.Line = int(line) + offset
+	}
+	h.Snippet, h.Marks = snippet(best, snippetBytes)
+	return h, nil
+}
+
+// bestLine is the line of a highlighted text with the most matches (the
+// first of those), and its index.
+func bestLine(text string) (string, int) {
+	best, bestIndex, bestCount := "", 0, -1
+	for i := 0; text != "" || i == 0; i++ {
+		line, rest, _ := strings.Cut(text, "\n")
+		if n := strings.Count(line, string(markOpen)); n > bestCount {
+			best, bestIndex, bestCount = line, i, n
+		}
+		text = rest
+	}
+	return best, bestIndex
+}
+
+// snippetBytes is about the length of a snippet: a line of a terminal.
+const snippetBytes = 160
+
+// snippet makes a line with highlight markers into its plain text, with
+// runs of spaces as one, cut to about limit bytes around its first match,
+// and the matches' byte offsets in it. A cut end shows as "…".
+func snippet(line string, limit int) (string, [][2]int) {
+	var (
+		b     []byte
+		marks [][2]int
+		space = true // drop leading spaces
+	)
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; c {
+		case markOpen:
+			marks = append(marks, [2]int{len(b), len(b)})
+			space = false
+		case markClose:
+			if n := len(marks); n > 0 {
+				marks[n-1][1] = len(b)
+			}
+		case ' ':
+			if !space {
+				b = append(b, ' ')
+			}
+			space = true
+		default:
+			b = append(b, c)
+			space = false
+		}
+	}
+	b = bytes.TrimRight(b, " ")
+	if len(b) <= limit {
+		return string(b), clipMarks(marks, 0, len(b))
+	}
+	// A window of max bytes that starts a little before the first match.
+	start := 0
+	if len(marks) > 0 {
+		start = max(0, marks[0][0]-limit/4)
+	}
+	end := min(len(b), start+limit)
+	if end == len(b) {
+		start = max(0, end-limit)
+	}
+	start, end = runeStart(b, start), runeStart(b, end)
+	// At a word's edge where one is near.
+	if start > 0 {
+		if i := bytes.IndexByte(b[start:min(start+20, end)], ' '); i >= 0 {
+			start += i + 1
+		}
+	}
+	if end < len(b) {
+		if i := bytes.LastIndexByte(b[max(start, end-20):end], ' '); i >= 0 {
+			end = max(start, end-20) + i
+		}
+	}
+	out := make([]byte, 0, end-start+8)
+	shift := -start
+	if start > 0 {
+		out = append(out, "…"...)
+		shift += len("…")
+	}
+	out = append(out, b[start:end]...)
+	if end < len(b) {
+		out = append(out, "…"...)
+	}
+	kept := clipMarks(marks, start, end)
+	for i := range kept {
+		kept[i][0] += shift
+		kept[i][1] += shift
+	}
+	return string(out), kept
+}
+
+// clipMarks keeps the marks within [start, end), cut to it.
+func clipMarks(marks [][2]int, start, end int) [][2]int {
+	out := [][2]int{}
+	for _, m := range marks {
+		m[0], m[1] = max(m[0], start), min(m[1], end)
+		if m[0] < m[1] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// runeStart moves i back to the start of the UTF-8 character it is in.
+func runeStart(b []byte, i int) int {
+	for i > 0 && i < len(b) && !utf8.RuneStart(b[i]) {
+		i--
+	}
+	return i
+}
+
+// Result is what Search found.
+type Result struct {
+	Hits []Hit `json:"hits"`
+	// Indexed is what the search indexed before it looked.
+	Indexed Stats `json:"indexed"`
+	// Rebuilt says why the index was built anew ("" if it was not).
+	Rebuilt string `json:"rebuilt,omitempty"`
+}
+
+// Search brings the index of st up to date and finds q in it. An index
+// found corrupt on the way (by SQLite, in the middle of an update or a
+// query) is moved aside and rebuilt, once.
+func Search(ctx context.Context, st *store.Store, q Query, o Options) (Result, error) {
+	if _, err := MatchExpression(q.Text); err != nil {
+		return Result{}, err
+	}
+	ix, err := Open(st, o)
+	if err != nil {
+		return Result{}, err
+	}
+	defer ix.Close()
+	var r Result
+	for attempt := 1; ; attempt++ {
+		stats, err := ix.Update(ctx)
+		r.Indexed.add(stats)
+		r.Indexed.Sessions = stats.Sessions
+		if err == nil {
+			r.Hits, err = ix.Find(ctx, q)
+		}
+		if err != nil && corrupt(err) && attempt == 1 {
+			if err := ix.rebuild(fmt.Sprintf("is corrupt (%v)", err)); err != nil {
+				return r, err
+			}
+			continue
+		}
+		r.Rebuilt = ix.Rebuilt
+		if err != nil {
+			return r, fmt.Errorf("searching %s: %w", ix.path, err)
+		}
+		return r, nil
+	}
+}

@@ -1,0 +1,626 @@
+package search
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/pipeline-dev/pipeline/engine/store"
+)
+
+// The kinds of documents.
+const (
+	KindTranscript = "transcript"
+	KindPrompt     = "prompt"
+	KindNote       = "note"
+	KindWorkingSet = "working-set"
+)
+
+// A document of a transcript or prompt is up to chunkLines lines or
+// chunkBytes bytes of the file (a longer line is a document of its own):
+// small enough that BM25 scores the passage, not the whole file, and
+// that the best line is found fast; large enough that a gigabyte is a
+// few hundred thousand rows.
+const (
+	chunkLines = 32
+	chunkBytes = 4 << 10
+)
+
+// batchBytes is how much of a file one transaction indexes: what a kill
+// in the middle of a large file loses, and how long another search waits
+// for the write lock. (A variable for the tests.)
+var batchBytes int64 = 32 << 20
+
+// Stats says what an Update did.
+type Stats struct {
+	// Sessions is the number of sessions in the store.
+	Sessions int `json:"sessions"`
+	// Files is the number of files of which something was indexed.
+	Files int `json:"files"`
+	// Chunks is the number of documents added: chunks of transcripts and
+	// prompts, notes, working-set items.
+	Chunks int `json:"chunks"`
+	// Bytes is the number of bytes of transcripts and prompts indexed.
+	Bytes int64 `json:"bytes"`
+	// Removed is the number of sessions removed from the index (no longer
+	// in the store).
+	Removed int `json:"removed_sessions"`
+}
+
+func (s *Stats) add(o Stats) {
+	s.Files += o.Files
+	s.Chunks += o.Chunks
+	s.Bytes += o.Bytes
+	s.Removed += o.Removed
+}
+
+// fileRow is how far a file was indexed.
+type fileRow struct {
+	id            int64
+	size, mtime   int64
+	inode         uint64
+	offset, lines int64
+}
+
+func (r fileRow) same(f store.SessionFile) bool {
+	return r.size == f.Size && r.mtime == f.ModTime.UnixNano() && r.inode == f.Inode
+}
+
+// Update indexes what is new in the store: the bytes appended to each
+// transcript and prompt file since the last update, the notes and
+// working sets of the sessions whose snapshot changed, the sessions that
+// appeared; and removes the sessions that are gone.
+func (ix *Index) Update(ctx context.Context) (Stats, error) {
+	var stats Stats
+	list, err := ix.st.List()
+	if err != nil {
+		return stats, err
+	}
+	stats.Sessions = len(list)
+	known, err := ix.knownFiles(ctx)
+	if err != nil {
+		return stats, err
+	}
+	live := make(map[string]bool, len(list))
+	for _, s := range list {
+		live[s.ID] = true
+	}
+	for id := range known {
+		if !live[id] {
+			if err := ix.removeSession(ctx, id); err != nil {
+				return stats, err
+			}
+			stats.Removed++
+		}
+	}
+	for _, s := range list {
+		if err := ctx.Err(); err != nil {
+			return stats, err
+		}
+		// A session that is not running writes no more: its files' last
+		// lines are whole, line break or not.
+		got, err := ix.updateSession(ctx, s.ID, known[s.ID], s.Status != "running")
+		stats.add(got)
+		if err != nil {
+			return stats, err
+		}
+	}
+	return stats, nil
+}
+
+// knownFiles reads the files table: what was indexed, per session and
+// file. It is read outside a transaction, to find what changed; each
+// change is made in a transaction that reads its row again.
+func (ix *Index) knownFiles(ctx context.Context) (map[string]map[string]fileRow, error) {
+	rows, err := ix.db.QueryContext(ctx, `SELECT id, session, rel, size, mtime, inode, offset, lines FROM files`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	known := map[string]map[string]fileRow{}
+	for rows.Next() {
+		var (
+			r            fileRow
+			session, rel string
+		)
+		if err := rows.Scan(&r.id, &session, &rel, &r.size, &r.mtime, &r.inode, &r.offset, &r.lines); err != nil {
+			return nil, err
+		}
+		if known[session] == nil {
+			known[session] = map[string]fileRow{}
+		}
+		known[session][rel] = r
+	}
+	return known, rows.Err()
+}
+
+func (ix *Index) removeSession(ctx context.Context, id string) error {
+	return ix.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM docs WHERE session = ?`, id); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM files WHERE session = ?`, id)
+		return err
+	})
+}
+
+// updateSession indexes what changed in one session's files.
+func (ix *Index) updateSession(ctx context.Context, id string, known map[string]fileRow, final bool) (Stats, error) {
+	var stats Stats
+	files, err := ix.st.StepFiles(id)
+	if err != nil {
+		return stats, skipGone(err)
+	}
+	state, err := ix.st.StatSessionFile(id, store.StateFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return stats, skipGone(err)
+	default:
+		files = append(files, state)
+	}
+	seen := make(map[string]bool, len(files))
+	for _, f := range files {
+		seen[f.Rel] = true
+		if row, ok := known[f.Rel]; ok && row.same(f) {
+			continue
+		}
+		var got Stats
+		if f.Rel == store.StateFile {
+			got, err = ix.indexState(ctx, id)
+		} else {
+			got, err = ix.indexStepFile(ctx, id, f, final)
+		}
+		stats.add(got)
+		if err != nil {
+			return stats, skipGone(err)
+		}
+	}
+	for rel, row := range known {
+		if !seen[rel] {
+			if err := ix.removeFile(ctx, row.id); err != nil {
+				return stats, err
+			}
+		}
+	}
+	return stats, nil
+}
+
+// skipGone makes a file (or session) removed while it was being indexed
+// no error: the next update removes it from the index.
+func skipGone(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+func (ix *Index) removeFile(ctx context.Context, id int64) error {
+	return ix.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM docs WHERE file = ?`, id); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM files WHERE id = ?`, id)
+		return err
+	})
+}
+
+// inTx runs fn in a write transaction (BEGIN IMMEDIATE: another search
+// indexing waits, up to the busy timeout) and commits it.
+func (ix *Index) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := ix.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// fileRowTx reads (making it, empty) the row of a file in a transaction.
+func fileRowTx(ctx context.Context, tx *sql.Tx, session, rel string) (fileRow, error) {
+	var r fileRow
+	err := tx.QueryRowContext(ctx, `SELECT id, size, mtime, inode, offset, lines FROM files WHERE session = ? AND rel = ?`,
+		session, rel).Scan(&r.id, &r.size, &r.mtime, &r.inode, &r.offset, &r.lines)
+	if errors.Is(err, sql.ErrNoRows) {
+		res, err := tx.ExecContext(ctx, `INSERT INTO files(session, rel, size, mtime, inode, offset, lines) VALUES(?, ?, 0, 0, 0, 0, 0)`,
+			session, rel)
+		if err != nil {
+			return r, err
+		}
+		r.id, err = res.LastInsertId()
+		return r, err
+	}
+	return r, err
+}
+
+func saveFileRow(ctx context.Context, tx *sql.Tx, r fileRow) error {
+	_, err := tx.ExecContext(ctx, `UPDATE files SET size = ?, mtime = ?, inode = ?, offset = ?, lines = ? WHERE id = ?`,
+		r.size, r.mtime, r.inode, r.offset, r.lines, r.id)
+	return err
+}
+
+// statOf is the size, time and inode of an open file.
+func statOf(f *os.File) (size, mtime int64, inode uint64, err error) {
+	info, err := f.Stat()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if sys, ok := info.Sys().(*syscall.Stat_t); ok {
+		inode = sys.Ino
+	}
+	return info.Size(), info.ModTime().UnixNano(), inode, nil
+}
+
+const insertDoc = `INSERT INTO docs(file, session, phase, attempt, step, kind, section, item, line, at, body)
+	VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+const insertText = `INSERT INTO text(rowid, body) VALUES(?, ?)`
+
+// inserter adds documents in a transaction: a row of docs, then its text
+// to the full-text index.
+type inserter struct{ doc, text *sql.Stmt }
+
+func newInserter(ctx context.Context, tx *sql.Tx) (*inserter, error) {
+	doc, err := tx.PrepareContext(ctx, insertDoc)
+	if err != nil {
+		return nil, err
+	}
+	text, err := tx.PrepareContext(ctx, insertText)
+	if err != nil {
+		doc.Close()
+		return nil, err
+	}
+	return &inserter{doc: doc, text: text}, nil
+}
+
+func (in *inserter) add(ctx context.Context, file int64, session, phase string, attempt int, step, kind, section string, item int, line, at int64, body []byte) error {
+	res, err := in.doc.ExecContext(ctx, file, session, phase, attempt, step, kind, section, item, line, at, body)
+	if err != nil {
+		return err
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	_, err = in.text.ExecContext(ctx, id, body)
+	return err
+}
+
+func (in *inserter) close() {
+	in.doc.Close()
+	in.text.Close()
+}
+
+// indexStepFile indexes the whole lines of a transcript or prompt file
+// past what was indexed of it, batchBytes per transaction; final: its
+// last line too, with or without its line break.
+func (ix *Index) indexStepFile(ctx context.Context, session string, sf store.SessionFile, final bool) (Stats, error) {
+	var stats Stats
+	f, err := ix.st.OpenSessionFile(session, sf.Rel)
+	if err != nil {
+		return stats, err
+	}
+	defer f.Close()
+	size, mtime, inode, err := statOf(f)
+	if err != nil {
+		return stats, err
+	}
+	kind := KindTranscript
+	if sf.Prompt {
+		kind = KindPrompt
+	}
+	indexedAny := false
+	for {
+		var done bool
+		err := ix.inTx(ctx, func(tx *sql.Tx) error {
+			row, err := fileRowTx(ctx, tx, session, sf.Rel)
+			if err != nil {
+				return err
+			}
+			if row.inode != inode || size < row.offset {
+				// Replaced, or cut: all of it again.
+				if _, err := tx.ExecContext(ctx, `DELETE FROM docs WHERE file = ?`, row.id); err != nil {
+					return err
+				}
+				row.offset, row.lines = 0, 0
+			}
+			row.size, row.mtime, row.inode = size, mtime, inode
+			if row.offset >= size {
+				done = true
+				return saveFileRow(ctx, tx, row)
+			}
+			insert, err := newInserter(ctx, tx)
+			if err != nil {
+				return err
+			}
+			defer insert.close()
+			c := chunker{final: final, emit: func(line int64, body []byte) error {
+				stats.Chunks++
+				return insert.add(ctx, row.id, session, sf.Phase, sf.Attempt, sf.Step, kind, "", 0, line, mtime, body)
+			}, line: row.lines + 1}
+			read, finished, err := c.read(io.NewSectionReader(f, row.offset, size-row.offset), batchBytes)
+			if err != nil {
+				return err
+			}
+			row.offset += read
+			row.lines = c.line - 1
+			stats.Bytes += read
+			indexedAny = indexedAny || read > 0
+			done = finished
+			return saveFileRow(ctx, tx, row)
+		})
+		if err != nil {
+			return stats, err
+		}
+		if done {
+			break
+		}
+	}
+	if indexedAny {
+		stats.Files++
+	}
+	return stats, nil
+}
+
+// chunker groups whole lines into documents and hands each to emit with
+// the number of its first line.
+type chunker struct {
+	emit  func(line int64, body []byte) error
+	final bool  // the file is written no more: a last line without its break is whole
+	line  int64 // the number of the next line
+	x     extractor
+	body  []byte
+	lines int   // in body
+	bytes int   // of the file, in body
+	first int64 // the line body starts with
+}
+
+// read reads whole lines from r until at least limit bytes were read, or
+// r ends: it returns how many bytes it took (up to the end of the last
+// whole line) and whether it reached r's end. A last line without its
+// line break is left for later (it is being written), unless final.
+func (c *chunker) read(r io.Reader, limit int64) (n int64, finished bool, err error) {
+	br := bufio.NewReaderSize(r, 256<<10)
+	var long []byte
+	for n < limit {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: gather it.
+			long = append(long[:0], line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if errors.Is(err, io.EOF) {
+			if c.final && len(line) > 0 {
+				if err := c.add(append(line, '\n')); err != nil {
+					return n, true, err
+				}
+				n += int64(len(line))
+			}
+			return n, true, c.flush()
+		}
+		if err != nil {
+			return n, false, err
+		}
+		if err := c.add(line); err != nil {
+			return n, false, err
+		}
+		n += int64(len(line))
+	}
+	if err := c.flush(); err != nil {
+		return n, false, err
+	}
+	_, err = br.Peek(1)
+	return n, errors.Is(err, io.EOF), nil
+}
+
+// add takes one line, with its line break.
+func (c *chunker) add(line []byte) error {
+	if c.lines > 0 && (c.lines == chunkLines || c.bytes+len(line) > chunkBytes) {
+		if err := c.flush(); err != nil {
+			return err
+		}
+	}
+	if c.lines == 0 {
+		c.first = c.line
+	} else {
+		c.body = append(c.body, '\n')
+	}
+	text := line[:len(line)-1]
+	if len(text) > 0 && text[len(text)-1] == '\r' {
+		text = text[:len(text)-1]
+	}
+	c.body = c.x.appendLineText(c.body, text)
+	c.lines++
+	c.bytes += len(line)
+	c.line++
+	return nil
+}
+
+func (c *chunker) flush() error {
+	if c.lines == 0 {
+		return nil
+	}
+	err := c.emit(c.first, c.body)
+	c.body, c.lines, c.bytes = c.body[:0], 0, 0
+	return err
+}
+
+// snapshotState is what the index reads of a session's snapshot: the
+// phases' notes and summaries, and the working set. It is decoded here,
+// not with the engine's types, so that a field the engine adds or the
+// working set's shape as it lands changes nothing here.
+type snapshotState struct {
+	State struct {
+		Phases []struct {
+			Name    string    `json:"name"`
+			Notes   []string  `json:"notes"`
+			Summary string    `json:"summary"`
+			Started time.Time `json:"started"`
+			Ended   time.Time `json:"ended"`
+		} `json:"phases"`
+		WorkingSet *workingSet `json:"working_set"`
+	} `json:"state"`
+}
+
+// workingSet is the working set as the engine writes it in the state.
+type workingSet struct {
+	Summary      []workingItem `json:"summary"`
+	PinnedFacts  []workingItem `json:"pinned_facts"`
+	Decisions    []workingItem `json:"decisions"`
+	OpenTasks    []workingItem `json:"open_tasks"`
+	DoneTasks    []workingItem `json:"done_tasks"`
+	FilesTouched []struct {
+		Path  string    `json:"path"`
+		Phase string    `json:"phase"`
+		At    time.Time `json:"at"`
+	} `json:"files_touched"`
+}
+
+type workingItem struct {
+	ID     int       `json:"id"`
+	Text   string    `json:"text"`
+	Phase  string    `json:"phase"`
+	At     time.Time `json:"at"`
+	Source string    `json:"source"`
+}
+
+// stateDoc is one document from a snapshot.
+type stateDoc struct {
+	kind, section, phase, body string
+	item                       int
+	at                         time.Time
+}
+
+// stateDocs lists the documents of a snapshot. A note has no time of its
+// own: noted is when the index first saw it (or the snapshot's time).
+func stateDocs(content []byte) ([]stateDoc, error) {
+	var snap snapshotState
+	if err := json.Unmarshal(content, &snap); err != nil {
+		return nil, err
+	}
+	var docs []stateDoc
+	for _, p := range snap.State.Phases {
+		for i, n := range p.Notes {
+			docs = append(docs, stateDoc{kind: KindNote, section: "human", phase: p.Name, item: i + 1, body: n})
+		}
+		if p.Summary != "" {
+			docs = append(docs, stateDoc{kind: KindNote, section: "summary", phase: p.Name, body: p.Summary, at: p.Ended})
+		}
+	}
+	if ws := snap.State.WorkingSet; ws != nil {
+		for _, sec := range []struct {
+			name  string
+			items []workingItem
+		}{{"summary", ws.Summary}, {"pinned_facts", ws.PinnedFacts}, {"decisions", ws.Decisions},
+			{"open_tasks", ws.OpenTasks}, {"done_tasks", ws.DoneTasks}} {
+			for _, it := range sec.items {
+				docs = append(docs, stateDoc{kind: KindWorkingSet, section: sec.name, phase: it.Phase, item: it.ID, body: it.Text, at: it.At})
+			}
+		}
+		for _, f := range ws.FilesTouched {
+			docs = append(docs, stateDoc{kind: KindWorkingSet, section: "files_touched", phase: f.Phase, body: f.Path, at: f.At})
+		}
+	}
+	return docs, nil
+}
+
+// indexState indexes a session's notes, phase summaries and working set
+// again from its snapshot, in one transaction. A snapshot that cannot be
+// read (of a format this pipeline does not read) indexes nothing, until
+// it changes.
+func (ix *Index) indexState(ctx context.Context, session string) (Stats, error) {
+	var stats Stats
+	f, err := ix.st.OpenSessionFile(session, store.StateFile)
+	if err != nil {
+		return stats, err
+	}
+	defer f.Close()
+	size, mtime, inode, err := statOf(f)
+	if err != nil {
+		return stats, err
+	}
+	content, err := io.ReadAll(f)
+	if err != nil {
+		return stats, err
+	}
+	docs, _ := stateDocs(content)
+	err = ix.inTx(ctx, func(tx *sql.Tx) error {
+		row, err := fileRowTx(ctx, tx, session, store.StateFile)
+		if err != nil {
+			return err
+		}
+		if row.size == size && row.mtime == mtime && row.inode == inode {
+			return nil // another search indexed it meanwhile
+		}
+		// A note keeps the time it was first indexed at.
+		noted := map[string]int64{}
+		rows, err := tx.QueryContext(ctx, `SELECT section, phase, body, at FROM docs WHERE file = ? AND kind = ?`, row.id, KindNote)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var section, phase, body string
+			var at int64
+			if err := rows.Scan(&section, &phase, &body, &at); err != nil {
+				rows.Close()
+				return err
+			}
+			noted[section+"\x00"+phase+"\x00"+body] = at
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM docs WHERE file = ?`, row.id); err != nil {
+			return err
+		}
+		insert, err := newInserter(ctx, tx)
+		if err != nil {
+			return err
+		}
+		defer insert.close()
+		for _, d := range docs {
+			at := mtime
+			if !d.at.IsZero() {
+				at = d.at.UnixNano()
+			}
+			if was, ok := noted[d.section+"\x00"+d.phase+"\x00"+d.body]; ok && d.kind == KindNote && d.at.IsZero() {
+				at = was
+			}
+			body := appendPlain(nil, []byte(d.body))
+			if err := insert.add(ctx, row.id, session, d.phase, 0, "", d.kind, d.section, d.item, 0, at, body); err != nil {
+				return err
+			}
+			stats.Chunks++
+		}
+		row.size, row.mtime, row.inode = size, mtime, inode
+		return saveFileRow(ctx, tx, row)
+	})
+	if err == nil {
+		stats.Files++
+	}
+	return stats, err
+}
+
+// Count reports how many documents and files the index holds.
+func (ix *Index) Count(ctx context.Context) (docs, files int, err error) {
+	if err := ix.db.QueryRowContext(ctx, `SELECT count(*) FROM docs`).Scan(&docs); err != nil {
+		return 0, 0, err
+	}
+	err = ix.db.QueryRowContext(ctx, `SELECT count(*) FROM files`).Scan(&files)
+	return docs, files, err
+}
