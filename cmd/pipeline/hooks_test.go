@@ -13,8 +13,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // pausingWithHooks pauses at a checkpoint in its first phase; the hooks
@@ -152,10 +150,7 @@ phases: [{name: build, steps: [{run: echo built}]}]
 		return err == nil && !strings.Contains(string(stat), ") Z") && !strings.Contains(string(stat), ") X")
 	}
 	if n, err := strconv.Atoi(pid); err == nil {
-		if fd, err := unix.PidfdOpen(n, 0); err == nil {
-			unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 10_000)
-			unix.Close(fd)
-		}
+		awaitExit(n, 10*time.Second)
 	}
 	if alive() {
 		t.Errorf("the hook's background process %s is still running", pid)
