@@ -218,7 +218,7 @@ design)
   echo "> [SUMMARY] design drafted; the storage layer is next"
   ;;
 build)
-  echo "[DONE] fixed the login bug"
+  echo "[DONE] fixed the login bugs"
   echo "build finished"
   ;;
 esac
@@ -240,7 +240,7 @@ phases:
 		t.Errorf("open tasks %q, want the one the [DONE] did not close", got)
 	}
 	done := wantItem(t, "done tasks", m.Done, "Fix login bug", "agent", "design")
-	if done.Closed == nil || done.ClosedBy != "fixed the login bug" {
+	if done.Closed == nil || done.ClosedBy != "fixed the login bugs" {
 		t.Errorf("the done task: closed %v by %q; want closed by the build's [DONE]", done.Closed, done.ClosedBy)
 	}
 	if len(m.Decisions) != 1 || len(m.Pinned) != 1 || len(m.Done) != 1 {
@@ -254,7 +254,7 @@ phases:
 	}
 	text := pipeline(t, dir, "memory").stdout
 	wantIn(t, text, []string{"Decisions\n  #", "keep the index under .pipeline/  (agent, design, ", "Open tasks\n  #",
-		"Fix login bug  (agent, design, ", `closed by "fixed the login bug"`}, []string{"lines for open tasks"})
+		"Fix login bug  (agent, design, ", `closed by "fixed the login bugs"`}, []string{"lines for open tasks"})
 }
 
 // The working set is in the event log as the agent prints it: a kill -9
