@@ -206,7 +206,10 @@ func (d *decider) compacted(e Compacted) {
 	delete(s.NativeSessions, c.SessionKey)
 	delete(s.NativeAgents, c.SessionKey)
 	delete(s.ForkOnly, c.SessionKey)
-	s.ResumeContext = true
+	// A fresh session, not one recovered by its feature: the CLI's
+	// session of the feature that the store no longer names is the one
+	// just compacted, and a feature's next step would adopt it again.
+	s.ResumeContext, s.FreshSession = true, true
 	s.Resuming = &Resumption{Firing: f, Phase: rec.Name, RecentOutput: recentOutput(c.Result.Output)}
 	d.decideAfterStep(c.Result)
 	if s.Status != StatusRunning {
