@@ -122,11 +122,14 @@ type compactionStatus struct {
 		Context       struct {
 			Compactions int `json:"compactions"`
 		} `json:"context"`
-		Fired []struct {
-			Reason string `json:"reason"`
-			Note   string `json:"note"`
-		} `json:"triggers_fired"`
+		Fired []firingNote `json:"triggers_fired"`
 	} `json:"phases"`
+}
+
+// firingNote is a trigger fired, with its note.
+type firingNote struct {
+	Reason string `json:"reason"`
+	Note   string `json:"note"`
 }
 
 func (r *claudeRun) compactionStatus(t *testing.T) compactionStatus {
@@ -184,12 +187,7 @@ func TestClaudeCompactionHandsTheWorkingSetToAFreshSession(t *testing.T) {
 		t.Errorf("compactions: %d in all, design %d, build %d; want 1, 1, 0", s.Context.Compactions,
 			s.Phases[0].Context.Compactions, s.Phases[1].Context.Compactions)
 	}
-	if i := slices.IndexFunc(s.Phases[0].Fired, func(f struct {
-		Reason string `json:"reason"`
-		Note   string `json:"note"`
-	}) bool {
-		return f.Reason == "compaction"
-	}); i < 0 || s.Phases[0].Fired[i].Note != "the agent wrote its working set" {
+	if i := slices.IndexFunc(s.Phases[0].Fired, func(f firingNote) bool { return f.Reason == "compaction" }); i < 0 || s.Phases[0].Fired[i].Note != "the agent wrote its working set" {
 		t.Errorf("the design's firings %+v", s.Phases[0].Fired)
 	}
 	// The compaction turn is in the design's own transcript, under the
@@ -211,12 +209,7 @@ func TestClaudeCompactionHandsTheWorkingSetToAFreshSession(t *testing.T) {
 	if got := m.Summary; len(got) == 0 || got[0].Text != "the design is drafted; storage is next" || got[0].Source != "compaction" {
 		t.Errorf("summary %+v", got)
 	}
-	if i := slices.IndexFunc(m.Files, func(f struct {
-		Path  string `json:"path"`
-		Phase string `json:"phase"`
-	}) bool {
-		return f.Path == "docs/design.md"
-	}); i < 0 {
+	if !slices.Contains(m.Files, fileTouch{Path: "docs/design.md", Phase: "design"}) {
 		t.Errorf("files touched %+v", m.Files)
 	}
 }

@@ -41,10 +41,13 @@ type memoryOut struct {
 	Done         []memoryItem `json:"done_tasks"`
 	Project      []memoryItem `json:"project_facts"`
 	ProjectError string       `json:"project_error"`
-	Files        []struct {
-		Path  string `json:"path"`
-		Phase string `json:"phase"`
-	} `json:"files_touched"`
+	Files        []fileTouch  `json:"files_touched"`
+}
+
+// fileTouch is one of memory -o json's files_touched.
+type fileTouch struct {
+	Path  string `json:"path"`
+	Phase string `json:"phase"`
 }
 
 // memoryOf runs pipeline memory -o json (args name the session) in dir
