@@ -48,7 +48,9 @@ func TestCompactionAsksTheNativeSessionThenStartsAFreshOne(t *testing.T) {
 		Summary: "handlers done", PinnedFacts: []string{"the API is v2"}, Decisions: []string{"use FTS5"},
 		OpenTasks: []string{"write docs"}, FilesTouched: []string{"api/h.go"}}})
 	start, ok := last(actions).(engine.StartStep)
-	if !ok || start.Phase != 1 || start.SessionID != "" || !start.ResumeContext || start.Resuming == nil ||
+	// Regression: the feature's next step recovered the CLI's session of
+	// the feature, the one just compacted, and went on in it.
+	if !ok || start.Phase != 1 || start.SessionID != "" || start.Recover || !start.ResumeContext || start.Resuming == nil ||
 		start.Resuming.Firing.Reason != engine.ReasonCompaction {
 		t.Fatalf("after the compaction: %#v", actions)
 	}

@@ -226,9 +226,10 @@ func (w *WorkingSet) Touch(files []string, phase string, at time.Time) {
 // -1: the same text (case, spaces and punctuation aside), else the task
 // whose words the text shares most, when they share at least 60 % of
 // their words together (Jaccard over words without "the", "a" and such,
-// their endings -ing, -ed, -es and -s taken off: "fixed the login bug"
-// closes "Fix login bug"; "add tests for the lexer" does not close "add
-// tests for the parser"). Among equals the oldest task wins.
+// their endings -ing, -ed, -es, -s and a final -e taken off: "fixed the
+// login bugs" closes "Fix login bug", "updated the docs" closes "update
+// the doc"; "add tests for the lexer" does not close "add tests for the
+// parser"). Among equals the oldest task wins.
 func MatchTask(open []MemoryItem, text string) int {
 	want := normalText(text)
 	if want == "" {
@@ -269,15 +270,21 @@ func wordSet(normal string) map[string]bool {
 
 // stem takes the commonest English endings off a word, so that "fixed
 // the tests" names "fix the test": a [DONE] is often the task in the
-// past tense.
+// past tense. A final "e" goes too, so that "update", "updated" and
+// "updating" meet, and a plural "s" of a short word ("bugs"), but not
+// the end of "ss" ("pass").
 func stem(w string) string {
-	if len(w) <= 4 {
+	if len(w) <= 3 {
 		return w
 	}
 	for _, end := range []string{"ing", "ed", "es", "s"} {
-		if strings.HasSuffix(w, end) && len(w)-len(end) >= 3 {
-			return w[:len(w)-len(end)]
+		if strings.HasSuffix(w, end) && len(w)-len(end) >= 3 && !(end == "s" && strings.HasSuffix(w, "ss")) {
+			w = w[:len(w)-len(end)]
+			break
 		}
+	}
+	if len(w) > 3 && strings.HasSuffix(w, "e") {
+		w = w[:len(w)-1]
 	}
 	return w
 }

@@ -82,6 +82,11 @@ func TestDoneClosesTheTaskItNames(t *testing.T) {
 		{"Write the migration.", "write the migration"},
 		{"fix login bug", "Fix the login bug"},
 		{"fixed the login bug", "Fix the login bug"},
+		// Regression: a plural of a short word, or a verb ending in "e"
+		// in another tense, closed nothing (2 of 4 words shared).
+		{"fixed the login bugs", "Fix the login bug"},
+		{"writing the migration", "write the migration"},
+		{"wrote the migration", ""}, // an irregular past is not matched
 		{"added tests for the parser", "add tests for the parser"},
 		{"add tests for parser", "add tests for the parser"},
 		{"add tests for the lexer", ""}, // 2 of 4 words shared

@@ -303,8 +303,15 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 					return state(), recordErr
 				}
 				if err := r.sess.TakeMemoryRequests(r.say); err != nil {
-					recordFailed(err)
-					return state(), recordErr
+					// Only a record that failed ends the run; requests that
+					// cannot be listed or read wait for the next step (a
+					// session folder deleted meanwhile fails the record of
+					// the step's end, which pauses as store-error).
+					if broken := r.sess.StoreFailed(); broken != nil {
+						recordFailed(broken)
+						return state(), recordErr
+					}
+					r.say("pipeline: the memory changes left for the session cannot be read now (%v): they wait for the next step", err)
 				}
 			}
 			if handle(ev) {
