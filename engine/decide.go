@@ -816,13 +816,32 @@ func summarize(r StepResult) string {
 		return r.CheckpointNote
 	}
 	out := strings.TrimRight(r.Output, "\n ")
-	if i := strings.LastIndexByte(out, '\n'); i >= 0 {
-		out = out[i+1:]
+	// The last line that is not a working-set marker (its text is in the
+	// working set already) nor empty.
+	for {
+		i := strings.LastIndexByte(out, '\n')
+		line := strings.TrimSpace(out[i+1:])
+		if i < 0 || (line != "" && !isMarkerLine(line)) {
+			out = line
+			break
+		}
+		out = strings.TrimRight(out[:i], "\n ")
 	}
 	if runes := []rune(strings.TrimSpace(out)); len(runes) > 200 {
 		return string(runes[:200]) + "…"
 	}
 	return strings.TrimSpace(out)
+}
+
+// isMarkerLine reports whether a line starts with a working-set marker.
+func isMarkerLine(line string) bool {
+	line = strings.TrimLeft(line, "-*+> \t")
+	for _, m := range []string{"[DECISION]", "[FACT]", "[TODO]", "[DONE]", "[SUMMARY]"} {
+		if strings.HasPrefix(line, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // historyLength bounds the exit codes and firings a phase record keeps:

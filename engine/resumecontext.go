@@ -340,6 +340,9 @@ func rctxDiffLines(diff string) []string {
 // rctxKeep keeps the first n entries of list and says how many were cut.
 func rctxKeep(list []string, n int, what string) []string {
 	cut := len(list) - n
+	if cut == 1 {
+		what = strings.TrimSuffix(what, "s")
+	}
 	if n == 0 {
 		return []string{fmt.Sprintf("… %d %s (the list was cut to fit)", cut, what)}
 	}
@@ -350,6 +353,9 @@ func rctxKeep(list []string, n int, what string) []string {
 // earlier ones were cut, and where to read them.
 func rctxKeepLast(list []string, n int, what, where string) []string {
 	cut := len(list) - n
+	if cut == 1 {
+		what = strings.TrimSuffix(what, "s")
+	}
 	note := fmt.Sprintf("… %d earlier %s cut to fit (%s lists them all)", cut, what, where)
 	return append([]string{note}, list[cut:]...)
 }

@@ -189,3 +189,13 @@ func TestTheWorkingSetIsRebuiltByReplay(t *testing.T) {
 		t.Errorf("replayed %+v", replayed.WorkingSet)
 	}
 }
+
+// A phase's summary, when the agent printed no [SUMMARY], is its last
+// line of output that is not a marker (the marker is in the working set).
+func TestThePhaseSummarySkipsMarkerLines(t *testing.T) {
+	s, _ := newSession(t, planOf(t, memoryPipeline))
+	s.finish(time.Second, engine.StepResult{Output: "wrote the storage layer\n[TODO] write its tests\n- [DECISION] keep it in SQLite\n\n"})
+	if got := s.state.Phases[0].Summary; got != "wrote the storage layer" {
+		t.Errorf("summary %q", got)
+	}
+}
