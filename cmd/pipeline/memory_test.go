@@ -600,3 +600,33 @@ phases:
 		t.Errorf("the next steps were kept whole while the decisions were cut:\n%s", context)
 	}
 }
+
+// What a human pins, and what an agent's marker says, is redacted before
+// it is kept, in the session and in the project's memory.
+func TestTheWorkingSetIsRedacted(t *testing.T) {
+	dir := t.TempDir()
+	secret := "ghp_" + strings.Repeat("a1B2", 9)
+	write(t, dir, "phases.yaml", "version: 1\nagent: {kind: command, command: [sh, -c, 'cat >/dev/null; echo \"[FACT] the token is "+
+		secret+"\"; echo \"[CHECKPOINT] wait\"']}\nphases: [{name: a}]\n")
+	if r := pipeline(t, dir, "run"); r.code != exitPaused {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	for _, args := range [][]string{{"memory", "pin", "push with " + secret}, {"memory", "pin", "--project", "CI uses " + secret}} {
+		if r := pipeline(t, dir, args...); r.code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
+		}
+	}
+	m := memoryOf(t, dir, nil)
+	if len(m.Pinned) != 2 || len(m.Project) != 1 {
+		t.Fatalf("pinned %q, project %q", texts(m.Pinned), texts(m.Project))
+	}
+	for _, item := range append(m.Pinned, m.Project...) {
+		if strings.Contains(item.Text, secret) || !strings.Contains(item.Text, "[REDACTED") {
+			t.Errorf("kept unredacted: %q", item.Text)
+		}
+	}
+	stored, err := os.ReadFile(filepath.Join(dir, ".pipeline", "memory.json"))
+	if err != nil || bytes.Contains(stored, []byte(secret)) {
+		t.Errorf("memory.json holds the secret (%v):\n%s", err, stored)
+	}
+}
