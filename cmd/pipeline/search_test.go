@@ -61,7 +61,8 @@ func TestSearchEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	// The agent: a JSON line with the prompt, a JSON line of text, a
 	// plain line, and a last line (the phase's summary).
-	write(t, dir, "agent.sh", `printf '{"type":"system","subtype":"init","prompt":"%s"}\n' "$1"
+	// (The prompt's first line: the rest is the markers' hint.)
+	write(t, dir, "agent.sh", `printf '{"type":"system","subtype":"init","prompt":"%s"}\n' "$(printf '%s\n' "$1" | head -n 1)"
 printf '{"type":"assistant","message":{"content":[{"type":"text","text":"the %s capacitor needs 1.21 gigawatts"}]}}\n' "$WORD"
 echo "plain line about $WORD and bananas"
 echo "done"
