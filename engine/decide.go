@@ -114,6 +114,10 @@ func (s State) clone() State {
 		parent := *s.Parent
 		s.Parent = &parent
 	}
+	if s.ReplayOf != nil {
+		of := *s.ReplayOf
+		s.ReplayOf = &of
+	}
 	s.Phases = slices.Clone(s.Phases)
 	for i := range s.Phases {
 		p := &s.Phases[i]
@@ -158,6 +162,10 @@ func (d *decider) start(e Started) {
 			s.WorkingSet = e.Parent.WorkingSet.clone()
 		}
 		d.restoreNative(e.Parent.Native)
+	}
+	if e.ReplayOf != nil {
+		of := *e.ReplayOf
+		s.ReplayOf = &of
 	}
 	first := max(d.phaseIndex(e.From), 0)
 	d.skip(0, first)

@@ -20,6 +20,20 @@ type Started struct {
 	// Parent, on a session pipeline fork started, is the session it
 	// branched from.
 	Parent *Parent `json:",omitempty"`
+	// ReplayOf, on a session pipeline replay started, is the session it
+	// replays and what the replay changed.
+	ReplayOf *ReplayOf `json:",omitempty"`
+}
+
+// ReplayOf is the session a replay replays (its id), and what the replay
+// runs differently: the model and the agent kind given on the command
+// line (empty: the original's), and the spec file its plan reads when
+// the original's spec changed since it started (the copy kept then).
+type ReplayOf struct {
+	Session string `json:"session"`
+	Model   string `json:"model,omitempty"`
+	Agent   string `json:"agent,omitempty"`
+	Spec    string `json:"spec,omitempty"`
 }
 
 // Parent is the session a fork branched from: its id and folder, the

@@ -23,6 +23,8 @@ type StatusReport struct {
 	FailReason  string `json:"fail_reason,omitempty"`
 	// Parent is the session this one was forked from.
 	Parent *Parent `json:"parent,omitempty"`
+	// ReplayOf is the session this one replays, and what it changed.
+	ReplayOf *ReplayOf `json:"replay_of,omitempty"`
 	// ByHand: pipeline complete marked the session completed.
 	ByHand  bool    `json:"by_hand,omitempty"`
 	Tokens  int     `json:"tokens"`
@@ -97,7 +99,7 @@ type PhaseReport struct {
 func Report(plan *spec.Plan, s State) StatusReport {
 	r := StatusReport{Status: string(s.Status), Attempt: s.Attempt, Tokens: s.TotalTokens, CostUSD: s.CostUSD,
 		Elapsed: s.SessionElapsed.Round(time.Second).String(), ElapsedMS: s.SessionElapsed.Milliseconds(), FailReason: s.FailReason,
-		Parent: s.Parent, ByHand: s.ByHand, Phases: []PhaseReport{}}
+		Parent: s.Parent, ReplayOf: s.ReplayOf, ByHand: s.ByHand, Phases: []PhaseReport{}}
 	if s.Status == "" {
 		r.Status = string(StatusRunning)
 	}

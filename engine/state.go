@@ -134,6 +134,8 @@ type State struct {
 	// Parent is the session this one was forked from (pipeline fork).
 	Parent          *Parent `json:"parent,omitempty"`
 	PauseCheckpoint string  `json:"pause_checkpoint,omitempty"`
+	// ReplayOf is the session this one replays (pipeline replay).
+	ReplayOf *ReplayOf `json:"replay_of,omitempty"`
 
 	// PlanDigest is the digest of the plan of the latest start, resume or
 	// recovery: the plan the recorded decisions were made with.

@@ -89,6 +89,9 @@ func Summarize(plan *spec.Plan, meta store.Meta, s engine.State, now time.Time) 
 	if s.Pause != nil && s.Status == engine.StatusPaused {
 		sum.PauseReason = s.Pause.Reason
 	}
+	if s.ReplayOf != nil {
+		sum.ReplayOf = s.ReplayOf.Session
+	}
 	return sum
 }
 

@@ -34,3 +34,36 @@ func derivedDigest(digest, change string) string {
 	fmt.Fprintf(h, "pipeline derived plan\n%s\n%s\n", digest, change)
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// WithAgent returns a copy of the plan whose agent steps run the agent
+// kind (when not "") and the model (when not ""), as pipeline replay
+// --agent and --model run them; p is left as it is. Another kind starts
+// from scratch, as a phase's agent of another kind does when plans
+// merge: the kind, the model, and the feature kept; the old kind's
+// command, args and env are dropped. Its digest is derived from p's.
+func (p *Plan) WithAgent(kind, model string) *Plan {
+	if kind == "" && model == "" {
+		return p
+	}
+	q := *p
+	q.Phases = slices.Clone(p.Phases)
+	for i := range q.Phases {
+		q.Phases[i].Steps = slices.Clone(q.Phases[i].Steps)
+		for j := range q.Phases[i].Steps {
+			step := &q.Phases[i].Steps[j]
+			if step.Agent == nil {
+				continue
+			}
+			a := step.Agent.Value
+			if kind != "" && kind != a.Kind {
+				a = Agent{Kind: kind, Feature: a.Feature}
+			}
+			if model != "" {
+				a.Model = model
+			}
+			step.Agent = &Setting[Agent]{Value: a, From: Origin{Layer: LayerFlag}}
+		}
+	}
+	q.Digest = derivedDigest(p.Digest, "agent "+kind+"\nmodel "+model)
+	return &q
+}

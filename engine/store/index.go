@@ -56,7 +56,8 @@ const (
 )
 
 // indexFields is the number of fields of a line of the index; a line
-// of format 1 has one fewer (no phases.yaml), and its spec is absolute.
+// of format 1 has one fewer (no phases.yaml), and its spec is absolute;
+// the line of a replay one more (the session it replays).
 const indexFields = 12
 
 // The index is tab-separated rather than JSON: listing 10,000 sessions
@@ -65,17 +66,23 @@ const indexFields = 12
 // them (relative to its base): see portable.
 func (sum Summary) indexLine() []byte {
 	clean := func(s string) string { return strings.NewReplacer("\t", " ", "\n", " ").Replace(s) }
-	return []byte(strings.Join([]string{sum.ID, sum.Key, sum.Status, clean(sum.Phase), clean(sum.PauseReason),
+	line := strings.Join([]string{sum.ID, sum.Key, sum.Status, clean(sum.Phase), clean(sum.PauseReason),
 		strconv.Itoa(sum.Tokens), strconv.FormatFloat(sum.CostUSD, 'f', -1, 64),
 		strconv.FormatInt(sum.Created.UnixNano(), 10), strconv.FormatInt(sum.Updated.UnixNano(), 10),
-		clean(sum.Pipeline), clean(sum.Spec), clean(sum.File)}, "\t") + "\n")
+		clean(sum.Pipeline), clean(sum.Spec), clean(sum.File)}, "\t")
+	if sum.ReplayOf != "" {
+		// A thirteenth field, for a replay's only: the index of a store
+		// without replays reads as it did.
+		line += "\t" + clean(sum.ReplayOf)
+	}
+	return []byte(line + "\n")
 }
 
 // parseIndexLine reads a line of the index as it is written; old is a
 // line of format 1, whose key and paths are not this format's.
 func parseIndexLine(line []byte) (sum Summary, old, ok bool) {
 	fields := bytes.Split(line, []byte("\t"))
-	if len(fields) != indexFields && len(fields) != indexFields-1 || len(fields[0]) == 0 {
+	if len(fields) < indexFields-1 || len(fields) > indexFields+1 || len(fields[0]) == 0 {
 		return Summary{}, false, false
 	}
 	tokens, err1 := strconv.Atoi(string(fields[5]))
@@ -88,8 +95,11 @@ func parseIndexLine(line []byte) (sum Summary, old, ok bool) {
 	sum = Summary{ID: string(fields[0]), Key: string(fields[1]), Status: string(fields[2]), Phase: string(fields[3]),
 		PauseReason: string(fields[4]), Tokens: tokens, CostUSD: cost, Created: time.Unix(0, created),
 		Updated: time.Unix(0, updated), Pipeline: string(fields[9]), Spec: string(fields[10])}
-	if len(fields) == indexFields {
+	if len(fields) >= indexFields {
 		sum.File = string(fields[11])
+	}
+	if len(fields) > indexFields {
+		sum.ReplayOf = string(fields[12])
 	}
 	return sum, len(fields) < indexFields, true
 }

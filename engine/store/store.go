@@ -63,18 +63,20 @@ type Meta struct {
 // and Spec are absolute; in the index they are relative to the store's
 // base, as in meta.json.
 type Summary struct {
-	ID          string    `json:"id"`
-	Key         string    `json:"key"`
-	Pipeline    string    `json:"pipeline"`
-	File        string    `json:"file,omitempty"`
-	Spec        string    `json:"spec,omitempty"`
-	Status      string    `json:"status"`
-	Phase       string    `json:"phase,omitempty"`
-	PauseReason string    `json:"pause_reason,omitempty"`
-	Tokens      int       `json:"tokens"`
-	CostUSD     float64   `json:"cost_usd"`
-	Created     time.Time `json:"created"`
-	Updated     time.Time `json:"updated"`
+	ID          string `json:"id"`
+	Key         string `json:"key"`
+	Pipeline    string `json:"pipeline"`
+	File        string `json:"file,omitempty"`
+	Spec        string `json:"spec,omitempty"`
+	Status      string `json:"status"`
+	Phase       string `json:"phase,omitempty"`
+	PauseReason string `json:"pause_reason,omitempty"`
+	// ReplayOf is the session this one replays (pipeline replay).
+	ReplayOf string    `json:"replay_of,omitempty"`
+	Tokens   int       `json:"tokens"`
+	CostUSD  float64   `json:"cost_usd"`
+	Created  time.Time `json:"created"`
+	Updated  time.Time `json:"updated"`
 }
 
 // Store is a .pipeline folder.
