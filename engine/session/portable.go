@@ -21,10 +21,11 @@ import (
 // resume context (engine: StepResult.SessionLost).
 
 // portableFiles are the files of a session's folder that go with it
-// besides its log, snapshot and transcripts: the spec kept at its pause.
-// Not the step's process group nor a pause request: they name processes
+// besides its log, snapshot and transcripts: the spec kept at its pause
+// and at its start, and a replay's cues (the original's human
+// interventions still to give). Not the step's process group nor a pause request: they name processes
 // of the machine that wrote them.
-var portableFiles = []string{SpecAtPauseFile, SpecHashFile}
+var portableFiles = []string{SpecAtPauseFile, SpecHashFile, SpecAtStartFile, SpecAtStartHashFile, ReplayCuesFile}
 
 // Export writes the session ref found as one archive to w (see
 // store.Export), every file passed through the session's redaction once

@@ -29,6 +29,15 @@ const SpecAtPauseFile = "spec-at-pause.md"
 // that the spec changed while nothing watched it.
 const SpecHashFile = "spec-at-pause.sha256"
 
+// SpecAtStartFile keeps the spec as it was when the session started
+// (redacted, as SpecAtPauseFile), and SpecAtStartHashFile the
+// ContentHash of it before redaction: what pipeline replay gives a
+// replay of the session.
+const (
+	SpecAtStartFile     = "spec-at-start.md"
+	SpecAtStartHashFile = "spec-at-start.sha256"
+)
+
 // ContentHash is the hex SHA-256 of a file's content.
 func ContentHash(content []byte) string {
 	sum := sha256.Sum256(content)

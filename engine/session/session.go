@@ -198,8 +198,18 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 		}
 		s.Created = true
 	case id != "":
+		// A replay runs with its model and agent on every resume.
+		plan = planForSession(plan, x)
+		s.Plan = plan
 		if s.state, err = LoadState(plan, x); err != nil {
 			return fail(refused("%v", err))
+		}
+	default:
+		if replayPlan := planForSession(plan, x); replayPlan != plan {
+			plan, s.Plan = replayPlan, replayPlan
+			if s.state, err = LoadState(plan, x); err != nil {
+				return fail(refused("%v", err))
+			}
 		}
 	}
 	if !s.Created {
@@ -229,6 +239,11 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	s.redactor.Store(NewRedactor(plan))
 	s.recorder = NewRecorder(x, plan, func(text string) string { return s.Redactor().String(text) })
 	s.git = GitFor(s.Dir())
+	if s.Created {
+		if err := s.saveSpecAtStart(); err != nil {
+			return fail(storeRefused(st, err))
+		}
+	}
 	// What a human asked of the working set while the last runner ran,
 	// and it did not take before it ended (or died).
 	if err := s.TakeMemoryRequests(say); err != nil {
@@ -367,7 +382,7 @@ func (s *Session) Resume(now time.Time, notes, phase string) ([]engine.Event, er
 		return nil, refused("--phase %q is not a phase of %s (%s)", phase, s.X.Meta.File, PhaseNames(s.Plan))
 	}
 	switch {
-	case s.Created:
+	case s.Created && s.state.Status == "":
 		return nil, refused("session %s has not started: there is nothing to resume", s.ID())
 	case s.state.Status == engine.StatusPaused, s.state.Status == engine.StatusFailed:
 		// A failed session retries the step that failed (or starts at
@@ -606,6 +621,26 @@ func (s *Session) saveSpecAtPause() error {
 		return err
 	}
 	return s.X.WriteFile(SpecHashFile, []byte(ContentHash(content)))
+}
+
+// saveSpecAtStart keeps the spec as the new session starts with it,
+// redacted, and the hash of its content: pipeline replay runs a replay
+// with the spec as it was then. Not synced: a copy lost to a power cut
+// makes a replay use the spec as it is, and say so.
+func (s *Session) saveSpecAtStart() error {
+	if s.Plan.Spec == "" {
+		return nil
+	}
+	content, err := os.ReadFile(s.Plan.Spec)
+	if err != nil {
+		// The plan was loaded from it a moment ago; gone since, the
+		// session runs as it would have, without a copy to replay.
+		return nil
+	}
+	if err := s.X.WriteFileNoSync(SpecAtStartFile, []byte(s.Redactor().String(string(content)))); err != nil {
+		return err
+	}
+	return s.X.WriteFileNoSync(SpecAtStartHashFile, []byte(ContentHash(content)))
 }
 
 // KeyOf names the (pipeline, spec) pair of a plan in a store: one
