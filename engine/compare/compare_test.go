@@ -21,7 +21,7 @@ func completed(name string, attempts int, codes ...int) engine.PhaseReport {
 // The divergence is the first phase whose status, attempts, exit codes,
 // triggers or decisions differ, with what differed; tokens, files and
 // summaries that differ are shown and do not count.
-func TestDivergenceIsTheFirstPhaseThatDiffers(t *testing.T) {
+func TestDiffDivergenceIsTheFirstPhaseThatDiffers(t *testing.T) {
 	a := side(completed("design", 1, 0), completed("build", 1, 0), completed("review", 1, 0))
 	b := side(completed("design", 1, 0), completed("build", 2, 1, 0), engine.PhaseReport{Name: "review", Status: "failed", Attempts: 1, ExitCodes: []int{3}})
 	b.Report.Phases[0].Tokens = 999
@@ -54,7 +54,7 @@ func TestDivergenceIsTheFirstPhaseThatDiffers(t *testing.T) {
 
 // Different triggers, or different decisions of the working set, are a
 // divergence too.
-func TestDivergenceInTriggersAndDecisions(t *testing.T) {
+func TestDiffDivergenceInTriggersAndDecisions(t *testing.T) {
 	a, b := side(completed("design", 1, 0)), side(completed("design", 1, 0))
 	a.Report.Phases[0].Fired = []engine.Firing{{Reason: "checkpoint"}}
 	if r := compare.Sessions(a, b); r.Divergence == nil || !reflect.DeepEqual(r.Divergence.What, []string{"triggers_fired"}) {
@@ -74,7 +74,7 @@ func TestDivergenceInTriggersAndDecisions(t *testing.T) {
 
 // Sessions of different pipelines: phases are matched by name, and one
 // only a session has is listed, in its place, and diverges.
-func TestPhasesMatchedByName(t *testing.T) {
+func TestDiffPhasesMatchedByName(t *testing.T) {
 	a := side(completed("design", 1, 0), completed("build", 1, 0))
 	b := side(completed("design", 1, 0), completed("test", 1, 0), completed("build", 1, 0))
 	r := compare.Sessions(a, b)

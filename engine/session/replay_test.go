@@ -31,7 +31,7 @@ func (c *clockSteps) next() time.Time {
 // answered: notes and memory given on a paused session and the resume's
 // own notes at the checkpoint; a pause by hand is no point, so its notes
 // (and its resume's) go with the next point, the gate after design.
-func TestCuesOfFindsEachInterventionAtItsPoint(t *testing.T) {
+func TestReplayCuesFindEachInterventionAtItsPoint(t *testing.T) {
 	plan := planOf(t, replayPipeline)
 	c := &clockSteps{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	fact := engine.MemoryNote{Kind: engine.NoteFact, Text: "greetings are lower case"}
@@ -67,7 +67,7 @@ func TestCuesOfFindsEachInterventionAtItsPoint(t *testing.T) {
 // A replay finds the cue of the point it stands at: the second checkpoint
 // at the same step is told from the first by its number, a failure is a
 // point, and a stop the original did not resume has no cue.
-func TestPointOfMatchesTheOriginalsNthStop(t *testing.T) {
+func TestReplayPointMatchesTheOriginalsNthStop(t *testing.T) {
 	plan := planOf(t, replayPipeline)
 	c := &clockSteps{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	checkpoint := engine.StepResult{Checkpoint: true, CheckpointNote: "look"}

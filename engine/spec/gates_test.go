@@ -43,3 +43,38 @@ func TestWithoutHumanGates(t *testing.T) {
 		t.Errorf("the same files and flag name another plan")
 	}
 }
+
+// A replay's --model replaces the model of every agent step, and its
+// --agent the kind, from scratch but for the feature; the plan loaded
+// is left as it was, and the copy names another plan.
+func TestReplayPlanWithAgent(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "phases.yaml")
+	content := "version: 1\nagent: {kind: claude, model: sonnet, args: [--verbose], feature: f}\nphases:\n  - name: design\n  - name: build\n    steps: [{agent: {model: opus}}, {name: test, run: 'true'}]\n"
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := spec.Load(path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.WithAgent("", "") != plan {
+		t.Error("no change is not the same plan")
+	}
+	haiku := plan.WithAgent("", "haiku")
+	for _, p := range haiku.Phases {
+		if a := p.Steps[0].Agent.Value; a.Kind != "claude" || a.Model != "haiku" || len(a.Args) != 1 {
+			t.Errorf("--model haiku: phase %s runs %+v", p.Name, a)
+		}
+	}
+	if plan.Phases[1].Steps[0].Agent.Value.Model != "opus" || haiku.Digest == plan.Digest || plan.WithAgent("", "haiku").Digest != haiku.Digest {
+		t.Errorf("the loaded plan changed (%s), or the digests are not told apart", plan.Phases[1].Steps[0].Agent.Value.Model)
+	}
+	gemini := plan.WithAgent("gemini", "")
+	if a := gemini.Phases[1].Steps[0].Agent.Value; a.Kind != "gemini" || a.Model != "" || a.Args != nil || a.Feature != "f" {
+		t.Errorf("--agent gemini: %+v, want gemini with the feature alone", a)
+	}
+	if gemini.Phases[1].Steps[1].Agent != nil {
+		t.Error("a run step got an agent")
+	}
+}
