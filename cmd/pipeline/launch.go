@@ -150,6 +150,7 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	}
 	driver := &local.Driver{View: view, Clock: clock.Real{}, Grace: l.grace, Signals: true, Verbose: l.verbose}
 	state, runErr := driver.Run(context.Background(), sess, events...)
+	state, runErr = l.giveCues(driver, sess, view, state, runErr)
 	// The run has stopped listening for signals: a closed output or
 	// terminal must not kill the process now (exit 141 or 129) before the
 	// session is closed and the exit status says it paused.
@@ -204,6 +205,58 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	default:
 		return &exitStatus{code: exitFailed, printed: true}
 	}
+}
+
+// giveCues goes on with a replay (pipeline replay, or a resume of one)
+// that stopped where its original was resumed by a human: with the
+// original's notes, memory changes and resume there, in this process,
+// until it stops where the original did not, or ends. A session that is
+// no replay is left as it is.
+func (l *launch) giveCues(driver *local.Driver, sess *session.Session, view local.View, state engine.State, runErr error) (engine.State, error) {
+	for runErr == nil && sess.StoreFailed() == nil &&
+		(state.Status == engine.StatusPaused || state.Status == engine.StatusFailed) {
+		cue, point, ok, err := sess.NextCue()
+		if err != nil {
+			view.Say("replay: the original's interventions cannot be read (%v): the session stays %s", err, state.Status)
+			break
+		}
+		if !ok {
+			if pending, err := sess.PendingCues(); err == nil && len(pending) > 0 {
+				view.Say("replay: the original did not stop here; %d of its interventions are still to give, at %s%s: pipeline resume gives them there",
+					len(pending), pending[0].Point, map[bool]string{true: " and later"}[len(pending) > 1])
+			}
+			break
+		}
+		view.Say("replay: the original was resumed by a human at %s; resuming with what they gave%s", point, describeCue(cue))
+		events, err := sess.GiveCue(time.Now(), cue)
+		if err != nil {
+			view.Say("replay: %v", err)
+			break
+		}
+		state, runErr = driver.Run(context.Background(), sess, events...)
+	}
+	return state, runErr
+}
+
+// describeCue says what a cue gives, for the run's output.
+func describeCue(c session.Cue) string {
+	var parts []string
+	for _, n := range c.Notes {
+		parts = append(parts, fmt.Sprintf("note %q", n))
+	}
+	if len(c.Memory) > 0 {
+		parts = append(parts, fmt.Sprintf("%d memory change(s)", len(c.Memory)))
+	}
+	if c.ResumeNotes != "" {
+		parts = append(parts, fmt.Sprintf("resume notes %q", c.ResumeNotes))
+	}
+	if c.Phase != "" {
+		parts = append(parts, "resume --phase "+c.Phase)
+	}
+	if len(parts) == 0 {
+		return " (a resume without notes)"
+	}
+	return ": " + strings.Join(parts, ", ")
 }
 
 // resumeLine is the command that resumes session id, as it can be pasted

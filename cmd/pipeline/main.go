@@ -260,6 +260,7 @@ file or folder that cannot be read or written), 3 paused.`,
 	root.AddCommand(runCommand(), resumeCommand(), pauseCommand(), statusCommand(), sessionsCommand(), logsCommand(),
 		completeCommand(), cleanCommand(), watchCommand(), validateCommand(), planCommand(), schemaCommand(), initCommand(), versionCommand(),
 		exportCommand(), importCommand(), doctorCommand(), rewindCommand(), forkCommand(),
+		replayCommand(), diffCommand(),
 		memoryCommand(), searchCommand())
 	for _, extra := range extraCommands {
 		root.AddCommand(extra())

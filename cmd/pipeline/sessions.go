@@ -102,6 +102,9 @@ shown with its folder: 045-dashboard/README.md.`,
 			if s.Queued {
 				state += ", queued"
 			}
+			if s.ReplayOf != "" {
+				state += ", replay of " + s.ReplayOf
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t$%.4f\t%s", safe(s.ID), safe(s.Pipeline), safe(specLabel(s.Spec)), safe(state),
 				safe(orDash(s.Phase)), s.Tokens, s.CostUSD, s.Updated.Local().Format("2006-01-02 15:04"))
 			if all {

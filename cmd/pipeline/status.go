@@ -213,6 +213,9 @@ func printStatus(w io.Writer, ls liveStatus, verbose bool) error {
 	if p := r.Parent; p != nil {
 		fmt.Fprintf(tw, "fork of\t%s at phase %s (checkpoint %s, %s)\n", safe(p.Session), safe(p.Phase), safe(p.Checkpoint[:min(12, len(p.Checkpoint))]), safe(p.Dir))
 	}
+	if of := r.ReplayOf; of != nil {
+		fmt.Fprintf(tw, "replay of\t%s%s\n", safe(of.Session), safe(describeOverrides(of)))
+	}
 	tw.Flush()
 	if verbose {
 		b.WriteString("\n")

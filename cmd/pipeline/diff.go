@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/compare"
+	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/store"
+)
+
+// exitDiverged is diff's exit when the sessions diverge, as diff(1)'s 1.
+const exitDiverged = 1
+
+func diffCommand() *cobra.Command {
+	var (
+		flags  *storeFlags
+		output *outputFlag
+	)
+	cmd := newCommand(&cobra.Command{
+		Use:   "diff A B",
+		Short: "Compare two sessions phase by phase, and say where they diverged",
+		Long: `Show sessions A and B side by side, phase by phase: status, attempts,
+tokens, cost, duration, exit codes, the triggers that fired, the files
+changed (those B changed and A did not, +, and the other way round, -),
+the working set's decisions, and a unified diff of the phase summaries.
+Phases are matched by name, so sessions of different pipelines compare
+too; a phase only one has is listed as such.
+
+The divergence is the first phase (in A's order) where the status, the
+attempts, the exit codes, the triggers fired (their reasons, in order)
+or the decisions differ, or that only one session has. Tokens, cost,
+time, files and summaries are shown, not judged: two runs of the same
+work never spend the same.
+
+The sessions are looked for in the store of --file or --state-dir, then
+in every store below the current folder (as sessions --all finds them).
+
+Exit status, as diff(1): 0 the sessions do not diverge, 1 they diverge,
+2 a session was not found (or another usage error). -o json prints the
+comparison as one object (see README) with the same exit status.`,
+		Example: `  pipeline diff 20261125-093000123-a1b2c3 20261125-101500456-d4e5f6
+  pipeline diff ORIGINAL REPLAY -o json | jq .divergence`,
+		Args: cobra.ExactArgs(2),
+	}, func(cmd *cobra.Command, args []string) error {
+		if err := output.check(); err != nil {
+			return err
+		}
+		a, err := diffSide(flags, args[0])
+		if err != nil {
+			return err
+		}
+		b, err := diffSide(flags, args[1])
+		if err != nil {
+			return err
+		}
+		r := compare.Sessions(a, b)
+		if output.json() {
+			err = writeJSON(cmd.OutOrStdout(), r)
+		} else {
+			err = printDiff(cmd.OutOrStdout(), r)
+		}
+		if err != nil {
+			return err
+		}
+		if !r.Same {
+			return &exitStatus{code: exitDiverged, printed: true}
+		}
+		return nil
+	})
+	flags = addStoreFlags(cmd, false)
+	output = addOutputFlag(cmd)
+	return cmd
+}
+
+// diffSide reads session id for the comparison: from the store of
+// flags, or else from a store below the current folder.
+func diffSide(flags *storeFlags, id string) (compare.Side, error) {
+	if err := session.CheckID(id); err != nil {
+		return compare.Side{}, usagef("%v", err)
+	}
+	ref, err := findSession(flags, id)
+	if err != nil {
+		dirs, walkErr := findStores(".")
+		if walkErr != nil {
+			return compare.Side{}, err
+		}
+		for _, dir := range dirs {
+			st, openErr := store.OpenExisting(dir)
+			if openErr != nil {
+				continue
+			}
+			if _, findErr := st.Find(id); findErr != nil {
+				st.Close()
+				continue
+			}
+			ref, err = session.Find(st, session.Options{ID: id})
+			break
+		}
+		if err != nil {
+			return compare.Side{}, err
+		}
+	}
+	defer ref.Close()
+	s, crashed, err := ref.State()
+	if err != nil {
+		return compare.Side{}, err
+	}
+	if crashed {
+		s = engine.RunnerDied(s)
+	}
+	plan := ref.Plan
+	if of := s.ReplayOf; of != nil {
+		plan = session.ReplayPlan(plan, of.Agent, of.Model)
+	}
+	return compare.Side{Report: statusOf(ref.X.Meta, ref.Plan, s), WorkingSet: s.WorkingSet, Agents: planAgents(plan)}, nil
+}
+
+// planAgents are the agents (kind/model) of a plan's agent steps, each
+// once, in the order the phases first use them.
+func planAgents(plan *spec.Plan) []string {
+	var out []string
+	for _, p := range plan.Phases {
+		for _, s := range p.Steps {
+			if s.Agent == nil {
+				continue
+			}
+			name := engine.AgentName(s.Agent.Value)
+			if !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+// printDiff prints a comparison as aligned columns, A | B | Δ, phase by
+// phase. Every value that came from a session is made safe for a
+// terminal first.
+func printDiff(w io.Writer, r compare.Result) error {
+	safe := newScreenText().line
+	var b bytes.Buffer
+	for _, h := range []struct {
+		label string
+		head  compare.Head
+	}{{"A", r.A}, {"B", r.B}} {
+		fmt.Fprintf(&b, "%s  %s (%s), %s, agents %s", h.label, safe(h.head.ID), safe(h.head.Pipeline), safe(h.head.Status),
+			safe(orDash(strings.Join(h.head.Agents, ", "))))
+		if of := h.head.ReplayOf; of != nil {
+			fmt.Fprintf(&b, ", replay of %s%s", safe(of.Session), safe(describeOverrides(of)))
+		}
+		b.WriteString("\n")
+	}
+	if r.Divergence != nil {
+		fmt.Fprintf(&b, "diverged at phase %s: %s\n", safe(r.Divergence.Phase), safe(r.Divergence.Text))
+	} else {
+		b.WriteString("no divergence: the same phases, statuses, attempts, exit codes, triggers fired and decisions\n")
+	}
+	b.WriteString("\n")
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PHASE\t\tA\tB\tΔ")
+	row := func(field, a, b, delta string) {
+		fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\n", field, safe(a), safe(b), delta)
+	}
+	for _, p := range r.Phases {
+		title := p.Name
+		switch p.In {
+		case "a":
+			title += " (only in A)"
+		case "b":
+			title += " (only in B)"
+		}
+		if len(p.Differs) > 0 {
+			title += " *"
+		}
+		fmt.Fprintf(tw, "%s\t\t\t\t\n", safe(title))
+		row("status", p.Status.A, p.Status.B, mark(p.Status.A != p.Status.B))
+		row("attempts", fmt.Sprint(p.Attempts.A), fmt.Sprint(p.Attempts.B), signed(p.Attempts.Delta))
+		row("tokens", fmt.Sprint(p.Tokens.A), fmt.Sprint(p.Tokens.B), signed(p.Tokens.Delta))
+		row("cost", fmt.Sprintf("$%.4f", p.CostUSD.A), fmt.Sprintf("$%.4f", p.CostUSD.B), signedCost(p.CostUSD.Delta))
+		row("duration", millis(p.DurationMS.A), millis(p.DurationMS.B), signedMillis(p.DurationMS.Delta))
+		row("exit codes", ints(p.ExitCodes.A), ints(p.ExitCodes.B), mark(ints(p.ExitCodes.A) != ints(p.ExitCodes.B)))
+		row("fired", orDash(strings.Join(p.Fired.A, ",")), orDash(strings.Join(p.Fired.B, ",")),
+			mark(strings.Join(p.Fired.A, ",") != strings.Join(p.Fired.B, ",")))
+		if len(p.Decisions.A)+len(p.Decisions.B) > 0 {
+			row("decisions", fmt.Sprint(len(p.Decisions.A)), fmt.Sprint(len(p.Decisions.B)),
+				mark(strings.Join(p.Decisions.A, "\x00") != strings.Join(p.Decisions.B, "\x00")))
+		}
+		if len(p.FilesAdded)+len(p.FilesRemoved) > 0 {
+			var files []string
+			for _, f := range p.FilesAdded {
+				files = append(files, "+"+f)
+			}
+			for _, f := range p.FilesRemoved {
+				files = append(files, "-"+f)
+			}
+			fmt.Fprintf(tw, "\tfiles\t%s\t\t\n", safe(strings.Join(files, " ")))
+		}
+	}
+	fmt.Fprintf(tw, "total\t\t\t\t\n")
+	row("status", r.Status.A, r.Status.B, mark(r.Status.A != r.Status.B))
+	row("tokens", fmt.Sprint(r.Tokens.A), fmt.Sprint(r.Tokens.B), signed(r.Tokens.Delta))
+	row("cost", fmt.Sprintf("$%.4f", r.CostUSD.A), fmt.Sprintf("$%.4f", r.CostUSD.B), signedCost(r.CostUSD.Delta))
+	row("time", millis(r.ElapsedMS.A), millis(r.ElapsedMS.B), signedMillis(r.ElapsedMS.Delta))
+	tw.Flush()
+	for _, p := range r.Phases {
+		if len(p.SummaryDiff) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\nsummary of %s:\n", safe(p.Name))
+		for _, line := range p.SummaryDiff {
+			fmt.Fprintf(&b, "  %s\n", safe(line))
+		}
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+func mark(differs bool) string {
+	if differs {
+		return "≠"
+	}
+	return ""
+}
+
+func signed(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%+d", n)
+}
+
+func signedCost(d float64) string {
+	if d == 0 {
+		return ""
+	}
+	if d < 0 {
+		return fmt.Sprintf("-$%.4f", -d)
+	}
+	return fmt.Sprintf("+$%.4f", d)
+}
+
+func millis(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }
+
+func signedMillis(ms int64) string {
+	if ms == 0 {
+		return ""
+	}
+	if ms > 0 {
+		return "+" + millis(ms)
+	}
+	return millis(ms)
+}
+
+func ints(list []int) string {
+	if len(list) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(list))
+	for i, n := range list {
+		parts[i] = fmt.Sprint(n)
+	}
+	return strings.Join(parts, ",")
+}
