@@ -13,7 +13,8 @@ import (
 // zsh, fish, powershell) the session ids, the phase names and the values
 // of the flags that take a fixed few.
 func addCompletions(root *cobra.Command) {
-	sessionArg := map[string]bool{"status": true, "resume": true, "pause": true, "complete": true, "logs": true, "export": true}
+	sessionArg := map[string]bool{"status": true, "resume": true, "pause": true, "complete": true, "logs": true, "export": true,
+		"replay": true, "diff": true}
 	fileArg := map[string]bool{"run": true, "plan": true, "validate": true, "watch": true}
 	for _, cmd := range root.Commands() {
 		switch {
@@ -29,6 +30,10 @@ func addCompletions(root *cobra.Command) {
 				cmd.RegisterFlagCompletionFunc(name, completePhases)
 			}
 		}
+		if cmd.Flags().Lookup("agent") != nil {
+			cmd.RegisterFlagCompletionFunc("agent", cobra.FixedCompletions(
+				[]string{"claude", "gemini", "codex", "command"}, cobra.ShellCompDirectiveNoFileComp))
+		}
 		if cmd.Flags().Lookup("status") != nil {
 			cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(
 				[]string{"running", "paused", "completed", "failed"}, cobra.ShellCompDirectiveNoFileComp))
@@ -39,7 +44,7 @@ func addCompletions(root *cobra.Command) {
 // completeSessions offers the ids of the store's sessions, newest first,
 // each with its status and phase.
 func completeSessions(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-	if len(args) > 0 {
+	if len(args) > 0 && !(cmd.Name() == "diff" && len(args) == 1) {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	st, err := store.OpenExisting(storeDir(flagValue(cmd, "file", "phases.yaml"), flagValue(cmd, "state-dir", "")))
