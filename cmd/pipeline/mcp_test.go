@@ -270,6 +270,22 @@ func (c *mcpClient) awaitStatus(t *testing.T, id, want string) (mcpStatus, int) 
 	}
 }
 
+// awaitUpdate waits for a notifications/resources/updated of session id.
+func (c *mcpClient) awaitUpdate(t *testing.T, id string) {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case uri := <-c.updates:
+			if uri == "pipeline://sessions/"+id {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no notifications/resources/updated of session %s within 30s", id)
+		}
+	}
+}
+
 // drain empties the notifications received so far.
 func (c *mcpClient) drain() {
 	for {
@@ -565,10 +581,8 @@ func TestMCPInProcessEveryTool(t *testing.T) {
 	write(t, dir, "go-on", "")
 	c.drain()
 	c.call(t, "resume", map[string]any{"session": id, "notes": "the output is fine"}, &started)
-	s, n := c.awaitStatus(t, id, "completed")
-	if n == 0 {
-		t.Error("no notifications/resources/updated came as the session went on to complete")
-	}
+	c.awaitUpdate(t, id)
+	s, _ = c.awaitStatus(t, id, "completed")
 	if s.RunExitCode == nil || *s.RunExitCode != 0 {
 		t.Errorf("completed: %+v", s)
 	}

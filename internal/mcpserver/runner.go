@@ -51,7 +51,7 @@ func (s *Server) run(ctx context.Context, _ *mcp.CallToolRequest, in RunInput) (
 	}
 	plan, err := spec.Load(path, specArg)
 	if err != nil {
-		return nil, out, fmt.Errorf("%s\nCall validate for every problem of the file, with its line and column.", describe(err))
+		return nil, out, fmt.Errorf("%s\ncall validate for every problem of the file, with its line and column", describe(err))
 	}
 	for _, p := range []struct{ flag, phase string }{{"from", in.From}, {"only", in.Only}} {
 		if p.phase == "" {
@@ -130,7 +130,7 @@ func (s *Server) resume(ctx context.Context, _ *mcp.CallToolRequest, in ResumeIn
 		}
 		plan, err := spec.Load(path, specPath)
 		if err != nil {
-			return nil, out, fmt.Errorf("%s\nCall validate for every problem of the file.", describe(err))
+			return nil, out, fmt.Errorf("%s\ncall validate for every problem of the file", describe(err))
 		}
 		if st, err = store.OpenExisting(storeDir); err != nil {
 			return nil, out, fmt.Errorf("no sessions of %s yet: call run to start one", s.root.rel(path))
@@ -145,12 +145,7 @@ func (s *Server) resume(ctx context.Context, _ *mcp.CallToolRequest, in ResumeIn
 		}
 	}
 	defer st.Close()
-	// A runner that paused or ended its session may still be closing it
-	// (hooks, the last writes): wait for it rather than be refused as a
-	// second run. A session that runs is refused by resume itself.
-	if last, err := session.Latest(st, key); err == nil && last != nil && last.Status != string(engine.StatusRunning) && st.Held(key) {
-		st.WaitReleased(key, startWait)
-	}
+	settle(st, key)
 	if in.Notes != "" {
 		args = append(args, "--notes", in.Notes)
 	}
@@ -289,6 +284,23 @@ func (s *Server) launch(ctx context.Context, st *store.Store, key, dir string, a
 		out.Next += "; a pipeline watch holds this store: it follows the session and resumes it when its spec changes"
 	}
 	return out, nil
+}
+
+// settle waits for a runner that paused or ended its session but is
+// still closing it (hooks, the last writes) to let it go, up to
+// startWait: what comes next (a resume, notes, a pin) is then the
+// session's, not left for a runner on its way out. A session that runs is
+// left alone.
+func settle(st *store.Store, key string) {
+	last, err := session.Latest(st, key)
+	if err != nil || last == nil || last.Status == string(engine.StatusRunning) || !st.Held(key) {
+		return
+	}
+	// The holder wrote the last line (it started before): it is on its
+	// way out. One that started after it has just taken the session.
+	if h, err := st.Holder(key); err == nil && h.Session == last.ID && h.Started.Before(last.Updated) {
+		st.WaitReleased(key, startWait)
+	}
 }
 
 func statusOfExit(code int) string {

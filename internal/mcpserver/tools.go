@@ -311,6 +311,20 @@ func (s *Server) statusOf(ctx context.Context, t Target) (StatusOutput, error) {
 	return out, nil
 }
 
+// settleSession settles (see settle) the session t names by id, before
+// a change to it.
+func (s *Server) settleSession(t Target) {
+	if t.Session == "" {
+		return
+	}
+	if f, err := s.root.session(t.Session, t.File); err == nil {
+		if st, err := store.OpenExisting(f.store); err == nil {
+			settle(st, f.meta.Key)
+			st.Close()
+		}
+	}
+}
+
 // target is the folder and arguments that name t's session to a
 // command: its id (found below the root), or its pipeline and spec.
 func (s *Server) target(t Target) (dir string, args []string, err error) {
@@ -342,6 +356,7 @@ func (s *Server) target(t Target) (dir string, args []string, err error) {
 
 func (s *Server) pause(ctx context.Context, _ *mcp.CallToolRequest, in PauseInput) (*mcp.CallToolResult, PauseOutput, error) {
 	var out PauseOutput
+	s.settleSession(in.Target)
 	dir, args, err := s.target(in.Target)
 	if err != nil {
 		return nil, out, err
@@ -416,6 +431,9 @@ func (s *Server) memory(ctx context.Context, _ *mcp.CallToolRequest, in MemoryIn
 	t := in.Target
 	if in.Project {
 		t.Session = "" // the project's memory is every session's
+	}
+	if edits > 0 {
+		s.settleSession(t)
 	}
 	dir, args, err := s.target(t)
 	if err != nil {
