@@ -258,6 +258,7 @@ file or folder that cannot be read or written), 3 paused.`,
 	root.Version = "set"
 	root.SetVersionTemplate(buildVersion().String() + "\n")
 	root.AddCommand(runCommand(), resumeCommand(), pauseCommand(), statusCommand(), sessionsCommand(), logsCommand(),
+		mcpCommand(),
 		completeCommand(), cleanCommand(), watchCommand(), validateCommand(), planCommand(), schemaCommand(), initCommand(), versionCommand(),
 		exportCommand(), importCommand(), doctorCommand(), rewindCommand(), forkCommand(),
 		replayCommand(), diffCommand(),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,6 +24,21 @@ const (
 	// (see SetSlow) unless the client goes away first.
 	AnthropicSlowMarker = "[SLOW-CHECKPOINT]"
 )
+
+// AnthropicToolUsePrefix starts a reply (from SetReply or SetReplyFunc)
+// that the mock answers with a tool_use block rather than text; see
+// AnthropicToolUse.
+const AnthropicToolUsePrefix = "[TOOL_USE] "
+
+// AnthropicToolUse is a reply that makes the turn a call of tool name
+// with input: a tool_use content block (its id toolu_mock…, streamed as
+// content_block_start and input_json_delta, as the API does), and
+// stop_reason "tool_use". A client that runs the tool sends its result
+// in the next request (AnthropicRequest.ToolResults).
+func AnthropicToolUse(name string, input any) string {
+	b, _ := json.Marshal(map[string]any{"name": name, "input": input})
+	return AnthropicToolUsePrefix + string(b)
+}
 
 // AnthropicHugeMarker makes the turn report AnthropicHugeInput input
 // tokens, so that a context_tokens trigger fires.
@@ -78,6 +94,11 @@ type AnthropicRequest struct {
 	Model    string
 	Stream   bool
 	Messages []AnthropicMessage
+	// ToolUses are the tool_use blocks of the conversation's assistant
+	// messages, ToolResults the tool_result blocks of its user messages,
+	// in order.
+	ToolUses    []AnthropicToolUseBlock
+	ToolResults []AnthropicToolResult
 	// Status is the HTTP status the mock answered with; 0 while the
 	// answer is still streaming.
 	Status int
@@ -89,6 +110,22 @@ type AnthropicRequest struct {
 type AnthropicMessage struct {
 	Role string
 	Text string
+}
+
+// AnthropicToolUseBlock is a tool call of the assistant, as a request
+// carries it back in the conversation.
+type AnthropicToolUseBlock struct {
+	ID    string
+	Name  string
+	Input json.RawMessage
+}
+
+// AnthropicToolResult is the result of a tool call, as a client sends it:
+// its text blocks (or its string content) joined by newlines.
+type AnthropicToolResult struct {
+	ToolUseID string
+	Content   string
+	IsError   bool
 }
 
 // IsTurn reports whether the request is a streamed POST /v1/messages, the
@@ -264,6 +301,7 @@ func (a *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 		req.Model, req.Stream = parsed.Model, parsed.Stream
 		for _, m := range parsed.Messages {
 			req.Messages = append(req.Messages, AnthropicMessage{Role: m.Role, Text: anthropicText(m.Content)})
+			anthropicTools(m.Content, &req)
 		}
 	}
 	// Logged before the answer, so that a slow reply's request is seen
@@ -306,6 +344,31 @@ func anthropicText(raw json.RawMessage) string {
 		}
 	}
 	return strings.Join(texts, "\n")
+}
+
+// anthropicTools adds the tool_use and tool_result blocks of a message's
+// content to req.
+func anthropicTools(raw json.RawMessage, req *AnthropicRequest) {
+	var blocks []struct {
+		Type      string          `json:"type"`
+		ID        string          `json:"id"`
+		Name      string          `json:"name"`
+		Input     json.RawMessage `json:"input"`
+		ToolUseID string          `json:"tool_use_id"`
+		Content   json.RawMessage `json:"content"`
+		IsError   bool            `json:"is_error"`
+	}
+	if json.Unmarshal(raw, &blocks) != nil {
+		return
+	}
+	for _, b := range blocks {
+		switch b.Type {
+		case "tool_use":
+			req.ToolUses = append(req.ToolUses, AnthropicToolUseBlock{ID: b.ID, Name: b.Name, Input: b.Input})
+		case "tool_result":
+			req.ToolResults = append(req.ToolResults, AnthropicToolResult{ToolUseID: b.ToolUseID, Content: anthropicText(b.Content), IsError: b.IsError})
+		}
+	}
 }
 
 func (a *Anthropic) answer(w http.ResponseWriter, r *http.Request, req AnthropicRequest) int {
@@ -369,6 +432,18 @@ func (a *Anthropic) answer(w http.ResponseWriter, r *http.Request, req Anthropic
 	if reply == "" {
 		reply = "done: " + anthropicFirstLine(prompt)
 	}
+	var toolUse *anthropicToolCall
+	if rest, ok := strings.CutPrefix(reply, AnthropicToolUsePrefix); ok {
+		toolUse = &anthropicToolCall{ID: "toolu_mock" + strings.TrimPrefix(id, "msg_mock")}
+		if err := json.Unmarshal([]byte(rest), toolUse); err != nil || toolUse.Name == "" {
+			anthropicJSON(w, http.StatusInternalServerError, anthropicError("api_error", "mockapi: a bad tool_use reply: "+rest))
+			return http.StatusInternalServerError
+		}
+		if toolUse.Input == nil {
+			toolUse.Input = json.RawMessage("{}")
+		}
+		reply = ""
+	}
 	pieces, broken := replyPieces(reply)
 	reply = withoutBreaks(reply)
 	if fromRequest {
@@ -380,6 +455,9 @@ func (a *Anthropic) answer(w http.ResponseWriter, r *http.Request, req Anthropic
 	}
 	usage := map[string]any{"input_tokens": in, "output_tokens": out,
 		"cache_read_input_tokens": cacheRead, "cache_creation_input_tokens": cacheCreation}
+	if toolUse != nil {
+		return a.answerToolUse(w, req, id, model, usage, *toolUse)
+	}
 	if !req.Stream {
 		anthropicJSON(w, http.StatusOK, map[string]any{"id": id, "type": "message", "role": "assistant", "model": model,
 			"content": []any{map[string]any{"type": "text", "text": reply}}, "stop_reason": "end_turn",
@@ -435,6 +513,54 @@ func (a *Anthropic) answer(w http.ResponseWriter, r *http.Request, req Anthropic
 	send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 	send("message_delta", map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil}, "usage": usage})
+	send("message_stop", map[string]any{"type": "message_stop"})
+	return http.StatusOK
+}
+
+// anthropicToolCall is the tool call of an AnthropicToolUse reply.
+type anthropicToolCall struct {
+	ID    string          `json:"-"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+// answerToolUse answers a turn with one tool_use block and stop_reason
+// "tool_use": streamed as the API streams it (content_block_start with an
+// empty input, the input in input_json_delta pieces, content_block_stop),
+// or as one message.
+func (a *Anthropic) answerToolUse(w http.ResponseWriter, req AnthropicRequest, id, model string, usage map[string]any, call anthropicToolCall) int {
+	block := map[string]any{"type": "tool_use", "id": call.ID, "name": call.Name, "input": call.Input}
+	if !req.Stream {
+		anthropicJSON(w, http.StatusOK, map[string]any{"id": id, "type": "message", "role": "assistant", "model": model,
+			"content": []any{block}, "stop_reason": "tool_use", "stop_sequence": nil, "usage": usage})
+		return http.StatusOK
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	send := func(event string, data map[string]any) {
+		b, _ := json.Marshal(data)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	startUsage := maps.Clone(usage)
+	startUsage["output_tokens"] = 1
+	send("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": id, "type": "message",
+		"role": "assistant", "model": model, "content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": startUsage}})
+	send("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+		"content_block": map[string]any{"type": "tool_use", "id": call.ID, "name": call.Name, "input": map[string]any{}}})
+	input := string(call.Input)
+	half := len(input) / 2
+	for _, part := range []string{input[:half], input[half:]} {
+		send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+			"delta": map[string]any{"type": "input_json_delta", "partial_json": part}})
+	}
+	send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+	send("message_delta", map[string]any{"type": "message_delta",
+		"delta": map[string]any{"stop_reason": "tool_use", "stop_sequence": nil}, "usage": usage})
 	send("message_stop", map[string]any{"type": "message_stop"})
 	return http.StatusOK
 }

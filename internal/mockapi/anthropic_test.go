@@ -185,3 +185,66 @@ func TestClaudeMockSlowCheckpoint(t *testing.T) {
 		t.Error("the slow reply did not notice the client leave")
 	}
 }
+
+// A reply made with AnthropicToolUse is a tool_use block, streamed as the
+// API streams one; the next request's tool_result is logged with the id.
+func TestMCPClaudeMockToolUse(t *testing.T) {
+	a := NewAnthropic()
+	defer a.Close()
+	a.SetReplyFunc(func(prompt string) string {
+		if strings.Contains(prompt, "call it") {
+			return AnthropicToolUse("mcp__pipeline__status", map[string]string{"session": "s1"})
+		}
+		return ""
+	})
+	resp := post(t, a.URL, "/v1/messages", `{"model":"m","stream":true,"messages":[{"role":"user","content":"call it"}]}`)
+	defer resp.Body.Close()
+	var events []string
+	var start struct {
+		ContentBlock struct{ Type, ID, Name string } `json:"content_block"`
+	}
+	var input, stop string
+	scanner := bufio.NewScanner(resp.Body)
+	for scanner.Scan() {
+		line := scanner.Text()
+		if name, ok := strings.CutPrefix(line, "event: "); ok {
+			events = append(events, name)
+		}
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var d struct {
+			Type  string `json:"type"`
+			Delta struct {
+				PartialJSON string `json:"partial_json"`
+				StopReason  string `json:"stop_reason"`
+			} `json:"delta"`
+		}
+		json.Unmarshal([]byte(data), &d)
+		switch d.Type {
+		case "content_block_start":
+			json.Unmarshal([]byte(data), &start)
+		case "content_block_delta":
+			input += d.Delta.PartialJSON
+		case "message_delta":
+			stop = d.Delta.StopReason
+		}
+	}
+	if start.ContentBlock.Type != "tool_use" || start.ContentBlock.Name != "mcp__pipeline__status" || !strings.HasPrefix(start.ContentBlock.ID, "toolu_mock") ||
+		input != `{"session":"s1"}` || stop != "tool_use" || events[len(events)-1] != "message_stop" {
+		t.Fatalf("events %v, block %+v, input %q, stop %q", events, start, input, stop)
+	}
+	id := start.ContentBlock.ID
+	resp = post(t, a.URL, "/v1/messages", `{"model":"m","stream":true,"messages":[{"role":"user","content":"call it"},
+ {"role":"assistant","content":[{"type":"tool_use","id":"`+id+`","name":"mcp__pipeline__status","input":{"session":"s1"}}]},
+ {"role":"user","content":[{"type":"tool_result","tool_use_id":"`+id+`","content":[{"type":"text","text":"s1 is paused"}]}]}]}`)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	turns := a.Turns()
+	last := turns[len(turns)-1]
+	if len(last.ToolUses) != 1 || last.ToolUses[0].ID != id || len(last.ToolResults) != 1 || last.ToolResults[0].ToolUseID != id ||
+		last.ToolResults[0].Content != "s1 is paused" {
+		t.Fatalf("logged %+v %+v", last.ToolUses, last.ToolResults)
+	}
+}
