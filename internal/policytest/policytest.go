@@ -58,8 +58,10 @@ phases:
     steps:
       - run: '[ "$PIPELINE_ATTEMPT" -ge 3 ]'
 `,
-		Script: func(a engine.StartStep) engine.StepResult { return exit(map[bool]int{true: 0, false: 1}[a.Attempt >= 3]) },
-		Want:   Want{Status: engine.StatusCompleted, Backoffs: []time.Duration{10 * time.Second, 20 * time.Second}, Attempts: 3},
+		Script: func(a engine.StartStep) engine.StepResult {
+			return exit(map[bool]int{true: 0, false: 1}[a.Attempt >= 3])
+		},
+		Want: Want{Status: engine.StatusCompleted, Backoffs: []time.Duration{10 * time.Second, 20 * time.Second}, Attempts: 3},
 	},
 	{
 		Name:   "the built-in retry escalates to a human",
@@ -97,8 +99,10 @@ phases:
         run: '[ "$PIPELINE_ATTEMPT" -ge 2 ]'
     done_when: steps.test.exit_code == 0
 `,
-		Script: func(a engine.StartStep) engine.StepResult { return exit(map[bool]int{true: 0, false: 1}[a.Attempt >= 2]) },
-		Want:   Want{Status: engine.StatusCompleted, Attempts: 2},
+		Script: func(a engine.StartStep) engine.StepResult {
+			return exit(map[bool]int{true: 0, false: 1}[a.Attempt >= 2])
+		},
+		Want: Want{Status: engine.StatusCompleted, Attempts: 2},
 	},
 	{
 		Name: "a checkpoint pauses",
