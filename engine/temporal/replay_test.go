@@ -131,7 +131,7 @@ func TestRecordHistories(t *testing.T) {
 			defer cancel()
 			id := session.NewSessionID(time.Now())
 			in := temporal.SessionInput{SessionID: id, Plan: sourceIn(t, r.yaml),
-				Events: []temporal.EventRecord{temporal.MustRecord(engine.Started{At: time.Now().UTC()})},
+				Events:  []temporal.EventRecord{temporal.MustRecord(engine.Started{At: time.Now().UTC()})},
 				Options: temporal.Options{HeartbeatTimeout: 10 * time.Second}}
 			run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "pipeline-" + id, TaskQueue: queue}, temporal.SessionWorkflow, in)
 			if err != nil {
