@@ -9,45 +9,46 @@ import (
 	"github.com/pipeline-dev/pipeline/steps"
 )
 
-// compact runs the compaction turn in the background: the compaction
+// Compact runs the compaction turn in the background: the compaction
 // prompt, sent to the agent's native session as a turn of the step after
 // which compact_when fired, its output appended to that step's
-// transcript. Its end comes back as a Compacted event with the agent's
-// working set, or the reason there is none.
-func (r *run) compact(ctx context.Context, a engine.Compact, s engine.State) *stepRun {
-	phase := &r.plan.Phases[a.Phase]
+// transcript. Its end comes to finished as a Compacted event with the
+// agent's working set, or the reason there is none; Compact returns nil
+// when the turn could not start.
+func (r *StepRunner) Compact(ctx context.Context, a engine.Compact, s engine.State, finished func(engine.Compacted)) *StepRun {
+	phase := &r.Plan.Phases[a.Phase]
 	step := &phase.Steps[a.Step]
 	start := engine.StartStep{Phase: a.Phase, Step: a.Step, Attempt: a.Attempt, SessionKey: a.SessionKey, SessionID: a.SessionID}
 	finish := func(ev engine.Compacted) {
-		ev.At = r.clock.Now()
-		r.events <- ev
+		ev.At = r.Clock.Now()
+		finished(ev)
 	}
 	r.say("compaction: compact_when is true (%s): asking the %s session %s for its working set, then a fresh session goes on",
 		phase.CompactWhen.Value.Source, step.Agent.Value.Kind, a.SessionID)
-	t, err := r.prepareTurn(start, s, step, r.plan.CompactPrompt.Value)
+	t, err := r.prepareTurn(start, s, step, r.Plan.CompactPrompt.Value)
 	if err != nil {
 		go finish(engine.Compacted{Fallback: fmt.Sprintf("the compaction turn could not start (%v): the working set is its markers and the phase summaries", err)})
 		return nil
 	}
-	transcript, err := r.sess.Transcript(phase.Name, a.Attempt, step.Name)
+	transcript, err := r.Session.Transcript(phase.Name, a.Attempt, step.Name)
 	if err != nil {
 		go finish(engine.Compacted{Fallback: fmt.Sprintf("the compaction turn's transcript could not be opened (%v)", err)})
 		return nil
 	}
 	fmt.Fprintf(transcript, "pipeline: compaction turn (compact_when %s) in native session %s\n", phase.CompactWhen.Value.Source, a.SessionID)
-	if err := r.sess.RecordPrompt(phase.Name, a.Attempt, step.Name, t.prompt); err != nil {
+	if err := r.Session.RecordPrompt(phase.Name, a.Attempt, step.Name, t.prompt); err != nil {
 		r.say("pipeline: keeping the prompt sent: %v", err)
 	}
 	stepCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	current := &stepRun{grace: r.d.Grace, cancel: cancel}
+	current := &StepRun{grace: r.Grace, cancel: cancel}
 	run := steps.Step{Command: t.command, Parser: t.parser, PromptTokens: t.promptTokens, CountTokens: t.parser == nil,
-		Transcript: transcript, Timeout: time.Duration(step.Timeout.Value), IdleTimeout: time.Duration(step.IdleTimeout.Value), Grace: r.d.Grace,
-		Redact: func() steps.RedactStream { return r.sess.Redactor().NewStream() }, Markers: r.markers.sink(phase.Name)}
+		Transcript: transcript, Timeout: time.Duration(step.Timeout.Value), IdleTimeout: time.Duration(step.IdleTimeout.Value), Grace: r.Grace,
+		Redact: func() steps.RedactStream { return r.Session.Redactor().NewStream() }, Markers: r.markerSink(phase.Name)}
 	go func() {
 		defer cancel()
-		res, err := r.executor.Execute(stepCtx, run, &compactObserver{r: r, current: current})
+		res, err := r.Executor.Execute(stepCtx, run, &compactObserver{r: r, current: current})
 		if err == nil {
-			r.sess.StepProcess(0)
+			r.Session.StepProcess(0)
 		}
 		if err := transcript.Close(); err != nil {
 			r.say("pipeline: closing the transcript: %v", err)
@@ -89,18 +90,18 @@ func errorSuffix(message string) string {
 // text is shown; no pause_when trigger reads it (it is not a step of the
 // phase, and a [CHECKPOINT] in the answer must not pause the session).
 type compactObserver struct {
-	r       *run
-	current *stepRun
+	r       *StepRunner
+	current *StepRun
 }
 
 func (o *compactObserver) Started(running *steps.Running) {
 	o.current.mu.Lock()
 	o.current.running = running
 	o.current.mu.Unlock()
-	o.r.sess.StepProcess(running.Pid())
+	o.r.Session.StepProcess(running.Pid())
 }
 
-func (o *compactObserver) Output(text []byte) { o.r.d.View.Output(text) }
+func (o *compactObserver) Output(text []byte) { o.r.View.Output(text) }
 
 func (o *compactObserver) Observe(*steps.Live) {}
 

@@ -11,14 +11,14 @@ import (
 // the phase has none or git cannot check it. Outside a git work tree the
 // run says so once and goes on: a read-only phase still asks its agent
 // CLI to change nothing, but what a step changes is not known.
-func (r *run) scope(phase *spec.PhasePlan, git *session.Git) []string {
+func (r *StepRunner) scope(phase *spec.PhasePlan, git *session.Git) []string {
 	if phase.Writes == nil {
 		return nil
 	}
 	if git == nil {
 		if !r.scopeUnchecked {
 			r.scopeUnchecked = true
-			r.say("pipeline: phase %q has writes:, but %s is not in a git work tree (or git ignores it): the write scope is not checked", phase.Name, r.sess.Dir())
+			r.say("pipeline: phase %q has writes:, but %s is not in a git work tree (or git ignores it): the write scope is not checked", phase.Name, r.Session.Dir())
 		}
 		return nil
 	}
@@ -31,7 +31,7 @@ func (r *run) scope(phase *spec.PhasePlan, git *session.Git) []string {
 // checkScope returns the files the step changed outside its phase's
 // writes globs, since stepTree (the work tree when the step started), and
 // whether on_out_of_scope: revert put them back.
-func (r *run) checkScope(git *session.Git, stepTree string, phase *spec.PhasePlan, step string) ([]string, bool) {
+func (r *StepRunner) checkScope(git *session.Git, stepTree string, phase *spec.PhasePlan, step string) ([]string, bool) {
 	if stepTree == "" {
 		r.say("pipeline: git could not keep the work tree before step %s: its write scope is not checked", step)
 		return nil, false

@@ -1,0 +1,291 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/local"
+	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/internal/clock"
+	"github.com/pipeline-dev/pipeline/steps"
+)
+
+// Activity names, as the workflow schedules them.
+const (
+	ActivityRunStep = "RunStep"
+	ActivityCompact = "Compact"
+)
+
+// StepInput is what the RunStep activity is given: the session, its plan,
+// the state that decided the step, and the StartStep.
+type StepInput struct {
+	SessionID string           `json:"session_id"`
+	Plan      PlanSource       `json:"plan"`
+	State     engine.State     `json:"state"`
+	Start     engine.StartStep `json:"start"`
+}
+
+// CompactInput is what the Compact activity is given.
+type CompactInput struct {
+	SessionID string         `json:"session_id"`
+	Plan      PlanSource     `json:"plan"`
+	State     engine.State   `json:"state"`
+	Compact   engine.Compact `json:"compact"`
+}
+
+// StepOutput is what a step left, and what it said on the way that the
+// workflow records before its end: the working-set markers it printed
+// (Markers, of phase Phase) and the live pause_when trigger that stopped
+// it (Fired). They come back with the result rather than as signals: the
+// workflow sees them in the order they happened, with the step's end, in
+// one history event. A worker lost mid-step loses none it had
+// heartbeated: each heartbeat carries the markers so far (Progress), and
+// the workflow reads the last one from the heartbeat timeout.
+type StepOutput struct {
+	Result     engine.StepResult   `json:"result"`
+	Phase      string              `json:"phase,omitempty"`
+	Markers    []engine.MemoryNote `json:"markers,omitempty"`
+	Fired      *engine.Firing      `json:"fired,omitempty"`
+	Transcript string              `json:"transcript,omitempty"`
+	Worker     string              `json:"worker,omitempty"`
+}
+
+// CompactOutput is a compaction turn's end, and the markers it printed.
+type CompactOutput struct {
+	Compacted engine.Compacted    `json:"compacted"`
+	Phase     string              `json:"phase,omitempty"`
+	Markers   []engine.MemoryNote `json:"markers,omitempty"`
+}
+
+// Progress is a step's heartbeat: how long it has run, and the markers
+// it printed so far.
+type Progress struct {
+	Elapsed time.Duration       `json:"elapsed"`
+	Phase   string              `json:"phase,omitempty"`
+	Markers []engine.MemoryNote `json:"markers,omitempty"`
+}
+
+// Activities runs the steps of sessions on a worker. Register it with
+// worker.RegisterActivity(&Activities{...}).
+type Activities struct {
+	// StateDir is the session store where the worker keeps each
+	// session's transcripts and prompts; empty: .pipeline beside the
+	// plan's phases.yaml, as a local run keeps it.
+	StateDir string
+	// Grace is the time between interrupting a step and killing it
+	// (5s when 0).
+	Grace time.Duration
+	// HeartbeatEvery is how often a running step heartbeats (5s when 0);
+	// keep it well under the workflow's heartbeat timeout.
+	HeartbeatEvery time.Duration
+	// Tick is how often a step's time limits and time-based triggers are
+	// checked (the executor's default when 0).
+	Tick time.Duration
+	// View, when set, is shown the worker's steps; nil: their lines go
+	// to the activity's logger.
+	View local.View
+}
+
+func (a *Activities) grace() time.Duration {
+	if a.Grace > 0 {
+		return a.Grace
+	}
+	return 5 * time.Second
+}
+
+func (a *Activities) heartbeatEvery() time.Duration {
+	if a.HeartbeatEvery > 0 {
+		return a.HeartbeatEvery
+	}
+	return 5 * time.Second
+}
+
+// open opens the session on this worker, making it in the worker's
+// store the first time a step of it lands here. The workflow holds the
+// session's state; the worker's copy holds what the steps wrote.
+func (a *Activities) open(ctx context.Context, id string, plan *spec.Plan) (*session.Session, error) {
+	dir := a.StateDir
+	if dir == "" {
+		dir = filepath.Join(filepath.Dir(plan.File), ".pipeline")
+	}
+	st, err := store.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := st.Find(id); errors.Is(err, store.ErrNotFound) {
+		x, err := st.Create(store.Meta{ID: id, Pipeline: plan.Name.Value, File: plan.File, Spec: plan.Spec,
+			Key: session.KeyOf(st, plan.File, plan), Created: time.Now()})
+		if err != nil {
+			return nil, err
+		}
+		x.Close()
+	} else if err != nil {
+		return nil, err
+	}
+	return session.Open(ctx, st, session.Options{ID: id, Plan: plan, Say: activity.GetLogger(ctx).Info})
+}
+
+// worker is what a step runs with on this worker.
+type worker struct {
+	a      *Activities
+	sess   *session.Session
+	runner *local.StepRunner
+	fired  chan engine.TriggerFired
+	mu     sync.Mutex
+	phase  string
+	marks  []engine.MemoryNote
+}
+
+func (a *Activities) worker(ctx context.Context, id string, src PlanSource) (*worker, error) {
+	plan, err := src.Load()
+	if err != nil {
+		return nil, err
+	}
+	sess, err := a.open(ctx, id, plan)
+	if err != nil {
+		return nil, err
+	}
+	view := a.View
+	if view == nil {
+		view = logView{activity.GetLogger(ctx)}
+	}
+	w := &worker{a: a, sess: sess, fired: make(chan engine.TriggerFired, 1)}
+	w.runner = &local.StepRunner{Session: sess, Plan: sess.Plan, View: view, Clock: clock.Real{}, Grace: a.grace(),
+		Executor: &steps.Executor{Clock: clock.Real{}, Tick: a.Tick},
+		Markers: func(phase string) func(steps.Marker) {
+			return func(m steps.Marker) {
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				w.phase = phase
+				w.marks = append(w.marks, engine.MemoryNote{Kind: strings.ToLower(m.Kind), Text: m.Text})
+			}
+		},
+		Fired: func(ev engine.TriggerFired) {
+			select {
+			case w.fired <- ev:
+			default: // the first firing stops the step; the rest change nothing
+			}
+		}}
+	return w, nil
+}
+
+func (w *worker) markers() (string, []engine.MemoryNote) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.phase, append([]engine.MemoryNote(nil), w.marks...)
+}
+
+// RunStep runs one step on this worker: the StartStep the workflow's
+// decision asked for, through the same StepRunner as a local run, with
+// the phase's pause_when triggers evaluated here, live. A trigger that
+// fires stops the step, as Decide would have it (TriggerFired while a
+// step runs always stops it); the workflow records the firing with the
+// result. Cancelling the activity (pause) stops the step like Ctrl+C:
+// its result, Stopped, is returned, not an error. It heartbeats with the
+// markers so far.
+func (a *Activities) RunStep(ctx context.Context, in StepInput) (StepOutput, error) {
+	w, err := a.worker(ctx, in.SessionID, in.Plan)
+	if err != nil {
+		return StepOutput{}, err
+	}
+	defer w.sess.Close()
+	started := time.Now()
+	done := make(chan engine.StepResult, 1)
+	current := w.runner.Start(context.WithoutCancel(ctx), in.Start, in.State, func(r engine.StepResult) { done <- r })
+	out := StepOutput{Worker: workerName()}
+	phase := w.runner.Plan.Phases[in.Start.Phase]
+	out.Transcript = filepath.Join(w.sess.X.Dir, "transcripts", phase.Name)
+	ticker := time.NewTicker(a.heartbeatEvery())
+	defer ticker.Stop()
+	cancelled := ctx.Done()
+	for {
+		select {
+		case r := <-done:
+			out.Result = r
+			out.Phase, out.Markers = w.markers()
+			return out, nil
+		case ev := <-w.fired:
+			if out.Fired == nil && current != nil {
+				f := ev.Firing
+				out.Fired = &f
+				current.Stop(false)
+			}
+		case <-cancelled:
+			cancelled = nil
+			if current != nil {
+				current.Stop(false)
+			}
+		case <-ticker.C:
+			p := Progress{Elapsed: time.Since(started)}
+			p.Phase, p.Markers = w.markers()
+			activity.RecordHeartbeat(ctx, p)
+		}
+	}
+}
+
+// Compact runs a compaction turn on this worker (see local.StepRunner's
+// Compact).
+func (a *Activities) Compact(ctx context.Context, in CompactInput) (CompactOutput, error) {
+	w, err := a.worker(ctx, in.SessionID, in.Plan)
+	if err != nil {
+		return CompactOutput{}, err
+	}
+	defer w.sess.Close()
+	started := time.Now()
+	done := make(chan engine.Compacted, 1)
+	current := w.runner.Compact(context.WithoutCancel(ctx), in.Compact, in.State, func(ev engine.Compacted) { done <- ev })
+	ticker := time.NewTicker(a.heartbeatEvery())
+	defer ticker.Stop()
+	cancelled := ctx.Done()
+	for {
+		select {
+		case ev := <-done:
+			out := CompactOutput{Compacted: ev}
+			out.Phase, out.Markers = w.markers()
+			return out, nil
+		case <-cancelled:
+			cancelled = nil
+			if current != nil {
+				current.Stop(false)
+			}
+		case <-ticker.C:
+			p := Progress{Elapsed: time.Since(started)}
+			p.Phase, p.Markers = w.markers()
+			activity.RecordHeartbeat(ctx, p)
+		}
+	}
+}
+
+// logView shows a worker's steps in its log: the engine's lines, not the
+// output (the transcript keeps that).
+type logView struct {
+	log interface{ Info(string, ...any) }
+}
+
+func (v logView) StepStarted(info local.StepInfo) {
+	v.log.Info("step started", "phase", info.Phase, "step", info.Step, "attempt", info.Attempt)
+}
+func (logView) Output([]byte)           {}
+func (logView) Progress(local.Progress) {}
+func (v logView) StepFinished(info local.StepInfo, r engine.StepResult) {
+	v.log.Info("step finished", "phase", info.Phase, "step", info.Step, "exit_code", r.ExitCode, "stopped", r.Stopped)
+}
+func (v logView) Say(format string, args ...any) { v.log.Info(fmt.Sprintf(format, args...)) }
+func (logView) Close() error                     { return nil }
+
+// workerName names this worker process in a step's output: host/pid.
+func workerName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
+}

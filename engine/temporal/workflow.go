@@ -1,0 +1,385 @@
+package temporal
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	sdktemporal "go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/spec"
+)
+
+// Signals and the query of a session's workflow.
+const (
+	SignalPause  = "pause"  // PauseSignal: pause the session (the running step stops gracefully)
+	SignalResume = "resume" // ResumeSignal: continue a paused or failed session
+	QueryStatus  = "status" // engine.StatusReport, as status prints it
+	QueryState   = "state"  // engine.State, the whole of it, for tools and tests
+)
+
+// Reasons the workflow pauses with when a worker could not run a step.
+const (
+	// ReasonWorkerError: the activity failed (the worker could not open
+	// the session, or parse the plan): nothing ran; resume runs the step
+	// again.
+	ReasonWorkerError = "worker-error"
+	// ReasonWorkerLost: the workers running the step were lost (heartbeat
+	// timeout) MaxLost times in a row.
+	ReasonWorkerLost = "worker-lost"
+)
+
+// PauseSignal asks the session to pause, with the human's notes.
+type PauseSignal struct {
+	Notes string `json:"notes,omitempty"`
+}
+
+// ResumeSignal continues a paused session, with notes the next agent
+// step gets in its resume context, and the phase to jump to, if any.
+type ResumeSignal struct {
+	Notes string `json:"notes,omitempty"`
+	Phase string `json:"phase,omitempty"`
+}
+
+// Options tune a session's workflow; the zero value is the defaults.
+type Options struct {
+	// HeartbeatTimeout is how long a step's worker may be silent before
+	// it is taken for lost (30s when 0): the step then runs again, as
+	// after a runner that died.
+	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
+	// StepTimeout bounds one activity, heartbeats or not (24h when 0);
+	// a step's own timeout: in phases.yaml ends it sooner.
+	StepTimeout time.Duration `json:"step_timeout,omitempty"`
+	// MaxEvents is how many events one run decides before it continues
+	// as new (1000 when 0), unless the server suggests it sooner.
+	MaxEvents int `json:"max_events,omitempty"`
+	// MaxLost is how many lost workers in a row a step may have before
+	// the session pauses (worker-lost) rather than run it again (3 when
+	// 0).
+	MaxLost int `json:"max_lost,omitempty"`
+	// TaskQueue is where the activities run (the workflow's own when
+	// empty).
+	TaskQueue string `json:"task_queue,omitempty"`
+}
+
+// SessionInput starts (or continues as new) a session's workflow: the
+// session, its plan, the state so far and the events to decide first, in
+// order (a Started, Resumed or Recovered; after a continue-as-new, the
+// events the last run had taken and not decided).
+type SessionInput struct {
+	SessionID string        `json:"session_id"`
+	Plan      PlanSource    `json:"plan"`
+	State     engine.State  `json:"state"`
+	Events    []EventRecord `json:"events,omitempty"`
+	Options   Options       `json:"options,omitzero"`
+	// Created is when the session started (the first run's start).
+	Created time.Time `json:"created,omitzero"`
+	// Runs counts the runs before this one (continue-as-new).
+	Runs int `json:"runs,omitempty"`
+	// Lost counts the workers lost in a row on the current step.
+	Lost int `json:"lost,omitempty"`
+}
+
+// SessionWorkflow drives one session: it decides each event with
+// engine.Decide and carries out the actions, until the session completes
+// or fails; it returns the final state. A paused session waits for the
+// resume signal. Everything it does is deterministic: event times are
+// workflow.Now, the plan is parsed from the input, steps are activities.
+func SessionWorkflow(ctx workflow.Context, in SessionInput) (engine.State, error) {
+	plan, err := in.Plan.Load()
+	if err != nil {
+		return in.State, sdktemporal.NewNonRetryableApplicationError(err.Error(), "plan", err)
+	}
+	if in.Created.IsZero() {
+		in.Created = workflow.GetInfo(ctx).WorkflowStartTime
+	}
+	f := &flow{ctx: ctx, plan: plan, in: in, state: in.State, lost: in.Lost,
+		pauses: workflow.GetSignalChannel(ctx, SignalPause), resumes: workflow.GetSignalChannel(ctx, SignalResume)}
+	for _, rec := range in.Events {
+		ev, err := rec.Event()
+		if err != nil {
+			return in.State, sdktemporal.NewNonRetryableApplicationError(err.Error(), "event", err)
+		}
+		f.queue = append(f.queue, ev)
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, f.status); err != nil {
+		return in.State, err
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryState, func() (engine.State, error) { return f.state, nil }); err != nil {
+		return in.State, err
+	}
+	for !f.ended {
+		if f.dueForNewRun() {
+			return f.state, f.continueAsNew()
+		}
+		if len(f.queue) == 0 {
+			f.wait()
+			continue
+		}
+		ev := f.queue[0]
+		f.queue = f.queue[1:]
+		f.decide(ev)
+	}
+	return f.state, nil
+}
+
+// flow is one run of a session's workflow.
+type flow struct {
+	ctx   workflow.Context
+	plan  *spec.Plan
+	in    SessionInput
+	state engine.State
+	// queue holds the events taken and not decided yet, in order.
+	queue   []engine.Event
+	decided int
+	ended   bool
+	// step is the activity running (a step or a compaction turn); timer
+	// the back-off sleeping.
+	step      workflow.Future
+	stepKind  string
+	stopStep  workflow.CancelFunc
+	timer     workflow.Future
+	stopTimer workflow.CancelFunc
+	pauses    workflow.ReceiveChannel
+	resumes   workflow.ReceiveChannel
+	lost      int
+}
+
+func (f *flow) now() time.Time { return workflow.Now(f.ctx) }
+
+func (f *flow) status() (engine.StatusReport, error) {
+	r := engine.Report(f.plan, f.state)
+	r.ID, r.Pipeline, r.File, r.Spec, r.Created = f.in.SessionID, f.plan.Name.Value, f.plan.File, f.plan.Spec, f.in.Created
+	return r, nil
+}
+
+// decide runs Decide on one event and carries out its actions.
+func (f *flow) decide(ev engine.Event) {
+	state, actions := engine.Decide(f.plan, f.state, ev)
+	f.state = state
+	f.decided++
+	log := workflow.GetLogger(f.ctx)
+	for _, a := range actions {
+		switch a := a.(type) {
+		case engine.StartStep:
+			f.startStep(a)
+		case engine.Compact:
+			f.startCompaction(a)
+		case engine.StopStep:
+			if f.stopStep != nil {
+				f.stopStep()
+			}
+		case engine.Sleep:
+			ctx, cancel := workflow.WithCancel(f.ctx)
+			f.timer, f.stopTimer = workflow.NewTimer(ctx, a.Duration), cancel
+		case engine.DropSession:
+			log.Info("restart: the agent's native session is dropped", "key", a.Key)
+		case engine.Pause:
+			if f.stopTimer != nil {
+				f.stopTimer()
+				f.timer, f.stopTimer = nil, nil
+			}
+			log.Info("paused", "reason", a.Firing.Reason, "note", a.Firing.Note)
+		case engine.Complete, engine.Fail:
+			f.ended = true
+		}
+	}
+}
+
+func (f *flow) activityContext() (workflow.Context, workflow.CancelFunc) {
+	o := f.in.Options
+	heartbeat, timeout := o.HeartbeatTimeout, o.StepTimeout
+	if heartbeat <= 0 {
+		heartbeat = 30 * time.Second
+	}
+	if timeout <= 0 {
+		timeout = 24 * time.Hour
+	}
+	ctx := workflow.WithActivityOptions(f.ctx, workflow.ActivityOptions{
+		TaskQueue:           o.TaskQueue,
+		StartToCloseTimeout: timeout,
+		HeartbeatTimeout:    heartbeat,
+		// The step's end is wanted, stopped: the activity returns it.
+		WaitForCancellation: true,
+		// Retries are phases.yaml's, through Decide: one attempt here.
+		RetryPolicy: &sdktemporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	return workflow.WithCancel(ctx)
+}
+
+func (f *flow) startStep(a engine.StartStep) {
+	ctx, cancel := f.activityContext()
+	f.step, f.stopStep, f.stepKind = workflow.ExecuteActivity(ctx, ActivityRunStep,
+		StepInput{SessionID: f.in.SessionID, Plan: f.in.Plan, State: f.state, Start: a}), cancel, ActivityRunStep
+}
+
+func (f *flow) startCompaction(a engine.Compact) {
+	ctx, cancel := f.activityContext()
+	f.step, f.stopStep, f.stepKind = workflow.ExecuteActivity(ctx, ActivityCompact,
+		CompactInput{SessionID: f.in.SessionID, Plan: f.in.Plan, State: f.state, Compact: a}), cancel, ActivityCompact
+}
+
+// wait blocks until something happens: the step's end, the timer, a
+// signal; and queues what it means as events.
+func (f *flow) wait() {
+	sel := workflow.NewSelector(f.ctx)
+	if f.step != nil {
+		sel.AddFuture(f.step, func(fut workflow.Future) { f.stepEnded(fut) })
+	}
+	if f.timer != nil {
+		sel.AddFuture(f.timer, func(fut workflow.Future) {
+			f.timer, f.stopTimer = nil, nil
+			if fut.Get(f.ctx, nil) == nil {
+				f.queue = append(f.queue, engine.TimerExpired{At: f.now()})
+			}
+		})
+	}
+	sel.AddReceive(f.pauses, func(c workflow.ReceiveChannel, _ bool) {
+		var p PauseSignal
+		c.Receive(f.ctx, &p)
+		f.queue = append(f.queue, engine.PauseRequested{At: f.now(), Reason: engine.ReasonHuman, Notes: p.Notes})
+	})
+	sel.AddReceive(f.resumes, func(c workflow.ReceiveChannel, _ bool) {
+		var r ResumeSignal
+		c.Receive(f.ctx, &r)
+		f.queue = append(f.queue, engine.Resumed{At: f.now(), Notes: r.Notes, Phase: r.Phase, Plan: f.plan.Digest})
+	})
+	sel.Select(f.ctx)
+}
+
+// stepEnded turns the activity's end into events: what the step said
+// (markers, the trigger that stopped it), then its end. A worker lost
+// mid-step is a runner that died: Recovered runs the step again.
+func (f *flow) stepEnded(fut workflow.Future) {
+	kind := f.stepKind
+	f.step, f.stopStep, f.stepKind = nil, nil, ""
+	now := f.now()
+	remember := func(phase string, notes []engine.MemoryNote) {
+		if len(notes) > 0 {
+			f.queue = append(f.queue, engine.Remembered{At: now, Phase: phase, Source: engine.SourceAgent, Notes: notes})
+		}
+	}
+	var err error
+	if kind == ActivityCompact {
+		var out CompactOutput
+		if err = fut.Get(f.ctx, &out); err == nil {
+			f.lost = 0
+			remember(out.Phase, out.Markers)
+			out.Compacted.At = now
+			f.queue = append(f.queue, out.Compacted)
+			return
+		}
+	} else {
+		var out StepOutput
+		if err = fut.Get(f.ctx, &out); err == nil {
+			f.lost = 0
+			remember(out.Phase, out.Markers)
+			if out.Fired != nil {
+				f.queue = append(f.queue, engine.TriggerFired{At: now, Firing: *out.Fired})
+			}
+			f.queue = append(f.queue, engine.StepFinished{At: now, Result: out.Result})
+			return
+		}
+	}
+	var timeout *sdktemporal.TimeoutError
+	var canceled *sdktemporal.CanceledError
+	switch {
+	case errors.As(err, &canceled):
+		// Stopped before the step's end could be had: stopped all the
+		// same.
+		f.lost = 0
+		f.stepGone(kind, now, engine.StepResult{Stopped: true, ExitCode: -1, Error: "the step was stopped"}, "the compaction turn was stopped before it answered: the working set is its markers and the phase summaries")
+	case errors.As(err, &timeout) && timeout.TimeoutType() != enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START:
+		var p Progress
+		if timeout.HasLastHeartbeatDetails() && timeout.LastHeartbeatDetails(&p) == nil {
+			remember(p.Phase, p.Markers)
+		}
+		f.lost++
+		if f.lost > f.maxLost() {
+			f.lost = 0
+			f.queue = append(f.queue, engine.TriggerFired{At: now, Firing: engine.Firing{Reason: ReasonWorkerLost, At: now,
+				Note: fmt.Sprintf("the worker running the step was lost %d times in a row (%v)", f.maxLost()+1, timeout.TimeoutType())}})
+			f.stepGone(kind, now, engine.StepResult{Stopped: true, ExitCode: -1, Error: "the worker was lost"}, "the worker was lost")
+			return
+		}
+		f.queue = append(f.queue, engine.Recovered{At: now, Plan: f.plan.Digest})
+	default:
+		f.lost = 0
+		f.queue = append(f.queue, engine.TriggerFired{At: now, Firing: engine.Firing{Reason: ReasonWorkerError, At: now,
+			Note: "the worker could not run the step: " + err.Error()}})
+		f.stepGone(kind, now, engine.StepResult{Stopped: true, ExitCode: -1, Error: err.Error()}, "the compaction turn could not run: "+err.Error())
+	}
+}
+
+// stepGone queues the end of a step or a compaction that returned no
+// result of its own.
+func (f *flow) stepGone(kind string, now time.Time, r engine.StepResult, fallback string) {
+	if kind == ActivityCompact {
+		f.queue = append(f.queue, engine.Compacted{At: now, Fallback: fallback})
+		return
+	}
+	f.queue = append(f.queue, engine.StepFinished{At: now, Result: r})
+}
+
+func (f *flow) maxLost() int {
+	if f.in.Options.MaxLost > 0 {
+		return f.in.Options.MaxLost
+	}
+	return 3
+}
+
+func (f *flow) maxEvents() int {
+	if f.in.Options.MaxEvents > 0 {
+		return f.in.Options.MaxEvents
+	}
+	return 1000
+}
+
+// dueForNewRun: the history has grown enough to continue as new, and
+// nothing is in flight (no activity, no timer, no signal not taken) that
+// the new run could not take over.
+func (f *flow) dueForNewRun() bool {
+	if f.step != nil || f.timer != nil || f.ended {
+		return false
+	}
+	if f.decided < f.maxEvents() && !workflow.GetInfo(f.ctx).GetContinueAsNewSuggested() {
+		return false
+	}
+	if f.decided == 0 {
+		return false
+	}
+	// Signals not taken yet become events of this run first.
+	for {
+		var p PauseSignal
+		if !f.pauses.ReceiveAsync(&p) {
+			break
+		}
+		f.queue = append(f.queue, engine.PauseRequested{At: f.now(), Reason: engine.ReasonHuman, Notes: p.Notes})
+	}
+	for {
+		var r ResumeSignal
+		if !f.resumes.ReceiveAsync(&r) {
+			break
+		}
+		f.queue = append(f.queue, engine.Resumed{At: f.now(), Notes: r.Notes, Phase: r.Phase, Plan: f.plan.Digest})
+	}
+	return true
+}
+
+// continueAsNew carries the state and the events not decided yet to a
+// new run.
+func (f *flow) continueAsNew() error {
+	next := f.in
+	next.State, next.Events, next.Runs, next.Lost = f.state, nil, f.in.Runs+1, f.lost
+	for _, ev := range f.queue {
+		rec, err := Record(ev)
+		if err != nil {
+			return err
+		}
+		next.Events = append(next.Events, rec)
+	}
+	return workflow.NewContinueAsNewError(f.ctx, SessionWorkflow, next)
+}
