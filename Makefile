@@ -37,6 +37,7 @@ run: build
 	@echo; echo "make run: paused at the checkpoint, as the quickstart shows; now: pipeline resume --notes ..."; echo
 	$(BIN) resume --file $(QUICKSTART)/phases.yaml --notes "the design is fine; go on"
 	$(BIN) status --file $(QUICKSTART)/phases.yaml --verbose
+	$(BIN) memory --file $(QUICKSTART)/phases.yaml
 
 # Every test, with the race detector; fuzz seed corpora run as ordinary
 # tests here. lint runs first so a vet or gofmt problem fails fast. The

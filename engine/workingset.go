@@ -268,12 +268,36 @@ func wordSet(normal string) map[string]bool {
 	return set
 }
 
+// irregularPast maps the past tenses a [DONE] line often uses that no
+// ending rule brings back to their verb: "wrote the docs" closes "write
+// the docs".
+var irregularPast = map[string]string{
+	"wrote": "write", "rewrote": "rewrite", "written": "write", "rewritten": "rewrite",
+	"made": "make", "built": "build", "rebuilt": "rebuild", "ran": "run", "did": "do", "done": "do",
+	"undid": "undo", "found": "find", "got": "get", "gotten": "get", "took": "take", "taken": "take",
+	"kept": "keep", "left": "leave", "began": "begin", "begun": "begin", "chose": "choose",
+	"chosen": "choose", "broke": "break", "broken": "break", "caught": "catch", "brought": "bring",
+	"thought": "think", "sent": "send", "spent": "spend", "drew": "draw", "drawn": "draw",
+	"fed": "feed", "froze": "freeze", "frozen": "freeze", "hid": "hide", "hidden": "hide",
+	"held": "hold", "laid": "lay", "led": "lead", "lost": "lose", "meant": "mean", "met": "meet",
+	"paid": "pay", "said": "say", "sold": "sell", "shook": "shake", "shown": "show", "slept": "sleep",
+	"spoke": "speak", "spoken": "speak", "stood": "stand", "struck": "strike", "taught": "teach",
+	"tore": "tear", "torn": "tear", "told": "tell", "threw": "throw", "thrown": "throw",
+	"understood": "understand", "woke": "wake", "wore": "wear", "won": "win", "withdrew": "withdraw",
+	"went": "go", "gone": "go", "gave": "give", "given": "give", "knew": "know", "known": "know",
+	"saw": "see", "seen": "see", "came": "come", "became": "become", "felt": "feel", "heard": "hear",
+	"bought": "buy", "fought": "fight", "sought": "seek", "dealt": "deal", "split": "split",
+}
+
 // stem takes the commonest English endings off a word, so that "fixed
 // the tests" names "fix the test": a [DONE] is often the task in the
 // past tense. A final "e" goes too, so that "update", "updated" and
 // "updating" meet, and a plural "s" of a short word ("bugs"), but not
 // the end of "ss" ("pass").
 func stem(w string) string {
+	if base, ok := irregularPast[w]; ok {
+		w = base
+	}
 	if len(w) <= 3 {
 		return w
 	}
