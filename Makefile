@@ -4,15 +4,15 @@ GO       ?= go
 BIN      := bin/pipeline
 PKGS     := ./...
 FUZZTIME ?= 20s
-# The tests that run the real agent CLIs carry this build tag: go test ./...
-# runs without them on a machine with Go alone; make test installs the CLIs
-# and sets it.
-TAGS     := agentclis,xmllint
+# The tests that run the real agent CLIs, xmllint and the Temporal dev server
+# carry these build tags: go test ./... runs without them on a machine with Go
+# alone; make test installs the programs and sets the tags.
+TAGS     := agentclis,xmllint,temporal
 # The schema generator is a module of its own (its dependencies stay out of
 # ours); make test and make lint run its test and checks there.
 GEN      := schemas/gen
 
-.PHONY: all build install run test bench lint fuzz schema clean agent-clis xmllint soak man
+.PHONY: all build install run test bench lint fuzz schema clean agent-clis xmllint temporal soak man
 
 all: build
 
@@ -45,10 +45,16 @@ run: build
 # from npm into .cache/npm by scripts/install-agent-clis.sh. The schema
 # generator's test checks that schemas/*.json are fresh. The JUnit
 # report's test validates it with xmllint, installed (Debian's
-# libxml2-utils, with apt-get) when it is missing.
+# libxml2-utils, with apt-get) when it is missing. The tests of the Temporal
+# backend (-tags temporal) start a Temporal dev server, built once from the Go
+# module proxy into .cache/bin by scripts/install-temporal.sh (about 6
+# minutes of CPU the first time).
 AGENT_CLIS := $(CURDIR)/.cache/npm/node_modules/.bin
-test: lint agent-clis xmllint
-	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) $(GO) test -race -count=1 -tags $(TAGS) $(PKGS)
+# The version is the one pinned in scripts/install-temporal.sh.
+TEMPORAL_CLI := $(CURDIR)/.cache/bin/temporal-1.5.1/temporal
+test: lint agent-clis xmllint temporal
+	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) PIPELINE_TEMPORAL_CLI=$(TEMPORAL_CLI) \
+		$(GO) test -race -count=1 -tags $(TAGS) $(PKGS)
 	$(GO) -C $(GEN) test -race -count=1 ./...
 
 agent-clis:
@@ -56,6 +62,9 @@ agent-clis:
 
 xmllint:
 	./scripts/install-xmllint.sh
+
+temporal:
+	GO=$(GO) ./scripts/install-temporal.sh
 
 # Go benchmarks, then the side-by-side figures of cmd/bench: throughput
 # against tee, checkpoint-to-interrupt latency, start-up overhead; then
@@ -74,8 +83,9 @@ bench: build agent-clis
 	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) $(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -context
 
 # gofmt; go.mod and go.sum as go mod tidy leaves them; go vet with and
-# without the agent CLIs' tag; for macOS, a cross-compiled build and go vet
-# (test files included); staticcheck with the tag: it then sees every file,
+# without the tags of the tests that run real programs; for macOS, a
+# cross-compiled build and go vet (test files included); staticcheck with
+# the tags: it then sees every file,
 # and does not call unused a helper that only the tagged tests use. The
 # same for the schema generator's module.
 STATICCHECK_VERSION := v0.8.2
