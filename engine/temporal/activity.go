@@ -216,13 +216,23 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (StepOutput, err
 	out.Transcript = filepath.Join(w.sess.X.Dir, "transcripts", phase.Name)
 	ticker := time.NewTicker(a.heartbeatEvery(ctx))
 	defer ticker.Stop()
-	cancelled := ctx.Done()
+	cancelled, stopping := ctx.Done(), activity.GetWorkerStopChannel(ctx)
 	for {
 		select {
 		case r := <-done:
 			out.Result = r
 			out.Phase, out.Markers = w.markers()
 			return out, nil
+		case <-stopping:
+			// The worker is stopping (SIGINT, SIGTERM): the step stops
+			// as Ctrl+C stops a local one, and the session pauses, with
+			// this reason, rather than wait for a heartbeat timeout.
+			stopping = nil
+			if out.Fired == nil && current != nil {
+				out.Fired = &engine.Firing{Reason: ReasonWorkerStopped, At: time.Now(),
+					Note: fmt.Sprintf("the worker %s running the step was stopped; resume runs the step again on a worker", out.Worker)}
+				current.Stop(false)
+			}
 		case ev := <-w.fired:
 			if out.Fired == nil && current != nil {
 				f := ev.Firing
@@ -255,9 +265,14 @@ func (a *Activities) Compact(ctx context.Context, in CompactInput) (CompactOutpu
 	current := w.runner.Compact(context.WithoutCancel(ctx), in.Compact, in.State, func(ev engine.Compacted) { done <- ev })
 	ticker := time.NewTicker(a.heartbeatEvery(ctx))
 	defer ticker.Stop()
-	cancelled := ctx.Done()
+	cancelled, stopping := ctx.Done(), activity.GetWorkerStopChannel(ctx)
 	for {
 		select {
+		case <-stopping:
+			stopping = nil
+			if current != nil {
+				current.Stop(false)
+			}
 		case ev := <-done:
 			out := CompactOutput{Compacted: ev}
 			out.Phase, out.Markers = w.markers()

@@ -31,11 +31,18 @@ const (
 	// ReasonWorkerLost: the workers running the step were lost (heartbeat
 	// timeout) MaxLost times in a row.
 	ReasonWorkerLost = "worker-lost"
+	// ReasonWorkerStopped: the worker running the step was stopped
+	// (pipeline worker got SIGINT or SIGTERM): the step was stopped as
+	// Ctrl+C stops a local one; resume runs it again.
+	ReasonWorkerStopped = "worker-stopped"
 )
 
 // PauseSignal asks the session to pause, with the human's notes.
 type PauseSignal struct {
 	Notes string `json:"notes,omitempty"`
+	// Reason is why (engine.ReasonHuman when empty; run's Ctrl+C sends
+	// engine.ReasonInterrupted, as a local run records it).
+	Reason string `json:"reason,omitempty"`
 }
 
 // ResumeSignal continues a paused session, with notes the next agent
@@ -267,7 +274,11 @@ func (f *flow) paused(p PauseSignal) {
 		}
 		return
 	}
-	f.queue = append(f.queue, engine.PauseRequested{At: f.now(), Reason: engine.ReasonHuman, Notes: p.Notes})
+	reason := p.Reason
+	if reason == "" {
+		reason = engine.ReasonHuman
+	}
+	f.queue = append(f.queue, engine.PauseRequested{At: f.now(), Reason: reason, Notes: p.Notes})
 }
 
 // resumed queues a resume; with a plan, a paused session switches to it
