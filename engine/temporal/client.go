@@ -218,7 +218,7 @@ var ErrNoSession = errors.New("no such session on the Temporal server")
 // workflow that failed, was terminated or timed out is a failed session,
 // with what the server says as the reason.
 func (c *Client) Status(ctx context.Context, id string) (engine.StatusReport, error) {
-	desc, err := c.C.DescribeWorkflowExecution(ctx, id, "")
+	desc, err := c.C.DescribeWorkflow(ctx, id, "")
 	var notFound *serviceerror.NotFound
 	if errors.As(err, &notFound) {
 		return engine.StatusReport{}, fmt.Errorf("%w: %s (namespace %s at %s)", ErrNoSession, id, c.Target.Namespace, c.Target.Address)
@@ -226,7 +226,7 @@ func (c *Client) Status(ctx context.Context, id string) (engine.StatusReport, er
 	if err != nil {
 		return engine.StatusReport{}, err
 	}
-	if desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+	if desc.RawResponse.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		v, err := c.C.QueryWorkflow(ctx, id, "", QueryStatus)
 		if err != nil {
 			return engine.StatusReport{}, fmt.Errorf("session %s: the status query found no worker to answer it (is a pipeline worker polling task queue %s?): %w",
