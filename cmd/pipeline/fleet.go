@@ -150,7 +150,7 @@ func fleetRun(cmd *cobra.Command, fl *fleet, o fleetRunOptions) error {
 				how += ": " + r.PauseReason
 			}
 			printError(cmd.ErrOrStderr(), fmt.Sprintf("resuming session %s (%s); use run --new for a fresh session\n", s.ID, how))
-			if err := fleetSignalResume(ctx, c, s.ID, "", "", &src); err != nil {
+			if err := fleetSignalResume(ctx, c, s.ID, "", "", &src, false); err != nil {
 				return err
 			}
 			return followFleet(cmd, c, fl, s.ID, temporal.Interventions(r), o.json, o.quiet, o.failOnPause)
@@ -173,8 +173,9 @@ func fleetRun(cmd *cobra.Command, fl *fleet, o fleetRunOptions) error {
 }
 
 // fleetSignalResume signals a paused session to resume; with src, when
-// its plan differs from the session's, the session goes on with it.
-func fleetSignalResume(ctx context.Context, c *temporal.Client, id, notes, phase string, src *temporal.PlanSource) error {
+// its plan differs from the session's (always: whenever it is given),
+// the session goes on with it.
+func fleetSignalResume(ctx context.Context, c *temporal.Client, id, notes, phase string, src *temporal.PlanSource, always bool) error {
 	sig := temporal.ResumeSignal{Notes: notes, Phase: phase}
 	if src != nil {
 		v, err := c.C.QueryWorkflow(ctx, id, "", temporal.QueryState)
@@ -185,7 +186,7 @@ func fleetSignalResume(ctx context.Context, c *temporal.Client, id, notes, phase
 		if err := v.Get(&s); err != nil {
 			return err
 		}
-		if s.PlanDigest != src.Digest {
+		if always || s.PlanDigest != src.Digest {
 			plan, err := src.Load()
 			if err != nil {
 				return err
@@ -315,7 +316,7 @@ func fleetResume(cmd *cobra.Command, fl *fleet, flags *storeFlags, id, notes, ph
 	}
 	switch r.Status {
 	case string(engine.StatusPaused):
-		if err := fleetSignalResume(ctx, c, id, notes, phase, src); err != nil {
+		if err := fleetSignalResume(ctx, c, id, notes, phase, src, false); err != nil {
 			return err
 		}
 	case string(engine.StatusFailed):

@@ -329,3 +329,85 @@ phases:
 		t.Fatalf("sessions --active: %+v", list)
 	}
 }
+
+// pipeline watch --backend temporal resumes a paused session when its
+// spec changes: the new plan source goes with the resume, and the spec's
+// diff reaches the agent's next prompt.
+func TestFleetWatchResumesOnSpecEdit(t *testing.T) {
+	s := startDevServer(t)
+	queue := "q-" + strings.ToLower(t.Name())
+	fleetWorkers(t, s, queue, 2)
+	dir := fleetProject(t, fmt.Sprintf(`version: 1
+backend: {kind: temporal, address: %q, task_queue: %q, heartbeat_timeout: 2s}
+spec: spec.md
+agent:
+  kind: command
+  command: [sh, -c, 'n=$(ls prompt-*.txt 2>/dev/null | wc -l); printf "%%s" "$0" > prompt-$n.txt; case "$0" in *"endpoint v2"*) echo ok;; *) echo "[CHECKPOINT] which endpoint?";; esac', "{prompt}"]
+phases:
+  - name: design
+    prompt: Design the client.
+`, s.Address, queue))
+	write(t, dir, "spec.md", "# Client\n\nCall the endpoint.\n")
+	r := pipeline(t, dir, "run")
+	if r.code != 3 {
+		t.Fatalf("run: exit %d, want 3\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	id := sessionIDIn(t, r.stderr)
+	watch := exec.Command(binary, "watch")
+	watch.Dir = dir
+	stdout, err := watch.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		watch.Process.Signal(syscall.SIGTERM)
+		watch.Wait()
+	})
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	awaitLine := func(want string) {
+		t.Helper()
+		timeout := time.After(20 * time.Second)
+		for {
+			select {
+			case line, ok := <-lines:
+				if !ok {
+					t.Fatalf("watch ended before %q", want)
+				}
+				if strings.Contains(line, want) {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("watch never said %q", want)
+			}
+		}
+	}
+	awaitLine("watching:")
+	write(t, dir, "spec.md", "# Client\n\nCall the endpoint v2.\n")
+	awaitLine("session " + id + " resumed")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if st := fleetStatusJSON(t, dir, nil, id); st.Status == "completed" {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the session did not complete after the resume: %+v", st)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	prompt, err := os.ReadFile(filepath.Join(dir, "prompt-1.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(prompt), "+Call the endpoint v2.") {
+		t.Fatalf("the prompt after the resume lacks the spec's diff:\n%s", prompt)
+	}
+}
