@@ -24,6 +24,7 @@ func logsCommand() *cobra.Command {
 		phase   string
 		follow  bool
 		prompts bool
+		bf      *backendFlags
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "logs [SESSION]",
@@ -46,6 +47,16 @@ included), headed by its file (<attempt>-<step>.prompt).`,
 		id := ""
 		if len(args) == 1 {
 			id = args[0]
+		}
+		fl, err := bf.resolve(flags.file, nil)
+		if err != nil {
+			return err
+		}
+		if fl != nil {
+			if err := refuseOnFleet(cmd, "state-dir", "follow"); err != nil {
+				return err
+			}
+			return fleetLogs(cmd, fl, flags, id, phase, output.json(), prompts)
 		}
 		f, err := findSession(flags, id)
 		if err != nil {
@@ -76,6 +87,7 @@ included), headed by its file (<attempt>-<step>.prompt).`,
 	cmd.Flags().StringVar(&phase, "phase", "", "only this phase")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output until the session stops running")
 	cmd.Flags().BoolVar(&prompts, "prompts", false, "print the prompt each agent step was sent (the resume context included) before its transcript")
+	bf = addBackendFlags(cmd)
 	return cmd
 }
 

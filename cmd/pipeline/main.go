@@ -262,7 +262,7 @@ file or folder that cannot be read or written), 3 paused.`,
 		completeCommand(), cleanCommand(), watchCommand(), validateCommand(), planCommand(), schemaCommand(), initCommand(), versionCommand(),
 		exportCommand(), importCommand(), doctorCommand(), rewindCommand(), forkCommand(),
 		replayCommand(), diffCommand(),
-		memoryCommand(), searchCommand())
+		memoryCommand(), searchCommand(), workerCommand())
 	for _, extra := range extraCommands {
 		root.AddCommand(extra())
 	}

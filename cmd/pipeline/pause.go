@@ -16,6 +16,7 @@ func pauseCommand() *cobra.Command {
 		output *outputFlag
 		notes  string
 		wait   time.Duration
+		bf     *backendFlags
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "pause [SESSION]",
@@ -41,6 +42,16 @@ resume; the agent sees them in its resume context.`,
 		}
 		if len(args) == 1 {
 			id = args[0]
+		}
+		fl, err := bf.resolve(flags.file, nil)
+		if err != nil {
+			return err
+		}
+		if fl != nil {
+			if err := refuseOnFleet(cmd, "state-dir"); err != nil {
+				return err
+			}
+			return fleetPause(cmd, fl, flags, id, notes, wait, output.json())
 		}
 		f, err := findSession(flags, id, engine.StatusRunning, engine.StatusPaused)
 		if err != nil {
@@ -87,6 +98,7 @@ resume; the agent sees them in its resume context.`,
 	output = addOutputFlag(cmd)
 	cmd.Flags().StringVar(&notes, "notes", "", "notes for the next resume")
 	cmd.Flags().DurationVar(&wait, "wait", time.Minute, "how long to wait for a running session to stop")
+	bf = addBackendFlags(cmd)
 	return cmd
 }
 

@@ -123,6 +123,7 @@ func printPlan(w io.Writer, plan *spec.Plan) error {
 	}
 	watchRows(row, plan)
 	row("", "checkpoint", plan.Checkpoint.Value, plan.Checkpoint.From)
+	row("", "backend", describeBackendBlock(plan.Backend.Value), plan.Backend.From)
 	// Its own column, as file's: a prompt as wide as the table would push
 	// the short values above it (none, 200ms, refs) far from their origins.
 	fmt.Fprintf(tw, "compact_prompt\t%s  %s\n", short(plan.CompactPrompt.Value), plan.CompactPrompt.From)
@@ -262,4 +263,22 @@ func plainText(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(out)
+}
+
+// describeBackendBlock is the backend: block in one cell: local, or
+// temporal with what it sets.
+func describeBackendBlock(b spec.Backend) string {
+	if b.Kind != spec.BackendTemporal {
+		return b.Kind
+	}
+	parts := []string{b.Kind}
+	for _, kv := range [][2]string{{"address", b.Address}, {"namespace", b.Namespace}, {"task_queue", b.TaskQueue}} {
+		if kv[1] != "" {
+			parts = append(parts, kv[0]+" "+kv[1])
+		}
+	}
+	if b.HeartbeatTimeout != nil {
+		parts = append(parts, "heartbeat_timeout "+b.HeartbeatTimeout.String())
+	}
+	return strings.Join(parts, ", ")
 }

@@ -28,6 +28,7 @@ func TestPlanShowsTheWatchKeys(t *testing.T) {
 		"                **/*.txt\n" +
 		"watch_debounce  1s             phases.yaml:9:17\n" +
 		"checkpoint      refs           built-in default\n" +
+		"backend         local          built-in default\n" +
 		"compact_prompt  Pipeline is compacting this conversation: the next turn starts a fresh …  built-in default\n\n"
 	if !strings.HasPrefix(r.stdout, want) {
 		t.Errorf("plan begins\n%s\nwant\n%s", r.stdout[:min(len(r.stdout), len(want)+200)], want)
@@ -137,5 +138,24 @@ func TestPlanShowsCompaction(t *testing.T) {
 	}
 	if p := plan.CompactPrompt; p.Value == nil || !strings.Contains(*p.Value, `"pinned_facts"`) || p.From.Layer != "default" {
 		t.Errorf("compact_prompt unset: %+v, want the built-in prompt", p)
+	}
+}
+
+// backend: is shown by plan with where it was written; a kind that is not
+// a backend and an address that is not HOST:PORT are errors at their line
+// and column.
+func TestPlanShowsBackend(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", "version: 1\nbackend: {kind: temporal, address: 127.0.0.1:7233, task_queue: ci}\nphases:\n  - name: build\n    steps: [{name: b, run: \"true\"}]\n")
+	r := pipeline(t, dir, "plan")
+	if r.code != 0 || !strings.Contains(r.stdout, "backend         temporal, address 127.0.0.1:7233, task_queue ci  phases.yaml:2:10") {
+		t.Errorf("plan: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	write(t, dir, "phases.yaml", "version: 1\nbackend:\n  kind: temporl\n  address: nohost\nphases:\n  - name: build\n    steps: [{name: b, run: \"true\"}]\n")
+	r = pipeline(t, dir, "validate")
+	if r.code != 2 || !strings.Contains(r.stderr, "phases.yaml:3:9") || !strings.Contains(r.stderr, `backend.kind "temporl" is not a backend`) ||
+		!strings.Contains(r.stderr, `did you mean "temporal"?`) || !strings.Contains(r.stderr, "phases.yaml:4:12") ||
+		!strings.Contains(r.stderr, `backend.address "nohost" is not HOST:PORT`) {
+		t.Errorf("validate: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -20,6 +20,7 @@ func resumeCommand() *cobra.Command {
 		cf     *ciFlags
 		file   string
 		dryRun bool
+		bf     *backendFlags
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "resume [SESSION]",
@@ -58,6 +59,16 @@ environment error, 3 paused (1 with --fail-on-pause).`,
 		}
 		if err := output.check(); err != nil {
 			return err
+		}
+		fl, err := bf.resolve(flags.file, nil)
+		if err != nil {
+			return err
+		}
+		if fl != nil {
+			if err := refuseOnFleet(cmd, "dry-run", "session-file", "junit", "no-human-gates", "state-dir"); err != nil {
+				return err
+			}
+			return fleetResume(cmd, fl, flags, id, notes, phase, output.json(), cf.failOnPause)
 		}
 		if dryRun {
 			if file != "" {
@@ -118,6 +129,7 @@ environment error, 3 paused (1 with --fail-on-pause).`,
 	cf = addCIFlags(cmd)
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the resume context that would be sent, and send, start and write nothing")
 	cmd.Flags().StringVar(&file, "session-file", "", "import the session exported to this file (pipeline export) into the store first, then resume it")
+	bf = addBackendFlags(cmd)
 	return cmd
 }
 

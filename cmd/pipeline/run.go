@@ -31,6 +31,7 @@ func runCommand() *cobra.Command {
 		cf     *ciFlags
 		from   string
 		only   string
+		bf     *backendFlags
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "run [FILE]",
@@ -112,6 +113,20 @@ with --fail-on-pause).`,
 		if err := session.CheckPhase(plan, from+only); err != nil {
 			return err
 		}
+		fl, err := bf.resolve(flags.file, plan)
+		if err != nil {
+			return err
+		}
+		if fl != nil {
+			if err := output.check(); err != nil {
+				return err
+			}
+			if err := refuseOnFleet(cmd, "watch", "junit", "no-human-gates", "state-dir"); err != nil {
+				return err
+			}
+			return fleetRun(cmd, fl, fleetRunOptions{flags: flags, plan: plan, fresh: fresh, from: from, only: only,
+				json: output.json(), quiet: cf.quiet, failOnPause: cf.failOnPause})
+		}
 		st, err := flags.open()
 		if err != nil {
 			return err
@@ -178,7 +193,19 @@ with --fail-on-pause).`,
 	cmd.Flags().BoolVar(&keepOn, "watch", false, "once the session pauses, keep watching: a change to its spec or phases.yaml resumes it (see pipeline watch)")
 	wf = addWatchFlags(cmd)
 	cf = addCIFlags(cmd)
+	bf = addBackendFlags(cmd)
 	return cmd
+}
+
+// refuseOnFleet refuses the flags of cmd that the temporal backend does
+// not take.
+func refuseOnFleet(cmd *cobra.Command, names ...string) error {
+	for _, name := range names {
+		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
+			return usagef("--%s is not taken with the temporal backend (see README, \"Beyond one machine: Temporal\")", name)
+		}
+	}
+	return nil
 }
 
 // sayFailedBefore tells, as a new session starts, that the one before it

@@ -30,6 +30,7 @@ func sessionsCommand() *cobra.Command {
 		all      bool
 		specPath string
 		status   string
+		bf       *backendFlags
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "sessions",
@@ -58,14 +59,27 @@ shown with its folder: 045-dashboard/README.md.`,
 		if all && (cmd.Flags().Changed("file") || cmd.Flags().Changed("state-dir")) {
 			return usagef("--all finds the stores below the current folder: it cannot go with --file or --state-dir")
 		}
+		fl, err := bf.resolve(flags.file, nil)
+		if err != nil {
+			return err
+		}
 		dirs := []string{storeDir(flags.file, flags.stateDir)}
-		if all {
+		if all && fl == nil {
 			if dirs, err = findStores("."); err != nil {
 				return err
 			}
 		}
 		out := []sessionLine{}
 		total := 0
+		if fl != nil {
+			if err := refuseOnFleet(cmd, "state-dir", "all"); err != nil {
+				return err
+			}
+			if out, total, err = fleetSessions(cmd, fl, active, status, specPath); err != nil {
+				return err
+			}
+			dirs = nil
+		}
 		for _, dir := range dirs {
 			lines, all, err := storeSessions(dir, active, status, specPath)
 			if err != nil {
@@ -76,7 +90,7 @@ shown with its folder: 045-dashboard/README.md.`,
 		if all {
 			slices.SortStableFunc(out, func(a, b sessionLine) int { return b.Updated.Compare(a.Updated) })
 		}
-		if !all && len(out) > 0 {
+		if !all && len(out) > 0 && fl == nil {
 			// Forks live in the repository's other worktrees.
 			forks := forksByParent(flags.file)
 			for i := range out {
@@ -134,6 +148,7 @@ shown with its folder: 045-dashboard/README.md.`,
 	cmd.Flags().BoolVar(&all, "all", false, "the sessions of every pipeline below the current folder")
 	cmd.Flags().StringVar(&specPath, "spec", "", "only the sessions of this spec")
 	cmd.Flags().StringVar(&status, "status", "", "only sessions with this status: running, paused, completed or failed")
+	bf = addBackendFlags(cmd)
 	return cmd
 }
 

@@ -27,6 +27,7 @@ func statusCommand() *cobra.Command {
 		output  *outputFlag
 		verbose bool
 		watch   bool
+		bf      *backendFlags
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "status [SESSION]",
@@ -57,6 +58,16 @@ runner-died: resume continues it.`,
 		id := ""
 		if len(args) == 1 {
 			id = args[0]
+		}
+		fl, err := bf.resolve(flags.file, nil)
+		if err != nil {
+			return err
+		}
+		if fl != nil {
+			if err := refuseOnFleet(cmd, "state-dir"); err != nil {
+				return err
+			}
+			return fleetStatus(cmd, fl, flags, id, output, verbose, watch)
 		}
 		show := func(w io.Writer) (running bool, err error) {
 			f, err := findSession(flags, id)
@@ -98,6 +109,7 @@ runner-died: resume continues it.`,
 	output = addOutputFlag(cmd, "markdown")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "show the history of every phase")
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "show the status again every second until the session stops running (Ctrl+C to stop)")
+	bf = addBackendFlags(cmd)
 	return cmd
 }
 

@@ -65,6 +65,7 @@ func watchCommand() *cobra.Command {
 		wf     *watchFlags
 		output *outputFlag
 		grace  time.Duration
+		bf     *backendFlags
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "watch [FILE...]",
@@ -116,6 +117,16 @@ pipeline pause SESSION pauses one session and the watch goes on.`,
 		if err := output.check(); err != nil {
 			return err
 		}
+		fl, err := bf.resolve(args[0], nil)
+		if err != nil {
+			return err
+		}
+		if fl != nil {
+			if err := refuseOnFleet(cmd, "state-dir", "max-parallel", "reasons", "output"); err != nil {
+				return err
+			}
+			return fleetWatch(cmd, fl, args, watchDebounce(cmd, wf))
+		}
 		// Every file is loaded before anything is written: a bad one
 		// makes no store.
 		var problems spec.Error
@@ -154,6 +165,7 @@ pipeline pause SESSION pauses one session and the watch goes on.`,
 	wf = addWatchFlags(cmd)
 	output = addOutputFlag(cmd)
 	cmd.Flags().DurationVar(&grace, "grace", 5*time.Second, "time a stopped step gets to exit after SIGINT before it is killed")
+	bf = addBackendFlags(cmd)
 	return cmd
 }
 

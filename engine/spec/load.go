@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"reflect"
 	"strings"
@@ -126,6 +127,7 @@ func (doc *Document) check(root ast.Node) {
 		}
 		d.reportAt(d.positions["checkpoint"], fmt.Sprintf("checkpoint %q is not a checkpoint mode", p.Checkpoint), hint)
 	}
+	checkBackend(d, p.Backend)
 	if rc := p.ResumeContext; rc != nil {
 		if rc.Budget < 0 {
 			d.reportAt(d.positions["resume_context.budget"], "resume_context.budget must be a number of tokens above 0", "")
@@ -136,6 +138,41 @@ func (doc *Document) check(root ast.Node) {
 	}
 	checkCompactPrompt(d, p.CompactPrompt, "compact_prompt")
 	checkPhases(d, p.Phases, "phases")
+}
+
+// checkBackend reports a backend: block that names no backend, or an
+// address that is not HOST:PORT, a blank namespace or task queue, a
+// heartbeat timeout of zero.
+func checkBackend(d *decoder, b *Backend) {
+	if b == nil {
+		return
+	}
+	if b.Kind != "" && !contains(BackendKinds, b.Kind) {
+		hint := "use one of " + strings.Join(BackendKinds, ", ")
+		if near := triggers.Closest(b.Kind, BackendKinds); near != "" {
+			hint = fmt.Sprintf("did you mean %q? (one of %s)", near, strings.Join(BackendKinds, ", "))
+		}
+		d.reportAt(d.positions["backend.kind"], fmt.Sprintf("backend.kind %q is not a backend", b.Kind), hint)
+	}
+	if d.has("backend.address") {
+		if _, port, err := net.SplitHostPort(b.Address); err != nil || port == "" || strings.TrimSpace(b.Address) != b.Address {
+			d.reportAt(d.positions["backend.address"], fmt.Sprintf("backend.address %q is not HOST:PORT", b.Address),
+				"write the Temporal frontend's address, e.g. 127.0.0.1:7233")
+		}
+	}
+	for _, key := range []string{"namespace", "task_queue"} {
+		value := b.Namespace
+		if key == "task_queue" {
+			value = b.TaskQueue
+		}
+		if d.has("backend."+key) && strings.TrimSpace(value) == "" && !d.reportedAt(d.positions["backend."+key]) {
+			d.reportAt(d.positions["backend."+key], "backend."+key+" is empty", "remove it for the default, or name one")
+		}
+	}
+	if b.HeartbeatTimeout != nil && *b.HeartbeatTimeout <= 0 && !d.reportedAt(d.positions["backend.heartbeat_timeout"]) {
+		d.reportAt(d.positions["backend.heartbeat_timeout"], "backend.heartbeat_timeout must be more than zero",
+			"a worker silent this long is taken for lost; 30s is the default")
+	}
 }
 
 // checkCompactPrompt reports a compact_prompt written empty (or blank):

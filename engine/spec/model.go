@@ -24,6 +24,10 @@ type Pipeline struct {
 	// Checkpoint says how a session in a git work tree keeps its
 	// checkpoints: refs (the default), commit or off.
 	Checkpoint string `yaml:"checkpoint" json:"checkpoint,omitempty" jsonschema:"enum=refs,enum=commit,enum=off" jsonschema_description:"refs (the default in a git work tree): a snapshot of the work tree under refs/pipeline/<session>/ when a phase completes and when the session pauses, HEAD, the branch, the index and the stash untouched | commit: a commit on the current branch per phase instead | off: none"`
+	// Backend says where the pipeline's sessions run: here (local, the
+	// default) or on a Temporal fleet. Flags and environment variables
+	// of the session commands go over it.
+	Backend *Backend `yaml:"backend" json:"backend,omitempty" jsonschema_description:"where sessions run: local (the default: this process) or temporal (workflows on a Temporal server, steps on pipeline worker processes); --backend and PIPELINE_BACKEND go over it"`
 	// On are the hooks: commands run when a session stops.
 	On *Hooks `yaml:"on" json:"on,omitempty" jsonschema_description:"hooks: shell lines run when a session pauses, fails, completes or needs a human; PIPELINE_SESSION, PIPELINE_PHASE, PIPELINE_STATUS, PIPELINE_REASON and PIPELINE_NOTE are set and the status JSON is on standard input"`
 	// CompactPrompt replaces DefaultCompactPrompt; "" when not written
@@ -51,6 +55,24 @@ const (
 
 // CheckpointModes are the values checkpoint: takes.
 var CheckpointModes = []string{CheckpointRefs, CheckpointCommit, CheckpointOff}
+
+// Backend is the backend: block.
+type Backend struct {
+	Kind             string    `yaml:"kind" json:"kind,omitempty" jsonschema:"enum=local,enum=temporal" jsonschema_description:"local | temporal"`
+	Address          string    `yaml:"address" json:"address,omitempty" jsonschema:"pattern=^\\S+:[0-9]+$" jsonschema_description:"the Temporal frontend, HOST:PORT; default 127.0.0.1:7233 (PIPELINE_TEMPORAL and --temporal go over it)"`
+	Namespace        string    `yaml:"namespace" json:"namespace,omitempty" jsonschema_description:"the Temporal namespace; default default"`
+	TaskQueue        string    `yaml:"task_queue" json:"task_queue,omitempty" jsonschema_description:"the task queue the workers poll (pipeline worker --task-queue); default pipeline"`
+	HeartbeatTimeout *Duration `yaml:"heartbeat_timeout" json:"heartbeat_timeout,omitempty" jsonschema_description:"how long a worker running a step may be silent before it is taken for lost and the step runs again elsewhere; a pause reaches a running step within about this long; default 30s"`
+}
+
+// The values of backend.kind.
+const (
+	BackendLocal    = "local"
+	BackendTemporal = "temporal"
+)
+
+// BackendKinds are the values backend.kind takes.
+var BackendKinds = []string{BackendLocal, BackendTemporal}
 
 // Hooks is the on: block: for each way a run stops, the commands to run.
 // A hook tells somebody; it never changes the session's outcome.

@@ -96,6 +96,11 @@ type Plan struct {
 	// Checkpoint is checkpoint: (refs, commit or off), refs when
 	// phases.yaml does not set it; a spec's frontmatter cannot set it.
 	Checkpoint Setting[string] `json:"checkpoint"`
+	// Backend is the backend: block, where the sessions run; local from
+	// the built-in default when phases.yaml has none. A spec's
+	// frontmatter cannot set it. The session commands' --backend and
+	// PIPELINE_BACKEND go over it.
+	Backend Setting[Backend] `json:"backend"`
 	// Hooks are the on: commands, phases.yaml's with the spec's
 	// pipeline.on over them, event by event.
 	Hooks Hooks `json:"on"`
@@ -303,6 +308,13 @@ func (r *resolver) plan() *Plan {
 	plan.Checkpoint = Setting[string]{Value: CheckpointRefs, From: builtIn}
 	if p.Checkpoint != "" {
 		plan.Checkpoint = Setting[string]{Value: p.Checkpoint, From: r.doc.origin("checkpoint")}
+	}
+	plan.Backend = Setting[Backend]{Value: Backend{Kind: BackendLocal}, From: builtIn}
+	if p.Backend != nil {
+		plan.Backend = Setting[Backend]{Value: *p.Backend, From: r.doc.origin("backend")}
+		if plan.Backend.Value.Kind == "" {
+			plan.Backend.Value.Kind = BackendLocal
+		}
 	}
 	if r.fm != nil {
 		plan.Spec = r.fm.Path

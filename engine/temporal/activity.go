@@ -104,11 +104,19 @@ func (a *Activities) grace() time.Duration {
 	return 5 * time.Second
 }
 
-func (a *Activities) heartbeatEvery() time.Duration {
+// heartbeatEvery is how often the activity of ctx heartbeats:
+// HeartbeatEvery, or more often when the workflow's heartbeat timeout
+// is short (a third of it), so that a worker that is alive is never
+// taken for lost and a pause reaches the step soon.
+func (a *Activities) heartbeatEvery(ctx context.Context) time.Duration {
+	every := 5 * time.Second
 	if a.HeartbeatEvery > 0 {
-		return a.HeartbeatEvery
+		every = a.HeartbeatEvery
 	}
-	return 5 * time.Second
+	if timeout := activity.GetInfo(ctx).HeartbeatTimeout; timeout > 0 && timeout/3 < every {
+		every = max(timeout/3, 10*time.Millisecond)
+	}
+	return every
 }
 
 // open opens the session on this worker, making it in the worker's
@@ -206,15 +214,25 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (StepOutput, err
 	out := StepOutput{Worker: workerName()}
 	phase := w.runner.Plan.Phases[in.Start.Phase]
 	out.Transcript = filepath.Join(w.sess.X.Dir, "transcripts", phase.Name)
-	ticker := time.NewTicker(a.heartbeatEvery())
+	ticker := time.NewTicker(a.heartbeatEvery(ctx))
 	defer ticker.Stop()
-	cancelled := ctx.Done()
+	cancelled, stopping := ctx.Done(), activity.GetWorkerStopChannel(ctx)
 	for {
 		select {
 		case r := <-done:
 			out.Result = r
 			out.Phase, out.Markers = w.markers()
 			return out, nil
+		case <-stopping:
+			// The worker is stopping (SIGINT, SIGTERM): the step stops
+			// as Ctrl+C stops a local one, and the session pauses, with
+			// this reason, rather than wait for a heartbeat timeout.
+			stopping = nil
+			if out.Fired == nil && current != nil {
+				out.Fired = &engine.Firing{Reason: ReasonWorkerStopped, At: time.Now(),
+					Note: fmt.Sprintf("the worker %s running the step was stopped; resume runs the step again on a worker", out.Worker)}
+				current.Stop(false)
+			}
 		case ev := <-w.fired:
 			if out.Fired == nil && current != nil {
 				f := ev.Firing
@@ -245,11 +263,16 @@ func (a *Activities) Compact(ctx context.Context, in CompactInput) (CompactOutpu
 	started := time.Now()
 	done := make(chan engine.Compacted, 1)
 	current := w.runner.Compact(context.WithoutCancel(ctx), in.Compact, in.State, func(ev engine.Compacted) { done <- ev })
-	ticker := time.NewTicker(a.heartbeatEvery())
+	ticker := time.NewTicker(a.heartbeatEvery(ctx))
 	defer ticker.Stop()
-	cancelled := ctx.Done()
+	cancelled, stopping := ctx.Done(), activity.GetWorkerStopChannel(ctx)
 	for {
 		select {
+		case <-stopping:
+			stopping = nil
+			if current != nil {
+				current.Stop(false)
+			}
 		case ev := <-done:
 			out := CompactOutput{Compacted: ev}
 			out.Phase, out.Markers = w.markers()

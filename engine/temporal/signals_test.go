@@ -207,3 +207,48 @@ func TestContinueAsNewCarriesTheState(t *testing.T) {
 		t.Fatalf("the next run: %s", s.Status)
 	}
 }
+
+// TestResumeSignalWithANewPlan: a resume that carries phases.yaml as it
+// is now switches the session to it (PlanChanged, then Resumed): the
+// next step is given the new plan; a pause signal on the paused session
+// leaves its notes for the resume.
+func TestResumeSignalWithANewPlan(t *testing.T) {
+	r := newRun(t, agentPlan)
+	edited := strings.Replace(agentPlan, "  - name: design\n", "  - name: design\n    prompt: Design it small.\n", 1)
+	newSource := r.in.Plan
+	newSource.YAML = []byte(edited)
+	newSource.Digest = ""
+	plan, err := newSource.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	newSource.Digest = plan.Digest
+	var plans []string
+	r.env.OnActivity(temporal.ActivityRunStep, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in temporal.StepInput) (temporal.StepOutput, error) {
+			plans = append(plans, in.Plan.Digest)
+			if len(plans) == 1 {
+				return temporal.StepOutput{Result: engine.StepResult{Checkpoint: true}}, nil
+			}
+			return temporal.StepOutput{Result: engine.StepResult{}}, nil
+		})
+	r.after(time.Hour, func() {
+		r.env.SignalWorkflow(temporal.SignalPause, temporal.PauseSignal{Notes: "left while paused"})
+	})
+	r.after(2*time.Hour, func() {
+		r.env.SignalWorkflow(temporal.SignalResume, temporal.ResumeSignal{Notes: "spec edited", Plan: &newSource})
+	})
+	s := r.execute()
+	if s.Status != engine.StatusCompleted {
+		t.Fatalf("want completed, got %s %+v", s.Status, s.Pause)
+	}
+	if len(plans) != 3 || plans[0] != r.in.Plan.Digest || plans[1] != plan.Digest || plans[2] != plan.Digest {
+		t.Fatalf("the steps' plans: %q (old %s, new %s)", plans, r.in.Plan.Digest, plan.Digest)
+	}
+	if s.PlanDigest != plan.Digest {
+		t.Fatalf("the state's plan: %s, want %s", s.PlanDigest, plan.Digest)
+	}
+	if notes := s.Phases[0].Notes; len(notes) != 2 || notes[0] != "left while paused" || notes[1] != "spec edited" {
+		t.Fatalf("the phase's notes: %q", notes)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 )
 
@@ -30,18 +31,31 @@ const (
 	// ReasonWorkerLost: the workers running the step were lost (heartbeat
 	// timeout) MaxLost times in a row.
 	ReasonWorkerLost = "worker-lost"
+	// ReasonWorkerStopped: the worker running the step was stopped
+	// (pipeline worker got SIGINT or SIGTERM): the step was stopped as
+	// Ctrl+C stops a local one; resume runs it again.
+	ReasonWorkerStopped = "worker-stopped"
 )
 
 // PauseSignal asks the session to pause, with the human's notes.
 type PauseSignal struct {
 	Notes string `json:"notes,omitempty"`
+	// Reason is why (engine.ReasonHuman when empty; run's Ctrl+C sends
+	// engine.ReasonInterrupted, as a local run records it).
+	Reason string `json:"reason,omitempty"`
 }
 
 // ResumeSignal continues a paused session, with notes the next agent
 // step gets in its resume context, and the phase to jump to, if any.
+// Plan, when set, is phases.yaml and the spec as they are now (a spec
+// edited while the session was paused): the session decides with it from
+// the resume on, and its steps get it. A plan whose phases are not the
+// session's is not taken (the client checks that first); the resume
+// goes on with the plan the session had.
 type ResumeSignal struct {
-	Notes string `json:"notes,omitempty"`
-	Phase string `json:"phase,omitempty"`
+	Notes string      `json:"notes,omitempty"`
+	Phase string      `json:"phase,omitempty"`
+	Plan  *PlanSource `json:"plan,omitempty"`
 }
 
 // Options tune a session's workflow; the zero value is the defaults.
@@ -240,14 +254,50 @@ func (f *flow) wait() {
 	sel.AddReceive(f.pauses, func(c workflow.ReceiveChannel, _ bool) {
 		var p PauseSignal
 		c.Receive(f.ctx, &p)
-		f.queue = append(f.queue, engine.PauseRequested{At: f.now(), Reason: engine.ReasonHuman, Notes: p.Notes})
+		f.paused(p)
 	})
 	sel.AddReceive(f.resumes, func(c workflow.ReceiveChannel, _ bool) {
 		var r ResumeSignal
 		c.Receive(f.ctx, &r)
-		f.queue = append(f.queue, engine.Resumed{At: f.now(), Notes: r.Notes, Phase: r.Phase, Plan: f.plan.Digest})
+		f.resumed(r)
 	})
 	sel.Select(f.ctx)
+}
+
+// paused queues what a pause signal means: a pause request; on a session
+// that is paused already, its notes for the next resume (as pipeline
+// pause --notes does locally).
+func (f *flow) paused(p PauseSignal) {
+	if f.state.Status == engine.StatusPaused && len(f.queue) == 0 && !f.state.StepRunning {
+		if p.Notes != "" {
+			f.queue = append(f.queue, engine.Noted{At: f.now(), Notes: p.Notes})
+		}
+		return
+	}
+	reason := p.Reason
+	if reason == "" {
+		reason = engine.ReasonHuman
+	}
+	f.queue = append(f.queue, engine.PauseRequested{At: f.now(), Reason: reason, Notes: p.Notes})
+}
+
+// resumed queues a resume; with a plan, a paused session switches to it
+// first (PlanChanged, as pipeline watch records a changed phases.yaml).
+func (f *flow) resumed(r ResumeSignal) {
+	resumable := (f.state.Status == engine.StatusPaused || f.state.Status == engine.StatusFailed) && len(f.queue) == 0 && !f.state.StepRunning
+	if r.Plan != nil && resumable {
+		plan, err := r.Plan.Load()
+		if err == nil {
+			err = session.CheckPlan(plan, f.state, f.in.SessionID)
+		}
+		if err != nil {
+			workflow.GetLogger(f.ctx).Warn("the resume's plan is not taken; the session goes on with its own", "error", err.Error())
+		} else {
+			f.plan, f.in.Plan = plan, *r.Plan
+			f.queue = append(f.queue, engine.PlanChanged{At: f.now(), Plan: plan.Digest})
+		}
+	}
+	f.queue = append(f.queue, engine.Resumed{At: f.now(), Notes: r.Notes, Phase: r.Phase, Plan: f.plan.Digest})
 }
 
 // stepEnded turns the activity's end into events: what the step said

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/temporal"
+)
+
+// backendFlags choose where a session command acts: here (local), or on
+// a Temporal fleet.
+type backendFlags struct {
+	kind   string
+	target temporal.Target
+}
+
+func addBackendFlags(cmd *cobra.Command) *backendFlags {
+	f := &backendFlags{}
+	cmd.Flags().StringVar(&f.kind, "backend", "", "where sessions run: local or temporal (default $PIPELINE_BACKEND, else backend.kind of phases.yaml, else local)")
+	cmd.Flags().StringVar(&f.target.Address, "temporal", "", "the Temporal frontend, HOST:PORT; implies --backend temporal (default $PIPELINE_TEMPORAL, else backend.address, else "+temporal.DefaultAddress+")")
+	cmd.Flags().StringVar(&f.target.Namespace, "namespace", "", "the Temporal namespace (default $PIPELINE_TEMPORAL_NAMESPACE, else backend.namespace, else "+temporal.DefaultNamespace+")")
+	cmd.Flags().StringVar(&f.target.TaskQueue, "task-queue", "", "the task queue of the workers (default $PIPELINE_TEMPORAL_TASK_QUEUE, else backend.task_queue, else "+temporal.DefaultTaskQueue+")")
+	return f
+}
+
+// fleet is the Temporal backend a command acts on, when it is chosen.
+type fleet struct {
+	target temporal.Target
+	// heartbeat is backend.heartbeat_timeout of phases.yaml (0: the
+	// workflow's default).
+	heartbeat time.Duration
+}
+
+// resolve chooses the backend: each setting from the flag, else the
+// environment, else the backend: block of phases.yaml (file), else the
+// default; the kind from --backend, else --temporal (temporal), else
+// PIPELINE_BACKEND, else PIPELINE_TEMPORAL (temporal), else backend.kind,
+// else local. nil: local. plan, when the command loaded it, is read for
+// the block; otherwise file is read for it, and a file that cannot be
+// read or has problems gives no block (the command reports it, if it
+// needs the file).
+func (f *backendFlags) resolve(file string, plan *spec.Plan) (*fleet, error) {
+	var block spec.Backend
+	if plan != nil {
+		block = plan.Backend.Value
+	} else if doc, _ := spec.LoadFile(file); doc != nil && doc.Pipeline.Backend != nil {
+		block = *doc.Pipeline.Backend
+	}
+	kind := f.kind
+	switch {
+	case kind != "":
+	case f.target.Address != "":
+		kind = spec.BackendTemporal
+	case os.Getenv("PIPELINE_BACKEND") != "":
+		kind = os.Getenv("PIPELINE_BACKEND")
+	case os.Getenv("PIPELINE_TEMPORAL") != "":
+		kind = spec.BackendTemporal
+	case block.Kind != "":
+		kind = block.Kind
+	default:
+		kind = spec.BackendLocal
+	}
+	switch kind {
+	case spec.BackendLocal:
+		if f.target.Address != "" || f.target.Namespace != "" || f.target.TaskQueue != "" {
+			return nil, usagef("--temporal, --namespace and --task-queue are for the temporal backend; this command runs with the local one (--backend local or PIPELINE_BACKEND=local)")
+		}
+		return nil, nil
+	case spec.BackendTemporal:
+	default:
+		return nil, usagef("backend %q is not a backend: use local or temporal (from --backend, or PIPELINE_BACKEND)", kind)
+	}
+	t := f.target
+	for _, v := range []struct {
+		to         *string
+		env, block string
+	}{{&t.Address, "PIPELINE_TEMPORAL", block.Address}, {&t.Namespace, "PIPELINE_TEMPORAL_NAMESPACE", block.Namespace},
+		{&t.TaskQueue, "PIPELINE_TEMPORAL_TASK_QUEUE", block.TaskQueue}} {
+		if *v.to == "" {
+			*v.to = os.Getenv(v.env)
+		}
+		if *v.to == "" {
+			*v.to = v.block
+		}
+	}
+	fl := &fleet{target: t.WithDefaults()}
+	if block.HeartbeatTimeout != nil {
+		fl.heartbeat = time.Duration(*block.HeartbeatTimeout)
+	}
+	return fl, nil
+}
+
+// dial connects to the fleet's server.
+func (fl *fleet) dial(cmd *cobra.Command) (*temporal.Client, error) {
+	ctx, cancel := context.WithTimeout(cmd.Context(), 20*time.Second)
+	defer cancel()
+	return temporal.NewClient(ctx, fl.target)
+}
+
+// flagsLine is how the fleet is named on a command line a message
+// suggests: the flags that were not the defaults.
+func (fl *fleet) flagsLine() string {
+	line := " --backend temporal"
+	if fl.target.Address != temporal.DefaultAddress {
+		line += " --temporal " + shellQuote(fl.target.Address)
+	}
+	if fl.target.Namespace != temporal.DefaultNamespace {
+		line += " --namespace " + shellQuote(fl.target.Namespace)
+	}
+	if fl.target.TaskQueue != temporal.DefaultTaskQueue {
+		line += " --task-queue " + shellQuote(fl.target.TaskQueue)
+	}
+	return line
+}
+
+// where names the fleet in messages.
+func (fl *fleet) where() string {
+	return fmt.Sprintf("namespace %s, task queue %s at %s", fl.target.Namespace, fl.target.TaskQueue, fl.target.Address)
+}
+
+// absPaths makes the pipeline's and the spec's paths absolute: they
+// travel to workers, which run steps in the folder of phases.yaml.
+func absPaths(file, specPath string) (string, string, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return "", "", err
+	}
+	if specPath != "" {
+		if specPath, err = filepath.Abs(specPath); err != nil {
+			return "", "", err
+		}
+	}
+	return abs, specPath, nil
+}

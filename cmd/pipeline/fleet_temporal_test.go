@@ -1,0 +1,413 @@
+//go:build temporal
+
+package main
+
+// End-to-end tests of the Temporal backend: a real dev server (the
+// temporal CLI named by PIPELINE_TEMPORAL_CLI), two real pipeline worker
+// processes of the built binary, and the session commands with
+// --backend temporal (or its environment variables, or the backend:
+// block of phases.yaml).
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pipeline-dev/pipeline/engine/temporal"
+)
+
+// devServer is a Temporal dev server for one test. It is this file's own
+// small helper, to be replaced by internal/temporaltest's StartDevServer.
+type devServer struct {
+	Address string
+}
+
+// startDevServer starts `temporal server start-dev` on a free port of
+// 127.0.0.1 with a database of its own, and waits until it answers.
+func startDevServer(t *testing.T) *devServer {
+	t.Helper()
+	cli := os.Getenv("PIPELINE_TEMPORAL_CLI")
+	if cli == "" {
+		t.Fatal("PIPELINE_TEMPORAL_CLI is not set: name the temporal CLI (v1.5.1) whose dev server these tests run (-tags temporal)")
+	}
+	port := freePort(t)
+	dir := t.TempDir()
+	cmd := exec.Command(cli, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", fmt.Sprint(port),
+		"--db-filename", filepath.Join(dir, "temporal.db"), "--log-level", "error")
+	cmd.Env = append(os.Environ(), "TEMPORAL_VERSION_CHECK_DISABLED=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	logFile, err := os.Create(filepath.Join(dir, "server.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		cmd.Wait()
+		logFile.Close()
+	})
+	s := &devServer{Address: fmt.Sprintf("127.0.0.1:%d", port)}
+	// No event says the server is ready: ask it, with a deadline.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		c, err := temporal.Dial(ctx, temporal.Target{Address: s.Address}, nil)
+		cancel()
+		if err == nil {
+			c.Close()
+			return s
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(logFile.Name())
+			t.Fatalf("the dev server did not answer at %s: %v\n%s", s.Address, err, log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// fleetWorkers starts n pipeline worker processes of the built binary on
+// the task queue, and returns once each says what it serves.
+func fleetWorkers(t *testing.T, s *devServer, queue string, n int) {
+	t.Helper()
+	for i := range n {
+		cmd := exec.Command(binary, "worker", "--temporal", s.Address, "--task-queue", queue, "--grace", "1s")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		served := make(chan string, 1)
+		var log strings.Builder
+		go func() {
+			sc := bufio.NewScanner(stderr)
+			for sc.Scan() {
+				line := sc.Text()
+				log.WriteString(line + "\n")
+				if strings.Contains(line, "serving namespace") {
+					served <- line
+				}
+			}
+			close(served)
+		}()
+		t.Cleanup(func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Wait()
+		})
+		select {
+		case line, ok := <-served:
+			if !ok || !strings.Contains(line, "task queue "+queue) {
+				t.Fatalf("worker %d did not start: %q\n%s", i, line, log.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("worker %d said nothing in 30s", i)
+		}
+	}
+}
+
+// fleetProject writes phases.yaml in a new folder.
+func fleetProject(t *testing.T, yaml string) string {
+	t.Helper()
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", yaml)
+	return dir
+}
+
+func fleetStatusJSON(t *testing.T, dir string, env []string, args ...string) statusJSON {
+	t.Helper()
+	r := pipelineEnv(t, dir, env, append([]string{"status", "-o", "json"}, args...)...)
+	if r.code != 0 {
+		t.Fatalf("status: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	return decodeStatus(t, r)
+}
+
+// awaitListed asks sessions until it lists id: the server's list is
+// eventually consistent, and no event says when it has caught up.
+func awaitListed(t *testing.T, dir string, env []string, id string, args ...string) []sessionLine {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := pipelineEnv(t, dir, env, append([]string{"sessions", "-o", "json"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("sessions: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		var list []sessionLine
+		if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
+			t.Fatalf("sessions -o json: %v\n%s", err, r.stdout)
+		}
+		for _, s := range list {
+			if s.ID == id {
+				return list
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sessions never listed %s: %s", id, r.stdout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// sessionIDIn finds the session id run printed as it started.
+func sessionIDIn(t *testing.T, stderr string) string {
+	t.Helper()
+	for _, line := range strings.Split(stderr, "\n") {
+		if rest, ok := strings.CutPrefix(line, "session "); ok && strings.Contains(rest, " started on the Temporal fleet") {
+			return strings.Fields(rest)[0]
+		}
+	}
+	t.Fatalf("run named no session:\n%s", stderr)
+	return ""
+}
+
+// A pipeline of run: steps completes through run --backend temporal
+// (exit 0) on two workers; status --backend temporal -o json says so,
+// answered from the closed workflow; sessions --backend temporal lists
+// it; logs prints its steps' transcripts, which the workers wrote beside
+// phases.yaml.
+func TestFleetRunCompletes(t *testing.T) {
+	s := startDevServer(t)
+	queue := "q-" + strings.ToLower(t.Name())
+	fleetWorkers(t, s, queue, 2)
+	dir := fleetProject(t, `version: 1
+phases:
+  - name: build
+    steps: [{name: compile, run: "echo compiled on $PIPELINE_PHASE"}]
+  - name: test
+    steps: [{name: unit, run: "echo tests pass"}]
+`)
+	flags := []string{"--backend", "temporal", "--temporal", s.Address, "--task-queue", queue}
+	r := pipeline(t, dir, append([]string{"run"}, flags...)...)
+	if r.code != 0 || !strings.Contains(r.stdout, "completed: 2 phases") {
+		t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	id := sessionIDIn(t, r.stderr)
+	st := fleetStatusJSON(t, dir, nil, append([]string{id}, flags...)...)
+	if st.ID != id || st.Status != "completed" || len(st.Phases) != 2 || st.Phases[1].Status != "completed" {
+		t.Fatalf("status: %+v", st)
+	}
+	// Without the SESSION: the newest of this pipeline.
+	if st := fleetStatusJSON(t, dir, nil, flags...); st.ID != id {
+		t.Fatalf("status of the pipeline's latest session: %s, want %s", st.ID, id)
+	}
+	list := awaitListed(t, dir, nil, id, flags...)
+	if len(list) != 1 || list[0].Status != "completed" || list[0].Pipeline != filepath.Base(dir) {
+		t.Fatalf("sessions: %+v", list)
+	}
+	r = pipeline(t, dir, append([]string{"logs", id}, flags...)...)
+	if r.code != 0 || !strings.Contains(r.stdout, "compiled on build") || !strings.Contains(r.stdout, "tests pass") {
+		t.Fatalf("logs: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// A checkpoint pauses the session (run exits 3); status --backend
+// temporal shows the checkpoint; pause --notes on the paused session
+// and resume --notes continue it to the end (exit 0), and both notes
+// reach the agent's next prompt. The backend comes from the backend:
+// block of phases.yaml.
+func TestFleetCheckpointThenResumeWithNotes(t *testing.T) {
+	s := startDevServer(t)
+	queue := "q-" + strings.ToLower(t.Name())
+	fleetWorkers(t, s, queue, 2)
+	// The agent saves each prompt it is sent, and stops at a checkpoint
+	// until a prompt carries the human's notes.
+	dir := fleetProject(t, fmt.Sprintf(`version: 1
+backend: {kind: temporal, address: %q, task_queue: %q, heartbeat_timeout: 2s}
+agent:
+  kind: command
+  command: [sh, -c, 'n=$(ls prompt-*.txt 2>/dev/null | wc -l); printf "%%s" "$0" > prompt-$n.txt; case "$0" in *"use the v2 API"*) echo "[DONE] design";; *) echo "[CHECKPOINT] API drafted";; esac', "{prompt}"]
+phases:
+  - name: design
+    prompt: Design the API.
+  - name: build
+    steps: [{run: "echo built"}]
+`, s.Address, queue))
+	r := pipeline(t, dir, "run")
+	if r.code != 3 || !strings.Contains(r.stdout, "paused: checkpoint") {
+		t.Fatalf("run: exit %d, want 3 (paused)\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	id := sessionIDIn(t, r.stderr)
+	st := fleetStatusJSON(t, dir, nil)
+	if st.ID != id || st.Status != "paused" || st.PauseReason != "checkpoint" || st.PauseNote != "API drafted" || st.Phase != "design" {
+		t.Fatalf("status: %+v", st)
+	}
+	r = pipeline(t, dir, "pause", "--notes", "mind the rate limits")
+	if r.code != 0 || !strings.Contains(r.stdout, "paused, notes added") {
+		t.Fatalf("pause --notes on a paused session: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = pipeline(t, dir, "resume", "--notes", "use the v2 API")
+	if r.code != 0 || !strings.Contains(r.stdout, "completed: 2 phases") {
+		t.Fatalf("resume: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	second, err := os.ReadFile(filepath.Join(dir, "prompt-1.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(second), "use the v2 API") || !strings.Contains(string(second), "mind the rate limits") {
+		t.Fatalf("the prompt after the resume lacks the notes:\n%s", second)
+	}
+	st = fleetStatusJSON(t, dir, nil, id)
+	if st.Status != "completed" || len(st.Phases[0].Notes) != 2 {
+		t.Fatalf("status after the resume: %+v", st)
+	}
+}
+
+// pause --backend temporal stops a running step on its worker and the
+// session pauses: run, which was following it, exits 3; status says who
+// paused it, with the notes. The backend comes from the environment.
+func TestFleetPauseARunningSession(t *testing.T) {
+	s := startDevServer(t)
+	queue := "q-" + strings.ToLower(t.Name())
+	fleetWorkers(t, s, queue, 2)
+	env := append(os.Environ(), "PIPELINE_BACKEND=temporal", "PIPELINE_TEMPORAL="+s.Address, "PIPELINE_TEMPORAL_TASK_QUEUE="+queue)
+	dir := fleetProject(t, `version: 1
+backend: {heartbeat_timeout: 2s}
+phases:
+  - name: build
+    steps: [{run: "touch started; sleep 60; touch finished"}]
+`)
+	run := exec.Command(binary, "run")
+	run.Dir, run.Env = dir, env
+	var stdout, stderr strings.Builder
+	run.Stdout, run.Stderr = &stdout, &stderr
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { run.Process.Kill() })
+	// The step's own mark says it runs; no event reaches the test.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "started")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the step never started\n%s%s", stdout.String(), stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r := pipelineEnv(t, dir, env, "pause", "--notes", "hold on")
+	if r.code != 0 || !strings.Contains(r.stdout, "paused") {
+		t.Fatalf("pause: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	err := run.Wait()
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 3 {
+		t.Fatalf("run: %v, want exit 3\n%s%s", err, stdout.String(), stderr.String())
+	}
+	st := fleetStatusJSON(t, dir, env)
+	if st.Status != "paused" || st.PauseReason != "paused-by-human" || st.PauseNote != "hold on" {
+		t.Fatalf("status: %+v", st)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "finished")); err == nil {
+		t.Fatal("the step ran to its end: it was not stopped")
+	}
+	list := awaitListed(t, dir, env, st.ID, "--active")
+	if len(list) != 1 || list[0].Status != "paused" || list[0].PauseReason != "paused-by-human" {
+		t.Fatalf("sessions --active: %+v", list)
+	}
+}
+
+// pipeline watch --backend temporal resumes a paused session when its
+// spec changes: the new plan source goes with the resume, and the spec's
+// diff reaches the agent's next prompt.
+func TestFleetWatchResumesOnSpecEdit(t *testing.T) {
+	s := startDevServer(t)
+	queue := "q-" + strings.ToLower(t.Name())
+	fleetWorkers(t, s, queue, 2)
+	dir := fleetProject(t, fmt.Sprintf(`version: 1
+backend: {kind: temporal, address: %q, task_queue: %q, heartbeat_timeout: 2s}
+spec: spec.md
+agent:
+  kind: command
+  command: [sh, -c, 'n=$(ls prompt-*.txt 2>/dev/null | wc -l); printf "%%s" "$0" > prompt-$n.txt; case "$0" in *"endpoint v2"*) echo ok;; *) echo "[CHECKPOINT] which endpoint?";; esac', "{prompt}"]
+phases:
+  - name: design
+    prompt: Design the client.
+`, s.Address, queue))
+	write(t, dir, "spec.md", "# Client\n\nCall the endpoint.\n")
+	r := pipeline(t, dir, "run")
+	if r.code != 3 {
+		t.Fatalf("run: exit %d, want 3\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	id := sessionIDIn(t, r.stderr)
+	watch := exec.Command(binary, "watch")
+	watch.Dir = dir
+	stdout, err := watch.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		watch.Process.Signal(syscall.SIGTERM)
+		watch.Wait()
+	})
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	awaitLine := func(want string) {
+		t.Helper()
+		timeout := time.After(20 * time.Second)
+		for {
+			select {
+			case line, ok := <-lines:
+				if !ok {
+					t.Fatalf("watch ended before %q", want)
+				}
+				if strings.Contains(line, want) {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("watch never said %q", want)
+			}
+		}
+	}
+	awaitLine("watching:")
+	write(t, dir, "spec.md", "# Client\n\nCall the endpoint v2.\n")
+	awaitLine("session " + id + " resumed")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if st := fleetStatusJSON(t, dir, nil, id); st.Status == "completed" {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the session did not complete after the resume: %+v", st)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	prompt, err := os.ReadFile(filepath.Join(dir, "prompt-1.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(prompt), "+Call the endpoint v2.") {
+		t.Fatalf("the prompt after the resume lacks the spec's diff:\n%s", prompt)
+	}
+}

@@ -1,0 +1,454 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/log"
+
+	"github.com/pipeline-dev/pipeline/engine"
+)
+
+// The defaults of a Target.
+const (
+	DefaultAddress   = "127.0.0.1:7233"
+	DefaultNamespace = "default"
+	DefaultTaskQueue = "pipeline"
+)
+
+// WorkflowType is SessionWorkflow's name, as the server lists it.
+const WorkflowType = "SessionWorkflow"
+
+// Target is the Temporal server, namespace and task queue of a fleet.
+type Target struct {
+	Address   string
+	Namespace string
+	TaskQueue string
+}
+
+// WithDefaults fills what is not set.
+func (t Target) WithDefaults() Target {
+	if t.Address == "" {
+		t.Address = DefaultAddress
+	}
+	if t.Namespace == "" {
+		t.Namespace = DefaultNamespace
+	}
+	if t.TaskQueue == "" {
+		t.TaskQueue = DefaultTaskQueue
+	}
+	return t
+}
+
+// Dial connects to the target's server. logger nil: the SDK's own lines
+// are dropped but for warnings and errors, on standard error.
+func Dial(ctx context.Context, t Target, logger log.Logger) (client.Client, error) {
+	t = t.WithDefaults()
+	if logger == nil {
+		logger = QuietLogger(nil)
+	}
+	c, err := client.DialContext(ctx, client.Options{HostPort: t.Address, Namespace: t.Namespace, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("the Temporal server at %s (namespace %s) cannot be reached: %w", t.Address, t.Namespace, err)
+	}
+	return c, nil
+}
+
+// QuietLogger logs warnings and errors only, to w (io.Discard when nil).
+func QuietLogger(w io.Writer) log.Logger {
+	if w == nil {
+		w = io.Discard
+	}
+	return log.NewStructuredLogger(slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn})))
+}
+
+// Memo is what a session's workflow carries beside its input, for
+// listing: the pipeline, its files, and the key of (pipeline, spec) by
+// which a second live run is refused.
+type Memo struct {
+	Pipeline string `json:"pipeline"`
+	File     string `json:"file"`
+	Spec     string `json:"spec,omitempty"`
+	Key      string `json:"key"`
+}
+
+// Key is the (pipeline, spec) key of a session on the fleet: the paths
+// as the client sent them (absolute).
+func Key(file, spec string) string {
+	h := fnv.New64a()
+	h.Write([]byte(file + "\x00" + spec))
+	return strconv.FormatUint(h.Sum64(), 36)
+}
+
+// Client is the session commands' side of a fleet: start a session's
+// workflow, signal it, ask it where it stands, list the sessions.
+type Client struct {
+	C      client.Client
+	Target Target
+}
+
+// NewClient dials the target.
+func NewClient(ctx context.Context, t Target) (*Client, error) {
+	t = t.WithDefaults()
+	c, err := Dial(ctx, t, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{C: c, Target: t}, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() { c.C.Close() }
+
+// Start starts the workflow of a new session, id: its input and memo.
+// A workflow of that id that exists already is an error.
+func (c *Client) Start(ctx context.Context, in SessionInput, memo Memo) error {
+	_, err := c.C.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: in.SessionID, TaskQueue: c.Target.TaskQueue,
+		Memo:                     map[string]any{"session": memo},
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+	}, SessionWorkflow, in)
+	return err
+}
+
+// Summary is one session's workflow as the server lists it.
+type Summary struct {
+	ID    string
+	RunID string
+	Memo
+	// Open: the workflow has not closed (a paused session's is open).
+	Open bool
+	// Execution is the workflow's status on the server: Running,
+	// Completed, Failed, Terminated, ...
+	Execution string
+	Started   time.Time
+	Closed    time.Time
+	TaskQueue string
+}
+
+// List lists the sessions' workflows of the namespace that query keeps
+// (a visibility query: "" for all), newest first. The server's list is
+// eventually consistent: a workflow started a moment ago may be missing.
+func (c *Client) List(ctx context.Context, query string) ([]Summary, error) {
+	q := fmt.Sprintf("WorkflowType = '%s'", WorkflowType)
+	if query != "" {
+		q += " AND " + query
+	}
+	var out []Summary
+	var token []byte
+	for {
+		resp, err := c.C.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Namespace: c.Target.Namespace, Query: q, NextPageToken: token})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range resp.Executions {
+			s := Summary{ID: e.GetExecution().GetWorkflowId(), RunID: e.GetExecution().GetRunId(),
+				Open:      e.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
+				Execution: executionStatus(e.GetStatus()), TaskQueue: e.GetTaskQueue()}
+			if t := e.GetStartTime(); t != nil {
+				s.Started = t.AsTime()
+			}
+			if t := e.GetCloseTime(); t != nil {
+				s.Closed = t.AsTime()
+			}
+			if p, ok := e.GetMemo().GetFields()["session"]; ok {
+				_ = converter.GetDefaultDataConverter().FromPayload(p, &s.Memo)
+			}
+			out = append(out, s)
+		}
+		if token = resp.NextPageToken; len(token) == 0 {
+			break
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Summary) int { return b.Started.Compare(a.Started) })
+	return out, nil
+}
+
+// QueueQuery is the visibility query of the workflows of one task queue.
+func QueueQuery(queue string) string {
+	return fmt.Sprintf("TaskQueue = '%s'", strings.ReplaceAll(queue, "'", ""))
+}
+
+// Live lists the open sessions of key, newest first.
+func (c *Client) Live(ctx context.Context, key string) ([]Summary, error) {
+	list, err := c.List(ctx, "ExecutionStatus = 'Running'")
+	if err != nil {
+		return nil, err
+	}
+	var out []Summary
+	for _, s := range list {
+		if s.Key == key {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func executionStatus(s enumspb.WorkflowExecutionStatus) string {
+	name := strings.TrimPrefix(s.String(), "WORKFLOW_EXECUTION_STATUS_")
+	if name == "" {
+		return "unknown"
+	}
+	return strings.ToLower(strings.ReplaceAll(name, "_", "-"))
+}
+
+// ErrNoSession: no workflow of that id.
+var ErrNoSession = errors.New("no such session on the Temporal server")
+
+// Status is where session id stands: the workflow's status query while
+// it is open (a worker answers it); from its history once it closed (its
+// result, decided with its last plan), so that no worker is needed. A
+// workflow that failed, was terminated or timed out is a failed session,
+// with what the server says as the reason.
+func (c *Client) Status(ctx context.Context, id string) (engine.StatusReport, error) {
+	desc, err := c.C.DescribeWorkflow(ctx, id, "")
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return engine.StatusReport{}, fmt.Errorf("%w: %s (namespace %s at %s)", ErrNoSession, id, c.Target.Namespace, c.Target.Address)
+	}
+	if err != nil {
+		return engine.StatusReport{}, err
+	}
+	if desc.RawResponse.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		v, err := c.C.QueryWorkflow(ctx, id, "", QueryStatus)
+		if err != nil {
+			return engine.StatusReport{}, fmt.Errorf("session %s: the status query found no worker to answer it (is a pipeline worker polling task queue %s?): %w",
+				id, c.Target.TaskQueue, err)
+		}
+		var r engine.StatusReport
+		return r, v.Get(&r)
+	}
+	h, err := c.History(ctx, id)
+	if err != nil {
+		return engine.StatusReport{}, err
+	}
+	return h.Report()
+}
+
+// Pause signals the session to pause, with notes and the reason (""
+// for a human's pause).
+func (c *Client) Pause(ctx context.Context, id, notes, reason string) error {
+	return c.C.SignalWorkflow(ctx, id, "", SignalPause, PauseSignal{Notes: notes, Reason: reason})
+}
+
+// Resume signals the session to resume.
+func (c *Client) Resume(ctx context.Context, id string, r ResumeSignal) error {
+	return c.C.SignalWorkflow(ctx, id, "", SignalResume, r)
+}
+
+// Stopped tells whether a report is of a session that stopped: paused,
+// completed or failed.
+func Stopped(r engine.StatusReport) bool {
+	switch engine.Status(r.Status) {
+	case engine.StatusPaused, engine.StatusCompleted, engine.StatusFailed:
+		return true
+	}
+	return false
+}
+
+// Interventions counts the human interventions of a report (each resume
+// and each pause request is one): a resume is known to be taken when it
+// grows.
+func Interventions(r engine.StatusReport) int {
+	n := 0
+	for _, p := range r.Phases {
+		n += p.Human
+	}
+	return n
+}
+
+// StepRecord is one step a worker ran, as the history keeps its end.
+type StepRecord struct {
+	Phase      string
+	Transcript string
+	Worker     string
+	ExitCode   int
+	Stopped    bool
+}
+
+// History is what a session's workflow history holds that the commands
+// read: its input (of its first run), the plan it decides with now, its
+// result, and the steps the workers ran, over all its runs.
+type History struct {
+	ID     string
+	Input  SessionInput
+	Plan   PlanSource
+	Closed bool
+	Result *engine.State
+	// Failure is why the workflow closed other than completed.
+	Failure string
+	Steps   []StepRecord
+}
+
+// History reads the histories of session id's runs, the newest first
+// back along continue-as-new.
+func (c *Client) History(ctx context.Context, id string) (*History, error) {
+	h := &History{ID: id}
+	dc := converter.GetDefaultDataConverter()
+	runID := ""
+	var runs [][]StepRecord
+	for first := true; ; first = false {
+		var steps []StepRecord
+		scheduled := map[int64]string{}
+		var input SessionInput
+		var continued string
+		var plans []PlanSource
+		it := c.C.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				var notFound *serviceerror.NotFound
+				if errors.As(err, &notFound) {
+					return nil, fmt.Errorf("%w: %s (namespace %s at %s)", ErrNoSession, id, c.Target.Namespace, c.Target.Address)
+				}
+				return nil, err
+			}
+			switch {
+			case ev.GetWorkflowExecutionStartedEventAttributes() != nil:
+				a := ev.GetWorkflowExecutionStartedEventAttributes()
+				if err := decodeFirst(dc, a.GetInput(), &input); err != nil {
+					return nil, fmt.Errorf("session %s: its input: %w", id, err)
+				}
+				if input.Created.IsZero() && ev.GetEventTime() != nil {
+					input.Created = ev.GetEventTime().AsTime()
+				}
+				continued = a.GetContinuedExecutionRunId()
+			case ev.GetWorkflowExecutionSignaledEventAttributes() != nil:
+				a := ev.GetWorkflowExecutionSignaledEventAttributes()
+				var r ResumeSignal
+				if a.GetSignalName() == SignalResume && decodeFirst(dc, a.GetInput(), &r) == nil && r.Plan != nil {
+					plans = append(plans, *r.Plan)
+				}
+			case ev.GetActivityTaskScheduledEventAttributes() != nil:
+				scheduled[ev.GetEventId()] = ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
+			case ev.GetActivityTaskCompletedEventAttributes() != nil:
+				a := ev.GetActivityTaskCompletedEventAttributes()
+				if scheduled[a.GetScheduledEventId()] != ActivityRunStep {
+					continue
+				}
+				var out StepOutput
+				if decodeFirst(dc, a.GetResult(), &out) == nil {
+					steps = append(steps, StepRecord{Phase: out.Phase, Transcript: out.Transcript, Worker: out.Worker,
+						ExitCode: out.Result.ExitCode, Stopped: out.Result.Stopped})
+				}
+			case ev.GetWorkflowExecutionCompletedEventAttributes() != nil && first:
+				var s engine.State
+				if err := decodeFirst(dc, ev.GetWorkflowExecutionCompletedEventAttributes().GetResult(), &s); err == nil {
+					h.Result, h.Closed = &s, true
+				}
+			case ev.GetWorkflowExecutionFailedEventAttributes() != nil && first:
+				h.Closed, h.Failure = true, "the workflow failed: "+ev.GetWorkflowExecutionFailedEventAttributes().GetFailure().GetMessage()
+			case ev.GetWorkflowExecutionTerminatedEventAttributes() != nil && first:
+				h.Closed, h.Failure = true, "the workflow was terminated: "+ev.GetWorkflowExecutionTerminatedEventAttributes().GetReason()
+			case ev.GetWorkflowExecutionCanceledEventAttributes() != nil && first:
+				h.Closed, h.Failure = true, "the workflow was cancelled"
+			case ev.GetWorkflowExecutionTimedOutEventAttributes() != nil && first:
+				h.Closed, h.Failure = true, "the workflow timed out"
+			}
+		}
+		if first {
+			h.Plan = input.Plan
+			if len(plans) > 0 {
+				h.Plan = plans[len(plans)-1]
+			}
+		}
+		h.Input = input
+		runs = append(runs, steps)
+		if continued == "" {
+			break
+		}
+		runID = continued
+	}
+	for i := len(runs) - 1; i >= 0; i-- {
+		h.Steps = append(h.Steps, runs[i]...)
+	}
+	return h, nil
+}
+
+func decodeFirst(dc converter.DataConverter, p *commonpb.Payloads, v any) error {
+	if p == nil || len(p.Payloads) == 0 {
+		return errors.New("no payload")
+	}
+	return dc.FromPayload(p.Payloads[0], v)
+}
+
+// Report is the closed session's status, as the status query answered
+// it: its result decided with its last plan; a workflow that closed with
+// no result is a failed session, with the server's reason.
+func (h *History) Report() (engine.StatusReport, error) {
+	plan, err := h.Plan.Load()
+	if err != nil {
+		return engine.StatusReport{}, fmt.Errorf("session %s: its plan: %w", h.ID, err)
+	}
+	s := h.Input.State
+	if h.Result != nil {
+		s = *h.Result
+	} else if h.Closed {
+		s.Status, s.FailReason = engine.StatusFailed, h.Failure
+	}
+	r := engine.Report(plan, s)
+	r.ID, r.Pipeline, r.File, r.Spec, r.Created = h.ID, plan.Name.Value, plan.File, plan.Spec, h.Input.Created
+	return r, nil
+}
+
+// TranscriptDirs are the session folders the steps' transcripts were
+// written in (each worker's store, or one shared), with the workers that
+// wrote there, in the order the steps ran.
+func (h *History) TranscriptDirs() (dirs []string, workers map[string][]string) {
+	workers = map[string][]string{}
+	for _, s := range h.Steps {
+		if s.Transcript == "" {
+			continue
+		}
+		dir := filepath.Dir(filepath.Dir(s.Transcript)) // <session>/transcripts/<phase>
+		if _, ok := workers[dir]; !ok {
+			dirs = append(dirs, dir)
+		}
+		if !slices.Contains(workers[dir], s.Worker) {
+			workers[dir] = append(workers[dir], s.Worker)
+		}
+	}
+	return dirs, workers
+}
+
+// Restart continues a session whose workflow closed as failed: a new run
+// of the workflow of the same id, from the state it ended with, whose
+// first event is the resume (notes, phase), deciding with plan.
+func (c *Client) Restart(ctx context.Context, h *History, plan PlanSource, notes, phase string, now time.Time) error {
+	if h.Result == nil {
+		return fmt.Errorf("session %s has no state to resume from (%s)", h.ID, h.Failure)
+	}
+	p, err := plan.Load()
+	if err != nil {
+		return err
+	}
+	in := SessionInput{SessionID: h.ID, Plan: plan, State: *h.Result, Created: h.Input.Created, Options: h.Input.Options,
+		Events: []EventRecord{MustRecord(engine.Resumed{At: now.UTC(), Notes: notes, Phase: phase, Plan: p.Digest})}}
+	if h.Result.PlanDigest != p.Digest {
+		in.Events = append([]EventRecord{MustRecord(engine.PlanChanged{At: now.UTC(), Plan: p.Digest})}, in.Events...)
+	}
+	memo := Memo{File: plan.File, Spec: plan.Spec, Pipeline: p.Name.Value, Key: Key(plan.File, plan.Spec)}
+	_, err = c.C.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: h.ID, TaskQueue: c.Target.TaskQueue, Memo: map[string]any{"session": memo},
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+	}, SessionWorkflow, in)
+	return err
+}
