@@ -12,121 +12,157 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pipeline-dev/pipeline/engine/temporal"
+	"github.com/pipeline-dev/pipeline/internal/temporaltest"
 )
 
-// devServer is a Temporal dev server for one test. It is this file's own
-// small helper, to be replaced by internal/temporaltest's StartDevServer.
-type devServer struct {
-	Address string
+// fleetShared is the dev server the fleet tests share (one start for
+// the file, not one per test): each test has task queues and folders of
+// its own, so the tests stay independent. It is stopped after the last
+// test (afterTests), and the kernel kills it if the test binary dies
+// first.
+var fleetShared struct {
+	once sync.Once
+	s    *temporaltest.DevServer
+	err  error
 }
 
-// startDevServer starts `temporal server start-dev` on a free port of
-// 127.0.0.1 with a database of its own, and waits until it answers.
-func startDevServer(t *testing.T) *devServer {
+// fleetServer is the shared dev server, started by the first test that
+// asks for it.
+func fleetServer(t *testing.T) *temporaltest.DevServer {
 	t.Helper()
-	cli := os.Getenv("PIPELINE_TEMPORAL_CLI")
-	if cli == "" {
-		t.Fatal("PIPELINE_TEMPORAL_CLI is not set: name the temporal CLI (v1.5.1) whose dev server these tests run (-tags temporal)")
-	}
-	port := freePort(t)
-	dir := t.TempDir()
-	cmd := exec.Command(cli, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", fmt.Sprint(port),
-		"--db-filename", filepath.Join(dir, "temporal.db"), "--log-level", "error")
-	cmd.Env = append(os.Environ(), "TEMPORAL_VERSION_CHECK_DISABLED=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	logFile, err := os.Create(filepath.Join(dir, "server.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		cmd.Wait()
-		logFile.Close()
+	fleetShared.once.Do(func() {
+		dir, err := os.MkdirTemp("", "pipeline-temporal-")
+		if err != nil {
+			fleetShared.err = err
+			return
+		}
+		s, err := temporaltest.Start(dir)
+		fleetShared.s, fleetShared.err = s, err
+		afterTests = append(afterTests, func() error {
+			var err error
+			if s != nil {
+				err = s.Stop()
+			}
+			return errors.Join(err, os.RemoveAll(dir))
+		})
 	})
-	s := &devServer{Address: fmt.Sprintf("127.0.0.1:%d", port)}
-	// No event says the server is ready: ask it, with a deadline.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		c, err := temporal.Dial(ctx, temporal.Target{Address: s.Address}, nil)
-		cancel()
-		if err == nil {
-			c.Close()
-			return s
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(logFile.Name())
-			t.Fatalf("the dev server did not answer at %s: %v\n%s", s.Address, err, log)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if fleetShared.err != nil {
+		t.Fatalf("temporal dev server: %v", fleetShared.err)
 	}
+	return fleetShared.s
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// fleetWorker is a pipeline worker process of the built binary.
+type fleetWorker struct {
+	cmd *exec.Cmd
+	// name is how a step's result in the history names it (host/pid);
+	// identity how the server names its poller (pid@host@).
+	name, identity string
+	log            *workerLog
+	exited         chan struct{}
+}
+
+func (w *fleetWorker) pid() int { return w.cmd.Process.Pid }
+
+// workerLog keeps what a worker prints, and says when it has said that
+// it serves its task queue.
+type workerLog struct {
+	mu      sync.Mutex
+	buf     strings.Builder
+	line    strings.Builder
+	serving chan string
+}
+
+func (l *workerLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	for _, b := range p {
+		if b != '\n' {
+			l.line.WriteByte(b)
+			continue
+		}
+		if line := l.line.String(); l.serving != nil && strings.Contains(line, "serving namespace") {
+			l.serving <- line
+			l.serving = nil
+		}
+		l.line.Reset()
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return len(p), nil
+}
+
+func (l *workerLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
 
 // fleetWorkers starts n pipeline worker processes of the built binary on
-// the task queue, and returns once each says what it serves.
-func fleetWorkers(t *testing.T, s *devServer, queue string, n int) {
+// the task queue, and returns once each says what it serves. Each is
+// stopped (SIGTERM) when the test ends, unless the test killed it.
+func fleetWorkers(t *testing.T, s *temporaltest.DevServer, queue string, n int) []*fleetWorker {
 	t.Helper()
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ws []*fleetWorker
 	for i := range n {
-		cmd := exec.Command(binary, "worker", "--temporal", s.Address, "--task-queue", queue, "--grace", "1s")
+		cmd := exec.Command(binary, "worker", "--temporal", s.HostPort(), "--task-queue", queue, "--grace", "1s")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
+		log := &workerLog{serving: make(chan string, 1)}
+		cmd.Stderr = log
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		served := make(chan string, 1)
-		var log strings.Builder
+		w := &fleetWorker{cmd: cmd, log: log, exited: make(chan struct{}),
+			name: fmt.Sprintf("%s/%d", host, cmd.Process.Pid), identity: fmt.Sprintf("%d@%s@", cmd.Process.Pid, host)}
 		go func() {
-			sc := bufio.NewScanner(stderr)
-			for sc.Scan() {
-				line := sc.Text()
-				log.WriteString(line + "\n")
-				if strings.Contains(line, "serving namespace") {
-					served <- line
-				}
-			}
-			close(served)
+			cmd.Wait()
+			close(w.exited)
 		}()
 		t.Cleanup(func() {
 			cmd.Process.Signal(syscall.SIGTERM)
-			cmd.Wait()
+			<-w.exited
 		})
 		select {
-		case line, ok := <-served:
-			if !ok || !strings.Contains(line, "task queue "+queue) {
-				t.Fatalf("worker %d did not start: %q\n%s", i, line, log.String())
+		case line := <-log.serving:
+			if !strings.Contains(line, "task queue "+queue) {
+				t.Fatalf("worker %d serves another queue: %q", i, line)
 			}
+		case <-w.exited:
+			t.Fatalf("worker %d exited (%v):\n%s", i, cmd.ProcessState, log.String())
 		case <-time.After(30 * time.Second):
-			t.Fatalf("worker %d said nothing in 30s", i)
+			t.Fatalf("worker %d said nothing in 30s:\n%s", i, log.String())
 		}
+		ws = append(ws, w)
 	}
+	return ws
+}
+
+// fleetClient dials the dev server, closed when the test ends.
+func fleetClient(t *testing.T, s *temporaltest.DevServer) *temporal.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := temporal.NewClient(ctx, temporal.Target{Address: s.HostPort()}.WithDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }
 
 // fleetProject writes phases.yaml in a new folder.
@@ -190,7 +226,7 @@ func sessionIDIn(t *testing.T, stderr string) string {
 // it; logs prints its steps' transcripts, which the workers wrote beside
 // phases.yaml.
 func TestFleetRunCompletes(t *testing.T) {
-	s := startDevServer(t)
+	s := fleetServer(t)
 	queue := "q-" + strings.ToLower(t.Name())
 	fleetWorkers(t, s, queue, 2)
 	dir := fleetProject(t, `version: 1
@@ -200,7 +236,7 @@ phases:
   - name: test
     steps: [{name: unit, run: "echo tests pass"}]
 `)
-	flags := []string{"--backend", "temporal", "--temporal", s.Address, "--task-queue", queue}
+	flags := []string{"--backend", "temporal", "--temporal", s.HostPort(), "--task-queue", queue}
 	r := pipeline(t, dir, append([]string{"run"}, flags...)...)
 	if r.code != 0 || !strings.Contains(r.stdout, "completed: 2 phases") {
 		t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -230,7 +266,7 @@ phases:
 // reach the agent's next prompt. The backend comes from the backend:
 // block of phases.yaml.
 func TestFleetCheckpointThenResumeWithNotes(t *testing.T) {
-	s := startDevServer(t)
+	s := fleetServer(t)
 	queue := "q-" + strings.ToLower(t.Name())
 	fleetWorkers(t, s, queue, 2)
 	// The agent saves each prompt it is sent, and stops at a checkpoint
@@ -245,7 +281,7 @@ phases:
     prompt: Design the API.
   - name: build
     steps: [{run: "echo built"}]
-`, s.Address, queue))
+`, s.HostPort(), queue))
 	r := pipeline(t, dir, "run")
 	if r.code != 3 || !strings.Contains(r.stdout, "paused: checkpoint") {
 		t.Fatalf("run: exit %d, want 3 (paused)\n%s%s", r.code, r.stdout, r.stderr)
@@ -280,10 +316,10 @@ phases:
 // session pauses: run, which was following it, exits 3; status says who
 // paused it, with the notes. The backend comes from the environment.
 func TestFleetPauseARunningSession(t *testing.T) {
-	s := startDevServer(t)
+	s := fleetServer(t)
 	queue := "q-" + strings.ToLower(t.Name())
 	fleetWorkers(t, s, queue, 2)
-	env := append(os.Environ(), "PIPELINE_BACKEND=temporal", "PIPELINE_TEMPORAL="+s.Address, "PIPELINE_TEMPORAL_TASK_QUEUE="+queue)
+	env := append(os.Environ(), "PIPELINE_BACKEND=temporal", "PIPELINE_TEMPORAL="+s.HostPort(), "PIPELINE_TEMPORAL_TASK_QUEUE="+queue)
 	dir := fleetProject(t, `version: 1
 backend: {heartbeat_timeout: 2s}
 phases:
@@ -334,7 +370,7 @@ phases:
 // spec changes: the new plan source goes with the resume, and the spec's
 // diff reaches the agent's next prompt.
 func TestFleetWatchResumesOnSpecEdit(t *testing.T) {
-	s := startDevServer(t)
+	s := fleetServer(t)
 	queue := "q-" + strings.ToLower(t.Name())
 	fleetWorkers(t, s, queue, 2)
 	dir := fleetProject(t, fmt.Sprintf(`version: 1
@@ -346,7 +382,7 @@ agent:
 phases:
   - name: design
     prompt: Design the client.
-`, s.Address, queue))
+`, s.HostPort(), queue))
 	write(t, dir, "spec.md", "# Client\n\nCall the endpoint.\n")
 	r := pipeline(t, dir, "run")
 	if r.code != 3 {

@@ -28,6 +28,10 @@ var binary string
 // appends to the job's own summary or outputs.
 var outerCI = []string{"CI", "GITHUB_ACTIONS", "GITLAB_CI", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT", "GITHUB_WORKSPACE"}
 
+// afterTests stops what the tests of a file share (the Temporal dev server
+// of the fleet tests), once every test has run; an error fails the run.
+var afterTests []func() error
+
 func TestMain(m *testing.M) {
 	flag.Parse()
 	for _, name := range outerCI {
@@ -46,6 +50,12 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	for _, stop := range afterTests {
+		if err := stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = max(code, 1)
+		}
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -71,31 +71,75 @@ type DevServer struct {
 // test when PIPELINE_TEMPORAL_CLI is not set or the server does not start.
 func StartDevServer(t testing.TB) *DevServer {
 	t.Helper()
+	// Clean-ups run last registered first: the server's stop, registered
+	// after t.TempDir's removal, runs before it, so the server is gone
+	// before its database file is removed.
+	s, err := Start(t.TempDir())
+	if err != nil {
+		t.Fatalf("temporal dev server: %v", err)
+	}
+	t.Cleanup(func() { s.stop(t) })
+	t.Logf("temporal dev server on %s (pid %d), ready in %v", s.HostPort(), s.PID(), s.startTime.Round(time.Millisecond))
+	return s
+}
+
+// Start starts a dev server whose database is a file in dir, outside any
+// one test: for a server that a package's tests share (stopped by Stop
+// after the last of them), or for a benchmark. It returns an error when
+// PIPELINE_TEMPORAL_CLI is not set or the server does not start; nothing
+// is left running then.
+func Start(dir string) (*DevServer, error) {
 	cli := os.Getenv(EnvCLI)
 	if cli == "" {
-		t.Fatalf("%s is not set. The Temporal dev server is built by make test (once, into .cache/bin); "+
+		return nil, fmt.Errorf("%s is not set. The Temporal dev server is built by make test (once, into .cache/bin); "+
 			"by hand: ./scripts/install-temporal.sh && %s=$PWD/.cache/bin/temporal-1.5.1/temporal go test -tags temporal ./...",
 			EnvCLI, EnvCLI)
 	}
+	return StartCLI(cli, dir)
+}
+
+// StartCLI is Start with the temporal binary named.
+func StartCLI(cli, dir string) (*DevServer, error) {
 	if info, err := os.Stat(cli); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
-		t.Fatalf("%s=%s is not an executable (%v): run make test, or ./scripts/install-temporal.sh", EnvCLI, cli, err)
+		return nil, fmt.Errorf("%s is not an executable (%v): run make test, or ./scripts/install-temporal.sh", cli, err)
 	}
-	s := &DevServer{cli: cli, dbFile: filepath.Join(t.TempDir(), "temporal.db")}
-	// Registered after t.TempDir's own clean-up, so it runs before it: the
-	// server is gone before its database file is removed.
-	t.Cleanup(func() { s.stop(t) })
+	s := &DevServer{cli: cli, dbFile: filepath.Join(dir, "temporal.db")}
 	var err error
 	for try := 1; try <= portTries; try++ {
-		s.port = freePort(t)
+		if s.port, err = freePort(); err != nil {
+			return nil, err
+		}
 		if err = s.start(); err == nil || !errors.Is(err, errPortTaken) {
 			break
 		}
 	}
 	if err != nil {
-		t.Fatalf("temporal dev server: %v", err)
+		return nil, err
 	}
-	t.Logf("temporal dev server on %s (pid %d), ready in %v", s.HostPort(), s.PID(), s.startTime.Round(time.Millisecond))
-	return s
+	return s, nil
+}
+
+// Stop stops a server that Start started: SIGTERM to its group, SIGKILL
+// after the grace. It reports a server that had exited on its own, or
+// that did not stop cleanly on SIGTERM.
+func (s *DevServer) Stop() error {
+	if s.cmd == nil {
+		return nil
+	}
+	cmd := s.cmd
+	select {
+	case <-s.exited:
+		s.kill()
+		return fmt.Errorf("temporal dev server (pid %d) had exited (%v):\n%s", cmd.Process.Pid, s.waitErr, s.out.tail())
+	default:
+	}
+	begin := time.Now()
+	s.kill()
+	if !cmd.ProcessState.Success() {
+		return fmt.Errorf("temporal dev server (pid %d) did not stop cleanly on SIGTERM in %v (%v):\n%s",
+			cmd.Process.Pid, time.Since(begin).Round(time.Millisecond), cmd.ProcessState, s.out.tail())
+	}
+	return nil
 }
 
 // HostPort is the address of the frontend, for client.Options.HostPort and
@@ -229,28 +273,12 @@ func (s *DevServer) awaitReady(begin time.Time) error {
 	return nil
 }
 
-// stop ends the running server: SIGTERM to its group, SIGKILL after the
-// grace, and SIGKILL to whatever is left in the group. A server that exits
-// on its own while the test runs, or does not stop on SIGTERM, fails the
-// test.
+// stop ends the running server as Stop does; a server that exits on its
+// own while the test runs, or does not stop on SIGTERM, fails the test.
 func (s *DevServer) stop(t testing.TB) {
 	t.Helper()
-	if s.cmd == nil {
-		return
-	}
-	cmd := s.cmd
-	select {
-	case <-s.exited:
-		t.Errorf("temporal dev server (pid %d) exited while the test ran (%v):\n%s", cmd.Process.Pid, s.waitErr, s.out.tail())
-		s.kill()
-		return
-	default:
-	}
-	begin := time.Now()
-	s.kill()
-	if !cmd.ProcessState.Success() {
-		t.Errorf("temporal dev server (pid %d) did not stop cleanly on SIGTERM in %v (%v):\n%s",
-			cmd.Process.Pid, time.Since(begin).Round(time.Millisecond), cmd.ProcessState, s.out.tail())
+	if err := s.Stop(); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -272,14 +300,13 @@ func (s *DevServer) kill() {
 // then fails at once with "address already in use", and StartDevServer
 // tries again with a new port. A port that the server itself picks would
 // avoid it, but start-dev requires --port.
-func freePort(t testing.TB) int {
-	t.Helper()
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("find a free port: %v", err)
+		return 0, fmt.Errorf("find a free port: %w", err)
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // output collects what the server prints, for error messages, and closes
