@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+
 	"github.com/pipeline-dev/pipeline/engine/temporal"
 	"github.com/pipeline-dev/pipeline/internal/temporaltest"
 )
@@ -445,5 +447,297 @@ phases:
 	}
 	if !strings.Contains(string(prompt), "+Call the endpoint v2.") {
 		t.Fatalf("the prompt after the resume lacks the spec's diff:\n%s", prompt)
+	}
+}
+
+// awaitLines waits until the file at path holds at least n lines, and
+// returns them. The steps write it; no event reaches the test, so it
+// asks, with a deadline.
+func awaitLines(t *testing.T, path string, n int, why string) []string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		// Whole lines only: a writer may be half-way through one.
+		data, _ := os.ReadFile(path)
+		if lines := strings.Split(string(data), "\n"); len(lines) > n {
+			return lines[:len(lines)-1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s has %q after 30s, want %d lines", why, path, data, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// awaitGone waits until process pid has ended (or is a zombie that its
+// new parent has not reaped yet).
+func awaitGone(t *testing.T, pid int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for processAlive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (pid %d) still runs 10s on", what, pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// processAlive: pid names a process that is not a zombie.
+func processAlive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return !os.IsNotExist(err)
+	}
+	// pid (comm) S ...: the state follows the last parenthesis.
+	s := string(stat)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
+}
+
+// activityAttempt is one activity of a session as its history holds it:
+// the poller (worker identity) that started it and how it ended.
+type activityAttempt struct {
+	kind, identity, outcome string
+}
+
+// activityAttempts reads the activities of session id from the history
+// of its current run.
+func activityAttempts(t *testing.T, c *temporal.Client, id string) []activityAttempt {
+	t.Helper()
+	var out []activityAttempt
+	index := map[int64]int{}
+	it := c.C.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatalf("history of %s: %v", id, err)
+		}
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			index[ev.GetEventId()] = len(out)
+			out = append(out, activityAttempt{kind: a.GetActivityType().GetName()})
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil {
+			out[index[a.GetScheduledEventId()]].identity = a.GetIdentity()
+		}
+		if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil {
+			out[index[a.GetScheduledEventId()]].outcome = "completed"
+		}
+		if a := ev.GetActivityTaskFailedEventAttributes(); a != nil {
+			out[index[a.GetScheduledEventId()]].outcome = "failed"
+		}
+		if a := ev.GetActivityTaskTimedOutEventAttributes(); a != nil {
+			out[index[a.GetScheduledEventId()]].outcome = "timed out: " + a.GetFailure().GetTimeoutFailureInfo().GetTimeoutType().String()
+		}
+	}
+	return out
+}
+
+// 20 pipelines started at once on two workers all complete: each run
+// exits 0, each session's status is completed, and both workers ran
+// steps (each step's result in the history names its worker).
+func TestFleetTwentyPipelinesAtOnce(t *testing.T) {
+	s := fleetServer(t)
+	queue := "q-" + strings.ToLower(t.Name())
+	ws := fleetWorkers(t, s, queue, 2)
+	flags := []string{"--backend", "temporal", "--temporal", s.HostPort(), "--task-queue", queue}
+	const n = 20
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = fleetProject(t, fmt.Sprintf(`version: 1
+phases:
+  - name: build
+    steps: [{name: compile, run: "echo built %[1]d"}, {name: link, run: "echo linked %[1]d"}]
+  - name: test
+    steps: [{run: "echo tested %[1]d"}]
+`, i))
+	}
+	results := make([]result, n)
+	var wg sync.WaitGroup
+	for i, dir := range dirs {
+		wg.Go(func() {
+			cmd := exec.Command(binary, append([]string{"run"}, flags...)...)
+			cmd.Dir = dir
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			results[i] = result{stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()}
+			if err != nil && cmd.ProcessState == nil {
+				results[i] = result{stderr: err.Error(), code: -1}
+			}
+		})
+	}
+	wg.Wait()
+	c := fleetClient(t, s)
+	ran := map[string]int{}
+	for i, r := range results {
+		if r.code != 0 || !strings.Contains(r.stdout, "completed: 2 phases") {
+			t.Fatalf("run %d: exit %d\n%s%s", i, r.code, r.stdout, r.stderr)
+		}
+		id := sessionIDIn(t, r.stderr)
+		if st := fleetStatusJSON(t, dirs[i], nil, append([]string{id}, flags...)...); st.Status != "completed" || len(st.Phases) != 2 {
+			t.Fatalf("run %d: status %+v", i, st)
+		}
+		h, err := c.History(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(h.Steps) != 3 {
+			t.Fatalf("run %d: %d steps in the history, want 3: %+v", i, len(h.Steps), h.Steps)
+		}
+		for _, step := range h.Steps {
+			ran[step.Worker]++
+		}
+	}
+	if ran[ws[0].name] == 0 || ran[ws[1].name] == 0 || ran[ws[0].name]+ran[ws[1].name] != 3*n {
+		t.Fatalf("steps per worker: %v; want both of %s and %s, %d in all", ran, ws[0].name, ws[1].name, 3*n)
+	}
+	t.Logf("steps per worker: %v", ran)
+}
+
+// A worker killed with SIGKILL mid-step loses nothing: the server takes
+// it for lost at the heartbeat timeout (2s here), the workflow records
+// Recovered, the step runs again on the other worker, and the pipeline
+// completes. The killed worker's step, and what that step started in the
+// background, do not live on to write anything.
+func TestFleetWorkerKilledMidStep(t *testing.T) {
+	s := fleetServer(t)
+	queue := "q-" + strings.ToLower(t.Name())
+	ws := fleetWorkers(t, s, queue, 2)
+	flags := []string{"--backend", "temporal", "--temporal", s.HostPort(), "--task-queue", queue}
+	// The step says which worker runs it (its parent), starts a
+	// background process, and waits for the file go; both write when
+	// they see it.
+	dir := fleetProject(t, `version: 1
+backend: {heartbeat_timeout: 2s}
+phases:
+  - name: build
+    steps:
+      - run: |
+          sh -c 'echo $$ >> background; while [ ! -f go ]; do sleep 0.05; done; echo $$ >> late' &
+          echo "$$ $PPID" >> attempts
+          while [ ! -f go ]; do sleep 0.05; done
+          echo $$ >> finished
+  - name: test
+    steps: [{run: "echo tests pass"}]
+`)
+	run := exec.Command(binary, append([]string{"run"}, flags...)...)
+	run.Dir = dir
+	var stdout, stderr strings.Builder
+	run.Stdout, run.Stderr = &stdout, &stderr
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { run.Process.Kill() })
+
+	first := strings.Fields(awaitLines(t, filepath.Join(dir, "attempts"), 1, "the step's first attempt")[0])
+	var a, b *fleetWorker
+	switch first[1] {
+	case fmt.Sprint(ws[0].pid()):
+		a, b = ws[0], ws[1]
+	case fmt.Sprint(ws[1].pid()):
+		a, b = ws[1], ws[0]
+	default:
+		t.Fatalf("the step's parent is %s, neither worker (%d, %d)", first[1], ws[0].pid(), ws[1].pid())
+	}
+	stepA := atoi(t, first[0])
+	backgroundA := atoi(t, awaitLines(t, filepath.Join(dir, "background"), 1, "the first attempt's background process")[0])
+	if err := a.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-a.exited
+	// The kernel kills the step with its worker (Pdeathsig).
+	awaitGone(t, stepA, "the killed worker's step")
+
+	second := strings.Fields(awaitLines(t, filepath.Join(dir, "attempts"), 2, "the step run again")[1])
+	if second[1] != fmt.Sprint(b.pid()) {
+		t.Fatalf("the step ran again under %s, not the other worker (%d)", second[1], b.pid())
+	}
+	// What the killed step left in the background was stopped when the
+	// other worker opened the session in the same store (the dead
+	// runner's process group is swept, as locally).
+	awaitGone(t, backgroundA, "the killed worker's step's background process")
+	write(t, dir, "go", "")
+	err := run.Wait()
+	if err != nil || !strings.Contains(stdout.String(), "completed: 2 phases") {
+		t.Fatalf("run: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	if got := awaitLines(t, filepath.Join(dir, "finished"), 1, "the step's end"); len(got) != 1 || got[0] != second[0] {
+		t.Fatalf("finished by %v, want the second attempt only (%s)", got, second[0])
+	}
+	if late, err := os.ReadFile(filepath.Join(dir, "late")); strings.Contains(string(late), fmt.Sprint(backgroundA)) {
+		t.Fatalf("the killed step's background process wrote after its worker died: %q (%v)", late, err)
+	}
+
+	id := sessionIDIn(t, stderr.String())
+	c := fleetClient(t, s)
+	attempts := activityAttempts(t, c, id)
+	if len(attempts) != 3 ||
+		attempts[0] != (activityAttempt{temporal.ActivityRunStep, a.identity, "timed out: Heartbeat"}) ||
+		attempts[1] != (activityAttempt{temporal.ActivityRunStep, b.identity, "completed"}) ||
+		attempts[2] != (activityAttempt{temporal.ActivityRunStep, b.identity, "completed"}) {
+		t.Fatalf("activities: %+v; want the step timed out on %s, then run on %s", attempts, a.identity, b.identity)
+	}
+	st := fleetStatusJSON(t, dir, nil, append([]string{id}, flags...)...)
+	if st.Status != "completed" || st.Phases[0].Status != "completed" {
+		t.Fatalf("status: %+v", st)
+	}
+	t.Logf("build phase after the lost worker: %+v", st.Phases[0])
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	var n int
+	if _, err := fmt.Sscan(s, &n); err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	return n
+}
+
+// The dev server restarted (same port, same database) while a session is
+// paused at a checkpoint: the session is still there, paused, and
+// resume --notes completes it, the notes in the agent's next prompt.
+func TestFleetServerRestartedWhilePaused(t *testing.T) {
+	// A server of its own: the restart is this test's.
+	s := temporaltest.StartDevServer(t)
+	queue := "q-" + strings.ToLower(t.Name())
+	fleetWorkers(t, s, queue, 2)
+	dir := fleetProject(t, fmt.Sprintf(`version: 1
+backend: {kind: temporal, address: %q, task_queue: %q, heartbeat_timeout: 2s}
+agent:
+  kind: command
+  command: [sh, -c, 'n=$(ls prompt-*.txt 2>/dev/null | wc -l); printf "%%s" "$0" > prompt-$n.txt; case "$0" in *"after the restart"*) echo "[DONE] design";; *) echo "[CHECKPOINT] API drafted";; esac', "{prompt}"]
+phases:
+  - name: design
+    prompt: Design the API.
+  - name: build
+    steps: [{run: "echo built"}]
+`, s.HostPort(), queue))
+	r := pipeline(t, dir, "run")
+	if r.code != 3 || !strings.Contains(r.stdout, "paused: checkpoint") {
+		t.Fatalf("run: exit %d, want 3 (paused)\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	id := sessionIDIn(t, r.stderr)
+	s.Restart(t)
+	if st := fleetStatusJSON(t, dir, nil, id); st.Status != "paused" || st.PauseReason != "checkpoint" {
+		t.Fatalf("status after the restart: %+v", st)
+	}
+	r = pipeline(t, dir, "resume", "--notes", "go on after the restart")
+	if r.code != 0 || !strings.Contains(r.stdout, "completed: 2 phases") {
+		t.Fatalf("resume after the restart: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	prompt, err := os.ReadFile(filepath.Join(dir, "prompt-1.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(prompt), "go on after the restart") {
+		t.Fatalf("the prompt after the resume lacks the notes:\n%s", prompt)
+	}
+	if st := fleetStatusJSON(t, dir, nil, id); st.Status != "completed" {
+		t.Fatalf("status: %+v", st)
 	}
 }
