@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -293,6 +294,12 @@ phases:
 	if st.ID != id || st.Status != "paused" || st.PauseReason != "checkpoint" || st.PauseNote != "API drafted" || st.Phase != "design" {
 		t.Fatalf("status: %+v", st)
 	}
+	// The same pause as text, as a local status prints it.
+	r = pipeline(t, dir, "status")
+	if r.code != 0 || !strings.Contains(r.stdout, id) || !strings.Contains(r.stdout, "paused") ||
+		!strings.Contains(r.stdout, "checkpoint") || !strings.Contains(r.stdout, "API drafted") {
+		t.Fatalf("status (text): exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	r = pipeline(t, dir, "pause", "--notes", "mind the rate limits")
 	if r.code != 0 || !strings.Contains(r.stdout, "paused, notes added") {
 		t.Fatalf("pause --notes on a paused session: exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -316,8 +323,10 @@ phases:
 
 // pause --backend temporal stops a running step on its worker and the
 // session pauses: run, which was following it, exits 3; status says who
-// paused it, with the notes. The backend comes from the environment.
-func TestFleetPauseARunningSession(t *testing.T) {
+// paused it, with the notes. resume --notes (a signal) runs the step
+// again, to its end this time, and the session completes with the notes
+// in its history. The backend comes from the environment.
+func TestFleetPauseAndResumeBySignal(t *testing.T) {
 	s := fleetServer(t)
 	queue := "q-" + strings.ToLower(t.Name())
 	fleetWorkers(t, s, queue, 2)
@@ -326,7 +335,7 @@ func TestFleetPauseARunningSession(t *testing.T) {
 backend: {heartbeat_timeout: 2s}
 phases:
   - name: build
-    steps: [{run: "touch started; sleep 60; touch finished"}]
+    steps: [{run: "echo $$ >> started; while [ ! -f go ]; do sleep 0.05; done; echo $$ >> finished"}]
 `)
 	run := exec.Command(binary, "run")
 	run.Dir, run.Env = dir, env
@@ -336,17 +345,7 @@ phases:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { run.Process.Kill() })
-	// The step's own mark says it runs; no event reaches the test.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "started")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the step never started\n%s%s", stdout.String(), stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	first := awaitLines(t, filepath.Join(dir, "started"), 1, "the step's start")[0]
 	r := pipelineEnv(t, dir, env, "pause", "--notes", "hold on")
 	if r.code != 0 || !strings.Contains(r.stdout, "paused") {
 		t.Fatalf("pause: exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -359,12 +358,27 @@ phases:
 	if st.Status != "paused" || st.PauseReason != "paused-by-human" || st.PauseNote != "hold on" {
 		t.Fatalf("status: %+v", st)
 	}
+	// The pause stopped the step: it is gone, and never reached its end.
+	awaitGone(t, atoi(t, first), "the paused step")
 	if _, err := os.Stat(filepath.Join(dir, "finished")); err == nil {
 		t.Fatal("the step ran to its end: it was not stopped")
 	}
 	list := awaitListed(t, dir, env, st.ID, "--active")
 	if len(list) != 1 || list[0].Status != "paused" || list[0].PauseReason != "paused-by-human" {
 		t.Fatalf("sessions --active: %+v", list)
+	}
+	write(t, dir, "go", "")
+	r = pipelineEnv(t, dir, env, "resume", "--notes", "the API is back")
+	if r.code != 0 || !strings.Contains(r.stdout, "completed: 1 phases") {
+		t.Fatalf("resume: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	started := awaitLines(t, filepath.Join(dir, "started"), 2, "the step run again")
+	if finished := awaitLines(t, filepath.Join(dir, "finished"), 1, "the step's end"); len(finished) != 1 || finished[0] != started[1] {
+		t.Fatalf("finished by %v, want the step run again (%s) only", finished, started[1])
+	}
+	st = fleetStatusJSON(t, dir, env, st.ID)
+	if st.Status != "completed" || !slices.Contains(st.Phases[0].Notes, "hold on") || !slices.Contains(st.Phases[0].Notes, "the API is back") {
+		t.Fatalf("status after the resume: %+v", st)
 	}
 }
 
