@@ -12,7 +12,10 @@
 // With -watch it measures pipeline watch alone (watch.go): a spec written
 // to the resumed step started, beside go-task's task --watch, and the
 // watcher's idle cost. With -search, pipeline search alone (search.go):
-// indexing 1 GB of transcripts, and queries over that index.
+// indexing 1 GB of transcripts, and queries over that index. With
+// -fleet, the Temporal backend alone (fleet.go): 100 short pipelines at
+// once on a dev server and two workers, against the local engine 8 at a
+// time.
 //
 // Run it with make bench, or go run ./cmd/bench -h for its flags.
 package main
@@ -76,6 +79,10 @@ func main() {
 	}
 	if *contextOnly {
 		contextFigures(pipeline, work)
+		return
+	}
+	if *fleetOnly {
+		fleetFigures(pipeline, work)
 		return
 	}
 	if *searchOnly {
