@@ -73,14 +73,17 @@ temporal:
 # then pipeline search (indexing 1 GB of transcripts, queries over it), on
 # the project's disk too; then the token account of resume contexts and
 # compaction (the quickstart, and a long session of the real Claude Code
-# CLI against the mock).
-bench: build agent-clis
+# CLI against the mock); then the Temporal fleet (100 short pipelines at
+# once on a dev server and two workers, against the local engine 8 at a
+# time).
+bench: build agent-clis temporal
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	$(GO) run ./cmd/bench -pipeline $(BIN)
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -pipe
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -watch
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -search
 	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) $(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -context
+	PIPELINE_TEMPORAL_CLI=$(TEMPORAL_CLI) $(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -fleet
 
 # gofmt; go.mod and go.sum as go mod tidy leaves them; go vet with and
 # without the tags of the tests that run real programs; for macOS, a

@@ -262,11 +262,11 @@ func workflowTimes(address string, runs []pipelineRun) []time.Duration {
 		if id == "" {
 			continue
 		}
-		d, err := c.C.DescribeWorkflowExecution(ctx, id, "")
+		d, err := c.C.DescribeWorkflow(ctx, id, "")
 		if err != nil {
 			continue
 		}
-		info := d.GetWorkflowExecutionInfo()
+		info := d.RawResponse.GetWorkflowExecutionInfo()
 		if info.GetCloseTime() != nil {
 			out = append(out, info.GetCloseTime().AsTime().Sub(info.GetStartTime().AsTime()))
 		}

@@ -125,7 +125,8 @@ func fleetWorkers(t *testing.T, s *temporaltest.DevServer, queue string, n int) 
 	for i := range n {
 		cmd := exec.Command(binary, "worker", "--temporal", s.HostPort(), "--task-queue", queue, "--grace", "1s")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		log := &workerLog{serving: make(chan string, 1)}
+		serving := make(chan string, 1)
+		log := &workerLog{serving: serving}
 		cmd.Stderr = log
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -141,7 +142,7 @@ func fleetWorkers(t *testing.T, s *temporaltest.DevServer, queue string, n int) 
 			<-w.exited
 		})
 		select {
-		case line := <-log.serving:
+		case line := <-serving:
 			if !strings.Contains(line, "task queue "+queue) {
 				t.Fatalf("worker %d serves another queue: %q", i, line)
 			}

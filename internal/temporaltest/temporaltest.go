@@ -91,8 +91,8 @@ func StartDevServer(t testing.TB) *DevServer {
 func Start(dir string) (*DevServer, error) {
 	cli := os.Getenv(EnvCLI)
 	if cli == "" {
-		return nil, fmt.Errorf("%s is not set. The Temporal dev server is built by make test (once, into .cache/bin); "+
-			"by hand: ./scripts/install-temporal.sh && %s=$PWD/.cache/bin/temporal-1.5.1/temporal go test -tags temporal ./...",
+		return nil, fmt.Errorf("%s is not set: the Temporal dev server is built by make test (once, into .cache/bin); "+
+			"by hand: ./scripts/install-temporal.sh && %s=$PWD/.cache/bin/temporal-1.5.1/temporal go test -tags temporal ./... in the module's root",
 			EnvCLI, EnvCLI)
 	}
 	return StartCLI(cli, dir)
