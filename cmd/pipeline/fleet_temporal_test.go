@@ -756,3 +756,68 @@ phases:
 		t.Fatalf("status: %+v", st)
 	}
 }
+
+// Two sessions of one pipeline and spec may run at once on a fleet (a
+// paused one resumed while a run --new one runs): the workers' store
+// keeps each apart, and neither is refused as already running.
+func TestFleetTwoSessionsOfOnePipelineAtOnce(t *testing.T) {
+	s := fleetServer(t)
+	queue := "q-" + strings.ToLower(t.Name())
+	fleetWorkers(t, s, queue, 1)
+	env := append(os.Environ(), "PIPELINE_BACKEND=temporal", "PIPELINE_TEMPORAL="+s.HostPort(), "PIPELINE_TEMPORAL_TASK_QUEUE="+queue)
+	dir := fleetProject(t, `version: 1
+phases:
+  - name: build
+    steps: [{run: "echo started >> log-$PIPELINE_SESSION; if [ ! -f first-paused ]; then touch first-paused; echo '[CHECKPOINT] wait'; exit 0; fi; while [ ! -f go ]; do sleep 0.05; done"}]
+    pause_when: {checkpoint: checkpoint}
+`)
+	if r := pipelineEnv(t, dir, env, "run"); r.code != exitPaused {
+		t.Fatalf("run: exit %d, want 3\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	first := fleetStatusJSON(t, dir, env).ID
+	second := exec.Command(binary, "run", "--new")
+	second.Dir, second.Env = dir, env
+	var out strings.Builder
+	second.Stdout, second.Stderr = &out, &out
+	if err := second.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { second.Process.Kill() })
+	// The second session's step runs (and holds on) on the worker.
+	awaitNames(t, dir, "second's step", func(names []string) bool {
+		return slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "log-") && n != "log-"+first })
+	})
+	resume := exec.Command(binary, "resume", first, "--notes", "go on")
+	resume.Dir, resume.Env = dir, env
+	var resumed strings.Builder
+	resume.Stdout, resume.Stderr = &resumed, &resumed
+	if err := resume.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resume.Process.Kill() })
+	// Both steps run at once on the one worker before either may end.
+	awaitLines(t, filepath.Join(dir, "log-"+first), 2, "the first session's step run again")
+	write(t, dir, "go", "")
+	if err := resume.Wait(); err != nil {
+		t.Fatalf("resume of the first session while the second ran: %v, want exit 0\n%s", err, resumed.String())
+	}
+	if err := second.Wait(); err != nil {
+		t.Fatalf("the second session: %v\n%s", err, out.String())
+	}
+}
+
+// awaitNames waits until the folder's names satisfy ok.
+func awaitNames(t *testing.T, dir, what string, ok func([]string) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		entries, _ := os.ReadDir(dir)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		if ok(names) {
+			return
+		}
+	}
+	t.Fatalf("%s: not there after 30 s", what)
+}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -119,6 +121,19 @@ func (a *Activities) heartbeatEvery(ctx context.Context) time.Duration {
 	return every
 }
 
+// fleetKey is the key, in a worker's store, of the copy of fleet
+// session id. A local session's key is its pipeline and spec, so that one
+// runs at a time; on a fleet the workflow decides what runs, and two
+// sessions of one pipeline may run at once on one worker (a paused one
+// resumed while a run --new one runs): each copy gets a key of its own,
+// and local commands in the folder do not take the copies for the
+// pipeline's own sessions.
+func fleetKey(id string) string {
+	h := fnv.New64a()
+	h.Write([]byte("fleet\x00" + id))
+	return strconv.FormatUint(h.Sum64(), 36)
+}
+
 // open opens the session on this worker, making it in the worker's
 // store the first time a step of it lands here. The workflow holds the
 // session's state; the worker's copy holds what the steps wrote.
@@ -133,7 +148,7 @@ func (a *Activities) open(ctx context.Context, id string, plan *spec.Plan) (*ses
 	}
 	if _, err := st.Find(id); errors.Is(err, store.ErrNotFound) {
 		x, err := st.Create(store.Meta{ID: id, Pipeline: plan.Name.Value, File: plan.File, Spec: plan.Spec,
-			Key: session.KeyOf(st, plan.File, plan), Created: time.Now()})
+			Key: fleetKey(id), Created: time.Now()})
 		if err != nil {
 			return nil, err
 		}
