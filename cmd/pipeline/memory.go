@@ -161,9 +161,6 @@ func memoryTaskCommand() *cobra.Command {
 	})
 	addFlags = addMemoryFlags(add, true)
 	doneFlags = addMemoryFlags(done, true)
-	for _, f := range []*memoryFlags{addFlags, doneFlags} {
-		f.project = false
-	}
 	add.Flags().MarkHidden("project")
 	done.Flags().MarkHidden("project")
 	cmd.AddCommand(add, done)
