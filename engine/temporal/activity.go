@@ -223,48 +223,14 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (StepOutput, err
 		return StepOutput{}, err
 	}
 	defer w.sess.Close()
-	started := time.Now()
 	done := make(chan engine.StepResult, 1)
 	current := w.runner.Start(context.WithoutCancel(ctx), in.Start, in.State, func(r engine.StepResult) { done <- r })
 	out := StepOutput{Worker: workerName()}
 	phase := w.runner.Plan.Phases[in.Start.Phase]
 	out.Transcript = filepath.Join(w.sess.X.Dir, "transcripts", phase.Name)
-	ticker := time.NewTicker(a.heartbeatEvery(ctx))
-	defer ticker.Stop()
-	cancelled, stopping := ctx.Done(), activity.GetWorkerStopChannel(ctx)
-	for {
-		select {
-		case r := <-done:
-			out.Result = r
-			out.Phase, out.Markers = w.markers()
-			return out, nil
-		case <-stopping:
-			// The worker is stopping (SIGINT, SIGTERM): the step stops
-			// as Ctrl+C stops a local one, and the session pauses, with
-			// this reason, rather than wait for a heartbeat timeout.
-			stopping = nil
-			if out.Fired == nil && current != nil {
-				out.Fired = &engine.Firing{Reason: ReasonWorkerStopped, At: time.Now(),
-					Note: fmt.Sprintf("the worker %s running the step was stopped; resume runs the step again on a worker", out.Worker)}
-				current.Stop(false)
-			}
-		case ev := <-w.fired:
-			if out.Fired == nil && current != nil {
-				f := ev.Firing
-				out.Fired = &f
-				current.Stop(false)
-			}
-		case <-cancelled:
-			cancelled = nil
-			if current != nil {
-				current.Stop(false)
-			}
-		case <-ticker.C:
-			p := Progress{Elapsed: time.Since(started)}
-			p.Phase, p.Markers = w.markers()
-			activity.RecordHeartbeat(ctx, p)
-		}
-	}
+	out.Result = awaitTurn(ctx, a, w, current, done, func(f engine.Firing) { out.Fired = &f })
+	out.Phase, out.Markers = w.markers()
+	return out, nil
 }
 
 // Compact runs a compaction turn on this worker (see local.StepRunner's
@@ -275,28 +241,53 @@ func (a *Activities) Compact(ctx context.Context, in CompactInput) (CompactOutpu
 		return CompactOutput{}, err
 	}
 	defer w.sess.Close()
-	started := time.Now()
 	done := make(chan engine.Compacted, 1)
 	current := w.runner.Compact(context.WithoutCancel(ctx), in.Compact, in.State, func(ev engine.Compacted) { done <- ev })
+	out := CompactOutput{Compacted: awaitTurn(ctx, a, w, current, done, nil)}
+	out.Phase, out.Markers = w.markers()
+	return out, nil
+}
+
+// awaitTurn waits for the end of the turn current runs on this worker (a
+// step or a compaction turn), heartbeating with the markers so far. The
+// activity cancelled (a pause) stops the turn like Ctrl+C; so does the
+// worker stopping (SIGINT, SIGTERM: the session then pauses with this
+// reason rather than wait for a heartbeat timeout), or a live trigger
+// firing. stoppedBy, when set, is told the first firing that stopped it.
+func awaitTurn[T any](ctx context.Context, a *Activities, w *worker, current *local.StepRun, done <-chan T, stoppedBy func(engine.Firing)) T {
+	started := time.Now()
 	ticker := time.NewTicker(a.heartbeatEvery(ctx))
 	defer ticker.Stop()
+	stop := func() {
+		if current != nil {
+			current.Stop(false)
+		}
+	}
+	stopped := false
+	stopFor := func(f engine.Firing) {
+		if stopped || current == nil {
+			return
+		}
+		stopped = true
+		if stoppedBy != nil {
+			stoppedBy(f)
+		}
+		stop()
+	}
 	cancelled, stopping := ctx.Done(), activity.GetWorkerStopChannel(ctx)
 	for {
 		select {
+		case r := <-done:
+			return r
 		case <-stopping:
 			stopping = nil
-			if current != nil {
-				current.Stop(false)
-			}
-		case ev := <-done:
-			out := CompactOutput{Compacted: ev}
-			out.Phase, out.Markers = w.markers()
-			return out, nil
+			stopFor(engine.Firing{Reason: ReasonWorkerStopped, At: time.Now(),
+				Note: fmt.Sprintf("the worker %s running the step was stopped; resume runs the step again on a worker", workerName())})
+		case ev := <-w.fired:
+			stopFor(ev.Firing)
 		case <-cancelled:
 			cancelled = nil
-			if current != nil {
-				current.Stop(false)
-			}
+			stop()
 		case <-ticker.C:
 			p := Progress{Elapsed: time.Since(started)}
 			p.Phase, p.Markers = w.markers()
