@@ -68,6 +68,16 @@ func realPath(path string) string {
 	}
 }
 
+// pipeline resolves a pipeline's phases.yaml (default phases.yaml) and
+// its spec ("" when none is given) inside the root.
+func (c confined) pipeline(p Pipeline) (path, specPath string, err error) {
+	if path, err = c.file("file", p.File, "phases.yaml"); err != nil || p.Spec == "" {
+		return path, "", err
+	}
+	specPath, err = c.file("spec", p.Spec, "")
+	return path, specPath, err
+}
+
 // file resolves a file argument: relative to the root (what defaults
 // names when it is empty), or absolute. One that leaves the root, by ..
 // or through a link, is refused with the way back in.

@@ -46,7 +46,7 @@ func (s *Server) readSession(t Target) (*session.Ref, error) {
 		list, _ := st.List()
 		for _, sum := range list {
 			if st.Abs(sum.File) == path && (t.Spec == "" || strings.HasSuffix(sum.Spec, t.Spec)) {
-				return s.readSession(Target{Session: sum.ID, File: t.File})
+				return s.readSession(Target{Session: sum.ID, Pipeline: Pipeline{File: t.File}})
 			}
 		}
 		return nil, fmt.Errorf("no session of %s yet: call run to start one", s.root.rel(path))

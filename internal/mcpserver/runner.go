@@ -31,7 +31,7 @@ const runsFolder = "mcp-runs"
 
 func (s *Server) run(ctx context.Context, _ *mcp.CallToolRequest, in RunInput) (*mcp.CallToolResult, Started, error) {
 	var out Started
-	path, err := s.root.file("file", in.File, "phases.yaml")
+	path, specPath, err := s.root.pipeline(in.Pipeline)
 	if err != nil {
 		return nil, out, err
 	}
@@ -40,16 +40,10 @@ func (s *Server) run(ctx context.Context, _ *mcp.CallToolRequest, in RunInput) (
 		return nil, out, err
 	}
 	args := []string{"run", s.root.rel(path)}
-	specArg := ""
-	if in.Spec != "" {
-		specPath, err := s.root.file("spec", in.Spec, "")
-		if err != nil {
-			return nil, out, err
-		}
-		specArg = specPath
+	if specPath != "" {
 		args = append(args, "--spec", s.root.rel(specPath))
 	}
-	plan, err := spec.Load(path, specArg)
+	plan, err := spec.Load(path, specPath)
 	if err != nil {
 		return nil, out, fmt.Errorf("%s\ncall validate for every problem of the file, with its line and column", describe(err))
 	}
@@ -114,19 +108,13 @@ func (s *Server) resume(ctx context.Context, _ *mcp.CallToolRequest, in ResumeIn
 			return nil, out, err
 		}
 	} else {
-		path, err := s.root.file("file", in.File, "phases.yaml")
+		path, specPath, err := s.root.pipeline(in.Pipeline)
 		if err != nil {
 			return nil, out, err
 		}
 		storeDir, err := s.root.storeDir(path)
 		if err != nil {
 			return nil, out, err
-		}
-		specPath := ""
-		if in.Spec != "" {
-			if specPath, err = s.root.file("spec", in.Spec, ""); err != nil {
-				return nil, out, err
-			}
 		}
 		plan, err := spec.Load(path, specPath)
 		if err != nil {

@@ -20,8 +20,13 @@ import (
 // Target names a pipeline or one of its sessions.
 type Target struct {
 	Session string `json:"session,omitempty" jsonschema:"the session id (the sessions tool lists them); default: the latest session of the pipeline and spec"`
-	File    string `json:"file,omitempty" jsonschema:"the pipeline's phases.yaml, relative to the server's folder; default phases.yaml"`
-	Spec    string `json:"spec,omitempty" jsonschema:"the spec file whose frontmatter overrides phases.yaml (relative to the server's folder); default: the spec phases.yaml names"`
+	Pipeline
+}
+
+// Pipeline names a pipeline and its spec, as the tools take them.
+type Pipeline struct {
+	File string `json:"file,omitempty" jsonschema:"the pipeline's phases.yaml, relative to the server's folder; default phases.yaml"`
+	Spec string `json:"spec,omitempty" jsonschema:"the spec file whose frontmatter overrides phases.yaml (relative to the server's folder); default: the spec phases.yaml names"`
 }
 
 type ValidateInput struct {
@@ -47,8 +52,7 @@ type Validation struct {
 }
 
 type PlanInput struct {
-	File string `json:"file,omitempty" jsonschema:"the pipeline's phases.yaml, relative to the server's folder; default phases.yaml"`
-	Spec string `json:"spec,omitempty" jsonschema:"the spec whose frontmatter overrides phases.yaml; default: the spec phases.yaml names"`
+	Pipeline
 }
 
 type PlanOutput struct {
@@ -57,8 +61,7 @@ type PlanOutput struct {
 }
 
 type RunInput struct {
-	File string `json:"file,omitempty" jsonschema:"the pipeline's phases.yaml, relative to the server's folder; default phases.yaml"`
-	Spec string `json:"spec,omitempty" jsonschema:"the spec whose frontmatter overrides phases.yaml; default: the spec phases.yaml names"`
+	Pipeline
 	New  bool   `json:"new,omitempty" jsonschema:"start a new session even when the latest one is paused (default: run resumes it)"`
 	From string `json:"from,omitempty" jsonschema:"start a new session at this phase"`
 	Only string `json:"only,omitempty" jsonschema:"start a new session that runs this phase alone"`
@@ -248,16 +251,12 @@ func (s *Server) validate(ctx context.Context, _ *mcp.CallToolRequest, in Valida
 
 func (s *Server) plan(ctx context.Context, _ *mcp.CallToolRequest, in PlanInput) (*mcp.CallToolResult, PlanOutput, error) {
 	var out PlanOutput
-	path, err := s.root.file("file", in.File, "phases.yaml")
+	path, specPath, err := s.root.pipeline(in.Pipeline)
 	if err != nil {
 		return nil, out, err
 	}
 	args := []string{"plan", s.root.rel(path)}
-	if in.Spec != "" {
-		specPath, err := s.root.file("spec", in.Spec, "")
-		if err != nil {
-			return nil, out, err
-		}
+	if specPath != "" {
 		args = append(args, "--spec", s.root.rel(specPath))
 	}
 	r, err := s.cli(ctx, s.root.root, args...)
