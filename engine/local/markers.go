@@ -25,13 +25,19 @@ func (q *markerQueue) sink(phase string) func(steps.Marker) {
 	return func(m steps.Marker) {
 		q.mu.Lock()
 		q.phase = phase
-		q.pending = append(q.pending, engine.MemoryNote{Kind: strings.ToLower(m.Kind), Text: m.Text})
+		q.pending = append(q.pending, MarkerNote(m))
 		q.mu.Unlock()
 		select {
 		case q.ready <- struct{}{}:
 		default:
 		}
 	}
+}
+
+// MarkerNote is the working-set change a marker line asks for: the
+// marker's kind ([DECISION] → decision) and its text.
+func MarkerNote(m steps.Marker) engine.MemoryNote {
+	return engine.MemoryNote{Kind: strings.ToLower(m.Kind), Text: m.Text}
 }
 
 // take returns the markers not recorded yet as one event.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -191,7 +190,7 @@ func (a *Activities) worker(ctx context.Context, id string, src PlanSource) (*wo
 				w.mu.Lock()
 				defer w.mu.Unlock()
 				w.phase = phase
-				w.marks = append(w.marks, engine.MemoryNote{Kind: strings.ToLower(m.Kind), Text: m.Text})
+				w.marks = append(w.marks, local.MarkerNote(m))
 			}
 		},
 		Fired: func(ev engine.TriggerFired) {
