@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/compare"
 	"github.com/pipeline-dev/pipeline/engine/session"
@@ -90,7 +91,7 @@ func diffSide(flags *storeFlags, id string) (compare.Side, error) {
 	}
 	ref, err := findSession(flags, id)
 	if err != nil {
-		dirs, walkErr := findStores(".")
+		dirs, walkErr := app.FindStores(".")
 		if walkErr != nil {
 			return compare.Side{}, err
 		}

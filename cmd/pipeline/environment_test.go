@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/pipeline-dev/pipeline/app"
+
 	"errors"
 	"fmt"
 	"io"
@@ -142,18 +144,18 @@ func TestEnvironmentErrorsExit2(t *testing.T) {
 		if got := exitCode(err); got != exitUsage {
 			t.Errorf("%v: exit %d, want 2", errno, got)
 		}
-		if hint := environmentHint(err); !strings.Contains(hint, "/srv/.pipeline/x") || !strings.Contains(hint, "--state-dir") {
+		if hint := app.Hint(err); !strings.Contains(hint, "/srv/.pipeline/x") || !strings.Contains(hint, "--state-dir") {
 			t.Errorf("%v: hint %q", errno, hint)
 		}
 	}
-	if hint := environmentHint(&fs.PathError{Op: "mkdir", Path: "p", Err: syscall.EROFS}); !strings.Contains(hint, "read-only") {
+	if hint := app.Hint(&fs.PathError{Op: "mkdir", Path: "p", Err: syscall.EROFS}); !strings.Contains(hint, "read-only") {
 		t.Errorf("EROFS: hint %q", hint)
 	}
 	// A step's failure and other errors keep their codes.
 	if got := exitCode(&commandError{errors.New("boom")}); got != exitFailed {
 		t.Errorf("a plain error: exit %d, want 1", got)
 	}
-	if hint := environmentHint(&commandError{errors.New("boom")}); hint != "" {
+	if hint := app.Hint(&commandError{errors.New("boom")}); hint != "" {
 		t.Errorf("a plain error has a hint: %q", hint)
 	}
 }

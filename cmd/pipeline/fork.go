@@ -12,7 +12,6 @@ import (
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/spec"
-	"github.com/pipeline-dev/pipeline/engine/store"
 )
 
 func forkCommand() *cobra.Command {
@@ -141,63 +140,6 @@ func freeFolder(base string) string {
 			return dir
 		}
 	}
-}
-
-// forkLine is a fork as pipeline sessions shows it under its parent.
-type forkLine struct {
-	ID     string `json:"id"`
-	Status string `json:"status"`
-	Phase  string `json:"phase,omitempty"`
-	At     string `json:"at"`
-	Dir    string `json:"dir"`
-}
-
-// forksByParent finds the sessions forked from the sessions of the
-// pipeline file: those kept in the other git worktrees of its repository,
-// at the same place, whose parent is named. It reads, never writes.
-func forksByParent(file string) map[string][]forkLine {
-	abs, err := filepath.Abs(file)
-	if err != nil {
-		return nil
-	}
-	git := session.GitFor(filepath.Dir(abs))
-	if git == nil {
-		return nil
-	}
-	root := git.Root()
-	rel, err := filepath.Rel(root, abs)
-	if err != nil {
-		return nil
-	}
-	forks := map[string][]forkLine{}
-	for _, tree := range git.Worktrees() {
-		if tree == root {
-			continue
-		}
-		other := filepath.Join(tree, rel)
-		st, err := store.OpenExisting(storeDir(other, ""))
-		if err != nil {
-			continue
-		}
-		list, err := st.List()
-		if err != nil {
-			continue
-		}
-		for _, s := range list {
-			ref, err := session.Find(st, session.Options{ID: s.ID})
-			if err != nil {
-				continue
-			}
-			state, _, err := ref.State()
-			ref.Close()
-			if err != nil || state.Parent == nil {
-				continue
-			}
-			forks[state.Parent.Session] = append(forks[state.Parent.Session],
-				forkLine{ID: s.ID, Status: s.Status, Phase: s.Phase, At: state.Parent.Phase, Dir: tree})
-		}
-	}
-	return forks
 }
 
 // forkedWorkingSet is what the fork at phase at knows: the parent's

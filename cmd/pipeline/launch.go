@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
 	"github.com/pipeline-dev/pipeline/engine/session"
@@ -39,83 +39,26 @@ func addStoreFlags(cmd *cobra.Command, withSpec bool) *storeFlags {
 	return f
 }
 
-// storeDir is where the sessions of the pipeline at file are kept.
-func storeDir(file, flag string) string {
-	if flag != "" {
-		return flag
-	}
-	if env := os.Getenv("PIPELINE_STATE_DIR"); env != "" {
-		return env
-	}
-	return filepath.Join(filepath.Dir(file), ".pipeline")
+// pipeline is the pipeline the flags name, as the product API takes it.
+func (f *storeFlags) pipeline(say func(string, ...any)) app.Pipeline {
+	return app.Pipeline{File: f.file, Spec: f.spec, StateDir: f.stateDir, Say: say}
 }
 
-// open opens (making) the store; one that cannot be used (not a folder,
-// not writable, not private) is a usage error with the way out.
-func (f *storeFlags) open() (*store.Store, error) {
-	st, err := store.Open(storeDir(f.file, f.stateDir))
-	if err != nil {
-		return nil, storeUnusable(err)
-	}
-	return st, nil
+// storeDir is where the sessions of the pipeline at file are kept.
+func storeDir(file, flag string) string {
+	return app.Pipeline{File: file, StateDir: flag}.StoreDir()
 }
+
+// open opens (making) the store.
+func (f *storeFlags) open() (*store.Store, error) { return f.pipeline(nil).Open() }
 
 // existing opens the store for a command that only reads or amends
 // sessions: one that finds no store says so rather than make one.
-func (f *storeFlags) existing() (*store.Store, error) {
-	dir := storeDir(f.file, f.stateDir)
-	st, err := store.OpenExisting(dir)
-	if errors.Is(err, store.ErrNoStore) {
-		return nil, usagef("no sessions in %s yet; start one with: %s (or pass --state-dir, or --file for another pipeline)", dir, f.runLine())
-	}
-	if err != nil {
-		return nil, storeUnusable(err)
-	}
-	return st, nil
-}
+func (f *storeFlags) existing() (*store.Store, error) { return f.pipeline(nil).Existing() }
 
-// runLine is the command that starts a session of the pipeline of f, as
-// it is typed where f's flags were.
-func (f *storeFlags) runLine() string {
-	line := "pipeline run"
-	if f.file != "phases.yaml" {
-		line += " " + shellQuote(f.file)
-	}
-	if f.spec != "" {
-		line += " --spec " + shellQuote(f.spec)
-	}
-	if f.stateDir != "" {
-		line += " --state-dir " + shellQuote(f.stateDir)
-	}
-	return line
-}
 
-// storeUnusable is a store the environment keeps from being used: the
-// user's to fix, exit 2.
-func storeUnusable(err error) error {
-	if environmentError(err) {
-		return err // exit 2, with main's hint
-	}
-	return usagef("%v\n(pass --state-dir DIR, or set PIPELINE_STATE_DIR, to keep sessions elsewhere)", err)
-}
-
-// storeWriteFailed turns an error writing the store (a full disk, an I/O
-// error, a folder made read-only) into a usage error, exit 2: the
-// environment failed, not the session.
-func storeWriteFailed(err error) error {
-	var (
-		errno   syscall.Errno
-		refused *session.RefusedError
-		usage   *usageError
-	)
-	if err == nil || errors.As(err, &refused) || errors.As(err, &usage) {
-		return err
-	}
-	if errors.As(err, &errno) || errors.Is(err, store.ErrRemoved) || errors.Is(err, store.ErrSymlink) {
-		return storeUnusable(err)
-	}
-	return err
-}
+// storeWriteFailed: see app.StoreWriteFailed.
+var storeWriteFailed = app.StoreWriteFailed
 
 // launch runs an open session with the local driver from events, then
 // prints how it ended.
@@ -177,7 +120,7 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 				sess.ID(), state.Pause.Note, sess.Store.Root, resumeLine(l.cmd, sess.ID()))
 		}
 		if l.json {
-			if err := writeJSON(l.cmd.OutOrStdout(), statusOf(sess.X.Meta, sess.Plan, state)); err != nil {
+			if err := writeJSON(l.cmd.OutOrStdout(), app.SessionReport(sess, state)); err != nil {
 				return err
 			}
 		}
@@ -190,7 +133,7 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 		return storeWriteFailed(closeErr)
 	}
 	if l.json && !(l.watchNext && state.Status == engine.StatusPaused) {
-		if err := writeJSON(l.cmd.OutOrStdout(), statusOf(sess.X.Meta, sess.Plan, state)); err != nil {
+		if err := writeJSON(l.cmd.OutOrStdout(), app.SessionReport(sess, state)); err != nil {
 			return err
 		}
 	}
@@ -274,12 +217,7 @@ func resumeLine(cmd *cobra.Command, id string) string {
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+func shellQuote(s string) string { return app.ShellQuote(s) }
 
 // quietView shows nothing of a run: --quiet prints its outcome at the end.
 type quietView struct{}
@@ -330,7 +268,7 @@ func (l *launch) report(sess *session.Session, s engine.State, out io.Writer) {
 	if l.ci.enabled {
 		annotation(out, l.ci, sess.Plan, s, resumeLine(l.cmd, sess.ID()), l.failOnPause, text)
 	}
-	r := statusOf(sess.X.Meta, sess.Plan, s)
+	r := app.SessionReport(sess, s)
 	appendEnvFile(stderr, "GITHUB_STEP_SUMMARY", markdownReport(r, text.line))
 	appendEnvFile(stderr, "GITHUB_OUTPUT", githubOutputs(r, text))
 	if l.junit == "" {

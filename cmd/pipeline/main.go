@@ -6,24 +6,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"runtime/pprof"
-	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
-	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 )
 
 // Exit codes are documented in README.md and stable.
 const (
-	exitCompleted = 0
-	exitFailed    = 1
-	exitUsage     = 2
-	exitPaused    = 3
+	exitCompleted = app.ExitCompleted
+	exitFailed    = app.ExitFailed
+	exitUsage     = app.ExitUsage
+	exitPaused    = app.ExitPaused
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -62,8 +59,7 @@ func run(args []string) int {
 	default:
 		printError(os.Stderr, "pipeline: "+trimNewline(err.Error())+"\n")
 	}
-	// A message that already names --state-dir needs no second hint.
-	if hint := environmentHint(err); hint != "" && !alreadyPrinted(err) && !strings.Contains(err.Error(), "--state-dir") {
+	if hint := app.Hint(err); hint != "" && !alreadyPrinted(err) {
 		printError(os.Stderr, "hint: "+hint+"\n")
 	}
 	return exitCode(err)
@@ -92,32 +88,10 @@ func wantsJSON(cmd *cobra.Command, args []string) bool {
 	return false
 }
 
-// errorReport is an error under --output json.
-type errorReport struct {
-	Error    string         `json:"error"`
-	Code     int            `json:"code"`
-	Position *spec.Position `json:"position,omitempty"`
-	Problems []spec.Problem `json:"problems,omitempty"`
-	Hint     string         `json:"hint,omitempty"`
-}
-
-// errorJSON is err as a program reads it: the message, the exit code,
-// and for a spec error where it is and every problem found.
-func errorJSON(err error) errorReport {
-	r := errorReport{Error: environmentRedactor().String(trimNewline(err.Error())), Code: exitCode(err), Hint: environmentHint(err)}
-	var specErr *spec.Error
-	if errors.As(err, &specErr) && len(specErr.Problems) > 0 {
-		first := specErr.Problems[0]
-		r.Error = environmentRedactor().String(first.Message)
-		if first.File != "" {
-			pos := first.Position
-			r.Position = &pos
-		}
-		for _, p := range specErr.Problems {
-			p.Message, p.Source = environmentRedactor().String(p.Message), environmentRedactor().String(p.Source)
-			r.Problems = append(r.Problems, p)
-		}
-	}
+// errorJSON is err as a program reads it (app.Report).
+func errorJSON(err error) app.ErrorReport {
+	r := app.Report(err)
+	r.Code = exitCode(err)
 	return r
 }
 
@@ -125,7 +99,7 @@ func errorJSON(err error) errorReport {
 // step, so secrets are redacted and escape sequences removed (see
 // terminalFilter); its line breaks stay.
 func printError(w io.Writer, text string) {
-	r := environmentRedactor()
+	r := app.Redactor()
 	text = r.String(text)
 	if safe := terminalText(text); safe != text {
 		text = r.String(safe)
@@ -133,71 +107,24 @@ func printError(w io.Writer, text string) {
 	io.WriteString(w, text)
 }
 
-// environmentError tells whether err comes from the machine rather than
-// from the pipeline or its steps: a file or folder that cannot be read or
-// written, a file where a folder should be or the other way round, a
-// read-only or full disk. It is matched by its errno, however the error
-// was wrapped.
-func environmentError(err error) bool {
-	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) ||
-		errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR) ||
-		errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
-}
-
-// environmentHint says what to do about an environment error, or "".
-func environmentHint(err error) string {
-	if err == nil || !environmentError(err) {
-		return ""
-	}
-	what := "a file or folder pipeline needs"
-	var (
-		pathErr *fs.PathError
-		linkErr *os.LinkError
-	)
-	switch {
-	case errors.As(err, &pathErr):
-		what = pathErr.Path
-	case errors.As(err, &linkErr):
-		what = linkErr.New
-	}
-	var problem string
-	switch {
-	case errors.Is(err, syscall.EROFS):
-		problem = "is on a read-only file system"
-	case errors.Is(err, syscall.ENOTDIR):
-		problem = "has a file where a folder should be"
-	case errors.Is(err, syscall.EISDIR):
-		problem = "is a folder where a file should be"
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		problem = "is on a full disk"
-	default:
-		problem = "cannot be read or written with your permissions"
-	}
-	return fmt.Sprintf("%s %s; fix that, or keep the sessions elsewhere with --state-dir DIR (or PIPELINE_STATE_DIR=DIR)", what, problem)
-}
-
-// exitCode maps an error to the documented exit codes, in this one place.
+// exitCode maps an error to the documented exit codes: a command's own
+// error as the product API maps it, one raised by cobra while parsing the
+// command line (an unknown command or flag, a wrong number of arguments)
+// as a usage error.
 func exitCode(err error) int {
 	var (
-		specErr   *spec.Error
-		usage     *usageError
-		refused   *session.RefusedError
 		cmdErr    *commandError
 		exitError *exitStatus
+		coded     interface{ ExitCode() int }
 	)
 	switch {
 	case err == nil:
 		return exitCompleted
 	case errors.As(err, &exitError):
 		return exitError.code
-	case errors.As(err, &specErr), errors.As(err, &usage), errors.As(err, &refused), errors.Is(err, fs.ErrNotExist),
-		environmentError(err):
-		return exitUsage
-	case errors.As(err, &cmdErr):
-		return exitFailed
+	case errors.As(err, &cmdErr), errors.As(err, &coded):
+		return app.ExitCode(err)
 	default:
-		// Errors cobra raises before a command runs: unknown command or
-		// flag, wrong number of arguments.
 		return exitUsage
 	}
 }
@@ -209,14 +136,7 @@ func trimNewline(s string) string {
 	return s
 }
 
-// usageError is a mistake in how a command was called.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error {
-	return &usageError{fmt.Sprintf(format, args...)}
-}
+func usagef(format string, args ...any) error { return app.Usagef(format, args...) }
 
 // commandError marks an error returned by a command's own code, as opposed
 // to one cobra raised while parsing the command line.
@@ -253,7 +173,7 @@ file or folder that cannot be read or written), 3 paused.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%s", err) })
 	// pipeline --version: the line of pipeline version.
 	root.Version = "set"
 	root.SetVersionTemplate(buildVersion().String() + "\n")

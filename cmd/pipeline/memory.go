@@ -6,14 +6,11 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine"
-	"github.com/pipeline-dev/pipeline/engine/session"
-	"github.com/pipeline-dev/pipeline/engine/spec"
-	"github.com/pipeline-dev/pipeline/engine/store"
 )
 
 // memoryFlags are what every memory command shares: the store, the
@@ -95,11 +92,11 @@ for the open tasks. A running session takes it before its next step.`,
 			return usagef("the fact to pin is empty")
 		}
 		if flags.project {
-			return editProjectMemory(cmd, flags, func(st *storeAndPlan) (engine.MemoryItem, error) {
-				return session.PinProject(st.store, st.plan, text, time.Now())
-			}, "pinned for the project")
+			return editProjectMemory(cmd, flags, func(p app.Pipeline) (*app.ProjectEditResponse, error) {
+				return app.PinProject(cmd.Context(), p, text)
+			})
 		}
-		return editWorkingSet(cmd, flags, engine.MemoryNote{Kind: engine.NoteFact, Text: text}, "pinned")
+		return editWorkingSet(cmd, flags, engine.MemoryNote{Kind: engine.NoteFact, Text: text})
 	})
 	flags = addMemoryFlags(cmd, true)
 	return cmd
@@ -117,11 +114,11 @@ func memoryUnpinCommand() *cobra.Command {
 			return err
 		}
 		if flags.project {
-			return editProjectMemory(cmd, flags, func(st *storeAndPlan) (engine.MemoryItem, error) {
-				return session.UnpinProject(st.store, id)
-			}, "unpinned from the project")
+			return editProjectMemory(cmd, flags, func(p app.Pipeline) (*app.ProjectEditResponse, error) {
+				return app.UnpinProject(cmd.Context(), p, id)
+			})
 		}
-		return editWorkingSet(cmd, flags, engine.MemoryNote{Kind: engine.NoteUnpin, ID: id}, "unpinned")
+		return editWorkingSet(cmd, flags, engine.MemoryNote{Kind: engine.NoteUnpin, ID: id})
 	})
 	flags = addMemoryFlags(cmd, true)
 	return cmd
@@ -143,7 +140,7 @@ func memoryTaskCommand() *cobra.Command {
 		if text == "" {
 			return usagef("the task is empty")
 		}
-		return editWorkingSet(cmd, addFlags, engine.MemoryNote{Kind: engine.NoteTodo, Text: text}, "task added")
+		return editWorkingSet(cmd, addFlags, engine.MemoryNote{Kind: engine.NoteTodo, Text: text})
 	})
 	done := newCommand(&cobra.Command{
 		Use:   "done TEXT|N",
@@ -157,7 +154,7 @@ func memoryTaskCommand() *cobra.Command {
 		if note.Text == "" && note.ID == 0 {
 			return usagef("name the task to close: its number (pipeline memory lists them) or its text")
 		}
-		return editWorkingSet(cmd, doneFlags, note, "task done")
+		return editWorkingSet(cmd, doneFlags, note)
 	})
 	addFlags = addMemoryFlags(add, true)
 	doneFlags = addMemoryFlags(done, true)
@@ -176,91 +173,58 @@ func itemNumber(arg string) (int, error) {
 	return id, nil
 }
 
-// storeAndPlan is what a change to the project's memory needs: the
-// store, and the plan whose secrets are redacted (nil when phases.yaml
-// cannot be loaded: the environment's and the known patterns are).
-type storeAndPlan struct {
-	store *store.Store
-	plan  *spec.Plan
-}
-
 // editProjectMemory changes the project's memory and says what changed.
-func editProjectMemory(cmd *cobra.Command, flags *memoryFlags, edit func(*storeAndPlan) (engine.MemoryItem, error), did string) error {
+func editProjectMemory(cmd *cobra.Command, flags *memoryFlags, edit func(app.Pipeline) (*app.ProjectEditResponse, error)) error {
 	if err := flags.output.check(); err != nil {
 		return err
 	}
 	if flags.session != "" {
 		return usagef("--project and --session name different memories: give one")
 	}
-	st, err := flags.store.open()
+	r, err := edit(flags.store.pipeline(sayTo(cmd)))
 	if err != nil {
 		return err
 	}
-	plan, _ := loadPlan(flags.store.file, flags.store.spec)
-	item, err := edit(&storeAndPlan{store: st, plan: plan})
-	if err != nil {
-		return storeWriteFailed(err)
-	}
 	if flags.output.json() {
-		return writeJSON(cmd.OutOrStdout(), map[string]any{"project": st.Root, "result": did, "item": item})
+		return writeJSON(cmd.OutOrStdout(), r)
 	}
-	_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: #%d %s\n", did, item.ID, item.Text)
+	_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: #%d %s\n", r.Result, r.Item.ID, r.Item.Text)
 	return err
 }
 
 // showProjectMemory prints the project's pinned facts.
 func showProjectMemory(cmd *cobra.Command, flags *memoryFlags) error {
-	st, err := flags.store.existing()
-	if err != nil {
-		return err
-	}
-	m, err := session.LoadProjectMemory(st)
+	r, err := app.ProjectMemory(cmd.Context(), flags.store.pipeline(sayTo(cmd)))
 	if err != nil {
 		return err
 	}
 	if flags.output.json() {
-		return writeJSON(cmd.OutOrStdout(), map[string]any{"project": st.Root, "pinned_facts": nonNil(m.Pinned)})
+		return writeJSON(cmd.OutOrStdout(), r)
 	}
 	w := cmd.OutOrStdout()
-	if len(m.Pinned) == 0 {
+	if len(r.PinnedFacts) == 0 {
 		_, err := fmt.Fprintln(w, "no project facts pinned (pipeline memory pin --project TEXT pins one)")
 		return err
 	}
-	fmt.Fprintf(w, "Project facts (%s), in every session's resume context:\n", st.Root)
-	writeItems(w, m.Pinned, false)
+	fmt.Fprintf(w, "Project facts (%s), in every session's resume context:\n", r.Project)
+	writeItems(w, r.PinnedFacts, false)
 	return nil
 }
 
 // showWorkingSet prints a session's working set, and the project's facts
 // its resume context gets too.
 func showWorkingSet(cmd *cobra.Command, flags *memoryFlags, id string) error {
-	ref, err := findSession(flags.store, id)
+	r, err := app.WorkingSet(cmd.Context(), app.MemoryRequest{Pipeline: flags.store.pipeline(sayTo(cmd)), Session: id})
 	if err != nil {
 		return err
 	}
-	defer ref.Close()
-	s, crashed, err := ref.State()
-	if err != nil {
-		return err
-	}
-	if crashed {
-		s = engine.RunnerDied(s)
-	}
-	project, projectErr := session.LoadProjectMemory(ref.Store)
-	ws := s.WorkingSet
 	if flags.output.json() {
-		out := map[string]any{"session": ref.ID(), "status": s.Status,
-			"summary": nonNil(ws.Summary), "pinned_facts": nonNil(ws.Pinned), "decisions": nonNil(ws.Decisions),
-			"open_tasks": nonNil(ws.Open), "done_tasks": nonNil(ws.Done), "files_touched": nonNilFiles(ws.Files),
-			"project_facts": nonNil(project.Pinned)}
-		if projectErr != nil {
-			out["project_error"] = projectErr.Error()
-		}
-		return writeJSON(cmd.OutOrStdout(), out)
+		return writeJSON(cmd.OutOrStdout(), r)
 	}
 	w := cmd.OutOrStdout()
-	fmt.Fprintf(w, "session %s (%s)\n", ref.ID(), s.Status)
-	if ws.Empty() && len(project.Pinned) == 0 {
+	fmt.Fprintf(w, "session %s (%s)\n", r.Session, r.Status)
+	empty := len(r.Summary)+len(r.PinnedFacts)+len(r.Decisions)+len(r.OpenTasks)+len(r.DoneTasks)+len(r.FilesTouched) == 0
+	if empty && len(r.ProjectFacts) == 0 {
 		fmt.Fprintln(w, "\nThe working set is empty: the agent printed no [DECISION], [FACT], [TODO], [DONE] or [SUMMARY] line yet,\nno phase changed a file git sees, and nothing was pinned (pipeline memory pin TEXT).")
 	}
 	section := func(title string, items []engine.MemoryItem, closed bool) {
@@ -270,22 +234,22 @@ func showWorkingSet(cmd *cobra.Command, flags *memoryFlags, id string) error {
 		fmt.Fprintf(w, "\n%s\n", title)
 		writeItems(w, items, closed)
 	}
-	section("Summary", ws.Summary, false)
-	section("Pinned facts", ws.Pinned, false)
-	section("Project facts (pipeline memory --project)", project.Pinned, false)
-	section("Decisions", ws.Decisions, false)
-	section("Open tasks", ws.Open, false)
-	section("Done tasks", ws.Done, true)
-	if len(ws.Files) > 0 {
-		fmt.Fprintf(w, "\nFiles touched (%d)\n", len(ws.Files))
+	section("Summary", r.Summary, false)
+	section("Pinned facts", r.PinnedFacts, false)
+	section("Project facts (pipeline memory --project)", r.ProjectFacts, false)
+	section("Decisions", r.Decisions, false)
+	section("Open tasks", r.OpenTasks, false)
+	section("Done tasks", r.DoneTasks, true)
+	if len(r.FilesTouched) > 0 {
+		fmt.Fprintf(w, "\nFiles touched (%d)\n", len(r.FilesTouched))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		for _, f := range ws.Files {
+		for _, f := range r.FilesTouched {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\n", f.Path, f.Phase, f.At.Local().Format("2006-01-02 15:04"))
 		}
 		tw.Flush()
 	}
-	if projectErr != nil {
-		fmt.Fprintf(w, "\nproject memory: %v\n", projectErr)
+	if r.ProjectError != "" {
+		fmt.Fprintf(w, "\nproject memory: %s\n", r.ProjectError)
 	}
 	return nil
 }
@@ -306,74 +270,27 @@ func writeItems(w io.Writer, items []engine.MemoryItem, closed bool) {
 	}
 }
 
-func nonNil(list []engine.MemoryItem) []engine.MemoryItem {
-	if list == nil {
-		return []engine.MemoryItem{}
-	}
-	return list
-}
-
-func nonNilFiles(list []engine.FileTouch) []engine.FileTouch {
-	if list == nil {
-		return []engine.FileTouch{}
-	}
-	return list
-}
-
 // editWorkingSet applies one human change to a session's working set,
 // and says what it did.
-func editWorkingSet(cmd *cobra.Command, flags *memoryFlags, note engine.MemoryNote, did string) error {
+func editWorkingSet(cmd *cobra.Command, flags *memoryFlags, note engine.MemoryNote) error {
 	if err := flags.output.check(); err != nil {
 		return err
 	}
 	if flags.project {
 		return usagef("--project holds pinned facts only: use pipeline memory pin --project or unpin --project")
 	}
-	ref, err := findSession(flags.store, flags.session)
+	r, err := app.Remember(cmd.Context(), app.RememberRequest{
+		MemoryRequest: app.MemoryRequest{Pipeline: flags.store.pipeline(sayTo(cmd)), Session: flags.session}, Note: note})
 	if err != nil {
 		return err
-	}
-	defer ref.Close()
-	before, _, err := ref.State()
-	if err != nil {
-		return err
-	}
-	if err := checkMemoryNote(before.WorkingSet, note); err != nil {
-		return err
-	}
-	queued, err := ref.Remember(time.Now(), []engine.MemoryNote{note}, sayTo(cmd))
-	if err != nil {
-		return storeWriteFailed(err)
-	}
-	result := did
-	if queued {
-		result += " (the session is running: its runner takes it before the next step)"
 	}
 	if flags.output.json() {
-		return writeJSON(cmd.OutOrStdout(), map[string]any{"session": ref.ID(), "result": did, "queued": queued})
+		return writeJSON(cmd.OutOrStdout(), r)
 	}
-	_, err = fmt.Fprintf(cmd.OutOrStdout(), "session %s: %s\n", ref.ID(), result)
+	result := r.Result
+	if r.Queued {
+		result += " (the session is running: its runner takes it before the next step)"
+	}
+	_, err = fmt.Fprintf(cmd.OutOrStdout(), "session %s: %s\n", r.Session, result)
 	return err
-}
-
-// checkMemoryNote refuses a change that would do nothing, so that a
-// mistyped number says so rather than pass in silence.
-func checkMemoryNote(w engine.WorkingSet, note engine.MemoryNote) error {
-	has := func(list []engine.MemoryItem, id int) bool {
-		for _, m := range list {
-			if m.ID == id {
-				return true
-			}
-		}
-		return false
-	}
-	switch {
-	case note.Kind == engine.NoteUnpin && !has(w.Pinned, note.ID):
-		return usagef("the session has no pinned fact %d (pipeline memory lists them)", note.ID)
-	case note.Kind == engine.NoteDone && note.ID != 0 && !has(w.Open, note.ID):
-		return usagef("the session has no open task %d (pipeline memory lists them)", note.ID)
-	case note.Kind == engine.NoteDone && note.ID == 0 && engine.MatchTask(w.Open, note.Text) < 0:
-		return usagef("no open task matches %q (pipeline memory lists them); close one by its number", note.Text)
-	}
-	return nil
 }

@@ -6,8 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pipeline-dev/pipeline/engine"
-	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/app"
 )
 
 func pauseCommand() *cobra.Command {
@@ -53,46 +52,12 @@ resume; the agent sees them in its resume context.`,
 			}
 			return fleetPause(cmd, fl, flags, id, notes, wait, output.json())
 		}
-		f, err := findSession(flags, id, engine.StatusRunning, engine.StatusPaused)
+		r, err := app.Pause(cmd.Context(), app.PauseRequest{Pipeline: flags.pipeline(sayTo(cmd)), Session: id, Notes: notes, Wait: wait})
 		if err != nil {
 			return err
 		}
-		id = f.ID()
-		if f.Running() {
-			err := f.RequestPause(cmd.Context(), notes, wait)
-			f.Close()
-			if err != nil {
-				return err
-			}
-			return say("paused")
-		}
-		s, crashed, err := f.State()
-		f.Close()
-		if err != nil {
-			return err
-		}
-		if s.Status != engine.StatusPaused && !crashed {
-			return usagef("session %s is %s: there is nothing to pause", id, s.Status)
-		}
-		if notes == "" {
-			return say("already paused")
-		}
-		st, err := flags.existing()
-		if err != nil {
-			return err
-		}
-		sess, err := session.Open(cmd.Context(), st, session.Options{ID: id, Say: sayTo(cmd)})
-		if err != nil {
-			return err
-		}
-		err = sess.Note(time.Now(), notes)
-		if closeErr := sess.Close(); err == nil {
-			err = closeErr
-		}
-		if err != nil {
-			return storeWriteFailed(err)
-		}
-		return say("paused, notes added")
+		id = r.Session
+		return say(r.Result)
 	})
 	flags = addStoreFlags(cmd, true)
 	output = addOutputFlag(cmd)
@@ -122,34 +87,18 @@ hand)". A running session must be paused first. SESSION is a session id
 		if err := output.check(); err != nil {
 			return err
 		}
-		st, err := flags.existing()
-		if err != nil {
-			return err
-		}
 		id := ""
 		if len(args) == 1 {
 			id = args[0]
 		}
-		o, err := flags.options(id, engine.StatusPaused, engine.StatusFailed)
+		r, err := app.Complete(cmd.Context(), app.CompleteRequest{Pipeline: flags.pipeline(sayTo(cmd)), Session: id})
 		if err != nil {
 			return err
-		}
-		o.Say = sayTo(cmd)
-		sess, err := session.Open(cmd.Context(), st, o)
-		if err != nil {
-			return err
-		}
-		err = sess.Complete(time.Now())
-		if closeErr := sess.Close(); err == nil {
-			err = closeErr
-		}
-		if err != nil {
-			return storeWriteFailed(err)
 		}
 		if output.json() {
-			return writeJSON(cmd.OutOrStdout(), map[string]string{"session": sess.ID(), "result": "completed"})
+			return writeJSON(cmd.OutOrStdout(), r)
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "session %s completed\n", sess.ID())
+		fmt.Fprintf(cmd.OutOrStdout(), "session %s completed\n", r.Session)
 		return nil
 	})
 	flags = addStoreFlags(cmd, false)

@@ -12,9 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine/spec"
-	"github.com/pipeline-dev/pipeline/internal/redact"
 	"github.com/pipeline-dev/pipeline/triggers"
 )
 
@@ -42,30 +41,24 @@ the spec's frontmatter). FILE defaults to ./phases.yaml.`,
 		if len(args) == 1 {
 			file = args[0]
 		}
-		plan, err := loadPlan(file, specPath)
+		r, err := app.Plan(cmd.Context(), app.Pipeline{File: file, Spec: specPath})
 		if err != nil {
 			return err
 		}
-		printWarnings(cmd.ErrOrStderr(), plan.Warnings)
-		// The plan as shown holds no secret: its agents' secret
-		// variables are shown by name, and the rest (a step's command
-		// line, a prompt) is redacted as a session would redact it.
-		redactor := session.NewRedactor(plan)
-		hideAgentSecrets(plan)
-		var out bytes.Buffer
+		printWarnings(cmd.ErrOrStderr(), r.Plan.Warnings)
 		if output.json() {
-			err = writeJSON(&out, plan)
-		} else {
-			err = printPlan(&out, plan)
-		}
-		if err != nil {
+			_, err = cmd.OutOrStdout().Write(escapeWorkflowCommands(escapeJSONControls(r.JSON)))
 			return err
 		}
-		text := redactor.String(out.String())
-		if !output.json() {
-			if safe := terminalText(text); safe != text {
-				text = redactor.String(safe)
-			}
+		var out bytes.Buffer
+		if err := printPlan(&out, r.Plan); err != nil {
+			return err
+		}
+		// Redacted as a session would redact it (a step's command line,
+		// a prompt), then made safe for a terminal.
+		text := r.Redactor.String(out.String())
+		if safe := terminalText(text); safe != text {
+			text = r.Redactor.String(safe)
 		}
 		_, err = io.WriteString(cmd.OutOrStdout(), text)
 		return err
@@ -73,26 +66,6 @@ the spec's frontmatter). FILE defaults to ./phases.yaml.`,
 	output = addOutputFlag(cmd)
 	cmd.Flags().StringVar(&specPath, "spec", "", "spec file whose frontmatter overrides phases.yaml (default: the spec phases.yaml names)")
 	return cmd
-}
-
-// hideAgentSecrets replaces the values of the plan's agent environment
-// variables whose names say they hold secrets, however short, with their
-// placeholder. The plan is the caller's to change: plan prints it and
-// drops it.
-func hideAgentSecrets(plan *spec.Plan) {
-	for pi := range plan.Phases {
-		for si := range plan.Phases[pi].Steps {
-			agent := plan.Phases[pi].Steps[si].Agent
-			if agent == nil {
-				continue
-			}
-			for name := range agent.Value.Env {
-				if redact.SecretName(name) {
-					agent.Value.Env[name] = redact.Replacement(name)
-				}
-			}
-		}
-	}
 }
 
 // printPlan writes the plan as aligned rows of name, value and origin.

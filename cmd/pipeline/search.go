@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -9,17 +8,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine/search"
-	"github.com/pipeline-dev/pipeline/triggers"
 )
 
 // Markers of a match in a snippet where there is no colour: on a pipe,
-// in a file, under NO_COLOR, and in the "marked" field of -o json. They
-// are not brackets, which transcripts are full of ([CHECKPOINT], JSON,
-// markdown links).
+// in a file, under NO_COLOR (see app.MatchOpen).
 const (
-	matchOpen  = "«"
-	matchClose = "»"
+	matchOpen  = app.MatchOpen
+	matchClose = app.MatchClose
 )
 
 func searchCommand() *cobra.Command {
@@ -58,38 +55,24 @@ cache: deleted or corrupt, it is built again from the sessions.`,
 		if strings.TrimSpace(text) == "" {
 			return usagef("search needs a QUERY: the words to look for, e.g. pipeline search flaky test")
 		}
-		if _, err := search.MatchExpression(text); errors.Is(err, search.ErrNoWords) {
-			return usagef("the query %q has no words to search for: give letters or digits", text)
-		}
 		if limit < 1 {
 			return usagef("--limit must be 1 or more, not %d", limit)
 		}
-		q := search.Query{Text: text, Phase: phase, Limit: limit}
+		req := app.SearchRequest{Pipeline: flags.pipeline(sayTo(cmd)), Query: text, Session: sessionID, Phase: phase, Limit: limit,
+			Warn: cmd.ErrOrStderr()}
 		if since != "" {
-			at, err := parseSince(since, time.Now())
+			at, err := app.ParseSince(since, time.Now())
 			if err != nil {
 				return err
 			}
-			q.Since = at
+			req.Since = at
 		}
-		st, err := flags.existing()
+		r, err := app.Search(cmd.Context(), req)
 		if err != nil {
 			return err
 		}
-		defer st.Close()
-		if sessionID != "" {
-			meta, err := st.Find(sessionID)
-			if err != nil {
-				return usagef("--session: %v (pipeline sessions lists them)", err)
-			}
-			q.Session = meta.ID
-		}
-		r, err := search.Search(cmd.Context(), st, q, search.Options{Warn: cmd.ErrOrStderr()})
-		if err != nil {
-			return storeWriteFailed(err)
-		}
 		if output.json() {
-			return writeJSON(cmd.OutOrStdout(), searchJSON(text, r))
+			return writeJSON(cmd.OutOrStdout(), r)
 		}
 		printHits(cmd.OutOrStdout(), text, r.Hits)
 		return nil
@@ -104,47 +87,10 @@ cache: deleted or corrupt, it is built again from the sessions.`,
 	return cmd
 }
 
-// parseSince reads --since: a duration back from now, or a date (local
-// midnight), or a time in RFC 3339.
-func parseSince(text string, now time.Time) (time.Time, error) {
-	if d, err := triggers.ParseDuration(text); err == nil && d > 0 {
-		return now.Add(-d), nil
-	}
-	if at, err := time.ParseInLocation("2006-01-02", text, time.Local); err == nil {
-		return at, nil
-	}
-	if at, err := time.Parse(time.RFC3339, text); err == nil {
-		return at, nil
-	}
-	return time.Time{}, usagef("--since %q is neither a duration (2h, 3d, 1d12h) nor a date (2026-11-20, or 2026-11-20T15:04:05Z)", text)
-}
-
-// hitJSON is a hit under -o json: the snippet also with its matches
-// between « and ».
-type hitJSON struct {
-	search.Hit
-	Marked string `json:"marked"`
-}
-
-type searchReport struct {
-	Query   string       `json:"query"`
-	Hits    []hitJSON    `json:"hits"`
-	Indexed search.Stats `json:"indexed"`
-	Rebuilt string       `json:"rebuilt,omitempty"`
-}
-
-func searchJSON(query string, r search.Result) searchReport {
-	out := searchReport{Query: query, Hits: []hitJSON{}, Indexed: r.Indexed, Rebuilt: r.Rebuilt}
-	for _, h := range r.Hits {
-		out.Hits = append(out.Hits, hitJSON{Hit: h, Marked: h.Marked(matchOpen, matchClose)})
-	}
-	return out
-}
-
 // printHits writes each hit as a heading (session, where, kind and line)
 // and its snippet, indented. On a terminal with colour the matches are
 // bold, elsewhere between « and ».
-func printHits(w io.Writer, query string, hits []search.Hit) {
+func printHits(w io.Writer, query string, hits []app.Hit) {
 	if len(hits) == 0 {
 		fmt.Fprintf(w, "no hits for %s\n", terminalLine(query))
 		return
@@ -162,7 +108,7 @@ func printHits(w io.Writer, query string, hits []search.Hit) {
 
 // hitPlace says where a hit is: "design · attempt 1 · agent · transcript
 // line 12", "design · note (human 1)", "working-set decisions #3".
-func hitPlace(h search.Hit) string {
+func hitPlace(h app.Hit) string {
 	var parts []string
 	if h.Phase != "" {
 		parts = append(parts, h.Phase)
@@ -188,7 +134,7 @@ func hitPlace(h search.Hit) string {
 
 // markedLine is the snippet with its matches marked, each piece of it
 // made safe for a terminal when it goes to one (the markers are ours).
-func markedLine(h search.Hit, open, close string, tty bool) string {
+func markedLine(h app.Hit, open, close string, tty bool) string {
 	safe := func(s string) string {
 		if tty {
 			return terminalLine(s)

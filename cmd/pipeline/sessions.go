@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -15,10 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/store"
-	"github.com/pipeline-dev/pipeline/engine/watch"
 	"github.com/pipeline-dev/pipeline/triggers"
 )
 
@@ -53,9 +52,6 @@ shown with its folder: 045-dashboard/README.md.`,
 		if err := output.check(); err != nil {
 			return err
 		}
-		if status != "" && status != "running" && status != "paused" && status != "completed" && status != "failed" {
-			return usagef("--status must be running, paused, completed or failed, not %q", status)
-		}
 		if all && (cmd.Flags().Changed("file") || cmd.Flags().Changed("state-dir")) {
 			return usagef("--all finds the stores below the current folder: it cannot go with --file or --state-dir")
 		}
@@ -63,39 +59,28 @@ shown with its folder: 045-dashboard/README.md.`,
 		if err != nil {
 			return err
 		}
-		dirs := []string{storeDir(flags.file, flags.stateDir)}
-		if all && fl == nil {
-			if dirs, err = findStores("."); err != nil {
-				return err
-			}
-		}
-		out := []sessionLine{}
-		total := 0
+		var out []sessionLine
+		none := ""
 		if fl != nil {
 			if err := refuseOnFleet(cmd, "state-dir", "all"); err != nil {
 				return err
 			}
+			if status != "" && !slices.Contains(app.Statuses, status) {
+				return usagef("--status must be running, paused, completed or failed, not %q", status)
+			}
+			var total int
 			if out, total, err = fleetSessions(cmd, fl, active, status, specPath); err != nil {
 				return err
 			}
-			dirs = nil
+			none = (&app.SessionsResponse{Sessions: out, Total: total}).NoneMatch(false, "pipeline run"+fileArg(cmd))
 		}
-		for _, dir := range dirs {
-			lines, all, err := storeSessions(dir, active, status, specPath)
+		if fl == nil {
+			r, err := app.Sessions(cmd.Context(), app.SessionsRequest{Pipeline: flags.pipeline(nil), All: all,
+				Active: active, Status: status, Spec: specPath, Forks: !all})
 			if err != nil {
 				return err
 			}
-			out, total = append(out, lines...), total+all
-		}
-		if all {
-			slices.SortStableFunc(out, func(a, b sessionLine) int { return b.Updated.Compare(a.Updated) })
-		}
-		if !all && len(out) > 0 && fl == nil {
-			// Forks live in the repository's other worktrees.
-			forks := forksByParent(flags.file)
-			for i := range out {
-				out[i].Forks = forks[out[i].ID]
-			}
+			out, none = r.Sessions, r.NoneMatch(all, "pipeline run"+fileArg(cmd))
 		}
 		if output.json() {
 			return writeJSON(cmd.OutOrStdout(), out)
@@ -130,15 +115,10 @@ shown with its folder: 045-dashboard/README.md.`,
 			}
 		}
 		tw.Flush()
-		switch {
-		case len(out) > 0:
-		case total > 0:
-			fmt.Fprintf(&b, "none of the %d sessions matches; pipeline sessions%s lists them all\n", total, map[bool]string{true: " --all"}[all])
-		case all:
-			b.WriteString("no sessions below this folder; start one with: pipeline run FILE\n")
-		default:
-			fmt.Fprintf(&b, "no sessions yet; start one with: pipeline run%s\n", fileArg(cmd))
+		if len(out) == 0 && none == "" {
+			none = fmt.Sprintf("no sessions yet; start one with: pipeline run%s\n", fileArg(cmd))
 		}
+		b.WriteString(none)
 		_, err = cmd.OutOrStdout().Write(b.Bytes())
 		return err
 	})
@@ -152,60 +132,8 @@ shown with its folder: 045-dashboard/README.md.`,
 	return cmd
 }
 
-// storeSessions lists the sessions of the store in dir that the filters
-// keep, and counts all of them; none when there is no store.
-func storeSessions(dir string, active bool, status, specPath string) (_ []sessionLine, all int, _ error) {
-	var list []store.Summary
-	st, err := store.OpenExisting(dir)
-	switch {
-	case errors.Is(err, store.ErrNoStore): // no sessions yet
-	case err != nil:
-		return nil, 0, storeUnusable(err)
-	default:
-		defer st.Close()
-		if list, err = st.List(); err != nil {
-			return nil, 0, storeUnusable(err)
-		}
-	}
-	wantSpec := ""
-	if specPath != "" {
-		wantSpec, _ = filepath.Abs(specPath)
-	}
-	// Sessions a running pipeline watch has queued to run.
-	var queued []string
-	if st != nil && st.Held(watch.LockKey) {
-		if h, err := st.Holder(watch.LockKey); err == nil {
-			queued = h.Queued
-		}
-	}
-	out := []sessionLine{}
-	for _, s := range list { // none when there is no store yet
-		if s.Status == string(engine.StatusRunning) && !st.Held(s.Key) {
-			s.Status, s.PauseReason = string(engine.StatusPaused), engine.ReasonRunnerDied
-		}
-		if active && s.Status != "running" && s.Status != "paused" {
-			continue
-		}
-		if status != "" && s.Status != status {
-			continue
-		}
-		if wantSpec != "" && s.Spec != wantSpec {
-			continue
-		}
-		out = append(out, sessionLine{Summary: s, Queued: slices.Contains(queued, s.ID)})
-	}
-	return out, len(list), nil
-}
-
 // sessionLine is a session as pipeline sessions shows it.
-type sessionLine struct {
-	store.Summary
-	// Queued: a pipeline watch will resume it when a slot is free.
-	Queued bool `json:"queued,omitempty"`
-	// Forks are the sessions forked from it (pipeline fork), found in
-	// the repository's other git worktrees.
-	Forks []forkLine `json:"forks,omitempty"`
-}
+type sessionLine = app.SessionLine
 
 func orDash(s string) string {
 	if s == "" || s == "." {
@@ -339,45 +267,8 @@ func parseAge(text string) (time.Duration, error) {
 	return age, nil
 }
 
-// maxStoreDepth and maxStoreFolders bound the walk of sessions --all.
-const (
-	maxStoreDepth   = 8
-	maxStoreFolders = 20000
-)
-
-// findStores finds the stores (.pipeline folders) below root: not inside
-// .git or node_modules, at most maxStoreDepth folders deep, among the
-// first maxStoreFolders folders. Links are not followed.
-func findStores(root string) ([]string, error) {
-	var stores []string
-	seen := 0
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if path == root {
-				return err
-			}
-			return fs.SkipDir // a folder that cannot be read is not ours
-		}
-		if !d.IsDir() {
-			return nil
-		}
-		if seen++; seen > maxStoreFolders {
-			return fs.SkipAll
-		}
-		switch d.Name() {
-		case ".pipeline":
-			stores = append(stores, path)
-			return fs.SkipDir
-		case ".git", "node_modules":
-			return fs.SkipDir
-		}
-		if path != root && strings.Count(filepath.ToSlash(path), "/") >= maxStoreDepth {
-			return fs.SkipDir
-		}
-		return nil
-	})
-	return stores, err
-}
+// maxStoreDepth bounds the walk of sessions --all (app.FindStores).
+const maxStoreDepth = app.MaxStoreDepth
 
 // specLabel is how sessions names a spec: its file name, or with its
 // folder when the name says nothing (LeanSpec's specs are all README.md).

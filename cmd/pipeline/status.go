@@ -14,11 +14,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
-	"github.com/pipeline-dev/pipeline/engine/session"
-	"github.com/pipeline-dev/pipeline/engine/spec"
-	"github.com/pipeline-dev/pipeline/engine/store"
 )
 
 func statusCommand() *cobra.Command {
@@ -70,23 +68,11 @@ runner-died: resume continues it.`,
 			return fleetStatus(cmd, fl, flags, id, output, verbose, watch)
 		}
 		show := func(w io.Writer) (running bool, err error) {
-			f, err := findSession(flags, id)
+			report, err := app.Status(cmd.Context(), app.StatusRequest{Pipeline: flags.pipeline(nil), Session: id})
 			if err != nil {
 				return false, err
 			}
-			defer f.Close()
-			s, crashed, err := f.State()
-			if err != nil {
-				return false, err
-			}
-			if crashed {
-				s = engine.RunnerDied(s)
-			}
-			report := liveStatus{StatusReport: statusOf(f.X.Meta, f.Plan, s)}
-			if live, ok := f.Live(); ok && s.StepRunning && !crashed {
-				report.withLive(live)
-			}
-			running = f.Running()
+			running = report.Running
 			switch output.format {
 			case "json":
 				if watch {
@@ -97,7 +83,7 @@ runner-died: resume continues it.`,
 				_, err := w.Write(markdownReport(report.StatusReport, newScreenText().line))
 				return running, err
 			}
-			return running, printStatus(w, report, verbose)
+			return running, printStatus(w, *report, verbose)
 		}
 		if !watch {
 			_, err := show(cmd.OutOrStdout())
@@ -114,36 +100,11 @@ runner-died: resume continues it.`,
 }
 
 // statusOf is what status prints of a session.
-func statusOf(meta store.Meta, plan *spec.Plan, s engine.State) engine.StatusReport {
-	r := engine.Report(plan, s)
-	r.ID, r.Pipeline, r.File, r.Spec, r.Created = meta.ID, meta.Pipeline, meta.File, meta.Spec, meta.Created
-	return r
-}
+var statusOf = app.StatusReport
 
 // liveStatus is a status report with, while a step runs, its live
 // progress.
-type liveStatus struct {
-	engine.StatusReport
-	Live *liveReport `json:"live,omitempty"`
-}
-
-// liveReport is the running step's progress in status -o json.
-type liveReport struct {
-	Updated       time.Time `json:"updated"`
-	Step          string    `json:"step"`
-	StepTokens    int       `json:"step_tokens"`
-	StepElapsed   string    `json:"step_elapsed"`
-	StepElapsedMS int64     `json:"step_elapsed_ms"`
-}
-
-// withLive makes the report's totals the live ones.
-func (r *liveStatus) withLive(l session.Live) {
-	r.Phase, r.Step, r.Attempt = l.Phase, l.Step, l.Attempt
-	r.Tokens, r.CostUSD = l.TotalTokens, l.CostUSD
-	r.Elapsed, r.ElapsedMS = l.SessionElapsed.Round(time.Second).String(), l.SessionElapsed.Milliseconds()
-	r.Live = &liveReport{Updated: l.At, Step: l.Step, StepTokens: l.StepTokens,
-		StepElapsed: l.StepElapsed.Round(time.Second).String(), StepElapsedMS: l.StepElapsed.Milliseconds()}
-}
+type liveStatus = app.StatusResponse
 
 // watchStatus shows the status every second until the session stops
 // running or the user interrupts: on a terminal over the last one.

@@ -3,31 +3,15 @@ package main
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine/spec"
-	"github.com/pipeline-dev/pipeline/steps"
 )
 
 // validation is the outcome for one file, as --output json prints it.
-type validation struct {
-	File     string         `json:"file"`
-	Valid    bool           `json:"valid"`
-	Phases   int            `json:"phases,omitempty"`
-	Spec     string         `json:"spec,omitempty"`
-	Problems []spec.Problem `json:"problems"`
-	// Warnings do not make the file invalid (see spec.Plan.Warnings).
-	Warnings []spec.Problem `json:"warnings,omitempty"`
-	// Omitted counts the problems past the 100 kept for one file.
-	Omitted int `json:"omitted,omitempty"`
-	// Agents are the checks of --preflight (pipeline doctor's).
-	Agents []steps.CLICheck `json:"agents,omitempty"`
-	err    error
-	plan   *spec.Plan
-}
+type validation = app.Validation
 
 func validateCommand() *cobra.Command {
 	var (
@@ -54,31 +38,24 @@ agent CLI can run), 2 otherwise.`,
 		if err := output.check(); err != nil {
 			return err
 		}
-		if len(files) == 0 {
-			files = []string{"phases.yaml"}
-		}
-		results := make([]validation, 0, len(files))
-		valid := true
-		for _, file := range files {
-			r := validateFile(file)
-			if preflight && r.plan != nil {
-				r.Agents = doctorChecks(cmd.Context(), r.plan)
-				r.Valid = r.Valid && checksOK(r.Agents)
+		r := app.Validate(cmd.Context(), app.ValidateRequest{Files: files})
+		if preflight {
+			for i := range r.Files {
+				if f := &r.Files[i]; f.Plan != nil {
+					f.Agents = doctorChecks(cmd.Context(), f.Plan)
+					f.Valid = f.Valid && checksOK(f.Agents)
+					r.Valid = r.Valid && f.Valid
+				}
 			}
-			valid = valid && r.Valid
-			results = append(results, r)
 		}
 		if output.json() {
-			if err := writeJSON(cmd.OutOrStdout(), struct {
-				Valid bool         `json:"valid"`
-				Files []validation `json:"files"`
-			}{valid, results}); err != nil {
+			if err := writeJSON(cmd.OutOrStdout(), r); err != nil {
 				return err
 			}
 		} else {
-			printValidations(cmd, results)
+			printValidations(cmd, r.Files)
 		}
-		if !valid {
+		if !r.Valid {
 			return &exitStatus{code: exitUsage, printed: true}
 		}
 		return nil
@@ -88,36 +65,12 @@ agent CLI can run), 2 otherwise.`,
 	return cmd
 }
 
-func validateFile(file string) validation {
-	r := validation{File: file, Problems: []spec.Problem{}}
-	var err error
-	if strings.EqualFold(filepath.Ext(file), ".md") {
-		_, err = spec.LoadSpec(file)
-	} else {
-		var plan *spec.Plan
-		if plan, err = spec.Load(file, ""); err == nil {
-			r.Phases, r.Spec, r.plan, r.Warnings = len(plan.Phases), plan.Spec, plan, plan.Warnings
-		}
-	}
-	var specErr *spec.Error
-	switch {
-	case err == nil:
-	case errors.As(err, &specErr):
-		r.Problems, r.Omitted = specErr.Problems, specErr.Omitted
-	default:
-		r.Problems = []spec.Problem{{Position: spec.Position{File: file}, Message: err.Error()}}
-	}
-	r.err = err
-	r.Valid = err == nil
-	return r
-}
-
 func printValidations(cmd *cobra.Command, results []validation) {
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	for _, r := range results {
 		printWarnings(errOut, r.Warnings)
 		switch {
-		case r.err == nil && r.Agents != nil:
+		case r.Err == nil && r.Agents != nil:
 			fmt.Fprintf(out, "%s  %s: %d phases\n", map[bool]string{true: "ok", false: "not ready"}[r.Valid], r.File, r.Phases)
 			printChecks(out, r.File, r.Agents)
 		case r.Valid && r.Phases > 0 && r.Spec != "":
@@ -128,10 +81,10 @@ func printValidations(cmd *cobra.Command, results []validation) {
 			fmt.Fprintf(out, "ok  %s\n", r.File)
 		default:
 			var specErr *spec.Error
-			if errors.As(r.err, &specErr) {
+			if errors.As(r.Err, &specErr) {
 				printError(errOut, specErr.Error())
 			} else {
-				printError(errOut, fmt.Sprintf("%s: %v\n", r.File, r.err))
+				printError(errOut, fmt.Sprintf("%s: %v\n", r.File, r.Err))
 			}
 		}
 	}

@@ -3,20 +3,13 @@ package mcpserver
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/store"
-)
-
-// Bounds of the walk that finds the stores below the root, as pipeline
-// sessions --all walks.
-const (
-	maxStoreDepth   = 8
-	maxStoreFolders = 20000
 )
 
 // confined is the root folder and the checks of what is asked of it.
@@ -137,36 +130,20 @@ func (c confined) storeDir(file string) (string, error) {
 // and below the root.
 func (c confined) stores() []string {
 	var out []string
-	if env := os.Getenv("PIPELINE_STATE_DIR"); env != "" && filepath.IsAbs(env) && c.within(realPath(env)) {
-		out = append(out, env)
+	if dir := c.stateDirWithin(); dir != "" {
+		out = append(out, dir)
 	}
-	seen := 0
-	filepath.WalkDir(c.root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if path == c.root {
-				return err
-			}
-			return fs.SkipDir
-		}
-		if !d.IsDir() {
-			return nil
-		}
-		if seen++; seen > maxStoreFolders {
-			return fs.SkipAll
-		}
-		switch d.Name() {
-		case ".pipeline":
-			out = append(out, path)
-			return fs.SkipDir
-		case ".git", "node_modules":
-			return fs.SkipDir
-		}
-		if rel, _ := filepath.Rel(c.root, path); rel != "." && strings.Count(filepath.ToSlash(rel), "/") >= maxStoreDepth-1 {
-			return fs.SkipDir
-		}
-		return nil
-	})
-	return out
+	found, _ := app.FindStores(c.root)
+	return append(out, found...)
+}
+
+// stateDirWithin is $PIPELINE_STATE_DIR when it is absolute and below the
+// root, else "".
+func (c confined) stateDirWithin() string {
+	if env := os.Getenv("PIPELINE_STATE_DIR"); env != "" && filepath.IsAbs(env) && c.within(realPath(env)) {
+		return env
+	}
+	return ""
 }
 
 // found is a session found below the root.

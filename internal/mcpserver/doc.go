@@ -7,24 +7,18 @@
 //
 // # How it reaches the product
 //
-// A tool runs this same binary (Options.Binary, os.Executable() for
-// pipeline mcp) with -o json and decodes what it prints, rather than
-// calling the engine in process. The commands' flags, messages, JSON
-// shapes, redaction, locks and exit codes live in cmd/pipeline (package
-// main, which nothing can import); running them is the one way to make
-// the tools answer exactly what the CLI answers, to keep every exit code
-// (0 completed, 1 failed, 2 usage, 3 paused) in the structured output,
-// and to keep a command that misbehaves from taking the server down. A
-// command costs one process start (a few milliseconds: pipeline keeps its
-// start-up light). run and resume start the runner as a detached process
-// (a session and process group of its own, its output in a log file under
-// the store), so that the run outlives the request and the server.
+// Every tool calls the product API (package app) in process: the same
+// functions, typed requests and responses (the JSON that -o json prints),
+// redaction and typed errors as the command line, so a tool answers what
+// the command answers and an error carries the same exit code and hint.
+// Arguments are values, never a command line: nothing a client sends
+// becomes a flag. The one process the server starts is the runner of run
+// and resume (Options.Binary, os.Executable() for pipeline mcp): a
+// detached process (a session and process group of its own, its output in
+// a log file under the store), so that the run outlives the request and
+// the server.
 //
-// What has no command of its own is read in process through the same
-// read-only paths the CLI uses: the bounded tail of the transcripts
-// (session.Find and the store's files, no link followed), the list of
-// sessions behind resources/list (the stores' indexes), and the change
-// notifications, which follow each subscribed store's index.tsv with
+// The change notifications follow each subscribed store's index.tsv with
 // fsnotify.
 //
 // # Confinement

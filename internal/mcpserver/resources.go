@@ -12,6 +12,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/store"
 )
@@ -46,7 +47,7 @@ func (s *Server) addResources() {
 		Title: "A pipeline session", Description: "The session's status, as pipeline status -o json prints it", MIMEType: "application/json"},
 		s.readResource)
 	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: uriPrefix + "{session}/transcripts/{phase}/{file}", Name: "transcript",
-		Title: "A step's transcript", Description: fmt.Sprintf("One attempt of one step (<attempt>-<step>.log), its last %d KiB", maxBytes>>10),
+		Title: "A step's transcript", Description: fmt.Sprintf("One attempt of one step (<attempt>-<step>.log), its last %d KiB", app.MaxTailBytes>>10),
 		MIMEType: "text/plain"}, s.readResource)
 	// resources/list lists the sessions as they are now.
 	s.mcp.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -143,14 +144,14 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	if err != nil {
 		return nil, err
 	}
-	from := max(0, size-maxBytes)
+	from := max(0, size-app.MaxTailBytes)
 	buf := make([]byte, size-from)
 	if _, err := file.ReadAt(buf, from); err != nil && err != io.EOF {
 		return nil, err
 	}
 	text := string(buf)
 	if from > 0 {
-		text = fmt.Sprintf("[the first %d bytes are left out: a transcript resource is its last %d KiB; the logs tool tails it by lines]\n", from, maxBytes>>10) + text
+		text = fmt.Sprintf("[the first %d bytes are left out: a transcript resource is its last %d KiB; the logs tool tails it by lines]\n", from, app.MaxTailBytes>>10) + text
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text}}}, nil
 }

@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -245,7 +244,7 @@ func (s *Server) launch(ctx context.Context, st *store.Store, key, dir string, a
 		case code := <-exited:
 			id, status := found()
 			if id == "" || code == 2 {
-				return out, s.runnerFailed(code, jsonPath, out.Log)
+				return out, runnerFailed(code, jsonPath, out.Log)
 			}
 			out.Session, out.Status, out.ExitCode = id, status, &code
 		case <-timeout.C:
@@ -299,16 +298,4 @@ func statusOfExit(code int) string {
 		return string(engine.StatusPaused)
 	}
 	return string(engine.StatusFailed)
-}
-
-// runnerFailed is the error of a runner that ended without a session:
-// its JSON error, or the end of its output.
-func (s *Server) runnerFailed(code int, jsonPath, logPath string) error {
-	content, _ := os.ReadFile(jsonPath)
-	var e cliError
-	if json.Unmarshal(content, &e) == nil && e.Error != "" {
-		return result{stdout: content, code: code}.failure("")
-	}
-	text, _ := os.ReadFile(logPath)
-	return fmt.Errorf("the runner ended with exit code %d (%s) before it held a session: %s", code, exitMeaning(code), lastLines(string(text), 20))
 }

@@ -18,7 +18,8 @@ type Options struct {
 	// Root is the folder whose pipelines the server exposes; the current
 	// folder when "".
 	Root string
-	// Binary is the pipeline binary the tools run; os.Executable() when "".
+	// Binary is the pipeline binary that run and resume start as a
+	// detached runner; os.Executable() when "".
 	Binary string
 	// Version is the server's version, as pipeline version prints it.
 	Version string
@@ -58,7 +59,7 @@ func New(o Options) (*Server, error) {
 		o.Version = "dev"
 	}
 	s := &Server{root: root, binary: o.Binary, log: o.Logger}
-	// The commands run with the server's environment, without what would
+	// The runners run with the server's environment, without what would
 	// make them print for a CI job.
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")

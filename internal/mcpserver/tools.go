@@ -2,14 +2,16 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
@@ -30,25 +32,14 @@ type Pipeline struct {
 }
 
 type ValidateInput struct {
-	Files []string `json:"files,omitempty" jsonschema:"phases.yaml files, or .md specs (their frontmatter), relative to the server's folder; default phases.yaml"`
+	File  string   `json:"file,omitempty" jsonschema:"a phases.yaml, or a .md spec (its frontmatter), relative to the server's folder; default phases.yaml"`
+	Files []string `json:"files,omitempty" jsonschema:"more files to check, as file"`
 }
 
 type ValidateOutput struct {
-	Valid bool `json:"valid"`
 	// ExitCode is pipeline validate's: 0 valid, 2 not.
-	ExitCode int          `json:"exit_code" jsonschema:"pipeline validate's exit code: 0 every file is valid, 2 a problem was found"`
-	Files    []Validation `json:"files"`
-}
-
-// Validation is one file's outcome, as pipeline validate -o json prints it.
-type Validation struct {
-	File     string         `json:"file"`
-	Valid    bool           `json:"valid"`
-	Phases   int            `json:"phases,omitempty"`
-	Spec     string         `json:"spec,omitempty"`
-	Problems []spec.Problem `json:"problems" jsonschema:"every problem, each at its file, line and column"`
-	Warnings []spec.Problem `json:"warnings,omitempty"`
-	Omitted  int            `json:"omitted,omitempty"`
+	ExitCode int `json:"exit_code" jsonschema:"pipeline validate's exit code: 0 every file is valid, 2 a problem was found"`
+	app.ValidateResponse
 }
 
 type PlanInput struct {
@@ -107,21 +98,11 @@ type StatusInput struct {
 // StatusOutput is pipeline status -o json, and the exit code a run of the
 // session ends with as it stands.
 type StatusOutput struct {
-	engine.StatusReport
-	Live *LiveReport `json:"live,omitempty"`
+	app.StatusResponse
 	// RunExitCode is what pipeline run or resume exits with for this
 	// status.
 	RunExitCode *int   `json:"run_exit_code,omitempty" jsonschema:"the exit code a run ends with for this status: 0 completed, 1 failed, 3 paused; absent while it runs"`
 	Resume      string `json:"resume_command,omitempty" jsonschema:"the command that resumes it, when it is paused or failed"`
-}
-
-// LiveReport is the running step's progress.
-type LiveReport struct {
-	Updated       time.Time `json:"updated"`
-	Step          string    `json:"step"`
-	StepTokens    int       `json:"step_tokens"`
-	StepElapsed   string    `json:"step_elapsed"`
-	StepElapsedMS int64     `json:"step_elapsed_ms"`
 }
 
 type SessionsInput struct {
@@ -131,13 +112,7 @@ type SessionsInput struct {
 }
 
 type SessionsOutput struct {
-	Sessions []SessionLine `json:"sessions"`
-}
-
-// SessionLine is one session as pipeline sessions -o json lists it.
-type SessionLine struct {
-	store.Summary
-	Queued bool `json:"queued,omitempty"`
+	Sessions []app.SessionLine `json:"sessions"`
 }
 
 type LogsInput struct {
@@ -155,16 +130,10 @@ type LogsOutput struct {
 	Truncated bool `json:"truncated"`
 }
 
-// TranscriptTail is the end of one step's transcript.
+// TranscriptTail is the end of one step's transcript, and its resource.
 type TranscriptTail struct {
-	Transcript string `json:"transcript" jsonschema:"phase/attempt-step.log"`
-	Phase      string `json:"phase"`
-	Attempt    int    `json:"attempt"`
-	Step       string `json:"step"`
-	Size       int64  `json:"size"`
-	Text       string `json:"text"`
-	Truncated  bool   `json:"truncated,omitempty"`
-	Resource   string `json:"resource" jsonschema:"its resource URI"`
+	app.TranscriptTail
+	Resource string `json:"resource" jsonschema:"its resource URI"`
 }
 
 type MemoryInput struct {
@@ -227,25 +196,37 @@ func (s *Server) addTools() {
 func (s *Server) validate(ctx context.Context, _ *mcp.CallToolRequest, in ValidateInput) (*mcp.CallToolResult, ValidateOutput, error) {
 	var out ValidateOutput
 	files := in.Files
-	if len(files) == 0 {
-		files = []string{"phases.yaml"}
+	if in.File != "" {
+		files = append([]string{in.File}, files...)
 	}
-	args := []string{"validate"}
+	if len(files) == 0 {
+		files = []string{app.DefaultFile}
+	}
+	var paths []string
 	for _, f := range files {
-		path, err := s.root.file("file", f, "phases.yaml")
+		path, err := s.root.file("file", f, app.DefaultFile)
 		if err != nil {
 			return nil, out, err
 		}
-		args = append(args, s.root.rel(path))
+		paths = append(paths, path)
 	}
-	r, err := s.cli(ctx, s.root.root, args...)
-	if err != nil {
-		return nil, out, err
+	r := app.Validate(ctx, app.ValidateRequest{Files: paths})
+	// Files as the client named them: relative to the server's folder.
+	for i := range r.Files {
+		f := &r.Files[i]
+		f.File = s.root.rel(f.File)
+		for _, list := range [][]spec.Problem{f.Problems, f.Warnings} {
+			for j := range list {
+				if filepath.IsAbs(list[j].File) {
+					list[j].File = s.root.rel(list[j].File)
+				}
+			}
+		}
 	}
-	if json.Unmarshal(r.stdout, &out) != nil || out.Files == nil {
-		return nil, out, r.failure("")
+	out.ValidateResponse = *r
+	if !r.Valid {
+		out.ExitCode = app.ExitUsage
 	}
-	out.ExitCode = r.code
 	return nil, out, nil
 }
 
@@ -255,19 +236,12 @@ func (s *Server) plan(ctx context.Context, _ *mcp.CallToolRequest, in PlanInput)
 	if err != nil {
 		return nil, out, err
 	}
-	args := []string{"plan", s.root.rel(path)}
-	if specPath != "" {
-		args = append(args, "--spec", s.root.rel(specPath))
-	}
-	r, err := s.cli(ctx, s.root.root, args...)
+	r, err := app.Plan(ctx, app.Pipeline{File: path, Spec: specPath})
 	if err != nil {
-		return nil, out, err
+		return nil, out, toolError(err, "\nCall validate for every problem of the file.")
 	}
-	if r.code != 0 {
-		return nil, out, r.failure("\nCall validate for every problem of the file.")
-	}
-	out.File = s.root.rel(path)
-	return nil, out, r.decode(&out.Plan, "")
+	out.File, out.Plan = s.root.rel(path), r.JSON
+	return nil, out, nil
 }
 
 func (s *Server) status(ctx context.Context, _ *mcp.CallToolRequest, in StatusInput) (*mcp.CallToolResult, StatusOutput, error) {
@@ -275,31 +249,26 @@ func (s *Server) status(ctx context.Context, _ *mcp.CallToolRequest, in StatusIn
 	return nil, out, err
 }
 
-// statusOf runs pipeline status for the session of t.
+// statusOf is the status of the session of t.
 func (s *Server) statusOf(ctx context.Context, t Target) (StatusOutput, error) {
 	var out StatusOutput
-	dir, args, err := s.target(t)
+	p, id, err := s.target(t)
 	if err != nil {
 		return out, err
 	}
-	r, err := s.cli(ctx, dir, append([]string{"status"}, args...)...)
+	r, err := app.Status(ctx, app.StatusRequest{Pipeline: p, Session: id})
 	if err != nil {
-		return out, err
+		return out, toolError(err, "\nCall sessions to list the sessions below "+s.root.root+".")
 	}
-	if r.code != 0 {
-		return out, r.failure("\nCall sessions to list the sessions below " + s.root.root + ".")
-	}
-	if err := r.decode(&out, ""); err != nil {
-		return out, err
-	}
+	out.StatusResponse = *r
 	code := -1
 	switch engine.Status(out.Status) {
 	case engine.StatusCompleted:
-		code = 0
+		code = app.ExitCompleted
 	case engine.StatusFailed:
-		code = 1
+		code = app.ExitFailed
 	case engine.StatusPaused:
-		code = 3
+		code = app.ExitPaused
 	}
 	if code >= 0 {
 		out.RunExitCode = &code
@@ -324,94 +293,78 @@ func (s *Server) settleSession(t Target) {
 	}
 }
 
-// target is the folder and arguments that name t's session to a
-// command: its id (found below the root), or its pipeline and spec.
-func (s *Server) target(t Target) (dir string, args []string, err error) {
+// target is the pipeline and session id that name t's session to an
+// operation: its id (found below the root) with its pipeline and store,
+// or its pipeline and spec (the latest session of them).
+func (s *Server) target(t Target) (app.Pipeline, string, error) {
 	if t.Session != "" {
 		f, err := s.root.session(t.Session, t.File)
 		if err != nil {
-			return "", nil, err
+			return app.Pipeline{}, "", err
 		}
-		dir, args := s.pipelineArgs(f)
-		return dir, append([]string{f.meta.ID}, args...), nil
+		return app.Pipeline{File: f.file, StateDir: f.store}, f.meta.ID, nil
 	}
-	path, err := s.root.file("file", t.File, "phases.yaml")
+	path, err := s.root.file("file", t.File, app.DefaultFile)
 	if err != nil {
-		return "", nil, err
+		return app.Pipeline{}, "", err
 	}
-	if _, err := s.root.storeDir(path); err != nil {
-		return "", nil, err
+	dir, err := s.root.storeDir(path)
+	if err != nil {
+		return app.Pipeline{}, "", err
 	}
-	args = []string{"--file", s.root.rel(path)}
+	p := app.Pipeline{File: path, StateDir: dir}
 	if t.Spec != "" {
-		specPath, err := s.root.file("spec", t.Spec, "")
-		if err != nil {
-			return "", nil, err
+		if p.Spec, err = s.root.file("spec", t.Spec, ""); err != nil {
+			return app.Pipeline{}, "", err
 		}
-		args = append(args, "--spec", s.root.rel(specPath))
 	}
-	return s.root.root, args, nil
+	return p, "", nil
 }
 
 func (s *Server) pause(ctx context.Context, _ *mcp.CallToolRequest, in PauseInput) (*mcp.CallToolResult, PauseOutput, error) {
 	var out PauseOutput
 	s.settleSession(in.Target)
-	dir, args, err := s.target(in.Target)
+	p, id, err := s.target(in.Target)
 	if err != nil {
 		return nil, out, err
 	}
-	args = append([]string{"pause"}, args...)
-	if in.Notes != "" {
-		args = append(args, "--notes", in.Notes)
-	}
-	r, err := s.cli(ctx, dir, append(args, "--wait", "30s")...)
+	r, err := app.Pause(ctx, app.PauseRequest{Pipeline: p, Session: id, Notes: in.Notes, Wait: 30 * time.Second})
 	if err != nil {
-		return nil, out, err
+		return nil, out, toolError(err, "\nCall status to see where the session stands.")
 	}
-	if r.code != 0 {
-		return nil, out, r.failure("\nCall status to see where the session stands.")
-	}
-	if err := r.decode(&out, ""); err != nil {
-		return nil, out, err
-	}
-	out.ExitCode = r.code
+	out.Session, out.Result = r.Session, r.Result
 	out.Next = "call resume with the session id (and notes) to continue it"
 	return nil, out, nil
 }
 
 func (s *Server) sessions(ctx context.Context, _ *mcp.CallToolRequest, in SessionsInput) (*mcp.CallToolResult, SessionsOutput, error) {
 	var out SessionsOutput
-	args := []string{"sessions"}
+	req := app.SessionsRequest{Active: in.Active, Status: in.Status}
 	if in.File == "" {
-		args = append(args, "--all")
+		req.All, req.Root = true, s.root.root
 	} else {
-		path, err := s.root.file("file", in.File, "phases.yaml")
+		path, err := s.root.file("file", in.File, app.DefaultFile)
 		if err != nil {
 			return nil, out, err
 		}
-		if _, err := s.root.storeDir(path); err != nil {
+		if req.StateDir, err = s.root.storeDir(path); err != nil {
 			return nil, out, err
 		}
-		args = append(args, "--file", s.root.rel(path))
+		req.File = path
 	}
-	if in.Active {
-		args = append(args, "--active")
-	}
-	if in.Status != "" {
-		args = append(args, "--status", in.Status)
-	}
-	r, err := s.cli(ctx, s.root.root, args...)
+	r, err := app.Sessions(ctx, req)
 	if err != nil {
-		return nil, out, err
+		return nil, out, toolError(err, "")
 	}
-	if r.code != 0 {
-		return nil, out, r.failure("")
-	}
-	if err := r.decode(&out.Sessions, ""); err != nil {
-		return nil, out, err
-	}
-	if out.Sessions == nil {
-		out.Sessions = []SessionLine{}
+	out.Sessions = r.Sessions
+	if req.All {
+		// $PIPELINE_STATE_DIR below the root holds sessions too.
+		if dir := s.root.stateDirWithin(); dir != "" {
+			extra, err := app.Sessions(ctx, app.SessionsRequest{Pipeline: app.Pipeline{StateDir: dir}, Active: in.Active, Status: in.Status})
+			if err == nil {
+				out.Sessions = append(out.Sessions, extra.Sessions...)
+			}
+		}
 	}
 	return nil, out, nil
 }
@@ -434,36 +387,39 @@ func (s *Server) memory(ctx context.Context, _ *mcp.CallToolRequest, in MemoryIn
 	if edits > 0 {
 		s.settleSession(t)
 	}
-	dir, args, err := s.target(t)
+	p, id, err := s.target(t)
 	if err != nil {
 		return nil, out, err
 	}
-	// A session's id is an argument of memory, --session of its
-	// subcommands.
-	if t.Session != "" && edits > 0 {
-		args = append([]string{"--session"}, args...)
-	}
-	if in.Project {
-		args = append(args, "--project")
-	}
+	req := app.MemoryRequest{Pipeline: p, Session: id}
+	var note engine.MemoryNote
 	switch {
+	case in.Project && in.Pin != "":
+		out.Action = "pin"
+		out.Memory, err = app.PinProject(ctx, p, strings.TrimSpace(in.Pin))
+	case in.Project && edits > 0:
+		return nil, out, fmt.Errorf("the project's memory holds pinned facts only: give pin with project, or task_add and task_done without it")
+	case in.Project:
+		out.Memory, err = app.ProjectMemory(ctx, p)
 	case in.Pin != "":
-		out.Action, args = "pin", append([]string{"memory", "pin", in.Pin}, args...)
+		out.Action, note = "pin", engine.MemoryNote{Kind: engine.NoteFact, Text: strings.TrimSpace(in.Pin)}
 	case in.TaskAdd != "":
-		out.Action, args = "task add", append([]string{"memory", "task", "add", in.TaskAdd}, args...)
+		out.Action, note = "task add", engine.MemoryNote{Kind: engine.NoteTodo, Text: strings.TrimSpace(in.TaskAdd)}
 	case in.TaskDone != "":
-		out.Action, args = "task done", append([]string{"memory", "task", "done", in.TaskDone}, args...)
+		out.Action, note = "task done", engine.MemoryNote{Kind: engine.NoteDone, Text: strings.TrimSpace(in.TaskDone)}
+		if n, err := strconv.Atoi(note.Text); err == nil {
+			note = engine.MemoryNote{Kind: engine.NoteDone, ID: n}
+		}
 	default:
-		args = append([]string{"memory"}, args...)
+		out.Memory, err = app.WorkingSet(ctx, req)
 	}
-	r, err := s.cli(ctx, dir, args...)
+	if note.Kind != "" {
+		out.Memory, err = app.Remember(ctx, app.RememberRequest{MemoryRequest: req, Note: note})
+	}
 	if err != nil {
-		return nil, out, err
+		return nil, out, toolError(err, "")
 	}
-	if r.code != 0 {
-		return nil, out, r.failure("")
-	}
-	return nil, out, r.decode(&out.Memory, "")
+	return nil, out, nil
 }
 
 func (s *Server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchInput) (*mcp.CallToolResult, SearchOutput, error) {
@@ -471,44 +427,75 @@ func (s *Server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn
 	if strings.TrimSpace(in.Query) == "" {
 		return nil, out, fmt.Errorf("search needs a query: the words to look for, e.g. {\"query\": \"flaky test\"}")
 	}
-	var (
-		dir  string
-		args []string
-	)
+	req := app.SearchRequest{Query: in.Query, Phase: in.Phase, Limit: in.Limit}
 	if in.Session != "" {
 		f, err := s.root.session(in.Session, in.File)
 		if err != nil {
 			return nil, out, err
 		}
-		dir, args = s.pipelineArgs(f)
-		args = append(args, "--session", f.meta.ID)
+		req.Pipeline, req.Session = app.Pipeline{File: f.file, StateDir: f.store}, f.meta.ID
 	} else {
-		path, err := s.root.file("file", in.File, "phases.yaml")
+		path, err := s.root.file("file", in.File, app.DefaultFile)
 		if err != nil {
 			return nil, out, err
 		}
-		if _, err := s.root.storeDir(path); err != nil {
+		dir, err := s.root.storeDir(path)
+		if err != nil {
 			return nil, out, err
 		}
-		dir, args = filepath.Dir(path), []string{"--file", filepath.Base(path)}
-	}
-	if in.Phase != "" {
-		args = append(args, "--phase", in.Phase)
+		req.Pipeline = app.Pipeline{File: path, StateDir: dir}
 	}
 	if in.Since != "" {
-		args = append(args, "--since", in.Since)
+		at, err := app.ParseSince(in.Since, time.Now())
+		if err != nil {
+			return nil, out, err
+		}
+		req.Since = at
 	}
-	if in.Limit > 0 {
-		args = append(args, "--limit", fmt.Sprint(in.Limit))
-	}
-	// The query last, after --: words that start with - are words.
-	args = append(append([]string{"search"}, args...), "--", in.Query)
-	r, err := s.cli(ctx, dir, args...)
+	r, err := app.Search(ctx, req)
 	if err != nil {
-		return nil, out, err
+		return nil, out, toolError(err, "")
 	}
-	if r.code != 0 {
-		return nil, out, r.failure("")
+	out.Results = r
+	return nil, out, nil
+}
+
+// toolError is an operation's error as a tool reports it: its message,
+// each problem at its place, its hint, and what its exit code means.
+func toolError(err error, then string) error {
+	return errors.New(describeReport(app.Report(err), then))
+}
+
+// describeReport is an error report as text for an agent.
+func describeReport(e app.ErrorReport, then string) string {
+	var b strings.Builder
+	b.WriteString(e.Error)
+	for _, p := range e.Problems {
+		fmt.Fprintf(&b, "\n%s: %s", p.Position, p.Message)
+		if p.Hint != "" {
+			b.WriteString(" (" + p.Hint + ")")
+		}
 	}
-	return nil, out, r.decode(&out.Results, "")
+	if e.Hint != "" {
+		b.WriteString("\nhint: " + e.Hint)
+	}
+	fmt.Fprintf(&b, "\n(exit code %d: %s)", e.Code, exitMeaning(e.Code))
+	b.WriteString(then)
+	return b.String()
+}
+
+// exitMeaning says what an exit code of pipeline means (README, "Exit
+// codes").
+func exitMeaning(code int) string {
+	switch code {
+	case app.ExitCompleted:
+		return "completed"
+	case app.ExitFailed:
+		return "failed"
+	case app.ExitUsage:
+		return "usage, spec or environment error; nothing ran"
+	case app.ExitPaused:
+		return "paused"
+	}
+	return "unexpected"
 }

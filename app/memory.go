@@ -1,0 +1,205 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/store"
+)
+
+// MemoryRequest names a session (by id, or the latest of the pipeline
+// and spec) whose working set to show or change.
+type MemoryRequest struct {
+	Pipeline
+	Session string `json:"session,omitempty"`
+}
+
+// WorkingSetResponse is `pipeline memory -o json`: a session's working
+// set, and the project's facts its resume context gets too. (Its fields
+// are in the order of their keys, as the map it replaced printed them.)
+type WorkingSetResponse struct {
+	Decisions    []engine.MemoryItem `json:"decisions"`
+	DoneTasks    []engine.MemoryItem `json:"done_tasks"`
+	FilesTouched []engine.FileTouch  `json:"files_touched"`
+	OpenTasks    []engine.MemoryItem `json:"open_tasks"`
+	PinnedFacts  []engine.MemoryItem `json:"pinned_facts"`
+	// ProjectError says why the project's memory could not be read.
+	ProjectError string              `json:"project_error,omitempty"`
+	ProjectFacts []engine.MemoryItem `json:"project_facts"`
+	Session      string              `json:"session"`
+	Status       engine.Status       `json:"status"`
+	Summary      []engine.MemoryItem `json:"summary"`
+}
+
+// WorkingSet shows a session's working set. It reads: no lock, nothing
+// written.
+func WorkingSet(_ context.Context, req MemoryRequest) (*WorkingSetResponse, error) {
+	ref, s, _, err := req.readState(req.Session)
+	if err != nil {
+		return nil, err
+	}
+	defer ref.Store.Close()
+	defer ref.Close()
+	project, projectErr := session.LoadProjectMemory(ref.Store)
+	ws := s.WorkingSet
+	out := WorkingSetResponse{Session: ref.ID(), Status: s.Status,
+		Summary: nonNil(ws.Summary), PinnedFacts: nonNil(ws.Pinned), Decisions: nonNil(ws.Decisions),
+		OpenTasks: nonNil(ws.Open), DoneTasks: nonNil(ws.Done), FilesTouched: ws.Files,
+		ProjectFacts: nonNil(project.Pinned)}
+	if out.FilesTouched == nil {
+		out.FilesTouched = []engine.FileTouch{}
+	}
+	if projectErr != nil {
+		out.ProjectError = projectErr.Error()
+	}
+	out = redacted(session.NewRedactor(ref.Plan), out)
+	return &out, nil
+}
+
+// ProjectMemoryResponse is `pipeline memory --project -o json`.
+type ProjectMemoryResponse struct {
+	PinnedFacts []engine.MemoryItem `json:"pinned_facts"`
+	Project     string              `json:"project"`
+}
+
+// ProjectMemory shows the facts pinned for every session of the
+// project.
+func ProjectMemory(_ context.Context, p Pipeline) (*ProjectMemoryResponse, error) {
+	st, err := p.Existing()
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	m, err := session.LoadProjectMemory(st)
+	if err != nil {
+		return nil, err
+	}
+	out := redacted(environmentRedactor(), ProjectMemoryResponse{Project: st.Root, PinnedFacts: nonNil(m.Pinned)})
+	return &out, nil
+}
+
+// ProjectEditResponse is what a change to the project's memory did.
+type ProjectEditResponse struct {
+	Item    engine.MemoryItem `json:"item"`
+	Project string            `json:"project"`
+	Result  string            `json:"result"`
+}
+
+// PinProject pins a fact for every session of the project.
+func PinProject(_ context.Context, p Pipeline, text string) (*ProjectEditResponse, error) {
+	if text == "" {
+		return nil, Usagef("the fact to pin is empty")
+	}
+	return editProject(p, "pinned for the project", func(st *storeAndPlan) (engine.MemoryItem, error) {
+		return session.PinProject(st.store, st.plan, text, time.Now())
+	})
+}
+
+// UnpinProject unpins the project's fact number id.
+func UnpinProject(_ context.Context, p Pipeline, id int) (*ProjectEditResponse, error) {
+	return editProject(p, "unpinned from the project", func(st *storeAndPlan) (engine.MemoryItem, error) {
+		return session.UnpinProject(st.store, id)
+	})
+}
+
+func editProject(p Pipeline, did string, edit func(*storeAndPlan) (engine.MemoryItem, error)) (*ProjectEditResponse, error) {
+	st, err := p.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	// The plan's secrets are redacted too, when phases.yaml loads.
+	plan, _ := p.LoadPlan()
+	item, err := edit(&storeAndPlan{store: st, plan: plan})
+	if err != nil {
+		return nil, StoreWriteFailed(err)
+	}
+	out := redacted(environmentRedactor(), ProjectEditResponse{Project: st.Root, Result: did, Item: item})
+	return &out, nil
+}
+
+// RememberRequest is one human change to a session's working set: pin
+// or unpin a fact, add or close a task.
+type RememberRequest struct {
+	MemoryRequest
+	Note engine.MemoryNote `json:"note"`
+}
+
+// RememberResponse is what the change did. Queued: the session is
+// running, and its runner takes the change before its next step.
+type RememberResponse struct {
+	Queued  bool   `json:"queued"`
+	Result  string `json:"result"`
+	Session string `json:"session"`
+}
+
+// Remember applies one human change to a session's working set.
+func Remember(_ context.Context, req RememberRequest) (*RememberResponse, error) {
+	note := req.Note
+	switch {
+	case (note.Kind == engine.NoteFact || note.Kind == engine.NoteTodo) && note.Text == "":
+		return nil, Usagef("the %s is empty", map[bool]string{true: "fact to pin", false: "task"}[note.Kind == engine.NoteFact])
+	case note.Kind == engine.NoteDone && note.Text == "" && note.ID == 0:
+		return nil, Usagef("name the task to close: its number (pipeline memory lists them) or its text")
+	}
+	ref, err := req.FindSession(req.Session)
+	if err != nil {
+		return nil, err
+	}
+	defer ref.Store.Close()
+	defer ref.Close()
+	before, _, err := ref.State()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkMemoryNote(before.WorkingSet, note); err != nil {
+		return nil, err
+	}
+	queued, err := ref.Remember(time.Now(), []engine.MemoryNote{note}, req.Say)
+	if err != nil {
+		return nil, StoreWriteFailed(err)
+	}
+	did := map[string]string{engine.NoteFact: "pinned", engine.NoteUnpin: "unpinned",
+		engine.NoteTodo: "task added", engine.NoteDone: "task done"}[note.Kind]
+	return &RememberResponse{Session: ref.ID(), Result: did, Queued: queued}, nil
+}
+
+// storeAndPlan is what a change to the project's memory needs: the
+// store, and the plan whose secrets are redacted (nil when phases.yaml
+// cannot be loaded: the environment's and the known patterns are).
+type storeAndPlan struct {
+	store *store.Store
+	plan  *spec.Plan
+}
+
+// checkMemoryNote refuses a change that would do nothing, so that a
+// mistyped number says so rather than pass in silence.
+func checkMemoryNote(w engine.WorkingSet, note engine.MemoryNote) error {
+	has := func(list []engine.MemoryItem, id int) bool {
+		for _, m := range list {
+			if m.ID == id {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case note.Kind == engine.NoteUnpin && !has(w.Pinned, note.ID):
+		return Usagef("the session has no pinned fact %d (pipeline memory lists them)", note.ID)
+	case note.Kind == engine.NoteDone && note.ID != 0 && !has(w.Open, note.ID):
+		return Usagef("the session has no open task %d (pipeline memory lists them)", note.ID)
+	case note.Kind == engine.NoteDone && note.ID == 0 && engine.MatchTask(w.Open, note.Text) < 0:
+		return Usagef("no open task matches %q (pipeline memory lists them); close one by its number", note.Text)
+	}
+	return nil
+}
+
+func nonNil(list []engine.MemoryItem) []engine.MemoryItem {
+	if list == nil {
+		return []engine.MemoryItem{}
+	}
+	return list
+}

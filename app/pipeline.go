@@ -1,0 +1,199 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/store"
+)
+
+// DefaultFile is the phases.yaml an operation reads when none is named.
+const DefaultFile = "phases.yaml"
+
+// Pipeline names a pipeline as the operations take it: its phases.yaml,
+// the spec whose frontmatter overrides it, and where its sessions are
+// kept. Relative paths are relative to the current folder.
+type Pipeline struct {
+	// File is the pipeline's phases.yaml; "" is DefaultFile.
+	File string `json:"file,omitempty"`
+	// Spec overrides the spec phases.yaml names.
+	Spec string `json:"spec,omitempty"`
+	// StateDir overrides where sessions are kept (.pipeline beside
+	// phases.yaml, or $PIPELINE_STATE_DIR).
+	StateDir string `json:"state_dir,omitempty"`
+	// Say receives what an operation tells a person on the way (a
+	// session whose runner died, a recovered store); nil: nobody.
+	Say func(format string, args ...any) `json:"-"`
+}
+
+func (p Pipeline) file() string {
+	if p.File == "" {
+		return DefaultFile
+	}
+	return p.File
+}
+
+// StoreDir is where the sessions of the pipeline are kept.
+func (p Pipeline) StoreDir() string {
+	if p.StateDir != "" {
+		return p.StateDir
+	}
+	if env := os.Getenv("PIPELINE_STATE_DIR"); env != "" {
+		return env
+	}
+	return filepath.Join(filepath.Dir(p.file()), ".pipeline")
+}
+
+// Open opens (making) the store; one that cannot be used (not a folder,
+// not writable, not private) is a usage error with the way out.
+func (p Pipeline) Open() (*store.Store, error) {
+	st, err := store.Open(p.StoreDir())
+	if err != nil {
+		return nil, StoreUnusable(err)
+	}
+	return st, nil
+}
+
+// Existing opens the store for an operation that only reads or amends
+// sessions: one that finds no store says so rather than make one.
+func (p Pipeline) Existing() (*store.Store, error) {
+	dir := p.StoreDir()
+	st, err := store.OpenExisting(dir)
+	if errors.Is(err, store.ErrNoStore) {
+		return nil, Usagef("no sessions in %s yet; start one with: %s (or pass --state-dir, or --file for another pipeline)", dir, p.RunLine())
+	}
+	if err != nil {
+		return nil, StoreUnusable(err)
+	}
+	return st, nil
+}
+
+// RunLine is the command that starts a session of the pipeline.
+func (p Pipeline) RunLine() string {
+	line := "pipeline run"
+	if p.file() != DefaultFile {
+		line += " " + ShellQuote(p.file())
+	}
+	if p.Spec != "" {
+		line += " --spec " + ShellQuote(p.Spec)
+	}
+	if p.StateDir != "" {
+		line += " --state-dir " + ShellQuote(p.StateDir)
+	}
+	return line
+}
+
+// ShellQuote quotes s for a POSIX shell when it needs it.
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// LoadPlan loads the plan of the pipeline with its spec (relative to the
+// current folder, as every path on the command line; a spec: in
+// phases.yaml is relative to phases.yaml's folder). A spec that is not
+// there says relative to what, and names the file it may have meant.
+func (p Pipeline) LoadPlan() (*spec.Plan, error) {
+	if p.Spec != "" {
+		if _, err := os.Stat(p.Spec); errors.Is(err, fs.ErrNotExist) {
+			wd, _ := os.Getwd()
+			msg := fmt.Sprintf("--spec %s: no such file in the current folder (%s); a --spec path is relative to the current folder, a spec: in phases.yaml to phases.yaml's folder", p.Spec, wd)
+			if beside := filepath.Join(filepath.Dir(p.file()), p.Spec); !filepath.IsAbs(p.Spec) && beside != p.Spec {
+				if _, err := os.Stat(beside); err == nil {
+					msg += fmt.Sprintf("; did you mean --spec %s?", beside)
+				}
+			}
+			return nil, Usagef("%s", msg)
+		}
+	}
+	return spec.Load(p.file(), p.Spec)
+}
+
+// SessionOptions names a session for the session service: by id, or by
+// the pipeline and spec, whose plan is loaded.
+func (p Pipeline) SessionOptions(id string, statuses ...engine.Status) (session.Options, error) {
+	o := session.Options{File: p.file(), ID: id, Statuses: statuses, Say: p.Say}
+	if id != "" {
+		return o, nil
+	}
+	if _, err := os.Stat(p.file()); err != nil {
+		return o, Usagef("%s: %v; run this from the pipeline's folder, pass --file, or name a session (pipeline sessions lists them)",
+			p.file(), errors.Unwrap(err))
+	}
+	plan, err := p.LoadPlan()
+	if err != nil {
+		return o, err
+	}
+	o.Plan = plan
+	return o, nil
+}
+
+// FindSession finds the session id, or else the latest session of the
+// pipeline and spec with one of statuses, for reading: no lock, nothing
+// written. The caller closes it and its store (ref.Store).
+func (p Pipeline) FindSession(id string, statuses ...engine.Status) (*session.Ref, error) {
+	st, err := p.Existing()
+	if err != nil {
+		return nil, err
+	}
+	ref, err := p.findIn(st, id, statuses...)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return ref, nil
+}
+
+func (p Pipeline) findIn(st *store.Store, id string, statuses ...engine.Status) (*session.Ref, error) {
+	o, err := p.SessionOptions(id, statuses...)
+	if err != nil {
+		return nil, err
+	}
+	if id == "" {
+		// None of this pipeline and spec: say what starts one.
+		if last, err := session.Latest(st, session.KeyOf(st, o.File, o.Plan), statuses...); err == nil && last == nil {
+			what := "no session"
+			if len(statuses) > 0 {
+				names := make([]string, len(statuses))
+				for i, s := range statuses {
+					names[i] = string(s)
+				}
+				what = "no " + strings.Join(names, " or ") + " session"
+			}
+			of := p.file()
+			if p.Spec != "" {
+				of += " with spec " + p.Spec
+			}
+			return nil, Usagef("%s of %s in %s; start one with: %s (or name one: pipeline sessions lists them)", what, of, st.Root, p.RunLine())
+		}
+	}
+	return session.Find(st, o)
+}
+
+// readState finds a session for reading and rebuilds its state; a
+// session whose runner died shows as paused (runner-died). The caller
+// closes ref and ref.Store.
+func (p Pipeline) readState(id string) (ref *session.Ref, s engine.State, crashed bool, err error) {
+	ref, err = p.FindSession(id)
+	if err != nil {
+		return nil, s, false, err
+	}
+	if s, crashed, err = ref.State(); err != nil {
+		ref.Close()
+		ref.Store.Close()
+		return nil, s, false, err
+	}
+	if crashed {
+		s = engine.RunnerDied(s)
+	}
+	return ref, s, crashed, nil
+}

@@ -1,0 +1,115 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/pipeline-dev/pipeline/engine/search"
+	"github.com/pipeline-dev/pipeline/triggers"
+)
+
+// Markers of a match in a snippet where there is no colour: in the
+// "marked" field of a hit, and in text on a pipe. They are not brackets,
+// which transcripts are full of ([CHECKPOINT], JSON, markdown links).
+const (
+	MatchOpen  = "«"
+	MatchClose = "»"
+)
+
+// SearchRequest is a query over the sessions of a pipeline's store.
+type SearchRequest struct {
+	Pipeline
+	// Query: the words must all match, in any order; "quoted words" as a
+	// phrase; word* as a prefix.
+	Query string `json:"query"`
+	// Session, Phase and Since narrow it; Limit bounds the hits (0: the
+	// default).
+	Session string    `json:"session,omitempty"`
+	Phase   string    `json:"phase,omitempty"`
+	Since   time.Time `json:"since,omitempty"`
+	Limit   int       `json:"limit,omitempty"`
+	// Warn receives what the indexer says on the way (a rebuilt index).
+	Warn io.Writer `json:"-"`
+}
+
+// SearchResponse is `pipeline search -o json`: the hits, best first.
+type SearchResponse struct {
+	Query   string       `json:"query"`
+	Hits    []Hit        `json:"hits"`
+	Indexed search.Stats `json:"indexed"`
+	Rebuilt string       `json:"rebuilt,omitempty"`
+}
+
+// Hit is a hit with its snippet also with its matches between « and ».
+type Hit struct {
+	search.Hit
+	Marked string `json:"marked"`
+}
+
+// Search brings the store's index up to date and queries it.
+func Search(ctx context.Context, req SearchRequest) (*SearchResponse, error) {
+	if strings.TrimSpace(req.Query) == "" {
+		return nil, Usagef("search needs a query: the words to look for, e.g. pipeline search flaky test")
+	}
+	if _, err := search.MatchExpression(req.Query); errors.Is(err, search.ErrNoWords) {
+		return nil, Usagef("the query %q has no words to search for: give letters or digits", req.Query)
+	}
+	limit := req.Limit
+	if limit == 0 {
+		limit = search.DefaultLimit
+	}
+	if limit < 1 {
+		return nil, Usagef("--limit must be 1 or more, not %d", limit)
+	}
+	q := search.Query{Text: req.Query, Phase: req.Phase, Limit: limit, Since: req.Since}
+	st, err := req.Existing()
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	if req.Session != "" {
+		meta, err := st.Find(req.Session)
+		if err != nil {
+			return nil, Usagef("--session: %v (pipeline sessions lists them)", err)
+		}
+		q.Session = meta.ID
+	}
+	warn := req.Warn
+	if warn == nil {
+		warn = io.Discard
+	}
+	r, err := search.Search(ctx, st, q, search.Options{Warn: warn})
+	if err != nil {
+		return nil, StoreWriteFailed(err)
+	}
+	red := environmentRedactor()
+	out := &SearchResponse{Query: red.String(req.Query), Hits: []Hit{}, Indexed: r.Indexed, Rebuilt: r.Rebuilt}
+	for _, h := range r.Hits {
+		// The store keeps what it indexes redacted; a secret of this
+		// process's environment is hidden too, and then the marks,
+		// offsets into the snippet as it was, go.
+		if safe := red.String(h.Snippet); safe != h.Snippet {
+			h.Snippet, h.Marks = safe, nil
+		}
+		out.Hits = append(out.Hits, Hit{Hit: h, Marked: h.Marked(MatchOpen, MatchClose)})
+	}
+	return out, nil
+}
+
+// ParseSince reads a since: a duration back from now, or a date (local
+// midnight), or a time in RFC 3339.
+func ParseSince(text string, now time.Time) (time.Time, error) {
+	if d, err := triggers.ParseDuration(text); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	if at, err := time.ParseInLocation("2006-01-02", text, time.Local); err == nil {
+		return at, nil
+	}
+	if at, err := time.Parse(time.RFC3339, text); err == nil {
+		return at, nil
+	}
+	return time.Time{}, Usagef("--since %q is neither a duration (2h, 3d, 1d12h) nor a date (2026-11-20, or 2026-11-20T15:04:05Z)", text)
+}

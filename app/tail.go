@@ -1,0 +1,153 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/engine/store"
+)
+
+// The caps of Tail.
+const (
+	DefaultTailLines = 100
+	MaxTailLines     = 2000
+	DefaultTailBytes = 16 << 10
+	MaxTailBytes     = 256 << 10
+)
+
+// TailRequest asks for the end of a session's step transcripts, bounded
+// by lines and bytes, optionally of one phase or attempt.
+type TailRequest struct {
+	Pipeline
+	Session string `json:"session,omitempty"`
+	Phase   string `json:"phase,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
+	Lines   int    `json:"lines,omitempty"`
+	Bytes   int    `json:"bytes,omitempty"`
+}
+
+// TailResponse is the end of the session's transcripts, in the order they
+// were written.
+type TailResponse struct {
+	Session     string           `json:"session"`
+	Transcripts []TranscriptTail `json:"transcripts"`
+	// Truncated: earlier output was left out by the caps.
+	Truncated bool `json:"truncated"`
+}
+
+// TranscriptTail is the end of one step's transcript.
+type TranscriptTail struct {
+	Transcript string `json:"transcript" jsonschema:"phase/attempt-step.log"`
+	Phase      string `json:"phase"`
+	Attempt    int    `json:"attempt"`
+	Step       string `json:"step"`
+	Size       int64  `json:"size"`
+	Text       string `json:"text"`
+	Truncated  bool   `json:"truncated,omitempty"`
+	// Rel is the file's path in the session's folder.
+	Rel string `json:"-"`
+}
+
+// Tail reads the end of a session's transcripts. It reads: no lock,
+// nothing written.
+func Tail(_ context.Context, req TailRequest) (*TailResponse, error) {
+	lines, limit := req.Lines, req.Bytes
+	if lines <= 0 {
+		lines = DefaultTailLines
+	}
+	if limit <= 0 {
+		limit = DefaultTailBytes
+	}
+	lines, limit = min(lines, MaxTailLines), min(limit, MaxTailBytes)
+	ref, err := req.FindSession(req.Session)
+	if err != nil {
+		return nil, err
+	}
+	defer ref.Store.Close()
+	defer ref.Close()
+	out := &TailResponse{Session: ref.ID(), Transcripts: []TranscriptTail{}}
+	order := map[string]int{}
+	for i, p := range ref.Plan.Phases {
+		order[p.Name] = i
+	}
+	if _, ok := order[req.Phase]; req.Phase != "" && !ok {
+		return nil, Usagef("phase %q is not a phase of session %s (its phases: %s)", req.Phase, out.Session, session.PhaseNames(ref.Plan))
+	}
+	files, err := ref.Store.StepFiles(out.Session)
+	if err != nil {
+		return nil, err
+	}
+	files = slices.DeleteFunc(files, func(f store.SessionFile) bool {
+		return f.Prompt || (req.Phase != "" && f.Phase != req.Phase) || (req.Attempt > 0 && f.Attempt != req.Attempt)
+	})
+	// In the order they were written: phase by phase, attempt by attempt.
+	slices.SortStableFunc(files, func(a, b store.SessionFile) int {
+		if a.ModTime.Equal(b.ModTime) {
+			return order[a.Phase] - order[b.Phase]
+		}
+		return a.ModTime.Compare(b.ModTime)
+	})
+	if len(files) == 0 {
+		what := "no transcripts yet"
+		if req.Phase != "" || req.Attempt > 0 {
+			what = "no transcript of that phase and attempt"
+		}
+		return nil, Usagef("session %s has %s; pipeline status shows where it stands", out.Session, what)
+	}
+	// From the last file back, until a cap is reached.
+	for i := len(files) - 1; i >= 0 && limit > 0 && lines > 0; i-- {
+		f := files[i]
+		text, cut, err := tail(ref.Store, out.Session, f, limit, lines)
+		if err != nil {
+			return nil, err
+		}
+		limit -= len(text)
+		lines -= strings.Count(text, "\n")
+		out.Transcripts = append(out.Transcripts, TranscriptTail{Transcript: strings.TrimPrefix(f.Rel, "transcripts/"), Phase: f.Phase,
+			Attempt: f.Attempt, Step: f.Step, Size: f.Size, Text: text, Truncated: cut, Rel: f.Rel})
+		out.Truncated = out.Truncated || cut || (i > 0 && (limit <= 0 || lines <= 0))
+	}
+	slices.Reverse(out.Transcripts)
+	r := redacted(session.NewRedactor(ref.Plan), *out)
+	return &r, nil
+}
+
+// tail reads the end of a transcript: at most limit bytes and lines
+// lines, starting at a line's start when it was cut.
+func tail(st *store.Store, id string, f store.SessionFile, limit, lines int) (string, bool, error) {
+	file, err := st.OpenSessionFile(id, f.Rel)
+	if err != nil {
+		return "", false, err
+	}
+	defer file.Close()
+	size, err := file.Seek(0, io.SeekEnd)
+	if err != nil {
+		return "", false, err
+	}
+	from := max(0, size-int64(limit))
+	buf := make([]byte, size-from)
+	if _, err := file.ReadAt(buf, from); err != nil && err != io.EOF {
+		return "", false, fmt.Errorf("reading %s: %w", f.Rel, err)
+	}
+	text := string(buf)
+	cut := from > 0
+	if cut {
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			text = text[i+1:]
+		}
+	}
+	// The last lines: a final line without its end counts as one.
+	n := 0
+	for i := len(text) - 1; i >= 0; i-- {
+		if text[i] == '\n' && i != len(text)-1 {
+			if n++; n == lines {
+				return text[i+1:], true, nil
+			}
+		}
+	}
+	return text, cut, nil
+}
