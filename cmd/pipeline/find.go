@@ -1,10 +1,8 @@
 package main
 
 import (
-	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/session"
-	"github.com/pipeline-dev/pipeline/engine/spec"
 )
 
 // findSession finds the session id, or else the latest session of the
@@ -17,10 +15,4 @@ func findSession(flags *storeFlags, id string, statuses ...engine.Status) (*sess
 // pipeline and spec of flags, whose plan is loaded.
 func (flags *storeFlags) options(id string, statuses ...engine.Status) (session.Options, error) {
 	return flags.pipeline(nil).SessionOptions(id, statuses...)
-}
-
-// loadPlan loads the plan of the pipeline at file with the spec given by
-// --spec (see app.Pipeline.LoadPlan).
-func loadPlan(file, specFlag string) (*spec.Plan, error) {
-	return app.Pipeline{File: file, Spec: specFlag}.LoadPlan()
 }

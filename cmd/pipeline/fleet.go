@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/spec"
@@ -567,7 +568,7 @@ func fleetLogs(cmd *cobra.Command, fl *fleet, flags *storeFlags, id, phase strin
 		fmt.Fprintf(cmd.ErrOrStderr(), "session %s: no step has ended yet; the transcripts of a running step are where its worker writes them\n", id)
 		return nil
 	}
-	t := &tail{w: terminalOutput(cmd.OutOrStdout()), offsets: map[string]int64{}, json: asJSON, prompts: prompts}
+	emit := logPrinter(terminalOutput(cmd.OutOrStdout()), asJSON)
 	for _, dir := range dirs {
 		root := filepath.Join(dir, "transcripts")
 		if info, err := os.Stat(root); err != nil || !info.IsDir() {
@@ -575,7 +576,7 @@ func fleetLogs(cmd *cobra.Command, fl *fleet, flags *storeFlags, id, phase strin
 				id, dir, joinWorkers(workers[dir])))
 			continue
 		}
-		if err := t.catchUp(root, phase, order); err != nil {
+		if err := app.ReadLogs(root, phase, order, prompts, emit); err != nil {
 			return err
 		}
 	}

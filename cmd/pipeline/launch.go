@@ -7,7 +7,6 @@ import (
 	"io"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -19,7 +18,6 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
-	"github.com/pipeline-dev/pipeline/internal/clock"
 )
 
 // storeFlags are the flags every session command shares.
@@ -56,7 +54,6 @@ func (f *storeFlags) open() (*store.Store, error) { return f.pipeline(nil).Open(
 // sessions: one that finds no store says so rather than make one.
 func (f *storeFlags) existing() (*store.Store, error) { return f.pipeline(nil).Existing() }
 
-
 // storeWriteFailed: see app.StoreWriteFailed.
 var storeWriteFailed = app.StoreWriteFailed
 
@@ -91,9 +88,7 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	if !l.quiet {
 		view = withRedactor(newView(viewOut, l.ci), sess.Redactor())
 	}
-	driver := &local.Driver{View: view, Clock: clock.Real{}, Grace: l.grace, Signals: true, Verbose: l.verbose}
-	state, runErr := driver.Run(context.Background(), sess, events...)
-	state, runErr = l.giveCues(driver, sess, view, state, runErr)
+	state, runErr := app.Drive(context.Background(), sess, events, app.DriveOptions{View: view, Grace: l.grace, Signals: true, Verbose: l.verbose})
 	// The run has stopped listening for signals: a closed output or
 	// terminal must not kill the process now (exit 141 or 129) before the
 	// session is closed and the exit status says it paused.
@@ -148,58 +143,6 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	default:
 		return &exitStatus{code: exitFailed, printed: true}
 	}
-}
-
-// giveCues goes on with a replay (pipeline replay, or a resume of one)
-// that stopped where its original was resumed by a human: with the
-// original's notes, memory changes and resume there, in this process,
-// until it stops where the original did not, or ends. A session that is
-// no replay is left as it is.
-func (l *launch) giveCues(driver *local.Driver, sess *session.Session, view local.View, state engine.State, runErr error) (engine.State, error) {
-	for runErr == nil && sess.StoreFailed() == nil &&
-		(state.Status == engine.StatusPaused || state.Status == engine.StatusFailed) {
-		cue, point, ok, err := sess.NextCue()
-		if err != nil {
-			view.Say("replay: the original's interventions cannot be read (%v): the session stays %s", err, state.Status)
-			break
-		}
-		if !ok {
-			if pending, err := sess.PendingCues(); err == nil && len(pending) > 0 {
-				view.Say("replay: the original did not stop here; %d of its interventions are still to give, at %s%s: pipeline resume gives them there",
-					len(pending), pending[0].Point, map[bool]string{true: " and later"}[len(pending) > 1])
-			}
-			break
-		}
-		view.Say("replay: the original was resumed by a human at %s; resuming with what they gave%s", point, describeCue(cue))
-		events, err := sess.GiveCue(time.Now(), cue)
-		if err != nil {
-			view.Say("replay: %v", err)
-			break
-		}
-		state, runErr = driver.Run(context.Background(), sess, events...)
-	}
-	return state, runErr
-}
-
-// describeCue says what a cue gives, for the run's output.
-func describeCue(c session.Cue) string {
-	var parts []string
-	for _, n := range c.Notes {
-		parts = append(parts, fmt.Sprintf("note %q", n))
-	}
-	if len(c.Memory) > 0 {
-		parts = append(parts, fmt.Sprintf("%d memory change(s)", len(c.Memory)))
-	}
-	if c.ResumeNotes != "" {
-		parts = append(parts, fmt.Sprintf("resume notes %q", c.ResumeNotes))
-	}
-	if c.Phase != "" {
-		parts = append(parts, "resume --phase "+c.Phase)
-	}
-	if len(parts) == 0 {
-		return " (a resume without notes)"
-	}
-	return ": " + strings.Join(parts, ", ")
 }
 
 // resumeLine is the command that resumes session id, as it can be pasted

@@ -6,8 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pipeline-dev/pipeline/engine"
-	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/app"
 )
 
 func resumeCommand() *cobra.Command {
@@ -82,44 +81,15 @@ environment error, 3 paused (1 with --fail-on-pause).`,
 				return err
 			}
 		}
-		st, err := flags.existing()
+		opened, err := app.OpenResume(cmd.Context(), app.ResumeRequest{Pipeline: flags.pipeline(sayTo(cmd)), Session: id,
+			Notes: notes, Phase: phase, NoHumanGates: cf.noHumanGates})
 		if err != nil {
 			return err
 		}
-		o, err := flags.options(id, engine.StatusPaused, engine.StatusRunning, engine.StatusFailed)
-		if err != nil {
-			return err
-		}
-		o.Say = sayTo(cmd)
-		if o.Plan != nil {
-			if err := checkAdapters(o.Plan); err != nil {
-				return err
-			}
-		}
-		sess, err := session.Open(cmd.Context(), st, o)
-		if err != nil {
-			return err
-		}
-		if err := checkAdapters(sess.Plan); err != nil {
-			sess.Close()
-			return err
-		}
-		events, err := sess.Resume(time.Now(), notes, phase)
-		if err == nil && cf.noHumanGates {
-			// Once the session is known to resume: recorded as a change
-			// of plan, so that the session's digest names the plan it
-			// decides with from now on, and the events carry it.
-			if err = sess.SetPlan(time.Now(), sess.Plan.WithoutHumanGates()); err == nil {
-				events, err = sess.Resume(time.Now(), notes, phase)
-			}
-		}
-		if err != nil {
-			sess.Close()
-			return err
-		}
+		sess := opened.Session
 		fmt.Fprintf(cmd.ErrOrStderr(), "resuming session %s\n", sess.ID())
 		l := cf.launch(&launch{cmd: cmd, grace: grace, json: output.json()})
-		return l.run(sess, events...)
+		return l.run(sess, opened.Events...)
 	})
 	flags = addStoreFlags(cmd, true)
 	output = addOutputFlag(cmd)
@@ -137,12 +107,7 @@ environment error, 3 paused (1 with --fail-on-pause).`,
 // context before the first agent prompt. It reads the session as status
 // does: no lock, nothing written.
 func resumeDryRun(cmd *cobra.Command, flags *storeFlags, output *outputFlag, id, notes, phase string) error {
-	ref, err := findSession(flags, id, engine.StatusPaused, engine.StatusRunning)
-	if err != nil {
-		return err
-	}
-	defer ref.Close()
-	p, err := session.PreviewResume(ref, time.Now(), notes, phase)
+	p, err := app.PreviewResume(cmd.Context(), app.ResumeRequest{Pipeline: flags.pipeline(sayTo(cmd)), Session: id, Notes: notes, Phase: phase})
 	if err != nil {
 		return err
 	}
@@ -150,13 +115,11 @@ func resumeDryRun(cmd *cobra.Command, flags *storeFlags, output *outputFlag, id,
 		printError(cmd.ErrOrStderr(), "pipeline: "+p.Warning+"\n")
 	}
 	if output.json() {
-		return writeJSON(cmd.OutOrStdout(), map[string]any{"session": ref.ID(), "dry_run": true,
-			"phase": p.Phase, "step": p.Step, "attempt": p.Attempt,
-			"agent_phase": p.AgentPhase, "agent_step": p.AgentStep, "resume_context": p.Context})
+		return writeJSON(cmd.OutOrStdout(), p)
 	}
 	w := cmd.ErrOrStderr()
 	fmt.Fprintf(w, "dry run: session %s would resume phase %s, step %s (attempt %d); nothing was sent or written\n",
-		ref.ID(), p.Phase, p.Step, p.Attempt)
+		p.Session, p.Phase, p.Step, p.Attempt)
 	switch {
 	case p.AgentStep == "":
 		fmt.Fprintln(w, "no agent step is left to run: no resume context would be sent")
@@ -166,6 +129,6 @@ func resumeDryRun(cmd *cobra.Command, flags *storeFlags, output *outputFlag, id,
 	default:
 		fmt.Fprintln(w, "the resume context that would go before its prompt:")
 	}
-	_, err = fmt.Fprintln(terminalOutput(cmd.OutOrStdout()), p.Context)
+	_, err = fmt.Fprintln(terminalOutput(cmd.OutOrStdout()), p.ResumeContext)
 	return err
 }

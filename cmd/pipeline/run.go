@@ -12,12 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine/local"
-	"github.com/pipeline-dev/pipeline/engine/session"
-	"github.com/pipeline-dev/pipeline/engine/spec"
-	"github.com/pipeline-dev/pipeline/engine/store"
-	"github.com/pipeline-dev/pipeline/steps"
 )
 
 func runCommand() *cobra.Command {
@@ -96,23 +92,12 @@ with --fail-on-pause).`,
 				return err
 			}
 		}
-		if from != "" && only != "" {
-			return usagef("--from and --only cannot go together: --from %s runs from that phase on, --only %s that phase alone", from, only)
-		}
-		plan, err := loadPlan(flags.file, flags.spec)
+		req := app.RunRequest{Pipeline: flags.pipeline(sayTo(cmd)), New: fresh, From: from, Only: only, NoHumanGates: cf.noHumanGates}
+		plan, err := app.RunPlan(req)
 		if err != nil {
 			return err
 		}
 		printWarnings(cmd.ErrOrStderr(), plan.Warnings)
-		if cf.noHumanGates {
-			plan = plan.WithoutHumanGates()
-		}
-		if err := checkAdapters(plan); err != nil {
-			return err
-		}
-		if err := session.CheckPhase(plan, from+only); err != nil {
-			return err
-		}
 		fl, err := bf.resolve(flags.file, plan)
 		if err != nil {
 			return err
@@ -127,46 +112,20 @@ with --fail-on-pause).`,
 			return fleetRun(cmd, fl, fleetRunOptions{flags: flags, plan: plan, fresh: fresh, from: from, only: only,
 				json: output.json(), quiet: cf.quiet, failOnPause: cf.failOnPause})
 		}
-		st, err := flags.open()
-		if err != nil {
-			return err
-		}
 		if err := output.check(); err != nil {
 			return err
 		}
-		o := session.Options{File: flags.file, Plan: plan, Create: session.IfNone,
-			Statuses: []engine.Status{engine.StatusPaused, engine.StatusRunning}, Say: sayTo(cmd)}
-		if fresh || from != "" || only != "" {
-			o.Create = session.Always
-		}
-		sess, err := session.Open(cmd.Context(), st, o)
+		opened, err := app.OpenRun(cmd.Context(), req, plan)
 		if err != nil {
 			return err
 		}
-		now := time.Now()
-		first, err := sess.StartAt(now, from+only, only != "")
-		if err != nil {
-			sess.Close()
-			return err
+		sess := opened.Session
+		if s := opened.FailedBefore; s != nil {
+			printError(cmd.ErrOrStderr(), fmt.Sprintf("the latest session, %s, failed in phase %s: pipeline resume %s retries the step that failed (--phase PHASE to start at another); pipeline run --from %s starts a new session there. Starting a new session from the first phase.\n",
+				s.ID, s.Phase, s.ID, s.Phase))
 		}
-		if sess.Created && !fresh && from == "" && only == "" {
-			sayFailedBefore(cmd, st, sess)
-		}
-		if !sess.Created {
-			how := "paused"
-			if pause := sess.State().Pause; pause != nil {
-				how += ": " + pause.Reason
-			}
-			events, err := sess.Resume(now, "", "")
-			if err != nil {
-				sess.Close()
-				return err
-			}
-			first = events[len(events)-1]
-			if sess.Crashed {
-				how = "its runner stopped without pausing it"
-			}
-			printError(cmd.ErrOrStderr(), fmt.Sprintf("resuming session %s (%s); use run --new for a fresh session\n", sess.ID(), how))
+		if opened.Resumed != "" {
+			printError(cmd.ErrOrStderr(), fmt.Sprintf("resuming session %s (%s); use run --new for a fresh session\n", sess.ID(), opened.Resumed))
 		}
 		if keepOn {
 			// Refused now rather than after the run.
@@ -176,11 +135,11 @@ with --fail-on-pause).`,
 			}
 		}
 		l := cf.launch(&launch{cmd: cmd, grace: grace, json: output.json(), watchNext: keepOn})
-		err = l.run(sess, first)
+		err = l.run(sess, opened.Events...)
 		var paused *exitStatus
 		if keepOn && errors.As(err, &paused) && paused.code == exitPaused && sess.StoreFailed() == nil {
 			fmt.Fprintf(cmd.ErrOrStderr(), "watching: a change to the spec or phases.yaml resumes session %s (Ctrl+C to stop)\n", sess.ID())
-			return watchAfterRun(cmd, wf, st, flags.file, sess.Key, grace, output.json())
+			return watchAfterRun(cmd, wf, sess.Store, flags.file, sess.Key, grace, output.json())
 		}
 		return err
 	})
@@ -208,46 +167,8 @@ func refuseOnFleet(cmd *cobra.Command, names ...string) error {
 	return nil
 }
 
-// sayFailedBefore tells, as a new session starts, that the one before it
-// failed, and how to go on with it instead: a long run that failed late
-// need not start from its first phase again.
-func sayFailedBefore(cmd *cobra.Command, st *store.Store, sess *session.Session) {
-	list, err := st.List()
-	if err != nil {
-		return
-	}
-	for _, s := range list {
-		if s.Key != sess.Key || s.ID == sess.ID() {
-			continue
-		}
-		if s.Status == string(engine.StatusFailed) {
-			printError(cmd.ErrOrStderr(), fmt.Sprintf("the latest session, %s, failed in phase %s: pipeline resume %s retries the step that failed (--phase PHASE to start at another); pipeline run --from %s starts a new session there. Starting a new session from the first phase.\n",
-				s.ID, s.Phase, s.ID, s.Phase))
-		}
-		return
-	}
-}
-
-// checkAdapters refuses, before anything runs, a plan with an agent kind
-// whose adapter is not available.
-func checkAdapters(plan *spec.Plan) error {
-	var problems []spec.Problem
-	for _, phase := range plan.Phases {
-		for _, step := range phase.Steps {
-			if step.Agent == nil {
-				continue
-			}
-			if _, err := steps.AdapterFor(step.Agent.Value.Kind); err != nil {
-				problems = append(problems, spec.Problem{Position: step.Agent.From.Position,
-					Message: fmt.Sprintf("phase %q, step %q: %v", phase.Name, step.Name, err)})
-			}
-		}
-	}
-	if problems != nil {
-		return &spec.Error{Problems: problems}
-	}
-	return nil
-}
+// checkAdapters: see app.CheckAdapters.
+var checkAdapters = app.CheckAdapters
 
 // newView picks the live view on a terminal, and plain lines elsewhere, in
 // CI mode, or on a terminal that cannot move its cursor (TERM=dumb), with
