@@ -106,20 +106,7 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 		l.report(sess, state, viewOut)
 	}
 	if storeErr := sess.StoreFailed(); storeErr != nil && state.Status == engine.StatusPaused {
-		// The view said why and that the run paused; say what to do. The
-		// files are as a kill -9 would have left them: resume continues.
-		if errors.Is(storeErr, store.ErrRemoved) {
-			fmt.Fprintf(l.cmd.ErrOrStderr(), "session %s was deleted while it ran: there is nothing left to resume\n", sess.ID())
-		} else {
-			fmt.Fprintf(l.cmd.ErrOrStderr(), "session %s could not be recorded (%s); make room in %s or fix it, then continue it with: %s\n",
-				sess.ID(), state.Pause.Note, sess.Store.Root, resumeLine(l.cmd, sess.ID()))
-		}
-		if l.json {
-			if err := writeJSON(l.cmd.OutOrStdout(), app.SessionReport(sess, state)); err != nil {
-				return err
-			}
-		}
-		return l.paused()
+		return l.storeFailed(sess, state, storeErr)
 	}
 	if runErr != nil {
 		return runErr
@@ -143,6 +130,24 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	default:
 		return &exitStatus{code: exitFailed, printed: true}
 	}
+}
+
+// storeFailed ends a run that paused because its store could not be
+// written: the view said why and that the run paused; this says what to
+// do. The files are as a kill -9 would have left them: resume continues.
+func (l *launch) storeFailed(sess *session.Session, state engine.State, storeErr error) error {
+	if errors.Is(storeErr, store.ErrRemoved) {
+		fmt.Fprintf(l.cmd.ErrOrStderr(), "session %s was deleted while it ran: there is nothing left to resume\n", sess.ID())
+	} else {
+		fmt.Fprintf(l.cmd.ErrOrStderr(), "session %s could not be recorded (%s); make room in %s or fix it, then continue it with: %s\n",
+			sess.ID(), state.Pause.Note, sess.Store.Root, resumeLine(l.cmd, sess.ID()))
+	}
+	if l.json {
+		if err := writeJSON(l.cmd.OutOrStdout(), app.SessionReport(sess, state)); err != nil {
+			return err
+		}
+	}
+	return l.paused()
 }
 
 // resumeLine is the command that resumes session id, as it can be pasted

@@ -9,57 +9,67 @@ import (
 	"github.com/pipeline-dev/pipeline/app"
 )
 
-func logsCommand() *cobra.Command {
-	var (
-		flags   *storeFlags
-		output  *outputFlag
-		phase   string
-		follow  bool
-		prompts bool
-		bf      *backendFlags
-	)
-	cmd := newCommand(&cobra.Command{
-		Use:   "logs [SESSION]",
-		Short: "Print the transcripts of a session",
-		Long: `Print the transcripts of SESSION (or of the latest session of the pipeline
+// logsLong is logs's help.
+const logsLong = `Print the transcripts of SESSION (or of the latest session of the pipeline
 and spec), phase by phase, attempt by attempt, each headed by its file.
 --phase keeps one phase. -f keeps printing what the steps write until the
 session stops running. --prompts prints, before each agent step's
 transcript, the prompt it was sent as it was sent (the resume context
-included), headed by its file (<attempt>-<step>.prompt).`,
-		Example: `  pipeline logs
+included), headed by its file (<attempt>-<step>.prompt).`
+
+const logsExample = `  pipeline logs
   pipeline logs 20261125-093000123-a1b2c3 --phase implementation
   pipeline logs --prompts --phase design
-  pipeline logs -f`,
-		Args: cobra.MaximumNArgs(1),
-	}, func(cmd *cobra.Command, args []string) error {
-		if err := output.check(); err != nil {
-			return err
-		}
-		id := ""
-		if len(args) == 1 {
-			id = args[0]
-		}
-		fl, err := bf.resolve(flags.file, nil)
-		if err != nil {
-			return err
-		}
-		if fl != nil {
-			if err := refuseOnFleet(cmd, "state-dir", "follow"); err != nil {
-				return err
-			}
-			return fleetLogs(cmd, fl, flags, id, phase, output.json(), prompts)
-		}
-		req := app.LogsRequest{Pipeline: flags.pipeline(sayTo(cmd)), Session: id, Phase: phase, Prompts: prompts, Follow: follow}
-		return app.Logs(cmd.Context(), req, logPrinter(terminalOutput(cmd.OutOrStdout()), output.json()))
-	})
-	flags = addStoreFlags(cmd, true)
-	output = addOutputFlag(cmd)
-	cmd.Flags().StringVar(&phase, "phase", "", "only this phase")
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output until the session stops running")
-	cmd.Flags().BoolVar(&prompts, "prompts", false, "print the prompt each agent step was sent (the resume context included) before its transcript")
-	bf = addBackendFlags(cmd)
+  pipeline logs -f`
+
+// logsOptions are logs's flags.
+type logsOptions struct {
+	flags   *storeFlags
+	output  *outputFlag
+	phase   string
+	follow  bool
+	prompts bool
+	bf      *backendFlags
+}
+
+func logsCommand() *cobra.Command {
+	o := &logsOptions{}
+	cmd := newCommand(&cobra.Command{
+		Use:     "logs [SESSION]",
+		Short:   "Print the transcripts of a session",
+		Long:    logsLong,
+		Example: logsExample,
+		Args:    cobra.MaximumNArgs(1),
+	}, o.run)
+	o.flags = addStoreFlags(cmd, true)
+	o.output = addOutputFlag(cmd)
+	cmd.Flags().StringVar(&o.phase, "phase", "", "only this phase")
+	cmd.Flags().BoolVarP(&o.follow, "follow", "f", false, "keep printing new output until the session stops running")
+	cmd.Flags().BoolVar(&o.prompts, "prompts", false, "print the prompt each agent step was sent (the resume context included) before its transcript")
+	o.bf = addBackendFlags(cmd)
 	return cmd
+}
+
+func (o *logsOptions) run(cmd *cobra.Command, args []string) error {
+	if err := o.output.check(); err != nil {
+		return err
+	}
+	id := ""
+	if len(args) == 1 {
+		id = args[0]
+	}
+	fl, err := o.bf.resolve(o.flags.file, nil)
+	if err != nil {
+		return err
+	}
+	if fl != nil {
+		if err := refuseOnFleet(cmd, "state-dir", "follow"); err != nil {
+			return err
+		}
+		return fleetLogs(cmd, fl, o.flags, id, o.phase, o.output.json(), o.prompts)
+	}
+	req := app.LogsRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), Session: id, Phase: o.phase, Prompts: o.prompts, Follow: o.follow}
+	return app.Logs(cmd.Context(), req, logPrinter(terminalOutput(cmd.OutOrStdout()), o.output.json()))
 }
 
 // logPrinter prints the pieces of transcripts read: each file headed by

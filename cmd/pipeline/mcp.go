@@ -17,16 +17,8 @@ import (
 	"github.com/pipeline-dev/pipeline/internal/mcpserver"
 )
 
-func mcpCommand() *cobra.Command {
-	var (
-		root        string
-		httpAddr    string
-		allowRemote bool
-	)
-	cmd := newCommand(&cobra.Command{
-		Use:   "mcp",
-		Short: "Serve the pipelines of this folder to agents (Model Context Protocol)",
-		Long: `Serve the pipelines under the current folder (or --root) as an MCP server:
+// mcpLong is mcp's help.
+const mcpLong = `Serve the pipelines under the current folder (or --root) as an MCP server:
 on standard input and output (what Claude Code, Gemini CLI and Codex start
 from their MCP configuration), or on streamable HTTP with --http.
 
@@ -42,59 +34,77 @@ outside it (by .., an absolute path, a symbolic link) is refused.
 --http listens on a loopback address only (127.0.0.1:PORT, [::1]:PORT,
 localhost:PORT): the server has no authentication, and whoever reaches it
 can start and stop runs, that is run commands, on this machine.
---allow-non-loopback lifts that, for a network you trust.`,
-		Example: `  pipeline mcp
+--allow-non-loopback lifts that, for a network you trust.`
+
+const mcpExample = `  pipeline mcp
   pipeline mcp --root ~/work/project
   pipeline mcp --http 127.0.0.1:8765
-  claude mcp add pipeline -- pipeline mcp`,
-		Args: cobra.NoArgs,
-	}, func(cmd *cobra.Command, _ []string) error {
-		var addr string
-		if httpAddr != "" {
-			host, _, err := net.SplitHostPort(httpAddr)
-			if err != nil {
-				return usagef("--http %s: %v; give HOST:PORT, e.g. 127.0.0.1:8765", httpAddr, err)
-			}
-			ip := net.ParseIP(host)
-			if !allowRemote && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-				return usagef("--http %s is not a loopback address: the MCP server has no authentication, and whoever reaches it can start and stop runs (run commands) on this machine; listen on 127.0.0.1:PORT, or pass --allow-non-loopback on a network you trust", httpAddr)
-			}
-			addr = httpAddr
-		}
-		srv, err := mcpserver.New(mcpserver.Options{Root: root, Version: buildVersion().Version})
-		if err != nil {
-			return usagef("%v", err)
-		}
-		defer srv.Close()
-		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		if addr == "" {
-			err := srv.Run(ctx, &mcp.StdioTransport{})
-			if ctx.Err() != nil || errors.Is(err, context.Canceled) {
-				return nil
-			}
-			return err
-		}
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return usagef("--http %s: %v", addr, err)
-		}
-		hs := &http.Server{Handler: srv.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second}
-		fmt.Fprintf(cmd.ErrOrStderr(), "pipeline mcp: serving %s on http://%s (Ctrl+C to stop)\n", srv.Root(), ln.Addr())
-		go func() {
-			<-ctx.Done()
-			shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			hs.Shutdown(shutdown)
-		}()
-		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	})
-	cmd.Flags().StringVar(&root, "root", "", "the folder whose pipelines are exposed (default: the current folder)")
-	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on this loopback address (127.0.0.1:PORT) rather than on stdio")
-	cmd.Flags().BoolVar(&allowRemote, "allow-non-loopback", false, "let --http listen on an address other than loopback (the server has no authentication)")
+  claude mcp add pipeline -- pipeline mcp`
+
+// mcpOptions are mcp's flags.
+type mcpOptions struct {
+	root        string
+	httpAddr    string
+	allowRemote bool
+}
+
+func mcpCommand() *cobra.Command {
+	o := &mcpOptions{}
+	cmd := newCommand(&cobra.Command{
+		Use:     "mcp",
+		Short:   "Serve the pipelines of this folder to agents (Model Context Protocol)",
+		Long:    mcpLong,
+		Example: mcpExample,
+		Args:    cobra.NoArgs,
+	}, o.run)
+	cmd.Flags().StringVar(&o.root, "root", "", "the folder whose pipelines are exposed (default: the current folder)")
+	cmd.Flags().StringVar(&o.httpAddr, "http", "", "serve streamable HTTP on this loopback address (127.0.0.1:PORT) rather than on stdio")
+	cmd.Flags().BoolVar(&o.allowRemote, "allow-non-loopback", false, "let --http listen on an address other than loopback (the server has no authentication)")
 	cmd.MarkFlagDirname("root")
 	return cmd
+}
+
+func (o *mcpOptions) run(cmd *cobra.Command, _ []string) error {
+	var addr string
+	if o.httpAddr != "" {
+		host, _, err := net.SplitHostPort(o.httpAddr)
+		if err != nil {
+			return usagef("--http %s: %v; give HOST:PORT, e.g. 127.0.0.1:8765", o.httpAddr, err)
+		}
+		ip := net.ParseIP(host)
+		if !o.allowRemote && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return usagef("--http %s is not a loopback address: the MCP server has no authentication, and whoever reaches it can start and stop runs (run commands) on this machine; listen on 127.0.0.1:PORT, or pass --allow-non-loopback on a network you trust", o.httpAddr)
+		}
+		addr = o.httpAddr
+	}
+	srv, err := mcpserver.New(mcpserver.Options{Root: o.root, Version: buildVersion().Version})
+	if err != nil {
+		return usagef("%v", err)
+	}
+	defer srv.Close()
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if addr == "" {
+		err := srv.Run(ctx, &mcp.StdioTransport{})
+		if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return usagef("--http %s: %v", addr, err)
+	}
+	hs := &http.Server{Handler: srv.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(cmd.ErrOrStderr(), "pipeline mcp: serving %s on http://%s (Ctrl+C to stop)\n", srv.Root(), ln.Addr())
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(shutdown)
+	}()
+	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }

@@ -9,62 +9,72 @@ import (
 	"github.com/pipeline-dev/pipeline/app"
 )
 
-func pauseCommand() *cobra.Command {
-	var (
-		flags  *storeFlags
-		output *outputFlag
-		notes  string
-		wait   time.Duration
-		bf     *backendFlags
-	)
-	cmd := newCommand(&cobra.Command{
-		Use:   "pause [SESSION]",
-		Short: "Pause a running session, or leave notes on a paused one",
-		Long: `Pause SESSION, or the latest running session of the pipeline and spec: its
+// pauseLong is pause's help.
+const pauseLong = `Pause SESSION, or the latest running session of the pipeline and spec: its
 runner stops the running step gracefully at once and records the pause,
 with your notes. On a paused session, the notes are added for the next
-resume; the agent sees them in its resume context.`,
-		Example: `  pipeline pause --notes "the API changed: read the new spec section 3"
-  pipeline pause 20261125-093000123-a1b2c3`,
-		Args: cobra.MaximumNArgs(1),
-	}, func(cmd *cobra.Command, args []string) error {
-		id := ""
-		if err := output.check(); err != nil {
-			return err
-		}
-		say := func(what string) error {
-			if output.json() {
-				return writeJSON(cmd.OutOrStdout(), map[string]string{"session": id, "result": what})
-			}
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "session %s %s\n", id, what)
-			return err
-		}
-		if len(args) == 1 {
-			id = args[0]
-		}
-		fl, err := bf.resolve(flags.file, nil)
-		if err != nil {
-			return err
-		}
-		if fl != nil {
-			if err := refuseOnFleet(cmd, "state-dir"); err != nil {
-				return err
-			}
-			return fleetPause(cmd, fl, flags, id, notes, wait, output.json())
-		}
-		r, err := app.Pause(cmd.Context(), app.PauseRequest{Pipeline: flags.pipeline(sayTo(cmd)), Session: id, Notes: notes, Wait: wait})
-		if err != nil {
-			return err
-		}
-		id = r.Session
-		return say(r.Result)
-	})
-	flags = addStoreFlags(cmd, true)
-	output = addOutputFlag(cmd)
-	cmd.Flags().StringVar(&notes, "notes", "", "notes for the next resume")
-	cmd.Flags().DurationVar(&wait, "wait", time.Minute, "how long to wait for a running session to stop")
-	bf = addBackendFlags(cmd)
+resume; the agent sees them in its resume context.`
+
+const pauseExample = `  pipeline pause --notes "the API changed: read the new spec section 3"
+  pipeline pause 20261125-093000123-a1b2c3`
+
+// pauseOptions are pause's flags.
+type pauseOptions struct {
+	flags  *storeFlags
+	output *outputFlag
+	notes  string
+	wait   time.Duration
+	bf     *backendFlags
+}
+
+func pauseCommand() *cobra.Command {
+	o := &pauseOptions{}
+	cmd := newCommand(&cobra.Command{
+		Use:     "pause [SESSION]",
+		Short:   "Pause a running session, or leave notes on a paused one",
+		Long:    pauseLong,
+		Example: pauseExample,
+		Args:    cobra.MaximumNArgs(1),
+	}, o.run)
+	o.flags = addStoreFlags(cmd, true)
+	o.output = addOutputFlag(cmd)
+	cmd.Flags().StringVar(&o.notes, "notes", "", "notes for the next resume")
+	cmd.Flags().DurationVar(&o.wait, "wait", time.Minute, "how long to wait for a running session to stop")
+	o.bf = addBackendFlags(cmd)
 	return cmd
+}
+
+func (o *pauseOptions) run(cmd *cobra.Command, args []string) error {
+	id := ""
+	if err := o.output.check(); err != nil {
+		return err
+	}
+	say := func(what string) error {
+		if o.output.json() {
+			return writeJSON(cmd.OutOrStdout(), map[string]string{"session": id, "result": what})
+		}
+		_, err := fmt.Fprintf(cmd.OutOrStdout(), "session %s %s\n", id, what)
+		return err
+	}
+	if len(args) == 1 {
+		id = args[0]
+	}
+	fl, err := o.bf.resolve(o.flags.file, nil)
+	if err != nil {
+		return err
+	}
+	if fl != nil {
+		if err := refuseOnFleet(cmd, "state-dir"); err != nil {
+			return err
+		}
+		return fleetPause(cmd, fl, o.flags, id, o.notes, o.wait, o.output.json())
+	}
+	r, err := app.Pause(cmd.Context(), app.PauseRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), Session: id, Notes: o.notes, Wait: o.wait})
+	if err != nil {
+		return err
+	}
+	id = r.Session
+	return say(r.Result)
 }
 
 func completeCommand() *cobra.Command {

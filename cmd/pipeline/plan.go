@@ -17,55 +17,65 @@ import (
 	"github.com/pipeline-dev/pipeline/triggers"
 )
 
-func planCommand() *cobra.Command {
-	var (
-		output   *outputFlag
-		specPath string
-	)
-	cmd := newCommand(&cobra.Command{
-		Use:   "plan [FILE]",
-		Short: "Show the phases, triggers and policies as they will run, and where each came from",
-		Long: `Merge the built-in defaults, phases.yaml and the spec's frontmatter, and
+// planLong is plan's help.
+const planLong = `Merge the built-in defaults, phases.yaml and the spec's frontmatter, and
 show the result: every phase with its steps, triggers and policies, each
 value marked with its origin (built-in default, phases.yaml:line:col, or
-the spec's frontmatter). FILE defaults to ./phases.yaml.`,
-		Example: `  pipeline plan
+the spec's frontmatter). FILE defaults to ./phases.yaml.`
+
+const planExample = `  pipeline plan
   pipeline plan examples/spec-workflow/phases.yaml --spec specs/045-dashboard/README.md
-  pipeline plan -o json`,
-		Args: cobra.MaximumNArgs(1),
-	}, func(cmd *cobra.Command, args []string) error {
-		if err := output.check(); err != nil {
-			return err
-		}
-		file := "phases.yaml"
-		if len(args) == 1 {
-			file = args[0]
-		}
-		r, err := app.Plan(cmd.Context(), app.Pipeline{File: file, Spec: specPath})
-		if err != nil {
-			return err
-		}
-		printWarnings(cmd.ErrOrStderr(), r.Plan.Warnings)
-		if output.json() {
-			_, err = cmd.OutOrStdout().Write(escapeWorkflowCommands(escapeJSONControls(r.JSON)))
-			return err
-		}
-		var out bytes.Buffer
-		if err := printPlan(&out, r.Plan); err != nil {
-			return err
-		}
-		// Redacted as a session would redact it (a step's command line,
-		// a prompt), then made safe for a terminal.
-		text := r.Redactor.String(out.String())
-		if safe := terminalText(text); safe != text {
-			text = r.Redactor.String(safe)
-		}
-		_, err = io.WriteString(cmd.OutOrStdout(), text)
-		return err
-	})
-	output = addOutputFlag(cmd)
-	cmd.Flags().StringVar(&specPath, "spec", "", "spec file whose frontmatter overrides phases.yaml (default: the spec phases.yaml names)")
+  pipeline plan -o json`
+
+// planOptions are plan's flags.
+type planOptions struct {
+	output   *outputFlag
+	specPath string
+}
+
+func planCommand() *cobra.Command {
+	o := &planOptions{}
+	cmd := newCommand(&cobra.Command{
+		Use:     "plan [FILE]",
+		Short:   "Show the phases, triggers and policies as they will run, and where each came from",
+		Long:    planLong,
+		Example: planExample,
+		Args:    cobra.MaximumNArgs(1),
+	}, o.run)
+	o.output = addOutputFlag(cmd)
+	cmd.Flags().StringVar(&o.specPath, "spec", "", "spec file whose frontmatter overrides phases.yaml (default: the spec phases.yaml names)")
 	return cmd
+}
+
+func (o *planOptions) run(cmd *cobra.Command, args []string) error {
+	if err := o.output.check(); err != nil {
+		return err
+	}
+	file := "phases.yaml"
+	if len(args) == 1 {
+		file = args[0]
+	}
+	r, err := app.Plan(cmd.Context(), app.Pipeline{File: file, Spec: o.specPath})
+	if err != nil {
+		return err
+	}
+	printWarnings(cmd.ErrOrStderr(), r.Plan.Warnings)
+	if o.output.json() {
+		_, err = cmd.OutOrStdout().Write(escapeWorkflowCommands(escapeJSONControls(r.JSON)))
+		return err
+	}
+	var out bytes.Buffer
+	if err := printPlan(&out, r.Plan); err != nil {
+		return err
+	}
+	// Redacted as a session would redact it (a step's command line,
+	// a prompt), then made safe for a terminal.
+	text := r.Redactor.String(out.String())
+	if safe := terminalText(text); safe != text {
+		text = r.Redactor.String(safe)
+	}
+	_, err = io.WriteString(cmd.OutOrStdout(), text)
+	return err
 }
 
 // printPlan writes the plan as aligned rows of name, value and origin.
@@ -102,45 +112,7 @@ func printPlan(w io.Writer, plan *spec.Plan) error {
 	fmt.Fprintf(tw, "compact_prompt\t%s  %s\n", short(plan.CompactPrompt.Value), plan.CompactPrompt.From)
 	for i, p := range plan.Phases {
 		fmt.Fprintln(tw)
-		row("", fmt.Sprintf("%d. %s", i+1, p.Name), "", p.From)
-		row("   ", "prompt", short(p.Prompt.Value), p.Prompt.From)
-		for _, s := range p.Steps {
-			if s.Agent != nil {
-				row("   ", "step "+s.Name, "agent: "+describeAgent(s.Agent.Value), s.Agent.From)
-				if s.Prompt != nil && s.Prompt.From != p.Prompt.From {
-					row("   ", "  prompt", short(s.Prompt.Value), s.Prompt.From)
-				}
-			} else {
-				row("   ", "step "+s.Name, "run: "+short(s.Run), s.From)
-			}
-			if s.Timeout != p.Timeout {
-				row("   ", "  timeout", s.Timeout.Value.String(), s.Timeout.From)
-			}
-			if s.IdleTimeout != p.IdleTimeout {
-				row("   ", "  idle_timeout", s.IdleTimeout.Value.String(), s.IdleTimeout.From)
-			}
-		}
-		triggerRows(row, "pause_when", p.PauseWhen)
-		triggerRows(row, "restart_when", p.RestartWhen)
-		exprRow(row, "compact_when", p.CompactWhen)
-		exprRow(row, "retry.when", p.Retry.When)
-		exprRow(row, "retry.backoff", p.Retry.Backoff)
-		exprRow(row, "retry.escalate_when", p.Retry.EscalateWhen)
-		row("   ", "timeout", p.Timeout.Value.String(), p.Timeout.From)
-		row("   ", "idle_timeout", p.IdleTimeout.Value.String(), p.IdleTimeout.From)
-		if p.DoneWhen != nil {
-			exprRow(row, "done_when", *p.DoneWhen)
-		}
-		row("   ", "auto_advance", fmt.Sprint(p.AutoAdvance.Value), p.AutoAdvance.From)
-		if p.Writes != nil {
-			// Shown only when set: absent, a phase may change anything.
-			writes := "[] (read-only)"
-			if len(p.Writes.Value) > 0 {
-				writes = short(strings.Join(p.Writes.Value, ", "))
-			}
-			row("   ", "writes", writes, p.Writes.From)
-			row("   ", "on_out_of_scope", p.OnOutOfScope.Value, p.OnOutOfScope.From)
-		}
+		phaseRows(row, i, p)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -153,6 +125,50 @@ func printPlan(w io.Writer, plan *spec.Plan) error {
 		}
 	}
 	return nil
+}
+
+// phaseRows are the rows of the phase at index i: its prompt, steps,
+// triggers and policies.
+func phaseRows(row func(indent, label, value string, from spec.Origin), i int, p spec.PhasePlan) {
+	row("", fmt.Sprintf("%d. %s", i+1, p.Name), "", p.From)
+	row("   ", "prompt", short(p.Prompt.Value), p.Prompt.From)
+	for _, s := range p.Steps {
+		if s.Agent != nil {
+			row("   ", "step "+s.Name, "agent: "+describeAgent(s.Agent.Value), s.Agent.From)
+			if s.Prompt != nil && s.Prompt.From != p.Prompt.From {
+				row("   ", "  prompt", short(s.Prompt.Value), s.Prompt.From)
+			}
+		} else {
+			row("   ", "step "+s.Name, "run: "+short(s.Run), s.From)
+		}
+		if s.Timeout != p.Timeout {
+			row("   ", "  timeout", s.Timeout.Value.String(), s.Timeout.From)
+		}
+		if s.IdleTimeout != p.IdleTimeout {
+			row("   ", "  idle_timeout", s.IdleTimeout.Value.String(), s.IdleTimeout.From)
+		}
+	}
+	triggerRows(row, "pause_when", p.PauseWhen)
+	triggerRows(row, "restart_when", p.RestartWhen)
+	exprRow(row, "compact_when", p.CompactWhen)
+	exprRow(row, "retry.when", p.Retry.When)
+	exprRow(row, "retry.backoff", p.Retry.Backoff)
+	exprRow(row, "retry.escalate_when", p.Retry.EscalateWhen)
+	row("   ", "timeout", p.Timeout.Value.String(), p.Timeout.From)
+	row("   ", "idle_timeout", p.IdleTimeout.Value.String(), p.IdleTimeout.From)
+	if p.DoneWhen != nil {
+		exprRow(row, "done_when", *p.DoneWhen)
+	}
+	row("   ", "auto_advance", fmt.Sprint(p.AutoAdvance.Value), p.AutoAdvance.From)
+	if p.Writes != nil {
+		// Shown only when set: absent, a phase may change anything.
+		writes := "[] (read-only)"
+		if len(p.Writes.Value) > 0 {
+			writes = short(strings.Join(p.Writes.Value, ", "))
+		}
+		row("   ", "writes", writes, p.Writes.From)
+		row("   ", "on_out_of_scope", p.OnOutOfScope.Value, p.OnOutOfScope.From)
+	}
 }
 
 // watchRows writes the globs whose change resumes the paused sessions, one

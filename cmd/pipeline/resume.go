@@ -9,22 +9,8 @@ import (
 	"github.com/pipeline-dev/pipeline/app"
 )
 
-func resumeCommand() *cobra.Command {
-	var (
-		flags  *storeFlags
-		output *outputFlag
-		grace  time.Duration
-		phase  string
-		notes  string
-		cf     *ciFlags
-		file   string
-		dryRun bool
-		bf     *backendFlags
-	)
-	cmd := newCommand(&cobra.Command{
-		Use:   "resume [SESSION]",
-		Short: "Continue a paused or failed session",
-		Long: `Continue SESSION, or the latest paused (or failed) session of the
+// resumeLong is resume's help.
+const resumeLong = `Continue SESSION, or the latest paused (or failed) session of the
 pipeline and spec, at the step that paused; a failed session retries the
 step that failed, as a new attempt, without running the phases before it
 again. --phase starts at another phase; the phases it jumps over show as
@@ -42,65 +28,89 @@ In CI mode (--ci, or CI=true, 1 or yes) the run is shown as run shows
 it, and leaves the same summary, outputs and --junit report behind.
 
 Exit status as for run: 0 completed, 1 failed, 2 usage, spec or
-environment error, 3 paused (1 with --fail-on-pause).`,
-		Example: `  pipeline resume
+environment error, 3 paused (1 with --fail-on-pause).`
+
+const resumeExample = `  pipeline resume
   pipeline resume 20261125-093000123-a1b2c3 --notes "use the v2 endpoint"
   pipeline resume --phase implementation
-  pipeline resume --dry-run --notes "use the v2 endpoint"`,
-		Args: cobra.MaximumNArgs(1),
-	}, func(cmd *cobra.Command, args []string) error {
-		id := ""
-		if len(args) == 1 {
-			id = args[0]
-		}
-		if grace < 0 {
-			return usagef("--grace %s is negative: give the time a stopped step gets before it is killed, 0 to kill it at once", grace)
-		}
-		if err := output.check(); err != nil {
-			return err
-		}
-		fl, err := bf.resolve(flags.file, nil)
-		if err != nil {
-			return err
-		}
-		if fl != nil {
-			if err := refuseOnFleet(cmd, "dry-run", "session-file", "junit", "no-human-gates", "state-dir"); err != nil {
-				return err
-			}
-			return fleetResume(cmd, fl, flags, id, notes, phase, output.json(), cf.failOnPause)
-		}
-		if dryRun {
-			if file != "" {
-				return usagef("--dry-run writes nothing, and --session-file imports into the store: import it first (pipeline import), then resume --dry-run")
-			}
-			return resumeDryRun(cmd, flags, output, id, notes, phase)
-		}
-		if file != "" {
-			var err error
-			if id, err = importSessionFile(cmd, flags, file, id); err != nil {
-				return err
-			}
-		}
-		opened, err := app.OpenResume(cmd.Context(), app.ResumeRequest{Pipeline: flags.pipeline(sayTo(cmd)), Session: id,
-			Notes: notes, Phase: phase, NoHumanGates: cf.noHumanGates})
-		if err != nil {
-			return err
-		}
-		sess := opened.Session
-		fmt.Fprintf(cmd.ErrOrStderr(), "resuming session %s\n", sess.ID())
-		l := cf.launch(&launch{cmd: cmd, grace: grace, json: output.json()})
-		return l.run(sess, opened.Events...)
-	})
-	flags = addStoreFlags(cmd, true)
-	output = addOutputFlag(cmd)
-	cmd.Flags().DurationVar(&grace, "grace", 5*time.Second, "time a stopped step gets to exit after SIGINT before it is killed")
-	cmd.Flags().StringVar(&phase, "phase", "", "jump to this phase instead of continuing where the session paused")
-	cmd.Flags().StringVar(&notes, "notes", "", "notes for the agent, shown in its resume context")
-	cf = addCIFlags(cmd)
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the resume context that would be sent, and send, start and write nothing")
-	cmd.Flags().StringVar(&file, "session-file", "", "import the session exported to this file (pipeline export) into the store first, then resume it")
-	bf = addBackendFlags(cmd)
+  pipeline resume --dry-run --notes "use the v2 endpoint"`
+
+// resumeOptions are resume's flags.
+type resumeOptions struct {
+	flags  *storeFlags
+	output *outputFlag
+	grace  time.Duration
+	phase  string
+	notes  string
+	cf     *ciFlags
+	file   string
+	dryRun bool
+	bf     *backendFlags
+}
+
+func resumeCommand() *cobra.Command {
+	o := &resumeOptions{}
+	cmd := newCommand(&cobra.Command{
+		Use:     "resume [SESSION]",
+		Short:   "Continue a paused or failed session",
+		Long:    resumeLong,
+		Example: resumeExample,
+		Args:    cobra.MaximumNArgs(1),
+	}, o.run)
+	o.flags = addStoreFlags(cmd, true)
+	o.output = addOutputFlag(cmd)
+	cmd.Flags().DurationVar(&o.grace, "grace", 5*time.Second, "time a stopped step gets to exit after SIGINT before it is killed")
+	cmd.Flags().StringVar(&o.phase, "phase", "", "jump to this phase instead of continuing where the session paused")
+	cmd.Flags().StringVar(&o.notes, "notes", "", "notes for the agent, shown in its resume context")
+	o.cf = addCIFlags(cmd)
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the resume context that would be sent, and send, start and write nothing")
+	cmd.Flags().StringVar(&o.file, "session-file", "", "import the session exported to this file (pipeline export) into the store first, then resume it")
+	o.bf = addBackendFlags(cmd)
 	return cmd
+}
+
+func (o *resumeOptions) run(cmd *cobra.Command, args []string) error {
+	id := ""
+	if len(args) == 1 {
+		id = args[0]
+	}
+	if o.grace < 0 {
+		return usagef("--grace %s is negative: give the time a stopped step gets before it is killed, 0 to kill it at once", o.grace)
+	}
+	if err := o.output.check(); err != nil {
+		return err
+	}
+	fl, err := o.bf.resolve(o.flags.file, nil)
+	if err != nil {
+		return err
+	}
+	if fl != nil {
+		if err := refuseOnFleet(cmd, "dry-run", "session-file", "junit", "no-human-gates", "state-dir"); err != nil {
+			return err
+		}
+		return fleetResume(cmd, fl, o.flags, id, o.notes, o.phase, o.output.json(), o.cf.failOnPause)
+	}
+	if o.dryRun {
+		if o.file != "" {
+			return usagef("--dry-run writes nothing, and --session-file imports into the store: import it first (pipeline import), then resume --dry-run")
+		}
+		return resumeDryRun(cmd, o.flags, o.output, id, o.notes, o.phase)
+	}
+	if o.file != "" {
+		var err error
+		if id, err = importSessionFile(cmd, o.flags, o.file, id); err != nil {
+			return err
+		}
+	}
+	opened, err := app.OpenResume(cmd.Context(), app.ResumeRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), Session: id,
+		Notes: o.notes, Phase: o.phase, NoHumanGates: o.cf.noHumanGates})
+	if err != nil {
+		return err
+	}
+	sess := opened.Session
+	fmt.Fprintf(cmd.ErrOrStderr(), "resuming session %s\n", sess.ID())
+	l := o.cf.launch(&launch{cmd: cmd, grace: o.grace, json: o.output.json()})
+	return l.run(sess, opened.Events...)
 }
 
 // resumeDryRun prints what resume would send: the step, and the resume

@@ -16,23 +16,8 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/local"
 )
 
-func runCommand() *cobra.Command {
-	var (
-		flags  *storeFlags
-		output *outputFlag
-		grace  time.Duration
-		fresh  bool
-		keepOn bool
-		wf     *watchFlags
-		cf     *ciFlags
-		from   string
-		only   string
-		bf     *backendFlags
-	)
-	cmd := newCommand(&cobra.Command{
-		Use:   "run [FILE]",
-		Short: "Run the phases of a pipeline (resuming its paused session, if any)",
-		Long: `Run the phases of FILE (default ./phases.yaml) in order: each phase's
+// runLong is run's help.
+const runLong = `Run the phases of FILE (default ./phases.yaml) in order: each phase's
 steps, with its pause_when triggers evaluated live and its retry, restart
 and done_when policies applied after every step.
 
@@ -68,92 +53,120 @@ by PIPELINE_SESSION in their environment).
 
 Exit status: 0 completed, 1 failed, 2 usage, spec or environment error
 (nothing ran), 3 paused (a store that cannot be written pauses too; 1
-with --fail-on-pause).`,
-		Example: `  pipeline run
+with --fail-on-pause).`
+
+const runExample = `  pipeline run
   pipeline run examples/quickstart/phases.yaml
   pipeline run --new --spec specs/045-dashboard/README.md
   pipeline run --from testing
   pipeline run --only documentation
   CI=true pipeline run phases.yaml
-  pipeline run --ci --junit pipeline-junit.xml --no-human-gates --fail-on-pause`,
-		Args: cobra.MaximumNArgs(1),
-	}, func(cmd *cobra.Command, args []string) error {
-		if grace < 0 {
-			return usagef("--grace %s is negative: give the time a stopped step gets before it is killed, 0 to kill it at once", grace)
-		}
-		if len(args) == 1 {
-			if cmd.Flags().Changed("file") {
-				return usagef("the pipeline is given twice, as %s and as --file %s: give one", args[0], flags.file)
-			}
-			flags.file = args[0]
-		}
-		if keepOn {
-			if err := cf.refuseWithWatch(); err != nil {
-				return err
-			}
-		}
-		req := app.RunRequest{Pipeline: flags.pipeline(sayTo(cmd)), New: fresh, From: from, Only: only, NoHumanGates: cf.noHumanGates}
-		plan, err := app.RunPlan(req)
-		if err != nil {
-			return err
-		}
-		printWarnings(cmd.ErrOrStderr(), plan.Warnings)
-		fl, err := bf.resolve(flags.file, plan)
-		if err != nil {
-			return err
-		}
-		if fl != nil {
-			if err := output.check(); err != nil {
-				return err
-			}
-			if err := refuseOnFleet(cmd, "watch", "junit", "no-human-gates", "state-dir"); err != nil {
-				return err
-			}
-			return fleetRun(cmd, fl, fleetRunOptions{flags: flags, plan: plan, fresh: fresh, from: from, only: only,
-				json: output.json(), quiet: cf.quiet, failOnPause: cf.failOnPause})
-		}
-		if err := output.check(); err != nil {
-			return err
-		}
-		opened, err := app.OpenRun(cmd.Context(), req, plan)
-		if err != nil {
-			return err
-		}
-		sess := opened.Session
-		if s := opened.FailedBefore; s != nil {
-			printError(cmd.ErrOrStderr(), fmt.Sprintf("the latest session, %s, failed in phase %s: pipeline resume %s retries the step that failed (--phase PHASE to start at another); pipeline run --from %s starts a new session there. Starting a new session from the first phase.\n",
-				s.ID, s.Phase, s.ID, s.Phase))
-		}
-		if opened.Resumed != "" {
-			printError(cmd.ErrOrStderr(), fmt.Sprintf("resuming session %s (%s); use run --new for a fresh session\n", sess.ID(), opened.Resumed))
-		}
-		if keepOn {
-			// Refused now rather than after the run.
-			if _, err := wf.options(cmd); err != nil {
-				sess.Close()
-				return err
-			}
-		}
-		l := cf.launch(&launch{cmd: cmd, grace: grace, json: output.json(), watchNext: keepOn})
-		err = l.run(sess, opened.Events...)
-		var paused *exitStatus
-		if keepOn && errors.As(err, &paused) && paused.code == exitPaused && sess.StoreFailed() == nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "watching: a change to the spec or phases.yaml resumes session %s (Ctrl+C to stop)\n", sess.ID())
-			return watchAfterRun(cmd, wf, sess.Store, flags.file, sess.Key, grace, output.json())
-		}
-		return err
-	})
-	flags = addStoreFlags(cmd, true)
-	output = addOutputFlag(cmd)
-	cmd.Flags().DurationVar(&grace, "grace", 5*time.Second, "time a stopped step gets to exit after SIGINT before it is killed")
-	cmd.Flags().BoolVar(&fresh, "new", false, "start a new session even when the latest one is paused")
-	cmd.Flags().StringVar(&from, "from", "", "start a new session at this phase; the phases before it are skipped")
-	cmd.Flags().StringVar(&only, "only", "", "start a new session that runs this phase alone")
-	cmd.Flags().BoolVar(&keepOn, "watch", false, "once the session pauses, keep watching: a change to its spec or phases.yaml resumes it (see pipeline watch)")
-	wf = addWatchFlags(cmd)
-	cf = addCIFlags(cmd)
-	bf = addBackendFlags(cmd)
+  pipeline run --ci --junit pipeline-junit.xml --no-human-gates --fail-on-pause`
+
+// runOptions are run's flags.
+type runOptions struct {
+	flags  *storeFlags
+	output *outputFlag
+	grace  time.Duration
+	fresh  bool
+	keepOn bool
+	wf     *watchFlags
+	cf     *ciFlags
+	from   string
+	only   string
+	bf     *backendFlags
+}
+
+func runCommand() *cobra.Command {
+	o := &runOptions{}
+	cmd := newCommand(&cobra.Command{
+		Use:     "run [FILE]",
+		Short:   "Run the phases of a pipeline (resuming its paused session, if any)",
+		Long:    runLong,
+		Example: runExample,
+		Args:    cobra.MaximumNArgs(1),
+	}, o.run)
+	o.flags = addStoreFlags(cmd, true)
+	o.output = addOutputFlag(cmd)
+	cmd.Flags().DurationVar(&o.grace, "grace", 5*time.Second, "time a stopped step gets to exit after SIGINT before it is killed")
+	cmd.Flags().BoolVar(&o.fresh, "new", false, "start a new session even when the latest one is paused")
+	cmd.Flags().StringVar(&o.from, "from", "", "start a new session at this phase; the phases before it are skipped")
+	cmd.Flags().StringVar(&o.only, "only", "", "start a new session that runs this phase alone")
+	cmd.Flags().BoolVar(&o.keepOn, "watch", false, "once the session pauses, keep watching: a change to its spec or phases.yaml resumes it (see pipeline watch)")
+	o.wf = addWatchFlags(cmd)
+	o.cf = addCIFlags(cmd)
+	o.bf = addBackendFlags(cmd)
 	return cmd
+}
+
+func (o *runOptions) run(cmd *cobra.Command, args []string) error {
+	if o.grace < 0 {
+		return usagef("--grace %s is negative: give the time a stopped step gets before it is killed, 0 to kill it at once", o.grace)
+	}
+	if len(args) == 1 {
+		if cmd.Flags().Changed("file") {
+			return usagef("the pipeline is given twice, as %s and as --file %s: give one", args[0], o.flags.file)
+		}
+		o.flags.file = args[0]
+	}
+	if o.keepOn {
+		if err := o.cf.refuseWithWatch(); err != nil {
+			return err
+		}
+	}
+	req := app.RunRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), New: o.fresh, From: o.from, Only: o.only, NoHumanGates: o.cf.noHumanGates}
+	plan, err := app.RunPlan(req)
+	if err != nil {
+		return err
+	}
+	printWarnings(cmd.ErrOrStderr(), plan.Warnings)
+	fl, err := o.bf.resolve(o.flags.file, plan)
+	if err != nil {
+		return err
+	}
+	if err := o.output.check(); err != nil {
+		return err
+	}
+	if fl != nil {
+		if err := refuseOnFleet(cmd, "watch", "junit", "no-human-gates", "state-dir"); err != nil {
+			return err
+		}
+		return fleetRun(cmd, fl, fleetRunOptions{flags: o.flags, plan: plan, fresh: o.fresh, from: o.from, only: o.only,
+			json: o.output.json(), quiet: o.cf.quiet, failOnPause: o.cf.failOnPause})
+	}
+	opened, err := app.OpenRun(cmd.Context(), req, plan)
+	if err != nil {
+		return err
+	}
+	sayOpened(cmd, opened)
+	sess := opened.Session
+	if o.keepOn {
+		// Refused now rather than after the run.
+		if _, err := o.wf.options(cmd); err != nil {
+			sess.Close()
+			return err
+		}
+	}
+	l := o.cf.launch(&launch{cmd: cmd, grace: o.grace, json: o.output.json(), watchNext: o.keepOn})
+	err = l.run(sess, opened.Events...)
+	var paused *exitStatus
+	if o.keepOn && errors.As(err, &paused) && paused.code == exitPaused && sess.StoreFailed() == nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "watching: a change to the spec or phases.yaml resumes session %s (Ctrl+C to stop)\n", sess.ID())
+		return watchAfterRun(cmd, o.wf, sess.Store, o.flags.file, sess.Key, o.grace, o.output.json())
+	}
+	return err
+}
+
+// sayOpened says which session a run goes on with, when it is not a new
+// one from the first phase, and that the one before failed.
+func sayOpened(cmd *cobra.Command, opened *app.Opened) {
+	if s := opened.FailedBefore; s != nil {
+		printError(cmd.ErrOrStderr(), fmt.Sprintf("the latest session, %s, failed in phase %s: pipeline resume %s retries the step that failed (--phase PHASE to start at another); pipeline run --from %s starts a new session there. Starting a new session from the first phase.\n",
+			s.ID, s.Phase, s.ID, s.Phase))
+	}
+	if opened.Resumed != "" {
+		printError(cmd.ErrOrStderr(), fmt.Sprintf("resuming session %s (%s); use run --new for a fresh session\n", opened.Session.ID(), opened.Resumed))
+	}
 }
 
 // refuseOnFleet refuses the flags of cmd that the temporal backend does

@@ -19,18 +19,8 @@ const (
 	matchClose = app.MatchClose
 )
 
-func searchCommand() *cobra.Command {
-	var (
-		flags        *storeFlags
-		output       *outputFlag
-		sessionID    string
-		phase, since string
-		limit        int
-	)
-	cmd := newCommand(&cobra.Command{
-		Use:   "search QUERY...",
-		Short: "Search the transcripts, prompts, notes and working sets of all sessions",
-		Long: `Search everything the sessions of the store kept: the steps' transcripts
+// searchLong is search's help.
+const searchLong = `Search everything the sessions of the store kept: the steps' transcripts
 and prompts, the human notes and phase summaries, the working sets. Hits
 come best first (BM25), each with its session, phase, attempt, step, kind,
 the line of its file, and a snippet with the matches marked.
@@ -41,50 +31,70 @@ prefix. Nothing else in a query is syntax.
 
 The index lives in the store's folder (search/index.db, SQLite FTS5) and
 is brought up to date by each search: only what is new is read. It is a
-cache: deleted or corrupt, it is built again from the sessions.`,
-		Example: `  pipeline search flaky test
+cache: deleted or corrupt, it is built again from the sessions.`
+
+const searchExample = `  pipeline search flaky test
   pipeline search '"connection refused"' --phase implementation
   pipeline search migrat* --since 3d -o json
-  pipeline search timeout --session 20261125-093000123-a1b2c3 --since 2026-11-20`,
-		Args: cobra.ArbitraryArgs,
-	}, func(cmd *cobra.Command, args []string) error {
-		if err := output.check(); err != nil {
-			return err
-		}
-		text := strings.Join(args, " ")
-		if strings.TrimSpace(text) == "" {
-			return usagef("search needs a QUERY: the words to look for, e.g. pipeline search flaky test")
-		}
-		if limit < 1 {
-			return usagef("--limit must be 1 or more, not %d", limit)
-		}
-		req := app.SearchRequest{Pipeline: flags.pipeline(sayTo(cmd)), Query: text, Session: sessionID, Phase: phase, Limit: limit,
-			Warn: cmd.ErrOrStderr()}
-		if since != "" {
-			at, err := app.ParseSince(since, time.Now())
-			if err != nil {
-				return err
-			}
-			req.Since = at
-		}
-		r, err := app.Search(cmd.Context(), req)
+  pipeline search timeout --session 20261125-093000123-a1b2c3 --since 2026-11-20`
+
+// searchOptions are search's flags.
+type searchOptions struct {
+	flags        *storeFlags
+	output       *outputFlag
+	sessionID    string
+	phase, since string
+	limit        int
+}
+
+func searchCommand() *cobra.Command {
+	o := &searchOptions{}
+	cmd := newCommand(&cobra.Command{
+		Use:     "search QUERY...",
+		Short:   "Search the transcripts, prompts, notes and working sets of all sessions",
+		Long:    searchLong,
+		Example: searchExample,
+		Args:    cobra.ArbitraryArgs,
+	}, o.run)
+	o.flags = addStoreFlags(cmd, false)
+	o.output = addOutputFlag(cmd)
+	cmd.Flags().StringVar(&o.sessionID, "session", "", "only this session (its id, or the start of it)")
+	cmd.Flags().StringVar(&o.phase, "phase", "", "only this phase")
+	cmd.Flags().StringVar(&o.since, "since", "", "only what was written since: a duration back from now (2h, 3d, 1d12h) or a date (2026-11-20, or RFC 3339)")
+	cmd.Flags().IntVar(&o.limit, "limit", search.DefaultLimit, "the number of hits at most")
+	cmd.RegisterFlagCompletionFunc("session", completeSessions)
+	return cmd
+}
+
+func (o *searchOptions) run(cmd *cobra.Command, args []string) error {
+	if err := o.output.check(); err != nil {
+		return err
+	}
+	text := strings.Join(args, " ")
+	if strings.TrimSpace(text) == "" {
+		return usagef("search needs a QUERY: the words to look for, e.g. pipeline search flaky test")
+	}
+	if o.limit < 1 {
+		return usagef("--limit must be 1 or more, not %d", o.limit)
+	}
+	req := app.SearchRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), Query: text, Session: o.sessionID, Phase: o.phase, Limit: o.limit,
+		Warn: cmd.ErrOrStderr()}
+	if o.since != "" {
+		at, err := app.ParseSince(o.since, time.Now())
 		if err != nil {
 			return err
 		}
-		if output.json() {
-			return writeJSON(cmd.OutOrStdout(), r)
-		}
-		printHits(cmd.OutOrStdout(), text, r.Hits)
-		return nil
-	})
-	flags = addStoreFlags(cmd, false)
-	output = addOutputFlag(cmd)
-	cmd.Flags().StringVar(&sessionID, "session", "", "only this session (its id, or the start of it)")
-	cmd.Flags().StringVar(&phase, "phase", "", "only this phase")
-	cmd.Flags().StringVar(&since, "since", "", "only what was written since: a duration back from now (2h, 3d, 1d12h) or a date (2026-11-20, or RFC 3339)")
-	cmd.Flags().IntVar(&limit, "limit", search.DefaultLimit, "the number of hits at most")
-	cmd.RegisterFlagCompletionFunc("session", completeSessions)
-	return cmd
+		req.Since = at
+	}
+	r, err := app.Search(cmd.Context(), req)
+	if err != nil {
+		return err
+	}
+	if o.output.json() {
+		return writeJSON(cmd.OutOrStdout(), r)
+	}
+	printHits(cmd.OutOrStdout(), text, r.Hits)
+	return nil
 }
 
 // printHits writes each hit as a heading (session, where, kind and line)

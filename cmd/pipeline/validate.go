@@ -13,15 +13,8 @@ import (
 // validation is the outcome for one file, as --output json prints it.
 type validation = app.Validation
 
-func validateCommand() *cobra.Command {
-	var (
-		output    *outputFlag
-		preflight bool
-	)
-	cmd := newCommand(&cobra.Command{
-		Use:   "validate [FILE...]",
-		Short: "Check phases.yaml files and spec frontmatter, reporting every problem",
-		Long: `Check each FILE and report every problem found, each with file:line:col,
+// validateLong is validate's help.
+const validateLong = `Check each FILE and report every problem found, each with file:line:col,
 the offending line and what to do. A .md FILE is checked as a spec (its
 frontmatter); any other FILE as a phases.yaml, together with the spec it
 names. Without FILE, ./phases.yaml is checked. --preflight also checks,
@@ -29,40 +22,55 @@ as pipeline doctor does, that the agent CLIs each pipeline uses are
 installed and recent enough, and whether their credentials are set.
 
 Exit status: 0 when every file is valid (and, with --preflight, every
-agent CLI can run), 2 otherwise.`,
+agent CLI can run), 2 otherwise.`
+
+// validateOptions are validate's flags.
+type validateOptions struct {
+	output    *outputFlag
+	preflight bool
+}
+
+func validateCommand() *cobra.Command {
+	o := &validateOptions{}
+	cmd := newCommand(&cobra.Command{
+		Use:   "validate [FILE...]",
+		Short: "Check phases.yaml files and spec frontmatter, reporting every problem",
+		Long:  validateLong,
 		Example: `  pipeline validate
   pipeline validate examples/*/phases.yaml specs/045-dashboard/README.md
   pipeline validate -o json phases.yaml
   pipeline validate --preflight`,
-	}, func(cmd *cobra.Command, files []string) error {
-		if err := output.check(); err != nil {
+	}, o.run)
+	o.output = addOutputFlag(cmd)
+	cmd.Flags().BoolVar(&o.preflight, "preflight", false, "also check the agent CLIs the pipeline uses, as pipeline doctor does")
+	return cmd
+}
+
+func (o *validateOptions) run(cmd *cobra.Command, files []string) error {
+	if err := o.output.check(); err != nil {
+		return err
+	}
+	r := app.Validate(cmd.Context(), app.ValidateRequest{Files: files})
+	if o.preflight {
+		for i := range r.Files {
+			if f := &r.Files[i]; f.Plan != nil {
+				f.Agents = doctorChecks(cmd.Context(), f.Plan)
+				f.Valid = f.Valid && checksOK(f.Agents)
+				r.Valid = r.Valid && f.Valid
+			}
+		}
+	}
+	if o.output.json() {
+		if err := writeJSON(cmd.OutOrStdout(), r); err != nil {
 			return err
 		}
-		r := app.Validate(cmd.Context(), app.ValidateRequest{Files: files})
-		if preflight {
-			for i := range r.Files {
-				if f := &r.Files[i]; f.Plan != nil {
-					f.Agents = doctorChecks(cmd.Context(), f.Plan)
-					f.Valid = f.Valid && checksOK(f.Agents)
-					r.Valid = r.Valid && f.Valid
-				}
-			}
-		}
-		if output.json() {
-			if err := writeJSON(cmd.OutOrStdout(), r); err != nil {
-				return err
-			}
-		} else {
-			printValidations(cmd, r.Files)
-		}
-		if !r.Valid {
-			return &exitStatus{code: exitUsage, printed: true}
-		}
-		return nil
-	})
-	output = addOutputFlag(cmd)
-	cmd.Flags().BoolVar(&preflight, "preflight", false, "also check the agent CLIs the pipeline uses, as pipeline doctor does")
-	return cmd
+	} else {
+		printValidations(cmd, r.Files)
+	}
+	if !r.Valid {
+		return &exitStatus{code: exitUsage, printed: true}
+	}
+	return nil
 }
 
 func printValidations(cmd *cobra.Command, results []validation) {

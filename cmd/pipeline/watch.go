@@ -59,18 +59,8 @@ func (f *watchFlags) options(cmd *cobra.Command) (watch.Options, error) {
 	return o, nil
 }
 
-func watchCommand() *cobra.Command {
-	var (
-		flags  *storeFlags
-		wf     *watchFlags
-		output *outputFlag
-		grace  time.Duration
-		bf     *backendFlags
-	)
-	cmd := newCommand(&cobra.Command{
-		Use:   "watch [FILE...]",
-		Short: "Resume paused sessions by themselves when their spec changes",
-		Long: `Watch one or more pipelines (default ./phases.yaml) and resume their paused
+// watchLong is watch's help.
+const watchLong = `Watch one or more pipelines (default ./phases.yaml) and resume their paused
 sessions by themselves: when a session's spec changes, when a file one of
 the pipeline's watch: globs matches changes (every paused session of the
 pipeline), or when phases.yaml changes. A session paused by a rate limit
@@ -98,75 +88,93 @@ Each event is a line: the file, what changed, the session, and resumed
 or skipped with the reason (-o json: one JSON object per line, the
 sessions' own output on standard error). Ctrl+C or SIGTERM pauses what
 runs, then exits 3; a second Ctrl+C kills the running steps at once.
-pipeline pause SESSION pauses one session and the watch goes on.`,
+pipeline pause SESSION pauses one session and the watch goes on.`
+
+// watchCmdOptions are watch's flags.
+type watchCmdOptions struct {
+	flags  *storeFlags
+	wf     *watchFlags
+	output *outputFlag
+	grace  time.Duration
+	bf     *backendFlags
+}
+
+func watchCommand() *cobra.Command {
+	o := &watchCmdOptions{}
+	cmd := newCommand(&cobra.Command{
+		Use:   "watch [FILE...]",
+		Short: "Resume paused sessions by themselves when their spec changes",
+		Long:  watchLong,
 		Example: `  pipeline watch
   pipeline watch api/phases.yaml web/phases.yaml --max-parallel 1
   pipeline watch --reasons checkpoint,phase-complete --debounce 500ms
   pipeline watch -o json | jq .`,
-	}, func(cmd *cobra.Command, args []string) error {
-		if len(args) == 0 {
-			args = []string{flags.file}
-		}
-		o, err := wf.options(cmd)
-		if err != nil {
-			return err
-		}
-		if grace < 0 {
-			return usagef("--grace %s is negative: give the time a stopped step gets before it is killed, 0 to kill it at once", grace)
-		}
-		if err := output.check(); err != nil {
-			return err
-		}
-		fl, err := bf.resolve(args[0], nil)
-		if err != nil {
-			return err
-		}
-		if fl != nil {
-			if err := refuseOnFleet(cmd, "state-dir", "max-parallel", "reasons", "output"); err != nil {
-				return err
-			}
-			return fleetWatch(cmd, fl, args, watchDebounce(cmd, wf))
-		}
-		// Every file is loaded before anything is written: a bad one
-		// makes no store.
-		var problems spec.Error
-		for _, file := range args {
-			_, err := spec.Load(file, "")
-			var specErr *spec.Error
-			if errors.As(err, &specErr) {
-				problems.Problems = append(problems.Problems, specErr.Problems...)
-			} else if err != nil {
-				return err
-			}
-		}
-		if len(problems.Problems) > 0 {
-			return &problems
-		}
-		seen := map[string]bool{}
-		for _, file := range args {
-			abs, err := filepath.Abs(file)
-			if err != nil {
-				return err
-			}
-			if seen[abs] {
-				continue // named twice
-			}
-			seen[abs] = true
-			st, err := (&storeFlags{file: file, stateDir: flags.stateDir}).open()
-			if err != nil {
-				return err
-			}
-			o.Pipelines = append(o.Pipelines, watch.Pipeline{File: file, Store: st})
-		}
-		o.Grace = grace
-		return runWatch(cmd, o, output.json())
-	})
-	flags = addStoreFlags(cmd, false)
-	wf = addWatchFlags(cmd)
-	output = addOutputFlag(cmd)
-	cmd.Flags().DurationVar(&grace, "grace", 5*time.Second, "time a stopped step gets to exit after SIGINT before it is killed")
-	bf = addBackendFlags(cmd)
+	}, o.run)
+	o.flags = addStoreFlags(cmd, false)
+	o.wf = addWatchFlags(cmd)
+	o.output = addOutputFlag(cmd)
+	cmd.Flags().DurationVar(&o.grace, "grace", 5*time.Second, "time a stopped step gets to exit after SIGINT before it is killed")
+	o.bf = addBackendFlags(cmd)
 	return cmd
+}
+
+func (o *watchCmdOptions) run(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		args = []string{o.flags.file}
+	}
+	wo, err := o.wf.options(cmd)
+	if err != nil {
+		return err
+	}
+	if o.grace < 0 {
+		return usagef("--grace %s is negative: give the time a stopped step gets before it is killed, 0 to kill it at once", o.grace)
+	}
+	if err := o.output.check(); err != nil {
+		return err
+	}
+	fl, err := o.bf.resolve(args[0], nil)
+	if err != nil {
+		return err
+	}
+	if fl != nil {
+		if err := refuseOnFleet(cmd, "state-dir", "max-parallel", "reasons", "output"); err != nil {
+			return err
+		}
+		return fleetWatch(cmd, fl, args, watchDebounce(cmd, o.wf))
+	}
+	// Every file is loaded before anything is written: a bad one
+	// makes no store.
+	var problems spec.Error
+	for _, file := range args {
+		_, err := spec.Load(file, "")
+		var specErr *spec.Error
+		if errors.As(err, &specErr) {
+			problems.Problems = append(problems.Problems, specErr.Problems...)
+		} else if err != nil {
+			return err
+		}
+	}
+	if len(problems.Problems) > 0 {
+		return &problems
+	}
+	seen := map[string]bool{}
+	for _, file := range args {
+		abs, err := filepath.Abs(file)
+		if err != nil {
+			return err
+		}
+		if seen[abs] {
+			continue // named twice
+		}
+		seen[abs] = true
+		st, err := (&storeFlags{file: file, stateDir: o.flags.stateDir}).open()
+		if err != nil {
+			return err
+		}
+		wo.Pipelines = append(wo.Pipelines, watch.Pipeline{File: file, Store: st})
+	}
+	wo.Grace = o.grace
+	return runWatch(cmd, wo, o.output.json())
 }
 
 // runWatch runs the watch driver with the command's output: event lines
