@@ -51,21 +51,11 @@ func logsCommand() *cobra.Command {
 }
 
 func (o *logsOptions) run(cmd *cobra.Command, args []string) error {
-	if err := o.output.check(); err != nil {
-		return err
-	}
-	id := ""
-	if len(args) == 1 {
-		id = args[0]
-	}
-	fl, err := o.bf.resolve(o.flags.file, nil)
+	id, fl, err := sessionTarget(cmd, args, o.output, o.bf, o.flags.file, "state-dir", "follow")
 	if err != nil {
 		return err
 	}
 	if fl != nil {
-		if err := refuseOnFleet(cmd, "state-dir", "follow"); err != nil {
-			return err
-		}
 		return fleetLogs(cmd, fl, o.flags, id, o.phase, o.output.json(), o.prompts)
 	}
 	req := app.LogsRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), Session: id, Phase: o.phase, Prompts: o.prompts, Follow: o.follow}

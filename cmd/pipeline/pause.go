@@ -45,8 +45,8 @@ func pauseCommand() *cobra.Command {
 }
 
 func (o *pauseOptions) run(cmd *cobra.Command, args []string) error {
-	id := ""
-	if err := o.output.check(); err != nil {
+	id, fl, err := sessionTarget(cmd, args, o.output, o.bf, o.flags.file, "state-dir")
+	if err != nil {
 		return err
 	}
 	say := func(what string) error {
@@ -56,17 +56,7 @@ func (o *pauseOptions) run(cmd *cobra.Command, args []string) error {
 		_, err := fmt.Fprintf(cmd.OutOrStdout(), "session %s %s\n", id, what)
 		return err
 	}
-	if len(args) == 1 {
-		id = args[0]
-	}
-	fl, err := o.bf.resolve(o.flags.file, nil)
-	if err != nil {
-		return err
-	}
 	if fl != nil {
-		if err := refuseOnFleet(cmd, "state-dir"); err != nil {
-			return err
-		}
 		return fleetPause(cmd, fl, o.flags, id, o.notes, o.wait, o.output.json())
 	}
 	r, err := app.Pause(cmd.Context(), app.PauseRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), Session: id, Notes: o.notes, Wait: o.wait})

@@ -169,6 +169,30 @@ func sayOpened(cmd *cobra.Command, opened *app.Opened) {
 	}
 }
 
+// sessionTarget reads what a command that acts on one session was given:
+// the session (its id, or "" for the latest of the pipeline and spec)
+// and the fleet it runs on (nil: here), with the output format checked
+// and, on a fleet, the flags it does not take refused.
+func sessionTarget(cmd *cobra.Command, args []string, output *outputFlag, bf *backendFlags, file string, notOnFleet ...string) (string, *fleet, error) {
+	if err := output.check(); err != nil {
+		return "", nil, err
+	}
+	id := ""
+	if len(args) == 1 {
+		id = args[0]
+	}
+	fl, err := bf.resolve(file, nil)
+	if err != nil {
+		return "", nil, err
+	}
+	if fl != nil {
+		if err := refuseOnFleet(cmd, notOnFleet...); err != nil {
+			return "", nil, err
+		}
+	}
+	return id, fl, nil
+}
+
 // refuseOnFleet refuses the flags of cmd that the temporal backend does
 // not take.
 func refuseOnFleet(cmd *cobra.Command, names ...string) error {

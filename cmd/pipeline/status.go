@@ -67,21 +67,11 @@ func statusCommand() *cobra.Command {
 }
 
 func (o *statusOptions) run(cmd *cobra.Command, args []string) error {
-	if err := o.output.check(); err != nil {
-		return err
-	}
-	id := ""
-	if len(args) == 1 {
-		id = args[0]
-	}
-	fl, err := o.bf.resolve(o.flags.file, nil)
+	id, fl, err := sessionTarget(cmd, args, o.output, o.bf, o.flags.file, "state-dir")
 	if err != nil {
 		return err
 	}
 	if fl != nil {
-		if err := refuseOnFleet(cmd, "state-dir"); err != nil {
-			return err
-		}
 		return fleetStatus(cmd, fl, o.flags, id, o.output, o.verbose, o.watch)
 	}
 	show := func(w io.Writer) (running bool, err error) {
