@@ -523,12 +523,17 @@ func (d *decider) phaseEnd(env *triggers.Env) {
 	if s.Only {
 		d.skip(s.Phase+1, len(d.plan.Phases))
 	}
-	if s.Phase+1 == len(d.plan.Phases) || s.Only {
-		s.Status = StatusCompleted
-		d.do(Complete{})
-		return
-	}
+	last := s.Phase+1 == len(d.plan.Phases) || s.Only
 	if !phase.AutoAdvance.Value {
+		// A human gate stands after the phase whatever follows it: the
+		// next phase, or the session's end (a final sign-off).
+		if last {
+			// The session stays at its last phase, completed: the resume
+			// that signs it off completes the session (see resumed).
+			d.pause(Firing{Reason: ReasonPhaseComplete, At: d.now,
+				Note: fmt.Sprintf("phase %q is done, the last to run; auto_advance is false: resume completes the session", phase.Name)})
+			return
+		}
 		d.pause(Firing{Reason: ReasonPhaseComplete, Note: fmt.Sprintf("phase %q is done; auto_advance is false", phase.Name), At: d.now})
 		// Resume starts the next phase.
 		s.Phase++
@@ -536,7 +541,19 @@ func (d *decider) phaseEnd(env *triggers.Env) {
 		s.Steps = map[string]triggers.StepVars{}
 		return
 	}
+	if last {
+		s.Status = StatusCompleted
+		d.do(Complete{})
+		return
+	}
 	d.enterPhase(s.Phase + 1)
+}
+
+// signedOff reports whether the session is paused at its final gate: the
+// phase it stands at completed, and nothing after it is to run (see
+// phaseEnd).
+func (s *State) signedOff() bool {
+	return s.Status == StatusPaused && s.Phase < len(s.Phases) && s.Phases[s.Phase].Status == StatusCompleted
 }
 
 // escalate pauses for a human when retry.escalate_when is true; it
@@ -710,6 +727,18 @@ func (d *decider) resumed(e Resumed) {
 		}
 		d.pause(Firing{Reason: ReasonConflicts, At: d.now,
 			Note: "conflict markers (<<<<<<<) in " + strings.Join(e.Conflicts, ", ") + ": resolve them, then resume"})
+		return
+	}
+	if s.signedOff() && e.Phase == "" {
+		// The final gate (auto_advance: false on the last phase): the
+		// human's resume is the sign-off, and nothing is left to run.
+		rec := d.record()
+		rec.Human++
+		if e.Notes != "" {
+			rec.Notes = append(rec.Notes, e.Notes)
+		}
+		s.Status, s.Pause, s.ResumeContext, s.Resuming = StatusCompleted, nil, false, nil
+		d.do(Complete{})
 		return
 	}
 	failed := s.Status == StatusFailed

@@ -246,8 +246,12 @@ func PreviewResume(ref *Ref, now time.Time, notes, phase string) (ResumePreview,
 	}
 	var start *engine.StartStep
 	for _, a := range actions {
-		if a, ok := a.(engine.StartStep); ok {
+		switch a := a.(type) {
+		case engine.StartStep:
 			start = &a
+		case engine.Complete:
+			return ResumePreview{}, refused("resuming session %s would run nothing and complete it: its last phase, %s, is done and waits for a sign-off (auto_advance: false)",
+				ref.ID(), plan.Phases[s.Phase].Name)
 		}
 	}
 	if start == nil {
