@@ -459,13 +459,14 @@ func (d *decider) decideAfterStep(r StepResult) {
 	env := d.env(r)
 	phase := d.phase()
 	step := d.step()
-	if failed && d.escalate(env) {
+	retries := d.retries()
+	if failed && retries && d.escalate(env) {
 		return
 	}
 	if !d.restart(env) {
 		return
 	}
-	if !check && phase.Retry.When.Value != nil {
+	if !check && retries && phase.Retry.When.Value != nil {
 		retry, ok := d.condition(phase.Retry.When, env)
 		if !ok {
 			return
@@ -482,8 +483,12 @@ func (d *decider) decideAfterStep(r StepResult) {
 		return
 	}
 	if failed {
-		d.fail(fmt.Sprintf("phase %q, step %q failed (exit code %d%s) and no policy retried it or paused",
-			phase.Name, step.Name, r.ExitCode, map[bool]string{true: ", timed out"}[r.TimedOut]))
+		why := "no policy retried it or paused"
+		if !retries {
+			why = "a run: step is not retried unless retry.when is written for its phase (the built-in retry is for agent steps)"
+		}
+		d.fail(fmt.Sprintf("phase %q, step %q failed (exit code %d%s): %s",
+			phase.Name, step.Name, r.ExitCode, map[bool]string{true: ", timed out"}[r.TimedOut], why))
 		return
 	}
 	if s.Step+1 < len(phase.Steps) {
@@ -492,6 +497,15 @@ func (d *decider) decideAfterStep(r StepResult) {
 		return
 	}
 	d.phaseEnd(env)
+}
+
+// retries reports whether the retry policy (retry.when, its back-off and
+// its escalation) applies to the current step's failure: always to an
+// agent step, and to a run: step only when a file wrote retry.when. A
+// failing test suite fails at once, as in make or a CI job, rather than
+// after the built-in back-offs that give an agent another go.
+func (d *decider) retries() bool {
+	return d.step().Agent != nil || d.phase().Retry.When.From.Layer != spec.LayerDefault
 }
 
 // phaseEnd runs after the last step of a phase: done_when decides between

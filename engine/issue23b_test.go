@@ -51,3 +51,38 @@ func TestIssue23AutoAdvanceFalseOnLastPhaseGates(t *testing.T) {
 		})
 	}
 }
+
+// Issue 23, item 13: a failing run: step was retried by the built-in
+// retry (10+20+30 s, then needs-human). The built-in retry is for agent
+// steps; a run: step fails the phase at once, unless a file gives the
+// phase a retry.when.
+func TestIssue23RunStepFailsWithoutBuiltInRetry(t *testing.T) {
+	plan := planOf(t, "version: 1\nagent: {kind: command, command: [agent]}\nphases:\n  - {name: build, steps: [{agent: {}}, {name: test, run: 'echo FAIL; exit 1'}]}\n")
+	s, _ := newSession(t, plan)
+	s.finish(time.Minute, engine.StepResult{})
+	actions := s.finish(time.Second, engine.StepResult{ExitCode: 1, Output: "FAIL\n"})
+	f, ok := last(actions).(engine.Fail)
+	if !ok || s.state.Status != engine.StatusFailed || s.state.Phases[0].Retries != 0 {
+		t.Fatalf("a failing run: step: want Fail at once, got %#v (status %s)", actions, s.state.Status)
+	}
+	if !strings.Contains(f.Reason, `step "test"`) || !strings.Contains(f.Reason, "retry") {
+		t.Errorf("fail reason %q: want the step, and how to have it retried", f.Reason)
+	}
+
+	// The built-in retry still retries an agent step.
+	s, _ = newSession(t, plan)
+	wantStart(t, s.sleepThrough(s.finish(time.Minute, engine.StepResult{ExitCode: 7}), 10*time.Second), 0, 0, 2, "")
+
+	// A retry written in phases.yaml (or a spec) retries a run: step, with
+	// the escalation that comes with it.
+	for _, retry := range []string{
+		"defaults: {retry: {when: exit_code != 0}}\n",
+		"defaults: {retry: {when: exit_code != 0, backoff: 1s, escalate_when: attempt > 1}}\n",
+	} {
+		s, _ = newSession(t, planOf(t, "version: 1\n"+retry+"phases:\n  - {name: build, steps: [{run: make}]}\n"))
+		actions = s.finish(time.Second, engine.StepResult{ExitCode: 1})
+		if _, ok := last(actions).(engine.Sleep); !ok {
+			t.Errorf("%s: want the run: step retried, got %#v", retry, actions)
+		}
+	}
+}
