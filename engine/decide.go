@@ -460,7 +460,7 @@ func (d *decider) decideAfterStep(r StepResult) {
 	phase := d.phase()
 	step := d.step()
 	retries := d.retries()
-	if failed && retries && d.escalate(env) {
+	if failed && retries && d.escalate(env, failureNote(step.Name, r.ExitCode, r.TimedOut, r.Error, r.Output)) {
 		return
 	}
 	if !d.restart(env) {
@@ -523,7 +523,7 @@ func (d *decider) phaseEnd(env *triggers.Env) {
 			s.Errors++
 			s.ConsecutiveErrors++
 			env.Errors, env.ConsecutiveErrors = s.Errors, s.ConsecutiveErrors
-			if d.escalate(env) || !d.restart(env) {
+			if d.escalate(env, d.notDoneNote()) || !d.restart(env) {
 				return
 			}
 			s.Attempt++
@@ -570,9 +570,10 @@ func (s *State) signedOff() bool {
 	return s.Status == StatusPaused && s.Phase < len(s.Phases) && s.Phases[s.Phase].Status == StatusCompleted
 }
 
-// escalate pauses for a human when retry.escalate_when is true; it
+// escalate pauses for a human when retry.escalate_when is true, with
+// what failed as the pause's note (what the human is paged with); it
 // reports whether it did (or an expression failed, which pauses too).
-func (d *decider) escalate(env *triggers.Env) bool {
+func (d *decider) escalate(env *triggers.Env, failed string) bool {
 	when := d.phase().Retry.EscalateWhen
 	if when.Value == nil {
 		return false
@@ -582,9 +583,64 @@ func (d *decider) escalate(env *triggers.Env) bool {
 		return true
 	}
 	if yes {
-		d.pause(d.firing(ReasonNeedsHuman, when.Value, env))
+		f := d.firing(ReasonNeedsHuman, when.Value, env)
+		if failed != "" {
+			f.Note = failed
+		}
+		d.pause(f)
 	}
 	return yes
+}
+
+// failureNote says how a step failed: its name, its exit code (or its
+// time-out) and its last error line.
+func failureNote(step string, exitCode int, timedOut bool, errText, output string) string {
+	how := fmt.Sprintf("exit code %d", exitCode)
+	if timedOut {
+		how = "timed out"
+	}
+	note := fmt.Sprintf("step %q failed (%s)", step, how)
+	if line := errorLine(errText, output); line != "" {
+		note += ": " + line
+	}
+	return note
+}
+
+// notDoneNote says why a phase is not done: its done_when, false, and
+// the steps that failed in the attempt.
+func (d *decider) notDoneNote() string {
+	phase := d.phase()
+	note := fmt.Sprintf("done_when (%s) is false after attempt %d", phase.DoneWhen.Value.Source, d.s.Attempt)
+	var failed []string
+	for _, step := range phase.Steps {
+		if v, ok := d.s.Steps[step.Name]; ok && v.Ran && (v.ExitCode != 0 || v.TimedOut) {
+			failed = append(failed, failureNote(step.Name, v.ExitCode, v.TimedOut, "", v.Output))
+		}
+	}
+	if len(failed) > 0 {
+		note += "; " + strings.Join(failed, "; ")
+	}
+	return note
+}
+
+// errorLine is the line that says best what went wrong: the agent's own
+// error, or else the last line of output that is not blank, at most 200
+// characters.
+func errorLine(errText, output string) string {
+	line := lastLine(errText)
+	if line == "" {
+		line = lastLine(output)
+	}
+	if runes := []rune(line); len(runes) > 200 {
+		line = string(runes[:200]) + "…"
+	}
+	return line
+}
+
+// lastLine is the last line of text that is not blank, trimmed.
+func lastLine(text string) string {
+	text = strings.TrimRight(text, " \t\r\n")
+	return strings.TrimSpace(text[strings.LastIndexByte(text, '\n')+1:])
 }
 
 // restart drops the native session when a restart_when trigger is true.

@@ -86,3 +86,63 @@ func TestIssue23RunStepFailsWithoutBuiltInRetry(t *testing.T) {
 		}
 	}
 }
+
+// Issue 23, item 11: a needs-human pause had an empty note (the hook's
+// $PIPELINE_NOTE, status's pause_note, the CI annotation). It names the
+// step that failed, its exit code and its last error line; when a false
+// done_when escalates, the steps that failed in the phase's last attempt.
+func TestIssue23NeedsHumanPauseSaysWhatFailed(t *testing.T) {
+	t.Run("retry escalates", func(t *testing.T) {
+		s, _ := newSession(t, planOf(t, `version: 1
+defaults: {retry: {when: exit_code != 0, backoff: 0s, escalate_when: attempt > 2}}
+phases: [{name: build, steps: [{name: lint, run: make lint}]}]
+`))
+		var actions []engine.Action
+		for range 3 {
+			actions = s.finish(time.Second, engine.StepResult{ExitCode: 7,
+				Output: "checking…\nerror: cannot import module 'tokenize2'\n\n"})
+		}
+		f := wantPause(t, actions, engine.ReasonNeedsHuman)
+		for _, want := range []string{`step "lint"`, "exit code 7", "error: cannot import module 'tokenize2'"} {
+			if !strings.Contains(f.Note, want) {
+				t.Errorf("needs-human note %q: want %q in it", f.Note, want)
+			}
+		}
+		if r := engine.Report(s.plan, s.state); r.PauseNote != f.Note {
+			t.Errorf("status pause_note %q, want the pause's note", r.PauseNote)
+		}
+	})
+	t.Run("an agent's error, a time-out", func(t *testing.T) {
+		s, _ := newSession(t, planOf(t, `version: 1
+agent: {kind: command, command: [agent]}
+defaults: {retry: {backoff: 0s, escalate_when: attempt >= 1}}
+phases: [{name: build}]
+`))
+		actions := s.finish(time.Second, engine.StepResult{ExitCode: 1, Error: "API Error: 529 overloaded", Output: "working\n"})
+		if f := wantPause(t, actions, engine.ReasonNeedsHuman); !strings.Contains(f.Note, "API Error: 529 overloaded") {
+			t.Errorf("note %q: want the agent's error", f.Note)
+		}
+		s, _ = newSession(t, s.plan)
+		actions = s.finish(time.Second, engine.StepResult{ExitCode: -1, TimedOut: true, Output: "still going\n"})
+		if f := wantPause(t, actions, engine.ReasonNeedsHuman); !strings.Contains(f.Note, "timed out") {
+			t.Errorf("note %q: want the time-out", f.Note)
+		}
+	})
+	t.Run("done_when escalates", func(t *testing.T) {
+		s, _ := newSession(t, planOf(t, `version: 1
+defaults: {retry: {escalate_when: attempt >= 1}}
+phases:
+  - name: build
+    steps: [{run: make}, {name: test, run: make test}]
+    done_when: steps.test.exit_code == 0
+`))
+		s.finish(time.Second, engine.StepResult{})
+		actions := s.finish(time.Second, engine.StepResult{ExitCode: 2, Output: "--- FAIL: TestParse (0.00s)\nFAIL\n"})
+		f := wantPause(t, actions, engine.ReasonNeedsHuman)
+		for _, want := range []string{"done_when", "steps.test.exit_code == 0", `step "test"`, "exit code 2", "FAIL"} {
+			if !strings.Contains(f.Note, want) {
+				t.Errorf("needs-human note %q: want %q in it", f.Note, want)
+			}
+		}
+	})
+}
