@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/triggers"
@@ -105,6 +106,7 @@ func (s State) clone() State {
 	s.Pause, s.Stopping = cloneFiring(s.Pause), cloneFiring(s.Stopping)
 	s.WorkingSet = s.WorkingSet.clone()
 	s.LastContext = maps.Clone(s.LastContext)
+	s.Failed = slices.Clip(slices.Clone(s.Failed))
 	s.Dropped = maps.Clone(s.Dropped)
 	if s.Compaction != nil {
 		c := *s.Compaction
@@ -194,7 +196,7 @@ func (d *decider) enterPhase(i int) {
 	s := d.s
 	s.Phase, s.Step, s.Attempt = i, 0, 1
 	s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = 0, 0, 0, 0
-	s.Steps = map[string]triggers.StepVars{}
+	s.Steps, s.Failed = map[string]triggers.StepVars{}, nil
 	rec := d.record()
 	rec.NativeAtStart = nil
 	for key, id := range s.NativeSessions {
@@ -250,9 +252,12 @@ func (d *decider) startStep() {
 	if step := d.step(); step.Agent != nil {
 		key := sessionKey(d.phase(), step)
 		start.SessionKey = key
-		start.ResumeContext = s.ResumeContext || s.FreshSession
+		// An agent step after a failure is told what failed: a retry
+		// is not the same prompt again.
+		start.ResumeContext = s.ResumeContext || s.FreshSession || len(s.Failed) > 0
 		s.ResumeContext = false
 		start.Resuming, s.Resuming = s.Resuming, nil
+		start.Failed, s.Failed = s.Failed, nil
 		_, had := s.NativeSessions[key]
 		agent := AgentName(step.Agent.Value)
 		if had && s.NativeAgents[key] != "" && s.NativeAgents[key] != agent && !s.FreshSession {
@@ -459,8 +464,15 @@ func (d *decider) decideAfterStep(r StepResult) {
 	env := d.env(r)
 	phase := d.phase()
 	step := d.step()
+	failure := StepFailure{Step: step.Name, ExitCode: r.ExitCode, TimedOut: r.TimedOut, Error: r.Error, Output: failureTail(r.Output)}
+	switch {
+	case failed:
+		d.s.Failed = append(slices.DeleteFunc(d.s.Failed, func(f StepFailure) bool { return f.Step == step.Name }), failure)
+	case !check:
+		d.s.Failed = slices.DeleteFunc(d.s.Failed, func(f StepFailure) bool { return f.Step == step.Name })
+	}
 	retries := d.retries()
-	if failed && retries && d.escalate(env, failureNote(step.Name, r.ExitCode, r.TimedOut, r.Error, r.Output)) {
+	if failed && retries && d.escalate(env, failureNote(failure)) {
 		return
 	}
 	if !d.restart(env) {
@@ -472,7 +484,7 @@ func (d *decider) decideAfterStep(r StepResult) {
 			return
 		}
 		if retry {
-			d.retry(env)
+			d.retry(env, failureNote(failure))
 			return
 		}
 	}
@@ -523,11 +535,19 @@ func (d *decider) phaseEnd(env *triggers.Env) {
 			s.Errors++
 			s.ConsecutiveErrors++
 			env.Errors, env.ConsecutiveErrors = s.Errors, s.ConsecutiveErrors
-			if d.escalate(env, d.notDoneNote()) || !d.restart(env) {
+			// What failed is the attempt's failed steps, checks included.
+			s.Failed = d.failedSteps()
+			note := d.notDoneNote()
+			if d.escalate(env, note) || !d.restart(env) {
 				return
 			}
 			s.Attempt++
 			s.Step = 0
+			if d.hasAgentStep() && s.Resuming == nil {
+				s.ResumeContext = true
+				s.Resuming = &Resumption{Phase: phase.Name,
+					Firing: Firing{Reason: ReasonNotDone, Expression: phase.DoneWhen.Value.Source, Note: note, At: d.now}}
+			}
 			d.startStep()
 			return
 		}
@@ -552,7 +572,7 @@ func (d *decider) phaseEnd(env *triggers.Env) {
 		// Resume starts the next phase.
 		s.Phase++
 		s.Step, s.Attempt, s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = 0, 1, 0, 0, 0, 0
-		s.Steps = map[string]triggers.StepVars{}
+		s.Steps, s.Failed = map[string]triggers.StepVars{}, nil
 		return
 	}
 	if last {
@@ -592,33 +612,68 @@ func (d *decider) escalate(env *triggers.Env, failed string) bool {
 	return yes
 }
 
-// failureNote says how a step failed: its name, its exit code (or its
-// time-out) and its last error line.
-func failureNote(step string, exitCode int, timedOut bool, errText, output string) string {
-	how := fmt.Sprintf("exit code %d", exitCode)
-	if timedOut {
-		how = "timed out"
+// failedSteps are the steps of the current phase whose last result
+// failed, in the phase's order.
+func (d *decider) failedSteps() []StepFailure {
+	var failed []StepFailure
+	for _, step := range d.phase().Steps {
+		if v, ok := d.s.Steps[step.Name]; ok && v.Ran && (v.ExitCode != 0 || v.TimedOut) {
+			failed = append(failed, StepFailure{Step: step.Name, ExitCode: v.ExitCode, TimedOut: v.TimedOut, Output: failureTail(v.Output)})
+		}
 	}
-	note := fmt.Sprintf("step %q failed (%s)", step, how)
-	if line := errorLine(errText, output); line != "" {
-		note += ": " + line
-	}
-	return note
+	return failed
+}
+
+// hasAgentStep reports whether the current phase has an agent step.
+func (d *decider) hasAgentStep() bool {
+	return slices.ContainsFunc(d.phase().Steps, func(st spec.StepPlan) bool { return st.Agent != nil })
 }
 
 // notDoneNote says why a phase is not done: its done_when, false, and
 // the steps that failed in the attempt.
 func (d *decider) notDoneNote() string {
-	phase := d.phase()
-	note := fmt.Sprintf("done_when (%s) is false after attempt %d", phase.DoneWhen.Value.Source, d.s.Attempt)
-	var failed []string
-	for _, step := range phase.Steps {
-		if v, ok := d.s.Steps[step.Name]; ok && v.Ran && (v.ExitCode != 0 || v.TimedOut) {
-			failed = append(failed, failureNote(step.Name, v.ExitCode, v.TimedOut, "", v.Output))
-		}
+	note := fmt.Sprintf("done_when (%s) is false after attempt %d", d.phase().DoneWhen.Value.Source, d.s.Attempt)
+	for _, f := range d.failedSteps() {
+		note += "; " + failureNote(f)
 	}
-	if len(failed) > 0 {
-		note += "; " + strings.Join(failed, "; ")
+	return note
+}
+
+// failureLines and failureBytes bound the output a StepFailure keeps:
+// its last lines say what went wrong, and it goes into prompts.
+const (
+	failureLines = 20
+	failureBytes = 2000
+)
+
+// failureTail is the last lines of a step's output a StepFailure keeps.
+func failureTail(output string) string {
+	output = strings.TrimRight(output, " \t\r\n")
+	lines := strings.Split(output, "\n")
+	if len(lines) > failureLines {
+		lines = lines[len(lines)-failureLines:]
+	}
+	tail := strings.Join(lines, "\n")
+	if len(tail) > failureBytes {
+		tail = tail[len(tail)-failureBytes:]
+		for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
+			tail = tail[1:]
+		}
+		tail = "…" + tail
+	}
+	return tail
+}
+
+// failureNote says how a step failed in one line: its name, its exit
+// code (or its time-out) and its last error line.
+func failureNote(f StepFailure) string {
+	how := fmt.Sprintf("exit code %d", f.ExitCode)
+	if f.TimedOut {
+		how = "timed out"
+	}
+	note := fmt.Sprintf("step %q failed (%s)", f.Step, how)
+	if line := errorLine(f.Error, f.Output); line != "" {
+		note += ": " + line
 	}
 	return note
 }
@@ -659,7 +714,9 @@ func (d *decider) restart(env *triggers.Env) bool {
 	return true
 }
 
-func (d *decider) retry(env *triggers.Env) {
+// retry runs the current step again as a new attempt, after its
+// back-off; the agent of an agent step is told what failed (note).
+func (d *decider) retry(env *triggers.Env, note string) {
 	s, phase := d.s, d.phase()
 	var wait time.Duration
 	if backoff := phase.Retry.Backoff.Value; backoff != nil && backoff.Compiled != nil {
@@ -671,6 +728,11 @@ func (d *decider) retry(env *triggers.Env) {
 	}
 	s.Attempt++
 	d.record().Retries++
+	if d.step().Agent != nil && s.Resuming == nil {
+		s.ResumeContext = true
+		s.Resuming = &Resumption{Phase: phase.Name,
+			Firing: Firing{Reason: ReasonRetry, Expression: phase.Retry.When.Value.Source, Note: note, At: d.now}}
+	}
 	if wait <= 0 {
 		d.startStep()
 		return
@@ -827,7 +889,7 @@ func (d *decider) resumed(e Resumed) {
 			d.record().Status = StatusFailed
 		}
 		s.Phase, s.Step, s.Attempt, s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = i, 0, 1, 0, 0, 0, 0
-		s.Steps = map[string]triggers.StepVars{}
+		s.Steps, s.Failed = map[string]triggers.StepVars{}, nil
 	} else if failed {
 		// The failed step runs again, as a new attempt of its phase.
 		s.Attempt++
@@ -872,7 +934,7 @@ func (d *decider) rewound(e Rewound) {
 	rec := &s.Phases[i]
 	s.Phase, s.Step, s.Attempt = i, 0, rec.Attempts+1
 	s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = 0, 0, 0, 0
-	s.Steps = map[string]triggers.StepVars{}
+	s.Steps, s.Failed = map[string]triggers.StepVars{}, nil
 	s.Only, s.ByHand, s.FailReason, s.Stopping, s.Waiting, s.StepRunning = false, false, "", nil, false, false
 	s.PauseCheckpoint = ""
 	d.restoreNative(rec.NativeAtStart)

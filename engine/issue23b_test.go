@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -145,4 +146,29 @@ phases:
 			}
 		}
 	})
+}
+
+// Issue 23, item 10: what failed goes into the resume context within its
+// budget: the output of a failed step is cut from its first lines, after
+// the files and the summaries, and the step and its exit code stay.
+func TestIssue23RetryContextKeepsTheFailureWithinBudget(t *testing.T) {
+	var out []string
+	for i := range 400 {
+		out = append(out, fmt.Sprintf("test line %d of a long failing run", i))
+	}
+	in := engine.ResumeInput{Pipeline: "p", Phase: "build", Step: "agent", Attempt: 2, Reason: engine.ReasonRetry,
+		Failed:       []engine.StepFailure{{Step: "agent", ExitCode: 7, Output: strings.Join(out, "\n")}},
+		FilesChanged: []string{"a.go", "b.go", "c.go"}}
+	text, err := engine.RenderResumeContext("", in, 300, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"step agent: exit code 7", "test line 399 of", "earlier lines cut"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the context within 300 tokens lost %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "test line 0 of") || len(text) > 4*300 {
+		t.Errorf("the context is over its budget (%d bytes) or kept the first lines:\n%s", len(text), text)
+	}
 }

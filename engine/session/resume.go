@@ -117,6 +117,7 @@ func resumeInput(plan *spec.Plan, x *store.Session, s engine.State, a engine.Sta
 		in.HumanChanges = a.Resuming.Changed
 		in.RecentOutput = a.Resuming.RecentOutput
 	}
+	in.Failed = a.Failed
 	for i, rec := range s.Phases {
 		switch {
 		case i < a.Phase && rec.Status == engine.StatusCompleted:
@@ -261,7 +262,7 @@ func PreviewResume(ref *Ref, now time.Time, notes, phase string) (ResumePreview,
 	a := *start
 	if plan.Phases[a.Phase].Steps[a.Step].Agent == nil {
 		// The context waits for the first agent step from here.
-		a.ResumeContext, a.Resuming = true, s.Resuming
+		a.ResumeContext, a.Resuming, a.Failed = true, s.Resuming, s.Failed
 		found := false
 		for pi := a.Phase; pi < len(plan.Phases) && !found; pi++ {
 			first := 0
