@@ -491,6 +491,8 @@ func (d *decider) decideAfterStep(r StepResult) {
 	if firing, ok := d.firstTrigger(phase.PauseWhen, env); !ok {
 		return
 	} else if firing != nil {
+		// A pause on a failed step ends its attempt.
+		s.AttemptEnded = failed
 		d.pause(*firing)
 		return
 	}
@@ -538,7 +540,14 @@ func (d *decider) phaseEnd(env *triggers.Env) {
 			// What failed is the attempt's failed steps, checks included.
 			s.Failed = d.failedSteps()
 			note := d.notDoneNote()
-			if d.escalate(env, note) || !d.restart(env) {
+			if d.escalate(env, note) {
+				if s.AttemptEnded {
+					// The resume runs the phase again, from its first step.
+					s.Step = 0
+				}
+				return
+			}
+			if !d.restart(env) {
 				return
 			}
 			s.Attempt++
@@ -607,6 +616,7 @@ func (d *decider) escalate(env *triggers.Env, failed string) bool {
 		if failed != "" {
 			f.Note = failed
 		}
+		d.s.AttemptEnded = true
 		d.pause(f)
 	}
 	return yes
@@ -874,7 +884,7 @@ func (d *decider) resumed(e Resumed) {
 		return
 	}
 	failed := s.Status == StatusFailed
-	from := &Resumption{Phase: d.phase().Name, Changed: slices.Clone(e.Changed)}
+	from := &Resumption{Phase: d.phase().Name, Changed: slices.Clone(e.Changed), Notes: e.Notes}
 	switch {
 	case s.Pause != nil:
 		from.Firing = *s.Pause
@@ -890,10 +900,12 @@ func (d *decider) resumed(e Resumed) {
 		}
 		s.Phase, s.Step, s.Attempt, s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = i, 0, 1, 0, 0, 0, 0
 		s.Steps, s.Failed = map[string]triggers.StepVars{}, nil
-	} else if failed {
-		// The failed step runs again, as a new attempt of its phase.
+	} else if failed || s.AttemptEnded {
+		// The step that failed runs again, as a new attempt of its phase
+		// (with its own transcript).
 		s.Attempt++
 	}
+	s.AttemptEnded = false
 	rec := d.record()
 	rec.Human++
 	if e.Notes != "" {
@@ -934,7 +946,7 @@ func (d *decider) rewound(e Rewound) {
 	rec := &s.Phases[i]
 	s.Phase, s.Step, s.Attempt = i, 0, rec.Attempts+1
 	s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = 0, 0, 0, 0
-	s.Steps, s.Failed = map[string]triggers.StepVars{}, nil
+	s.Steps, s.Failed, s.AttemptEnded = map[string]triggers.StepVars{}, nil, false
 	s.Only, s.ByHand, s.FailReason, s.Stopping, s.Waiting, s.StepRunning = false, false, "", nil, false, false
 	s.PauseCheckpoint = ""
 	d.restoreNative(rec.NativeAtStart)

@@ -172,3 +172,55 @@ func TestIssue23RetryContextKeepsTheFailureWithinBudget(t *testing.T) {
 		t.Errorf("the context is over its budget (%d bytes) or kept the first lines:\n%s", len(text), text)
 	}
 }
+
+// Issue 23, item 14: a resume after needs-human reused the attempt that
+// had failed (its transcript appended to). The pause ended that attempt:
+// the resume starts a new one; after a false done_when escalated, the
+// phase's steps from the first. A human pause in a retry's back-off
+// resumes the attempt the retry had started, with no number skipped.
+func TestIssue23ResumeAfterNeedsHumanStartsANewAttempt(t *testing.T) {
+	t.Run("a step that failed", func(t *testing.T) {
+		s, _ := newSession(t, planOf(t, `version: 1
+defaults: {retry: {when: exit_code != 0, backoff: 0s, escalate_when: attempt > 1}}
+phases: [{name: build, steps: [{run: make}, {name: lint, run: make lint}]}]
+`))
+		s.finish(time.Second, engine.StepResult{})
+		wantStart(t, s.finish(time.Second, engine.StepResult{ExitCode: 1}), 0, 1, 2, "")
+		wantPause(t, s.finish(time.Second, engine.StepResult{ExitCode: 1}), engine.ReasonNeedsHuman)
+		if r := engine.Report(s.plan, s.state); r.Attempt != 2 || r.Step != "lint" {
+			t.Errorf("paused at step %s, attempt %d; want lint, 2", r.Step, r.Attempt)
+		}
+		wantStart(t, s.send(engine.Resumed{At: s.now, Notes: "fixed the config"}), 0, 1, 3, "")
+		if got := s.state.Phases[0].Attempts; got != 3 {
+			t.Errorf("the phase records %d attempts, want 3", got)
+		}
+	})
+	t.Run("done_when false", func(t *testing.T) {
+		s, _ := newSession(t, planOf(t, `version: 1
+defaults: {retry: {escalate_when: attempt >= 1}}
+phases:
+  - name: build
+    steps: [{run: make}, {name: test, run: make test}]
+    done_when: steps.test.exit_code == 0
+`))
+		s.finish(time.Second, engine.StepResult{})
+		wantPause(t, s.finish(time.Second, engine.StepResult{ExitCode: 1}), engine.ReasonNeedsHuman)
+		wantStart(t, s.send(engine.Resumed{At: s.now}), 0, 0, 2, "")
+	})
+	t.Run("a pause in a back-off", func(t *testing.T) {
+		s, _ := newSession(t, planOf(t, `version: 1
+defaults: {retry: {when: exit_code != 0, backoff: 1m}}
+phases: [{name: build, steps: [{run: make}]}]
+`))
+		if _, ok := last(s.finish(time.Second, engine.StepResult{ExitCode: 1})).(engine.Sleep); !ok {
+			t.Fatal("want a back-off")
+		}
+		wantPause(t, s.send(engine.PauseRequested{At: s.now, Reason: engine.ReasonHuman}), engine.ReasonHuman)
+		wantStart(t, s.send(engine.Resumed{At: s.now}), 0, 0, 2, "")
+	})
+	t.Run("a checkpoint", func(t *testing.T) {
+		s, _ := newSession(t, planOf(t, "version: 1\nphases: [{name: build, steps: [{run: make}]}]\n"))
+		wantPause(t, s.finish(time.Second, engine.StepResult{Checkpoint: true}), "checkpoint")
+		wantStart(t, s.send(engine.Resumed{At: s.now}), 0, 0, 1, "")
+	})
+}

@@ -91,6 +91,11 @@ type State struct {
 	StepRunning bool `json:"step_running,omitempty"`
 	Waiting     bool `json:"waiting,omitempty"`
 
+	// AttemptEnded: the session paused because the attempt failed (an
+	// escalation to a human, a pause_when that fired on a failed step):
+	// the resume starts a new attempt, with a transcript of its own.
+	AttemptEnded bool `json:"attempt_ended,omitempty"`
+
 	// Stopping is the trigger (or human) that asked the running step to
 	// stop; the pause takes effect when the step has ended.
 	Stopping *Firing `json:"stopping,omitempty"`
@@ -224,6 +229,8 @@ type Resumption struct {
 	// Changed are the files changed in the work tree while the session
 	// was paused (Resumed.Changed).
 	Changed []string `json:"changed,omitempty"`
+	// Notes are the human's notes given with the resume (Resumed.Notes).
+	Notes string `json:"notes,omitempty"`
 	// RecentOutput, after a compaction, is the end of the last step's
 	// output: the fresh session sees where the conversation it replaces
 	// stopped.

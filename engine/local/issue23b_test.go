@@ -1,6 +1,7 @@
 package local_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,4 +74,62 @@ func readIn(t *testing.T, dir, name string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// Issue 23, item 14: a resume after needs-human ran the failed attempt
+// again and appended to its transcript with no separator. It starts a new
+// attempt, with a transcript of its own; a resume that runs the same
+// attempt again (after a checkpoint) marks where it starts in the
+// transcript, with the human's notes.
+func TestIssue23ResumeAfterNeedsHumanStartsANewAttempt(t *testing.T) {
+	h := newHarness(t, `version: 1
+defaults: {retry: {when: exit_code != 0, backoff: 0s, escalate_when: attempt > 1}}
+phases:
+  - name: build
+    steps: [{name: lint, run: 'echo "lint attempt $PIPELINE_ATTEMPT"; test -f fixed'}]
+  - name: review
+    steps: [{name: look, run: 'echo "look attempt $PIPELINE_ATTEMPT"; test -f looked || { touch looked; echo "[CHECKPOINT] half way"; sleep 30; }'}]
+`, clock.Real{})
+	h.driver.Grace = 200 * time.Millisecond
+	s := h.await(h.start())
+	if s.Status != engine.StatusPaused || s.Pause.Reason != engine.ReasonNeedsHuman || s.Attempt != 2 {
+		t.Fatalf("status %s at attempt %d, pause %+v", s.Status, s.Attempt, s.Pause)
+	}
+	if err := os.WriteFile(filepath.Join(h.dir, "fixed"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	resume := func(notes string) engine.State {
+		t.Helper()
+		events, err := h.sess.Resume(time.Now(), notes, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := h.driver.Run(context.Background(), h.sess, events...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s = resume("the config was wrong")
+	if s.Status != engine.StatusPaused || s.Pause.Reason != "checkpoint" || s.Phases[0].Attempts != 3 {
+		t.Fatalf("after the resume: %s, %+v, build's attempts %d (want 3)", s.Status, s.Pause, s.Phases[0].Attempts)
+	}
+	if got := transcript(t, h, "build", "2-lint.log"); strings.Count(got, "lint attempt") != 1 {
+		t.Errorf("the transcript of the attempt that escalated was appended to:\n%s", got)
+	}
+	if got := transcript(t, h, "build", "3-lint.log"); !strings.Contains(got, "lint attempt 3") {
+		t.Errorf("the resume's attempt 3 has no transcript of its own:\n%s", got)
+	}
+
+	// A checkpoint pauses mid-step: its resume runs the same attempt, and
+	// says so in the transcript.
+	if s = resume("go on with the rest"); s.Status != engine.StatusCompleted {
+		t.Fatalf("after the second resume: %s, %+v", s.Status, s.Pause)
+	}
+	got := transcript(t, h, "review", "1-look.log")
+	i := strings.Index(got, "--- resumed at ")
+	if i < 0 || !strings.Contains(got[i:], "after checkpoint (notes: go on with the rest) ---\n") ||
+		strings.Count(got[:i], "look attempt 1") != 1 || !strings.Contains(got[i:], "look attempt 1") {
+		t.Errorf("no line marks where the resumed run starts in the transcript:\n%s", got)
+	}
 }
