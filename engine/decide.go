@@ -938,11 +938,16 @@ func (d *decider) rewound(e Rewound) {
 	if i < 0 || s.Status == StatusRunning || s.Status == "" {
 		return
 	}
+	rewound := map[string]bool{}
 	for j := i; j < len(s.Phases); j++ {
 		rec := &s.Phases[j]
 		rec.Status, rec.Checkpoint = "", ""
 		rec.HeadBefore, rec.TreeBefore, rec.HeadAfter, rec.Files = "", "", "", nil
+		// A summary says where work stands that the rewind undid.
+		rec.Summary = ""
+		rewound[rec.Name] = true
 	}
+	s.WorkingSet.Summary = slices.DeleteFunc(s.WorkingSet.Summary, func(m MemoryItem) bool { return rewound[m.Phase] })
 	rec := &s.Phases[i]
 	s.Phase, s.Step, s.Attempt = i, 0, rec.Attempts+1
 	s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = 0, 0, 0, 0

@@ -224,3 +224,46 @@ phases: [{name: build, steps: [{run: make}]}]
 		wantStart(t, s.send(engine.Resumed{At: s.now}), 0, 0, 1, "")
 	})
 }
+
+// Issue 23, item 12: after a rewind the agent was told `pause_when
+// "rewound" fired`, and status kept the rewound run's summary. The agent
+// is told a human rewound the work tree to the checkpoint before the
+// phase; the summaries of the phases rewound are dropped. No reason the
+// engine gives itself is worded as a pause_when trigger.
+func TestIssue23RewindTellsTheAgentAHumanRewound(t *testing.T) {
+	plan := planOf(t, "version: 1\nagent: {kind: command, command: [agent]}\nphases: [{name: a}, {name: b}, {name: c}]\n")
+	s, _ := newSession(t, plan)
+	for _, out := range []string{"wrote a.txt", "[SUMMARY] b is half done", "wrote c.txt"} {
+		s.finish(time.Minute, engine.StepResult{Output: out + "\n"})
+	}
+	if s.state.Status != engine.StatusCompleted || s.state.Phases[1].Summary == "" {
+		t.Fatalf("status %s, b's summary %q", s.state.Status, s.state.Phases[1].Summary)
+	}
+	s.send(engine.Rewound{At: s.now, Phase: "b", Checkpoint: "0123456789abcdef"})
+	r := engine.Report(plan, s.state)
+	if r.Phases[0].Summary == "" || r.Phases[1].Summary != "" || r.Phases[2].Summary != "" {
+		t.Errorf("after the rewind status shows summaries %q, %q, %q; want a's only", r.Phases[0].Summary, r.Phases[1].Summary, r.Phases[2].Summary)
+	}
+	if got := s.state.WorkingSet.PhaseSummary("b"); got != "" {
+		t.Errorf("the working set keeps the rewound run's summary of b: %q", got)
+	}
+	start, ok := last(s.send(engine.Resumed{At: s.now})).(engine.StartStep)
+	if !ok {
+		t.Fatal("the resume started no step")
+	}
+	reason, why, _ := engine.ResumeWhy(plan, s.state, start)
+	if reason != engine.ReasonRewound || strings.Contains(why, "pause_when") || !strings.Contains(why, "rewound the work tree") ||
+		!strings.Contains(why, "checkpoint before this phase") {
+		t.Errorf("after a rewind the agent is told %q: %q", reason, why)
+	}
+
+	for _, reason := range []string{engine.ReasonNeedsHuman, engine.ReasonInterrupted, engine.ReasonPhaseComplete,
+		engine.ReasonExpressionError, engine.ReasonHuman, engine.ReasonRateLimit, engine.ReasonStoreError,
+		engine.ReasonOutOfScope, engine.ReasonConflicts, engine.ReasonRewound, engine.ReasonRunnerDied,
+		engine.ResumedFromFailure, engine.ReasonCompaction, engine.ReasonRetry, engine.ReasonNotDone} {
+		a := engine.StartStep{Resuming: &engine.Resumption{Firing: engine.Firing{Reason: reason}, Phase: "a"}}
+		if _, why, _ := engine.ResumeWhy(plan, s.state, a); strings.Contains(why, "pause_when") {
+			t.Errorf("reason %s is told as a trigger: %q", reason, why)
+		}
+	}
+}

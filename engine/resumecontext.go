@@ -517,6 +517,12 @@ func pauseWhy(f Firing) (reason, why, note string) {
 		return reason, what + ": this is a fresh session. The working set below (pinned facts, decisions, open tasks) and the end of the previous conversation are what it left you.", note
 	case ReasonStoreError:
 		return reason, "The session could not be recorded (a full disk, an I/O error) and paused; it was resumed.", note
+	case ReasonRewound:
+		return reason, "A human rewound the work tree to the checkpoint before this phase (pipeline rewind): the files are as they were when the phase started, what this phase and those after it did is undone, and the phase runs again.", note
+	case ReasonConflicts:
+		return reason, "The work tree had conflict markers when the session was resumed, and it waited for a human to resolve them; they were, and the session was resumed.", note
+	case ReasonOutOfScope:
+		return reason, "The step changed files outside the phase's writes globs, and the session paused for a human, who has looked and resumed it: change only the files this phase may write.", note
 	case ReasonRetry:
 		what := "Your previous attempt at this step failed, and the retry policy"
 		if f.Expression != "" {
