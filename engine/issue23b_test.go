@@ -267,3 +267,42 @@ func TestIssue23RewindTellsTheAgentAHumanRewound(t *testing.T) {
 		}
 	}
 }
+
+// Issue 23, item 16: "completed: 3 phases" counted the phases that run
+// --only, run --from, resume --phase or a fork skipped. The line says
+// how many ran and how many were skipped (or failed and left).
+func TestIssue23CompletedCountsOnlyThePhasesThatRan(t *testing.T) {
+	plan := planOf(t, "version: 1\ndefaults: {retry: {when: \"false\"}}\nphases: [{name: a, steps: [{run: a}]}, {name: b, steps: [{run: b}]}, {name: c, steps: [{run: c}]}]\n")
+	run := func(start engine.Started, results ...engine.StepResult) engine.State {
+		s := &session{t: t, plan: plan, now: time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)}
+		start.At = s.now
+		s.send(start)
+		for _, r := range results {
+			s.finish(time.Second, r)
+			if s.state.Status == engine.StatusFailed {
+				s.send(engine.Resumed{At: s.now, Phase: "c"})
+			}
+		}
+		return s.state
+	}
+	for _, tc := range []struct {
+		name  string
+		state engine.State
+		want  string
+	}{
+		{"all", run(engine.Started{}, engine.StepResult{}, engine.StepResult{}, engine.StepResult{}), "completed: 3 phases"},
+		{"--only", run(engine.Started{From: "b", Only: true}, engine.StepResult{}), "completed: 1 phase run, 2 skipped"},
+		{"--from", run(engine.Started{From: "b"}, engine.StepResult{}, engine.StepResult{}), "completed: 2 phases run, 1 skipped"},
+		{"resume --phase after a failure", run(engine.Started{}, engine.StepResult{ExitCode: 1}, engine.StepResult{}), "completed: 1 phase run, 1 failed, 1 skipped"},
+	} {
+		if tc.state.Status != engine.StatusCompleted {
+			t.Fatalf("%s: status %s", tc.name, tc.state.Status)
+		}
+		if got := engine.CompletedLine(tc.state); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+		if got := engine.Report(plan, tc.state).CompletedLine(); got != tc.want {
+			t.Errorf("%s: the report's line %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

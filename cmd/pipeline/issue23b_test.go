@@ -29,3 +29,25 @@ phases: [{name: build, steps: [{name: lint, run: 'echo checking; echo "error: ca
 		t.Errorf("status does not say what failed:\n%s", r.stdout)
 	}
 }
+
+// Issue 23, item 16: run --only said "completed: 3 phases" though one ran
+// and two were skipped; so did its --quiet outcome line.
+func TestIssue23CompletedSaysHowManyPhasesRan(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", `version: 1
+phases:
+  - {name: design, steps: [{run: 'true'}]}
+  - {name: build, steps: [{run: 'true'}]}
+  - {name: docs, steps: [{run: 'true'}]}
+`)
+	for _, args := range [][]string{{"run", "--only", "build"}, {"run", "--only", "build", "--quiet"}} {
+		r := pipeline(t, dir, args...)
+		if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "completed: 1 phase run, 2 skipped") ||
+			strings.Contains(r.stdout+r.stderr, "3 phases") {
+			t.Errorf("%v: exit %d:\n%s%s", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	if r := pipeline(t, dir, "run", "--new"); r.code != 0 || !strings.Contains(r.stdout+r.stderr, "completed: 3 phases") {
+		t.Errorf("run --new: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
