@@ -51,3 +51,33 @@ phases:
 		t.Errorf("run --new: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// Issue 23, item 15: with an older session paused and the newest failed,
+// pipeline run resumed the older one. It takes the newest (failed: a new
+// session starts), and says which session it did not resume.
+func TestIssue23RunDoesNotResumeAnOlderPausedSession(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", `version: 1
+phases:
+  - name: build
+    steps: [{run: 'if [ -f fail ]; then exit 1; fi; echo "[CHECKPOINT] look"'}]
+`)
+	if r := pipeline(t, dir, "run"); r.code != exitPaused {
+		t.Fatalf("run: exit %d, want 3: %s", r.code, r.stderr)
+	}
+	paused := status(t, dir).ID
+	write(t, dir, "fail", "")
+	if r := pipeline(t, dir, "run", "--new"); r.code != 1 {
+		t.Fatalf("run --new: exit %d, want 1: %s", r.code, r.stderr)
+	}
+	failed := status(t, dir).ID
+	r := pipeline(t, dir, "run")
+	if strings.Contains(r.stderr, "resuming session "+paused) {
+		t.Fatalf("run resumed the older paused session %s though the newest, %s, failed:\n%s", paused, failed, r.stderr)
+	}
+	for _, want := range []string{"session " + paused + " is paused", failed + " (failed)", "pipeline resume " + paused} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("run does not say %q:\n%s", want, r.stderr)
+		}
+	}
+}

@@ -66,8 +66,9 @@ type Create int
 const (
 	// Never: open an existing session, or fail.
 	Never Create = iota
-	// IfNone: the latest session with one of the statuses, or else a new
-	// one (pipeline run).
+	// IfNone: the newest session of the pipeline and spec when it has
+	// one of the statuses, or else a new one (pipeline run): an older
+	// session is never taken over a newer one that failed or completed.
 	IfNone
 	// Always: a new session (pipeline run --new).
 	Always
@@ -179,7 +180,7 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	} else if o.Create != Always {
 		// Looked up under the lock: no other runner can start or end a
 		// session of this key meanwhile.
-		if x, s.state, err = latestOpen(st, plan, key, o.Statuses); err != nil {
+		if x, s.state, err = latestOpen(st, plan, key, o.Statuses, o.Create == IfNone, say); err != nil {
 			return fail(err)
 		}
 		if x == nil && o.Create == Never {
@@ -256,15 +257,33 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 // statuses, with its state; nil when there is none. The index can be
 // behind the session's files (a runner killed between an event and its
 // snapshot): a session whose files say otherwise gets its listing
-// brought up to date and is passed over.
-func latestOpen(st *store.Store, plan *spec.Plan, key string, statuses []engine.Status) (*store.Session, engine.State, error) {
+// brought up to date and is passed over. With newest, only the newest
+// session of key is taken, and an older one with one of the statuses
+// passed over is said.
+func latestOpen(st *store.Store, plan *spec.Plan, key string, statuses []engine.Status, newest bool, say func(string, ...any)) (*store.Session, engine.State, error) {
 	list, err := st.List()
 	if err != nil {
 		return nil, engine.State{}, storeRefused(st, err)
 	}
+	var newestSeen *store.Summary
 	for i := range list {
 		sum := list[i]
-		if sum.Key != key || len(statuses) > 0 && !slices.Contains(statuses, engine.Status(sum.Status)) {
+		if sum.Key != key {
+			continue
+		}
+		if newest && newestSeen != nil {
+			// The newest stays as it is: say what is passed over.
+			if len(statuses) == 0 || slices.Contains(statuses, engine.Status(sum.Status)) {
+				say("session %s is %s, but the newest session of this pipeline and spec is %s (%s): it is not resumed (pipeline resume %s continues it)",
+					sum.ID, sum.Status, newestSeen.ID, newestSeen.Status, sum.ID)
+				break
+			}
+			continue
+		}
+		if newest {
+			newestSeen = &list[i]
+		}
+		if len(statuses) > 0 && !slices.Contains(statuses, engine.Status(sum.Status)) {
 			continue
 		}
 		x, err := st.Session(sum.ID)
@@ -289,6 +308,9 @@ func latestOpen(st *store.Store, plan *spec.Plan, key string, statuses []engine.
 		x.Close()
 		if err != nil {
 			return nil, engine.State{}, storeRefused(st, err)
+		}
+		if newest {
+			newestSeen.Status = string(now)
 		}
 	}
 	return nil, engine.State{}, nil

@@ -1,0 +1,71 @@
+package session_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/session"
+)
+
+// Issue 23, item 15: pipeline run resumed an older paused session when
+// the newest of its pipeline and spec had failed. Run takes the newest:
+// it resumes it when it is paused (or its runner died), and otherwise
+// starts a new session, saying which older one it passed over.
+func TestIssue23RunTakesTheNewestSession(t *testing.T) {
+	p := newProject(t, "version: 1\ndefaults: {retry: {when: \"false\"}}\nphases: [{name: one, steps: [{run: 'true'}]}, {name: two, steps: [{run: 'true'}]}]\n")
+	now := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	// newer makes a session that sorts after every earlier one (ids are
+	// made from the time) and leaves it with its first step ended by
+	// result.
+	var last string
+	newer := func(result engine.StepResult) string {
+		t.Helper()
+		for {
+			s := p.mustOpen(session.Options{Create: session.Always})
+			if s.ID() <= last {
+				// Made in the same millisecond, and sorted before: again.
+				s.Close()
+				continue
+			}
+			if _, err := s.Apply(s.Start(now), engine.StepFinished{At: now, Result: result}); err != nil {
+				t.Fatal(err)
+			}
+			if result.Checkpoint {
+				if s.State().Status != engine.StatusPaused {
+					t.Fatalf("status %s, want paused", s.State().Status)
+				}
+			}
+			last = s.ID()
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return last
+		}
+	}
+	paused := newer(engine.StepResult{Checkpoint: true})
+	failed := newer(engine.StepResult{ExitCode: 1})
+
+	var said []string
+	run := session.Options{Create: session.IfNone, Statuses: []engine.Status{engine.StatusPaused, engine.StatusRunning},
+		Say: func(format string, args ...any) { said = append(said, fmt.Sprintf(format, args...)) }}
+	s := p.mustOpen(run)
+	if !s.Created || s.ID() == paused {
+		t.Fatalf("run opened %s (created %v); the newest, %s, failed: want a new session, not the older paused %s", s.ID(), s.Created, failed, paused)
+	}
+	text := strings.Join(said, "\n")
+	if !strings.Contains(text, paused) || !strings.Contains(text, failed) {
+		t.Errorf("run does not say which session it passed over:\n%s", text)
+	}
+	s.Close()
+
+	// The newest paused: run resumes it.
+	paused = newer(engine.StepResult{Checkpoint: true})
+	if s := p.mustOpen(run); s.Created || s.ID() != paused {
+		t.Errorf("run opened %s (created %v), want the newest, paused %s", s.ID(), s.Created, paused)
+	} else {
+		s.Close()
+	}
+}
