@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -79,5 +80,28 @@ phases:
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("run does not say %q:\n%s", want, r.stderr)
 		}
+	}
+}
+
+// Issue 23, item 5: run and resume ignored a .pipeline/memory.json that
+// is not a project memory. They exit 2 as memory --project does, naming
+// the file and what to do.
+func TestIssue23CorruptProjectMemoryStopsRunAndResume(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", "version: 1\nphases: [{name: build, steps: [{run: 'echo \"[CHECKPOINT] look\"'}]}]\n")
+	if r := pipeline(t, dir, "run"); r.code != exitPaused {
+		t.Fatalf("run: exit %d, want 3: %s", r.code, r.stderr)
+	}
+	write(t, dir, ".pipeline/memory.json", `{"version": 1, "pinned_facts": [`)
+	path := filepath.Join(".pipeline", "memory.json")
+	for _, args := range [][]string{{"run"}, {"run", "--new"}, {"resume"}, {"memory", "--project"}} {
+		r := pipeline(t, dir, args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, path+" is not a project memory") ||
+			!strings.Contains(r.stderr, "pipeline memory pin --project writes a new one") {
+			t.Errorf("%v over a broken memory.json: exit %d, want 2 naming it:\n%s", args, r.code, r.stderr)
+		}
+	}
+	if s := status(t, dir); s.Status != "paused" {
+		t.Errorf("the session is %s after the refusals, want paused", s.Status)
 	}
 }

@@ -221,7 +221,11 @@ func (r *StepRunner) prepareTurn(a engine.StartStep, s engine.State, step *spec.
 	if req.SessionID == "" && !a.ResumeContext && compaction == "" {
 		// A fresh conversation with no resume context still learns what
 		// the project pinned for every session.
-		if facts := r.Session.ProjectFacts(); facts != "" {
+		facts, err := r.Session.ProjectFacts()
+		if err != nil {
+			r.say("pipeline: %v; the project's facts are left out of this prompt", err)
+		}
+		if facts != "" {
 			prompt = facts + "\n\n" + prompt
 		}
 	}

@@ -2,6 +2,8 @@ package session_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -67,5 +69,43 @@ func TestIssue23RunTakesTheNewestSession(t *testing.T) {
 		t.Errorf("run opened %s (created %v), want the newest, paused %s", s.ID(), s.Created, paused)
 	} else {
 		s.Close()
+	}
+}
+
+// Issue 23, item 5: a .pipeline/memory.json that is not a project memory
+// was ignored by run and resume: the project's facts left every prompt
+// with no word. Starting or resuming a session is refused as memory
+// --project is (the file named, what to do); a memory that breaks while
+// a session runs is said with the prompt it is left out of.
+func TestIssue23CorruptProjectMemoryIsNotIgnored(t *testing.T) {
+	p := newProject(t, twoPhases)
+	paused := p.mustOpen(session.Options{Create: session.Always})
+	now := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	if _, err := paused.Apply(paused.Start(now), engine.StepFinished{At: now, Result: engine.StepResult{Checkpoint: true}}); err != nil {
+		t.Fatal(err)
+	}
+	id := paused.ID()
+	paused.Close()
+	memory := filepath.Join(p.st.Root, "memory.json")
+	if err := os.WriteFile(memory, []byte("{\"version\": 1, \"pinned_facts\": [tru"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, create := range []session.Create{session.Always, session.IfNone} {
+		_, err := p.open(session.Options{Create: create, Statuses: []engine.Status{engine.StatusPaused}})
+		wantRefused(t, err, memory+" is not a project memory")
+		wantRefused(t, err, "pipeline memory pin --project writes a new one")
+	}
+	s := p.mustOpen(session.Options{ID: id})
+	defer s.Close()
+	_, err := s.Resume(now, "", "")
+	wantRefused(t, err, memory+" is not a project memory")
+
+	// Broken while the session runs: the resume context says so.
+	a := engine.StartStep{Phase: 0, Step: 0, Attempt: 1, ResumeContext: true}
+	if _, warning := s.ResumeContext(s.State(), a); !strings.Contains(warning, memory) {
+		t.Errorf("the resume context leaves the project's facts out with the warning %q", warning)
+	}
+	if _, err := s.ProjectFacts(); err == nil || !strings.Contains(err.Error(), memory) {
+		t.Errorf("ProjectFacts over a broken memory: %v", err)
 	}
 }

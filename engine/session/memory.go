@@ -100,19 +100,28 @@ func UnpinProject(st *store.Store, id int) (engine.MemoryItem, error) {
 }
 
 // ProjectFacts is the project's pinned facts as the first prompt of a
-// fresh conversation gets them, "" when there are none (or the memory
-// cannot be read: pipeline memory --project says why).
-func (s *Session) ProjectFacts() string {
+// fresh conversation gets them, "" when there are none. A memory that
+// cannot be read is an error that names it: the caller says so, and the
+// prompt goes without.
+func (s *Session) ProjectFacts() (string, error) {
 	m, err := LoadProjectMemory(s.Store)
 	if err != nil || len(m.Pinned) == 0 {
-		return ""
+		return "", err
 	}
 	var b strings.Builder
 	b.WriteString("## Project facts (pinned for every session of this project)")
 	for _, f := range m.Pinned {
 		b.WriteString("\n- " + strings.ReplaceAll(f.Text, "\n", " "))
 	}
-	return b.String()
+	return b.String(), nil
+}
+
+// checkProjectMemory refuses to run a session of a store whose project
+// memory cannot be read: its facts would leave every prompt unsaid.
+// The error is memory --project's: the file, and what to do.
+func checkProjectMemory(st *store.Store) error {
+	_, err := LoadProjectMemory(st)
+	return err
 }
 
 func redactWith(plan *spec.Plan, text string) string {

@@ -90,11 +90,10 @@ func ResumeContextWithWarning(plan *spec.Plan, x *store.Session, redact func(str
 		if budget <= 0 {
 			budget = ResumeBudget
 		}
-		in := resumeInput(plan, x, s, a, redact)
+		in, warning := resumeInput(plan, x, s, a, redact)
 		text, err := engine.RenderResumeContext(plan.ResumeTemplate, in, budget, tokens.Count)
-		warning := ""
 		if err != nil && plan.ResumeTemplate != "" {
-			warning = fmt.Sprintf("%s: resume_context.template failed (%v); the built-in resume context is used instead", plan.File, err)
+			warning = joinWarnings(warning, fmt.Sprintf("%s: resume_context.template failed (%v); the built-in resume context is used instead", plan.File, err))
 			text, err = engine.RenderResumeContext("", in, budget, tokens.Count)
 		}
 		if err != nil {
@@ -108,7 +107,17 @@ func ResumeContextWithWarning(plan *spec.Plan, x *store.Session, redact func(str
 	}
 }
 
-func resumeInput(plan *spec.Plan, x *store.Session, s engine.State, a engine.StartStep, redact func(string) string) engine.ResumeInput {
+// joinWarnings puts two warnings on one line.
+func joinWarnings(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "; " + b
+}
+
+// resumeInput is what the resume context of a is rendered from; the
+// warning says what could not be read for it.
+func resumeInput(plan *spec.Plan, x *store.Session, s engine.State, a engine.StartStep, redact func(string) string) (engine.ResumeInput, string) {
 	phase := plan.Phases[a.Phase]
 	in := engine.ResumeInput{Pipeline: plan.Name.Value, Phase: phase.Name, Step: phase.Steps[a.Step].Name, Attempt: a.Attempt,
 		SpecPath: plan.Spec}
@@ -143,7 +152,11 @@ func resumeInput(plan *spec.Plan, x *store.Session, s engine.State, a engine.Sta
 	for _, p := range plan.Phases[a.Phase+1:] {
 		in.NextSteps = append(in.NextSteps, fmt.Sprintf("phase %s: %s", p.Name, p.Prompt.Value))
 	}
-	in.PinnedFacts, in.Decisions, in.OpenTasks = workingSetInput(s.WorkingSet, x)
+	warning := ""
+	var err error
+	if in.PinnedFacts, in.Decisions, in.OpenTasks, err = workingSetInput(s.WorkingSet, x); err != nil {
+		warning = fmt.Sprintf("%v; the project's facts are left out of the resume context", err)
+	}
 	if plan.Spec != "" && x != nil {
 		// The saved copy was redacted; so is the spec it is compared with.
 		before, _ := x.ReadFile(SpecAtPauseFile)
@@ -158,17 +171,18 @@ func resumeInput(plan *spec.Plan, x *store.Session, s engine.State, a engine.Sta
 			}
 		}
 	}
-	return in
+	return in, warning
 }
 
 // workingSetInput is what the resume context shows of the working set:
 // the pinned facts (the project's, then those a human pinned in the
 // session, then the agent's), the decisions and the open tasks, oldest
-// first. A project memory that cannot be read is left out (pipeline
-// memory --project says why).
-func workingSetInput(w engine.WorkingSet, x *store.Session) (facts, decisions, tasks []string) {
+// first. A project memory that cannot be read is left out, and the
+// error says why.
+func workingSetInput(w engine.WorkingSet, x *store.Session) (facts, decisions, tasks []string, err error) {
 	if x != nil {
-		if project, err := LoadProjectMemory(x.Store()); err == nil {
+		var project ProjectMemory
+		if project, err = LoadProjectMemory(x.Store()); err == nil {
 			for _, f := range project.Pinned {
 				facts = append(facts, f.Text+" (project)")
 			}
@@ -187,7 +201,7 @@ func workingSetInput(w engine.WorkingSet, x *store.Session) (facts, decisions, t
 	for _, t := range w.Open {
 		tasks = append(tasks, t.Text)
 	}
-	return facts, decisions, tasks
+	return facts, decisions, tasks, err
 }
 
 // ResumePreview is what pipeline resume would send now: the step it

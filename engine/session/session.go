@@ -129,6 +129,12 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 		say = func(string, ...any) {}
 	}
 	plan, key, id := o.Plan, "", ""
+	if o.Create != Never {
+		// A session about to run: its prompts need the project's memory.
+		if err := checkProjectMemory(st); err != nil {
+			return nil, err
+		}
+	}
 	if o.ID != "" {
 		if err := CheckID(o.ID); err != nil {
 			return nil, err
@@ -402,6 +408,9 @@ func CheckPhase(plan *spec.Plan, phase string) error {
 func (s *Session) Resume(now time.Time, notes, phase string) ([]engine.Event, error) {
 	if phase != "" && !slices.ContainsFunc(s.Plan.Phases, func(p spec.PhasePlan) bool { return p.Name == phase }) {
 		return nil, refused("--phase %q is not a phase of %s (%s)", phase, s.X.Meta.File, PhaseNames(s.Plan))
+	}
+	if err := checkProjectMemory(s.Store); err != nil {
+		return nil, err
 	}
 	switch {
 	case s.Created && s.state.Status == "":
