@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -103,5 +105,42 @@ func TestIssue23CorruptProjectMemoryStopsRunAndResume(t *testing.T) {
 	}
 	if s := status(t, dir); s.Status != "paused" {
 		t.Errorf("the session is %s after the refusals, want paused", s.Status)
+	}
+}
+
+// Issue 23, item 8: ten memory pin at once on a paused session said "the
+// session is running" and the pins stayed invisible until the next
+// resume; on a completed session one was stranded as a
+// memory-request-*.json. Every pin is recorded at once, none is left.
+func TestIssue23ConcurrentMemoryPins(t *testing.T) {
+	for _, tc := range []struct{ name, step string }{
+		{"paused", `echo "[CHECKPOINT] look"`},
+		{"completed", "true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, "phases.yaml", "version: 1\nphases: [{name: build, steps: [{run: '"+tc.step+"'}]}]\n")
+			pipeline(t, dir, "run")
+			if s := status(t, dir); s.Status != tc.name {
+				t.Fatalf("status %s, want %s", s.Status, tc.name)
+			}
+			var wg sync.WaitGroup
+			results := make([]result, 10)
+			for i := range results {
+				wg.Go(func() { results[i] = pipeline(t, dir, "memory", "pin", fmt.Sprintf("fact number %d", i)) })
+			}
+			wg.Wait()
+			for i, r := range results {
+				if r.code != 0 || strings.Contains(r.stdout+r.stderr, "running") {
+					t.Errorf("pin %d: exit %d: %s%s", i, r.code, r.stdout, r.stderr)
+				}
+			}
+			if m := memoryOf(t, dir, nil); len(m.Pinned) != 10 {
+				t.Errorf("%d of 10 pins recorded: %+v", len(m.Pinned), m.Pinned)
+			}
+			if left, _ := filepath.Glob(filepath.Join(dir, ".pipeline", "sessions", "*", "memory-request-*")); len(left) > 0 {
+				t.Errorf("requests stranded: %v", left)
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,4 +109,88 @@ func TestIssue23CorruptProjectMemoryIsNotIgnored(t *testing.T) {
 	if _, err := s.ProjectFacts(); err == nil || !strings.Contains(err.Error(), memory) {
 		t.Errorf("ProjectFacts over a broken memory: %v", err)
 	}
+}
+
+// Issue 23, item 8: ten pipeline memory pin at once on a paused session
+// said "the session is running" and left their pins invisible until the
+// next resume; on a completed session one of ten was stranded as a
+// memory-request-*.json. Pins on a session no runner runs apply at once,
+// in turn; a pin left for a runner is taken by it at the latest when it
+// closes the session.
+func TestIssue23ConcurrentPinsApplyAndNoneIsStranded(t *testing.T) {
+	p := newProject(t, "version: 1\nphases: [{name: one, steps: [{run: 'true'}]}]\n")
+	now := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	pinAll := func(id string, n int) (queued int) {
+		t.Helper()
+		var wg sync.WaitGroup
+		results := make(chan bool, n)
+		for i := range n {
+			wg.Go(func() {
+				ref, err := session.Find(p.st, session.Options{ID: id})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer ref.Close()
+				q, err := ref.Remember(now, []engine.MemoryNote{{Kind: engine.NoteFact, Text: fmt.Sprintf("fact %d", i)}}, nil)
+				if err != nil {
+					t.Errorf("pin %d: %v", i, err)
+				}
+				results <- q
+			})
+		}
+		wg.Wait()
+		close(results)
+		for q := range results {
+			if q {
+				queued++
+			}
+		}
+		return queued
+	}
+	check := func(id string, n int) {
+		t.Helper()
+		ref, err := session.Find(p.st, session.Options{ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ref.Close()
+		s, _, err := ref.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(s.WorkingSet.Pinned); got != n {
+			t.Errorf("session %s (%s) has %d pins, want %d", id, s.Status, got, n)
+		}
+		if left, _ := ref.X.Files("memory-request-"); len(left) > 0 {
+			t.Errorf("session %s (%s): requests stranded: %v", id, s.Status, left)
+		}
+	}
+	for _, result := range []engine.StepResult{{Checkpoint: true}, {}} {
+		s := p.mustOpen(session.Options{Create: session.Always})
+		if _, err := s.Apply(s.Start(now), engine.StepFinished{At: now, Result: result}); err != nil {
+			t.Fatal(err)
+		}
+		id, status := s.ID(), s.State().Status
+		s.Close()
+		if queued := pinAll(id, 10); queued != 0 {
+			t.Errorf("%s session: %d of 10 pins were left for a runner, though none runs", status, queued)
+		}
+		check(id, 10)
+	}
+
+	// A runner holds the session: the pins wait for it, and its Close
+	// takes them.
+	runner := p.mustOpen(session.Options{Create: session.Always})
+	if _, err := runner.Apply(runner.Start(now)); err != nil {
+		t.Fatal(err)
+	}
+	id := runner.ID()
+	if queued := pinAll(id, 5); queued != 5 {
+		t.Errorf("%d of 5 pins on a running session were left for its runner", queued)
+	}
+	if err := runner.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check(id, 5)
 }

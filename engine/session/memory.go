@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -142,28 +143,38 @@ type memoryRequest struct {
 	Notes []engine.MemoryNote `json:"notes"`
 }
 
+// memoryLockFile orders those who leave memory requests for a session
+// (Ref.Remember) against the runner that takes them as it ends
+// (Session.Close): a request is written only while a runner holds the
+// session and has not begun to end, so none is stranded.
+const memoryLockFile = "memory.lock"
+
 // Remember changes the session's working set on a human's behalf
 // (pipeline memory pin, unpin, task add, task done). A session that is
-// not running records it now; a running one gets it from its runner
-// before its next step (or, if the runner dies first, when it is next
-// opened). It reports whether the change was left for the runner.
+// not running records it now (two at once take turns); a running one
+// gets it from its runner before its next step, or as the runner ends
+// (or, if the runner dies first, when the session is next opened). It
+// reports whether the change was left for the runner.
 func (r *Ref) Remember(now time.Time, notes []engine.MemoryNote, say func(string, ...any)) (queued bool, err error) {
 	for i := range notes {
 		notes[i].Text = NewRedactor(r.Plan).String(notes[i].Text)
 	}
+	release, err := r.X.WaitLock(memoryLockFile)
+	if err != nil {
+		return false, err
+	}
+	defer release()
 	if !r.Running() {
-		s, err := Open(context.Background(), r.Store, Options{ID: r.ID(), Plan: r.Plan, Say: say})
+		s, err := Open(context.Background(), r.Store, Options{ID: r.ID(), Plan: r.Plan, Say: say, memoryLocked: true})
 		if err == nil {
 			_, err = s.Apply(engine.Remembered{At: now, Source: engine.SourceHuman, Notes: notes})
-			if closeErr := s.Close(); err == nil {
-				err = closeErr
-			}
-			return false, err
+			return false, errors.Join(err, s.Close())
 		}
 		if !r.Running() {
 			return false, err
 		}
-		// A runner took the session meanwhile: it gets the request.
+		// A runner took the session meanwhile: it gets the request, at
+		// the latest as it ends, which waits for this lock.
 	}
 	content, err := json.Marshal(memoryRequest{At: now, Notes: notes})
 	if err != nil {

@@ -89,6 +89,9 @@ type Options struct {
 	// Say reports what Open did on the way (what a dead runner's step
 	// left running, stopped); nil says nothing.
 	Say func(format string, args ...any)
+	// memoryLocked: the opener holds the session's memory lock
+	// (Ref.Remember), which Close then does not take.
+	memoryLocked bool
 }
 
 // Session is a session opened for a run or an amendment: its lock is held
@@ -103,8 +106,10 @@ type Session struct {
 	Created bool
 	Crashed bool
 
-	lock  *store.Lock
-	state engine.State
+	lock *store.Lock
+	// memoryLocked: see Options.memoryLocked.
+	memoryLocked bool
+	state        engine.State
 	// redactor is swapped by SetPlan while steps read it.
 	redactor atomic.Pointer[redact.Redactor]
 	recorder *Recorder
@@ -167,7 +172,7 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	if err != nil {
 		return nil, storeRefused(st, err)
 	}
-	s := &Session{Store: st, Plan: plan, Key: key, lock: lock}
+	s := &Session{Store: st, Plan: plan, Key: key, lock: lock, memoryLocked: o.memoryLocked}
 	var x *store.Session
 	fail := func(err error) (*Session, error) {
 		if x != nil {
@@ -628,6 +633,21 @@ func (s *Session) Close() error {
 		return errors.Join(s.X.Close(), s.lock.Release())
 	}
 	var errs []error
+	if !s.memoryLocked {
+		// The memory requests left while the session ran are taken now,
+		// and none is left after: a writer waits for this lock, and then
+		// finds the session not running (its lock released under this
+		// one) and records its change itself.
+		if release, err := s.X.WaitLock(memoryLockFile); err == nil {
+			defer release()
+			if err := s.TakeMemoryRequests(nil); err != nil {
+				errs = append(errs, fmt.Errorf("taking the memory changes left for the session: %w", err))
+			}
+		}
+	}
+	if s.broken != nil {
+		return errors.Join(append(errs, s.X.Close(), s.lock.Release())...)
+	}
 	if s.state.Status == engine.StatusPaused {
 		if err := s.saveSpecAtPause(); err != nil {
 			errs = append(errs, fmt.Errorf("keeping the spec for the next resume: %w", err))
