@@ -306,3 +306,38 @@ func TestIssue23CompletedCountsOnlyThePhasesThatRan(t *testing.T) {
 		}
 	}
 }
+
+// Issue 23, item 6: the project's facts went whole into a new session's
+// first prompt: 400 facts (165 KB) made a {prompt} argument too long for
+// exec, and a 60 MB memory cost 18 s. They are kept within the resume
+// context's budget, with its cut order (the first facts kept, the rest
+// counted), and a memory far over the budget is cut before its tokens
+// are counted.
+func TestIssue23ProjectFactsKeepWithinBudget(t *testing.T) {
+	var facts []string
+	for i := range 400 {
+		facts = append(facts, fmt.Sprintf("fact %d: %s", i, strings.Repeat("the build needs the vendored parser ", 11)))
+	}
+	count := func(s string) int { return (len(s) + 3) / 4 }
+	text := engine.RenderProjectFacts(facts, 3000, count)
+	if count(text) > 3000 || !strings.Contains(text, "- fact 0: ") || strings.Contains(text, "fact 399:") {
+		t.Errorf("%d tokens, want at most 3000 with the first facts kept:\n%.300s", count(text), text)
+	}
+	if !strings.Contains(text, "more (pipeline memory --project lists them)") {
+		t.Errorf("the cut is not said:\n%s", text[max(0, len(text)-300):])
+	}
+	if all := engine.RenderProjectFacts(facts[:3], 3000, count); strings.Count(all, "\n- fact") != 3 || strings.Contains(all, "more") {
+		t.Errorf("three facts within the budget are not kept whole:\n%s", all)
+	}
+
+	// 60 MB of facts: what is counted stays near the budget.
+	huge := make([]string, 150_000)
+	for i := range huge {
+		huge[i] = facts[i%len(facts)]
+	}
+	counted := 0
+	text = engine.RenderProjectFacts(huge, 3000, func(s string) int { counted += len(s); return count(s) })
+	if count(text) > 3000 || counted > 64*3000*32 {
+		t.Errorf("%d tokens rendered, %d bytes counted for a 60 MB memory", count(text), counted)
+	}
+}

@@ -542,3 +542,70 @@ func pauseWhy(f Firing) (reason, why, note string) {
 	}
 	return reason, what + "; it was resumed.", note
 }
+
+// ProjectFactsHeader starts the project's facts in the first prompt of a
+// fresh conversation (see RenderProjectFacts).
+const ProjectFactsHeader = "## Project facts (pinned for every session of this project)"
+
+// MaxBytesPerToken bounds what a text can be worth in tokens before it
+// is counted: no tokenizer we count with averages more bytes per token
+// over a text. A text over budget×MaxBytesPerToken bytes is over budget
+// whatever it says, so it is cut before counting, which costs time in
+// its length (a 60 MB project memory took 18 s).
+const MaxBytesPerToken = 32
+
+// RenderProjectFacts renders the project's pinned facts as the first
+// prompt of a fresh conversation gets them (one line each, after
+// ProjectFactsHeader), within budget tokens as count counts them: the
+// resume context's budget and cut order (the first facts are kept; the
+// last line says how many more there are, and where to read them). A
+// budget of 0 or less means no limit; a nil count is one token per four
+// bytes. It returns "" for no facts, or when not even the header fits.
+func RenderProjectFacts(facts []string, budget int, count func(string) int) string {
+	if len(facts) == 0 {
+		return ""
+	}
+	if count == nil {
+		count = func(s string) int { return (len(s) + 3) / 4 }
+	}
+	lines := make([]string, len(facts))
+	for i, f := range facts {
+		lines[i] = "\n- " + clipText(strings.Join(strings.Fields(f), " "))
+	}
+	render := func(n int) string {
+		var b strings.Builder
+		b.WriteString(ProjectFactsHeader)
+		for _, l := range lines[:n] {
+			b.WriteString(l)
+		}
+		if more := len(lines) - n; more > 0 {
+			fmt.Fprintf(&b, "\n- … and %d more (pipeline memory --project lists them)", more)
+		}
+		return b.String()
+	}
+	if budget <= 0 {
+		return render(len(lines))
+	}
+	// The facts past what the budget could hold are cut uncounted.
+	n, size := 0, len(ProjectFactsHeader)
+	for n < len(lines) && size+len(lines[n]) <= budget*MaxBytesPerToken {
+		size += len(lines[n])
+		n++
+	}
+	if text := render(n); count(text) <= budget {
+		return text
+	}
+	if count(render(0)) > budget {
+		return ""
+	}
+	lo, hi := 0, n // render(lo) fits; render(hi) does not
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if count(render(mid)) <= budget {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return render(lo)
+}

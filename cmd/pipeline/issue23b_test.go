@@ -144,3 +144,29 @@ func TestIssue23ConcurrentMemoryPins(t *testing.T) {
 		})
 	}
 }
+
+// Issue 23, item 6: with ~400 project facts (165 KB) every run --new of a
+// {prompt} argument agent failed ("argument list too long"). The facts of
+// a first prompt keep within the resume context's budget.
+func TestIssue23ManyProjectFactsFitAFirstPrompt(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", `version: 1
+agent: {kind: command, command: [sh, -c, 'printf %s "$1" > prompt.txt', sh, "{prompt}"]}
+phases: [{name: build, prompt: Build it.}]
+`)
+	var items []string
+	for i := range 400 {
+		items = append(items, fmt.Sprintf(`{"id": %d, "text": "fact %d: %s", "at": "2026-11-25T09:00:00Z", "source": "human"}`,
+			i+1, i, strings.Repeat("the build needs the vendored parser ", 11)))
+	}
+	write(t, dir, ".pipeline/memory.json", `{"version": 1, "last_id": 400, "pinned_facts": [`+strings.Join(items, ",")+`]}`)
+	r := pipeline(t, dir, "run", "--new")
+	if r.code != 0 {
+		t.Fatalf("run --new with 400 project facts: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	prompt := readFile(t, dir, "prompt.txt")
+	if len(prompt) > 4*4*3000 || !strings.Contains(prompt, "- fact 0: ") || !strings.Contains(prompt, "more (pipeline memory --project lists them)") ||
+		!strings.Contains(prompt, "Build it.") {
+		t.Errorf("the first prompt (%d bytes):\n%.500s", len(prompt), prompt)
+	}
+}

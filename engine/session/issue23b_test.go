@@ -11,6 +11,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/internal/tokens"
 )
 
 // Issue 23, item 15: pipeline run resumed an older paused session when
@@ -193,4 +194,61 @@ func TestIssue23ConcurrentPinsApplyAndNoneIsStranded(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(id, 5)
+}
+
+// Issue 23, item 6: memory pin had no bound, and a project memory of 400
+// facts went whole into a new session's first prompt. A pin over the
+// size of one fact, or past what a memory (the project's, a session's
+// human pins) holds, is refused saying which; a memory.json grown past
+// it by hand is refused when read; the first prompt's project facts keep
+// within the resume context's budget.
+func TestIssue23PinnedFactsAreBounded(t *testing.T) {
+	p := newProject(t, "version: 1\nresume_context: {budget: 500}\nphases: [{name: one, steps: [{run: 'true'}]}]\n")
+	now := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	_, err := session.PinProject(p.st, p.plan, strings.Repeat("x", engine.MaxMemoryText+1), now)
+	wantRefused(t, err, "a pinned fact holds at most 1024")
+	long := strings.Repeat("the parser is vendored under third_party ", 30)[:1000]
+	for i := range session.MaxPinnedBytes / 1004 {
+		if _, err := session.PinProject(p.st, p.plan, fmt.Sprintf("%03d %s", i, long), now); err != nil {
+			t.Fatalf("pin %d: %v", i, err)
+		}
+	}
+	_, err = session.PinProject(p.st, p.plan, "one more "+long, now)
+	wantRefused(t, err, "the project memory holds")
+	wantRefused(t, err, "pipeline memory --project lists them")
+
+	// The first prompt of a fresh conversation: within the budget.
+	s := p.mustOpen(session.Options{Create: session.Always})
+	facts, err := s.ProjectFacts()
+	if err != nil || tokens.Count(facts) > 500 || !strings.Contains(facts, "000 the parser") || !strings.Contains(facts, "more (pipeline memory --project lists them)") {
+		t.Errorf("the project facts of a first prompt (%d tokens, budget 500), %v:\n%.400s", tokens.Count(facts), err, facts)
+	}
+	if _, err := s.Apply(s.Start(now), engine.StepFinished{At: now, Result: engine.StepResult{Checkpoint: true}}); err != nil {
+		t.Fatal(err)
+	}
+	id := s.ID()
+	s.Close()
+
+	// A session's human pins.
+	ref, err := session.Find(p.st, session.Options{ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	_, err = ref.Remember(now, []engine.MemoryNote{{Kind: engine.NoteFact, Text: strings.Repeat("y", 2000)}}, nil)
+	wantRefused(t, err, "a pinned fact holds at most 1024")
+	var notes []engine.MemoryNote
+	for i := range session.MaxPinnedFacts + 1 {
+		notes = append(notes, engine.MemoryNote{Kind: engine.NoteFact, Text: fmt.Sprintf("session fact %d", i)})
+	}
+	_, err = ref.Remember(now, notes, nil)
+	wantRefused(t, err, "session "+id+" holds 200 pinned facts")
+
+	// A memory.json grown by hand past any bound.
+	huge := `{"version": 1, "pinned_facts": [` + strings.Repeat(`{"id": 1, "text": "`+strings.Repeat("z", 1000)+`", "at": "2026-11-25T09:00:00Z", "source": "human"},`, 2000) + `{"id": 2, "text": "z", "at": "2026-11-25T09:00:00Z", "source": "human"}]}`
+	if err := os.WriteFile(filepath.Join(p.st.Root, "memory.json"), []byte(huge), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = session.LoadProjectMemory(p.st)
+	wantRefused(t, err, "more than a project memory holds")
 }

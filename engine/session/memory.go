@@ -15,6 +15,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/internal/tokens"
 )
 
 // ProjectMemory is the store's memory.json: the facts pinned for every
@@ -28,6 +29,40 @@ type ProjectMemory struct {
 
 // projectMemoryVersion is the format of memory.json.
 const projectMemoryVersion = 1
+
+// The bounds of what a human pins (pipeline memory pin, --project or
+// not): a fact holds at most engine.MaxMemoryText bytes, and a project
+// memory, or a session's human pins, at most MaxPinnedFacts facts and
+// MaxPinnedBytes bytes of them in all. The facts go into prompts; a pin
+// past a bound is refused, saying which. A memory.json over
+// maxProjectMemoryFile (grown by hand) is refused as unreadable.
+const (
+	MaxPinnedFacts       = 200
+	MaxPinnedBytes       = 64 << 10
+	maxProjectMemoryFile = 1 << 20
+)
+
+// pinHolder is what holds pinned facts, for checkPin's messages: its
+// name, and the command that lists them.
+type pinHolder struct{ name, lists string }
+
+var projectPins = pinHolder{"the project memory", "pipeline memory --project"}
+
+// checkPin refuses a fact to pin that is over a bound, h holding count
+// facts of size bytes already.
+func checkPin(text string, h pinHolder, count, size int) error {
+	switch {
+	case len(text) > engine.MaxMemoryText:
+		return refused("the fact is %d bytes; a pinned fact holds at most %d: shorten it (or keep the text in a file, and pin where it is)",
+			len(text), engine.MaxMemoryText)
+	case count >= MaxPinnedFacts:
+		return refused("%s holds %d pinned facts, the most it may: unpin one first (%s lists them)", h.name, count, h.lists)
+	case size+len(text) > MaxPinnedBytes:
+		return refused("%s holds %d bytes of pinned facts; with this one it would hold more than %d: unpin some first (%s lists them)",
+			h.name, size, MaxPinnedBytes, h.lists)
+	}
+	return nil
+}
 
 // LoadProjectMemory reads the project's memory; a store without one has
 // an empty memory. A file that is not the memory (hand-edited into bad
@@ -47,6 +82,10 @@ func parseProjectMemory(st *store.Store, content []byte) (ProjectMemory, error) 
 		return m, nil
 	}
 	path := st.Root + string(os.PathSeparator) + store.ProjectMemoryName
+	if len(content) > maxProjectMemoryFile {
+		return m, refused("%s is %d bytes, more than a project memory holds (%d facts, %d bytes of them): move it away, or cut it down by hand",
+			path, len(content), MaxPinnedFacts, MaxPinnedBytes)
+	}
 	if err := json.Unmarshal(content, &m); err != nil {
 		return m, refused("%s is not a project memory (%v): fix it or move it away; pipeline memory pin --project writes a new one", path, err)
 	}
@@ -61,10 +100,20 @@ func parseProjectMemory(st *store.Store, content []byte) (ProjectMemory, error) 
 // look for; nil looks for the environment's and the known patterns).
 func PinProject(st *store.Store, plan *spec.Plan, text string, now time.Time) (engine.MemoryItem, error) {
 	var pinned engine.MemoryItem
-	text = redactWith(plan, text)
+	text = strings.TrimSpace(redactWith(plan, text))
+	if err := checkPin(text, projectPins, 0, 0); err != nil {
+		return pinned, err
+	}
 	err := st.UpdateProjectFile(store.ProjectMemoryName, func(old []byte) ([]byte, error) {
 		m, err := parseProjectMemory(st, old)
 		if err != nil {
+			return nil, err
+		}
+		size := 0
+		for _, f := range m.Pinned {
+			size += len(f.Text)
+		}
+		if err := checkPin(text, projectPins, len(m.Pinned), size); err != nil {
 			return nil, err
 		}
 		var w engine.WorkingSet
@@ -101,20 +150,20 @@ func UnpinProject(st *store.Store, id int) (engine.MemoryItem, error) {
 }
 
 // ProjectFacts is the project's pinned facts as the first prompt of a
-// fresh conversation gets them, "" when there are none. A memory that
-// cannot be read is an error that names it: the caller says so, and the
-// prompt goes without.
+// fresh conversation gets them, "" when there are none: within the
+// resume context's budget, cut as it cuts them (engine.RenderProjectFacts).
+// A memory that cannot be read is an error that names it: the caller
+// says so, and the prompt goes without.
 func (s *Session) ProjectFacts() (string, error) {
 	m, err := LoadProjectMemory(s.Store)
 	if err != nil || len(m.Pinned) == 0 {
 		return "", err
 	}
-	var b strings.Builder
-	b.WriteString("## Project facts (pinned for every session of this project)")
-	for _, f := range m.Pinned {
-		b.WriteString("\n- " + strings.ReplaceAll(f.Text, "\n", " "))
+	facts := make([]string, len(m.Pinned))
+	for i, f := range m.Pinned {
+		facts[i] = f.Text
 	}
-	return b.String(), nil
+	return engine.RenderProjectFacts(facts, resumeBudget(s.Plan), tokens.Count), nil
 }
 
 // checkProjectMemory refuses to run a session of a store whose project
@@ -159,6 +208,9 @@ func (r *Ref) Remember(now time.Time, notes []engine.MemoryNote, say func(string
 	for i := range notes {
 		notes[i].Text = NewRedactor(r.Plan).String(notes[i].Text)
 	}
+	if err := r.checkPins(notes); err != nil {
+		return false, err
+	}
 	release, err := r.X.WaitLock(memoryLockFile)
 	if err != nil {
 		return false, err
@@ -187,6 +239,37 @@ func (r *Ref) Remember(now time.Time, notes []engine.MemoryNote, say func(string
 		return false, err
 	}
 	return true, nil
+}
+
+// checkPins refuses facts a human pins in the session past the bounds
+// of checkPin, counted over the session's human pins as its files hold
+// them.
+func (r *Ref) checkPins(notes []engine.MemoryNote) error {
+	var count, size int
+	loaded := false
+	for _, n := range notes {
+		if n.Kind != engine.NoteFact {
+			continue
+		}
+		if !loaded {
+			s, _, err := r.State()
+			if err != nil {
+				return err
+			}
+			for _, f := range s.WorkingSet.Pinned {
+				if f.Source == engine.SourceHuman {
+					count, size = count+1, size+len(f.Text)
+				}
+			}
+			loaded = true
+		}
+		text := strings.TrimSpace(n.Text)
+		if err := checkPin(text, pinHolder{"session " + r.ID(), "pipeline memory " + r.ID()}, count, size); err != nil {
+			return err
+		}
+		count, size = count+1, size+len(text)
+	}
+	return nil
 }
 
 // TakeMemoryRequests records the changes to the working set a human left

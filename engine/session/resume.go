@@ -86,10 +86,7 @@ func ResumeContextFor(plan *spec.Plan, x *store.Session, redact func(string) str
 // context, human notes included, rather than none.
 func ResumeContextWithWarning(plan *spec.Plan, x *store.Session, redact func(string) string) func(engine.State, engine.StartStep) (text, warning string) {
 	return func(s engine.State, a engine.StartStep) (string, string) {
-		budget := plan.ResumeBudget
-		if budget <= 0 {
-			budget = ResumeBudget
-		}
+		budget := resumeBudget(plan)
 		in, warning := resumeInput(plan, x, s, a, redact)
 		text, err := engine.RenderResumeContext(plan.ResumeTemplate, in, budget, tokens.Count)
 		if err != nil && plan.ResumeTemplate != "" {
@@ -105,6 +102,14 @@ func ResumeContextWithWarning(plan *spec.Plan, x *store.Session, redact func(str
 		}
 		return text, warning
 	}
+}
+
+// resumeBudget is the plan's resume context budget, in tokens.
+func resumeBudget(plan *spec.Plan) int {
+	if plan.ResumeBudget > 0 {
+		return plan.ResumeBudget
+	}
+	return ResumeBudget
 }
 
 // joinWarnings puts two warnings on one line.
@@ -154,7 +159,7 @@ func resumeInput(plan *spec.Plan, x *store.Session, s engine.State, a engine.Sta
 	}
 	warning := ""
 	var err error
-	if in.PinnedFacts, in.Decisions, in.OpenTasks, err = workingSetInput(s.WorkingSet, x); err != nil {
+	if in.PinnedFacts, in.Decisions, in.OpenTasks, err = workingSetInput(s.WorkingSet, x, resumeBudget(plan)); err != nil {
 		warning = fmt.Sprintf("%v; the project's facts are left out of the resume context", err)
 	}
 	if plan.Spec != "" && x != nil {
@@ -178,12 +183,19 @@ func resumeInput(plan *spec.Plan, x *store.Session, s engine.State, a engine.Sta
 // the pinned facts (the project's, then those a human pinned in the
 // session, then the agent's), the decisions and the open tasks, oldest
 // first. A project memory that cannot be read is left out, and the
-// error says why.
-func workingSetInput(w engine.WorkingSet, x *store.Session) (facts, decisions, tasks []string, err error) {
+// error says why. The project's facts past what budget tokens could
+// hold (engine.MaxBytesPerToken) are left out uncounted, and counted in
+// a last entry.
+func workingSetInput(w engine.WorkingSet, x *store.Session, budget int) (facts, decisions, tasks []string, err error) {
 	if x != nil {
 		var project ProjectMemory
 		if project, err = LoadProjectMemory(x.Store()); err == nil {
-			for _, f := range project.Pinned {
+			size := 0
+			for i, f := range project.Pinned {
+				if size += len(f.Text); budget > 0 && size > budget*engine.MaxBytesPerToken {
+					facts = append(facts, fmt.Sprintf("… and %d more project facts (pipeline memory --project lists them)", len(project.Pinned)-i))
+					break
+				}
 				facts = append(facts, f.Text+" (project)")
 			}
 		}
