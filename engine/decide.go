@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/triggers"
@@ -105,6 +106,7 @@ func (s State) clone() State {
 	s.Pause, s.Stopping = cloneFiring(s.Pause), cloneFiring(s.Stopping)
 	s.WorkingSet = s.WorkingSet.clone()
 	s.LastContext = maps.Clone(s.LastContext)
+	s.Failed = slices.Clip(slices.Clone(s.Failed))
 	s.Dropped = maps.Clone(s.Dropped)
 	if s.Compaction != nil {
 		c := *s.Compaction
@@ -194,7 +196,7 @@ func (d *decider) enterPhase(i int) {
 	s := d.s
 	s.Phase, s.Step, s.Attempt = i, 0, 1
 	s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = 0, 0, 0, 0
-	s.Steps = map[string]triggers.StepVars{}
+	s.Steps, s.Failed = map[string]triggers.StepVars{}, nil
 	rec := d.record()
 	rec.NativeAtStart = nil
 	for key, id := range s.NativeSessions {
@@ -250,9 +252,12 @@ func (d *decider) startStep() {
 	if step := d.step(); step.Agent != nil {
 		key := sessionKey(d.phase(), step)
 		start.SessionKey = key
-		start.ResumeContext = s.ResumeContext || s.FreshSession
+		// An agent step after a failure is told what failed: a retry
+		// is not the same prompt again.
+		start.ResumeContext = s.ResumeContext || s.FreshSession || len(s.Failed) > 0
 		s.ResumeContext = false
 		start.Resuming, s.Resuming = s.Resuming, nil
+		start.Failed, s.Failed = s.Failed, nil
 		_, had := s.NativeSessions[key]
 		agent := AgentName(step.Agent.Value)
 		if had && s.NativeAgents[key] != "" && s.NativeAgents[key] != agent && !s.FreshSession {
@@ -459,31 +464,45 @@ func (d *decider) decideAfterStep(r StepResult) {
 	env := d.env(r)
 	phase := d.phase()
 	step := d.step()
-	if failed && d.escalate(env) {
+	failure := StepFailure{Step: step.Name, ExitCode: r.ExitCode, TimedOut: r.TimedOut, Error: r.Error, Output: failureTail(r.Output)}
+	switch {
+	case failed:
+		d.s.Failed = append(slices.DeleteFunc(d.s.Failed, func(f StepFailure) bool { return f.Step == step.Name }), failure)
+	case !check:
+		d.s.Failed = slices.DeleteFunc(d.s.Failed, func(f StepFailure) bool { return f.Step == step.Name })
+	}
+	retries := d.retries()
+	if failed && retries && d.escalate(env, failureNote(failure)) {
 		return
 	}
 	if !d.restart(env) {
 		return
 	}
-	if !check && phase.Retry.When.Value != nil {
+	if !check && retries && phase.Retry.When.Value != nil {
 		retry, ok := d.condition(phase.Retry.When, env)
 		if !ok {
 			return
 		}
 		if retry {
-			d.retry(env)
+			d.retry(env, failureNote(failure))
 			return
 		}
 	}
 	if firing, ok := d.firstTrigger(phase.PauseWhen, env); !ok {
 		return
 	} else if firing != nil {
+		// A pause on a failed step ends its attempt.
+		s.AttemptEnded = failed
 		d.pause(*firing)
 		return
 	}
 	if failed {
-		d.fail(fmt.Sprintf("phase %q, step %q failed (exit code %d%s) and no policy retried it or paused",
-			phase.Name, step.Name, r.ExitCode, map[bool]string{true: ", timed out"}[r.TimedOut]))
+		why := "no policy retried it or paused"
+		if !retries {
+			why = "a run: step is not retried unless retry.when is written for its phase (the built-in retry is for agent steps)"
+		}
+		d.fail(fmt.Sprintf("phase %q, step %q failed (exit code %d%s): %s",
+			phase.Name, step.Name, r.ExitCode, map[bool]string{true: ", timed out"}[r.TimedOut], why))
 		return
 	}
 	if s.Step+1 < len(phase.Steps) {
@@ -492,6 +511,15 @@ func (d *decider) decideAfterStep(r StepResult) {
 		return
 	}
 	d.phaseEnd(env)
+}
+
+// retries reports whether the retry policy (retry.when, its back-off and
+// its escalation) applies to the current step's failure: always to an
+// agent step, and to a run: step only when a file wrote retry.when. A
+// failing test suite fails at once, as in make or a CI job, rather than
+// after the built-in back-offs that give an agent another go.
+func (d *decider) retries() bool {
+	return d.step().Agent != nil || d.phase().Retry.When.From.Layer != spec.LayerDefault
 }
 
 // phaseEnd runs after the last step of a phase: done_when decides between
@@ -509,11 +537,26 @@ func (d *decider) phaseEnd(env *triggers.Env) {
 			s.Errors++
 			s.ConsecutiveErrors++
 			env.Errors, env.ConsecutiveErrors = s.Errors, s.ConsecutiveErrors
-			if d.escalate(env) || !d.restart(env) {
+			// What failed is the attempt's failed steps, checks included.
+			s.Failed = d.failedSteps()
+			note := d.notDoneNote()
+			if d.escalate(env, note) {
+				if s.AttemptEnded {
+					// The resume runs the phase again, from its first step.
+					s.Step = 0
+				}
+				return
+			}
+			if !d.restart(env) {
 				return
 			}
 			s.Attempt++
 			s.Step = 0
+			if d.hasAgentStep() && s.Resuming == nil {
+				s.ResumeContext = true
+				s.Resuming = &Resumption{Phase: phase.Name,
+					Firing: Firing{Reason: ReasonNotDone, Expression: phase.DoneWhen.Value.Source, Note: note, At: d.now}}
+			}
 			d.startStep()
 			return
 		}
@@ -523,25 +566,43 @@ func (d *decider) phaseEnd(env *triggers.Env) {
 	if s.Only {
 		d.skip(s.Phase+1, len(d.plan.Phases))
 	}
-	if s.Phase+1 == len(d.plan.Phases) || s.Only {
-		s.Status = StatusCompleted
-		d.do(Complete{})
-		return
-	}
+	last := s.Phase+1 == len(d.plan.Phases) || s.Only
 	if !phase.AutoAdvance.Value {
+		// A human gate stands after the phase whatever follows it: the
+		// next phase, or the session's end (a final sign-off).
+		if last {
+			// The session stays at its last phase, completed: the resume
+			// that signs it off completes the session (see resumed).
+			d.pause(Firing{Reason: ReasonPhaseComplete, At: d.now,
+				Note: fmt.Sprintf("phase %q is done, the last to run; auto_advance is false: resume completes the session", phase.Name)})
+			return
+		}
 		d.pause(Firing{Reason: ReasonPhaseComplete, Note: fmt.Sprintf("phase %q is done; auto_advance is false", phase.Name), At: d.now})
 		// Resume starts the next phase.
 		s.Phase++
 		s.Step, s.Attempt, s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = 0, 1, 0, 0, 0, 0
-		s.Steps = map[string]triggers.StepVars{}
+		s.Steps, s.Failed = map[string]triggers.StepVars{}, nil
+		return
+	}
+	if last {
+		s.Status = StatusCompleted
+		d.do(Complete{})
 		return
 	}
 	d.enterPhase(s.Phase + 1)
 }
 
-// escalate pauses for a human when retry.escalate_when is true; it
+// signedOff reports whether the session is paused at its final gate: the
+// phase it stands at completed, and nothing after it is to run (see
+// phaseEnd).
+func (s *State) signedOff() bool {
+	return s.Status == StatusPaused && s.Phase < len(s.Phases) && s.Phases[s.Phase].Status == StatusCompleted
+}
+
+// escalate pauses for a human when retry.escalate_when is true, with
+// what failed as the pause's note (what the human is paged with); it
 // reports whether it did (or an expression failed, which pauses too).
-func (d *decider) escalate(env *triggers.Env) bool {
+func (d *decider) escalate(env *triggers.Env, failed string) bool {
 	when := d.phase().Retry.EscalateWhen
 	if when.Value == nil {
 		return false
@@ -551,9 +612,100 @@ func (d *decider) escalate(env *triggers.Env) bool {
 		return true
 	}
 	if yes {
-		d.pause(d.firing(ReasonNeedsHuman, when.Value, env))
+		f := d.firing(ReasonNeedsHuman, when.Value, env)
+		if failed != "" {
+			f.Note = failed
+		}
+		d.s.AttemptEnded = true
+		d.pause(f)
 	}
 	return yes
+}
+
+// failedSteps are the steps of the current phase whose last result
+// failed, in the phase's order.
+func (d *decider) failedSteps() []StepFailure {
+	var failed []StepFailure
+	for _, step := range d.phase().Steps {
+		if v, ok := d.s.Steps[step.Name]; ok && v.Ran && (v.ExitCode != 0 || v.TimedOut) {
+			failed = append(failed, StepFailure{Step: step.Name, ExitCode: v.ExitCode, TimedOut: v.TimedOut, Output: failureTail(v.Output)})
+		}
+	}
+	return failed
+}
+
+// hasAgentStep reports whether the current phase has an agent step.
+func (d *decider) hasAgentStep() bool {
+	return slices.ContainsFunc(d.phase().Steps, func(st spec.StepPlan) bool { return st.Agent != nil })
+}
+
+// notDoneNote says why a phase is not done: its done_when, false, and
+// the steps that failed in the attempt.
+func (d *decider) notDoneNote() string {
+	note := fmt.Sprintf("done_when (%s) is false after attempt %d", d.phase().DoneWhen.Value.Source, d.s.Attempt)
+	for _, f := range d.failedSteps() {
+		note += "; " + failureNote(f)
+	}
+	return note
+}
+
+// failureLines and failureBytes bound the output a StepFailure keeps:
+// its last lines say what went wrong, and it goes into prompts.
+const (
+	failureLines = 20
+	failureBytes = 2000
+)
+
+// failureTail is the last lines of a step's output a StepFailure keeps.
+func failureTail(output string) string {
+	output = strings.TrimRight(output, " \t\r\n")
+	lines := strings.Split(output, "\n")
+	if len(lines) > failureLines {
+		lines = lines[len(lines)-failureLines:]
+	}
+	tail := strings.Join(lines, "\n")
+	if len(tail) > failureBytes {
+		tail = tail[len(tail)-failureBytes:]
+		for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
+			tail = tail[1:]
+		}
+		tail = "…" + tail
+	}
+	return tail
+}
+
+// failureNote says how a step failed in one line: its name, its exit
+// code (or its time-out) and its last error line.
+func failureNote(f StepFailure) string {
+	how := fmt.Sprintf("exit code %d", f.ExitCode)
+	if f.TimedOut {
+		how = "timed out"
+	}
+	note := fmt.Sprintf("step %q failed (%s)", f.Step, how)
+	if line := errorLine(f.Error, f.Output); line != "" {
+		note += ": " + line
+	}
+	return note
+}
+
+// errorLine is the line that says best what went wrong: the agent's own
+// error, or else the last line of output that is not blank, at most 200
+// characters.
+func errorLine(errText, output string) string {
+	line := lastLine(errText)
+	if line == "" {
+		line = lastLine(output)
+	}
+	if runes := []rune(line); len(runes) > 200 {
+		line = string(runes[:200]) + "…"
+	}
+	return line
+}
+
+// lastLine is the last line of text that is not blank, trimmed.
+func lastLine(text string) string {
+	text = strings.TrimRight(text, " \t\r\n")
+	return strings.TrimSpace(text[strings.LastIndexByte(text, '\n')+1:])
 }
 
 // restart drops the native session when a restart_when trigger is true.
@@ -572,7 +724,9 @@ func (d *decider) restart(env *triggers.Env) bool {
 	return true
 }
 
-func (d *decider) retry(env *triggers.Env) {
+// retry runs the current step again as a new attempt, after its
+// back-off; the agent of an agent step is told what failed (note).
+func (d *decider) retry(env *triggers.Env, note string) {
 	s, phase := d.s, d.phase()
 	var wait time.Duration
 	if backoff := phase.Retry.Backoff.Value; backoff != nil && backoff.Compiled != nil {
@@ -584,6 +738,11 @@ func (d *decider) retry(env *triggers.Env) {
 	}
 	s.Attempt++
 	d.record().Retries++
+	if d.step().Agent != nil && s.Resuming == nil {
+		s.ResumeContext = true
+		s.Resuming = &Resumption{Phase: phase.Name,
+			Firing: Firing{Reason: ReasonRetry, Expression: phase.Retry.When.Value.Source, Note: note, At: d.now}}
+	}
 	if wait <= 0 {
 		d.startStep()
 		return
@@ -712,8 +871,20 @@ func (d *decider) resumed(e Resumed) {
 			Note: "conflict markers (<<<<<<<) in " + strings.Join(e.Conflicts, ", ") + ": resolve them, then resume"})
 		return
 	}
+	if s.signedOff() && e.Phase == "" {
+		// The final gate (auto_advance: false on the last phase): the
+		// human's resume is the sign-off, and nothing is left to run.
+		rec := d.record()
+		rec.Human++
+		if e.Notes != "" {
+			rec.Notes = append(rec.Notes, e.Notes)
+		}
+		s.Status, s.Pause, s.ResumeContext, s.Resuming = StatusCompleted, nil, false, nil
+		d.do(Complete{})
+		return
+	}
 	failed := s.Status == StatusFailed
-	from := &Resumption{Phase: d.phase().Name, Changed: slices.Clone(e.Changed)}
+	from := &Resumption{Phase: d.phase().Name, Changed: slices.Clone(e.Changed), Notes: e.Notes}
 	switch {
 	case s.Pause != nil:
 		from.Firing = *s.Pause
@@ -728,11 +899,13 @@ func (d *decider) resumed(e Resumed) {
 			d.record().Status = StatusFailed
 		}
 		s.Phase, s.Step, s.Attempt, s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = i, 0, 1, 0, 0, 0, 0
-		s.Steps = map[string]triggers.StepVars{}
-	} else if failed {
-		// The failed step runs again, as a new attempt of its phase.
+		s.Steps, s.Failed = map[string]triggers.StepVars{}, nil
+	} else if failed || s.AttemptEnded {
+		// The step that failed runs again, as a new attempt of its phase
+		// (with its own transcript).
 		s.Attempt++
 	}
+	s.AttemptEnded = false
 	rec := d.record()
 	rec.Human++
 	if e.Notes != "" {
@@ -765,15 +938,20 @@ func (d *decider) rewound(e Rewound) {
 	if i < 0 || s.Status == StatusRunning || s.Status == "" {
 		return
 	}
+	rewound := map[string]bool{}
 	for j := i; j < len(s.Phases); j++ {
 		rec := &s.Phases[j]
 		rec.Status, rec.Checkpoint = "", ""
 		rec.HeadBefore, rec.TreeBefore, rec.HeadAfter, rec.Files = "", "", "", nil
+		// A summary says where work stands that the rewind undid.
+		rec.Summary = ""
+		rewound[rec.Name] = true
 	}
+	s.WorkingSet.Summary = slices.DeleteFunc(s.WorkingSet.Summary, func(m MemoryItem) bool { return rewound[m.Phase] })
 	rec := &s.Phases[i]
 	s.Phase, s.Step, s.Attempt = i, 0, rec.Attempts+1
 	s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = 0, 0, 0, 0
-	s.Steps = map[string]triggers.StepVars{}
+	s.Steps, s.Failed, s.AttemptEnded = map[string]triggers.StepVars{}, nil, false
 	s.Only, s.ByHand, s.FailReason, s.Stopping, s.Waiting, s.StepRunning = false, false, "", nil, false, false
 	s.PauseCheckpoint = ""
 	d.restoreNative(rec.NativeAtStart)

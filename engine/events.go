@@ -245,6 +245,9 @@ type StartStep struct {
 	// Resuming, with ResumeContext, is the pause or the runner's death
 	// the session was continued from; nil after a restart policy.
 	Resuming *Resumption
+	// Failed, with ResumeContext, is what failed before this attempt
+	// (State.Failed): the resume context says it.
+	Failed []StepFailure
 	// Recover asks the runner to look for the agent's own session of this
 	// feature (the store has none: it was lost or deleted), and adopt it.
 	Recover bool

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/pipeline-dev/pipeline/engine/spec"
@@ -135,4 +136,65 @@ func orEmpty[T any](list []T) []T {
 		return []T{}
 	}
 	return list
+}
+
+// CompletedLine is how a completed session's run ends: "completed: 3
+// phases" when every phase ran, otherwise how many ran and how many
+// were skipped (run --from, run --only, resume --phase, a fork), failed
+// and left behind (resume --phase), or never ran (pipeline complete).
+func CompletedLine(s State) string {
+	statuses := make([]Status, len(s.Phases))
+	for i, p := range s.Phases {
+		statuses[i] = p.Status
+	}
+	return completedLine(statuses, s.ByHand)
+}
+
+// CompletedLine is the report's CompletedLine.
+func (r StatusReport) CompletedLine() string {
+	statuses := make([]Status, len(r.Phases))
+	for i, p := range r.Phases {
+		statuses[i] = Status(p.Status)
+	}
+	return completedLine(statuses, r.ByHand)
+}
+
+func completedLine(statuses []Status, byHand bool) string {
+	var ran, skipped, failed, other int
+	for _, st := range statuses {
+		switch st {
+		case StatusCompleted:
+			ran++
+		case StatusSkipped:
+			skipped++
+		case StatusFailed:
+			failed++
+		default:
+			other++
+		}
+	}
+	line := "completed"
+	if byHand {
+		line += " (by hand)"
+	}
+	if ran == len(statuses) {
+		return line + ": " + plural(ran, "phase")
+	}
+	line += ": " + plural(ran, "phase") + " run"
+	for _, n := range []struct {
+		count int
+		what  string
+	}{{failed, "failed"}, {skipped, "skipped"}, {other, "not run"}} {
+		if n.count > 0 {
+			line += fmt.Sprintf(", %d %s", n.count, n.what)
+		}
+	}
+	return line
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

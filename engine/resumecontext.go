@@ -37,8 +37,9 @@ type DoneItem = spec.DoneItem
 // again, and the cuts are told in the data itself: the SpecDiff ends with
 // a "… N more lines of the diff cut" line (or becomes a note naming the
 // spec), the last entry of FilesChanged and NextSteps says how many more
-// there are ("… and K more"), and Done summaries end with "…" (or are left
-// empty). A custom template thus shows the cuts too.
+// there are ("… and K more"), Done summaries end with "…" (or are left
+// empty), and the output of a Failed step starts with "… N earlier lines
+// cut". A custom template thus shows the cuts too.
 const DefaultResumeTemplate = `[Resume context] You are resuming phase "{{.Phase}}" of pipeline "{{.Pipeline}}"
 {{- if or .Step .Attempt}} ({{with .Step}}step {{.}}{{end}}{{if and .Step .Attempt}}, {{end}}{{with .Attempt}}attempt {{.}}{{end}}){{end}}.
 {{- with .Why}}
@@ -49,6 +50,14 @@ Why: {{.}}.{{end}}{{end}}{{with .Note}} ({{if eq $.Reason "checkpoint"}}your che
 ## Human notes (oldest first)
 {{- range .}}
 - {{indent 2 .}}
+{{- end}}
+{{- end}}
+{{- with .Failed}}
+
+## What failed in the previous attempt (find and fix the cause; do not just do the same again)
+{{- range .}}
+- step {{.Step}}: {{if .TimedOut}}timed out{{else}}exit code {{.ExitCode}}{{end}}{{with .Error}}; the agent's error: {{oneline .}}{{end}}
+{{- with .Output}}{{"\n"}}{{fence "text" .}}{{end}}
 {{- end}}
 {{- end}}
 {{- with .Done}}
@@ -137,11 +146,12 @@ Why: {{.}}.{{end}}{{end}}{{with .Note}} ({{if eq $.Reason "checkpoint"}}your che
 //     kept);
 //  3. the list of changed files (its first entries are kept);
 //  4. the Done summaries (shortened, then left out);
-//  5. the next steps (the first ones are kept);
-//  6. the decisions (the newest are kept);
-//  7. the pinned facts (the first are kept: the project's, then those a
+//  5. the output of the steps that failed (their last lines are kept);
+//  6. the next steps (the first ones are kept);
+//  7. the decisions (the newest are kept);
+//  8. the pinned facts (the first are kept: the project's, then those a
 //     human pinned, then the agent's);
-//  8. the open tasks (the oldest are kept).
+//  9. the open tasks (the oldest are kept).
 //
 // Each cut is a binary search over its size, so a call renders the
 // template a few dozen times at most. The header and the human notes are
@@ -172,7 +182,14 @@ func RenderResumeContext(tmpl string, in ResumeInput, budget int, count func(str
 
 	// The levels of each cut, from the full input (no cut) down to 0.
 	r.outputLines = rctxDiffLines(in.RecentOutput)
+	failedMax := 0
+	for _, f := range in.Failed {
+		lines := rctxDiffLines(f.Output)
+		r.failedLines = append(r.failedLines, lines)
+		failedMax = max(failedMax, len(lines))
+	}
 	r.full = rctxLevels{
+		failed:    failedMax,
 		diff:      len(r.diffLines),
 		output:    len(r.outputLines),
 		files:     max(len(in.FilesChanged), len(in.HumanChanges)),
@@ -194,8 +211,8 @@ func RenderResumeContext(tmpl string, in ResumeInput, budget int, count func(str
 	// Each cut in turn: when cutting it entirely fits, binary-search the
 	// largest level that fits and stop; otherwise cut it entirely and go
 	// on with the next.
-	cuts := []*int{&lv.diff, &lv.output, &lv.files, &lv.summary, &lv.next, &lv.decisions, &lv.facts, &lv.tasks}
-	maxima := []int{r.full.diff, r.full.output, r.full.files, r.full.summary, r.full.next, r.full.decisions, r.full.facts, r.full.tasks}
+	cuts := []*int{&lv.diff, &lv.output, &lv.files, &lv.summary, &lv.failed, &lv.next, &lv.decisions, &lv.facts, &lv.tasks}
+	maxima := []int{r.full.diff, r.full.output, r.full.files, r.full.summary, r.full.failed, r.full.next, r.full.decisions, r.full.facts, r.full.tasks}
 	for i, level := range cuts {
 		if maxima[i] == 0 {
 			continue
@@ -246,9 +263,10 @@ func SpecDiff(name, before, after string) string {
 
 // rctxLevels is how much of each cuttable part is kept: the number of
 // diff lines, of recent output lines, of files, of next steps, of
-// decisions, facts and tasks, and the length of Done summaries in runes.
+// decisions, facts and tasks, of the last output lines of each failed
+// step, and the length of Done summaries in runes.
 type rctxLevels struct {
-	diff, output, files, summary, next, decisions, facts, tasks int
+	diff, output, files, summary, failed, next, decisions, facts, tasks int
 }
 
 type rctxRender struct {
@@ -256,8 +274,10 @@ type rctxRender struct {
 	tmpl      *template.Template
 	full      rctxLevels
 	diffLines []string
-	// outputLines are the RecentOutput's lines.
+	// outputLines are the RecentOutput's lines; failedLines those of
+	// each Failed step's output.
 	outputLines []string
+	failedLines [][]string
 	diffNote    string // the SpecDiff when cut entirely
 	diffMore    string // the format of the last line of a cut SpecDiff
 }
@@ -287,6 +307,19 @@ func (r *rctxRender) render(lv rctxLevels) (string, error) {
 			kept := r.outputLines[len(r.outputLines)-lv.output:]
 			in.RecentOutput = fmt.Sprintf("… %d earlier lines cut\n", len(r.outputLines)-lv.output) + strings.Join(kept, "\n")
 		}
+	}
+	if lv.failed < r.full.failed {
+		failed := make([]StepFailure, len(in.Failed))
+		for i, f := range in.Failed {
+			if lines := r.failedLines[i]; len(lines) > lv.failed {
+				f.Output = ""
+				if lv.failed > 0 {
+					f.Output = fmt.Sprintf("… %d earlier lines cut\n", len(lines)-lv.failed) + strings.Join(lines[len(lines)-lv.failed:], "\n")
+				}
+			}
+			failed[i] = f
+		}
+		in.Failed = failed
 	}
 	if lv.decisions < r.full.decisions {
 		in.Decisions = rctxKeepLast(in.Decisions, lv.decisions, "decisions", "pipeline memory")
@@ -484,6 +517,21 @@ func pauseWhy(f Firing) (reason, why, note string) {
 		return reason, what + ": this is a fresh session. The working set below (pinned facts, decisions, open tasks) and the end of the previous conversation are what it left you.", note
 	case ReasonStoreError:
 		return reason, "The session could not be recorded (a full disk, an I/O error) and paused; it was resumed.", note
+	case ReasonRewound:
+		return reason, "A human rewound the work tree to the checkpoint before this phase (pipeline rewind): the files are as they were when the phase started, what this phase and those after it did is undone, and the phase runs again.", note
+	case ReasonConflicts:
+		return reason, "The work tree had conflict markers when the session was resumed, and it waited for a human to resolve them; they were, and the session was resumed.", note
+	case ReasonOutOfScope:
+		return reason, "The step changed files outside the phase's writes globs, and the session paused for a human, who has looked and resumed it: change only the files this phase may write.", note
+	case ReasonRetry:
+		what := "Your previous attempt at this step failed, and the retry policy"
+		if f.Expression != "" {
+			what += fmt.Sprintf(" (retry.when %s)", f.Expression)
+		}
+		// The note is the first line of what failed, said in full below.
+		return reason, what + " runs it again as a new attempt: what failed is below.", ""
+	case ReasonNotDone:
+		return reason, fmt.Sprintf("The phase's done_when (%s) was false after its steps, so the phase runs again as a new attempt (a step that failed is said below).", f.Expression), ""
 	}
 	if f.Values["checkpoint"] == true || f.Reason == "checkpoint" {
 		return reason, fmt.Sprintf("You printed the checkpoint marker, and the session paused there (pause_when %q); it was resumed.", f.Reason), note
@@ -493,4 +541,71 @@ func pauseWhy(f Firing) (reason, why, note string) {
 		what += fmt.Sprintf(" (%s)", f.Expression)
 	}
 	return reason, what + "; it was resumed.", note
+}
+
+// ProjectFactsHeader starts the project's facts in the first prompt of a
+// fresh conversation (see RenderProjectFacts).
+const ProjectFactsHeader = "## Project facts (pinned for every session of this project)"
+
+// MaxBytesPerToken bounds what a text can be worth in tokens before it
+// is counted: no tokenizer we count with averages more bytes per token
+// over a text. A text over budget×MaxBytesPerToken bytes is over budget
+// whatever it says, so it is cut before counting, which costs time in
+// its length (a 60 MB project memory took 18 s).
+const MaxBytesPerToken = 32
+
+// RenderProjectFacts renders the project's pinned facts as the first
+// prompt of a fresh conversation gets them (one line each, after
+// ProjectFactsHeader), within budget tokens as count counts them: the
+// resume context's budget and cut order (the first facts are kept; the
+// last line says how many more there are, and where to read them). A
+// budget of 0 or less means no limit; a nil count is one token per four
+// bytes. It returns "" for no facts, or when not even the header fits.
+func RenderProjectFacts(facts []string, budget int, count func(string) int) string {
+	if len(facts) == 0 {
+		return ""
+	}
+	if count == nil {
+		count = func(s string) int { return (len(s) + 3) / 4 }
+	}
+	lines := make([]string, len(facts))
+	for i, f := range facts {
+		lines[i] = "\n- " + clipText(strings.Join(strings.Fields(f), " "))
+	}
+	render := func(n int) string {
+		var b strings.Builder
+		b.WriteString(ProjectFactsHeader)
+		for _, l := range lines[:n] {
+			b.WriteString(l)
+		}
+		if more := len(lines) - n; more > 0 {
+			fmt.Fprintf(&b, "\n- … and %d more (pipeline memory --project lists them)", more)
+		}
+		return b.String()
+	}
+	if budget <= 0 {
+		return render(len(lines))
+	}
+	// The facts past what the budget could hold are cut uncounted.
+	n, size := 0, len(ProjectFactsHeader)
+	for n < len(lines) && size+len(lines[n]) <= budget*MaxBytesPerToken {
+		size += len(lines[n])
+		n++
+	}
+	if text := render(n); count(text) <= budget {
+		return text
+	}
+	if count(render(0)) > budget {
+		return ""
+	}
+	lo, hi := 0, n // render(lo) fits; render(hi) does not
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if count(render(mid)) <= budget {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return render(lo)
 }

@@ -10,6 +10,7 @@ package engine
 import (
 	"time"
 
+	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/triggers"
 )
 
@@ -52,7 +53,15 @@ const (
 	// ResumedFromFailure is what a resume of a failed session continued
 	// from (Resumption.Firing): no pause, the failure.
 	ResumedFromFailure = "failed"
+	// ReasonRetry and ReasonNotDone are what an agent step's new attempt
+	// continues from (Resumption.Firing), not pauses: the retry policy
+	// runs a failed step again; a false done_when runs the phase again.
+	ReasonRetry   = "retry"
+	ReasonNotDone = "not-done"
 )
+
+// StepFailure is how a step failed (see State.Failed).
+type StepFailure = spec.StepFailure
 
 // RunnerDied is how a session whose runner died shows: paused, reason
 // runner-died. It changes nothing stored.
@@ -81,6 +90,11 @@ type State struct {
 	// back-off sleeps.
 	StepRunning bool `json:"step_running,omitempty"`
 	Waiting     bool `json:"waiting,omitempty"`
+
+	// AttemptEnded: the session paused because the attempt failed (an
+	// escalation to a human, a pause_when that fired on a failed step):
+	// the resume starts a new attempt, with a transcript of its own.
+	AttemptEnded bool `json:"attempt_ended,omitempty"`
 
 	// Stopping is the trigger (or human) that asked the running step to
 	// stop; the pause takes effect when the step has ended.
@@ -124,6 +138,11 @@ type State struct {
 	Resuming *Resumption `json:"resuming,omitempty"`
 	// Steps holds the last result of each step of the current phase.
 	Steps map[string]triggers.StepVars `json:"steps,omitempty"`
+	// Failed is what failed in the current phase and is not told yet:
+	// the next agent step takes it (StartStep.Failed), with a resume
+	// context, so that a retry is not the same prompt again. A step that
+	// then passes is taken off it; a new phase starts without it.
+	Failed []StepFailure `json:"failed,omitempty"`
 
 	Phases []PhaseRecord `json:"phases"`
 
@@ -210,6 +229,8 @@ type Resumption struct {
 	// Changed are the files changed in the work tree while the session
 	// was paused (Resumed.Changed).
 	Changed []string `json:"changed,omitempty"`
+	// Notes are the human's notes given with the resume (Resumed.Notes).
+	Notes string `json:"notes,omitempty"`
 	// RecentOutput, after a compaction, is the end of the last step's
 	// output: the fresh session sees where the conversation it replaces
 	// stopped.

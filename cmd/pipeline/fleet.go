@@ -297,7 +297,7 @@ func fleetEnded(cmd *cobra.Command, fl *fleet, r engine.StatusReport, out io.Wri
 			line += " — " + r.PauseNote
 		}
 	case string(engine.StatusCompleted):
-		line = fmt.Sprintf("completed: %d phases", len(r.Phases))
+		line = r.CompletedLine()
 	default:
 		line = "failed: " + r.FailReason
 	}

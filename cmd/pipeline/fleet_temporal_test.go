@@ -370,7 +370,7 @@ phases:
 	}
 	write(t, dir, "go", "")
 	r = pipelineEnv(t, dir, env, "resume", "--notes", "the API is back")
-	if r.code != 0 || !strings.Contains(r.stdout, "completed: 1 phases") {
+	if r.code != 0 || !strings.Contains(r.stdout, "completed: 1 phase") {
 		t.Fatalf("resume: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	started := awaitLines(t, filepath.Join(dir, "started"), 2, "the step run again")

@@ -183,7 +183,7 @@ func outcome(plan *spec.Plan, s engine.State) string {
 	case s.Status == engine.StatusPaused && s.Pause != nil:
 		return "paused: " + local.DescribeFiring(*s.Pause)
 	case s.Status == engine.StatusCompleted:
-		return fmt.Sprintf("completed: %d phases", len(plan.Phases))
+		return engine.CompletedLine(s)
 	case s.Status == engine.StatusFailed:
 		return "failed: " + s.FailReason
 	}

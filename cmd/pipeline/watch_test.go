@@ -325,7 +325,6 @@ func TestWatchMaxParallelQueuesTheRest(t *testing.T) {
 phases:
   - {name: one, auto_advance: false, steps: [{run: "true"}]}
   - name: two
-    auto_advance: false
     steps: [{run: 'echo "$PIPELINE_SPEC" >> order.txt; while [ ! -e go ]; do sleep 0.01; done'}]
 `)
 	write(t, dir, "a.md", "# A\n")

@@ -265,7 +265,7 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 				r.ended = true
 				return true
 			case engine.Complete:
-				r.say("completed: %d phases", len(r.plan.Phases))
+				r.say("%s", engine.CompletedLine(state))
 				r.ended = true
 				return true
 			case engine.Fail:

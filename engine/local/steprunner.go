@@ -221,7 +221,11 @@ func (r *StepRunner) prepareTurn(a engine.StartStep, s engine.State, step *spec.
 	if req.SessionID == "" && !a.ResumeContext && compaction == "" {
 		// A fresh conversation with no resume context still learns what
 		// the project pinned for every session.
-		if facts := r.Session.ProjectFacts(); facts != "" {
+		facts, err := r.Session.ProjectFacts()
+		if err != nil {
+			r.say("pipeline: %v; the project's facts are left out of this prompt", err)
+		}
+		if facts != "" {
 			prompt = facts + "\n\n" + prompt
 		}
 	}
@@ -326,6 +330,9 @@ func (r *StepRunner) Start(ctx context.Context, a engine.StartStep, s engine.Sta
 	if err == nil {
 		transcript, err = r.Session.Transcript(phase.Name, a.Attempt, step.Name)
 	}
+	if err == nil {
+		r.markRunAgain(transcript, a, s)
+	}
 	if err == nil && t.prompt != "" {
 		if err := r.Session.RecordPrompt(phase.Name, a.Attempt, step.Name, t.prompt); err != nil {
 			r.say("pipeline: keeping the prompt sent: %v", err)
@@ -406,6 +413,34 @@ func (r *StepRunner) Start(ctx context.Context, a engine.StartStep, s engine.Sta
 		finished(result)
 	}()
 	return current
+}
+
+// markRunAgain writes a line in a transcript that already holds a run of
+// the same attempt of the step (the step paused and was resumed, its
+// runner died, its native session was lost), where the next run starts:
+// when, what it was resumed from, and the human's notes.
+func (r *StepRunner) markRunAgain(transcript *os.File, a engine.StartStep, s engine.State) {
+	if info, err := transcript.Stat(); err != nil || info.Size() == 0 {
+		return
+	}
+	line := "--- run again at " + r.Clock.Now().Format("2006-01-02 15:04:05 MST")
+	from := a.Resuming
+	if from == nil {
+		// A run step leaves the resumption to the next agent step.
+		from = s.Resuming
+	}
+	if from != nil {
+		line = "--- resumed at " + r.Clock.Now().Format("2006-01-02 15:04:05 MST")
+		if reason := from.Firing.Reason; reason != "" {
+			line += " after " + reason
+		}
+		if notes := strings.Join(strings.Fields(from.Notes), " "); notes != "" {
+			line += " (notes: " + notes + ")"
+		}
+	}
+	if _, err := transcript.WriteString("\n" + r.Session.Redactor().String(line) + " ---\n"); err != nil {
+		r.say("pipeline: writing the transcript: %v", err)
+	}
 }
 
 // observer evaluates a step's pause_when triggers as its output and time

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/internal/tokens"
 )
 
 // ProjectMemory is the store's memory.json: the facts pinned for every
@@ -27,6 +29,40 @@ type ProjectMemory struct {
 
 // projectMemoryVersion is the format of memory.json.
 const projectMemoryVersion = 1
+
+// The bounds of what a human pins (pipeline memory pin, --project or
+// not): a fact holds at most engine.MaxMemoryText bytes, and a project
+// memory, or a session's human pins, at most MaxPinnedFacts facts and
+// MaxPinnedBytes bytes of them in all. The facts go into prompts; a pin
+// past a bound is refused, saying which. A memory.json over
+// maxProjectMemoryFile (grown by hand) is refused as unreadable.
+const (
+	MaxPinnedFacts       = 200
+	MaxPinnedBytes       = 64 << 10
+	maxProjectMemoryFile = 1 << 20
+)
+
+// pinHolder is what holds pinned facts, for checkPin's messages: its
+// name, and the command that lists them.
+type pinHolder struct{ name, lists string }
+
+var projectPins = pinHolder{"the project memory", "pipeline memory --project"}
+
+// checkPin refuses a fact to pin that is over a bound, h holding count
+// facts of size bytes already.
+func checkPin(text string, h pinHolder, count, size int) error {
+	switch {
+	case len(text) > engine.MaxMemoryText:
+		return refused("the fact is %d bytes; a pinned fact holds at most %d: shorten it (or keep the text in a file, and pin where it is)",
+			len(text), engine.MaxMemoryText)
+	case count >= MaxPinnedFacts:
+		return refused("%s holds %d pinned facts, the most it may: unpin one first (%s lists them)", h.name, count, h.lists)
+	case size+len(text) > MaxPinnedBytes:
+		return refused("%s holds %d bytes of pinned facts; with this one it would hold more than %d: unpin some first (%s lists them)",
+			h.name, size, MaxPinnedBytes, h.lists)
+	}
+	return nil
+}
 
 // LoadProjectMemory reads the project's memory; a store without one has
 // an empty memory. A file that is not the memory (hand-edited into bad
@@ -46,6 +82,10 @@ func parseProjectMemory(st *store.Store, content []byte) (ProjectMemory, error) 
 		return m, nil
 	}
 	path := st.Root + string(os.PathSeparator) + store.ProjectMemoryName
+	if len(content) > maxProjectMemoryFile {
+		return m, refused("%s is %d bytes, more than a project memory holds (%d facts, %d bytes of them): move it away, or cut it down by hand",
+			path, len(content), MaxPinnedFacts, MaxPinnedBytes)
+	}
 	if err := json.Unmarshal(content, &m); err != nil {
 		return m, refused("%s is not a project memory (%v): fix it or move it away; pipeline memory pin --project writes a new one", path, err)
 	}
@@ -60,10 +100,20 @@ func parseProjectMemory(st *store.Store, content []byte) (ProjectMemory, error) 
 // look for; nil looks for the environment's and the known patterns).
 func PinProject(st *store.Store, plan *spec.Plan, text string, now time.Time) (engine.MemoryItem, error) {
 	var pinned engine.MemoryItem
-	text = redactWith(plan, text)
+	text = strings.TrimSpace(redactWith(plan, text))
+	if err := checkPin(text, projectPins, 0, 0); err != nil {
+		return pinned, err
+	}
 	err := st.UpdateProjectFile(store.ProjectMemoryName, func(old []byte) ([]byte, error) {
 		m, err := parseProjectMemory(st, old)
 		if err != nil {
+			return nil, err
+		}
+		size := 0
+		for _, f := range m.Pinned {
+			size += len(f.Text)
+		}
+		if err := checkPin(text, projectPins, len(m.Pinned), size); err != nil {
 			return nil, err
 		}
 		var w engine.WorkingSet
@@ -100,19 +150,28 @@ func UnpinProject(st *store.Store, id int) (engine.MemoryItem, error) {
 }
 
 // ProjectFacts is the project's pinned facts as the first prompt of a
-// fresh conversation gets them, "" when there are none (or the memory
-// cannot be read: pipeline memory --project says why).
-func (s *Session) ProjectFacts() string {
+// fresh conversation gets them, "" when there are none: within the
+// resume context's budget, cut as it cuts them (engine.RenderProjectFacts).
+// A memory that cannot be read is an error that names it: the caller
+// says so, and the prompt goes without.
+func (s *Session) ProjectFacts() (string, error) {
 	m, err := LoadProjectMemory(s.Store)
 	if err != nil || len(m.Pinned) == 0 {
-		return ""
+		return "", err
 	}
-	var b strings.Builder
-	b.WriteString("## Project facts (pinned for every session of this project)")
-	for _, f := range m.Pinned {
-		b.WriteString("\n- " + strings.ReplaceAll(f.Text, "\n", " "))
+	facts := make([]string, len(m.Pinned))
+	for i, f := range m.Pinned {
+		facts[i] = f.Text
 	}
-	return b.String()
+	return engine.RenderProjectFacts(facts, resumeBudget(s.Plan), tokens.Count), nil
+}
+
+// checkProjectMemory refuses to run a session of a store whose project
+// memory cannot be read: its facts would leave every prompt unsaid.
+// The error is memory --project's: the file, and what to do.
+func checkProjectMemory(st *store.Store) error {
+	_, err := LoadProjectMemory(st)
+	return err
 }
 
 func redactWith(plan *spec.Plan, text string) string {
@@ -133,28 +192,41 @@ type memoryRequest struct {
 	Notes []engine.MemoryNote `json:"notes"`
 }
 
+// memoryLockFile orders those who leave memory requests for a session
+// (Ref.Remember) against the runner that takes them as it ends
+// (Session.Close): a request is written only while a runner holds the
+// session and has not begun to end, so none is stranded.
+const memoryLockFile = "memory.lock"
+
 // Remember changes the session's working set on a human's behalf
 // (pipeline memory pin, unpin, task add, task done). A session that is
-// not running records it now; a running one gets it from its runner
-// before its next step (or, if the runner dies first, when it is next
-// opened). It reports whether the change was left for the runner.
+// not running records it now (two at once take turns); a running one
+// gets it from its runner before its next step, or as the runner ends
+// (or, if the runner dies first, when the session is next opened). It
+// reports whether the change was left for the runner.
 func (r *Ref) Remember(now time.Time, notes []engine.MemoryNote, say func(string, ...any)) (queued bool, err error) {
 	for i := range notes {
 		notes[i].Text = NewRedactor(r.Plan).String(notes[i].Text)
 	}
+	if err := r.checkPins(notes); err != nil {
+		return false, err
+	}
+	release, err := r.X.WaitLock(memoryLockFile)
+	if err != nil {
+		return false, err
+	}
+	defer release()
 	if !r.Running() {
-		s, err := Open(context.Background(), r.Store, Options{ID: r.ID(), Plan: r.Plan, Say: say})
+		s, err := Open(context.Background(), r.Store, Options{ID: r.ID(), Plan: r.Plan, Say: say, memoryLocked: true})
 		if err == nil {
 			_, err = s.Apply(engine.Remembered{At: now, Source: engine.SourceHuman, Notes: notes})
-			if closeErr := s.Close(); err == nil {
-				err = closeErr
-			}
-			return false, err
+			return false, errors.Join(err, s.Close())
 		}
 		if !r.Running() {
 			return false, err
 		}
-		// A runner took the session meanwhile: it gets the request.
+		// A runner took the session meanwhile: it gets the request, at
+		// the latest as it ends, which waits for this lock.
 	}
 	content, err := json.Marshal(memoryRequest{At: now, Notes: notes})
 	if err != nil {
@@ -167,6 +239,37 @@ func (r *Ref) Remember(now time.Time, notes []engine.MemoryNote, say func(string
 		return false, err
 	}
 	return true, nil
+}
+
+// checkPins refuses facts a human pins in the session past the bounds
+// of checkPin, counted over the session's human pins as its files hold
+// them.
+func (r *Ref) checkPins(notes []engine.MemoryNote) error {
+	var count, size int
+	loaded := false
+	for _, n := range notes {
+		if n.Kind != engine.NoteFact {
+			continue
+		}
+		if !loaded {
+			s, _, err := r.State()
+			if err != nil {
+				return err
+			}
+			for _, f := range s.WorkingSet.Pinned {
+				if f.Source == engine.SourceHuman {
+					count, size = count+1, size+len(f.Text)
+				}
+			}
+			loaded = true
+		}
+		text := strings.TrimSpace(n.Text)
+		if err := checkPin(text, pinHolder{"session " + r.ID(), "pipeline memory " + r.ID()}, count, size); err != nil {
+			return err
+		}
+		count, size = count+1, size+len(text)
+	}
+	return nil
 }
 
 // TakeMemoryRequests records the changes to the working set a human left

@@ -86,15 +86,11 @@ func ResumeContextFor(plan *spec.Plan, x *store.Session, redact func(string) str
 // context, human notes included, rather than none.
 func ResumeContextWithWarning(plan *spec.Plan, x *store.Session, redact func(string) string) func(engine.State, engine.StartStep) (text, warning string) {
 	return func(s engine.State, a engine.StartStep) (string, string) {
-		budget := plan.ResumeBudget
-		if budget <= 0 {
-			budget = ResumeBudget
-		}
-		in := resumeInput(plan, x, s, a, redact)
+		budget := resumeBudget(plan)
+		in, warning := resumeInput(plan, x, s, a, redact)
 		text, err := engine.RenderResumeContext(plan.ResumeTemplate, in, budget, tokens.Count)
-		warning := ""
 		if err != nil && plan.ResumeTemplate != "" {
-			warning = fmt.Sprintf("%s: resume_context.template failed (%v); the built-in resume context is used instead", plan.File, err)
+			warning = joinWarnings(warning, fmt.Sprintf("%s: resume_context.template failed (%v); the built-in resume context is used instead", plan.File, err))
 			text, err = engine.RenderResumeContext("", in, budget, tokens.Count)
 		}
 		if err != nil {
@@ -108,7 +104,25 @@ func ResumeContextWithWarning(plan *spec.Plan, x *store.Session, redact func(str
 	}
 }
 
-func resumeInput(plan *spec.Plan, x *store.Session, s engine.State, a engine.StartStep, redact func(string) string) engine.ResumeInput {
+// resumeBudget is the plan's resume context budget, in tokens.
+func resumeBudget(plan *spec.Plan) int {
+	if plan.ResumeBudget > 0 {
+		return plan.ResumeBudget
+	}
+	return ResumeBudget
+}
+
+// joinWarnings puts two warnings on one line.
+func joinWarnings(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "; " + b
+}
+
+// resumeInput is what the resume context of a is rendered from; the
+// warning says what could not be read for it.
+func resumeInput(plan *spec.Plan, x *store.Session, s engine.State, a engine.StartStep, redact func(string) string) (engine.ResumeInput, string) {
 	phase := plan.Phases[a.Phase]
 	in := engine.ResumeInput{Pipeline: plan.Name.Value, Phase: phase.Name, Step: phase.Steps[a.Step].Name, Attempt: a.Attempt,
 		SpecPath: plan.Spec}
@@ -117,6 +131,7 @@ func resumeInput(plan *spec.Plan, x *store.Session, s engine.State, a engine.Sta
 		in.HumanChanges = a.Resuming.Changed
 		in.RecentOutput = a.Resuming.RecentOutput
 	}
+	in.Failed = a.Failed
 	for i, rec := range s.Phases {
 		switch {
 		case i < a.Phase && rec.Status == engine.StatusCompleted:
@@ -142,7 +157,11 @@ func resumeInput(plan *spec.Plan, x *store.Session, s engine.State, a engine.Sta
 	for _, p := range plan.Phases[a.Phase+1:] {
 		in.NextSteps = append(in.NextSteps, fmt.Sprintf("phase %s: %s", p.Name, p.Prompt.Value))
 	}
-	in.PinnedFacts, in.Decisions, in.OpenTasks = workingSetInput(s.WorkingSet, x)
+	warning := ""
+	var err error
+	if in.PinnedFacts, in.Decisions, in.OpenTasks, err = workingSetInput(s.WorkingSet, x, resumeBudget(plan)); err != nil {
+		warning = fmt.Sprintf("%v; the project's facts are left out of the resume context", err)
+	}
 	if plan.Spec != "" && x != nil {
 		// The saved copy was redacted; so is the spec it is compared with.
 		before, _ := x.ReadFile(SpecAtPauseFile)
@@ -157,18 +176,26 @@ func resumeInput(plan *spec.Plan, x *store.Session, s engine.State, a engine.Sta
 			}
 		}
 	}
-	return in
+	return in, warning
 }
 
 // workingSetInput is what the resume context shows of the working set:
 // the pinned facts (the project's, then those a human pinned in the
 // session, then the agent's), the decisions and the open tasks, oldest
-// first. A project memory that cannot be read is left out (pipeline
-// memory --project says why).
-func workingSetInput(w engine.WorkingSet, x *store.Session) (facts, decisions, tasks []string) {
+// first. A project memory that cannot be read is left out, and the
+// error says why. The project's facts past what budget tokens could
+// hold (engine.MaxBytesPerToken) are left out uncounted, and counted in
+// a last entry.
+func workingSetInput(w engine.WorkingSet, x *store.Session, budget int) (facts, decisions, tasks []string, err error) {
 	if x != nil {
-		if project, err := LoadProjectMemory(x.Store()); err == nil {
-			for _, f := range project.Pinned {
+		var project ProjectMemory
+		if project, err = LoadProjectMemory(x.Store()); err == nil {
+			size := 0
+			for i, f := range project.Pinned {
+				if size += len(f.Text); budget > 0 && size > budget*engine.MaxBytesPerToken {
+					facts = append(facts, fmt.Sprintf("… and %d more project facts (pipeline memory --project lists them)", len(project.Pinned)-i))
+					break
+				}
 				facts = append(facts, f.Text+" (project)")
 			}
 		}
@@ -186,7 +213,7 @@ func workingSetInput(w engine.WorkingSet, x *store.Session) (facts, decisions, t
 	for _, t := range w.Open {
 		tasks = append(tasks, t.Text)
 	}
-	return facts, decisions, tasks
+	return facts, decisions, tasks, err
 }
 
 // ResumePreview is what pipeline resume would send now: the step it
@@ -246,8 +273,12 @@ func PreviewResume(ref *Ref, now time.Time, notes, phase string) (ResumePreview,
 	}
 	var start *engine.StartStep
 	for _, a := range actions {
-		if a, ok := a.(engine.StartStep); ok {
+		switch a := a.(type) {
+		case engine.StartStep:
 			start = &a
+		case engine.Complete:
+			return ResumePreview{}, refused("resuming session %s would run nothing and complete it: its last phase, %s, is done and waits for a sign-off (auto_advance: false)",
+				ref.ID(), plan.Phases[s.Phase].Name)
 		}
 	}
 	if start == nil {
@@ -257,7 +288,7 @@ func PreviewResume(ref *Ref, now time.Time, notes, phase string) (ResumePreview,
 	a := *start
 	if plan.Phases[a.Phase].Steps[a.Step].Agent == nil {
 		// The context waits for the first agent step from here.
-		a.ResumeContext, a.Resuming = true, s.Resuming
+		a.ResumeContext, a.Resuming, a.Failed = true, s.Resuming, s.Failed
 		found := false
 		for pi := a.Phase; pi < len(plan.Phases) && !found; pi++ {
 			first := 0

@@ -66,8 +66,9 @@ type Create int
 const (
 	// Never: open an existing session, or fail.
 	Never Create = iota
-	// IfNone: the latest session with one of the statuses, or else a new
-	// one (pipeline run).
+	// IfNone: the newest session of the pipeline and spec when it has
+	// one of the statuses, or else a new one (pipeline run): an older
+	// session is never taken over a newer one that failed or completed.
 	IfNone
 	// Always: a new session (pipeline run --new).
 	Always
@@ -88,6 +89,9 @@ type Options struct {
 	// Say reports what Open did on the way (what a dead runner's step
 	// left running, stopped); nil says nothing.
 	Say func(format string, args ...any)
+	// memoryLocked: the opener holds the session's memory lock
+	// (Ref.Remember), which Close then does not take.
+	memoryLocked bool
 }
 
 // Session is a session opened for a run or an amendment: its lock is held
@@ -102,8 +106,10 @@ type Session struct {
 	Created bool
 	Crashed bool
 
-	lock  *store.Lock
-	state engine.State
+	lock *store.Lock
+	// memoryLocked: see Options.memoryLocked.
+	memoryLocked bool
+	state        engine.State
 	// redactor is swapped by SetPlan while steps read it.
 	redactor atomic.Pointer[redact.Redactor]
 	recorder *Recorder
@@ -128,6 +134,12 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 		say = func(string, ...any) {}
 	}
 	plan, key, id := o.Plan, "", ""
+	if o.Create != Never {
+		// A session about to run: its prompts need the project's memory.
+		if err := checkProjectMemory(st); err != nil {
+			return nil, err
+		}
+	}
 	if o.ID != "" {
 		if err := CheckID(o.ID); err != nil {
 			return nil, err
@@ -160,7 +172,7 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	if err != nil {
 		return nil, storeRefused(st, err)
 	}
-	s := &Session{Store: st, Plan: plan, Key: key, lock: lock}
+	s := &Session{Store: st, Plan: plan, Key: key, lock: lock, memoryLocked: o.memoryLocked}
 	var x *store.Session
 	fail := func(err error) (*Session, error) {
 		if x != nil {
@@ -179,7 +191,7 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	} else if o.Create != Always {
 		// Looked up under the lock: no other runner can start or end a
 		// session of this key meanwhile.
-		if x, s.state, err = latestOpen(st, plan, key, o.Statuses); err != nil {
+		if x, s.state, err = latestOpen(st, plan, key, o.Statuses, o.Create == IfNone, say); err != nil {
 			return fail(err)
 		}
 		if x == nil && o.Create == Never {
@@ -256,15 +268,33 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 // statuses, with its state; nil when there is none. The index can be
 // behind the session's files (a runner killed between an event and its
 // snapshot): a session whose files say otherwise gets its listing
-// brought up to date and is passed over.
-func latestOpen(st *store.Store, plan *spec.Plan, key string, statuses []engine.Status) (*store.Session, engine.State, error) {
+// brought up to date and is passed over. With newest, only the newest
+// session of key is taken, and an older one with one of the statuses
+// passed over is said.
+func latestOpen(st *store.Store, plan *spec.Plan, key string, statuses []engine.Status, newest bool, say func(string, ...any)) (*store.Session, engine.State, error) {
 	list, err := st.List()
 	if err != nil {
 		return nil, engine.State{}, storeRefused(st, err)
 	}
+	var newestSeen *store.Summary
 	for i := range list {
 		sum := list[i]
-		if sum.Key != key || len(statuses) > 0 && !slices.Contains(statuses, engine.Status(sum.Status)) {
+		if sum.Key != key {
+			continue
+		}
+		if newest && newestSeen != nil {
+			// The newest stays as it is: say what is passed over.
+			if len(statuses) == 0 || slices.Contains(statuses, engine.Status(sum.Status)) {
+				say("session %s is %s, but the newest session of this pipeline and spec is %s (%s): it is not resumed (pipeline resume %s continues it)",
+					sum.ID, sum.Status, newestSeen.ID, newestSeen.Status, sum.ID)
+				break
+			}
+			continue
+		}
+		if newest {
+			newestSeen = &list[i]
+		}
+		if len(statuses) > 0 && !slices.Contains(statuses, engine.Status(sum.Status)) {
 			continue
 		}
 		x, err := st.Session(sum.ID)
@@ -289,6 +319,9 @@ func latestOpen(st *store.Store, plan *spec.Plan, key string, statuses []engine.
 		x.Close()
 		if err != nil {
 			return nil, engine.State{}, storeRefused(st, err)
+		}
+		if newest {
+			newestSeen.Status = string(now)
 		}
 	}
 	return nil, engine.State{}, nil
@@ -380,6 +413,9 @@ func CheckPhase(plan *spec.Plan, phase string) error {
 func (s *Session) Resume(now time.Time, notes, phase string) ([]engine.Event, error) {
 	if phase != "" && !slices.ContainsFunc(s.Plan.Phases, func(p spec.PhasePlan) bool { return p.Name == phase }) {
 		return nil, refused("--phase %q is not a phase of %s (%s)", phase, s.X.Meta.File, PhaseNames(s.Plan))
+	}
+	if err := checkProjectMemory(s.Store); err != nil {
+		return nil, err
 	}
 	switch {
 	case s.Created && s.state.Status == "":
@@ -597,6 +633,21 @@ func (s *Session) Close() error {
 		return errors.Join(s.X.Close(), s.lock.Release())
 	}
 	var errs []error
+	if !s.memoryLocked {
+		// The memory requests left while the session ran are taken now,
+		// and none is left after: a writer waits for this lock, and then
+		// finds the session not running (its lock released under this
+		// one) and records its change itself.
+		if release, err := s.X.WaitLock(memoryLockFile); err == nil {
+			defer release()
+			if err := s.TakeMemoryRequests(nil); err != nil {
+				errs = append(errs, fmt.Errorf("taking the memory changes left for the session: %w", err))
+			}
+		}
+	}
+	if s.broken != nil {
+		return errors.Join(append(errs, s.X.Close(), s.lock.Release())...)
+	}
 	if s.state.Status == engine.StatusPaused {
 		if err := s.saveSpecAtPause(); err != nil {
 			errs = append(errs, fmt.Errorf("keeping the spec for the next resume: %w", err))

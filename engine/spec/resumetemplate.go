@@ -48,6 +48,22 @@ type ResumeInput struct {
 	// fresh session a compaction starts: the tail of the conversation it
 	// replaces.
 	RecentOutput string
+	// Failed is what failed in the attempt before this one (a retry, a
+	// phase run again because its done_when was false, a resume after
+	// needs-human or a failure): each step, how it ended and its last
+	// lines.
+	Failed []StepFailure
+}
+
+// StepFailure is how a step failed: its exit code (or its time-out), the
+// error the agent reported, and the last lines of its output (redacted
+// as all output is).
+type StepFailure struct {
+	Step     string `json:"step"`
+	ExitCode int    `json:"exit_code"`
+	TimedOut bool   `json:"timed_out,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Output   string `json:"output,omitempty"`
 }
 
 // DoneItem is one finished piece of work: a completed phase, or the work

@@ -184,3 +184,23 @@ func (l *Lock) Release() error {
 	l.file = nil
 	return err
 }
+
+// WaitLock takes a lock of the session, on its file named file, waiting
+// while another open file holds it (a lock of its own, apart from the
+// key's: it orders the writers of a session's requests against its
+// runner's end). release gives it back; the lock goes with the process
+// too.
+func (x *Session) WaitLock(file string) (release func() error, err error) {
+	if err := name(file); err != nil {
+		return nil, err
+	}
+	f, err := x.store.openFile(x.rel+"/"+file, unix.O_RDWR|unix.O_CREAT, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitLock(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
+	}
+	return f.Close, nil
+}

@@ -64,11 +64,18 @@ phases:
 		Want: Want{Status: engine.StatusCompleted, Backoffs: []time.Duration{10 * time.Second, 20 * time.Second}, Attempts: 3},
 	},
 	{
-		Name:   "the built-in retry escalates to a human",
-		YAML:   "version: 1\nphases:\n  - name: build\n    steps:\n      - run: exit 1\n",
+		Name:   "the built-in retry escalates an agent step to a human",
+		YAML:   "version: 1\nagent: {kind: command, command: [sh, -c, 'exit 1']}\nphases:\n  - name: build\n",
 		Script: func(engine.StartStep) engine.StepResult { return exit(1) },
 		Want: Want{Status: engine.StatusPaused, Reason: engine.ReasonNeedsHuman,
 			Backoffs: []time.Duration{10 * time.Second, 20 * time.Second, 30 * time.Second}, Attempts: 4},
+	},
+	{
+		// Issue 23, item 13: the built-in retry is for agent steps.
+		Name:   "a run: step with no retry written fails at once",
+		YAML:   "version: 1\nphases:\n  - name: build\n    steps:\n      - run: 'echo FAIL; exit 1'\n",
+		Script: func(engine.StartStep) engine.StepResult { return exit(1) },
+		Want:   Want{Status: engine.StatusFailed, Attempts: 1},
 	},
 	{
 		Name: "restart_when drops the native session, then escalation",
