@@ -276,6 +276,39 @@ func BenchmarkTerminalFilter(b *testing.B) {
 	}
 }
 
+// BenchmarkPlainView: the plain view (CI logs, pipes) filters and stamps
+// every line of a step's output; here log lines of 100 bytes, plain and
+// coloured (the filter changes every line, which is redacted again).
+func BenchmarkPlainView(b *testing.B) {
+	for _, format := range []string{
+		"2026-11-26T04:26:15.%03dZ INFO [worker] job %08x done, 45%% of disk used, 12 keys cached, status ok\n",
+		"2026-11-26T04:26:15.%03dZ \x1b[32mINFO\x1b[0m [worker] job %08x done, 45%% of disk used, 12 keys, ok\n",
+	} {
+		var data bytes.Buffer
+		for data.Len() < 16<<20 {
+			fmt.Fprintf(&data, format, data.Len()%1000, data.Len())
+		}
+		name := "log"
+		if strings.Contains(format, "\x1b") {
+			name = "coloured"
+		}
+		b.Run(name, func(b *testing.B) {
+			at := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
+			v := NewPlainView(io.Discard, func() time.Time { return at })
+			withRedactor(v, redact.New([]string{"MY_API_KEY=abc123xyz789secret"}))
+			b.SetBytes(int64(data.Len()))
+			for b.Loop() {
+				for p := data.Bytes(); len(p) > 0; {
+					k := min(256<<10, len(p))
+					v.Output(p[:k])
+					p = p[k:]
+				}
+			}
+			v.Close()
+		})
+	}
+}
+
 // escapingAgent is a step that prints escape sequences: a window title, a
 // screen clear, a terminal reset, and a checkpoint whose note writes the
 // clipboard and changes colour. GATE, when set, is a FIFO it waits on
