@@ -16,6 +16,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
 	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/internal/termsafe"
 )
 
 // ---- CI mode ----
@@ -454,7 +455,7 @@ func githubOutputs(r engine.StatusReport, text screenText) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "session_id=%s\nstatus=%s\n", r.ID, r.Status)
 	for _, kv := range [][2]string{{"phase", r.Phase}, {"pause_reason", r.PauseReason}, {"pause_note", r.PauseNote}} {
-		value := terminalText(text.redactor.String(kv[1]))
+		value := termsafe.Text(text.redactor.String(kv[1]))
 		delimiter := "ghadelimiter_" + randomToken()
 		for strings.Contains(value, delimiter) {
 			delimiter = "ghadelimiter_" + randomToken()

@@ -20,6 +20,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/engine/temporal"
+	"github.com/pipeline-dev/pipeline/internal/termsafe"
 )
 
 // The session commands on a Temporal fleet (--backend temporal): the
@@ -567,7 +568,7 @@ func fleetLogs(cmd *cobra.Command, fl *fleet, flags *storeFlags, id, phase strin
 		fmt.Fprintf(cmd.ErrOrStderr(), "session %s: no step has ended yet; the transcripts of a running step are where its worker writes them\n", id)
 		return nil
 	}
-	t := &tail{w: terminalOutput(cmd.OutOrStdout()), offsets: map[string]int64{}, json: asJSON, prompts: prompts}
+	t := &tail{w: termsafe.Output(cmd.OutOrStdout()), offsets: map[string]int64{}, json: asJSON, prompts: prompts}
 	for _, dir := range dirs {
 		root := filepath.Join(dir, "transcripts")
 		if info, err := os.Stat(root); err != nil || !info.IsDir() {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/internal/termsafe"
 )
 
 // The JUnit report (run and resume --junit FILE): one testsuite for the
@@ -98,7 +99,7 @@ func junitReport(plan *spec.Plan, s engine.State, r engine.StatusReport, transcr
 		switch {
 		case p.Status == engine.StatusFailed:
 			c.Failure = &junitOutcome{Message: text.line(s.FailReason), Type: "failed",
-				Text: xmlText(terminalText(text.redactor.String(failureDetail(p, s))))}
+				Text: xmlText(termsafe.Text(text.redactor.String(failureDetail(p, s))))}
 			suite.Failures++
 		case s.Status == engine.StatusPaused && s.Pause != nil && i == stopped.phase && p.Status != engine.StatusCompleted:
 			c.Skipped = &junitOutcome{Message: text.line("paused: " + pauseText(r))}
@@ -108,7 +109,7 @@ func junitReport(plan *spec.Plan, s engine.State, r engine.StatusReport, transcr
 			suite.Skipped++
 		}
 		if out := transcriptTail(transcripts, p.Name, order, junitTail); len(out) > 0 {
-			c.SystemOut = &junitText{xmlText(text.redactor.String(terminalText(string(out))))}
+			c.SystemOut = &junitText{xmlText(text.redactor.String(termsafe.Text(string(out))))}
 		}
 		suite.Cases = append(suite.Cases, c)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/internal/termsafe"
 )
 
 func logsCommand() *cobra.Command {
@@ -73,7 +74,7 @@ included), headed by its file (<attempt>-<step>.prompt).`,
 			}
 		}
 		root := filepath.Join(f.X.Dir, "transcripts")
-		t := &tail{w: terminalOutput(cmd.OutOrStdout()), offsets: map[string]int64{}, json: output.json(), prompts: prompts}
+		t := &tail{w: termsafe.Output(cmd.OutOrStdout()), offsets: map[string]int64{}, json: output.json(), prompts: prompts}
 		if err := t.catchUp(root, phase, order); err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/internal/termsafe"
 )
 
 func resumeCommand() *cobra.Command {
@@ -166,6 +167,6 @@ func resumeDryRun(cmd *cobra.Command, flags *storeFlags, output *outputFlag, id,
 	default:
 		fmt.Fprintln(w, "the resume context that would go before its prompt:")
 	}
-	_, err = fmt.Fprintln(terminalOutput(cmd.OutOrStdout()), p.Context)
+	_, err = fmt.Fprintln(termsafe.Output(cmd.OutOrStdout()), p.Context)
 	return err
 }

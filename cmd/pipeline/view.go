@@ -13,12 +13,13 @@ import (
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
 	"github.com/pipeline-dev/pipeline/internal/redact"
+	"github.com/pipeline-dev/pipeline/internal/termsafe"
 )
 
 // screenText makes what a view shows safe to show: secrets redacted (a
 // step's output arrives redacted; a step's command line, a note or an
 // error message may not be), then escape sequences removed and control
-// characters shown (see terminalFilter). Text that the filter changed is
+// characters shown (see package termsafe). Text that the filter changed is
 // redacted again: a secret split by an escape sequence is whole once the
 // sequence is gone.
 type screenText struct {
@@ -34,16 +35,10 @@ func newScreenText() screenText { return screenText{redactor: environmentRedacto
 // line is text made safe as one line.
 func (s screenText) line(text string) string {
 	text = s.redactor.String(text)
-	if safe := terminalLine(text); safe != text {
+	if safe := termsafe.Line(text); safe != text {
 		return s.redactor.String(safe)
 	}
 	return text
-}
-
-// sameBytes tells whether a and b are the same bytes in memory: whether a
-// filter passed its input as it is.
-func sameBytes(a, b []byte) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // withRedactor makes a view redact with r, a session's redactor (which
@@ -71,7 +66,7 @@ type PlainView struct {
 	prefix  []byte
 	stamp   time.Time
 	text    screenText
-	filter  terminalFilter
+	filter  termsafe.Filter
 	// changed holds the start of a line of output that the filter
 	// changed, until its end: the line is redacted again whole, for a
 	// secret split by an escape sequence. (The step's redaction holds a
@@ -136,7 +131,7 @@ func (v *PlainView) Output(chunk []byte) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	safe := v.filter.Filter(chunk)
-	if !v.inChanged && sameBytes(safe, chunk) {
+	if !v.inChanged && termsafe.Unchanged(chunk, safe) {
 		v.write(safe)
 		return
 	}
@@ -153,7 +148,7 @@ func (v *PlainView) Output(chunk []byte) {
 		v.changed = append(v.changed, safe[:i+1]...)
 		v.writeChanged()
 		safe = safe[i+1:]
-		if sameBytes(safe, chunk[len(chunk)-len(safe):]) {
+		if termsafe.Unchanged(chunk[len(chunk)-len(safe):], safe) {
 			break // the rest is as the step wrote it
 		}
 	}

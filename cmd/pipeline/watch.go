@@ -22,6 +22,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/watch"
 	"github.com/pipeline-dev/pipeline/internal/clock"
 	"github.com/pipeline-dev/pipeline/internal/redact"
+	"github.com/pipeline-dev/pipeline/internal/termsafe"
 )
 
 // watchFlags are the flags of pipeline watch, shared with run --watch.
@@ -183,7 +184,7 @@ func runWatch(cmd *cobra.Command, o watch.Options, asJSON bool) error {
 		runs = &lockedWriter{w: runsTo}
 	}
 	text := newScreenText()
-	table := !asJSON && isTerminal(cmd.OutOrStdout())
+	table := !asJSON && termsafe.IsTerminal(cmd.OutOrStdout())
 	o.Report = func(e watch.Event) {
 		if asJSON {
 			e.Reason = environmentRedactor().String(e.Reason)
