@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,74 +14,10 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/pipeline-dev/pipeline/engine"
-	"github.com/pipeline-dev/pipeline/engine/local"
-	"github.com/pipeline-dev/pipeline/internal/redact"
 )
 
 // The views' own escape sequences, which the text they show is wrapped in.
 var viewSequences = regexp.MustCompile(`\x1b\[(\d+A\x1b\[J|[012]m)`)
-
-// stepOutput is what a step might print: colours, a title, a screen clear,
-// a reset, a line overwritten by a carriage return, and a secret split by
-// a colour.
-const stepOutput = "\x1b[32mok\x1b[0m build\n\x1b]0;owned\x07title\n\x1b[2J\x1b[Hcleared\nreset\x1bc!\nsafe\roverwritten\r\nkey abc123\x1b[1mxyz789secret\x1b[0m end\n"
-
-func TestPlainViewMakesTextSafe(t *testing.T) {
-	var out bytes.Buffer
-	v := NewPlainView(&out, func() time.Time { return time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC) })
-	r := redact.New([]string{"MY_API_KEY=abc123xyz789secret"})
-	withRedactor(v, r)
-	info := local.StepInfo{Phase: "impl\x1b[2J", Phases: 1, Step: "test", Attempt: 1, What: "run: deploy --key abc123xyz789secret\x1b]0;t\x07"}
-	v.StepStarted(info)
-	for i := 0; i < len(stepOutput); i += 5 { // sequences cut across chunks
-		v.Output([]byte(stepOutput[i:min(i+5, len(stepOutput))]))
-	}
-	v.StepFinished(info, engine.StepResult{ExitCode: 0})
-	v.Say("paused: %s — %s", "checkpoint", "note \x1b]52;c;Zm9v\x07with\x1b[31m colour\nand a line")
-	v.Close()
-	got := out.String()
-	if strings.ContainsAny(got, "\x1b\x07") {
-		t.Errorf("a raw escape sequence in plain output:\n%q", got)
-	}
-	for _, want := range []string{
-		"09:00:00 == phase 1/1 impl · step test · attempt 1 · run: deploy --key [REDACTED:MY_API_KEY]\n",
-		"09:00:00 | ok build\n", "09:00:00 | title\n", "09:00:00 | cleared\n", "09:00:00 | reset!\n",
-		"09:00:00 | safe^Moverwritten\n", "09:00:00 | key [REDACTED:MY_API_KEY] end\n",
-		`09:00:00 paused: checkpoint — note with colour\nand a line` + "\n",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("no %q in:\n%s", want, got)
-		}
-	}
-}
-
-func TestLiveViewMakesTextSafe(t *testing.T) {
-	var out bytes.Buffer
-	v := NewLiveView(&out, 200, true)
-	withRedactor(v, redact.New([]string{"MY_API_KEY=abc123xyz789secret"}))
-	info := local.StepInfo{Phase: "impl", Phases: 1, Step: "agent\x1b[2J", Attempt: 1, What: "agent command"}
-	v.StepStarted(info)
-	for i := 0; i < len(stepOutput); i += 7 {
-		v.Output([]byte(stepOutput[i:min(i+7, len(stepOutput))]))
-	}
-	v.Progress(local.Progress{Elapsed: time.Second})
-	v.Say("paused: checkpoint — %s", "note \x1b]0;t\x07\x1b[31mred")
-	v.StepFinished(info, engine.StepResult{ExitCode: 1})
-	v.Close()
-	got := out.String()
-	if rest := viewSequences.ReplaceAllString(got, ""); strings.ContainsAny(rest, "\x1b\x07") {
-		t.Errorf("an escape sequence of the step's reached the terminal:\n%q", rest)
-	}
-	for _, want := range []string{"ok build", "cleared", "reset!", "safe^Moverwritten\x1b", "key [REDACTED:MY_API_KEY] end",
-		"paused: checkpoint — note red\n", "step agent exited 1"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("no %q in:\n%q", want, got)
-		}
-	}
-	if strings.Contains(got, "xyz789secret") {
-		t.Errorf("the secret split by a colour is shown whole: %q", got)
-	}
-}
 
 func TestPrintStatusMakesTextSafe(t *testing.T) {
 	var out bytes.Buffer
@@ -101,39 +35,6 @@ func TestPrintStatusMakesTextSafe(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("no %q in:\n%s", want, got)
 		}
-	}
-}
-
-// BenchmarkPlainView: the plain view (CI logs, pipes) filters and stamps
-// every line of a step's output; here log lines of 100 bytes, plain and
-// coloured (the filter changes every line, which is redacted again).
-func BenchmarkPlainView(b *testing.B) {
-	for _, format := range []string{
-		"2026-11-26T04:26:15.%03dZ INFO [worker] job %08x done, 45%% of disk used, 12 keys cached, status ok\n",
-		"2026-11-26T04:26:15.%03dZ \x1b[32mINFO\x1b[0m [worker] job %08x done, 45%% of disk used, 12 keys, ok\n",
-	} {
-		var data bytes.Buffer
-		for data.Len() < 16<<20 {
-			fmt.Fprintf(&data, format, data.Len()%1000, data.Len())
-		}
-		name := "log"
-		if strings.Contains(format, "\x1b") {
-			name = "coloured"
-		}
-		b.Run(name, func(b *testing.B) {
-			at := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
-			v := NewPlainView(io.Discard, func() time.Time { return at })
-			withRedactor(v, redact.New([]string{"MY_API_KEY=abc123xyz789secret"}))
-			b.SetBytes(int64(data.Len()))
-			for b.Loop() {
-				for p := data.Bytes(); len(p) > 0; {
-					k := min(256<<10, len(p))
-					v.Output(p[:k])
-					p = p[k:]
-				}
-			}
-			v.Close()
-		})
 	}
 }
 

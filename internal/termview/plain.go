@@ -1,71 +1,43 @@
-package main
+package termview
 
 import (
 	"bufio"
 	"bytes"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
-	"github.com/pipeline-dev/pipeline/internal/redact"
 	"github.com/pipeline-dev/pipeline/internal/termsafe"
 )
 
-// screenText makes what a view shows safe to show: secrets redacted (a
-// step's output arrives redacted; a step's command line, a note or an
-// error message may not be), then escape sequences removed and control
-// characters shown (see package termsafe). Text that the filter changed is
-// redacted again: a secret split by an escape sequence is whole once the
-// sequence is gone.
-type screenText struct {
-	redactor *redact.Redactor
+// LogMarkers writes a CI system's own markers into a Plain view's lines
+// (GitHub Actions' groups, GitLab CI's sections): they are pipeline's,
+// written as they are, never through the terminal filter that step
+// output passes.
+type LogMarkers interface {
+	// Begin is called once, before anything else is written.
+	Begin(w *bufio.Writer)
+	// StepStarted and StepFinished are called at the start of a line;
+	// title is the step's, made safe.
+	StepStarted(w *bufio.Writer, info local.StepInfo, title string)
+	StepFinished(w *bufio.Writer)
+	// End closes what is open.
+	End(w *bufio.Writer)
 }
 
-// environmentRedactor hides the secrets of this process's environment and
-// the key patterns: what a view redacts when given no session's redactor.
-var environmentRedactor = sync.OnceValue(func() *redact.Redactor { return redact.New(os.Environ()) })
-
-func newScreenText() screenText { return screenText{redactor: environmentRedactor()} }
-
-// line is text made safe as one line.
-func (s screenText) line(text string) string {
-	text = s.redactor.String(text)
-	if safe := termsafe.Line(text); safe != text {
-		return s.redactor.String(safe)
-	}
-	return text
-}
-
-// withRedactor makes a view redact with r, a session's redactor (which
-// knows the secrets of the plan's agent environments too), rather than
-// with the environment's alone.
-func withRedactor(view local.View, r *redact.Redactor) local.View {
-	switch v := view.(type) {
-	case *queuedView:
-		withRedactor(v.inner, r)
-	case *PlainView:
-		v.text.redactor = r
-	case *LiveView:
-		v.text.redactor = r
-	}
-	return view
-}
-
-// PlainView writes timestamped lines: for CI logs and anything that is not
+// Plain writes timestamped lines: for CI logs and anything that is not
 // a terminal.
-type PlainView struct {
+type Plain struct {
 	mu      sync.Mutex
 	w       *bufio.Writer
 	now     func() time.Time
 	atStart bool
 	prefix  []byte
 	stamp   time.Time
-	text    screenText
+	text    ScreenText
 	filter  termsafe.Filter
 	// changed holds the start of a line of output that the filter
 	// changed, until its end: the line is redacted again whole, for a
@@ -76,28 +48,28 @@ type PlainView struct {
 	inChanged bool
 	// marks, in CI mode on GitHub Actions or GitLab CI, puts each step
 	// in a group; nil elsewhere.
-	marks logMarkers
+	marks LogMarkers
 }
 
-// maxChangedLine bounds the line held in PlainView.changed.
+// maxChangedLine bounds the line held in Plain.changed.
 const maxChangedLine = 64 << 10
 
-// NewPlainView writes to w.
-func NewPlainView(w io.Writer, now func() time.Time) *PlainView {
-	return &PlainView{w: bufio.NewWriterSize(w, 64<<10), now: now, atStart: true, text: newScreenText()}
+// NewPlain writes to w, each line stamped with the time now says.
+func NewPlain(w io.Writer, now func() time.Time) *Plain {
+	return &Plain{w: bufio.NewWriterSize(w, 64<<10), now: now, atStart: true, text: NewScreenText()}
 }
 
-// withMarks makes the view write a CI system's markers (see logMarkers).
-func (v *PlainView) withMarks(marks logMarkers) *PlainView {
+// WithMarks makes the view write a CI system's markers; nil: none.
+func (v *Plain) WithMarks(marks LogMarkers) *Plain {
 	if marks != nil {
 		v.marks = marks
-		marks.begin(v.w)
+		marks.Begin(v.w)
 	}
 	return v
 }
 
 // endLine ends the step's output and the line it left open.
-func (v *PlainView) endLine() {
+func (v *Plain) endLine() {
 	v.endOutput()
 	if !v.atStart {
 		v.w.WriteByte('\n')
@@ -106,20 +78,20 @@ func (v *PlainView) endLine() {
 }
 
 // line prints text, made safe, as a line of its own.
-func (v *PlainView) line(text string) {
+func (v *Plain) line(text string) {
 	v.endLine()
-	fmt.Fprintf(v.w, "%s %s\n", v.now().Format("15:04:05"), v.text.line(text))
+	fmt.Fprintf(v.w, "%s %s\n", v.now().Format("15:04:05"), v.text.Line(text))
 }
 
 // StepStarted prints the step's header line, in CI mode after the start
 // of its group.
-func (v *PlainView) StepStarted(info local.StepInfo) {
+func (v *Plain) StepStarted(info local.StepInfo) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	title := fmt.Sprintf("phase %d/%d %s · step %s · attempt %d", info.PhaseIndex+1, info.Phases, info.Phase, info.Step, info.Attempt)
 	if v.marks != nil {
 		v.endLine()
-		v.marks.stepStarted(v.w, info, v.text.line(title))
+		v.marks.StepStarted(v.w, info, v.text.Line(title))
 	}
 	v.line("== " + title + " · " + info.What)
 	v.w.Flush()
@@ -127,7 +99,7 @@ func (v *PlainView) StepStarted(info local.StepInfo) {
 
 // Output prefixes each line of the chunk with the time. The prefix is
 // made once per chunk: the time of arrival is the chunk's.
-func (v *PlainView) Output(chunk []byte) {
+func (v *Plain) Output(chunk []byte) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	safe := v.filter.Filter(chunk)
@@ -156,14 +128,14 @@ func (v *PlainView) Output(chunk []byte) {
 }
 
 // writeChanged writes the line held in changed, redacted again.
-func (v *PlainView) writeChanged() {
-	v.write([]byte(v.text.redactor.String(string(v.changed))))
+func (v *Plain) writeChanged() {
+	v.write([]byte(v.text.Redactor.String(string(v.changed))))
 	v.changed, v.inChanged = v.changed[:0], false
 }
 
 // endOutput writes what the filter and changed hold at the end of a
 // step's output.
-func (v *PlainView) endOutput() {
+func (v *Plain) endOutput() {
 	if rest := v.filter.End(); len(rest) > 0 {
 		v.changed = append(v.changed, rest...)
 		v.inChanged = true
@@ -174,7 +146,7 @@ func (v *PlainView) endOutput() {
 }
 
 // write prints safe output, each line after the time.
-func (v *PlainView) write(chunk []byte) {
+func (v *Plain) write(chunk []byte) {
 	if len(chunk) == 0 {
 		return
 	}
@@ -199,7 +171,7 @@ func (v *PlainView) write(chunk []byte) {
 }
 
 // Progress is not shown in plain output: the lines carry the time.
-func (v *PlainView) Progress(local.Progress) {
+func (v *Plain) Progress(local.Progress) {
 	v.mu.Lock()
 	v.w.Flush()
 	v.mu.Unlock()
@@ -207,40 +179,19 @@ func (v *PlainView) Progress(local.Progress) {
 
 // StepFinished prints how the step ended, in CI mode after the end of
 // its group.
-func (v *PlainView) StepFinished(info local.StepInfo, r engine.StepResult) {
+func (v *Plain) StepFinished(info local.StepInfo, r engine.StepResult) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.marks != nil {
 		v.endLine()
-		v.marks.stepFinished(v.w)
+		v.marks.StepFinished(v.w)
 	}
 	v.line("== " + describeResult(info, r))
 	v.w.Flush()
 }
 
-func describeResult(info local.StepInfo, r engine.StepResult) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "step %s ", info.Step)
-	switch {
-	case r.Stopped:
-		b.WriteString("stopped")
-	case r.TimedOut:
-		b.WriteString("timed out")
-	default:
-		fmt.Fprintf(&b, "exited %d", r.ExitCode)
-	}
-	fmt.Fprintf(&b, " after %s", r.Elapsed.Round(time.Millisecond))
-	if r.Tokens > 0 {
-		fmt.Fprintf(&b, " · %d tokens", r.Tokens)
-	}
-	if r.CostUSD > 0 {
-		fmt.Fprintf(&b, " · $%.4f", r.CostUSD)
-	}
-	return b.String()
-}
-
 // Say prints a line of the engine's own.
-func (v *PlainView) Say(format string, args ...any) {
+func (v *Plain) Say(format string, args ...any) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.line(fmt.Sprintf(format, args...))
@@ -248,13 +199,13 @@ func (v *PlainView) Say(format string, args ...any) {
 }
 
 // Close flushes what is buffered, after the end of any group still open.
-func (v *PlainView) Close() error {
+func (v *Plain) Close() error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.endOutput()
 	if v.marks != nil {
 		v.endLine()
-		v.marks.end(v.w)
+		v.marks.End(v.w)
 	}
 	return v.w.Flush()
 }
