@@ -260,7 +260,7 @@ func nextSpecialByte(b []byte) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	i := 0
 	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
+		x := binary.LittleEndian.Uint64(b[i : i+8])
 		// A byte below 0x20 (line feeds and tabs too), 0x7f or 0xc2: a
 		// byte below n sets its high bit in (x - n) &^ x; a zero byte
 		// of x ^ c is a byte equal to c.
