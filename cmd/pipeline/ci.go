@@ -16,6 +16,8 @@ import (
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
 	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/internal/termsafe"
+	"github.com/pipeline-dev/pipeline/internal/termview"
 )
 
 // ---- CI mode ----
@@ -123,20 +125,9 @@ func (f *ciFlags) refuseWithWatch() error {
 
 // ---- Groups and sections ----
 
-// logMarkers writes a CI system's own markers into a PlainView's lines:
-// they are pipeline's, written as they are, never through the terminal
-// filter that step output passes.
-type logMarkers interface {
-	// begin is called once, before anything else is written.
-	begin(w *bufio.Writer)
-	// stepStarted and stepFinished are called at the start of a line.
-	stepStarted(w *bufio.Writer, info local.StepInfo, title string)
-	stepFinished(w *bufio.Writer)
-	// end closes what is open.
-	end(w *bufio.Writer)
-}
-
-func newLogMarkers(s ciSettings, now func() time.Time) logMarkers {
+// newLogMarkers is the CI system's markers in a termview.Plain's lines:
+// GitHub Actions' groups, GitLab CI's sections; nil elsewhere.
+func newLogMarkers(s ciSettings, now func() time.Time) termview.LogMarkers {
 	switch s.platform {
 	case ciGitHub:
 		return &githubMarkers{token: randomToken()}
@@ -171,7 +162,7 @@ type githubMarkers struct {
 	group   bool
 }
 
-func (g *githubMarkers) begin(w *bufio.Writer) { g.stop(w) }
+func (g *githubMarkers) Begin(w *bufio.Writer) { g.stop(w) }
 
 func (g *githubMarkers) stop(w *bufio.Writer) {
 	fmt.Fprintf(w, "::stop-commands::%s\n", g.token)
@@ -185,7 +176,7 @@ func (g *githubMarkers) resume(w *bufio.Writer) {
 	}
 }
 
-func (g *githubMarkers) stepStarted(w *bufio.Writer, _ local.StepInfo, title string) {
+func (g *githubMarkers) StepStarted(w *bufio.Writer, _ local.StepInfo, title string) {
 	g.resume(w)
 	if g.group {
 		w.WriteString("::endgroup::\n")
@@ -195,7 +186,7 @@ func (g *githubMarkers) stepStarted(w *bufio.Writer, _ local.StepInfo, title str
 	g.stop(w)
 }
 
-func (g *githubMarkers) stepFinished(w *bufio.Writer) {
+func (g *githubMarkers) StepFinished(w *bufio.Writer) {
 	if !g.group {
 		return
 	}
@@ -205,7 +196,7 @@ func (g *githubMarkers) stepFinished(w *bufio.Writer) {
 	g.stop(w)
 }
 
-func (g *githubMarkers) end(w *bufio.Writer) {
+func (g *githubMarkers) End(w *bufio.Writer) {
 	g.resume(w)
 	if g.group {
 		w.WriteString("::endgroup::\n")
@@ -224,7 +215,7 @@ type gitlabMarkers struct {
 	seq   int
 }
 
-func (g *gitlabMarkers) begin(*bufio.Writer) {}
+func (g *gitlabMarkers) Begin(*bufio.Writer) {}
 
 func (g *gitlabMarkers) start(w *bufio.Writer, name, options, header string) {
 	fmt.Fprintf(w, "\x1b[0Ksection_start:%d:%s%s\r\x1b[0K%s\n", g.now().Unix(), name, options, header)
@@ -237,7 +228,7 @@ func (g *gitlabMarkers) close(w *bufio.Writer) {
 	fmt.Fprintf(w, "\x1b[0Ksection_end:%d:%s\r\x1b[0K\n", g.now().Unix(), name)
 }
 
-func (g *gitlabMarkers) stepStarted(w *bufio.Writer, info local.StepInfo, title string) {
+func (g *gitlabMarkers) StepStarted(w *bufio.Writer, info local.StepInfo, title string) {
 	if info.PhaseIndex != g.phase {
 		for len(g.open) > 0 {
 			g.close(w)
@@ -254,13 +245,13 @@ func (g *gitlabMarkers) stepStarted(w *bufio.Writer, info local.StepInfo, title 
 	g.start(w, fmt.Sprintf("pipeline_step_%d", g.seq), "[collapsed=true]", title)
 }
 
-func (g *gitlabMarkers) stepFinished(w *bufio.Writer) {
+func (g *gitlabMarkers) StepFinished(w *bufio.Writer) {
 	if len(g.open) > 1 {
 		g.close(w)
 	}
 }
 
-func (g *gitlabMarkers) end(w *bufio.Writer) {
+func (g *gitlabMarkers) End(w *bufio.Writer) {
 	for len(g.open) > 0 {
 		g.close(w)
 	}
@@ -342,7 +333,7 @@ func whereStopped(plan *spec.Plan, s engine.State) stopPlace {
 // command (an error, warning or notice on the run's page, at the place in
 // phases.yaml), or elsewhere a marked line. Nothing for a completed run.
 // annotation: resume is the command that continues the session.
-func annotation(w io.Writer, ci ciSettings, plan *spec.Plan, s engine.State, resume string, failOnPause bool, text screenText) {
+func annotation(w io.Writer, ci ciSettings, plan *spec.Plan, s engine.State, resume string, failOnPause bool, text termview.ScreenText) {
 	if s.Status != engine.StatusPaused && s.Status != engine.StatusFailed {
 		return
 	}
@@ -371,7 +362,7 @@ func annotation(w io.Writer, ci ciSettings, plan *spec.Plan, s engine.State, res
 	if place.what != "" {
 		message += " [" + place.what + "]"
 	}
-	message = text.line(message)
+	message = text.Line(message)
 	if runes := []rune(message); len(runes) > 4000 {
 		message = string(runes[:4000]) + "…"
 	}
@@ -381,7 +372,7 @@ func annotation(w io.Writer, ci ciSettings, plan *spec.Plan, s engine.State, res
 		if place.at.Line > 0 {
 			props += fmt.Sprintf(",line=%d,col=%d", place.at.Line, place.at.Column)
 		}
-		fmt.Fprintf(w, "::%s %s,title=%s::%s\n", level, props, githubProperty(text.line("pipeline: "+title)), githubData(message))
+		fmt.Fprintf(w, "::%s %s,title=%s::%s\n", level, props, githubProperty(text.Line("pipeline: "+title)), githubData(message))
 		return
 	}
 	where := file
@@ -394,7 +385,7 @@ func annotation(w io.Writer, ci ciSettings, plan *spec.Plan, s engine.State, res
 		colour := map[string]string{"error": "31", "warning": "33", "notice": "36"}[level]
 		label = "\x1b[1;" + colour + "m" + label + "\x1b[0m"
 	}
-	fmt.Fprintf(w, "%s %s: %s: %s\n", label, text.line(where), text.line(title), message)
+	fmt.Fprintf(w, "%s %s: %s: %s\n", label, text.Line(where), text.Line(title), message)
 }
 
 // ciPath is a file's path as a CI shows it: relative to the workspace
@@ -450,11 +441,11 @@ func appendEnvFile(stderr io.Writer, variable string, content []byte) {
 // paused). A value from outside (a name, a reason, a note) is written in
 // the delimiter form, name<<DELIMITER, whose delimiter is random and not
 // in the value; it may hold line breaks.
-func githubOutputs(r engine.StatusReport, text screenText) []byte {
+func githubOutputs(r engine.StatusReport, text termview.ScreenText) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "session_id=%s\nstatus=%s\n", r.ID, r.Status)
 	for _, kv := range [][2]string{{"phase", r.Phase}, {"pause_reason", r.PauseReason}, {"pause_note", r.PauseNote}} {
-		value := terminalText(text.redactor.String(kv[1]))
+		value := termsafe.Text(text.Redactor.String(kv[1]))
 		delimiter := "ghadelimiter_" + randomToken()
 		for strings.Contains(value, delimiter) {
 			delimiter = "ghadelimiter_" + randomToken()

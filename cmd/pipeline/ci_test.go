@@ -17,6 +17,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/internal/redact"
+	"github.com/pipeline-dev/pipeline/internal/termview"
 )
 
 // ciProject is a two-phase pipeline: build runs a hostile step that
@@ -713,7 +714,7 @@ func TestCIModeOnATerminal(t *testing.T) {
 func TestGitHubOutputsRoundTrip(t *testing.T) {
 	r := engine.StatusReport{ID: "20261125-093000123-a1b2c3", Status: "paused", Phase: "review",
 		PauseReason: "review", PauseNote: "line one\nline two\nghadelimiter_x\n"}
-	content := githubOutputs(r, screenText{redactor: redact.New(nil)})
+	content := githubOutputs(r, termview.ScreenText{Redactor: redact.New(nil)})
 	got := parseGitHubOutput(t, string(content))
 	want := map[string]string{"session_id": r.ID, "status": "paused", "phase": "review", "pause_reason": "review",
 		"pause_note": "line one\nline two\nghadelimiter_x\n"}

@@ -17,6 +17,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/internal/termview"
 )
 
 // exitDiverged is diff's exit when the sessions diverge, as diff(1)'s 1.
@@ -148,7 +149,7 @@ func planAgents(plan *spec.Plan) []string {
 // phase. Every value that came from a session is made safe for a
 // terminal first.
 func printDiff(w io.Writer, r compare.Result) error {
-	safe := newScreenText().line
+	safe := termview.NewScreenText().Line
 	var b bytes.Buffer
 	for _, h := range []struct {
 		label string

@@ -21,6 +21,8 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/engine/temporal"
+	"github.com/pipeline-dev/pipeline/internal/termsafe"
+	"github.com/pipeline-dev/pipeline/internal/termview"
 )
 
 // The session commands on a Temporal fleet (--backend temporal): the
@@ -237,7 +239,7 @@ func followFleet(cmd *cobra.Command, c *temporal.Client, fl *fleet, id string, s
 			close(closed)
 		}
 	}()
-	text := newScreenText()
+	text := termview.NewScreenText()
 	var last string
 	var failing time.Time
 	pausing := false
@@ -260,7 +262,7 @@ func followFleet(cmd *cobra.Command, c *temporal.Client, fl *fleet, id string, s
 			line := fmt.Sprintf("phase %s, step %s, attempt %d: %s", r.Phase, orDash(r.Step), r.Attempt, r.Status)
 			if line != last {
 				if !quiet {
-					printError(out, time.Now().Format("15:04:05")+" "+text.line(line)+"\n")
+					printError(out, time.Now().Format("15:04:05")+" "+text.Line(line)+"\n")
 				}
 				last, wait = line, fleetPoll
 			} else {
@@ -288,7 +290,7 @@ func followFleet(cmd *cobra.Command, c *temporal.Client, fl *fleet, id string, s
 
 // fleetEnded prints how the session stopped and exits as run does.
 func fleetEnded(cmd *cobra.Command, fl *fleet, r engine.StatusReport, out io.Writer, asJSON, quiet, failOnPause bool) error {
-	text := newScreenText()
+	text := termview.NewScreenText()
 	var line string
 	switch r.Status {
 	case string(engine.StatusPaused):
@@ -301,7 +303,7 @@ func fleetEnded(cmd *cobra.Command, fl *fleet, r engine.StatusReport, out io.Wri
 	default:
 		line = "failed: " + r.FailReason
 	}
-	printError(out, time.Now().Format("15:04:05")+" "+text.line(line)+"\n")
+	printError(out, time.Now().Format("15:04:05")+" "+text.Line(line)+"\n")
 	if asJSON {
 		if err := writeJSON(cmd.OutOrStdout(), liveStatus{StatusReport: r}); err != nil {
 			return err
@@ -466,7 +468,7 @@ func fleetStatus(cmd *cobra.Command, fl *fleet, flags *storeFlags, id string, ou
 			}
 			return running, writeJSON(w, liveStatus{StatusReport: r})
 		case "markdown":
-			_, err := w.Write(markdownReport(r, newScreenText().line))
+			_, err := w.Write(markdownReport(r, termview.NewScreenText().Line))
 			return running, err
 		}
 		return running, printStatus(w, liveStatus{StatusReport: r}, verbose)
@@ -568,7 +570,7 @@ func fleetLogs(cmd *cobra.Command, fl *fleet, flags *storeFlags, id, phase strin
 		fmt.Fprintf(cmd.ErrOrStderr(), "session %s: no step has ended yet; the transcripts of a running step are where its worker writes them\n", id)
 		return nil
 	}
-	emit := logPrinter(terminalOutput(cmd.OutOrStdout()), asJSON)
+	emit := logPrinter(termsafe.Output(cmd.OutOrStdout()), asJSON)
 	for _, dir := range dirs {
 		root := filepath.Join(dir, "transcripts")
 		if info, err := os.Stat(root); err != nil || !info.IsDir() {

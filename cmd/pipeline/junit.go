@@ -11,6 +11,8 @@ import (
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/internal/termsafe"
+	"github.com/pipeline-dev/pipeline/internal/termview"
 )
 
 // The JUnit report (run and resume --junit FILE): one testsuite for the
@@ -78,7 +80,7 @@ const junitTail = 64 << 10
 // junitReport is a session's state as JUnit XML. transcripts is the
 // session's transcripts folder; text makes what came from outside safe
 // (redacted, without escape sequences; XML escapes the rest).
-func junitReport(plan *spec.Plan, s engine.State, r engine.StatusReport, transcripts string, text screenText) ([]byte, error) {
+func junitReport(plan *spec.Plan, s engine.State, r engine.StatusReport, transcripts string, text termview.ScreenText) ([]byte, error) {
 	suite := junitSuite{Name: r.Pipeline, ID: r.ID, Timestamp: r.Created.UTC().Format("2006-01-02T15:04:05"),
 		Time: seconds(s.SessionElapsed), File: ciPath(r.File)}
 	suite.Properties = []junitProperty{{"session", r.ID}, {"status", r.Status}}
@@ -86,7 +88,7 @@ func junitReport(plan *spec.Plan, s engine.State, r engine.StatusReport, transcr
 		suite.Properties = append(suite.Properties, junitProperty{"spec", ciPath(r.Spec)})
 	}
 	if r.PauseReason != "" {
-		suite.Properties = append(suite.Properties, junitProperty{"pause_reason", text.line(r.PauseReason)})
+		suite.Properties = append(suite.Properties, junitProperty{"pause_reason", text.Line(r.PauseReason)})
 	}
 	stopped := whereStopped(plan, s)
 	order := map[string]int{}
@@ -97,18 +99,18 @@ func junitReport(plan *spec.Plan, s engine.State, r engine.StatusReport, transcr
 		c := junitCase{Name: p.Name, Classname: r.Pipeline, Time: seconds(p.Duration)}
 		switch {
 		case p.Status == engine.StatusFailed:
-			c.Failure = &junitOutcome{Message: text.line(s.FailReason), Type: "failed",
-				Text: xmlText(terminalText(text.redactor.String(failureDetail(p, s))))}
+			c.Failure = &junitOutcome{Message: text.Line(s.FailReason), Type: "failed",
+				Text: xmlText(termsafe.Text(text.Redactor.String(failureDetail(p, s))))}
 			suite.Failures++
 		case s.Status == engine.StatusPaused && s.Pause != nil && i == stopped.phase && p.Status != engine.StatusCompleted:
-			c.Skipped = &junitOutcome{Message: text.line("paused: " + pauseText(r))}
+			c.Skipped = &junitOutcome{Message: text.Line("paused: " + pauseText(r))}
 			suite.Skipped++
 		case p.Status != engine.StatusCompleted:
-			c.Skipped = &junitOutcome{Message: text.line(notReached(s, r))}
+			c.Skipped = &junitOutcome{Message: text.Line(notReached(s, r))}
 			suite.Skipped++
 		}
 		if out := transcriptTail(transcripts, p.Name, order, junitTail); len(out) > 0 {
-			c.SystemOut = &junitText{xmlText(text.redactor.String(terminalText(string(out))))}
+			c.SystemOut = &junitText{xmlText(text.Redactor.String(termsafe.Text(string(out))))}
 		}
 		suite.Cases = append(suite.Cases, c)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/internal/termview"
 )
 
 // storeFlags are the flags every session command shares.
@@ -86,7 +87,7 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	}
 	var view local.View = quietView{}
 	if !l.quiet {
-		view = withRedactor(newView(viewOut, l.ci), sess.Redactor())
+		view = termview.WithRedactor(newView(viewOut, l.ci), sess.Redactor())
 	}
 	state, runErr := app.Drive(context.Background(), sess, events, app.DriveOptions{View: view, Grace: l.grace, Signals: true, Verbose: l.verbose})
 	// The run has stopped listening for signals: a closed output or
@@ -100,7 +101,7 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 		return err
 	}
 	if l.quiet {
-		printError(viewOut, screenText{redactor: sess.Redactor()}.line(outcome(sess.Plan, state))+"\n")
+		printError(viewOut, termview.ScreenText{Redactor: sess.Redactor()}.Line(outcome(sess.Plan, state))+"\n")
 	}
 	if !l.watchNext {
 		l.report(sess, state, viewOut)
@@ -212,12 +213,12 @@ func (l *launch) report(sess *session.Session, s engine.State, out io.Writer) {
 		return
 	}
 	stderr := l.cmd.ErrOrStderr()
-	text := screenText{redactor: sess.Redactor()}
+	text := termview.ScreenText{Redactor: sess.Redactor()}
 	if l.ci.enabled {
 		annotation(out, l.ci, sess.Plan, s, resumeLine(l.cmd, sess.ID()), l.failOnPause, text)
 	}
 	r := app.SessionReport(sess, s)
-	appendEnvFile(stderr, "GITHUB_STEP_SUMMARY", markdownReport(r, text.line))
+	appendEnvFile(stderr, "GITHUB_STEP_SUMMARY", markdownReport(r, text.Line))
 	appendEnvFile(stderr, "GITHUB_OUTPUT", githubOutputs(r, text))
 	if l.junit == "" {
 		return

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -15,9 +14,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/creack/pty"
-
-	"github.com/pipeline-dev/pipeline/engine"
-	"github.com/pipeline-dev/pipeline/engine/local"
 )
 
 // render is what a terminal width columns wide shows after out: text
@@ -283,27 +279,6 @@ phases:
 		}
 		if !strings.Contains(out, tc.shows) {
 			t.Errorf("%s: not the run's output:\n%q", tc.env, out)
-		}
-	}
-}
-
-func TestLiveViewWithoutColour(t *testing.T) {
-	var out bytes.Buffer
-	v := NewLiveView(&out, 80, false)
-	info := local.StepInfo{Phase: "build", Phases: 1, Step: "test", Attempt: 1}
-	v.StepStarted(info)
-	v.Output([]byte("one\n"))
-	v.Progress(local.Progress{Elapsed: time.Second})
-	v.Stopping()
-	v.StepFinished(info, engine.StepResult{ExitCode: 2})
-	v.Close()
-	got := out.String()
-	if strings.Contains(got, "m") && regexp.MustCompile(`\x1b\[\d*m`).MatchString(got) {
-		t.Errorf("colour without colour: %q", got)
-	}
-	for _, want := range []string{"stopping (Ctrl+C again to kill)", "  one\n[1/1 build] step test exited 2"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("no %q in %q", want, got)
 		}
 	}
 }

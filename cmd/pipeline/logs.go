@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/app"
+	"github.com/pipeline-dev/pipeline/internal/termsafe"
 )
 
 // logsLong is logs's help.
@@ -59,7 +60,7 @@ func (o *logsOptions) run(cmd *cobra.Command, args []string) error {
 		return fleetLogs(cmd, fl, o.flags, id, o.phase, o.output.json(), o.prompts)
 	}
 	req := app.LogsRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), Session: id, Phase: o.phase, Prompts: o.prompts, Follow: o.follow}
-	return app.Logs(cmd.Context(), req, logPrinter(terminalOutput(cmd.OutOrStdout()), o.output.json()))
+	return app.Logs(cmd.Context(), req, logPrinter(termsafe.Output(cmd.OutOrStdout()), o.output.json()))
 }
 
 // logPrinter prints the pieces of transcripts read: each file headed by

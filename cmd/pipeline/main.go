@@ -13,6 +13,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/internal/termsafe"
 )
 
 // Exit codes are documented in README.md and stable.
@@ -97,11 +98,11 @@ func errorJSON(err error) app.ErrorReport {
 
 // printError writes an error message made safe: it may quote a file or a
 // step, so secrets are redacted and escape sequences removed (see
-// terminalFilter); its line breaks stay.
+// package termsafe); its line breaks stay.
 func printError(w io.Writer, text string) {
 	r := app.Redactor()
 	text = r.String(text)
-	if safe := terminalText(text); safe != text {
+	if safe := termsafe.Text(text); safe != text {
 		text = r.String(safe)
 	}
 	io.WriteString(w, text)

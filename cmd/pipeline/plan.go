@@ -14,6 +14,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/internal/termsafe"
 	"github.com/pipeline-dev/pipeline/triggers"
 )
 
@@ -61,7 +62,7 @@ func (o *planOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	printWarnings(cmd.ErrOrStderr(), r.Plan.Warnings)
 	if o.output.json() {
-		_, err = cmd.OutOrStdout().Write(escapeWorkflowCommands(escapeJSONControls(r.JSON)))
+		_, err = cmd.OutOrStdout().Write(termsafe.EscapeJSON(r.JSON))
 		return err
 	}
 	var out bytes.Buffer
@@ -71,7 +72,7 @@ func (o *planOptions) run(cmd *cobra.Command, args []string) error {
 	// Redacted as a session would redact it (a step's command line,
 	// a prompt), then made safe for a terminal.
 	text := r.Redactor.String(out.String())
-	if safe := terminalText(text); safe != text {
+	if safe := termsafe.Text(text); safe != text {
 		text = r.Redactor.String(safe)
 	}
 	_, err = io.WriteString(cmd.OutOrStdout(), text)

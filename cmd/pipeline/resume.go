@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/app"
+	"github.com/pipeline-dev/pipeline/internal/termsafe"
 )
 
 // resumeLong is resume's help.
@@ -139,6 +140,6 @@ func resumeDryRun(cmd *cobra.Command, flags *storeFlags, output *outputFlag, id,
 	default:
 		fmt.Fprintln(w, "the resume context that would go before its prompt:")
 	}
-	_, err = fmt.Fprintln(terminalOutput(cmd.OutOrStdout()), p.ResumeContext)
+	_, err = fmt.Fprintln(termsafe.Output(cmd.OutOrStdout()), p.ResumeContext)
 	return err
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine/local"
+	"github.com/pipeline-dev/pipeline/internal/termview"
 )
 
 // runLong is run's help.
@@ -216,15 +217,15 @@ func newView(out io.Writer, ci ciSettings) local.View {
 		if err != nil {
 			width = 80
 		}
-		live := NewLiveView(f, width, colourWanted())
-		live.stopResize = followResize(f, live)
-		return newQueuedView(live)
+		live := termview.NewLive(f, width, colourWanted())
+		live.StopResize = followResize(f, live)
+		return termview.NewQueued(live)
 	}
-	var marks logMarkers
+	var marks termview.LogMarkers
 	if ci.enabled {
 		marks = newLogMarkers(ci, time.Now)
 	}
-	return newQueuedView(NewPlainView(out, time.Now).withMarks(marks))
+	return termview.NewQueued(termview.NewPlain(out, time.Now).WithMarks(marks))
 }
 
 // colourWanted: no colour under NO_COLOR (set to anything but "", see
@@ -235,7 +236,7 @@ func colourWanted() bool {
 
 // followResize redraws the live view at the terminal's new width on
 // SIGWINCH, until the returned function is called.
-func followResize(f *os.File, live *LiveView) (stop func()) {
+func followResize(f *os.File, live *termview.Live) (stop func()) {
 	winch := make(chan os.Signal, 1)
 	signal.Notify(winch, syscall.SIGWINCH)
 	done := make(chan struct{})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine/search"
+	"github.com/pipeline-dev/pipeline/internal/termsafe"
 )
 
 // Markers of a match in a snippet where there is no colour: on a pipe,
@@ -102,16 +103,16 @@ func (o *searchOptions) run(cmd *cobra.Command, args []string) error {
 // bold, elsewhere between « and ».
 func printHits(w io.Writer, query string, hits []app.Hit) {
 	if len(hits) == 0 {
-		fmt.Fprintf(w, "no hits for %s\n", terminalLine(query))
+		fmt.Fprintf(w, "no hits for %s\n", termsafe.Line(query))
 		return
 	}
 	open, close := matchOpen, matchClose
-	tty := isTerminal(w)
+	tty := termsafe.IsTerminal(w)
 	if tty && colourWanted() {
 		open, close = "\x1b[1;33m", "\x1b[0m"
 	}
 	for _, h := range hits {
-		fmt.Fprintf(w, "%s  %s\n", h.Session, terminalLine(hitPlace(h)))
+		fmt.Fprintf(w, "%s  %s\n", h.Session, termsafe.Line(hitPlace(h)))
 		fmt.Fprintf(w, "    %s\n", markedLine(h, open, close, tty))
 	}
 }
@@ -147,7 +148,7 @@ func hitPlace(h app.Hit) string {
 func markedLine(h app.Hit, open, close string, tty bool) string {
 	safe := func(s string) string {
 		if tty {
-			return terminalLine(s)
+			return termsafe.Line(s)
 		}
 		return s
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/internal/termview"
 	"github.com/pipeline-dev/pipeline/triggers"
 )
 
@@ -87,7 +88,7 @@ shown with its folder: 045-dashboard/README.md.`,
 		}
 		var b bytes.Buffer
 		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-		safe := newScreenText().line // names and reasons came from files
+		safe := termview.NewScreenText().Line // names and reasons came from files
 		header := "SESSION\tPIPELINE\tSPEC\tSTATUS\tPHASE\tTOKENS\tCOST\tUPDATED"
 		if all {
 			header += "\tFILE"

@@ -17,6 +17,7 @@ import (
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
+	"github.com/pipeline-dev/pipeline/internal/termview"
 )
 
 // statusLong is status's help.
@@ -87,7 +88,7 @@ func (o *statusOptions) run(cmd *cobra.Command, args []string) error {
 			}
 			return running, writeJSON(w, report)
 		case "markdown":
-			_, err := w.Write(markdownReport(report.StatusReport, newScreenText().line))
+			_, err := w.Write(markdownReport(report.StatusReport, termview.NewScreenText().Line))
 			return running, err
 		}
 		return running, printStatus(w, *report, o.verbose)
@@ -143,7 +144,7 @@ func watchStatus(cmd *cobra.Command, show func(io.Writer) (bool, error)) error {
 // outside (names, reasons, notes) is made safe for a terminal first.
 func printStatus(w io.Writer, ls liveStatus, verbose bool) error {
 	r := ls.StatusReport
-	safe := newScreenText().line
+	safe := termview.NewScreenText().Line
 	var b bytes.Buffer
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "session\t%s (%s)\n", safe(r.ID), safe(r.Pipeline))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
 	"github.com/pipeline-dev/pipeline/engine/session"
@@ -22,6 +23,8 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/watch"
 	"github.com/pipeline-dev/pipeline/internal/clock"
 	"github.com/pipeline-dev/pipeline/internal/redact"
+	"github.com/pipeline-dev/pipeline/internal/termsafe"
+	"github.com/pipeline-dev/pipeline/internal/termview"
 )
 
 // watchFlags are the flags of pipeline watch, shared with run --watch.
@@ -190,15 +193,15 @@ func runWatch(cmd *cobra.Command, o watch.Options, asJSON bool) error {
 	if asJSON {
 		runs = &lockedWriter{w: runsTo}
 	}
-	text := newScreenText()
-	table := !asJSON && isTerminal(cmd.OutOrStdout())
+	text := termview.NewScreenText()
+	table := !asJSON && termsafe.IsTerminal(cmd.OutOrStdout())
 	o.Report = func(e watch.Event) {
 		if asJSON {
-			e.Reason = environmentRedactor().String(e.Reason)
+			e.Reason = app.Redactor().String(e.Reason)
 			out.write(func(w io.Writer) { writeJSONLine(w, e) })
 			return
 		}
-		line := text.line(describeWatchEvent(e))
+		line := text.Line(describeWatchEvent(e))
 		out.write(func(w io.Writer) { fmt.Fprintf(w, "%s %s\n", e.Time.Local().Format("15:04:05.000"), line) })
 	}
 	if table {
@@ -207,7 +210,7 @@ func runWatch(cmd *cobra.Command, o watch.Options, asJSON bool) error {
 		}
 	}
 	o.View = func(id string, r *redact.Redactor) local.View {
-		return withRedactor(newQueuedView(NewPlainView(&prefixWriter{to: runs, prefix: "[" + shortID(id) + "] "}, time.Now)), r)
+		return termview.WithRedactor(termview.NewQueued(termview.NewPlain(&prefixWriter{to: runs, prefix: "[" + shortID(id) + "] "}, time.Now)), r)
 	}
 	o.Clock = clock.Real{}
 	o.Signals = true
@@ -258,7 +261,7 @@ func describeWatchEvent(e watch.Event) string {
 }
 
 // writeWatchTable prints the watched sessions, for a terminal.
-func writeWatchTable(w io.Writer, list []watch.Watched, text screenText) {
+func writeWatchTable(w io.Writer, list []watch.Watched, text termview.ScreenText) {
 	var b bytes.Buffer
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  SESSION\tSPEC\tSTATUS\tREASON")
@@ -267,7 +270,7 @@ func writeWatchTable(w io.Writer, list []watch.Watched, text screenText) {
 		if s.Queued {
 			status = "queued"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", text.line(s.ID), text.line(orDash(s.Spec)), text.line(status), text.line(orDash(s.Reason)))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", text.Line(s.ID), text.Line(orDash(s.Spec)), text.Line(status), text.Line(orDash(s.Reason)))
 	}
 	tw.Flush()
 	w.Write(b.Bytes())

@@ -1,4 +1,4 @@
-package main
+package termview
 
 import (
 	"bytes"
@@ -13,12 +13,12 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/local"
 )
 
-// LiveView redraws a small block on a terminal: the phase, the step, the
+// Live redraws a small block on a terminal: the phase, the step, the
 // time against the time limit, the tokens against the token limit, and
 // the last lines of output. Lines of the engine's own scroll above it; so
 // do the last lines of a step that failed, and the block of a back-off
 // counts down to the next attempt.
-type LiveView struct {
+type Live struct {
 	mu       sync.Mutex
 	w        io.Writer
 	width    int
@@ -38,9 +38,10 @@ type LiveView struct {
 	waitUntil   time.Time
 	waitAttempt int
 	tick        chan struct{}
-	text        screenText
-	// stopResize stops following the terminal's size.
-	stopResize func()
+	text        ScreenText
+	// StopResize, when set, is called by Close: it stops following the
+	// terminal's size (on SIGWINCH, see Resize).
+	StopResize func()
 }
 
 // liveLines is how many lines of output the block shows; keptLines, how
@@ -50,17 +51,17 @@ const (
 	keptLines = 10
 )
 
-// NewLiveView draws on w, a terminal width columns wide; colour: with
+// NewLive draws on w, a terminal width columns wide; colour: with
 // bold and dim (not under NO_COLOR).
-func NewLiveView(w io.Writer, width int, colour bool) *LiveView {
+func NewLive(w io.Writer, width int, colour bool) *Live {
 	if width < 20 {
 		width = 80
 	}
-	return &LiveView{w: w, width: width, colour: colour, now: time.Now, text: newScreenText()}
+	return &Live{w: w, width: width, colour: colour, now: time.Now, text: NewScreenText()}
 }
 
 // StepStarted begins a new block.
-func (v *LiveView) StepStarted(info local.StepInfo) {
+func (v *Live) StepStarted(info local.StepInfo) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.endWait()
@@ -69,7 +70,7 @@ func (v *LiveView) StepStarted(info local.StepInfo) {
 }
 
 // Output keeps the last lines; the block is redrawn on the next Progress.
-func (v *LiveView) Output(chunk []byte) {
+func (v *Live) Output(chunk []byte) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	// Only the end of a large chunk can be shown.
@@ -97,7 +98,7 @@ func (v *LiveView) Output(chunk []byte) {
 }
 
 // Progress redraws the block.
-func (v *LiveView) Progress(p local.Progress) {
+func (v *Live) Progress(p local.Progress) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.progress = p
@@ -106,7 +107,7 @@ func (v *LiveView) Progress(p local.Progress) {
 
 // StepFinished replaces the block with a summary line, after the last
 // lines of output of a step that failed: what to look at stays on screen.
-func (v *LiveView) StepFinished(info local.StepInfo, r engine.StepResult) {
+func (v *Live) StepFinished(info local.StepInfo, r engine.StepResult) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.clear()
@@ -118,24 +119,24 @@ func (v *LiveView) StepFinished(info local.StepInfo, r engine.StepResult) {
 			lines = append(lines, string(v.partial))
 		}
 		for _, line := range lines[max(0, len(lines)-keptLines):] {
-			b.WriteString("  " + v.dim(v.fit(v.text.line(line))) + "\n")
+			b.WriteString("  " + v.dim(v.fit(v.text.Line(line))) + "\n")
 		}
 	}
-	b.WriteString(v.text.line(phaseLabel(info)+" "+describeResult(info, r)) + "\n")
+	b.WriteString(v.text.Line(phaseLabel(info)+" "+describeResult(info, r)) + "\n")
 	io.WriteString(v.w, b.String())
 }
 
 // Say prints a line above the block.
-func (v *LiveView) Say(format string, args ...any) {
+func (v *Live) Say(format string, args ...any) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.clear()
-	io.WriteString(v.w, v.text.line(fmt.Sprintf(format, args...))+"\n")
+	io.WriteString(v.w, v.text.Line(fmt.Sprintf(format, args...))+"\n")
 	v.draw()
 }
 
 // Backoff shows a countdown to the next attempt until it starts.
-func (v *LiveView) Backoff(d time.Duration, attempt int) {
+func (v *Live) Backoff(d time.Duration, attempt int) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.endWait()
@@ -160,7 +161,7 @@ func (v *LiveView) Backoff(d time.Duration, attempt int) {
 }
 
 // Stopping shows the step's grace period on the block.
-func (v *LiveView) Stopping() {
+func (v *Live) Stopping() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.stopping = true
@@ -168,7 +169,7 @@ func (v *LiveView) Stopping() {
 }
 
 // Resize fits the block to a terminal now width columns wide.
-func (v *LiveView) Resize(width int) {
+func (v *Live) Resize(width int) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if width < 20 {
@@ -180,9 +181,9 @@ func (v *LiveView) Resize(width int) {
 }
 
 // Close leaves the screen as it is, the block gone.
-func (v *LiveView) Close() error {
-	if v.stopResize != nil {
-		v.stopResize()
+func (v *Live) Close() error {
+	if v.StopResize != nil {
+		v.StopResize()
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -192,7 +193,7 @@ func (v *LiveView) Close() error {
 }
 
 // endWait stops the countdown.
-func (v *LiveView) endWait() {
+func (v *Live) endWait() {
 	if v.tick != nil {
 		close(v.tick)
 		v.tick = nil
@@ -208,7 +209,7 @@ func phaseLabel(info local.StepInfo) string {
 // echoed "^C" moved the cursor), up over the rows the block takes at the
 // terminal's width now (a narrower terminal wraps its lines), then
 // everything below.
-func (v *LiveView) clear() {
+func (v *Live) clear() {
 	if len(v.drawn) == 0 {
 		return
 	}
@@ -220,14 +221,14 @@ func (v *LiveView) clear() {
 	v.drawn = v.drawn[:0]
 }
 
-func (v *LiveView) draw() {
+func (v *Live) draw() {
 	if !v.active && v.waitUntil.IsZero() {
 		return
 	}
 	v.clear()
 	var b strings.Builder
 	line := func(text string, style func(string) string, indent string) {
-		text = v.fit(indent + v.text.line(text))
+		text = v.fit(indent + v.text.Line(text))
 		b.WriteString(style(text) + "\n")
 		v.drawn = append(v.drawn, utf8.RuneCountInString(text))
 	}
@@ -260,14 +261,14 @@ func (v *LiveView) draw() {
 	io.WriteString(v.w, b.String())
 }
 
-func (v *LiveView) bold(s string) string {
+func (v *Live) bold(s string) string {
 	if !v.colour {
 		return s
 	}
 	return "\x1b[1m" + s + "\x1b[0m"
 }
 
-func (v *LiveView) dim(s string) string {
+func (v *Live) dim(s string) string {
 	if !v.colour {
 		return s
 	}
@@ -276,7 +277,7 @@ func (v *LiveView) dim(s string) string {
 
 // fit cuts a line, made safe, to the terminal's width so that the
 // block's height is what draw counted.
-func (v *LiveView) fit(s string) string {
+func (v *Live) fit(s string) string {
 	if utf8.RuneCountInString(s) <= v.width-3 {
 		return s
 	}

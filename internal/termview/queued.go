@@ -1,4 +1,4 @@
-package main
+package termview
 
 import (
 	"fmt"
@@ -9,14 +9,14 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/local"
 )
 
-// queuedView hands what a run shows to a goroutine of its own, in the
+// Queued hands what a run shows to a goroutine of its own, in the
 // order it was shown. A step's output path (redaction, the checkpoint
 // scan, the transcript, the live triggers) and the making of the screen
 // (the terminal filter, timestamps, the writes) then run side by side, on
 // two cores, rather than one after the other under the step's lock. At
 // most queuedChunks chunks wait: a slow terminal still holds the step's
 // output back, as it would without the queue.
-type queuedView struct {
+type Queued struct {
 	inner local.View
 	ops   chan func()
 	done  chan struct{}
@@ -27,8 +27,9 @@ type queuedView struct {
 // the executor's 256 KiB read).
 const queuedChunks = 8
 
-func newQueuedView(inner local.View) *queuedView {
-	q := &queuedView{inner: inner, ops: make(chan func(), queuedChunks), done: make(chan struct{})}
+// NewQueued shows on inner, from a goroutine of its own until Close.
+func NewQueued(inner local.View) *Queued {
+	q := &Queued{inner: inner, ops: make(chan func(), queuedChunks), done: make(chan struct{})}
 	go func() {
 		defer close(q.done)
 		for op := range q.ops {
@@ -39,7 +40,7 @@ func newQueuedView(inner local.View) *queuedView {
 }
 
 // Output copies the chunk: the executor reuses its buffer at once.
-func (q *queuedView) Output(chunk []byte) {
+func (q *Queued) Output(chunk []byte) {
 	buf, _ := q.bufs.Get().(*[]byte)
 	if buf == nil {
 		buf = new([]byte)
@@ -51,35 +52,35 @@ func (q *queuedView) Output(chunk []byte) {
 	}
 }
 
-func (q *queuedView) StepStarted(info local.StepInfo) { q.ops <- func() { q.inner.StepStarted(info) } }
+func (q *Queued) StepStarted(info local.StepInfo) { q.ops <- func() { q.inner.StepStarted(info) } }
 
-func (q *queuedView) Progress(p local.Progress) { q.ops <- func() { q.inner.Progress(p) } }
+func (q *Queued) Progress(p local.Progress) { q.ops <- func() { q.inner.Progress(p) } }
 
-func (q *queuedView) StepFinished(info local.StepInfo, r engine.StepResult) {
+func (q *Queued) StepFinished(info local.StepInfo, r engine.StepResult) {
 	q.ops <- func() { q.inner.StepFinished(info, r) }
 }
 
 // Say formats now: its arguments may change once it returns.
-func (q *queuedView) Say(format string, args ...any) {
+func (q *Queued) Say(format string, args ...any) {
 	text := fmt.Sprintf(format, args...)
 	q.ops <- func() { q.inner.Say("%s", text) }
 }
 
 // Backoff and Stopping reach a view that shows them, in order.
-func (q *queuedView) Backoff(d time.Duration, attempt int) {
+func (q *Queued) Backoff(d time.Duration, attempt int) {
 	if w, ok := q.inner.(local.WaitView); ok {
 		q.ops <- func() { w.Backoff(d, attempt) }
 	}
 }
 
-func (q *queuedView) Stopping() {
+func (q *Queued) Stopping() {
 	if w, ok := q.inner.(local.WaitView); ok {
 		q.ops <- func() { w.Stopping() }
 	}
 }
 
 // Close shows what is queued, then closes the view.
-func (q *queuedView) Close() error {
+func (q *Queued) Close() error {
 	close(q.ops)
 	<-q.done
 	return q.inner.Close()

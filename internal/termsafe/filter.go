@@ -1,0 +1,284 @@
+// Package termsafe makes text that came from outside safe to show on a
+// terminal or in a CI log.
+//
+// Text that came from outside — step output, checkpoint and pause notes,
+// phase and step names, file contents in errors — never reaches a
+// terminal raw: an escape sequence in it could recolour or clear the
+// screen, move the cursor over lines already written, set the window
+// title, write the clipboard (OSC 52) or make a link. Every place where
+// such text leaves for the terminal (the views, status, sessions, error
+// messages) passes it through a Filter:
+//
+//   - escape sequences are removed whole: CSI (ESC [ … final byte, colours
+//     and cursor moves), OSC, DCS, SOS, PM and APC strings (up to BEL, ESC \
+//     or the end of the line), and two-byte and charset sequences (ESC c,
+//     ESC 7, ESC ( B);
+//   - other control characters are shown, in caret notation: a lone ESC as
+//     ^[, BEL as ^G, backspace as ^H, DEL as ^?, a carriage return that
+//     does not end a line as ^M (one before a line feed is dropped);
+//     C1 controls (U+0080–U+009F, which some terminals obey as ESC
+//     sequences) as \u009b, and a 0xC2 byte that starts no character as
+//     U+FFFD (other bytes that are not UTF-8 go as they are);
+//   - line feeds and tabs stay in Text; in a one-line field (a table
+//     cell, a step's header, a paused: line) Line shows a line break as
+//     \n and a tab as a space.
+//
+// The views' own colours and cursor moves are added after the text is
+// filtered. JSON output escapes control characters itself (EscapeJSON
+// escapes DEL, C1 and the GitHub runner's "##[" too). Transcript files
+// keep the bytes as the step wrote them: they are a record.
+package termsafe
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Filter removes escape sequences from a stream of text and shows other
+// control characters; a sequence split across chunks is still removed
+// whole. The zero value is ready.
+type Filter struct {
+	state state
+	out   []byte
+}
+
+// state is where a Filter is in the text: what the bytes before it began.
+type state uint8
+
+const (
+	inText            state = iota
+	afterEsc                // after ESC
+	inEscIntermediate       // ESC and intermediate bytes (ESC ( B)
+	inCSI                   // ESC [ and parameters
+	inString                // an OSC, DCS, SOS, PM or APC string
+	afterStringEsc          // ESC inside a string: ST if "\" follows
+	afterCR                 // a carriage return, line feed or not
+	afterC2                 // 0xC2, the first byte of a C1 control or not
+)
+
+// special marks the bytes that text cannot pass as they are.
+var special = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = c != '\t' && c != '\n'
+	}
+	t[0x7f] = true
+	t[0xc2] = true
+	return t
+}()
+
+// Filter returns chunk made safe. The result is chunk itself when it
+// needs no change (see Unchanged); otherwise a buffer of f, valid until
+// the next call.
+func (f *Filter) Filter(chunk []byte) []byte {
+	i := 0
+	if f.state == inText {
+		i = nextSpecial(chunk)
+		if i == len(chunk) {
+			return chunk
+		}
+	}
+	f.out = append(f.out[:0], chunk[:i]...)
+	for i < len(chunk) {
+		if f.state == inText {
+			k := i + nextSpecial(chunk[i:])
+			f.out = append(f.out, chunk[i:k]...)
+			if i = k; i == len(chunk) {
+				break
+			}
+		}
+		if f.step(chunk[i]) {
+			i++
+		}
+	}
+	return f.out
+}
+
+// End ends the text: a lone ESC, a carriage return or a 0xC2 held at the
+// end is shown; a sequence cut short is dropped. The result is valid
+// until the next call.
+func (f *Filter) End() []byte {
+	f.out = f.out[:0]
+	switch f.state {
+	case afterEsc:
+		f.out = append(f.out, "^["...)
+	case afterCR:
+		f.out = append(f.out, "^M"...)
+	case afterC2:
+		f.out = append(f.out, "\ufffd"...)
+	}
+	f.state = inText
+	return f.out
+}
+
+// Unchanged tells whether out, what Filter returned for in, is in itself:
+// whether the filter passed its input as it is.
+func Unchanged(in, out []byte) bool {
+	return len(in) == len(out) && (len(in) == 0 || &in[0] == &out[0])
+}
+
+// step takes c in the current state and says whether it is consumed;
+// when not, the state has changed and c is taken again.
+func (f *Filter) step(c byte) bool {
+	switch f.state {
+	case inText:
+		f.text(c)
+		return true
+	case afterEsc:
+		return f.escape(c)
+	case inEscIntermediate, inCSI:
+		return f.sequence(c)
+	case inString:
+		return f.inString(c)
+	case afterStringEsc:
+		if c == '\\' {
+			f.state = inText
+			return true
+		}
+		f.state = afterEsc
+		return false
+	case afterCR:
+		return f.carriageReturn(c)
+	default: // afterC2
+		return f.c2(c)
+	}
+}
+
+// text takes a special byte of text: the start of a sequence, a carriage
+// return or a C1 control, or a control shown in caret notation.
+func (f *Filter) text(c byte) {
+	switch {
+	case c == 0x1b:
+		f.state = afterEsc
+	case c == '\r':
+		f.state = afterCR
+	case c == 0xc2:
+		f.state = afterC2
+	case special[c]:
+		f.out = append(f.out, '^', c^0x40) // ^@ … ^_, ^?
+	default:
+		f.out = append(f.out, c)
+	}
+}
+
+// escape takes the byte after ESC: what kind of sequence it starts, if
+// any; a lone ESC is shown.
+func (f *Filter) escape(c byte) bool {
+	switch {
+	case c == '[':
+		f.state = inCSI
+	case c == ']' || c == 'P' || c == 'X' || c == '^' || c == '_':
+		f.state = inString
+	case c >= 0x20 && c <= 0x2f:
+		f.state = inEscIntermediate
+	case c >= 0x30 && c <= 0x7e:
+		f.state = inText // a two-byte sequence, dropped
+	default:
+		f.out = append(f.out, "^["...)
+		f.state = inText
+		return false
+	}
+	return true
+}
+
+// sequence takes a byte of a CSI or charset sequence, up to its final
+// byte; a sequence cut short by another byte leaves that byte as text.
+func (f *Filter) sequence(c byte) bool {
+	switch {
+	case c >= 0x20 && c <= 0x2f, f.state == inCSI && c >= 0x30 && c <= 0x3f:
+		return true
+	case c >= 0x30 && c <= 0x7e:
+		f.state = inText // the final byte
+		return true
+	}
+	f.state = inText // cut short: the rest is text
+	return false
+}
+
+// inString takes a byte of an OSC, DCS, SOS, PM or APC string, which
+// ends at BEL, ESC \ or the end of the line.
+func (f *Filter) inString(c byte) bool {
+	switch c {
+	case 0x07:
+		f.state = inText
+	case 0x1b:
+		f.state = afterStringEsc
+	case '\n':
+		f.state = inText
+		return false
+	}
+	return true
+}
+
+// carriageReturn takes the byte after a carriage return: dropped before
+// a line feed, shown as ^M elsewhere.
+func (f *Filter) carriageReturn(c byte) bool {
+	f.state = inText
+	if c == '\n' {
+		f.out = append(f.out, '\n')
+		return true
+	}
+	f.out = append(f.out, "^M"...)
+	return false
+}
+
+// c2 takes the byte after 0xC2: a C1 control is shown escaped, a
+// character of U+00A0 … U+00BF passes.
+func (f *Filter) c2(c byte) bool {
+	f.state = inText
+	switch {
+	case c >= 0x80 && c <= 0x9f:
+		f.out = fmt.Appendf(f.out, `\u%04x`, c)
+		return true
+	case c >= 0xa0 && c <= 0xbf:
+		f.out = append(f.out, 0xc2, c) // U+00A0 … U+00BF
+		return true
+	}
+	// Not UTF-8. Shown as U+FFFD: a lone 0xC2 let through could make a
+	// C1 control with a byte that follows a removed sequence.
+	f.out = append(f.out, "\ufffd"...)
+	return false
+}
+
+// nextSpecial returns the index of the first byte of b that text cannot
+// pass as it is, or len(b): a control character, or a 0xC2 that does not
+// start a character of U+00A0 … U+00BF ("·", "°", a no-break space).
+func nextSpecial(b []byte) int {
+	for i := 0; ; {
+		k := i + nextSpecialByte(b[i:])
+		if k+1 < len(b) && b[k] == 0xc2 && b[k+1] >= 0xa0 && b[k+1] <= 0xbf {
+			i = k + 2
+			continue
+		}
+		return k
+	}
+}
+
+// nextSpecialByte returns the index of the first byte of b that is marked
+// in special, or len(b). It looks at eight bytes at a time: the output of
+// a step goes through it.
+func nextSpecialByte(b []byte) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i : i+8])
+		// A byte below 0x20 (line feeds and tabs too), 0x7f or 0xc2: a
+		// byte below n sets its high bit in (x - n) &^ x; a zero byte
+		// of x ^ c is a byte equal to c.
+		del, c2 := x^(ones*0x7f), x^(ones*0xc2)
+		hits := (x-ones*0x20)&^x | (del-ones)&^del | (c2-ones)&^c2
+		if hits&highs == 0 {
+			continue
+		}
+		for j := i; j < i+8; j++ {
+			if special[b[j]] {
+				return j
+			}
+		}
+	}
+	for ; i < len(b); i++ {
+		if special[b[i]] {
+			return i
+		}
+	}
+	return i
+}
