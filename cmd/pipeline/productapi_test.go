@@ -231,3 +231,24 @@ func TestMCPSessionsFindsStoresAsDeepAsTheCLI(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPResumeNotesThatLookLikeFlags: the runner a tool starts gets a
+// client's values as values: notes that read as a flag are notes.
+func TestMCPResumeNotesThatLookLikeFlags(t *testing.T) {
+	dir := mcpProject(t)
+	c := inProcess(t, dir)
+	s := c.runToCheckpoint(t)
+	write(t, dir, "go-on", "")
+	var started mcpStarted
+	c.call(t, "resume", map[string]any{"session": s.ID, "notes": "--help"}, &started)
+	if started.Session != s.ID {
+		t.Fatalf("resume: %+v", started)
+	}
+	c.awaitStatus(t, s.ID, "completed")
+	var done mcpStatus
+	c.call(t, "status", map[string]any{"session": s.ID}, &done)
+	b, _ := json.Marshal(done)
+	if !strings.Contains(string(b), `"--help"`) {
+		t.Fatalf("the note --help is not among the session's notes: %s", b)
+	}
+}

@@ -38,9 +38,9 @@ func (s *Server) run(ctx context.Context, _ *mcp.CallToolRequest, in RunInput) (
 	if err != nil {
 		return nil, out, err
 	}
-	args := []string{"run", s.root.rel(path)}
+	args := []string{"run", "--file=" + s.root.rel(path)}
 	if specPath != "" {
-		args = append(args, "--spec", s.root.rel(specPath))
+		args = append(args, "--spec="+s.root.rel(specPath))
 	}
 	plan, err := spec.Load(path, specPath)
 	if err != nil {
@@ -53,7 +53,7 @@ func (s *Server) run(ctx context.Context, _ *mcp.CallToolRequest, in RunInput) (
 		if err := session.CheckPhase(plan, p.phase); err != nil {
 			return nil, out, fmt.Errorf("%s: %v", p.flag, err)
 		}
-		args = append(args, "--"+p.flag, p.phase)
+		args = append(args, "--"+p.flag+"="+p.phase)
 	}
 	if in.New {
 		args = append(args, "--new")
@@ -126,18 +126,18 @@ func (s *Server) resume(ctx context.Context, _ *mcp.CallToolRequest, in ResumeIn
 			st.Close()
 			return nil, out, fmt.Errorf("phase: %v", err)
 		}
-		dir, args, key = s.root.root, []string{"resume", "--file", s.root.rel(path)}, session.KeyOf(st, path, plan)
+		dir, args, key = s.root.root, []string{"resume", "--file=" + s.root.rel(path)}, session.KeyOf(st, path, plan)
 		if specPath != "" {
-			args = append(args, "--spec", s.root.rel(specPath))
+			args = append(args, "--spec="+s.root.rel(specPath))
 		}
 	}
 	defer st.Close()
 	settle(st, key)
 	if in.Notes != "" {
-		args = append(args, "--notes", in.Notes)
+		args = append(args, "--notes="+in.Notes)
 	}
 	if in.Phase != "" {
-		args = append(args, "--phase", in.Phase)
+		args = append(args, "--phase="+in.Phase)
 	}
 	out, err = s.launch(ctx, st, key, dir, args)
 	return nil, out, err

@@ -119,10 +119,10 @@ func (s *Server) Close() error { return s.subs.close() }
 func (s *Server) pipelineArgs(f found) (dir string, args []string) {
 	dir = filepath.Dir(f.file)
 	if base := filepath.Base(f.file); base != "phases.yaml" {
-		args = append(args, "--file", base)
+		args = append(args, "--file="+base)
 	}
 	if os.Getenv("PIPELINE_STATE_DIR") == "" && filepath.Clean(f.store) != filepath.Join(dir, ".pipeline") {
-		args = append(args, "--state-dir", f.store)
+		args = append(args, "--state-dir="+f.store)
 	}
 	return dir, args
 }
