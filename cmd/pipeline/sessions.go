@@ -2,23 +2,17 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"math"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/app"
-	"github.com/pipeline-dev/pipeline/engine"
-	"github.com/pipeline-dev/pipeline/engine/session"
-	"github.com/pipeline-dev/pipeline/engine/store"
-	"github.com/pipeline-dev/pipeline/triggers"
 )
 
 func sessionsCommand() *cobra.Command {
@@ -142,130 +136,77 @@ func orDash(s string) string {
 	return s
 }
 
+const cleanHelp = `Delete the completed and failed sessions not updated for --older-than,
+keeping the newest --keep sessions of each pipeline and spec whatever their
+age. Running and paused sessions are never deleted.`
+
+// cleanOptions are clean's flags.
+type cleanOptions struct {
+	flags     *storeFlags
+	output    *outputFlag
+	olderThan string
+	keep      int
+	dryRun    bool
+}
+
 func cleanCommand() *cobra.Command {
-	var (
-		flags     *storeFlags
-		output    *outputFlag
-		olderThan string
-		keep      int
-		dryRun    bool
-	)
+	o := &cleanOptions{}
 	cmd := newCommand(&cobra.Command{
 		Use:   "clean",
 		Short: "Delete old finished sessions",
-		Long: `Delete the completed and failed sessions not updated for --older-than,
-keeping the newest --keep sessions of each pipeline and spec whatever their
-age. Running and paused sessions are never deleted.`,
+		Long:  cleanHelp,
 		Example: `  pipeline clean --older-than 7d
   pipeline clean --older-than 30d --keep 1 --dry-run`,
 		Args: cobra.NoArgs,
-	}, func(cmd *cobra.Command, _ []string) error {
-		if err := output.check(); err != nil {
-			return err
-		}
-		age, err := parseAge(olderThan)
-		if err != nil {
-			return err
-		}
-		st, err := flags.open()
-		if err != nil {
-			return err
-		}
-		list, err := st.List()
-		if err != nil {
-			return err
-		}
-		cutoff := time.Now().Add(-age)
-		seen := map[string]int{}
-		removed := []string{}
-		for _, s := range list { // newest first
-			seen[s.Key]++
-			finished := s.Status == string(engine.StatusCompleted) || s.Status == string(engine.StatusFailed)
-			if !finished || seen[s.Key] <= keep || s.Updated.After(cutoff) {
-				continue
-			}
-			if !dryRun {
-				err := st.Remove(s.ID)
-				if errors.Is(err, store.ErrNotFound) {
-					continue // removed meanwhile, by another clean
-				}
-				if err != nil {
-					return storeWriteFailed(err)
-				}
-				if err := removeCheckpoints(st, s); err != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "pipeline: session %s removed, its checkpoints not: %v\n", s.ID, err)
-				}
-			}
-			removed = append(removed, s.ID)
-			if !output.json() {
-				verb := "removed"
-				if dryRun {
-					verb = "would remove"
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s %s (%s, %s)\n", verb, s.ID, s.Status, s.Updated.Local().Format("2006-01-02"))
-			}
-		}
-		if len(removed) > 0 && !dryRun {
-			if err := st.CompactIndex(); err != nil {
-				return storeWriteFailed(err)
-			}
-		}
-		if !dryRun {
-			// Sessions whose making a crash cut short.
-			if _, err := st.RemoveUnfinished(time.Hour); err != nil {
-				return storeWriteFailed(err)
-			}
-		}
-		if output.json() {
-			return writeJSON(cmd.OutOrStdout(), struct {
-				Removed []string `json:"removed"`
-				DryRun  bool     `json:"dry_run"`
-			}{removed, dryRun})
-		}
-		if dryRun {
-			fmt.Fprintf(cmd.OutOrStdout(), "%d session(s) would be removed (--dry-run: nothing was)\n", len(removed))
-		} else {
-			fmt.Fprintf(cmd.OutOrStdout(), "%d session(s) removed\n", len(removed))
-		}
-		return nil
-	})
-	flags = addStoreFlags(cmd, false)
-	output = addOutputFlag(cmd)
-	cmd.Flags().StringVar(&olderThan, "older-than", "", "age past which finished sessions go: 7d, 12h (required)")
-	cmd.Flags().IntVar(&keep, "keep", 3, "sessions to keep for each pipeline and spec, however old")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say what would be removed, remove nothing")
+	}, o.run)
+	o.flags = addStoreFlags(cmd, false)
+	o.output = addOutputFlag(cmd)
+	cmd.Flags().StringVar(&o.olderThan, "older-than", "", "age past which finished sessions go: 7d, 12h (required)")
+	cmd.Flags().IntVar(&o.keep, "keep", 3, "sessions to keep for each pipeline and spec, however old")
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "say what would be removed, remove nothing")
 	return cmd
 }
 
-// removeCheckpoints deletes the refs under refs/pipeline/<session>/ of a
-// removed session, in the git work tree of its phases.yaml.
-func removeCheckpoints(st *store.Store, s store.Summary) error {
-	if s.File == "" {
-		return nil
+func (o *cleanOptions) run(cmd *cobra.Command, _ []string) error {
+	if err := o.output.check(); err != nil {
+		return err
 	}
-	git := session.GitFor(filepath.Dir(st.Abs(s.File)))
-	if git == nil {
-		return nil
+	r, err := app.Clean(cmd.Context(), app.CleanRequest{Pipeline: o.flags.pipeline(sayTo(cmd)),
+		OlderThan: o.olderThan, Keep: o.keep, DryRun: o.dryRun})
+	out := cmd.OutOrStdout()
+	if o.output.json() {
+		if err != nil {
+			return err
+		}
+		return writeJSON(out, r)
 	}
-	return git.DeleteRefs(session.CheckpointRef(s.ID, ""))
+	if r != nil {
+		printCleaned(out, r) // on an error too: what went before it
+	}
+	if err != nil {
+		return err
+	}
+	if r.DryRun {
+		fmt.Fprintf(out, "%d session(s) would be removed (--dry-run: nothing was)\n", len(r.Removed))
+	} else {
+		fmt.Fprintf(out, "%d session(s) removed\n", len(r.Removed))
+	}
+	return nil
 }
 
-// maxDays is the longest age clean takes, in days: a time.Duration holds
-// about 292 years.
-const maxDays = int64(math.MaxInt64 / int64(24*time.Hour))
-
-// parseAge reads --older-than: days (7d), a Go duration (12h, 90m), or
-// both (1d12h); more than zero, and short enough to be held at all. A
-// longer one is refused rather than wrapped round to a negative age,
-// which made every finished session old enough to go.
-func parseAge(text string) (time.Duration, error) {
-	// The durations of phases.yaml, days included, overflow refused.
-	age, err := triggers.ParseDuration(text)
-	if err != nil || age <= 0 {
-		return 0, usagef("--older-than %q is not an age clean can use: write a duration such as 7d, 12h or 1d12h, more than zero and at most %dd", text, maxDays)
+// printCleaned says, a line each, which sessions clean removed.
+func printCleaned(w io.Writer, r *app.CleanResponse) {
+	verb := "removed"
+	if r.DryRun {
+		verb = "would remove"
 	}
-	return age, nil
+	for _, s := range r.Sessions {
+		fmt.Fprintf(w, "%s %s (%s, %s)\n", verb, s.ID, s.Status, s.Updated.Local().Format("2006-01-02"))
+	}
 }
+
+// parseAge reads --older-than (app.ParseAge).
+var parseAge = app.ParseAge
 
 // maxStoreDepth bounds the walk of sessions --all (app.FindStores).
 const maxStoreDepth = app.MaxStoreDepth
