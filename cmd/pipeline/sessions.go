@@ -15,20 +15,7 @@ import (
 	"github.com/pipeline-dev/pipeline/app"
 )
 
-func sessionsCommand() *cobra.Command {
-	var (
-		flags    *storeFlags
-		output   *outputFlag
-		active   bool
-		all      bool
-		specPath string
-		status   string
-		bf       *backendFlags
-	)
-	cmd := newCommand(&cobra.Command{
-		Use:   "sessions",
-		Short: "List the sessions kept beside phases.yaml",
-		Long: `List the sessions of the store (.pipeline beside phases.yaml, or
+var sessionsHelp = `List the sessions of the store (.pipeline beside phases.yaml, or
 --state-dir), newest first. --active keeps those not finished (running or
 paused); --status keeps one status; --spec keeps the sessions of one spec.
 --all lists the sessions of every pipeline below the current folder (the
@@ -36,94 +23,124 @@ paused); --status keeps one status; --spec keeps the sessions of one spec.
 ` + fmt.Sprint(maxStoreDepth) + ` folders deep), with the phases.yaml of each.
 
 A spec named README.md (or index.md), as LeanSpec names every spec, is
-shown with its folder: 045-dashboard/README.md.`,
+shown with its folder: 045-dashboard/README.md.`
+
+// sessionsOptions are the flags of sessions.
+type sessionsOptions struct {
+	flags    *storeFlags
+	output   *outputFlag
+	active   bool
+	all      bool
+	specPath string
+	status   string
+	bf       *backendFlags
+}
+
+func sessionsCommand() *cobra.Command {
+	o := &sessionsOptions{}
+	cmd := newCommand(&cobra.Command{
+		Use:   "sessions",
+		Short: "List the sessions kept beside phases.yaml",
+		Long:  sessionsHelp,
 		Example: `  pipeline sessions
   pipeline sessions --active
   pipeline sessions --all --active
   pipeline sessions --status paused -o json`,
 		Args: cobra.NoArgs,
-	}, func(cmd *cobra.Command, _ []string) (err error) {
-		if err := output.check(); err != nil {
-			return err
-		}
-		if all && (cmd.Flags().Changed("file") || cmd.Flags().Changed("state-dir")) {
-			return usagef("--all finds the stores below the current folder: it cannot go with --file or --state-dir")
-		}
-		fl, err := bf.resolve(flags.file, nil)
-		if err != nil {
-			return err
-		}
-		var out []sessionLine
-		none := ""
-		if fl != nil {
-			if err := refuseOnFleet(cmd, "state-dir", "all"); err != nil {
-				return err
-			}
-			if status != "" && !slices.Contains(app.Statuses, status) {
-				return usagef("--status must be running, paused, completed or failed, not %q", status)
-			}
-			var total int
-			if out, total, err = fleetSessions(cmd, fl, active, status, specPath); err != nil {
-				return err
-			}
-			none = (&app.SessionsResponse{Sessions: out, Total: total}).NoneMatch(false, "pipeline run"+fileArg(cmd))
-		}
-		if fl == nil {
-			r, err := app.Sessions(cmd.Context(), app.SessionsRequest{Pipeline: flags.pipeline(nil), All: all,
-				Active: active, Status: status, Spec: specPath, Forks: !all})
-			if err != nil {
-				return err
-			}
-			out, none = r.Sessions, r.NoneMatch(all, "pipeline run"+fileArg(cmd))
-		}
-		if output.json() {
-			return writeJSON(cmd.OutOrStdout(), out)
-		}
-		var b bytes.Buffer
-		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-		safe := newScreenText().line // names and reasons came from files
-		header := "SESSION\tPIPELINE\tSPEC\tSTATUS\tPHASE\tTOKENS\tCOST\tUPDATED"
-		if all {
-			header += "\tFILE"
-		}
-		fmt.Fprintln(tw, header)
-		for _, s := range out {
-			state := s.Status
-			if s.PauseReason != "" {
-				state += " (" + s.PauseReason + ")"
-			}
-			if s.Queued {
-				state += ", queued"
-			}
-			if s.ReplayOf != "" {
-				state += ", replay of " + s.ReplayOf
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t$%.4f\t%s", safe(s.ID), safe(s.Pipeline), safe(specLabel(s.Spec)), safe(state),
-				safe(orDash(s.Phase)), s.Tokens, s.CostUSD, s.Updated.Local().Format("2006-01-02 15:04"))
-			if all {
-				fmt.Fprintf(tw, "\t%s", safe(relativeToHere(s.File)))
-			}
-			fmt.Fprintln(tw)
-			for _, f := range s.Forks {
-				fmt.Fprintf(tw, "  └ fork %s\t(at %s)\t%s\t%s\t%s\t\t\t\n", safe(f.ID), safe(f.At), safe(f.Dir), safe(f.Status), safe(orDash(f.Phase)))
-			}
-		}
-		tw.Flush()
-		if len(out) == 0 && none == "" {
-			none = fmt.Sprintf("no sessions yet; start one with: pipeline run%s\n", fileArg(cmd))
-		}
-		b.WriteString(none)
-		_, err = cmd.OutOrStdout().Write(b.Bytes())
-		return err
-	})
-	flags = addStoreFlags(cmd, false)
-	output = addOutputFlag(cmd)
-	cmd.Flags().BoolVar(&active, "active", false, "only sessions not finished: running or paused")
-	cmd.Flags().BoolVar(&all, "all", false, "the sessions of every pipeline below the current folder")
-	cmd.Flags().StringVar(&specPath, "spec", "", "only the sessions of this spec")
-	cmd.Flags().StringVar(&status, "status", "", "only sessions with this status: running, paused, completed or failed")
-	bf = addBackendFlags(cmd)
+	}, o.run)
+	o.flags = addStoreFlags(cmd, false)
+	o.output = addOutputFlag(cmd)
+	cmd.Flags().BoolVar(&o.active, "active", false, "only sessions not finished: running or paused")
+	cmd.Flags().BoolVar(&o.all, "all", false, "the sessions of every pipeline below the current folder")
+	cmd.Flags().StringVar(&o.specPath, "spec", "", "only the sessions of this spec")
+	cmd.Flags().StringVar(&o.status, "status", "", "only sessions with this status: running, paused, completed or failed")
+	o.bf = addBackendFlags(cmd)
 	return cmd
+}
+
+func (o *sessionsOptions) run(cmd *cobra.Command, _ []string) error {
+	if err := o.output.check(); err != nil {
+		return err
+	}
+	if o.all && (cmd.Flags().Changed("file") || cmd.Flags().Changed("state-dir")) {
+		return usagef("--all finds the stores below the current folder: it cannot go with --file or --state-dir")
+	}
+	fl, err := o.bf.resolve(o.flags.file, nil)
+	if err != nil {
+		return err
+	}
+	var r *app.SessionsResponse
+	if fl != nil {
+		r, err = o.onFleet(cmd, fl)
+	} else {
+		r, err = app.Sessions(cmd.Context(), app.SessionsRequest{Pipeline: o.flags.pipeline(nil), All: o.all,
+			Active: o.active, Status: o.status, Spec: o.specPath, Forks: !o.all})
+	}
+	if err != nil {
+		return err
+	}
+	if o.output.json() {
+		return writeJSON(cmd.OutOrStdout(), r.Sessions)
+	}
+	none := r.NoneMatch(o.all && fl == nil, "pipeline run"+fileArg(cmd))
+	if len(r.Sessions) == 0 && none == "" {
+		none = fmt.Sprintf("no sessions yet; start one with: pipeline run%s\n", fileArg(cmd))
+	}
+	return printSessions(cmd.OutOrStdout(), r.Sessions, o.all, none)
+}
+
+// onFleet lists the sessions of the pipeline on a fleet.
+func (o *sessionsOptions) onFleet(cmd *cobra.Command, fl *fleet) (*app.SessionsResponse, error) {
+	if err := refuseOnFleet(cmd, "state-dir", "all"); err != nil {
+		return nil, err
+	}
+	if o.status != "" && !slices.Contains(app.Statuses, o.status) {
+		return nil, usagef("--status must be running, paused, completed or failed, not %q", o.status)
+	}
+	out, total, err := fleetSessions(cmd, fl, o.active, o.status, o.specPath)
+	if err != nil {
+		return nil, err
+	}
+	return &app.SessionsResponse{Sessions: out, Total: total}, nil
+}
+
+// printSessions prints the sessions as aligned rows, then none (why
+// there are none, or ""). Names and reasons came from files: they are
+// made safe for a terminal first.
+func printSessions(w io.Writer, out []sessionLine, all bool, none string) error {
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	safe := newScreenText().line
+	header := "SESSION\tPIPELINE\tSPEC\tSTATUS\tPHASE\tTOKENS\tCOST\tUPDATED"
+	if all {
+		header += "\tFILE"
+	}
+	fmt.Fprintln(tw, header)
+	for _, s := range out {
+		state := s.Status
+		if s.PauseReason != "" {
+			state += " (" + s.PauseReason + ")"
+		}
+		if s.Queued {
+			state += ", queued"
+		}
+		if s.ReplayOf != "" {
+			state += ", replay of " + s.ReplayOf
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t$%.4f\t%s", safe(s.ID), safe(s.Pipeline), safe(specLabel(s.Spec)), safe(state),
+			safe(orDash(s.Phase)), s.Tokens, s.CostUSD, s.Updated.Local().Format("2006-01-02 15:04"))
+		if all {
+			fmt.Fprintf(tw, "\t%s", safe(relativeToHere(s.File)))
+		}
+		fmt.Fprintln(tw)
+		for _, f := range s.Forks {
+			fmt.Fprintf(tw, "  └ fork %s\t(at %s)\t%s\t%s\t%s\t\t\t\n", safe(f.ID), safe(f.At), safe(f.Dir), safe(f.Status), safe(orDash(f.Phase)))
+		}
+	}
+	tw.Flush()
+	b.WriteString(none)
+	_, err := w.Write(b.Bytes())
+	return err
 }
 
 // sessionLine is a session as pipeline sessions shows it.
