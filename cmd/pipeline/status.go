@@ -99,9 +99,6 @@ runner-died: resume continues it.`,
 	return cmd
 }
 
-// statusOf is what status prints of a session.
-var statusOf = app.StatusReport
-
 // liveStatus is a status report with, while a step runs, its live
 // progress.
 type liveStatus = app.StatusResponse
