@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -31,6 +32,29 @@ func newProject(t *testing.T, yamlText string) *project {
 		t.Fatal(err)
 	}
 	return &project{t: t, dir: dir, file: file}
+}
+
+// newGitProject is a project in a git work tree of its own, its
+// phases.yaml committed: its sessions take checkpoints.
+func newGitProject(t *testing.T, yamlText string) *project {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatal("git is needed: ", err)
+	}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", home)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	p := newProject(t, yamlText)
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.name", "t"}, {"config", "user.email", "t@example.com"},
+		{"config", "commit.gpgsign", "false"}, {"add", "phases.yaml"}, {"commit", "-qm", "start"}} {
+		git := exec.Command("git", args...)
+		git.Dir = p.dir
+		if out, err := git.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return p
 }
 
 // pipeline names the project's pipeline as the operations take it.
