@@ -98,6 +98,17 @@ func ShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// RelativeToHere is path as a message names it: relative to the current
+// folder when it is below it, else as it is.
+func RelativeToHere(path string) string {
+	if wd, err := os.Getwd(); err == nil && filepath.IsAbs(path) {
+		if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
+			return rel
+		}
+	}
+	return path
+}
+
 // LoadPlan loads the plan of the pipeline with its spec (relative to the
 // current folder, as every path on the command line; a spec: in
 // phases.yaml is relative to phases.yaml's folder). A spec that is not

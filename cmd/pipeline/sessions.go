@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -242,15 +241,8 @@ func specLabel(spec string) string {
 }
 
 // relativeToHere is path relative to the current folder when it is below
-// it, else as it is.
-func relativeToHere(path string) string {
-	if wd, err := os.Getwd(); err == nil && filepath.IsAbs(path) {
-		if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
-			return rel
-		}
-	}
-	return path
-}
+// it, else as it is (app.RelativeToHere).
+func relativeToHere(path string) string { return app.RelativeToHere(path) }
 
 // fileArg is the FILE a command was given with --file, as a next command
 // takes it, or "" for the default.
