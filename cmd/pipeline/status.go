@@ -19,18 +19,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/local"
 )
 
-func statusCommand() *cobra.Command {
-	var (
-		flags   *storeFlags
-		output  *outputFlag
-		verbose bool
-		watch   bool
-		bf      *backendFlags
-	)
-	cmd := newCommand(&cobra.Command{
-		Use:   "status [SESSION]",
-		Short: "Show where a session stands",
-		Long: `Show SESSION, or the latest session of the pipeline and spec: its status,
+const statusHelp = `Show SESSION, or the latest session of the pipeline and spec: its status,
 phase, step, attempt, why it paused or failed (the trigger, its
 expression and the values it read; the phase's summary), tokens, cost
 and time. While a runner runs the session, tokens, time and the step are
@@ -43,60 +32,82 @@ restarts, human interventions, triggers fired, files changed.
 appends to the job summary.
 
 A session whose runner died while running shows as paused, reason
-runner-died: resume continues it.`,
+runner-died: resume continues it.`
+
+// statusOptions are the flags of status.
+type statusOptions struct {
+	flags   *storeFlags
+	output  *outputFlag
+	verbose bool
+	watch   bool
+	bf      *backendFlags
+}
+
+func statusCommand() *cobra.Command {
+	o := &statusOptions{}
+	cmd := newCommand(&cobra.Command{
+		Use:   "status [SESSION]",
+		Short: "Show where a session stands",
+		Long:  statusHelp,
 		Example: `  pipeline status
   pipeline status --verbose
   pipeline status 20261125-093000123-a1b2c3 -o json
   pipeline status -o markdown >> "$GITHUB_STEP_SUMMARY"`,
 		Args: cobra.MaximumNArgs(1),
-	}, func(cmd *cobra.Command, args []string) error {
-		if err := output.check(); err != nil {
-			return err
-		}
-		id := ""
-		if len(args) == 1 {
-			id = args[0]
-		}
-		fl, err := bf.resolve(flags.file, nil)
-		if err != nil {
-			return err
-		}
-		if fl != nil {
-			if err := refuseOnFleet(cmd, "state-dir"); err != nil {
-				return err
-			}
-			return fleetStatus(cmd, fl, flags, id, output, verbose, watch)
-		}
-		show := func(w io.Writer) (running bool, err error) {
-			report, err := app.Status(cmd.Context(), app.StatusRequest{Pipeline: flags.pipeline(nil), Session: id})
-			if err != nil {
-				return false, err
-			}
-			running = report.Running
-			switch output.format {
-			case "json":
-				if watch {
-					return running, writeJSONLine(w, report)
-				}
-				return running, writeJSON(w, report)
-			case "markdown":
-				_, err := w.Write(markdownReport(report.StatusReport, newScreenText().line))
-				return running, err
-			}
-			return running, printStatus(w, *report, verbose)
-		}
-		if !watch {
-			_, err := show(cmd.OutOrStdout())
-			return err
-		}
-		return watchStatus(cmd, show)
-	})
-	flags = addStoreFlags(cmd, true)
-	output = addOutputFlag(cmd, "markdown")
-	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "show the history of every phase")
-	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "show the status again every second until the session stops running (Ctrl+C to stop)")
-	bf = addBackendFlags(cmd)
+	}, o.run)
+	o.flags = addStoreFlags(cmd, true)
+	o.output = addOutputFlag(cmd, "markdown")
+	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "show the history of every phase")
+	cmd.Flags().BoolVarP(&o.watch, "watch", "w", false, "show the status again every second until the session stops running (Ctrl+C to stop)")
+	o.bf = addBackendFlags(cmd)
 	return cmd
+}
+
+func (o *statusOptions) run(cmd *cobra.Command, args []string) error {
+	if err := o.output.check(); err != nil {
+		return err
+	}
+	id := ""
+	if len(args) == 1 {
+		id = args[0]
+	}
+	fl, err := o.bf.resolve(o.flags.file, nil)
+	if err != nil {
+		return err
+	}
+	if fl != nil {
+		if err := refuseOnFleet(cmd, "state-dir"); err != nil {
+			return err
+		}
+		return fleetStatus(cmd, fl, o.flags, id, o.output, o.verbose, o.watch)
+	}
+	show := func(w io.Writer) (running bool, err error) { return o.show(cmd, w, id) }
+	if !o.watch {
+		_, err := show(cmd.OutOrStdout())
+		return err
+	}
+	return watchStatus(cmd, show)
+}
+
+// show writes the status of session id to w, and says whether a runner
+// runs it.
+func (o *statusOptions) show(cmd *cobra.Command, w io.Writer, id string) (running bool, err error) {
+	report, err := app.Status(cmd.Context(), app.StatusRequest{Pipeline: o.flags.pipeline(nil), Session: id})
+	if err != nil {
+		return false, err
+	}
+	running = report.Running
+	switch o.output.format {
+	case "json":
+		if o.watch {
+			return running, writeJSONLine(w, report)
+		}
+		return running, writeJSON(w, report)
+	case "markdown":
+		_, err := w.Write(markdownReport(report.StatusReport, newScreenText().line))
+		return running, err
+	}
+	return running, printStatus(w, *report, o.verbose)
 }
 
 // liveStatus is a status report with, while a step runs, its live
@@ -139,10 +150,21 @@ func watchStatus(cmd *cobra.Command, show func(io.Writer) (bool, error)) error {
 // printStatus prints a report as aligned rows. Every value that came from
 // outside (names, reasons, notes) is made safe for a terminal first.
 func printStatus(w io.Writer, ls liveStatus, verbose bool) error {
-	r := ls.StatusReport
 	safe := newScreenText().line
 	var b bytes.Buffer
-	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	printStatusRows(&b, ls, verbose, safe)
+	if verbose {
+		b.WriteString("\n")
+		printPhaseHistory(&b, ls.StatusReport, safe)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// printStatusRows prints where the session stands, a row a field.
+func printStatusRows(b *bytes.Buffer, ls liveStatus, verbose bool, safe func(string) string) {
+	r := ls.StatusReport
+	tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "session\t%s (%s)\n", safe(r.ID), safe(r.Pipeline))
 	status := r.Status
 	if r.ByHand {
@@ -187,36 +209,35 @@ func printStatus(w io.Writer, ls liveStatus, verbose bool) error {
 		fmt.Fprintf(tw, "replay of\t%s%s\n", safe(of.Session), safe(describeOverrides(of)))
 	}
 	tw.Flush()
-	if verbose {
-		b.WriteString("\n")
-		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "PHASE\tSTATUS\tATTEMPTS\tTOKENS\tCOST\tTIME\tRETRIES\tRESTARTS\tCOMPACTIONS\tHUMAN\tFILES\tCHECKPOINT\tFIRED")
-		for _, p := range r.Phases {
-			var fired []string
-			for _, f := range p.Fired {
-				fired = append(fired, f.Reason)
-			}
-			checkpoint := "-"
-			if p.Checkpoint != "" {
-				checkpoint = p.Checkpoint[:min(len(p.Checkpoint), 12)]
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t$%.4f\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", safe(p.Name), safe(string(p.Status)), p.Attempts, p.Tokens,
-				p.CostUSD, p.Duration, p.Retries, p.Restarts, p.Context.Compactions, p.Human, len(p.FilesChanged), safe(checkpoint), safe(strings.Join(fired, ",")))
+}
+
+// printPhaseHistory prints the history of every phase (status --verbose).
+func printPhaseHistory(b *bytes.Buffer, r engine.StatusReport, safe func(string) string) {
+	tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PHASE\tSTATUS\tATTEMPTS\tTOKENS\tCOST\tTIME\tRETRIES\tRESTARTS\tCOMPACTIONS\tHUMAN\tFILES\tCHECKPOINT\tFIRED")
+	for _, p := range r.Phases {
+		var fired []string
+		for _, f := range p.Fired {
+			fired = append(fired, f.Reason)
 		}
-		tw.Flush()
-		for _, p := range r.Phases {
-			if p.Context.Sent > 0 || p.Context.Compactions > 0 {
-				fmt.Fprintf(&b, "context (%s): %s\n", safe(p.Name), describeContextAccount(p.Context))
-			}
+		checkpoint := "-"
+		if p.Checkpoint != "" {
+			checkpoint = p.Checkpoint[:min(len(p.Checkpoint), 12)]
 		}
-		for _, p := range r.Phases {
-			for _, n := range p.Notes {
-				fmt.Fprintf(&b, "note (%s): %s\n", safe(p.Name), safe(n))
-			}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t$%.4f\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", safe(p.Name), safe(string(p.Status)), p.Attempts, p.Tokens,
+			p.CostUSD, p.Duration, p.Retries, p.Restarts, p.Context.Compactions, p.Human, len(p.FilesChanged), safe(checkpoint), safe(strings.Join(fired, ",")))
+	}
+	tw.Flush()
+	for _, p := range r.Phases {
+		if p.Context.Sent > 0 || p.Context.Compactions > 0 {
+			fmt.Fprintf(b, "context (%s): %s\n", safe(p.Name), describeContextAccount(p.Context))
 		}
 	}
-	_, err := w.Write(b.Bytes())
-	return err
+	for _, p := range r.Phases {
+		for _, n := range p.Notes {
+			fmt.Fprintf(b, "note (%s): %s\n", safe(p.Name), safe(n))
+		}
+	}
 }
 
 // describeContextAccount says what the resume contexts sent stood for:
