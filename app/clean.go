@@ -83,8 +83,8 @@ func removeOld(st *store.Store, list []store.Summary, cutoff time.Time, req Clea
 			if err != nil {
 				return StoreWriteFailed(err)
 			}
-			if err := removeCheckpoints(st, s); err != nil && req.Say != nil {
-				req.Say("pipeline: session %s removed, its checkpoints not: %v", s.ID, err)
+			if err := removeCheckpoints(st, s); err != nil {
+				req.say("pipeline: session %s removed, its checkpoints not: %v", s.ID, err)
 			}
 		}
 		out.Removed, out.Sessions = append(out.Removed, s.ID), append(out.Sessions, s)

@@ -40,6 +40,13 @@ func (p Pipeline) file() string {
 	return p.File
 }
 
+// say tells Say, when there is one.
+func (p Pipeline) say(format string, args ...any) {
+	if p.Say != nil {
+		p.Say(format, args...)
+	}
+}
+
 // StoreDir is where the sessions of the pipeline are kept.
 func (p Pipeline) StoreDir() string {
 	if p.StateDir != "" {

@@ -173,12 +173,6 @@ func (req ReplayRequest) replayPlan(ref *session.Ref, orig engine.State, started
 	return specFile, plan, nil
 }
 
-func (p Pipeline) say(format string, args ...any) {
-	if p.Say != nil {
-		p.Say(format, args...)
-	}
-}
-
 // firstStarted is the event a session started with.
 func firstStarted(events []engine.Event) (engine.Started, bool) {
 	for _, ev := range events {
