@@ -40,6 +40,13 @@ func (p Pipeline) file() string {
 	return p.File
 }
 
+// say tells Say, when there is one.
+func (p Pipeline) say(format string, args ...any) {
+	if p.Say != nil {
+		p.Say(format, args...)
+	}
+}
+
 // StoreDir is where the sessions of the pipeline are kept.
 func (p Pipeline) StoreDir() string {
 	if p.StateDir != "" {
@@ -96,6 +103,17 @@ func ShellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// RelativeToHere is path as a message names it: relative to the current
+// folder when it is below it, else as it is.
+func RelativeToHere(path string) string {
+	if wd, err := os.Getwd(); err == nil && filepath.IsAbs(path) {
+		if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
+			return rel
+		}
+	}
+	return path
 }
 
 // LoadPlan loads the plan of the pipeline with its spec (relative to the

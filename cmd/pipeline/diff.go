@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -12,26 +11,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/app"
-	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/compare"
-	"github.com/pipeline-dev/pipeline/engine/session"
-	"github.com/pipeline-dev/pipeline/engine/spec"
-	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/internal/termview"
 )
 
 // exitDiverged is diff's exit when the sessions diverge, as diff(1)'s 1.
 const exitDiverged = 1
 
-func diffCommand() *cobra.Command {
-	var (
-		flags  *storeFlags
-		output *outputFlag
-	)
-	cmd := newCommand(&cobra.Command{
-		Use:   "diff A B",
-		Short: "Compare two sessions phase by phase, and say where they diverged",
-		Long: `Show sessions A and B side by side, phase by phase: status, attempts,
+const diffHelp = `Show sessions A and B side by side, phase by phase: status, attempts,
 tokens, cost, duration, exit codes, the triggers that fired, the files
 changed (those B changed and A did not, +, and the other way round, -),
 the working set's decisions, and a unified diff of the phase summaries.
@@ -49,100 +36,49 @@ in every store below the current folder (as sessions --all finds them).
 
 Exit status, as diff(1): 0 the sessions do not diverge, 1 they diverge,
 2 a session was not found (or another usage error). -o json prints the
-comparison as one object (see README) with the same exit status.`,
+comparison as one object (see README) with the same exit status.`
+
+// diffOptions are the flags of diff.
+type diffOptions struct {
+	flags  *storeFlags
+	output *outputFlag
+}
+
+func diffCommand() *cobra.Command {
+	o := &diffOptions{}
+	cmd := newCommand(&cobra.Command{
+		Use:   "diff A B",
+		Short: "Compare two sessions phase by phase, and say where they diverged",
+		Long:  diffHelp,
 		Example: `  pipeline diff 20261125-093000123-a1b2c3 20261125-101500456-d4e5f6
   pipeline diff ORIGINAL REPLAY -o json | jq .divergence`,
 		Args: cobra.ExactArgs(2),
-	}, func(cmd *cobra.Command, args []string) error {
-		if err := output.check(); err != nil {
-			return err
-		}
-		a, err := diffSide(flags, args[0])
-		if err != nil {
-			return err
-		}
-		b, err := diffSide(flags, args[1])
-		if err != nil {
-			return err
-		}
-		r := compare.Sessions(a, b)
-		if output.json() {
-			err = writeJSON(cmd.OutOrStdout(), r)
-		} else {
-			err = printDiff(cmd.OutOrStdout(), r)
-		}
-		if err != nil {
-			return err
-		}
-		if !r.Same {
-			return &exitStatus{code: exitDiverged, printed: true}
-		}
-		return nil
-	})
-	flags = addStoreFlags(cmd, false)
-	output = addOutputFlag(cmd)
+	}, o.run)
+	o.flags = addStoreFlags(cmd, false)
+	o.output = addOutputFlag(cmd)
 	return cmd
 }
 
-// diffSide reads session id for the comparison: from the store of
-// flags, or else from a store below the current folder.
-func diffSide(flags *storeFlags, id string) (compare.Side, error) {
-	if err := session.CheckID(id); err != nil {
-		return compare.Side{}, usagef("%v", err)
+func (o *diffOptions) run(cmd *cobra.Command, args []string) error {
+	if err := o.output.check(); err != nil {
+		return err
 	}
-	ref, err := findSession(flags, id)
+	r, err := app.Diff(cmd.Context(), app.DiffRequest{Pipeline: o.flags.pipeline(nil), A: args[0], B: args[1]})
 	if err != nil {
-		dirs, walkErr := app.FindStores(".")
-		if walkErr != nil {
-			return compare.Side{}, err
-		}
-		for _, dir := range dirs {
-			st, openErr := store.OpenExisting(dir)
-			if openErr != nil {
-				continue
-			}
-			if _, findErr := st.Find(id); findErr != nil {
-				st.Close()
-				continue
-			}
-			ref, err = session.Find(st, session.Options{ID: id})
-			break
-		}
-		if err != nil {
-			return compare.Side{}, err
-		}
+		return err
 	}
-	defer ref.Close()
-	s, crashed, err := ref.State()
+	if o.output.json() {
+		err = writeJSON(cmd.OutOrStdout(), r)
+	} else {
+		err = printDiff(cmd.OutOrStdout(), r.Result)
+	}
 	if err != nil {
-		return compare.Side{}, err
+		return err
 	}
-	if crashed {
-		s = engine.RunnerDied(s)
+	if !r.Same {
+		return &exitStatus{code: exitDiverged, printed: true}
 	}
-	plan := ref.Plan
-	if of := s.ReplayOf; of != nil {
-		plan = session.ReplayPlan(plan, of.Agent, of.Model)
-	}
-	return compare.Side{Report: statusOf(ref.X.Meta, ref.Plan, s), WorkingSet: s.WorkingSet, Agents: planAgents(plan)}, nil
-}
-
-// planAgents are the agents (kind/model) of a plan's agent steps, each
-// once, in the order the phases first use them.
-func planAgents(plan *spec.Plan) []string {
-	var out []string
-	for _, p := range plan.Phases {
-		for _, s := range p.Steps {
-			if s.Agent == nil {
-				continue
-			}
-			name := engine.AgentName(s.Agent.Value)
-			if !slices.Contains(out, name) {
-				out = append(out, name)
-			}
-		}
-	}
-	return out
+	return nil
 }
 
 // printDiff prints a comparison as aligned columns, A | B | Δ, phase by
@@ -151,69 +87,19 @@ func planAgents(plan *spec.Plan) []string {
 func printDiff(w io.Writer, r compare.Result) error {
 	safe := termview.NewScreenText().Line
 	var b bytes.Buffer
-	for _, h := range []struct {
-		label string
-		head  compare.Head
-	}{{"A", r.A}, {"B", r.B}} {
-		fmt.Fprintf(&b, "%s  %s (%s), %s, agents %s", h.label, safe(h.head.ID), safe(h.head.Pipeline), safe(h.head.Status),
-			safe(orDash(strings.Join(h.head.Agents, ", "))))
-		if of := h.head.ReplayOf; of != nil {
-			fmt.Fprintf(&b, ", replay of %s%s", safe(of.Session), safe(describeOverrides(of)))
-		}
-		b.WriteString("\n")
-	}
-	if r.Divergence != nil {
-		fmt.Fprintf(&b, "diverged at phase %s: %s\n", safe(r.Divergence.Phase), safe(r.Divergence.Text))
-	} else {
-		b.WriteString("no divergence: the same phases, statuses, attempts, exit codes, triggers fired and decisions\n")
-	}
+	printDiffHeads(&b, r, safe)
 	b.WriteString("\n")
-	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PHASE\t\tA\tB\tΔ")
-	row := func(field, a, b, delta string) {
-		fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\n", field, safe(a), safe(b), delta)
-	}
+	t := diffTable{tw: tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0), safe: safe}
+	fmt.Fprintln(t.tw, "PHASE\t\tA\tB\tΔ")
 	for _, p := range r.Phases {
-		title := p.Name
-		switch p.In {
-		case "a":
-			title += " (only in A)"
-		case "b":
-			title += " (only in B)"
-		}
-		if len(p.Differs) > 0 {
-			title += " *"
-		}
-		fmt.Fprintf(tw, "%s\t\t\t\t\n", safe(title))
-		row("status", p.Status.A, p.Status.B, mark(p.Status.A != p.Status.B))
-		row("attempts", fmt.Sprint(p.Attempts.A), fmt.Sprint(p.Attempts.B), signed(p.Attempts.Delta))
-		row("tokens", fmt.Sprint(p.Tokens.A), fmt.Sprint(p.Tokens.B), signed(p.Tokens.Delta))
-		row("cost", fmt.Sprintf("$%.4f", p.CostUSD.A), fmt.Sprintf("$%.4f", p.CostUSD.B), signedCost(p.CostUSD.Delta))
-		row("duration", millis(p.DurationMS.A), millis(p.DurationMS.B), signedMillis(p.DurationMS.Delta))
-		row("exit codes", ints(p.ExitCodes.A), ints(p.ExitCodes.B), mark(ints(p.ExitCodes.A) != ints(p.ExitCodes.B)))
-		row("fired", orDash(strings.Join(p.Fired.A, ",")), orDash(strings.Join(p.Fired.B, ",")),
-			mark(strings.Join(p.Fired.A, ",") != strings.Join(p.Fired.B, ",")))
-		if len(p.Decisions.A)+len(p.Decisions.B) > 0 {
-			row("decisions", fmt.Sprint(len(p.Decisions.A)), fmt.Sprint(len(p.Decisions.B)),
-				mark(strings.Join(p.Decisions.A, "\x00") != strings.Join(p.Decisions.B, "\x00")))
-		}
-		if len(p.FilesAdded)+len(p.FilesRemoved) > 0 {
-			var files []string
-			for _, f := range p.FilesAdded {
-				files = append(files, "+"+f)
-			}
-			for _, f := range p.FilesRemoved {
-				files = append(files, "-"+f)
-			}
-			fmt.Fprintf(tw, "\tfiles\t%s\t\t\n", safe(strings.Join(files, " ")))
-		}
+		t.phase(p)
 	}
-	fmt.Fprintf(tw, "total\t\t\t\t\n")
-	row("status", r.Status.A, r.Status.B, mark(r.Status.A != r.Status.B))
-	row("tokens", fmt.Sprint(r.Tokens.A), fmt.Sprint(r.Tokens.B), signed(r.Tokens.Delta))
-	row("cost", fmt.Sprintf("$%.4f", r.CostUSD.A), fmt.Sprintf("$%.4f", r.CostUSD.B), signedCost(r.CostUSD.Delta))
-	row("time", millis(r.ElapsedMS.A), millis(r.ElapsedMS.B), signedMillis(r.ElapsedMS.Delta))
-	tw.Flush()
+	fmt.Fprintf(t.tw, "total\t\t\t\t\n")
+	t.row("status", r.Status.A, r.Status.B, mark(r.Status.A != r.Status.B))
+	t.row("tokens", fmt.Sprint(r.Tokens.A), fmt.Sprint(r.Tokens.B), signed(r.Tokens.Delta))
+	t.row("cost", fmt.Sprintf("$%.4f", r.CostUSD.A), fmt.Sprintf("$%.4f", r.CostUSD.B), signedCost(r.CostUSD.Delta))
+	t.row("time", millis(r.ElapsedMS.A), millis(r.ElapsedMS.B), signedMillis(r.ElapsedMS.Delta))
+	t.tw.Flush()
 	for _, p := range r.Phases {
 		if len(p.SummaryDiff) == 0 {
 			continue
@@ -225,6 +111,74 @@ func printDiff(w io.Writer, r compare.Result) error {
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// printDiffHeads names the two sessions, and says where they diverged.
+func printDiffHeads(b *bytes.Buffer, r compare.Result, safe func(string) string) {
+	for _, h := range []struct {
+		label string
+		head  compare.Head
+	}{{"A", r.A}, {"B", r.B}} {
+		fmt.Fprintf(b, "%s  %s (%s), %s, agents %s", h.label, safe(h.head.ID), safe(h.head.Pipeline), safe(h.head.Status),
+			safe(orDash(strings.Join(h.head.Agents, ", "))))
+		if of := h.head.ReplayOf; of != nil {
+			fmt.Fprintf(b, ", replay of %s%s", safe(of.Session), safe(describeOverrides(of)))
+		}
+		b.WriteString("\n")
+	}
+	if r.Divergence != nil {
+		fmt.Fprintf(b, "diverged at phase %s: %s\n", safe(r.Divergence.Phase), safe(r.Divergence.Text))
+	} else {
+		b.WriteString("no divergence: the same phases, statuses, attempts, exit codes, triggers fired and decisions\n")
+	}
+}
+
+// diffTable is the table of printDiff: a phase's name, then a row for
+// each field.
+type diffTable struct {
+	tw   *tabwriter.Writer
+	safe func(string) string
+}
+
+func (t diffTable) row(field, a, b, delta string) {
+	fmt.Fprintf(t.tw, "\t%s\t%s\t%s\t%s\n", field, t.safe(a), t.safe(b), delta)
+}
+
+// phase prints the rows of one phase.
+func (t diffTable) phase(p compare.PhaseDiff) {
+	title := p.Name
+	switch p.In {
+	case "a":
+		title += " (only in A)"
+	case "b":
+		title += " (only in B)"
+	}
+	if len(p.Differs) > 0 {
+		title += " *"
+	}
+	fmt.Fprintf(t.tw, "%s\t\t\t\t\n", t.safe(title))
+	t.row("status", p.Status.A, p.Status.B, mark(p.Status.A != p.Status.B))
+	t.row("attempts", fmt.Sprint(p.Attempts.A), fmt.Sprint(p.Attempts.B), signed(p.Attempts.Delta))
+	t.row("tokens", fmt.Sprint(p.Tokens.A), fmt.Sprint(p.Tokens.B), signed(p.Tokens.Delta))
+	t.row("cost", fmt.Sprintf("$%.4f", p.CostUSD.A), fmt.Sprintf("$%.4f", p.CostUSD.B), signedCost(p.CostUSD.Delta))
+	t.row("duration", millis(p.DurationMS.A), millis(p.DurationMS.B), signedMillis(p.DurationMS.Delta))
+	t.row("exit codes", ints(p.ExitCodes.A), ints(p.ExitCodes.B), mark(ints(p.ExitCodes.A) != ints(p.ExitCodes.B)))
+	t.row("fired", orDash(strings.Join(p.Fired.A, ",")), orDash(strings.Join(p.Fired.B, ",")),
+		mark(strings.Join(p.Fired.A, ",") != strings.Join(p.Fired.B, ",")))
+	if len(p.Decisions.A)+len(p.Decisions.B) > 0 {
+		t.row("decisions", fmt.Sprint(len(p.Decisions.A)), fmt.Sprint(len(p.Decisions.B)),
+			mark(strings.Join(p.Decisions.A, "\x00") != strings.Join(p.Decisions.B, "\x00")))
+	}
+	if len(p.FilesAdded)+len(p.FilesRemoved) > 0 {
+		var files []string
+		for _, f := range p.FilesAdded {
+			files = append(files, "+"+f)
+		}
+		for _, f := range p.FilesRemoved {
+			files = append(files, "-"+f)
+		}
+		fmt.Fprintf(t.tw, "\tfiles\t%s\t\t\n", t.safe(strings.Join(files, " ")))
+	}
 }
 
 func mark(differs bool) string {

@@ -1,36 +1,7 @@
 package main
 
-import (
-	"errors"
-	"io"
-	"os"
-	"path/filepath"
-)
+import "github.com/pipeline-dev/pipeline/internal/atomicfile"
 
-// writeFileAtomic writes the file at path through write: a temporary file
-// beside it, with mode, synced, then renamed over it. A reader sees the
-// old file or the new one, never half of one; a failure leaves no part of
-// it.
-func writeFileAtomic(path string, mode os.FileMode, write func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	err = write(f)
-	if err == nil {
-		err = f.Sync()
-	}
-	if closeErr := f.Close(); err == nil {
-		err = closeErr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), mode)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		return errors.Join(err, removeIfThere(f.Name()))
-	}
-	return nil
-}
+// writeFileAtomic writes the file at path whole or not at all (see
+// atomicfile.Write).
+var writeFileAtomic = atomicfile.Write

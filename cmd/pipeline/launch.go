@@ -51,10 +51,6 @@ func storeDir(file, flag string) string {
 // open opens (making) the store.
 func (f *storeFlags) open() (*store.Store, error) { return f.pipeline(nil).Open() }
 
-// existing opens the store for a command that only reads or amends
-// sessions: one that finds no store says so rather than make one.
-func (f *storeFlags) existing() (*store.Store, error) { return f.pipeline(nil).Existing() }
-
 // storeWriteFailed: see app.StoreWriteFailed.
 var storeWriteFailed = app.StoreWriteFailed
 
@@ -85,7 +81,7 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	if l.json {
 		viewOut = l.cmd.ErrOrStderr()
 	}
-	var view local.View = quietView{}
+	view := local.Discard
 	if !l.quiet {
 		view = termview.WithRedactor(newView(viewOut, l.ci), sess.Redactor())
 	}
@@ -167,16 +163,6 @@ func resumeLine(cmd *cobra.Command, id string) string {
 
 // shellQuote quotes s for a POSIX shell when it needs it.
 func shellQuote(s string) string { return app.ShellQuote(s) }
-
-// quietView shows nothing of a run: --quiet prints its outcome at the end.
-type quietView struct{}
-
-func (quietView) StepStarted(local.StepInfo)                     {}
-func (quietView) Output([]byte)                                  {}
-func (quietView) Progress(local.Progress)                        {}
-func (quietView) StepFinished(local.StepInfo, engine.StepResult) {}
-func (quietView) Say(string, ...any)                             {}
-func (quietView) Close() error                                   { return nil }
 
 // outcome is the line that says how a run ended, as the views say it.
 func outcome(plan *spec.Plan, s engine.State) string {

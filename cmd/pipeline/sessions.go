@@ -2,40 +2,20 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"math"
-	"os"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/app"
-	"github.com/pipeline-dev/pipeline/engine"
-	"github.com/pipeline-dev/pipeline/engine/session"
-	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/internal/termview"
-	"github.com/pipeline-dev/pipeline/triggers"
 )
 
-func sessionsCommand() *cobra.Command {
-	var (
-		flags    *storeFlags
-		output   *outputFlag
-		active   bool
-		all      bool
-		specPath string
-		status   string
-		bf       *backendFlags
-	)
-	cmd := newCommand(&cobra.Command{
-		Use:   "sessions",
-		Short: "List the sessions kept beside phases.yaml",
-		Long: `List the sessions of the store (.pipeline beside phases.yaml, or
+var sessionsHelp = `List the sessions of the store (.pipeline beside phases.yaml, or
 --state-dir), newest first. --active keeps those not finished (running or
 paused); --status keeps one status; --spec keeps the sessions of one spec.
 --all lists the sessions of every pipeline below the current folder (the
@@ -43,94 +23,124 @@ paused); --status keeps one status; --spec keeps the sessions of one spec.
 ` + fmt.Sprint(maxStoreDepth) + ` folders deep), with the phases.yaml of each.
 
 A spec named README.md (or index.md), as LeanSpec names every spec, is
-shown with its folder: 045-dashboard/README.md.`,
+shown with its folder: 045-dashboard/README.md.`
+
+// sessionsOptions are the flags of sessions.
+type sessionsOptions struct {
+	flags    *storeFlags
+	output   *outputFlag
+	active   bool
+	all      bool
+	specPath string
+	status   string
+	bf       *backendFlags
+}
+
+func sessionsCommand() *cobra.Command {
+	o := &sessionsOptions{}
+	cmd := newCommand(&cobra.Command{
+		Use:   "sessions",
+		Short: "List the sessions kept beside phases.yaml",
+		Long:  sessionsHelp,
 		Example: `  pipeline sessions
   pipeline sessions --active
   pipeline sessions --all --active
   pipeline sessions --status paused -o json`,
 		Args: cobra.NoArgs,
-	}, func(cmd *cobra.Command, _ []string) (err error) {
-		if err := output.check(); err != nil {
-			return err
-		}
-		if all && (cmd.Flags().Changed("file") || cmd.Flags().Changed("state-dir")) {
-			return usagef("--all finds the stores below the current folder: it cannot go with --file or --state-dir")
-		}
-		fl, err := bf.resolve(flags.file, nil)
-		if err != nil {
-			return err
-		}
-		var out []sessionLine
-		none := ""
-		if fl != nil {
-			if err := refuseOnFleet(cmd, "state-dir", "all"); err != nil {
-				return err
-			}
-			if status != "" && !slices.Contains(app.Statuses, status) {
-				return usagef("--status must be running, paused, completed or failed, not %q", status)
-			}
-			var total int
-			if out, total, err = fleetSessions(cmd, fl, active, status, specPath); err != nil {
-				return err
-			}
-			none = (&app.SessionsResponse{Sessions: out, Total: total}).NoneMatch(false, "pipeline run"+fileArg(cmd))
-		}
-		if fl == nil {
-			r, err := app.Sessions(cmd.Context(), app.SessionsRequest{Pipeline: flags.pipeline(nil), All: all,
-				Active: active, Status: status, Spec: specPath, Forks: !all})
-			if err != nil {
-				return err
-			}
-			out, none = r.Sessions, r.NoneMatch(all, "pipeline run"+fileArg(cmd))
-		}
-		if output.json() {
-			return writeJSON(cmd.OutOrStdout(), out)
-		}
-		var b bytes.Buffer
-		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-		safe := termview.NewScreenText().Line // names and reasons came from files
-		header := "SESSION\tPIPELINE\tSPEC\tSTATUS\tPHASE\tTOKENS\tCOST\tUPDATED"
-		if all {
-			header += "\tFILE"
-		}
-		fmt.Fprintln(tw, header)
-		for _, s := range out {
-			state := s.Status
-			if s.PauseReason != "" {
-				state += " (" + s.PauseReason + ")"
-			}
-			if s.Queued {
-				state += ", queued"
-			}
-			if s.ReplayOf != "" {
-				state += ", replay of " + s.ReplayOf
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t$%.4f\t%s", safe(s.ID), safe(s.Pipeline), safe(specLabel(s.Spec)), safe(state),
-				safe(orDash(s.Phase)), s.Tokens, s.CostUSD, s.Updated.Local().Format("2006-01-02 15:04"))
-			if all {
-				fmt.Fprintf(tw, "\t%s", safe(relativeToHere(s.File)))
-			}
-			fmt.Fprintln(tw)
-			for _, f := range s.Forks {
-				fmt.Fprintf(tw, "  └ fork %s\t(at %s)\t%s\t%s\t%s\t\t\t\n", safe(f.ID), safe(f.At), safe(f.Dir), safe(f.Status), safe(orDash(f.Phase)))
-			}
-		}
-		tw.Flush()
-		if len(out) == 0 && none == "" {
-			none = fmt.Sprintf("no sessions yet; start one with: pipeline run%s\n", fileArg(cmd))
-		}
-		b.WriteString(none)
-		_, err = cmd.OutOrStdout().Write(b.Bytes())
-		return err
-	})
-	flags = addStoreFlags(cmd, false)
-	output = addOutputFlag(cmd)
-	cmd.Flags().BoolVar(&active, "active", false, "only sessions not finished: running or paused")
-	cmd.Flags().BoolVar(&all, "all", false, "the sessions of every pipeline below the current folder")
-	cmd.Flags().StringVar(&specPath, "spec", "", "only the sessions of this spec")
-	cmd.Flags().StringVar(&status, "status", "", "only sessions with this status: running, paused, completed or failed")
-	bf = addBackendFlags(cmd)
+	}, o.run)
+	o.flags = addStoreFlags(cmd, false)
+	o.output = addOutputFlag(cmd)
+	cmd.Flags().BoolVar(&o.active, "active", false, "only sessions not finished: running or paused")
+	cmd.Flags().BoolVar(&o.all, "all", false, "the sessions of every pipeline below the current folder")
+	cmd.Flags().StringVar(&o.specPath, "spec", "", "only the sessions of this spec")
+	cmd.Flags().StringVar(&o.status, "status", "", "only sessions with this status: running, paused, completed or failed")
+	o.bf = addBackendFlags(cmd)
 	return cmd
+}
+
+func (o *sessionsOptions) run(cmd *cobra.Command, _ []string) error {
+	if err := o.output.check(); err != nil {
+		return err
+	}
+	if o.all && (cmd.Flags().Changed("file") || cmd.Flags().Changed("state-dir")) {
+		return usagef("--all finds the stores below the current folder: it cannot go with --file or --state-dir")
+	}
+	fl, err := o.bf.resolve(o.flags.file, nil)
+	if err != nil {
+		return err
+	}
+	var r *app.SessionsResponse
+	if fl != nil {
+		r, err = o.onFleet(cmd, fl)
+	} else {
+		r, err = app.Sessions(cmd.Context(), app.SessionsRequest{Pipeline: o.flags.pipeline(nil), All: o.all,
+			Active: o.active, Status: o.status, Spec: o.specPath, Forks: !o.all})
+	}
+	if err != nil {
+		return err
+	}
+	if o.output.json() {
+		return writeJSON(cmd.OutOrStdout(), r.Sessions)
+	}
+	none := r.NoneMatch(o.all && fl == nil, "pipeline run"+fileArg(cmd))
+	if len(r.Sessions) == 0 && none == "" {
+		none = fmt.Sprintf("no sessions yet; start one with: pipeline run%s\n", fileArg(cmd))
+	}
+	return printSessions(cmd.OutOrStdout(), r.Sessions, o.all, none)
+}
+
+// onFleet lists the sessions of the pipeline on a fleet.
+func (o *sessionsOptions) onFleet(cmd *cobra.Command, fl *fleet) (*app.SessionsResponse, error) {
+	if err := refuseOnFleet(cmd, "state-dir", "all"); err != nil {
+		return nil, err
+	}
+	if o.status != "" && !slices.Contains(app.Statuses, o.status) {
+		return nil, usagef("--status must be running, paused, completed or failed, not %q", o.status)
+	}
+	out, total, err := fleetSessions(cmd, fl, o.active, o.status, o.specPath)
+	if err != nil {
+		return nil, err
+	}
+	return &app.SessionsResponse{Sessions: out, Total: total}, nil
+}
+
+// printSessions prints the sessions as aligned rows, then none (why
+// there are none, or ""). Names and reasons came from files: they are
+// made safe for a terminal first.
+func printSessions(w io.Writer, out []sessionLine, all bool, none string) error {
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	safe := termview.NewScreenText().Line
+	header := "SESSION\tPIPELINE\tSPEC\tSTATUS\tPHASE\tTOKENS\tCOST\tUPDATED"
+	if all {
+		header += "\tFILE"
+	}
+	fmt.Fprintln(tw, header)
+	for _, s := range out {
+		state := s.Status
+		if s.PauseReason != "" {
+			state += " (" + s.PauseReason + ")"
+		}
+		if s.Queued {
+			state += ", queued"
+		}
+		if s.ReplayOf != "" {
+			state += ", replay of " + s.ReplayOf
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t$%.4f\t%s", safe(s.ID), safe(s.Pipeline), safe(specLabel(s.Spec)), safe(state),
+			safe(orDash(s.Phase)), s.Tokens, s.CostUSD, s.Updated.Local().Format("2006-01-02 15:04"))
+		if all {
+			fmt.Fprintf(tw, "\t%s", safe(relativeToHere(s.File)))
+		}
+		fmt.Fprintln(tw)
+		for _, f := range s.Forks {
+			fmt.Fprintf(tw, "  └ fork %s\t(at %s)\t%s\t%s\t%s\t\t\t\n", safe(f.ID), safe(f.At), safe(f.Dir), safe(f.Status), safe(orDash(f.Phase)))
+		}
+	}
+	tw.Flush()
+	b.WriteString(none)
+	_, err := w.Write(b.Bytes())
+	return err
 }
 
 // sessionLine is a session as pipeline sessions shows it.
@@ -143,130 +153,77 @@ func orDash(s string) string {
 	return s
 }
 
+const cleanHelp = `Delete the completed and failed sessions not updated for --older-than,
+keeping the newest --keep sessions of each pipeline and spec whatever their
+age. Running and paused sessions are never deleted.`
+
+// cleanOptions are clean's flags.
+type cleanOptions struct {
+	flags     *storeFlags
+	output    *outputFlag
+	olderThan string
+	keep      int
+	dryRun    bool
+}
+
 func cleanCommand() *cobra.Command {
-	var (
-		flags     *storeFlags
-		output    *outputFlag
-		olderThan string
-		keep      int
-		dryRun    bool
-	)
+	o := &cleanOptions{}
 	cmd := newCommand(&cobra.Command{
 		Use:   "clean",
 		Short: "Delete old finished sessions",
-		Long: `Delete the completed and failed sessions not updated for --older-than,
-keeping the newest --keep sessions of each pipeline and spec whatever their
-age. Running and paused sessions are never deleted.`,
+		Long:  cleanHelp,
 		Example: `  pipeline clean --older-than 7d
   pipeline clean --older-than 30d --keep 1 --dry-run`,
 		Args: cobra.NoArgs,
-	}, func(cmd *cobra.Command, _ []string) error {
-		if err := output.check(); err != nil {
-			return err
-		}
-		age, err := parseAge(olderThan)
-		if err != nil {
-			return err
-		}
-		st, err := flags.open()
-		if err != nil {
-			return err
-		}
-		list, err := st.List()
-		if err != nil {
-			return err
-		}
-		cutoff := time.Now().Add(-age)
-		seen := map[string]int{}
-		removed := []string{}
-		for _, s := range list { // newest first
-			seen[s.Key]++
-			finished := s.Status == string(engine.StatusCompleted) || s.Status == string(engine.StatusFailed)
-			if !finished || seen[s.Key] <= keep || s.Updated.After(cutoff) {
-				continue
-			}
-			if !dryRun {
-				err := st.Remove(s.ID)
-				if errors.Is(err, store.ErrNotFound) {
-					continue // removed meanwhile, by another clean
-				}
-				if err != nil {
-					return storeWriteFailed(err)
-				}
-				if err := removeCheckpoints(st, s); err != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "pipeline: session %s removed, its checkpoints not: %v\n", s.ID, err)
-				}
-			}
-			removed = append(removed, s.ID)
-			if !output.json() {
-				verb := "removed"
-				if dryRun {
-					verb = "would remove"
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s %s (%s, %s)\n", verb, s.ID, s.Status, s.Updated.Local().Format("2006-01-02"))
-			}
-		}
-		if len(removed) > 0 && !dryRun {
-			if err := st.CompactIndex(); err != nil {
-				return storeWriteFailed(err)
-			}
-		}
-		if !dryRun {
-			// Sessions whose making a crash cut short.
-			if _, err := st.RemoveUnfinished(time.Hour); err != nil {
-				return storeWriteFailed(err)
-			}
-		}
-		if output.json() {
-			return writeJSON(cmd.OutOrStdout(), struct {
-				Removed []string `json:"removed"`
-				DryRun  bool     `json:"dry_run"`
-			}{removed, dryRun})
-		}
-		if dryRun {
-			fmt.Fprintf(cmd.OutOrStdout(), "%d session(s) would be removed (--dry-run: nothing was)\n", len(removed))
-		} else {
-			fmt.Fprintf(cmd.OutOrStdout(), "%d session(s) removed\n", len(removed))
-		}
-		return nil
-	})
-	flags = addStoreFlags(cmd, false)
-	output = addOutputFlag(cmd)
-	cmd.Flags().StringVar(&olderThan, "older-than", "", "age past which finished sessions go: 7d, 12h (required)")
-	cmd.Flags().IntVar(&keep, "keep", 3, "sessions to keep for each pipeline and spec, however old")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say what would be removed, remove nothing")
+	}, o.run)
+	o.flags = addStoreFlags(cmd, false)
+	o.output = addOutputFlag(cmd)
+	cmd.Flags().StringVar(&o.olderThan, "older-than", "", "age past which finished sessions go: 7d, 12h (required)")
+	cmd.Flags().IntVar(&o.keep, "keep", 3, "sessions to keep for each pipeline and spec, however old")
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "say what would be removed, remove nothing")
 	return cmd
 }
 
-// removeCheckpoints deletes the refs under refs/pipeline/<session>/ of a
-// removed session, in the git work tree of its phases.yaml.
-func removeCheckpoints(st *store.Store, s store.Summary) error {
-	if s.File == "" {
-		return nil
+func (o *cleanOptions) run(cmd *cobra.Command, _ []string) error {
+	if err := o.output.check(); err != nil {
+		return err
 	}
-	git := session.GitFor(filepath.Dir(st.Abs(s.File)))
-	if git == nil {
-		return nil
+	r, err := app.Clean(cmd.Context(), app.CleanRequest{Pipeline: o.flags.pipeline(sayTo(cmd)),
+		OlderThan: o.olderThan, Keep: o.keep, DryRun: o.dryRun})
+	out := cmd.OutOrStdout()
+	if o.output.json() {
+		if err != nil {
+			return err
+		}
+		return writeJSON(out, r)
 	}
-	return git.DeleteRefs(session.CheckpointRef(s.ID, ""))
+	if r != nil {
+		printCleaned(out, r) // on an error too: what went before it
+	}
+	if err != nil {
+		return err
+	}
+	if r.DryRun {
+		fmt.Fprintf(out, "%d session(s) would be removed (--dry-run: nothing was)\n", len(r.Removed))
+	} else {
+		fmt.Fprintf(out, "%d session(s) removed\n", len(r.Removed))
+	}
+	return nil
 }
 
-// maxDays is the longest age clean takes, in days: a time.Duration holds
-// about 292 years.
-const maxDays = int64(math.MaxInt64 / int64(24*time.Hour))
-
-// parseAge reads --older-than: days (7d), a Go duration (12h, 90m), or
-// both (1d12h); more than zero, and short enough to be held at all. A
-// longer one is refused rather than wrapped round to a negative age,
-// which made every finished session old enough to go.
-func parseAge(text string) (time.Duration, error) {
-	// The durations of phases.yaml, days included, overflow refused.
-	age, err := triggers.ParseDuration(text)
-	if err != nil || age <= 0 {
-		return 0, usagef("--older-than %q is not an age clean can use: write a duration such as 7d, 12h or 1d12h, more than zero and at most %dd", text, maxDays)
+// printCleaned says, a line each, which sessions clean removed.
+func printCleaned(w io.Writer, r *app.CleanResponse) {
+	verb := "removed"
+	if r.DryRun {
+		verb = "would remove"
 	}
-	return age, nil
+	for _, s := range r.Sessions {
+		fmt.Fprintf(w, "%s %s (%s, %s)\n", verb, s.ID, s.Status, s.Updated.Local().Format("2006-01-02"))
+	}
 }
+
+// parseAge reads --older-than (app.ParseAge).
+var parseAge = app.ParseAge
 
 // maxStoreDepth bounds the walk of sessions --all (app.FindStores).
 const maxStoreDepth = app.MaxStoreDepth
@@ -285,15 +242,8 @@ func specLabel(spec string) string {
 }
 
 // relativeToHere is path relative to the current folder when it is below
-// it, else as it is.
-func relativeToHere(path string) string {
-	if wd, err := os.Getwd(); err == nil && filepath.IsAbs(path) {
-		if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
-			return rel
-		}
-	}
-	return path
-}
+// it, else as it is (app.RelativeToHere).
+func relativeToHere(path string) string { return app.RelativeToHere(path) }
 
 // fileArg is the FILE a command was given with --file, as a next command
 // takes it, or "" for the default.

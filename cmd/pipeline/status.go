@@ -100,9 +100,6 @@ func (o *statusOptions) run(cmd *cobra.Command, args []string) error {
 	return watchStatus(cmd, show)
 }
 
-// statusOf is what status prints of a session.
-var statusOf = app.StatusReport
-
 // liveStatus is a status report with, while a step runs, its live
 // progress.
 type liveStatus = app.StatusResponse

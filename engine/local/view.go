@@ -23,6 +23,18 @@ type View interface {
 	Close() error
 }
 
+// Discard is a View that shows nothing of a run.
+var Discard View = discard{}
+
+type discard struct{}
+
+func (discard) StepStarted(StepInfo)                     {}
+func (discard) Output([]byte)                            {}
+func (discard) Progress(Progress)                        {}
+func (discard) StepFinished(StepInfo, engine.StepResult) {}
+func (discard) Say(string, ...any)                       {}
+func (discard) Close() error                             { return nil }
+
 // StepInfo names the running step.
 type StepInfo struct {
 	Phase      string

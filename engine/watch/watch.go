@@ -980,7 +980,7 @@ func (w *watcher) start(t *tracked, file, change string) {
 	reason := t.reason
 	t.status, t.reason = engine.StatusRunning, ""
 	w.report(Event{Event: EventResumed, File: rel(file), Change: change, Session: t.id, Status: string(t.status), Reason: reason})
-	var view local.View = nopView{}
+	view := local.Discard
 	if w.o.View != nil {
 		view = w.o.View(t.id, sess.Redactor())
 	}
@@ -1094,12 +1094,3 @@ func under(path, dir string) bool {
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
-
-type nopView struct{}
-
-func (nopView) StepStarted(local.StepInfo)                     {}
-func (nopView) Output([]byte)                                  {}
-func (nopView) Progress(local.Progress)                        {}
-func (nopView) StepFinished(local.StepInfo, engine.StepResult) {}
-func (nopView) Say(string, ...any)                             {}
-func (nopView) Close() error                                   { return nil }
