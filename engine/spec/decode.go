@@ -448,6 +448,8 @@ type field struct {
 	globs bool
 	// oneOf, when set, are the words a string field may hold.
 	oneOf []string
+	// shell is a shell line (run:), refused as a number.
+	shell bool
 }
 
 // fields lists the YAML keys of a struct type, flattening inline fields.
@@ -475,7 +477,8 @@ func fields(t reflect.Type) []field {
 			oneOf = strings.Split(words, ",")
 		}
 		out = append(out, field{name: tag, index: []int{i}, kind: kind,
-			template: f.Tag.Get("kind") == "template", globs: f.Tag.Get("kind") == "globs", oneOf: oneOf})
+			template: f.Tag.Get("kind") == "template", globs: f.Tag.Get("kind") == "globs", oneOf: oneOf,
+			shell: f.Tag.Get("kind") == "shell"})
 	}
 	return out
 }
@@ -601,6 +604,10 @@ func (d *decoder) decodeStruct(node ast.Node, v reflect.Value, path string) {
 		}
 		keyPosition := d.position(e.Key.GetToken())
 		d.positions[join(path, key)+"#key"] = keyPosition
+		if match.shell && d.notShellLine(d.resolve(e.Value), join(path, key)) {
+			d.positions[join(path, key)] = d.nodePosition(e.Value)
+			continue
+		}
 		d.decode(e.Value, v.FieldByIndex(match.index), join(path, key), match.kind)
 		if text := v.FieldByIndex(match.index); match.template && text.String() != "" {
 			d.templates[join(path, key)] = d.textPlace(d.resolve(e.Value), text.String())
@@ -701,6 +708,9 @@ func (d *decoder) decodeCommands(node ast.Node, out *Commands, path string) {
 			where = fmt.Sprintf("%s[%d]", path, i)
 		}
 		item = d.resolve(item)
+		if d.notShellLine(item, where) {
+			continue
+		}
 		if _, ok := item.(*ast.MappingNode); ok {
 			d.reportNode(item, fmt.Sprintf("%s must be a shell line or a list of them, not %s", where, describe(item)), hint)
 			continue
@@ -719,6 +729,21 @@ func (d *decoder) decodeCommands(node ast.Node, out *Commands, path string) {
 		}
 		*out = append(*out, text)
 	}
+}
+
+// notShellLine reports a number, or true or false, where a shell line is
+// expected (a hook, run:): YAML reads paused: 42 or paused: true as a
+// number or a boolean, never the command the user may think enabled.
+func (d *decoder) notShellLine(node ast.Node, path string) bool {
+	switch node.(type) {
+	case *ast.IntegerNode, *ast.FloatNode, *ast.InfinityNode, *ast.NanNode, *ast.BoolNode:
+	default:
+		return false
+	}
+	text := node.GetToken().Value
+	d.reportNode(node, fmt.Sprintf("%s must be a shell line, not %s (%s)", path, describe(node), text),
+		fmt.Sprintf(`write the command to run, such as notify-send "pipeline paused"; if %s is the program itself, quote it: '%s'`, text, text))
+	return true
 }
 
 func (d *decoder) decodeTriggers(node ast.Node, out *Triggers, path string) {

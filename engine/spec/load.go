@@ -266,7 +266,7 @@ func checkSteps(d *decoder, phase Phase, at string) {
 		case !hasRun && !hasAgent:
 			d.reportAt(d.positions[sp], fmt.Sprintf("%s has neither run nor agent", sp),
 				"add agent: {} for an agent step with the phase prompt, or run: <shell command>")
-		case hasRun && strings.TrimSpace(step.Run) == "":
+		case hasRun && strings.TrimSpace(step.Run) == "" && !d.reportedAt(d.positions[sp+".run"]):
 			d.reportAt(d.positions[sp+".run"], fmt.Sprintf("%s.run is empty", sp), "write the shell command to run, e.g. go test ./...")
 		}
 		if hasRun && step.Prompt != "" {
