@@ -154,7 +154,39 @@ func (d *decoder) position(tk *token.Token) Position {
 	if tk == nil {
 		return Position{File: d.file, Line: 1 + d.lineOffset, Column: 1}
 	}
-	return Position{File: d.file, Line: tk.Position.Line + d.lineOffset, Column: max(tk.Position.Column, 1)}
+	pos := Position{File: d.file, Line: tk.Position.Line + d.lineOffset, Column: max(tk.Position.Column, 1)}
+	if tk.Type == token.StringType {
+		return d.plainStart(tk, pos)
+	}
+	return pos
+}
+
+// plainStart is where a plain scalar written over several lines starts.
+// The parser places some of them (one that runs to the end of the file,
+// one whose next lines start with "- ") at their end, or on the line
+// after: a message would then point at the last line of the value rather
+// than at the key it belongs to. The first line of the scalar as written
+// (its Origin) is looked for at pos, then on the lines the scalar can
+// have started on.
+func (d *decoder) plainStart(tk *token.Token, pos Position) Position {
+	text := strings.TrimRight(strings.TrimLeft(tk.Origin, " \t\r\n"), " \t\r\n")
+	first, rest, multiLine := strings.Cut(text, "\n")
+	if !multiLine {
+		return pos
+	}
+	first = strings.TrimRight(first, " \t\r")
+	want := []rune(first)
+	if line := d.runeLine(pos.Line); pos.Column-1+len(want) <= len(line) && string(line[pos.Column-1:pos.Column-1+len(want)]) == first {
+		return pos
+	}
+	lines := strings.Count(rest, "\n") + 2
+	for l := pos.Line - lines + 1; l >= pos.Line-lines-1 && l >= 1; l-- {
+		line := []rune(strings.TrimRight(d.sourceLine(l), " \t\r"))
+		if len(line) >= len(want) && string(line[len(line)-len(want):]) == first {
+			return Position{File: d.file, Line: l, Column: len(line) - len(want) + 1}
+		}
+	}
+	return pos
 }
 
 // nodePosition is where a node starts: for a mapping, its first key.

@@ -71,3 +71,56 @@ func TestIssue23NumberAsHookCommandIsRefused(t *testing.T) {
 		t.Errorf("quoted: %v", err)
 	}
 }
+
+// Issue 23, item 27: a value written as a plain scalar over several lines
+// (phases: design followed by more-indented lines) was reported at its
+// last line, or the line after it, when it ran to the end of the file or
+// its next lines started with "- ": the YAML parser places such a scalar
+// at its end. Every problem with such a value is reported where it
+// starts, in phases.yaml and in a spec's frontmatter alike.
+func TestIssue23MultiLineScalarReportedWhereItStarts(t *testing.T) {
+	head := "version: 1\nname: t\nagent: {kind: claude}\n"
+	cases := []struct {
+		name, file, text string
+		line, col        int
+		want             string
+	}{
+		{"list items at the end", "phases.yaml", head + "phases: design\n  - implementation\n  - testing\n", 4, 9, "phases must be a list"},
+		{"no final line break", "phases.yaml", head + "phases: design\n  - implementation\n  - testing", 4, 9, "phases must be a list"},
+		{"blank lines after", "phases.yaml", head + "phases: design\n  - implementation\n  - testing\n\n\n", 4, 9, "phases must be a list"},
+		{"one dash line last", "phases.yaml", head + "phases: design\n  implementation\n  - testing\n", 4, 9, "phases must be a list"},
+		{"deeper", "phases.yaml", head + "phases:\n  - name: a\n    steps: run\n      - this\n      - that\n", 6, 12, "phases[0].steps must be a list"},
+		{"an expression", "phases.yaml", head + "phases:\n  - name: a\n    done_when: steps.x.exit_code\n      - 1\n      - 2 == 0\n", 6, 22, `done_when reads steps.x, but the phase has no step "x"`},
+		{"in a spec", "spec.md", "---\ntitle: x\npipeline:\n  phases: design\n    - implementation\n---\n", 4, 11, "pipeline.phases must be a list"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			files := map[string]string{c.file: c.text}
+			if c.file == "spec.md" {
+				files["phases.yaml"] = head + "spec: spec.md\nphases: [{name: a}]\n"
+			}
+			problems := loadProblems(t, files)
+			if len(problems) != 1 {
+				t.Fatalf("%d problems, want 1: %v", len(problems), problems)
+			}
+			p := problems[0]
+			if !strings.Contains(p.Message, c.want) || p.Line != c.line || p.Column != c.col || filepath.Base(p.File) != c.file {
+				t.Errorf("%s:%d:%d %q, want %s:%d:%d %q", filepath.Base(p.File), p.Line, p.Column, p.Message, c.file, c.line, c.col, c.want)
+			}
+		})
+	}
+}
+
+// Issue 23, item 27: the reworded expression messages keep their place in
+// the file: backoff: 1s * 2 points at the 1 of 1s.
+func TestIssue23BareDurationPointsIntoTheFile(t *testing.T) {
+	problems := loadProblems(t, map[string]string{"phases.yaml": "version: 1\nagent: {kind: claude}\n" +
+		"defaults:\n  retry:\n    backoff: 1s * 2\nphases: [{name: a}]\n"})
+	if len(problems) != 1 {
+		t.Fatalf("%d problems, want 1: %v", len(problems), problems)
+	}
+	p := problems[0]
+	if p.Line != 5 || p.Column != 14 || !strings.Contains(p.Message, `1s is a duration written bare`) || !strings.Contains(p.Hint, `duration("1s") * 2`) {
+		t.Errorf("%d:%d %q (hint %q), want 5:14, the duration named and duration(\"1s\") * 2 offered", p.Line, p.Column, p.Message, p.Hint)
+	}
+}
