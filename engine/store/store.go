@@ -101,6 +101,9 @@ func Open(root string) (*Store, error) {
 			return nil, fmt.Errorf("the state folder %s is not a folder: %w", root,
 				&fs.PathError{Op: "open", Path: root, Err: syscall.ENOTDIR})
 		}
+		if link := brokenLink(root); link != nil {
+			return nil, link
+		}
 		return nil, fmt.Errorf("the state folder %s cannot be made: %w", root, err)
 	}
 	s, err := openRoot(root)
@@ -132,17 +135,92 @@ var ErrNoStore = errors.New("no sessions kept here yet")
 // ErrNoStore.
 func OpenExisting(root string) (*Store, error) {
 	s, err := openRoot(root)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ELOOP) {
+		if link := brokenLink(root); link != nil {
+			return nil, link
+		}
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", root, ErrNoStore)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if !s.isDir("sessions") {
+	st, err := s.lstat("sessions")
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		s.Close()
 		return nil, fmt.Errorf("%s: %w", root, ErrNoStore)
+	case err != nil:
+		s.Close()
+		return nil, err
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		s.Close()
+		return nil, &fs.PathError{Op: "open", Path: s.path("sessions"), Err: ErrSymlink}
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		// Taken for "no sessions yet", it made sessions say so, exit 0,
+		// and run make nothing of it.
+		s.Close()
+		return nil, fmt.Errorf("the state folder %s holds a file named sessions where the folder of its sessions should be: move it away, and run makes the folder: %w",
+			root, &fs.PathError{Op: "open", Path: s.path("sessions"), Err: syscall.ENOTDIR})
 	}
 	return s, nil
+}
+
+// BrokenLinkError is a state folder reached through a symbolic link that
+// points nowhere (dangling) or to itself (a loop): mkdir says only "file
+// exists", open "no such file".
+type BrokenLinkError struct {
+	Root   string // the state folder as named
+	Link   string // the link on its path (Root, or a folder above it)
+	Target string // what Link points to, as written in it
+	Loop   bool
+}
+
+func (e *BrokenLinkError) Error() string {
+	if e.Loop {
+		return fmt.Sprintf("the state folder %s cannot be used: %s is a symbolic link to %s, which leads back to itself (a loop); remove the link (rm %s), or point it at a folder",
+			e.Root, e.Link, e.Target, e.Link)
+	}
+	target := e.Target
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(e.Link), target)
+	}
+	return fmt.Sprintf("the state folder %s cannot be used: %s is a dangling symbolic link to %s, which does not exist; make that folder (mkdir -p %s), or remove the link (rm %s) and pipeline makes a folder there",
+		e.Root, e.Link, e.Target, target, e.Link)
+}
+
+// Unwrap makes it a missing file: the exit status of a usage error.
+func (e *BrokenLinkError) Unwrap() error { return fs.ErrNotExist }
+
+// brokenLink finds a symbolic link on the path of root (root itself, or
+// a folder above it) that leads nowhere or loops; nil when there is none.
+func brokenLink(root string) *BrokenLinkError {
+	clean := filepath.Clean(root)
+	var prefixes []string
+	for p := clean; ; p = filepath.Dir(p) {
+		prefixes = append(prefixes, p)
+		if next := filepath.Dir(p); next == p {
+			break
+		}
+	}
+	for i := len(prefixes) - 1; i >= 0; i-- {
+		p := prefixes[i]
+		info, err := os.Lstat(p)
+		if err != nil {
+			return nil // missing: the link, if any, is above
+		}
+		if info.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		_, err = os.Stat(p)
+		if err == nil {
+			continue
+		}
+		target, _ := os.Readlink(p)
+		return &BrokenLinkError{Root: root, Link: p, Target: target, Loop: errors.Is(err, syscall.ELOOP)}
+	}
+	return nil
 }
 
 // openRoot opens the store's folder and checks that it is the user's
