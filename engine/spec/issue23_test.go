@@ -124,3 +124,63 @@ func TestIssue23BareDurationPointsIntoTheFile(t *testing.T) {
 		t.Errorf("%d:%d %q (hint %q), want 5:14, the duration named and duration(\"1s\") * 2 offered", p.Line, p.Column, p.Message, p.Hint)
 	}
 }
+
+// Issue 23, item 3: a spec's pipeline: {phases: [{name: review,
+// auto_advance: false}]} left one phase of four without a word, and
+// validate said "1 phases". Naming only phases phases.yaml has, and fewer
+// of them, is a warning at the list (validate, plan and run print the
+// plan's warnings) that names what is dropped and shows how to amend a
+// phase and keep them all; a list with a new phase, or with every phase,
+// is meant as it is and has none.
+func TestIssue23SpecPhasesThatDropPhasesWarn(t *testing.T) {
+	pipeline := "version: 1\nagent: {kind: claude}\nspec: spec.md\nphases:\n  - name: design\n  - name: implementation\n  - name: testing\n  - name: review\n"
+	cases := []struct {
+		name, frontmatter string
+		phases            int
+		warn              []string
+	}{
+		{"one of four", "pipeline:\n  phases:\n    - name: review\n      auto_advance: false\n", 1,
+			[]string{"names only 1 phase of phases.yaml's 4", "design, implementation, testing are not run", "{name: design}, {name: implementation}, {name: testing}, {name: review, ...}"}},
+		{"two of four, out of order", "pipeline:\n  phases:\n    - name: testing\n    - name: design\n      prompt: x\n", 2,
+			[]string{"names only 2 phases", "implementation, review are not run", "{name: design, ...}, {name: implementation}, {name: testing, ...}, {name: review}"}},
+		{"three of four", "pipeline:\n  phases: [{name: design}, {name: implementation}, {name: review}]\n", 3,
+			[]string{"testing is not run"}},
+		{"every phase", "pipeline:\n  phases: [{name: design}, {name: implementation}, {name: testing}, {name: review, timeout: 1h}]\n", 4, nil},
+		{"a new phase", "pipeline:\n  phases: [{name: design}, {name: security-audit}]\n", 2, nil},
+		{"no phases", "pipeline:\n  agent: {model: opus}\n", 4, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := writeFiles(t, map[string]string{"phases.yaml": pipeline, "spec.md": "---\n" + c.frontmatter + "---\n# spec\n"})
+			plan, err := loadIn(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(plan.Phases) != c.phases {
+				t.Errorf("%d phases, want %d", len(plan.Phases), c.phases)
+			}
+			if c.warn == nil {
+				if len(plan.Warnings) != 0 {
+					t.Errorf("warnings %v, want none", plan.Warnings)
+				}
+				return
+			}
+			if len(plan.Warnings) != 1 {
+				t.Fatalf("warnings %v, want 1", plan.Warnings)
+			}
+			w := plan.Warnings[0]
+			if filepath.Base(w.File) != "spec.md" || w.Line != 3 || w.Column != 3 {
+				t.Errorf("warning at %s, want spec.md:3:3, the phases key", w.Position)
+			}
+			text := w.Message + "\n" + w.Hint
+			for _, want := range c.warn {
+				if !strings.Contains(text, want) {
+					t.Errorf("warning %q does not say %q", text, want)
+				}
+			}
+		})
+	}
+	if got := spec.Count(1, "phase") + ", " + spec.Count(4, "phase") + ", " + spec.Count(0, "phase"); got != "1 phase, 4 phases, 0 phases" {
+		t.Errorf("Count: %s", got)
+	}
+}
