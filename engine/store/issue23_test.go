@@ -85,3 +85,76 @@ func TestIssue23SessionsFileIsNotNoSessions(t *testing.T) {
 		t.Fatalf("OpenExisting with a link: %v, want ErrSymlink", err)
 	}
 }
+
+// Issue 23, item 25: a line of index.tsv with the id ../../../pwned was
+// listed by sessions, and clean stopped on it (exit 1) after removing
+// other sessions. A line pipeline did not write (an id that is not one
+// name of the sessions folder, a key that is not one, a field that is no
+// number) is skipped with one warning naming the file and the line, and
+// never acted on; the sessions around it list, and go, as before.
+func TestIssue23ForgedIndexLineIsSkippedWithAWarning(t *testing.T) {
+	st := newStore(t)
+	var warnings strings.Builder
+	st.Warn = &warnings
+	for _, id := range []string{"s1", "s2"} {
+		x, err := st.Create(Meta{ID: id, Key: "k"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.Close()
+	}
+	outside := filepath.Join(filepath.Dir(st.Root), "pwned")
+	if err := os.MkdirAll(outside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	forged := []string{
+		"../../../pwned\tk\tcompleted\t\t\t0\t0\t1\t1\tp\t\tphases.yaml\n",
+		"../pwned\tk\tcompleted\t\t\t0\t0\t1\t1\tp\t\tphases.yaml\n",
+		"a/b\tk\tfailed\t\t\t0\t0\t1\t1\tp\t\tphases.yaml\n",
+		".new-x\tk\tfailed\t\t\t0\t0\t1\t1\tp\t\tphases.yaml\n",
+		"s3\x00\tk\tfailed\t\t\t0\t0\t1\t1\tp\t\tphases.yaml\n",
+		"s4\tk\tfailed\t\t\tmany\t0\t1\t1\tp\t\tphases.yaml\n",
+	}
+	f, err := os.OpenFile(filepath.Join(st.Root, IndexName), os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range forged {
+		f.WriteString(line)
+	}
+	f.Close()
+	for i := 0; i < 2; i++ {
+		list, err := st.List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != 2 || list[0].ID != "s2" || list[1].ID != "s1" {
+			t.Fatalf("List: %v, want s2 and s1 alone", list)
+		}
+	}
+	said := warnings.String()
+	if n := strings.Count(said, "\n"); n != len(forged) {
+		t.Errorf("%d warnings for %d forged lines (listed twice), want one each:\n%s", n, len(forged), said)
+	}
+	for _, want := range []string{"index.tsv line 3 is not a line of the sessions index", `"../../../pwned\tk\tcompleted`, "line 8", "skipped"} {
+		if !strings.Contains(said, want) {
+			t.Errorf("warnings do not say %q:\n%s", want, said)
+		}
+	}
+	// clean's way: every session listed goes, nothing outside the store.
+	for _, s := range []string{"s1", "s2"} {
+		if err := st.Remove(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.CompactIndex(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(outside); err != nil {
+		t.Errorf("the folder outside the store: %v", err)
+	}
+	content, _ := os.ReadFile(filepath.Join(st.Root, IndexName))
+	if strings.Contains(string(content), "pwned") {
+		t.Errorf("the compacted index keeps a forged line:\n%s", content)
+	}
+}

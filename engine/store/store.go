@@ -25,6 +25,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -89,6 +90,28 @@ type Store struct {
 	// it (beneath.go).
 	dir *os.File
 	fd  int
+	// Warn gets one line for each thing the store skips rather than
+	// fail on (a line of index.tsv it did not write); os.Stderr unless
+	// set, nil for none.
+	Warn io.Writer
+	// warned holds what was said on Warn, so that a listing read many
+	// times by one command says it once.
+	warnMu sync.Mutex
+	warned map[string]bool
+}
+
+// warnOnce writes a warning on s.Warn, once for each key.
+func (s *Store) warnOnce(key, format string, args ...any) {
+	s.warnMu.Lock()
+	defer s.warnMu.Unlock()
+	if s.warned[key] || s.Warn == nil {
+		return
+	}
+	if s.warned == nil {
+		s.warned = map[string]bool{}
+	}
+	s.warned[key] = true
+	fmt.Fprintf(s.Warn, format, args...)
 }
 
 // Open opens the store at root, making it (private, kept out of git) if
@@ -256,7 +279,7 @@ func openRoot(root string) (*Store, error) {
 		dir.Close()
 		return nil, err
 	}
-	return &Store{Root: root, base: filepath.Dir(abs), dir: dir, fd: fd}, nil
+	return &Store{Root: root, base: filepath.Dir(abs), dir: dir, fd: fd, Warn: os.Stderr}, nil
 }
 
 // Close closes the store's folder.
