@@ -4,10 +4,15 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Issue 23, item 27: a .pipeline that is a dangling symbolic link made
@@ -156,5 +161,236 @@ func TestIssue23ForgedIndexLineIsSkippedWithAWarning(t *testing.T) {
 	content, _ := os.ReadFile(filepath.Join(st.Root, IndexName))
 	if strings.Contains(string(content), "pwned") {
 		t.Errorf("the compacted index keeps a forged line:\n%s", content)
+	}
+}
+
+// Issue 23, item 9: a kill -9 in the middle of writeAtomic left its
+// .tmp-* file for good. A writer holds a lock on its temporary file until
+// the file has its name; what no live writer holds is removed when the
+// store is opened (its own folder) and when a session is opened for
+// writing (the session's folder). A temporary file whose writer lives is
+// left; a read-only open removes nothing.
+func TestIssue23StaleTempFilesAreSwept(t *testing.T) {
+	st := newStore(t)
+	x, err := st.Create(Meta{ID: "s1", Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.Close()
+	plant := func(rel string) string {
+		path := filepath.Join(st.Root, filepath.FromSlash(rel))
+		if err := os.WriteFile(path, []byte("half a snapshot"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	exists := func(path string) bool {
+		_, err := os.Lstat(path)
+		return err == nil
+	}
+	staleRoot, staleSession := plant(".tmp-0badc0ffee00"), plant("sessions/s1/.tmp-123456abcdef")
+	// A live writer's: its lock is held.
+	live := plant("sessions/s1/.tmp-live00000000")
+	f, err := os.OpenFile(live, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if taken, err := tryLock(f); err != nil || !taken {
+		t.Fatalf("locking the live writer's file: %v %v", taken, err)
+	}
+	if r, err := st.ReadSession("s1"); err != nil {
+		t.Fatal(err)
+	} else {
+		r.Close()
+	}
+	if !exists(staleSession) {
+		t.Fatal("a read-only open removed a file")
+	}
+	again, err := Open(st.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if exists(staleRoot) {
+		t.Error("the store's stale .tmp- file is left after Open")
+	}
+	w, err := again.Session("s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if exists(staleSession) {
+		t.Error("the session's stale .tmp- file is left after it was opened for writing")
+	}
+	if !exists(live) {
+		t.Error("a live writer's .tmp- file was removed")
+	}
+}
+
+// Issue 23, item 9: a sweep may meet a temporary file its writer has just
+// made and not yet locked. Writes and sweeps at once never lose a write.
+func TestIssue23WritesSurviveSweepsAtOnce(t *testing.T) {
+	st := newStore(t)
+	done := make(chan struct{})
+	swept := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-done:
+				swept <- n
+				return
+			default:
+				n += st.sweepTemps("")
+			}
+		}
+	}()
+	for i := 0; i < 300; i++ {
+		if err := st.writeAtomic("memory.json", []byte(strings.Repeat("x", i)), false); err != nil {
+			close(done)
+			<-swept
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	close(done)
+	<-swept
+	content, err := os.ReadFile(filepath.Join(st.Root, "memory.json"))
+	if err != nil || len(content) != 299 {
+		t.Fatalf("memory.json: %d bytes, %v; want the last write's 299", len(content), err)
+	}
+	names, _ := st.readDirNames("sessions")
+	root, _ := os.ReadDir(st.Root)
+	for _, e := range root {
+		if strings.HasPrefix(e.Name(), tempPrefix) {
+			t.Errorf("%s left, %v", e.Name(), names)
+		}
+	}
+}
+
+// deadPID is the pid of a process that ran and was reaped.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+// heldByChild takes the key's lock naming holder, has a child process
+// share the open lock file (as a child forked by the runner does until
+// its exec), and drops the test's own descriptor: the lock is then held
+// by the child alone. Closing the returned pipe ends the child.
+func heldByChild(t *testing.T, st *Store, key string, holder Holder) (release func(), wait func()) {
+	t.Helper()
+	l, err := st.Lock(key, holder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command("cat")
+	child.ExtraFiles = []*os.File{l.file}
+	stdin, err := child.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	l.Release()
+	var once sync.Once
+	release = func() { once.Do(func() { stdin.Close() }) }
+	t.Cleanup(func() { release(); child.Wait() })
+	return release, func() { child.Wait() }
+}
+
+// Issue 23, item 9: right after a kill -9, the next run was refused as
+// "already running (pid N)", naming the dead, reaped runner: a child it
+// had forked still held the lock's open file, until its exec dropped it
+// (every file of the store is close-on-exec). When the holder the lock
+// file names has ended, Lock waits for such a lock to go; one that stays
+// is named as what it is, with the lock file to look for.
+func TestIssue23LockOfADeadRunnerHeldByItsChildIsWaitedFor(t *testing.T) {
+	st := newStore(t)
+	dead := deadPID(t)
+	release, _ := heldByChild(t, st, "k1", Holder{PID: dead, Session: "s1"})
+	polls := 0
+	l, err := st.lock("k1", Holder{PID: os.Getpid(), Session: "s2"}, time.Minute, func() {
+		polls++
+		release() // the child execs (or ends): the lock goes with it
+	})
+	if err != nil {
+		t.Fatalf("Lock: %v; want the lock, once the dead runner's child dropped it", err)
+	}
+	l.Release()
+	if polls == 0 {
+		t.Error("the lock was free at once: the test did not hold it in a child")
+	}
+
+	// Held for good by the child of a dead runner: said so, not "already
+	// running (pid N)".
+	heldByChild(t, st, "k2", Holder{PID: dead, Session: "s1"})
+	_, err = st.lock("k2", Holder{PID: os.Getpid()}, 0, func() {})
+	var locked *LockedError
+	if !errors.As(err, &locked) || !locked.Orphaned || strings.Contains(err.Error(), "already running") ||
+		!strings.Contains(err.Error(), "has ended") || !strings.Contains(err.Error(), filepath.Join(st.Root, "locks")) {
+		t.Errorf("Lock: %v; want the lock named held by what the ended run started", err)
+	}
+
+	// A live holder is refused at once, without waiting.
+	heldByChild(t, st, "k3", Holder{PID: os.Getpid(), Session: "s3"})
+	_, err = st.lock("k3", Holder{PID: os.Getpid()}, time.Minute, func() { t.Error("waited for a live holder") })
+	if !errors.As(err, &locked) || locked.Orphaned || !strings.Contains(err.Error(), "already running") {
+		t.Errorf("Lock: %v; want already running", err)
+	}
+}
+
+// Issue 23, item 9: a process the runner starts must not keep its lock
+// (or any file of the store) past its exec: they are all close-on-exec.
+func TestIssue23StoreFilesAreCloseOnExec(t *testing.T) {
+	st := newStore(t)
+	x, err := st.Create(Meta{ID: "s1", Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	l, err := st.Lock("k", Holder{PID: os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []*os.File{l.file, x.events, st.dir} {
+		flags, err := unix.FcntlInt(f.Fd(), unix.F_GETFD, 0)
+		if err != nil || flags&unix.FD_CLOEXEC == 0 {
+			t.Errorf("%s: flags %#x, %v; want close-on-exec", f.Name(), flags, err)
+		}
+	}
+	child := exec.Command("cat")
+	stdin, err := child.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); child.Wait() }()
+	l.Release()
+	again, err := st.lock("k", Holder{PID: os.Getpid()}, 0, func() {})
+	if err != nil {
+		t.Fatalf("Lock while a child started under the lock lives: %v", err)
+	}
+	again.Release()
+}
+
+// Issue 23, item 9: a pid names a process on its own machine only. The
+// holder of a lock on a store shared between machines, whose pid is not
+// running here, is not taken for ended: Lock refuses at once, without
+// waiting.
+func TestIssue23HolderOnAnotherMachineIsNotTakenForEnded(t *testing.T) {
+	st := newStore(t)
+	heldByChild(t, st, "k", Holder{PID: deadPID(t), Session: "s1", Host: thisHost() + "-elsewhere"})
+	_, err := st.lock("k", Holder{PID: os.Getpid()}, time.Minute, func() { t.Error("waited for a holder on another machine") })
+	var locked *LockedError
+	if !errors.As(err, &locked) || locked.Orphaned || locked.Holder.Host != thisHost()+"-elsewhere" {
+		t.Errorf("Lock: %v; want already running, on the other machine", err)
 	}
 }

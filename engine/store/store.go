@@ -141,6 +141,9 @@ func Open(root string) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	// What a writer killed in the middle of a write left (kill -9, a
+	// crash): the index's, the project memory's.
+	s.sweepTemps("")
 	if _, err := s.lstat(".gitignore"); errors.Is(err, fs.ErrNotExist) {
 		if err := s.writeAtomic(".gitignore", []byte("# written by pipeline: sessions stay out of git\n*\n"), false); err != nil {
 			s.Close()
@@ -496,6 +499,9 @@ func (s *Store) open(meta Meta, readOnly bool) (*Session, error) {
 		return nil, err
 	}
 	x.events = events
+	// The snapshot (or a request) a writer killed in the middle of it
+	// left: opened for writing, the session is its runner's now.
+	s.sweepTemps(x.rel)
 	// The next sequence number follows the last whole line of the log.
 	end, err := x.scan(func(seq int64, _ []byte) error {
 		x.seq = seq
