@@ -2,9 +2,13 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/fsnotify/fsnotify"
 )
 
 // Issue 23, item 3: a spec whose pipeline.phases names one phase of four
@@ -61,5 +65,113 @@ func TestIssue23ForgedIndexLineDoesNotStopClean(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "pwned", "keep.txt")); err != nil {
 		t.Errorf("outside the store: %v", err)
+	}
+}
+
+// Issue 23, item 7: Ctrl+C during an import (exit 130) left its
+// .new-import-* folder, gigabytes of it, for good. Interrupted while it
+// reads, even from a pipe that says nothing more, it removes its folder
+// and dies of the interrupt as before.
+func TestIssue23InterruptedImportRemovesItsFolder(t *testing.T) {
+	dir := t.TempDir()
+	from, to := filepath.Join(dir, "from"), filepath.Join(dir, "to")
+	for _, p := range []string{from, to} {
+		write(t, p, "phases.yaml", "version: 1\nphases: [{name: a, steps: [{run: 'seq 1 200000'}]}]\n")
+	}
+	if r := pipeline(t, from, "run"); r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	archive := filepath.Join(dir, "s.tar.gz")
+	if r := pipeline(t, from, "export", "-o", archive); r.code != 0 {
+		t.Fatalf("export: exit %d: %s", r.code, r.stderr)
+	}
+	content, err := os.ReadFile(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := filepath.Join(to, ".pipeline", "sessions")
+	if err := os.MkdirAll(sessions, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(to, ".pipeline"), 0o700)
+	made := folderMade(t, sessions, ".new-import-")
+	cmd := exec.Command(binary, "import", "-")
+	cmd.Dir = to
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	// Most of the archive, then nothing more: it waits on its input.
+	go stdin.Write(content[:len(content)-64])
+	<-made
+	cmd.Process.Signal(os.Interrupt)
+	err = cmd.Wait()
+	status, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !status.Signaled() || status.Signal() != syscall.SIGINT {
+		t.Errorf("import: %v (%s); want it dead of SIGINT (exit 130 in a shell)", err, stderr.String())
+	}
+	names, _ := os.ReadDir(sessions)
+	for _, n := range names {
+		t.Errorf("left in the sessions folder: %s", n.Name())
+	}
+}
+
+// folderMade watches dir and closes the channel it returns when an entry
+// whose name starts with prefix is made there.
+func folderMade(t *testing.T, dir, prefix string) <-chan struct{} {
+	t.Helper()
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Add(dir); err != nil {
+		t.Fatal(err)
+	}
+	made := make(chan struct{})
+	go func() {
+		defer w.Close()
+		for ev := range w.Events {
+			if ev.Has(fsnotify.Create) && strings.HasPrefix(filepath.Base(ev.Name), prefix) {
+				close(made)
+				return
+			}
+		}
+	}()
+	return made
+}
+
+// Issue 23, item 7: imports of the same archive at once said "differs
+// from the one imported" and exited 2 though it was identical. Every one
+// exits 0: one imports it, the others find it there, the same.
+func TestIssue23ConcurrentImportsOfOneArchiveAllSucceed(t *testing.T) {
+	dir := t.TempDir()
+	from, to := filepath.Join(dir, "from"), filepath.Join(dir, "to")
+	for _, p := range []string{from, to} {
+		write(t, p, "phases.yaml", "version: 1\nphases: [{name: a, steps: [{run: 'seq 1 20000'}]}]\n")
+	}
+	if r := pipeline(t, from, "run"); r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	archive := filepath.Join(dir, "s.tar.gz")
+	if r := pipeline(t, from, "export", "-o", archive); r.code != 0 {
+		t.Fatalf("export: exit %d: %s", r.code, r.stderr)
+	}
+	results := make(chan result, 6)
+	for i := 0; i < cap(results); i++ {
+		go func() { results <- pipelineEnv(t, to, nil, "import", archive) }()
+	}
+	for i := 0; i < cap(results); i++ {
+		if r := <-results; r.code != 0 {
+			t.Errorf("import: exit %d: %s", r.code, r.stderr)
+		}
+	}
+	if r := pipeline(t, to, "sessions", "-o", "json"); strings.Count(r.stdout, `"id"`) != 1 {
+		t.Errorf("sessions: %s", r.stdout)
 	}
 }

@@ -430,6 +430,97 @@ func (s *Store) sweepTemps(rel string) int {
 	return removed
 }
 
+// mkdirOwned makes the folder rel, which must not be there, and takes its
+// lock (an flock on the folder): the lock says a live process is making
+// it (a session's .new- folder), so that sweepNew leaves it alone; a kill
+// -9 drops the lock with the process. It returns the folder, open: its
+// lock goes with the last descriptor of it, once the folder has its
+// name, or is removed. A sweep that takes the lock of a folder just made
+// removes it: then it is made again.
+func (s *Store) mkdirOwned(rel string) (*os.File, error) {
+	for attempt := 0; ; attempt++ {
+		dir, last, done, err := s.parent(rel)
+		if err != nil {
+			return nil, err
+		}
+		err = unix.Mkdirat(dir, last, 0o700)
+		done()
+		switch {
+		case errors.Is(err, unix.EEXIST) && attempt > 0 && attempt < 1000:
+			continue // the sweep that took ours is removing it
+		case err != nil:
+			return nil, &fs.PathError{Op: "mkdir", Path: s.path(rel), Err: err}
+		}
+		f, err := s.openFile(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err == nil {
+			var taken bool
+			if taken, err = flockNB(f); err == nil && taken {
+				var st unix.Stat_t
+				if err = unix.Fstat(int(f.Fd()), &st); err == nil && st.Nlink > 0 {
+					return f, nil
+				}
+			}
+			f.Close()
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		if attempt == 1000 {
+			return nil, &fs.PathError{Op: "mkdir", Path: s.path(rel), Err: errors.New("it keeps being swept as stale")}
+		}
+	}
+}
+
+// sweepNew removes the session folders being made (.new-*: a session
+// created, a session imported) that no live process owns (see
+// mkdirOwned): what a kill -9 or a crash in the middle left. It says how
+// many it removed.
+func (s *Store) sweepNew() int {
+	names, err := s.readDirNames("sessions")
+	if err != nil {
+		return 0
+	}
+	removed := 0
+	for _, n := range names {
+		if !strings.HasPrefix(n, newPrefix) {
+			continue
+		}
+		rel := sessionRel(n)
+		f, err := s.openFile(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			continue // gone meanwhile, a link, not a folder
+		}
+		if taken, err := flockNB(f); err == nil && taken && s.removeAll(rel) == nil {
+			removed++
+		}
+		f.Close()
+	}
+	return removed
+}
+
+// flockNB takes the flock of f without waiting; false when another open
+// file holds it. (flock, not the keys' locks: it takes a folder.)
+func flockNB(f *os.File) (bool, error) {
+	conn, err := f.SyscallConn()
+	if err != nil {
+		return false, err
+	}
+	var lockErr error
+	if err := conn.Control(func(fd uintptr) {
+		for {
+			if lockErr = unix.Flock(int(fd), unix.LOCK_EX|unix.LOCK_NB); lockErr != unix.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return false, err
+	}
+	if errors.Is(lockErr, unix.EWOULDBLOCK) {
+		return false, nil
+	}
+	return lockErr == nil, lockErr
+}
+
 // openDir opens the folder rel, "" for the store's folder.
 func (s *Store) openDir(rel string) (*os.File, error) {
 	if rel != "" {

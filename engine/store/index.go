@@ -325,6 +325,24 @@ func (s *Store) RemoveUnfinished(age time.Duration) (int, error) {
 			if modified, err := s.modTime(rel); err != nil || time.Since(modified) <= age {
 				continue
 			}
+			// An import of gigabytes may take longer: one whose owner lives
+			// (see mkdirOwned) is left.
+			f, err := s.openFile(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+			if err != nil {
+				continue
+			}
+			taken, err := flockNB(f)
+			if err != nil || !taken {
+				f.Close()
+				continue
+			}
+			err = s.removeAll(rel)
+			f.Close()
+			if err != nil {
+				return removed, err
+			}
+			removed++
+			continue
 		case strings.HasPrefix(n, removedPrefix):
 			// Cut short between its rename and its tombstone, the index may
 			// still list it: say it is gone first.

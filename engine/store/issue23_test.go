@@ -1,7 +1,10 @@
 package store
 
 import (
+	"bytes"
+	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -12,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"golang.org/x/sys/unix"
 )
 
@@ -379,6 +383,180 @@ func TestIssue23StoreFilesAreCloseOnExec(t *testing.T) {
 		t.Fatalf("Lock while a child started under the lock lives: %v", err)
 	}
 	again.Release()
+}
+
+// heldBack serves an archive but its last tail bytes, signals starved
+// when asked for more, and serves the rest once fed is closed: the import
+// reading it has then read (and checked) all the rest.
+type heldBack struct {
+	data         []byte
+	tail         int
+	starved, fed chan struct{}
+	starvedOnce  sync.Once
+	off          int
+}
+
+func (h *heldBack) Read(p []byte) (int, error) {
+	limit := len(h.data) - h.tail
+	select {
+	case <-h.fed:
+		limit = len(h.data)
+	default:
+	}
+	if h.off >= limit && limit < len(h.data) {
+		h.starvedOnce.Do(func() { close(h.starved) })
+		<-h.fed
+		limit = len(h.data)
+	}
+	if h.off >= limit {
+		return 0, io.EOF
+	}
+	n := copy(p, h.data[h.off:limit])
+	h.off += n
+	return n, nil
+}
+
+// folderMade watches dir and closes the channel it returns when an entry
+// whose name starts with prefix is made there.
+func folderMade(t *testing.T, dir, prefix string) <-chan struct{} {
+	t.Helper()
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Add(dir); err != nil {
+		t.Fatal(err)
+	}
+	made := make(chan struct{})
+	go func() {
+		defer w.Close()
+		for ev := range w.Events {
+			if ev.Has(fsnotify.Create) && strings.HasPrefix(filepath.Base(ev.Name), prefix) {
+				close(made)
+				return
+			}
+		}
+	}()
+	return made
+}
+
+// Issue 23, item 7: two imports of the same archive at once: the second
+// to finish found the session there ("it was made while the archive was
+// read") and said it "differs from the one imported", exit 2, though it
+// was the same. The same files are the same session: the second is
+// Unchanged. A session with other files made meanwhile is still refused.
+func TestIssue23ConcurrentIdenticalImportsAreIdempotent(t *testing.T) {
+	_, archive := exportedSession(t)
+	to := importStore(t)
+	first := &heldBack{data: archive, tail: 8, starved: make(chan struct{}), fed: make(chan struct{})}
+	type outcome struct {
+		got Imported
+		err error
+	}
+	made := folderMade(t, filepath.Join(to.Root, "sessions"), ".new-import-")
+	done := make(chan outcome, 1)
+	go func() {
+		got, err := to.Import(context.Background(), first, importOptions())
+		done <- outcome{got, err}
+	}()
+	<-made // past its check for the session: it was not there
+	second, err := to.Import(context.Background(), bytes.NewReader(archive), importOptions())
+	if err != nil || second.Unchanged {
+		t.Fatalf("the second import: %+v, %v; want it imported", second, err)
+	}
+	close(first.fed)
+	o := <-done
+	if o.err != nil || !o.got.Unchanged || o.got.Meta.ID != testID {
+		t.Fatalf("the first import, finishing last: %+v, %v; want Unchanged, the same session", o.got, o.err)
+	}
+	names, _ := to.readDirNames("sessions")
+	if len(names) != 1 || names[0] != testID {
+		t.Errorf("sessions folder: %v, want the session alone", names)
+	}
+}
+
+// Issue 23, item 7: an import interrupted (Ctrl+C) left its
+// .new-import-* folder for good, gigabytes of it. Cancelled, even while
+// its input is silent (a pipe), it stops at once and removes its folder.
+func TestIssue23InterruptedImportLeavesNothing(t *testing.T) {
+	_, archive := exportedSession(t)
+	to := importStore(t)
+	r := &heldBack{data: archive, tail: 8, starved: make(chan struct{}), fed: make(chan struct{})}
+	defer close(r.fed)
+	ctx, cancel := context.WithCancel(context.Background())
+	made := folderMade(t, filepath.Join(to.Root, "sessions"), ".new-import-")
+	done := make(chan error, 1)
+	go func() {
+		_, err := to.Import(ctx, r, importOptions())
+		done <- err
+	}()
+	<-made
+	<-r.starved // and it waits on its input, which says nothing more
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Import: %v, want context.Canceled", err)
+	}
+	if names, _ := to.readDirNames("sessions"); len(names) != 0 {
+		t.Errorf("left behind: %v", names)
+	}
+}
+
+// Issue 23, item 7: a kill -9 of an import (or of a run making its
+// session) leaves a .new- folder. The next Open of the store removes
+// those no live process owns; one being made now is left.
+func TestIssue23StaleNewFoldersAreSweptAtOpen(t *testing.T) {
+	st := newStore(t)
+	for _, n := range []string{".new-import-0a1b2c3d4e5f", ".new-20261125-093000123-a1b2c3"} {
+		if err := os.MkdirAll(filepath.Join(st.Root, "sessions", n, "transcripts", "design"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(st.Root, "sessions", n, "transcripts", "design", "1-agent.log"), []byte("half"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live, err := st.mkdirOwned("sessions/.new-import-live00000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	again, err := Open(st.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	names, _ := again.readDirNames("sessions")
+	if len(names) != 1 || names[0] != ".new-import-live00000000" {
+		t.Errorf("sessions folder after Open: %v, want the live import's folder alone", names)
+	}
+}
+
+// Issue 23, item 7: clean removes the .new- folders older than an hour;
+// an import of gigabytes may take longer. One whose import still runs is
+// left.
+func TestIssue23CleanLeavesALiveImportsFolder(t *testing.T) {
+	st := newStore(t)
+	live, err := st.mkdirOwned("sessions/.new-import-live00000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	dead := filepath.Join(st.Root, "sessions", ".new-import-dead00000000")
+	if err := os.Mkdir(dead, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	for _, p := range []string{dead, filepath.Join(st.Root, "sessions", ".new-import-live00000000")} {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := st.RemoveUnfinished(time.Hour); err != nil || n != 1 {
+		t.Fatalf("RemoveUnfinished: %d, %v; want the dead one alone", n, err)
+	}
+	names, _ := st.readDirNames("sessions")
+	if len(names) != 1 || names[0] != ".new-import-live00000000" {
+		t.Errorf("sessions folder: %v", names)
+	}
 }
 
 // Issue 23, item 9: a pid names a process on its own machine only. The

@@ -142,8 +142,10 @@ func Open(root string) (*Store, error) {
 		return nil, err
 	}
 	// What a writer killed in the middle of a write left (kill -9, a
-	// crash): the index's, the project memory's.
+	// crash): the index's, the project memory's; a session's folder
+	// being made or imported.
 	s.sweepTemps("")
+	s.sweepNew()
 	if _, err := s.lstat(".gitignore"); errors.Is(err, fs.ErrNotExist) {
 		if err := s.writeAtomic(".gitignore", []byte("# written by pipeline: sessions stay out of git\n*\n"), false); err != nil {
 			s.Close()
@@ -319,8 +321,9 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 		return nil, err
 	}
 	meta.File, meta.Spec = s.Abs(s.Rel(meta.File)), s.Abs(s.Rel(meta.Spec))
-	err = s.mkdir(tmp)
+	owned, err := s.mkdirOwned(tmp)
 	if err == nil {
+		defer owned.Close()
 		err = s.mkdir(tmp + "/transcripts")
 	}
 	if err == nil {
