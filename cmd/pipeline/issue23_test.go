@@ -175,3 +175,15 @@ func TestIssue23ConcurrentImportsOfOneArchiveAllSucceed(t *testing.T) {
 		t.Errorf("sessions: %s", r.stdout)
 	}
 }
+
+// Issue 23 (item 22): validate said ok for a command agent whose
+// ./path does not exist. It warns at the place (exit 0: an earlier phase
+// may build it).
+func TestIssue23ValidateWarnsOfAMissingCommand(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", "version: 1\nagent: {kind: command, command: [./bin/agent, \"{prompt}\"]}\nphases: [{name: a}]\n")
+	r := pipeline(t, dir, "validate")
+	if r.code != 0 || !strings.Contains(r.stderr, "phases.yaml:2:34: warning: agent.command: ./bin/agent does not exist") {
+		t.Errorf("validate: exit %d, %q; want 0 and the warning at 2:34", r.code, r.stderr)
+	}
+}

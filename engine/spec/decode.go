@@ -60,6 +60,9 @@ type decoder struct {
 	// reported holds the place of every problem, those past maxProblems
 	// too, so that a mistake already told is not told again.
 	reported map[Position]bool
+	// programs are the programs named by a path (./bin/agent) where they
+	// were written: Load looks for them (programs.go).
+	programs []programRef
 }
 
 // byteOrderMark is what some editors write at the start of a UTF-8 file.
@@ -759,6 +762,7 @@ func (d *decoder) decodeCommands(node ast.Node, out *Commands, path string) {
 			d.reportNode(item, fmt.Sprintf("%s is an empty command", where), hint)
 			continue
 		}
+		d.shellProgram(text, d.nodePosition(item), where)
 		*out = append(*out, text)
 	}
 }

@@ -1,6 +1,7 @@
 package spec_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -182,5 +183,50 @@ func TestIssue23SpecPhasesThatDropPhasesWarn(t *testing.T) {
 	}
 	if got := spec.Count(1, "phase") + ", " + spec.Count(4, "phase") + ", " + spec.Count(0, "phase"); got != "1 phase, 4 phases, 0 phases" {
 		t.Errorf("Count: %s", got)
+	}
+}
+
+// Issue 22 (listed in issue 23): validate said ok for a kind: command
+// agent whose command: ./path did not exist; the step failed only when
+// it ran. A program named by a path (an agent's command, the first word
+// of a run: step or of a hook) that is not there, is a folder, or cannot
+// be run is a warning at its place (validate stays 0: an earlier phase
+// may build it); one that is there, or a name looked for on PATH, is not.
+func TestIssue23MissingCommandPathWarns(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"phases.yaml": "version: 1\nspec: spec.md\n" +
+			"agent: {kind: command, command: [./bin/my-agent, \"{prompt}\"]}\n" +
+			"on:\n  paused: ./scripts/page-me.sh --now\n  failed: [echo failed, ./scripts/here.sh]\n" +
+			"phases:\n  - name: build\n    steps:\n      - {name: a, run: './scripts/check.sh -v'}\n      - {name: b, run: make test}\n      - {name: c, run: ./scripts}\n      - {name: d, run: ./scripts/plain.txt}\n      - agent: {}\n",
+		"spec.md":           "---\npipeline:\n  agent: {command: [../elsewhere/agent]}\n---\n",
+		"scripts/here.sh":   "#!/bin/sh\n",
+		"scripts/plain.txt": "not a program\n",
+	})
+	if err := os.Chmod(filepath.Join(dir, "scripts", "here.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := loadIn(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range plan.Warnings {
+		got = append(got, fmt.Sprintf("%s:%d:%d %s", filepath.Base(w.File), w.Line, w.Column, w.Message))
+	}
+	want := []string{
+		"phases.yaml:3:34 agent.command: ./bin/my-agent does not exist",
+		"phases.yaml:5:11 on.paused: ./scripts/page-me.sh does not exist",
+		"phases.yaml:10:25 phases[0].steps[0].run: ./scripts/check.sh does not exist",
+		"phases.yaml:12:24 phases[0].steps[2].run: ./scripts is a folder, not a program",
+		"phases.yaml:13:24 phases[0].steps[3].run: ./scripts/plain.txt cannot be run: it is not executable",
+		"spec.md:3:21 pipeline.agent.command: ../elsewhere/agent does not exist",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("warning %d: %s\nwant %s…", i, got[i], want[i])
+		}
 	}
 }

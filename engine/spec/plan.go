@@ -235,7 +235,11 @@ func Load(path, specPath string) (*Plan, error) {
 			return nil, specErr
 		}
 	}
-	return Resolve(doc, fm)
+	plan, err := Resolve(doc, fm)
+	if plan != nil {
+		plan.Warnings = append(plan.Warnings, missingPrograms(doc, fm)...)
+	}
+	return plan, err
 }
 
 func isSpecError(err error) bool {
