@@ -176,6 +176,32 @@ func TestIssue23ConcurrentImportsOfOneArchiveAllSucceed(t *testing.T) {
 	}
 }
 
+// Issue 23 (item 22): search with no hit exited 0, where grep exits 1: a
+// script could not test for a match. No hit is exit 1, with text or -o
+// json; a hit is 0. Searches started at once on a store with no index
+// (item 4) all answer.
+func TestIssue23SearchExitsOneWithoutAHit(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", "version: 1\nphases: [{name: a, steps: [{run: 'echo the wombat digs'}]}]\n")
+	if r := pipeline(t, dir, "run"); r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	results := make(chan result, 6)
+	for range cap(results) {
+		go func() { results <- pipelineEnv(t, dir, nil, "search", "wombat") }()
+	}
+	for range cap(results) {
+		if r := <-results; r.code != 0 || !strings.Contains(r.stdout, "«wombat»") || r.stderr != "" {
+			t.Errorf("search at once: exit %d, %q, %q; want 0, the hit, nothing on standard error", r.code, r.stdout, r.stderr)
+		}
+	}
+	for _, args := range [][]string{{"search", "koala"}, {"search", "-o", "json", "koala"}} {
+		if r := pipeline(t, dir, args...); r.code != exitFailed || r.stderr != "" {
+			t.Errorf("%v: exit %d, %q; want 1 and nothing on standard error", args, r.code, r.stderr)
+		}
+	}
+}
+
 // Issue 23 (item 22): validate said ok for a command agent whose
 // ./path does not exist. It warns at the place (exit 0: an earlier phase
 // may build it).

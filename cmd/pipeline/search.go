@@ -44,7 +44,10 @@ prefix. Nothing else in a query is syntax.
 
 The index lives in the store's folder (search/index.db, SQLite FTS5) and
 is brought up to date by each search: only what is new is read. It is a
-cache: deleted or corrupt, it is built again from the sessions.`,
+cache: deleted or corrupt, it is built again from the sessions.
+
+Exit status, as grep's: 0 when something was found, 1 when nothing was,
+2 for a usage or store error.`,
 		Example: `  pipeline search flaky test
   pipeline search '"connection refused"' --phase implementation
   pipeline search migrat* --since 3d -o json
@@ -88,11 +91,16 @@ cache: deleted or corrupt, it is built again from the sessions.`,
 		if err != nil {
 			return storeWriteFailed(err)
 		}
+		// No hit exits 1, as grep does (a script tests for a match).
+		var noHits error
+		if len(r.Hits) == 0 {
+			noHits = &exitStatus{code: exitFailed, printed: true}
+		}
 		if output.json() {
-			return writeJSON(cmd.OutOrStdout(), searchJSON(text, r))
+			return errors.Join(writeJSON(cmd.OutOrStdout(), searchJSON(text, r)), noHits)
 		}
 		printHits(cmd.OutOrStdout(), text, r.Hits)
-		return nil
+		return noHits
 	})
 	flags = addStoreFlags(cmd, false)
 	output = addOutputFlag(cmd)
