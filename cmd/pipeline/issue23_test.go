@@ -202,6 +202,36 @@ func TestIssue23SearchExitsOneWithoutAHit(t *testing.T) {
 	}
 }
 
+// Issue 23, item 27: sessions said "no sessions yet" and exited 0 when
+// .pipeline/sessions was a file; a dangling .pipeline link made run say
+// "mkdir .pipeline: file exists". Both exit 2 and say what is there.
+func TestIssue23BrokenStoreFolderExitsTwoAndSaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", "version: 1\nphases: [{name: a, steps: [{run: 'true'}]}]\n")
+	if err := os.Mkdir(filepath.Join(dir, ".pipeline"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, ".pipeline/sessions", "not a folder")
+	for _, args := range [][]string{{"sessions"}, {"sessions", "-o", "json"}, {"status"}} {
+		if r := pipeline(t, dir, args...); r.code != exitUsage || !strings.Contains(r.stderr, "file named sessions") {
+			t.Errorf("%v: exit %d, %q, %q; want 2 and the file named", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(dir, ".pipeline")); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(dir, "state-elsewhere")
+	if err := os.Symlink(target, filepath.Join(dir, ".pipeline")); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"run"}, {"sessions"}} {
+		r := pipeline(t, dir, args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "dangling symbolic link to "+target) || strings.Contains(r.stderr, "file exists") {
+			t.Errorf("%v: exit %d, %q; want 2, the link and its target named", args, r.code, r.stderr)
+		}
+	}
+}
+
 // Issue 23 (item 22): validate said ok for a command agent whose
 // ./path does not exist. It warns at the place (exit 0: an earlier phase
 // may build it).
