@@ -9,12 +9,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 )
 
@@ -351,6 +353,10 @@ func compileError(err error, source string, kind Kind) error {
 		if near := Closest(name, stepFieldNames); near != "" {
 			ce.Hint = fmt.Sprintf("did you mean %q? (%s)", near, ce.Hint)
 		}
+	case strings.HasPrefix(fe.Message, "bad number syntax: "):
+		badNumber(ce, source, fe.From)
+	case undefinedIndex.MatchString(fe.Message), noField.MatchString(fe.Message), elementOf.MatchString(fe.Message):
+		explainMember(ce, source, fe)
 	case strings.Contains(fe.Message, "time.Duration and string"), strings.Contains(fe.Message, "string and time.Duration"):
 		ce.Hint = `durations are written duration("30m"), not "30m"`
 	case strings.HasSuffix(fe.Message, "exceeds maximum allowed nodes"):
@@ -359,8 +365,150 @@ func compileError(err error, source string, kind Kind) error {
 	case fe.Message == "too many arguments to call date":
 		ce.Hint = `date(text) or date(text, layout); a date is read in UTC unless it has an offset, e.g. date("2026-01-02T15:04:05+01:00")`
 	}
+	ce.Message = plainTypes(ce.Message)
 	return ce
 }
+
+// goTypes are the names of Go types that expr's messages use, and what a
+// reader of phases.yaml calls them; the longest first.
+var goTypes = strings.NewReplacer(
+	"map[string]triggers.StepVars", "steps (step results by name)",
+	"map[string]interface {}", "a map", "interface {}", "a value of any type",
+	"triggers.StepVars", "a step result", "time.Duration", "duration", "float64", "float")
+
+// plainTypes writes the Go types named in a message as phases.yaml's
+// words: "duration", not "time.Duration".
+func plainTypes(message string) string { return goTypes.Replace(message) }
+
+// badNumber explains expr's "bad number syntax": most often a duration
+// written bare inside an expression (1s * 2, elapsed > 30m), which only
+// duration("...") makes one. The caret goes to the start of what was
+// written.
+func badNumber(ce *CompileError, source string, at int) {
+	runes := []rune(source)
+	if at < 0 || at > len(runes) {
+		return
+	}
+	start, end := at, at
+	for start > 0 && (numberRune(runes[start-1]) || unicode.IsLetter(runes[start-1])) {
+		start--
+	}
+	for start < at && !numberRune(runes[start]) {
+		start++ // a name before the number: a1s is no number written
+	}
+	for end < len(runes) && (numberRune(runes[end]) || unicode.IsLetter(runes[end])) {
+		end++
+	}
+	written := string(runes[start:end])
+	ce.Line, ce.Column = lineColumn(source, start)
+	example := func(d string) string {
+		fixed := string(runes[:start]) + fmt.Sprintf("duration(%q)", d) + string(runes[end:])
+		if strings.Contains(fixed, "\n") || utf8.RuneCountInString(fixed) > 80 {
+			return fmt.Sprintf("duration(%q)", d)
+		}
+		return fixed
+	}
+	switch _, err := ParseDuration(written); {
+	case err == nil:
+		ce.Message = fmt.Sprintf("%s is a duration written bare: inside an expression a duration is written duration(%q)", written, written)
+		ce.Hint = fmt.Sprintf("write %s; only a retry.backoff that is one duration and nothing else may be written bare (10s)", example(written))
+	case durationLiteral.MatchString(written) && !hexLike.MatchString(written):
+		ce.Message = fmt.Sprintf("%s is neither a number nor a duration", written)
+		ce.Hint = `a duration is written duration("30m") in an expression, with the units ms, s, m, h and d (1h30m, 7d)`
+	default:
+		ce.Message = fmt.Sprintf("%s is not a number", written)
+		ce.Hint = "write a number such as 15000, 1.5 or 1e5; a duration as duration(\"30m\")"
+	}
+}
+
+// hexLike is a number written in base 16, 8 or 2: 0x1g is no duration.
+var hexLike = regexp.MustCompile(`^0[xXoObB]`)
+
+func numberRune(r rune) bool { return r >= '0' && r <= '9' || r == '.' || r == '_' }
+
+var (
+	// undefinedIndex is expr's "type string[int] is undefined": [ ] on a
+	// value that has no elements.
+	undefinedIndex = regexp.MustCompile(`^type (.+)\[(.+)\] is undefined$`)
+	// noField is expr's "type string has no field x".
+	noField = regexp.MustCompile(`^type (.+) has no (field|method) (\S+)$`)
+	// elementOf is expr's "cannot use int to get an element from map[...]".
+	elementOf = regexp.MustCompile(`^cannot use (.+) to get an element from (.+)$`)
+)
+
+// explainMember rewords expr's messages about reading a part of a value
+// (x[i], x.f) that has no such part: they name Go types (string[int],
+// map[string]triggers.StepVars). The message names the value as written
+// and what it is; the hint says what can be done with it.
+func explainMember(ce *CompileError, source string, fe *file.Error) {
+	member := memberAt(source, fe.From)
+	if member == nil {
+		return
+	}
+	base := writtenBase(source, member)
+	var kind string
+	if m := undefinedIndex.FindStringSubmatch(fe.Message); m != nil {
+		kind = m[1]
+	} else if m := noField.FindStringSubmatch(fe.Message); m != nil {
+		kind = m[1]
+	}
+	what := map[string]string{"string": "text (a string)", "int": "a whole number", "float64": "a number",
+		"bool": "true or false", "time.Duration": "a duration"}[kind]
+	switch {
+	case elementOf.MatchString(fe.Message):
+		m := elementOf.FindStringSubmatch(fe.Message)
+		ce.Message = fmt.Sprintf("%s is read by name, not by %s: %s[%s]", base, articled(m[1]), base, member.Property.String())
+		ce.Hint = fmt.Sprintf(`write %s.<name> or %s["name"], such as steps.test.exit_code`, base, base)
+	case what == "":
+		return
+	case noField.MatchString(fe.Message):
+		name := noField.FindStringSubmatch(fe.Message)[3]
+		ce.Message = fmt.Sprintf("%s is %s: it has no field %q", base, what, name)
+		ce.Hint = "fields are read from steps.<name> (" + strings.Join(stepFieldNames, ", ") + ") and from spec.<key>; see docs/expressions.md"
+	case kind == "string":
+		ce.Message = fmt.Sprintf("%s is %s: [%s] cannot take one element of it", base, what, member.Property.String())
+		ce.Hint = fmt.Sprintf(`take a part of the text with a slice, such as %s[-200:] (its last 200 characters), or test it with contains, startsWith, endsWith or matches`, base)
+	default:
+		ce.Message = fmt.Sprintf("%s is %s: it has no elements to take with [%s]", base, what, member.Property.String())
+		ce.Hint = `only steps (steps["test"].exit_code), spec (spec["priority"]) and the lists in spec can be read with [ ]; see docs/expressions.md`
+	}
+}
+
+// memberAt finds the x[i] or x.f of source that expr's error at offset
+// is about: the member itself, or its property.
+func memberAt(source string, offset int) *ast.MemberNode {
+	tree, err := parser.Parse(source)
+	if err != nil {
+		return nil
+	}
+	var found *ast.MemberNode
+	ast.Walk(&tree.Node, visitor(func(node ast.Node) {
+		if m, ok := node.(*ast.MemberNode); ok && found == nil &&
+			(m.Location().From == offset || m.Property.Location().From == offset) {
+			found = m
+		}
+	}))
+	return found
+}
+
+// writtenBase is the value a member reads a part of, as written: from
+// the first character of its innermost part to the [ or . of the member.
+func writtenBase(source string, member *ast.MemberNode) string {
+	start := member.Location().From
+	ast.Walk(&member.Node, visitor(func(node ast.Node) {
+		start = min(start, node.Location().From)
+	}))
+	runes := []rune(source)
+	if start < 0 || member.Location().From > len(runes) || start >= member.Location().From {
+		return member.Node.String()
+	}
+	return strings.TrimRight(strings.TrimSpace(string(runes[start:member.Location().From])), ".?")
+}
+
+// visitor makes a function an ast.Visitor.
+type visitor func(ast.Node)
+
+func (f visitor) Visit(node *ast.Node) { f(*node) }
 
 // unclosedQuote returns the rune offset of the quote that opens a text
 // literal never closed, or -1.

@@ -270,7 +270,7 @@ func TestReplayRefusals(t *testing.T) {
 	if err := os.WriteFile(file, []byte("version: 1\nphases: [{name: one, steps: [{run: 'true'}]}, {name: two, steps: [{run: 'true'}]}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r := pipeline(t, dir, "replay", id); r.code != exitUsage || !strings.Contains(r.stderr, "session "+id+" ran the phases [one]; the pipeline now has [one two]") {
+	if r := pipeline(t, dir, "replay", id); r.code != exitUsage || !strings.Contains(r.stderr, "session "+id+" ran the phases one; the pipeline now has one → two") {
 		t.Errorf("replay of other phases: exit %d:\n%s", r.code, r.stderr)
 	}
 	if r := pipeline(t, dir, "sessions", "-o", "json"); strings.Count(r.stdout, `"id"`) != 1 {

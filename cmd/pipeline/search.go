@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -32,7 +33,10 @@ prefix. Nothing else in a query is syntax.
 
 The index lives in the store's folder (search/index.db, SQLite FTS5) and
 is brought up to date by each search: only what is new is read. It is a
-cache: deleted or corrupt, it is built again from the sessions.`
+cache: deleted or corrupt, it is built again from the sessions.
+
+Exit status, as grep's: 0 when something was found, 1 when nothing was,
+2 for a usage or store error.`
 
 const searchExample = `  pipeline search flaky test
   pipeline search '"connection refused"' --phase implementation
@@ -91,11 +95,16 @@ func (o *searchOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
+	// No hit exits 1, as grep does (a script tests for a match).
+	var noHits error
+	if len(r.Hits) == 0 {
+		noHits = &exitStatus{code: exitFailed, printed: true}
+	}
 	if o.output.json() {
-		return writeJSON(cmd.OutOrStdout(), r)
+		return errors.Join(writeJSON(cmd.OutOrStdout(), r), noHits)
 	}
 	printHits(cmd.OutOrStdout(), text, r.Hits)
-	return nil
+	return noHits
 }
 
 // printHits writes each hit as a heading (session, where, kind and line)

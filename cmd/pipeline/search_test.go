@@ -43,12 +43,17 @@ type searchReportJSON struct {
 func searchJSONOf(t *testing.T, dir string, args ...string) searchReportJSON {
 	t.Helper()
 	r := pipeline(t, dir, append([]string{"search", "-o", "json"}, args...)...)
-	if r.code != 0 {
-		t.Fatalf("search %v: exit %d: %s %s", args, r.code, r.stdout, r.stderr)
-	}
 	var out searchReportJSON
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
-		t.Fatalf("search %v: %v: %s", args, err, r.stdout)
+		t.Fatalf("search %v: exit %d, %v: %s %s", args, r.code, err, r.stdout, r.stderr)
+	}
+	// As grep: 0 with a hit, 1 without.
+	want := 0
+	if len(out.Hits) == 0 {
+		want = exitFailed
+	}
+	if r.code != want {
+		t.Fatalf("search %v: exit %d, want %d: %s %s", args, r.code, want, r.stdout, r.stderr)
 	}
 	return out
 }
@@ -174,7 +179,7 @@ phases:
 	if out := searchJSONOf(t, dir, `"capacitor warp"`); len(out.Hits) != 0 {
 		t.Errorf("phrase in the other order: %+v", out.Hits)
 	}
-	if r := pipeline(t, dir, "search", "nothingmatchesthis"); r.code != 0 || r.stdout != "no hits for nothingmatchesthis\n" {
+	if r := pipeline(t, dir, "search", "nothingmatchesthis"); r.code != exitFailed || r.stdout != "no hits for nothingmatchesthis\n" {
 		t.Errorf("no hits: exit %d, %q", r.code, r.stdout)
 	}
 

@@ -332,7 +332,7 @@ phases:
 		switch {
 		case r.code == 0:
 			resumed++
-		case r.code == exitUsage && (strings.Contains(r.stderr, "no [paused running failed] session") || strings.Contains(r.stderr, "is completed")):
+		case r.code == exitUsage && (strings.Contains(r.stderr, "no paused, running or failed session") || strings.Contains(r.stderr, "is completed")):
 			finished++ // the run had completed before the kill
 		default:
 			t.Fatalf("kill %d: resume exit %d: %s", i, r.code, r.stderr)

@@ -79,12 +79,12 @@ func printValidations(cmd *cobra.Command, results []validation) {
 		printWarnings(errOut, r.Warnings)
 		switch {
 		case r.Err == nil && r.Agents != nil:
-			fmt.Fprintf(out, "%s  %s: %d phases\n", map[bool]string{true: "ok", false: "not ready"}[r.Valid], r.File, r.Phases)
+			fmt.Fprintf(out, "%s  %s: %s\n", map[bool]string{true: "ok", false: "not ready"}[r.Valid], r.File, spec.Count(r.Phases, "phase"))
 			printChecks(out, r.File, r.Agents)
 		case r.Valid && r.Phases > 0 && r.Spec != "":
-			fmt.Fprintf(out, "ok  %s: %d phases, with spec %s\n", r.File, r.Phases, r.Spec)
+			fmt.Fprintf(out, "ok  %s: %s, with spec %s\n", r.File, spec.Count(r.Phases, "phase"), r.Spec)
 		case r.Valid && r.Phases > 0:
-			fmt.Fprintf(out, "ok  %s: %d phases\n", r.File, r.Phases)
+			fmt.Fprintf(out, "ok  %s: %s\n", r.File, spec.Count(r.Phases, "phase"))
 		case r.Valid:
 			fmt.Fprintf(out, "ok  %s\n", r.File)
 		default:

@@ -11,8 +11,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
@@ -89,10 +91,34 @@ type Index struct {
 	path  string
 	inode uint64 // of the file opened: a rebuild moves aside only that one
 	warn  io.Writer
+	// users is the index's users file, held shared while the index is
+	// open (see Open).
+	users *os.File
 	// Rebuilt says why the index was built anew when it was opened or
 	// since ("" if it was not).
 	Rebuilt string
 }
+
+// Beside index.db, three files keep searches that run at once from
+// harming each other or the index:
+//
+//   - index.lock: held (an exclusive flock) while the index is opened,
+//     made, checked, rebuilt, and while a search that closes it looks
+//     whether it was the last: two searches never make it at once (SQLite
+//     said "table meta already exists" to the second), nor move aside the
+//     one the other just made; the second waits, then reads it;
+//   - index.users: held shared by every search that has the index open;
+//     one that can take it alone, under index.lock, knows it is alone;
+//   - index.dirty: made when the index is opened, removed by the last
+//     search to close it. Found by a search that is alone, it says the
+//     last one did not close it (kill -9, a crash, a power cut): the index
+//     is then checked whole (its pages and the full-text index against the
+//     documents) before it is used, and rebuilt if it fails.
+const (
+	lockName  = "index.lock"
+	usersName = "index.users"
+	dirtyName = "index.dirty"
+)
 
 // Options are how Open reports what it does on its own.
 type Options struct {
@@ -117,16 +143,100 @@ func Open(st *store.Store, o Options) (*Index, error) {
 	if o.Warn == nil {
 		ix.warn = io.Discard
 	}
-	problem, err := ix.open()
+	unlock, err := ix.lock()
 	if err != nil {
 		return nil, err
 	}
-	if problem != "" {
-		if err := ix.rebuild(problem); err != nil {
-			return nil, err
-		}
+	defer unlock()
+	uncleanClose, err := ix.join()
+	if err != nil {
+		return nil, err
+	}
+	problem, err := ix.open()
+	if err == nil && problem == "" && uncleanClose {
+		problem = ix.checkWhole()
+	}
+	if err == nil && problem != "" {
+		err = ix.rebuildLocked(problem)
+	}
+	if err != nil {
+		ix.leave()
+		return nil, err
 	}
 	return ix, nil
+}
+
+// lock takes index.lock, waiting for a search that holds it.
+func (ix *Index) lock() (unlock func(), err error) {
+	f, err := os.OpenFile(filepath.Join(filepath.Dir(ix.path), lockName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("the search index's lock: %w", err)
+	}
+	if err := flock(f, unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// join counts this search among the index's users, under index.lock; it
+// reports whether the index was left open by a search that ended without
+// closing it.
+func (ix *Index) join() (uncleanClose bool, err error) {
+	dir := filepath.Dir(ix.path)
+	users, err := os.OpenFile(filepath.Join(dir, usersName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return false, fmt.Errorf("the search index's users: %w", err)
+	}
+	alone := flock(users, unix.LOCK_EX|unix.LOCK_NB) == nil
+	dirty := filepath.Join(dir, dirtyName)
+	if _, err := os.Lstat(dirty); err == nil && alone {
+		_, statErr := os.Lstat(ix.path)
+		uncleanClose = statErr == nil
+	}
+	if f, err := os.OpenFile(dirty, os.O_WRONLY|os.O_CREATE, 0o600); err == nil {
+		f.Close()
+	}
+	// Shared from now on: others open it too. (index.lock is held: no
+	// other search looks between the two.)
+	if err := flock(users, unix.LOCK_SH); err != nil {
+		users.Close()
+		return false, fmt.Errorf("locking %s: %w", users.Name(), err)
+	}
+	ix.users = users
+	return uncleanClose, nil
+}
+
+// leave stops counting this search among the users; the last one removes
+// index.dirty: the index was closed. The caller holds index.lock.
+func (ix *Index) leave() {
+	if ix.users == nil {
+		return
+	}
+	if flock(ix.users, unix.LOCK_EX|unix.LOCK_NB) == nil {
+		os.Remove(filepath.Join(filepath.Dir(ix.path), dirtyName))
+	}
+	ix.users.Close()
+	ix.users = nil
+}
+
+// checkWhole checks the whole index (see Check); it returns why it cannot
+// be used, "" when it can.
+func (ix *Index) checkWhole() string {
+	if err := ix.Check(context.Background()); err != nil {
+		return fmt.Sprintf("was not closed by the last search (killed?) and fails its check (%v)", err)
+	}
+	return ""
+}
+
+// flock runs flock on f, again when a signal cuts it short.
+func flock(f *os.File, how int) error {
+	for {
+		err := unix.Flock(int(f.Fd()), how)
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
 }
 
 // open opens the database at ix.path; problem is why it cannot be used
@@ -260,6 +370,11 @@ func headerProblem(path string, size int64) string {
 
 // corrupt tells whether err is SQLite finding the file is not (or no
 // longer) a whole database.
+//
+// FTS5 says some of its own corruption with a plain error, and in its
+// words ("invalid fts5 file format ... - run 'rebuild'"), which made every
+// search fail: those count too. A user has nothing to run: the index is
+// rebuilt.
 func corrupt(err error) bool {
 	var e *sqlite.Error
 	if !errors.As(err, &e) {
@@ -271,13 +386,29 @@ func corrupt(err error) bool {
 	case sqlite3.SQLITE_IOERR:
 		return e.Code() == sqlite3.SQLITE_IOERR_SHORT_READ
 	}
+	message := strings.ToLower(e.Error())
+	for _, word := range []string{"run 'rebuild'", "invalid fts5 file format", "malformed", "corrupt"} {
+		if strings.Contains(message, word) {
+			return true
+		}
+	}
 	return false
 }
 
 // rebuild moves the index aside (to index.db.corrupt, replacing an older
 // one) and makes a new, empty one, which the next Update fills: it says
-// so on the warning writer, in one line.
+// so on the warning writer, in one line. It takes index.lock.
 func (ix *Index) rebuild(why string) error {
+	unlock, err := ix.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return ix.rebuildLocked(why)
+}
+
+// rebuildLocked is rebuild, index.lock held.
+func (ix *Index) rebuildLocked(why string) error {
 	if ix.db != nil {
 		ix.db.Close()
 		ix.db = nil
@@ -311,13 +442,24 @@ func (ix *Index) rebuild(why string) error {
 	return nil
 }
 
-// Close closes the index.
+// Close closes the index; the last search to close it says so (see
+// index.dirty).
 func (ix *Index) Close() error {
-	if ix.db == nil {
-		return nil
+	var err error
+	if ix.db != nil {
+		err = ix.db.Close()
+		ix.db = nil
 	}
-	err := ix.db.Close()
-	ix.db = nil
+	if ix.users != nil {
+		unlock, lockErr := ix.lock()
+		if lockErr != nil {
+			ix.users.Close()
+			ix.users = nil
+			return errors.Join(err, lockErr)
+		}
+		ix.leave()
+		unlock()
+	}
 	return err
 }
 

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"strings"
 	"syscall"
 	"time"
 
@@ -37,7 +38,7 @@ func Find(st *store.Store, o Options) (*Ref, error) {
 		if last == nil {
 			what := "no session"
 			if len(o.Statuses) > 0 {
-				what = fmt.Sprintf("no %v session", o.Statuses)
+				what = "no " + statusWords(o.Statuses) + " session"
 			}
 			return nil, refused("%s of %s in %s; name one (pipeline sessions lists them)", what, o.File, st.Root)
 		}
@@ -53,6 +54,19 @@ func Find(st *store.Store, o Options) (*Ref, error) {
 		return nil, err
 	}
 	return &Ref{Store: st, X: x, Plan: plan, Key: x.Meta.Key}, nil
+}
+
+// statusWords writes statuses as a reader says them: "paused", "paused or
+// running", "paused, running or failed" (not a Go list, [paused running]).
+func statusWords(statuses []engine.Status) string {
+	words := make([]string, len(statuses))
+	for i, s := range statuses {
+		words[i] = string(s)
+	}
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
 // ID is the session's id.

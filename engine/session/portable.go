@@ -1,10 +1,13 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/pipeline-dev/pipeline/engine/store"
@@ -73,8 +76,54 @@ type ImportOptions struct {
 // refused unless o.Replace, and replaced only while nothing runs it. An
 // archive that is not an export, or not a safe one, is refused
 // (*RefusedError): nothing is written.
+//
+// An interrupt (Ctrl+C, SIGTERM, SIGHUP) stops it: the folder it was
+// writing goes, and the process then dies of the signal as it would have
+// (exit 130 for Ctrl+C). ImportContext is Import for a caller that cancels
+// it itself.
 func Import(st *store.Store, r io.Reader, o ImportOptions) (store.Imported, error) {
-	got, err := st.Import(r, store.ImportOptions{CheckID: checkFullID, Files: portableFiles, MaxSize: o.MaxSize,
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan os.Signal, 1)
+	go func() {
+		select {
+		case sig := <-signals:
+			stopped <- sig
+			cancel()
+		case <-ctx.Done():
+			stopped <- nil
+		}
+	}()
+	got, err := ImportContext(ctx, st, r, o)
+	cancel()
+	sig := <-stopped
+	signal.Stop(signals)
+	if s, ok := sig.(syscall.Signal); ok {
+		dieOf(s)
+	}
+	return got, err
+}
+
+// dieOf ends the process by sig, as if it had not been caught: a shell
+// sees a Ctrl+C (exit 130) and stops a script's loop. A signal ignored
+// when the process started stays ignored: then dieOf returns.
+func dieOf(sig syscall.Signal) {
+	signal.Reset(sig)
+	if signal.Ignored(sig) {
+		return
+	}
+	syscall.Kill(os.Getpid(), sig)
+	// The runtime takes the signal on another thread; should it not end
+	// the process, the exit status says the same.
+	time.Sleep(time.Second)
+	os.Exit(128 + int(sig))
+}
+
+// ImportContext is Import, stopped by ctx: cancelled, the folder it was
+// writing goes and it returns ctx's error.
+func ImportContext(ctx context.Context, st *store.Store, r io.Reader, o ImportOptions) (store.Imported, error) {
+	got, err := st.Import(ctx, r, store.ImportOptions{CheckID: checkFullID, Files: portableFiles, MaxSize: o.MaxSize,
 		Replace: o.Replace, Holder: store.Holder{PID: os.Getpid(), Started: time.Now()}})
 	var (
 		archiveErr *store.ArchiveError
@@ -88,6 +137,8 @@ func Import(st *store.Store, r io.Reader, o ImportOptions) (store.Imported, erro
 		return got, &RefusedError{Err: err, Message: fmt.Sprintf("%v: import --replace puts the archive's in its place", err)}
 	case errors.As(err, &locked):
 		return got, &RefusedError{Err: err, Message: fmt.Sprintf("session %s cannot be replaced now: %v", got.Manifest.Session, err)}
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return got, fmt.Errorf("import interrupted: nothing was imported: %w", err)
 	case err != nil:
 		return got, storeRefused(st, err)
 	}

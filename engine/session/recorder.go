@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/pipeline-dev/pipeline/engine"
@@ -75,8 +76,8 @@ func checkPhases(plan *spec.Plan, s engine.State, id string) error {
 	for _, p := range plan.Phases {
 		has = append(has, p.Name)
 	}
-	return fmt.Errorf("session %s ran the phases %v; the pipeline now has %v. Prompts and policies may change between runs, the list of phases may not: run with --new to start a session with the new phases",
-		id, had, has)
+	return fmt.Errorf("session %s ran the phases %s; the pipeline now has %s. Prompts and policies may change between runs, the list of phases may not: run with --new to start a session with the new phases",
+		id, strings.Join(had, " → "), strings.Join(has, " → "))
 }
 
 // Summarize is a state's line in the session index.

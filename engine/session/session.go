@@ -197,7 +197,7 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 		if x == nil && o.Create == Never {
 			what := "no session"
 			if len(o.Statuses) > 0 {
-				what = fmt.Sprintf("no %v session", o.Statuses)
+				what = "no " + statusWords(o.Statuses) + " session"
 			}
 			return fail(refused("%s of %s in %s; name one (pipeline sessions lists them)", what, o.File, st.Root))
 		}
@@ -344,7 +344,11 @@ func sweepOrphans(x *store.Session, crashed bool, say func(string, ...any)) erro
 		say("stopped what the last runner's step left running (process group %d)", pgid)
 	}
 	if left := steps.KillMarked(StepMark(x.Meta.ID)); len(left) > 0 {
-		say("stopped %d process(es) the last runner's steps left running outside their process group: %v", len(left), left)
+		pids := make([]string, len(left))
+		for i, pid := range left {
+			pids[i] = fmt.Sprint(pid)
+		}
+		say("stopped %d process(es) the last runner's steps left running outside their process group: pid %s", len(left), strings.Join(pids, ", "))
 	}
 	if content == nil {
 		return nil

@@ -74,7 +74,7 @@ func TestOpenCreatesAsAsked(t *testing.T) {
 	if _, err := p.open(paused); err == nil {
 		t.Fatal("Create: Never made a session")
 	} else {
-		wantRefused(t, err, "no [paused] session")
+		wantRefused(t, err, "no paused session")
 	}
 	s := p.mustOpen(session.Options{Create: session.IfNone})
 	if !s.Created || s.Crashed {
@@ -217,4 +217,26 @@ func TestOpenRefusesChangedPhases(t *testing.T) {
 	}
 	_, err := session.Open(context.Background(), p.st, session.Options{ID: id})
 	wantRefused(t, err, "run with --new")
+}
+
+// Issue 23 (item 22): "no [paused running failed] session" printed a Go
+// list. The statuses are written in words.
+func TestIssue23NoSessionOfStatusesInWords(t *testing.T) {
+	p := newProject(t, twoPhases)
+	for _, c := range []struct {
+		statuses []engine.Status
+		want     string
+	}{
+		{[]engine.Status{engine.StatusPaused}, "no paused session of "},
+		{[]engine.Status{engine.StatusPaused, engine.StatusRunning}, "no paused or running session of "},
+		{[]engine.Status{engine.StatusPaused, engine.StatusRunning, engine.StatusFailed}, "no paused, running or failed session of "},
+	} {
+		_, openErr := p.open(session.Options{Statuses: c.statuses})
+		_, findErr := session.Find(p.st, session.Options{File: p.file, Plan: p.plan, Statuses: c.statuses})
+		for _, err := range []error{openErr, findErr} {
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.ContainsAny(err.Error(), "[]") {
+				t.Errorf("%v: %v; want %q and no Go list", c.statuses, err, c.want)
+			}
+		}
+	}
 }

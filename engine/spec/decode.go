@@ -60,6 +60,9 @@ type decoder struct {
 	// reported holds the place of every problem, those past maxProblems
 	// too, so that a mistake already told is not told again.
 	reported map[Position]bool
+	// programs are the programs named by a path (./bin/agent) where they
+	// were written: Load looks for them (programs.go).
+	programs []programRef
 }
 
 // byteOrderMark is what some editors write at the start of a UTF-8 file.
@@ -154,7 +157,39 @@ func (d *decoder) position(tk *token.Token) Position {
 	if tk == nil {
 		return Position{File: d.file, Line: 1 + d.lineOffset, Column: 1}
 	}
-	return Position{File: d.file, Line: tk.Position.Line + d.lineOffset, Column: max(tk.Position.Column, 1)}
+	pos := Position{File: d.file, Line: tk.Position.Line + d.lineOffset, Column: max(tk.Position.Column, 1)}
+	if tk.Type == token.StringType {
+		return d.plainStart(tk, pos)
+	}
+	return pos
+}
+
+// plainStart is where a plain scalar written over several lines starts.
+// The parser places some of them (one that runs to the end of the file,
+// one whose next lines start with "- ") at their end, or on the line
+// after: a message would then point at the last line of the value rather
+// than at the key it belongs to. The first line of the scalar as written
+// (its Origin) is looked for at pos, then on the lines the scalar can
+// have started on.
+func (d *decoder) plainStart(tk *token.Token, pos Position) Position {
+	text := strings.TrimRight(strings.TrimLeft(tk.Origin, " \t\r\n"), " \t\r\n")
+	first, rest, multiLine := strings.Cut(text, "\n")
+	if !multiLine {
+		return pos
+	}
+	first = strings.TrimRight(first, " \t\r")
+	want := []rune(first)
+	if line := d.runeLine(pos.Line); pos.Column-1+len(want) <= len(line) && string(line[pos.Column-1:pos.Column-1+len(want)]) == first {
+		return pos
+	}
+	lines := strings.Count(rest, "\n") + 2
+	for l := pos.Line - lines + 1; l >= pos.Line-lines-1 && l >= 1; l-- {
+		line := []rune(strings.TrimRight(d.sourceLine(l), " \t\r"))
+		if len(line) >= len(want) && string(line[len(line)-len(want):]) == first {
+			return Position{File: d.file, Line: l, Column: len(line) - len(want) + 1}
+		}
+	}
+	return pos
 }
 
 // nodePosition is where a node starts: for a mapping, its first key.
@@ -448,6 +483,8 @@ type field struct {
 	globs bool
 	// oneOf, when set, are the words a string field may hold.
 	oneOf []string
+	// shell is a shell line (run:), refused as a number.
+	shell bool
 }
 
 // fields lists the YAML keys of a struct type, flattening inline fields.
@@ -475,7 +512,8 @@ func fields(t reflect.Type) []field {
 			oneOf = strings.Split(words, ",")
 		}
 		out = append(out, field{name: tag, index: []int{i}, kind: kind,
-			template: f.Tag.Get("kind") == "template", globs: f.Tag.Get("kind") == "globs", oneOf: oneOf})
+			template: f.Tag.Get("kind") == "template", globs: f.Tag.Get("kind") == "globs", oneOf: oneOf,
+			shell: f.Tag.Get("kind") == "shell"})
 	}
 	return out
 }
@@ -601,6 +639,10 @@ func (d *decoder) decodeStruct(node ast.Node, v reflect.Value, path string) {
 		}
 		keyPosition := d.position(e.Key.GetToken())
 		d.positions[join(path, key)+"#key"] = keyPosition
+		if match.shell && d.notShellLine(d.resolve(e.Value), join(path, key)) {
+			d.positions[join(path, key)] = d.nodePosition(e.Value)
+			continue
+		}
 		d.decode(e.Value, v.FieldByIndex(match.index), join(path, key), match.kind)
 		if text := v.FieldByIndex(match.index); match.template && text.String() != "" {
 			d.templates[join(path, key)] = d.textPlace(d.resolve(e.Value), text.String())
@@ -701,6 +743,9 @@ func (d *decoder) decodeCommands(node ast.Node, out *Commands, path string) {
 			where = fmt.Sprintf("%s[%d]", path, i)
 		}
 		item = d.resolve(item)
+		if d.notShellLine(item, where) {
+			continue
+		}
 		if _, ok := item.(*ast.MappingNode); ok {
 			d.reportNode(item, fmt.Sprintf("%s must be a shell line or a list of them, not %s", where, describe(item)), hint)
 			continue
@@ -717,8 +762,24 @@ func (d *decoder) decodeCommands(node ast.Node, out *Commands, path string) {
 			d.reportNode(item, fmt.Sprintf("%s is an empty command", where), hint)
 			continue
 		}
+		d.shellProgram(text, d.nodePosition(item), where)
 		*out = append(*out, text)
 	}
+}
+
+// notShellLine reports a number, or true or false, where a shell line is
+// expected (a hook, run:): YAML reads paused: 42 or paused: true as a
+// number or a boolean, never the command the user may think enabled.
+func (d *decoder) notShellLine(node ast.Node, path string) bool {
+	switch node.(type) {
+	case *ast.IntegerNode, *ast.FloatNode, *ast.InfinityNode, *ast.NanNode, *ast.BoolNode:
+	default:
+		return false
+	}
+	text := node.GetToken().Value
+	d.reportNode(node, fmt.Sprintf("%s must be a shell line, not %s (%s)", path, describe(node), text),
+		fmt.Sprintf(`write the command to run, such as notify-send "pipeline paused"; if %s is the program itself, quote it: '%s'`, text, text))
+	return true
 }
 
 func (d *decoder) decodeTriggers(node ast.Node, out *Triggers, path string) {

@@ -218,6 +218,9 @@ func checkAgent(d *decoder, a *Agent, path string) {
 	if d.has(path+".command") && len(a.Command) > 0 && strings.TrimSpace(a.Command[0]) == "" {
 		d.reportAt(d.positions[path+".command"], fmt.Sprintf("%s.command starts with an empty program name", path), "")
 	}
+	if len(a.Command) > 0 && (a.Kind == "" || a.Kind == KindCommand) {
+		d.program(a.Command[0], d.positions[path+".command[0]"], path+".command")
+	}
 }
 
 func checkPhases(d *decoder, phases []Phase, path string) {
@@ -266,8 +269,10 @@ func checkSteps(d *decoder, phase Phase, at string) {
 		case !hasRun && !hasAgent:
 			d.reportAt(d.positions[sp], fmt.Sprintf("%s has neither run nor agent", sp),
 				"add agent: {} for an agent step with the phase prompt, or run: <shell command>")
-		case hasRun && strings.TrimSpace(step.Run) == "":
+		case hasRun && strings.TrimSpace(step.Run) == "" && !d.reportedAt(d.positions[sp+".run"]):
 			d.reportAt(d.positions[sp+".run"], fmt.Sprintf("%s.run is empty", sp), "write the shell command to run, e.g. go test ./...")
+		case hasRun:
+			d.shellProgram(step.Run, d.positions[sp+".run"], sp+".run")
 		}
 		if hasRun && step.Prompt != "" {
 			d.reportAt(d.positions[sp+".prompt#key"], fmt.Sprintf("%s.prompt is only for agent steps", sp), "remove it, or make the step an agent step")

@@ -184,7 +184,7 @@ type Phase struct {
 type Step struct {
 	Name        string   `yaml:"name" json:"name,omitempty" jsonschema_description:"name of the step, for steps.<name> in expressions; defaults to agent or run"`
 	Agent       *Agent   `yaml:"agent" json:"agent,omitempty" jsonschema_description:"an agent step; {} uses the phase's agent"`
-	Run         string   `yaml:"run" json:"run,omitempty" jsonschema_description:"a shell command, such as the test suite"`
+	Run         string   `yaml:"run" json:"run,omitempty" kind:"shell" jsonschema_description:"a shell command, such as the test suite"`
 	Prompt      string   `yaml:"prompt" json:"prompt,omitempty" jsonschema_description:"for an agent step: the prompt, instead of the phase prompt"`
 	Timeout     Duration `yaml:"timeout" json:"timeout,omitempty" jsonschema_description:"longest this step may run, over the phase's timeout"`
 	IdleTimeout Duration `yaml:"idle_timeout" json:"idle_timeout,omitempty" jsonschema_description:"longest this step may go without output, over the phase's idle_timeout"`

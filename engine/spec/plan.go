@@ -235,7 +235,11 @@ func Load(path, specPath string) (*Plan, error) {
 			return nil, specErr
 		}
 	}
-	return Resolve(doc, fm)
+	plan, err := Resolve(doc, fm)
+	if plan != nil {
+		plan.Warnings = append(plan.Warnings, missingPrograms(doc, fm)...)
+	}
+	return plan, err
 }
 
 func isSpecError(err error) bool {
@@ -356,6 +360,8 @@ func (r *resolver) plan() *Plan {
 	sources := r.phaseSources()
 	if r.fm != nil && r.fm.AgentPhases != nil {
 		plan.Warnings = r.unknownAgentPhases(sources)
+	} else if r.fm != nil && r.fm.Pipeline != nil && r.fm.Pipeline.Phases != nil {
+		plan.Warnings = r.droppedPhases(sources)
 	}
 	for _, source := range sources {
 		phase := r.phase(source, defaults, defaultAgent)
@@ -397,6 +403,51 @@ func (r *resolver) unknownAgentPhases(sources []phaseSource) []Problem {
 			Hint:    hint})
 	}
 	return warnings
+}
+
+// droppedPhases warns of a spec's pipeline.phases that names only phases
+// phases.yaml has, and fewer of them: written to amend a phase or two, it
+// replaces the whole list, and the phases it leaves out do not run for
+// this spec. A list with a phase of its own is a new list, meant as one.
+func (r *resolver) droppedPhases(sources []phaseSource) []Problem {
+	written := map[string]bool{}
+	var names []string
+	for _, s := range sources {
+		if s.base == nil {
+			return nil
+		}
+		written[s.name] = true
+		names = append(names, s.name)
+	}
+	var dropped, amend []string
+	for _, phase := range r.doc.Pipeline.Phases {
+		if written[phase.Name] {
+			amend = append(amend, fmt.Sprintf("{name: %s, ...}", phase.Name))
+			continue
+		}
+		dropped = append(dropped, phase.Name)
+		amend = append(amend, fmt.Sprintf("{name: %s}", phase.Name))
+	}
+	if len(dropped) == 0 {
+		return nil
+	}
+	at := r.fm.dec.positions["pipeline.phases#key"]
+	if at.Line == 0 {
+		at = r.fm.origin("pipeline.phases").Position
+	}
+	return []Problem{{Position: at,
+		Message: fmt.Sprintf("pipeline.phases names only %s of phases.yaml's %d, so it replaces the list: %s %s not run for this spec",
+			Count(len(names), "phase"), len(r.doc.Pipeline.Phases), strings.Join(dropped, ", "), map[bool]string{true: "is", false: "are"}[len(dropped) == 1]),
+		Hint: fmt.Sprintf("to change the values of %s and keep every phase, list them all in phases.yaml's order; a phase given by its name alone runs as phases.yaml has it: phases: [%s]. To run only %s on purpose, keep the list as it is",
+			strings.Join(names, ", "), strings.Join(amend, ", "), strings.Join(names, ", "))}}
+}
+
+// Count writes n and a noun, singular for one: "1 phase", "4 phases".
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func ptr[T any](v T) *T { return &v }

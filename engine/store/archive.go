@@ -3,6 +3,7 @@ package store
 import (
 	"archive/tar"
 	"compress/gzip"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -322,7 +323,22 @@ type Imported struct {
 // the same id with the same files is left as it is (Unchanged); with
 // other files it is refused (*ExistsError) unless o.Replace. A bad
 // archive is an *ArchiveError; nothing is written then.
-func (s *Store) Import(r io.Reader, o ImportOptions) (Imported, error) {
+//
+// Cancelling ctx (an interrupt) stops it between two reads of r: what it
+// wrote goes, and it returns ctx's error. Killed, it leaves its folder
+// (.new-import-*), which the next Open of the store sweeps.
+func (s *Store) Import(ctx context.Context, r io.Reader, o ImportOptions) (Imported, error) {
+	reading, stop := context.WithCancel(ctx)
+	defer stop()
+	got, err := s.importArchive(ctx, newInterruptible(reading, r), o)
+	if err != nil && ctx.Err() != nil {
+		// Not a damaged archive: an interrupted read.
+		return Imported{}, ctx.Err()
+	}
+	return got, err
+}
+
+func (s *Store) importArchive(ctx context.Context, r io.Reader, o ImportOptions) (Imported, error) {
 	if o.MaxSize <= 0 {
 		o.MaxSize = DefaultImportMaxSize
 	}
@@ -365,7 +381,8 @@ func (s *Store) Import(r io.Reader, o ImportOptions) (Imported, error) {
 	var random [6]byte
 	_, _ = rand.Read(random[:])
 	tmp := sessionRel(newPrefix + "import-" + hex.EncodeToString(random[:]))
-	if err := s.mkdir(tmp); err != nil {
+	owned, err := s.mkdirOwned(tmp)
+	if err != nil {
 		return Imported{}, err
 	}
 	committed := false
@@ -373,6 +390,7 @@ func (s *Store) Import(r io.Reader, o ImportOptions) (Imported, error) {
 		if !committed {
 			s.removeAll(tmp)
 		}
+		owned.Close()
 	}()
 	if err := s.mkdir(tmp + "/transcripts"); err != nil {
 		return Imported{}, err
@@ -383,6 +401,9 @@ func (s *Store) Import(r io.Reader, o ImportOptions) (Imported, error) {
 	// What follows the tar's end is its padding: read it, so that the gzip
 	// stream's checksum is checked.
 	if _, err := io.Copy(io.Discard, io.LimitReader(gz, 1<<20)); err != nil {
+		if ctx.Err() != nil {
+			return Imported{}, ctx.Err()
+		}
 		return Imported{}, archiveErrorf("the archive is damaged: %v", err)
 	}
 	content, err := s.readFile(tmp + "/" + metaName)
@@ -413,7 +434,9 @@ func (s *Store) Import(r io.Reader, o ImportOptions) (Imported, error) {
 	defer unlock()
 	if err := s.rename(tmp, sessionRel(meta.ID)); err != nil {
 		if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY) {
-			return Imported{}, &ExistsError{ID: meta.ID, Diff: "it was made while the archive was read"}
+			// Imported meanwhile, by another import of the same archive
+			// most often: the same files are the same session.
+			return s.importedMeanwhile(meta.ID, o, out)
 		}
 		return Imported{}, err
 	}
@@ -423,6 +446,94 @@ func (s *Store) Import(r io.Reader, o ImportOptions) (Imported, error) {
 		return Imported{}, err
 	}
 	return out, s.syncFile("sessions")
+}
+
+// importedMeanwhile is an import that found, when it came to put the
+// session in its place, that the store had it by then: Unchanged if it
+// holds the archive's files, else an *ExistsError.
+func (s *Store) importedMeanwhile(id string, o ImportOptions, out Imported) (Imported, error) {
+	have, err := s.find(id)
+	if err != nil {
+		return Imported{}, err
+	}
+	here, err := s.manifestFiles(have, o.Files)
+	if err != nil {
+		return Imported{}, err
+	}
+	if diff := filesDiff(here, out.Manifest.Files); diff != "" {
+		return Imported{}, &ExistsError{ID: id, Diff: "it was made while the archive was read: " + diff}
+	}
+	out.Meta, out.Unchanged = have, true
+	return out, nil
+}
+
+// interruptible reads r until ctx is done, at once even when a read of r
+// waits (a pipe whose writer is silent): an import interrupted stops
+// there, not at the end of a gigabyte or of its input. A goroutine reads
+// r ahead, a chunk at a time; left waiting on r when ctx is done, it ends
+// with that read.
+type interruptible struct {
+	ctx     context.Context
+	chunks  chan readChunk
+	free    chan []byte
+	pending []byte
+	last    []byte
+	err     error
+}
+
+type readChunk struct {
+	b   []byte
+	err error
+}
+
+// chunkSize is what interruptible reads of r at a time.
+const chunkSize = 256 << 10
+
+func newInterruptible(ctx context.Context, r io.Reader) *interruptible {
+	ir := &interruptible{ctx: ctx, chunks: make(chan readChunk), free: make(chan []byte, 2)}
+	ir.free <- make([]byte, chunkSize)
+	ir.free <- make([]byte, chunkSize)
+	go func() {
+		for {
+			var buf []byte
+			select {
+			case buf = <-ir.free:
+			case <-ctx.Done():
+				return
+			}
+			n, err := r.Read(buf)
+			select {
+			case ir.chunks <- readChunk{buf[:n], err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return ir
+}
+
+func (ir *interruptible) Read(p []byte) (int, error) {
+	for len(ir.pending) == 0 {
+		if ir.err != nil {
+			return 0, ir.err
+		}
+		if ir.last != nil {
+			ir.free <- ir.last[:cap(ir.last)]
+			ir.last = nil
+		}
+		select {
+		case c := <-ir.chunks:
+			ir.pending, ir.last, ir.err = c.b, c.b, c.err
+		case <-ir.ctx.Done():
+			return 0, ir.ctx.Err()
+		}
+	}
+	n := copy(p, ir.pending)
+	ir.pending = ir.pending[n:]
+	return n, nil
 }
 
 // readManifest reads and checks the first entry of an archive.

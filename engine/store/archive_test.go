@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -100,7 +101,7 @@ func importOptions() ImportOptions {
 func TestExportImportRoundTrip(t *testing.T) {
 	from, archive := exportedSession(t)
 	to := importStore(t)
-	got, err := to.Import(bytes.NewReader(archive), importOptions())
+	got, err := to.Import(context.Background(), bytes.NewReader(archive), importOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	}
 
 	// The same archive again: nothing to do.
-	again, err := to.Import(bytes.NewReader(archive), importOptions())
+	again, err := to.Import(context.Background(), bytes.NewReader(archive), importOptions())
 	if err != nil || !again.Unchanged {
 		t.Errorf("a second import: %+v %v", again, err)
 	}
@@ -164,7 +165,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 func TestImportRefusesToReplaceUnlessAsked(t *testing.T) {
 	from, archive := exportedSession(t)
 	to := importStore(t)
-	if _, err := to.Import(bytes.NewReader(archive), importOptions()); err != nil {
+	if _, err := to.Import(context.Background(), bytes.NewReader(archive), importOptions()); err != nil {
 		t.Fatal(err)
 	}
 	x, err := from.Session(testID)
@@ -177,7 +178,7 @@ func TestImportRefusesToReplaceUnlessAsked(t *testing.T) {
 	if _, err := from.Export(testID, &b, ExportOptions{Files: extraFiles, Summary: Summary{Status: "paused"}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = to.Import(bytes.NewReader(b.Bytes()), importOptions())
+	_, err = to.Import(context.Background(), bytes.NewReader(b.Bytes()), importOptions())
 	var exists *ExistsError
 	if !errors.As(err, &exists) || !strings.Contains(err.Error(), "events.jsonl") {
 		t.Fatalf("importing a newer version: %v", err)
@@ -192,11 +193,11 @@ func TestImportRefusesToReplaceUnlessAsked(t *testing.T) {
 		t.Fatal(err)
 	}
 	var locked *LockedError
-	if _, err := to.Import(bytes.NewReader(b.Bytes()), o); !errors.As(err, &locked) {
+	if _, err := to.Import(context.Background(), bytes.NewReader(b.Bytes()), o); !errors.As(err, &locked) {
 		t.Errorf("replacing a running session: %v", err)
 	}
 	lock.Release()
-	got, err := to.Import(bytes.NewReader(b.Bytes()), o)
+	got, err := to.Import(context.Background(), bytes.NewReader(b.Bytes()), o)
 	if err != nil || !got.Replaced {
 		t.Fatalf("replacing: %+v %v", got, err)
 	}
@@ -360,7 +361,7 @@ func TestImportRefusesHostileArchives(t *testing.T) {
 				return nil
 			}
 			o.MaxSize = c.max
-			_, err := to.Import(bytes.NewReader(c.archive), o)
+			_, err := to.Import(context.Background(), bytes.NewReader(c.archive), o)
 			var archiveErr *ArchiveError
 			if !errors.As(err, &archiveErr) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%v; want an ArchiveError with %q", err, c.want)

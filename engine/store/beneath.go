@@ -313,14 +313,19 @@ func (s *Store) writeAtomic(rel string, content []byte, durable bool) error {
 		return err
 	}
 	defer done()
-	var random [6]byte
-	_, _ = rand.Read(random[:])
-	tmp := ".tmp-" + hex.EncodeToString(random[:])
-	fd, err := openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+	tmp, f, err := s.createTemp(dir, rel, last)
 	if err != nil {
-		return s.pathError("open", dir, rel, last, err)
+		return err
 	}
-	f := os.NewFile(uintptr(fd), s.path(rel))
+	// The file's lock (see createTemp) is held until it has its name: a
+	// second descriptor of it outlives the close.
+	held, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		f.Close()
+		unix.Unlinkat(dir, tmp, 0)
+		return &fs.PathError{Op: "dup", Path: s.path(rel), Err: err}
+	}
+	defer unix.Close(held)
 	// One err through write, sync and close: a short write (a full disk)
 	// must stop the rename, or a truncated file replaces the whole one.
 	_, err = f.Write(content)
@@ -343,6 +348,189 @@ func (s *Store) writeAtomic(rel string, content []byte, durable bool) error {
 		return fsync(dir)
 	}
 	return nil
+}
+
+// tempPrefix names the temporary file of a writeAtomic, beside the file
+// it replaces.
+const tempPrefix = ".tmp-"
+
+// createTemp makes the temporary file of a writeAtomic of rel in the
+// folder dir, and takes its lock: the lock says a live writer owns it, so
+// that sweepTemps leaves it alone; a kill -9 drops the lock with the
+// process, and the next sweep removes what it left. A sweep can take the
+// lock of a file just made, before its writer does: the writer then finds
+// the lock taken, or the file unlinked, and makes another. One sweep
+// lists a folder once, so it can take a writer's file once: the bound on
+// tries is for sweeps without end.
+func (s *Store) createTemp(dir int, rel, last string) (string, *os.File, error) {
+	for attempt := 0; ; attempt++ {
+		var random [6]byte
+		_, _ = rand.Read(random[:])
+		tmp := tempPrefix + hex.EncodeToString(random[:])
+		fd, err := openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+		if err != nil {
+			return "", nil, s.pathError("open", dir, rel, last, err)
+		}
+		f := os.NewFile(uintptr(fd), s.path(rel))
+		taken, err := tryLock(f)
+		var st unix.Stat_t
+		if err == nil && taken {
+			err = unix.Fstat(fd, &st)
+		}
+		switch {
+		case err != nil:
+			f.Close()
+			unix.Unlinkat(dir, tmp, 0)
+			return "", nil, &fs.PathError{Op: "lock", Path: s.path(rel), Err: err}
+		case taken && st.Nlink > 0:
+			return tmp, f, nil
+		}
+		f.Close() // a sweep has it, and unlinks it
+		if attempt == 1000 {
+			return "", nil, &fs.PathError{Op: "open", Path: s.path(rel), Err: errors.New("its temporary files keep being swept as stale")}
+		}
+	}
+}
+
+// sweepTemps removes the temporary files of writeAtomic (.tmp-*) left in
+// the folder rel ("" for the store's folder) by a writer that died (kill
+// -9, a crash, a power cut): those whose lock no live process holds. It
+// says how many it removed; a file it cannot look at is left.
+func (s *Store) sweepTemps(rel string) int {
+	f, err := s.openDir(rel)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return 0
+	}
+	dir := int(f.Fd())
+	removed := 0
+	for _, n := range names {
+		if !strings.HasPrefix(n, tempPrefix) {
+			continue
+		}
+		fd, err := openat(dir, n, unix.O_WRONLY|unix.O_NONBLOCK, 0)
+		if err != nil {
+			continue // gone meanwhile, a link, not ours
+		}
+		tmp := os.NewFile(uintptr(fd), n)
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			// Unlinked while its lock is held: its writer, if it comes
+			// to it, sees the file gone and makes another.
+			if taken, err := tryLock(tmp); err == nil && taken && unix.Unlinkat(dir, n, 0) == nil {
+				removed++
+			}
+		}
+		tmp.Close()
+	}
+	return removed
+}
+
+// mkdirOwned makes the folder rel, which must not be there, and takes its
+// lock (an flock on the folder): the lock says a live process is making
+// it (a session's .new- folder), so that sweepNew leaves it alone; a kill
+// -9 drops the lock with the process. It returns the folder, open: its
+// lock goes with the last descriptor of it, once the folder has its
+// name, or is removed. A sweep that takes the lock of a folder just made
+// removes it: then it is made again.
+func (s *Store) mkdirOwned(rel string) (*os.File, error) {
+	for attempt := 0; ; attempt++ {
+		dir, last, done, err := s.parent(rel)
+		if err != nil {
+			return nil, err
+		}
+		err = unix.Mkdirat(dir, last, 0o700)
+		done()
+		switch {
+		case errors.Is(err, unix.EEXIST) && attempt > 0 && attempt < 1000:
+			continue // the sweep that took ours is removing it
+		case err != nil:
+			return nil, &fs.PathError{Op: "mkdir", Path: s.path(rel), Err: err}
+		}
+		f, err := s.openFile(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err == nil {
+			var taken bool
+			if taken, err = flockNB(f); err == nil && taken {
+				var st unix.Stat_t
+				if err = unix.Fstat(int(f.Fd()), &st); err == nil && st.Nlink > 0 {
+					return f, nil
+				}
+			}
+			f.Close()
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		if attempt == 1000 {
+			return nil, &fs.PathError{Op: "mkdir", Path: s.path(rel), Err: errors.New("it keeps being swept as stale")}
+		}
+	}
+}
+
+// sweepNew removes the session folders being made (.new-*: a session
+// created, a session imported) that no live process owns (see
+// mkdirOwned): what a kill -9 or a crash in the middle left. It says how
+// many it removed.
+func (s *Store) sweepNew() int {
+	names, err := s.readDirNames("sessions")
+	if err != nil {
+		return 0
+	}
+	removed := 0
+	for _, n := range names {
+		if !strings.HasPrefix(n, newPrefix) {
+			continue
+		}
+		rel := sessionRel(n)
+		f, err := s.openFile(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			continue // gone meanwhile, a link, not a folder
+		}
+		if taken, err := flockNB(f); err == nil && taken && s.removeAll(rel) == nil {
+			removed++
+		}
+		f.Close()
+	}
+	return removed
+}
+
+// flockNB takes the flock of f without waiting; false when another open
+// file holds it. (flock, not the keys' locks: it takes a folder.)
+func flockNB(f *os.File) (bool, error) {
+	conn, err := f.SyscallConn()
+	if err != nil {
+		return false, err
+	}
+	var lockErr error
+	if err := conn.Control(func(fd uintptr) {
+		for {
+			if lockErr = unix.Flock(int(fd), unix.LOCK_EX|unix.LOCK_NB); lockErr != unix.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return false, err
+	}
+	if errors.Is(lockErr, unix.EWOULDBLOCK) {
+		return false, nil
+	}
+	return lockErr == nil, lockErr
+}
+
+// openDir opens the folder rel, "" for the store's folder.
+func (s *Store) openDir(rel string) (*os.File, error) {
+	if rel != "" {
+		return s.openFile(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	}
+	fd, err := openat(s.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: s.Root, Err: err}
+	}
+	return os.NewFile(uintptr(fd), s.Root), nil
 }
 
 // fsync syncs an open folder or file by descriptor.

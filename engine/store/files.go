@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"golang.org/x/sys/unix"
 )
@@ -129,10 +130,11 @@ func (s *Store) OpenSessionFile(id, rel string) (*os.File, error) {
 	return s.openFile(sessionRel(id)+"/"+rel, unix.O_RDONLY, 0)
 }
 
-// sessionName checks that id names a session's folder: not one being made
-// or removed.
+// sessionName checks that id names a session's folder: one name inside
+// the sessions folder (not ../../x, not a/b), not one being made or
+// removed, and printable on one line.
 func sessionName(id string) error {
-	if err := name(id); err != nil || strings.HasPrefix(id, ".") {
+	if err := name(id); err != nil || strings.HasPrefix(id, ".") || strings.ContainsFunc(id, func(r rune) bool { return !unicode.IsGraphic(r) || unicode.IsSpace(r) }) {
 		return fmt.Errorf("bad session id %q", id)
 	}
 	return nil

@@ -92,6 +92,12 @@ func parseIndexLine(line []byte) (sum Summary, old, ok bool) {
 	if errors.Join(err1, err2, err3, err4) != nil {
 		return Summary{}, false, false
 	}
+	// The id names a folder: one that is not a session's (../../x, a/b)
+	// is not the store's, and acting on it would reach outside the store.
+	// (The key names a lock file only through lockRel, which checks it.)
+	if sessionName(string(fields[0])) != nil {
+		return Summary{}, false, false
+	}
 	sum = Summary{ID: string(fields[0]), Key: string(fields[1]), Status: string(fields[2]), Phase: string(fields[3]),
 		PauseReason: string(fields[4]), Tokens: tokens, CostUSD: cost, Created: time.Unix(0, created),
 		Updated: time.Unix(0, updated), Pipeline: string(fields[9]), Spec: string(fields[10])}
@@ -102,6 +108,16 @@ func parseIndexLine(line []byte) (sum Summary, old, ok bool) {
 		sum.ReplayOf = string(fields[12])
 	}
 	return sum, len(fields) < indexFields, true
+}
+
+// indexLineText is a line of the index as a warning quotes it: short, on
+// one line.
+func indexLineText(line []byte) string {
+	text := strconv.Quote(string(line))
+	if len(text) > 120 {
+		text = text[:117] + "…"
+	}
+	return text
 }
 
 // portable is a summary as the index keeps it: its paths relative to the
@@ -210,7 +226,7 @@ func (s *Store) readIndex() ([]Summary, error) {
 	latest := map[string]int{}
 	var out []Summary
 	var old []bool
-	for len(content) > 0 {
+	for number := 1; len(content) > 0; number++ {
 		i := bytes.IndexByte(content, '\n')
 		if i < 0 {
 			break // a torn last line
@@ -219,6 +235,12 @@ func (s *Store) readIndex() ([]Summary, error) {
 		content = content[i+1:]
 		sum, isOld, ok := parseIndexLine(line)
 		if !ok {
+			// Not a line pipeline wrote (a forged id such as ../../x, a
+			// field that is no number): skipped, never acted on, and
+			// said once.
+			s.warnOnce(fmt.Sprintf("%s line %d", indexName, number)+string(line),
+				"pipeline: warning: %s line %d is not a line of the sessions index (%s): skipped; remove it, or let pipeline clean rewrite the index without it\n",
+				s.path(indexName), number, indexLineText(line))
 			continue
 		}
 		if at, seen := latest[sum.ID]; seen {
@@ -303,6 +325,24 @@ func (s *Store) RemoveUnfinished(age time.Duration) (int, error) {
 			if modified, err := s.modTime(rel); err != nil || time.Since(modified) <= age {
 				continue
 			}
+			// An import of gigabytes may take longer: one whose owner lives
+			// (see mkdirOwned) is left.
+			f, err := s.openFile(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+			if err != nil {
+				continue
+			}
+			taken, err := flockNB(f)
+			if err != nil || !taken {
+				f.Close()
+				continue
+			}
+			err = s.removeAll(rel)
+			f.Close()
+			if err != nil {
+				return removed, err
+			}
+			removed++
+			continue
 		case strings.HasPrefix(n, removedPrefix):
 			// Cut short between its rename and its tombstone, the index may
 			// still list it: say it is gone first.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -18,17 +19,49 @@ type Holder struct {
 	Started time.Time `json:"started"`
 	// Queued: the sessions a watcher holding the lock has queued to run.
 	Queued []string `json:"queued,omitempty"`
+	// Host is the machine of PID (SetHolder writes it): a pid names a
+	// process on that machine only (a store on a shared volume).
+	Host string `json:"host,omitempty"`
+}
+
+// thisHost is the name of this machine, "" when it has none.
+func thisHost() string {
+	name, _ := os.Hostname()
+	return name
+}
+
+// ended reports whether the holder's process is known to have ended: it
+// ran on this machine (or the holder does not say), and no process has
+// its pid.
+func (h Holder) ended() bool {
+	if h.Host != "" && h.Host != thisHost() {
+		return false
+	}
+	return !alive(h.PID)
 }
 
 // LockedError is a lock held by a live process.
 type LockedError struct {
 	Holder Holder
+	// Orphaned: the holder named ended, yet the lock stays held, by a
+	// process that shares its open lock file (one it started); Path is
+	// the lock file, to find that process by.
+	Orphaned bool
+	Path     string
 }
 
 func (e *LockedError) Error() string {
 	h := e.Holder
-	return fmt.Sprintf("session %s of this pipeline and spec is already running (pid %d, started %s); wait for it, or stop it with: pipeline pause %s",
-		h.Session, h.PID, h.Started.Local().Format("2006-01-02 15:04:05"), h.Session)
+	if e.Orphaned {
+		return fmt.Sprintf("the lock of this pipeline and spec (%s) is held, though the run that took it (pid %d, session %s) has ended: a process that run started still has the lock's file open; find it with: fuser -v %s (or lsof %s), stop it, and run again",
+			e.Path, h.PID, h.Session, e.Path, e.Path)
+	}
+	on := ""
+	if h.Host != "" && h.Host != thisHost() {
+		on = " on " + h.Host
+	}
+	return fmt.Sprintf("session %s of this pipeline and spec is already running (pid %d%s, started %s); wait for it, or stop it with: pipeline pause %s",
+		h.Session, h.PID, on, h.Started.Local().Format("2006-01-02 15:04:05"), h.Session)
 }
 
 // Lock is a held lock; it is released by Release or by the death of the
@@ -58,8 +91,25 @@ func (s *Store) openLock(key string, flag int) (*os.File, error) {
 	return s.openFile(rel, flag, 0o600)
 }
 
-// Lock takes the lock of a (pipeline, spec) key without waiting.
+// orphanWait is how long Lock waits for a lock whose recorded holder has
+// ended to be dropped (see Lock).
+const orphanWait = 3 * time.Second
+
+// Lock takes the lock of a (pipeline, spec) key without waiting, unless
+// the process the lock file names as its holder has ended: then the lock
+// is held by a process that shares the holder's open lock file, which is
+// what a child forked by the runner holds between its fork and its exec
+// (the lock file is close-on-exec, so the exec drops it); killed at that
+// moment (kill -9), the runner leaves the lock held for a few
+// milliseconds more. Lock waits up to orphanWait for it to go, and names
+// the lock file if it does not.
 func (s *Store) Lock(key string, holder Holder) (*Lock, error) {
+	return s.lock(key, holder, orphanWait, func() {})
+}
+
+// lock is Lock; it waits up to wait for an orphaned lock, and stillHeld
+// is called each time it finds it held (for the tests).
+func (s *Store) lock(key string, holder Holder, wait time.Duration, stillHeld func()) (*Lock, error) {
 	if _, err := lockRel(key); err != nil {
 		return nil, err
 	}
@@ -71,6 +121,15 @@ func (s *Store) Lock(key string, holder Holder) (*Lock, error) {
 		return nil, err
 	}
 	taken, err := tryLock(f)
+	orphaned := false
+	if err == nil && !taken {
+		if held, _ := s.Holder(key); held.ended() {
+			orphaned = true
+			if s.waitReleased(key, wait, stillHeld) {
+				taken, err = tryLock(f)
+			}
+		}
+	}
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
@@ -78,7 +137,8 @@ func (s *Store) Lock(key string, holder Holder) (*Lock, error) {
 	if !taken {
 		f.Close()
 		held, _ := s.Holder(key)
-		return nil, &LockedError{Holder: held}
+		rel, _ := lockRel(key)
+		return nil, &LockedError{Holder: held, Orphaned: orphaned && held.ended(), Path: s.path(rel)}
 	}
 	l := &Lock{file: f}
 	if err := l.SetHolder(holder); err != nil {
@@ -93,6 +153,9 @@ func (s *Store) Lock(key string, holder Holder) (*Lock, error) {
 // full disk the blocks the file has are enough, where truncating first
 // would give them up and then fail to get one back.
 func (l *Lock) SetHolder(holder Holder) error {
+	if holder.Host == "" {
+		holder.Host = thisHost()
+	}
 	content, err := json.Marshal(holder)
 	if err == nil {
 		_, err = l.file.WriteAt(content, 0)
@@ -101,6 +164,17 @@ func (l *Lock) SetHolder(holder Holder) error {
 		err = l.file.Truncate(int64(len(content)))
 	}
 	return err
+}
+
+// alive reports whether the process pid may be running. A pid not
+// known (0: no holder written yet) counts as alive: a run is never taken
+// for dead on a doubt.
+func alive(pid int) bool {
+	if pid <= 0 {
+		return true
+	}
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
 }
 
 // Holder reads who holds (or last held) a key's lock.

@@ -25,6 +25,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -89,6 +90,28 @@ type Store struct {
 	// it (beneath.go).
 	dir *os.File
 	fd  int
+	// Warn gets one line for each thing the store skips rather than
+	// fail on (a line of index.tsv it did not write); os.Stderr unless
+	// set, nil for none.
+	Warn io.Writer
+	// warned holds what was said on Warn, so that a listing read many
+	// times by one command says it once.
+	warnMu sync.Mutex
+	warned map[string]bool
+}
+
+// warnOnce writes a warning on s.Warn, once for each key.
+func (s *Store) warnOnce(key, format string, args ...any) {
+	s.warnMu.Lock()
+	defer s.warnMu.Unlock()
+	if s.warned[key] || s.Warn == nil {
+		return
+	}
+	if s.warned == nil {
+		s.warned = map[string]bool{}
+	}
+	s.warned[key] = true
+	fmt.Fprintf(s.Warn, format, args...)
 }
 
 // Open opens the store at root, making it (private, kept out of git) if
@@ -100,6 +123,9 @@ func Open(root string) (*Store, error) {
 		if info, statErr := os.Stat(root); statErr == nil && !info.IsDir() {
 			return nil, fmt.Errorf("the state folder %s is not a folder: %w", root,
 				&fs.PathError{Op: "open", Path: root, Err: syscall.ENOTDIR})
+		}
+		if link := brokenLink(root); link != nil {
+			return nil, link
 		}
 		return nil, fmt.Errorf("the state folder %s cannot be made: %w", root, err)
 	}
@@ -115,6 +141,11 @@ func Open(root string) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	// What a writer killed in the middle of a write left (kill -9, a
+	// crash): the index's, the project memory's; a session's folder
+	// being made or imported.
+	s.sweepTemps("")
+	s.sweepNew()
 	if _, err := s.lstat(".gitignore"); errors.Is(err, fs.ErrNotExist) {
 		if err := s.writeAtomic(".gitignore", []byte("# written by pipeline: sessions stay out of git\n*\n"), false); err != nil {
 			s.Close()
@@ -132,17 +163,92 @@ var ErrNoStore = errors.New("no sessions kept here yet")
 // ErrNoStore.
 func OpenExisting(root string) (*Store, error) {
 	s, err := openRoot(root)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ELOOP) {
+		if link := brokenLink(root); link != nil {
+			return nil, link
+		}
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", root, ErrNoStore)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if !s.isDir("sessions") {
+	st, err := s.lstat("sessions")
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		s.Close()
 		return nil, fmt.Errorf("%s: %w", root, ErrNoStore)
+	case err != nil:
+		s.Close()
+		return nil, err
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		s.Close()
+		return nil, &fs.PathError{Op: "open", Path: s.path("sessions"), Err: ErrSymlink}
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		// Taken for "no sessions yet", it made sessions say so, exit 0,
+		// and run make nothing of it.
+		s.Close()
+		return nil, fmt.Errorf("the state folder %s holds a file named sessions where the folder of its sessions should be: move it away, and run makes the folder: %w",
+			root, &fs.PathError{Op: "open", Path: s.path("sessions"), Err: syscall.ENOTDIR})
 	}
 	return s, nil
+}
+
+// BrokenLinkError is a state folder reached through a symbolic link that
+// points nowhere (dangling) or to itself (a loop): mkdir says only "file
+// exists", open "no such file".
+type BrokenLinkError struct {
+	Root   string // the state folder as named
+	Link   string // the link on its path (Root, or a folder above it)
+	Target string // what Link points to, as written in it
+	Loop   bool
+}
+
+func (e *BrokenLinkError) Error() string {
+	if e.Loop {
+		return fmt.Sprintf("the state folder %s cannot be used: %s is a symbolic link to %s, which leads back to itself (a loop); remove the link (rm %s), or point it at a folder",
+			e.Root, e.Link, e.Target, e.Link)
+	}
+	target := e.Target
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(e.Link), target)
+	}
+	return fmt.Sprintf("the state folder %s cannot be used: %s is a dangling symbolic link to %s, which does not exist; make that folder (mkdir -p %s), or remove the link (rm %s) and pipeline makes a folder there",
+		e.Root, e.Link, e.Target, target, e.Link)
+}
+
+// Unwrap makes it a missing file: the exit status of a usage error.
+func (e *BrokenLinkError) Unwrap() error { return fs.ErrNotExist }
+
+// brokenLink finds a symbolic link on the path of root (root itself, or
+// a folder above it) that leads nowhere or loops; nil when there is none.
+func brokenLink(root string) *BrokenLinkError {
+	clean := filepath.Clean(root)
+	var prefixes []string
+	for p := clean; ; p = filepath.Dir(p) {
+		prefixes = append(prefixes, p)
+		if next := filepath.Dir(p); next == p {
+			break
+		}
+	}
+	for i := len(prefixes) - 1; i >= 0; i-- {
+		p := prefixes[i]
+		info, err := os.Lstat(p)
+		if err != nil {
+			return nil // missing: the link, if any, is above
+		}
+		if info.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		_, err = os.Stat(p)
+		if err == nil {
+			continue
+		}
+		target, _ := os.Readlink(p)
+		return &BrokenLinkError{Root: root, Link: p, Target: target, Loop: errors.Is(err, syscall.ELOOP)}
+	}
+	return nil
 }
 
 // openRoot opens the store's folder and checks that it is the user's
@@ -178,7 +284,7 @@ func openRoot(root string) (*Store, error) {
 		dir.Close()
 		return nil, err
 	}
-	return &Store{Root: root, base: filepath.Dir(abs), dir: dir, fd: fd}, nil
+	return &Store{Root: root, base: filepath.Dir(abs), dir: dir, fd: fd, Warn: os.Stderr}, nil
 }
 
 // Close closes the store's folder.
@@ -215,8 +321,9 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 		return nil, err
 	}
 	meta.File, meta.Spec = s.Abs(s.Rel(meta.File)), s.Abs(s.Rel(meta.Spec))
-	err = s.mkdir(tmp)
+	owned, err := s.mkdirOwned(tmp)
 	if err == nil {
+		defer owned.Close()
 		err = s.mkdir(tmp + "/transcripts")
 	}
 	if err == nil {
@@ -395,6 +502,9 @@ func (s *Store) open(meta Meta, readOnly bool) (*Session, error) {
 		return nil, err
 	}
 	x.events = events
+	// The snapshot (or a request) a writer killed in the middle of it
+	// left: opened for writing, the session is its runner's now.
+	s.sweepTemps(x.rel)
 	// The next sequence number follows the last whole line of the log.
 	end, err := x.scan(func(seq int64, _ []byte) error {
 		x.seq = seq
