@@ -61,7 +61,7 @@ func TestPrepareReplayMakesTheSessionForTheCallerToRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := app.PrepareReplay(ctx, app.ReplayRequest{Pipeline: p.pipeline(), Session: original}); app.ExitCode(err) != app.ExitUsage ||
-		!strings.Contains(err.Error(), "the pipeline now has [a b]") {
+		!strings.Contains(err.Error(), "the pipeline now has a → b") {
 		t.Errorf("a replay of other phases: %v, want a usage error", err)
 	}
 }
