@@ -16,8 +16,6 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/pipeline-dev/pipeline/engine"
-	"github.com/pipeline-dev/pipeline/internal/redact"
-	"github.com/pipeline-dev/pipeline/internal/termview"
 )
 
 // ciProject is a two-phase pipeline: build runs a hostile step that
@@ -626,41 +624,6 @@ func TestCIFlagsRefusedWithWatch(t *testing.T) {
 	}
 }
 
-// CI mode is CI=true, 1 or yes in any case, or --ci; --ci=false turns it
-// off. The platform is read in CI mode only.
-func TestCIMode(t *testing.T) {
-	yes, no := true, false
-	for _, c := range []struct {
-		flag     *bool
-		env      map[string]string
-		enabled  bool
-		platform ciPlatform
-	}{
-		{nil, nil, false, ciOther},
-		{nil, map[string]string{"CI": "true"}, true, ciOther},
-		{nil, map[string]string{"CI": "TRUE"}, true, ciOther},
-		{nil, map[string]string{"CI": "1"}, true, ciOther},
-		{nil, map[string]string{"CI": "Yes"}, true, ciOther},
-		{nil, map[string]string{"CI": " yes "}, true, ciOther},
-		{nil, map[string]string{"CI": "false"}, false, ciOther},
-		{nil, map[string]string{"CI": "0"}, false, ciOther},
-		{nil, map[string]string{"CI": "no"}, false, ciOther},
-		{nil, map[string]string{"CI": "y"}, false, ciOther},
-		{nil, map[string]string{"GITHUB_ACTIONS": "true"}, false, ciOther},
-		{&yes, nil, true, ciOther},
-		{&no, map[string]string{"CI": "true", "GITHUB_ACTIONS": "true"}, false, ciOther},
-		{nil, map[string]string{"CI": "true", "GITHUB_ACTIONS": "true"}, true, ciGitHub},
-		{&yes, map[string]string{"GITHUB_ACTIONS": "true"}, true, ciGitHub},
-		{nil, map[string]string{"CI": "true", "GITLAB_CI": "true"}, true, ciGitLab},
-		{nil, map[string]string{"CI": "true", "GITLAB_CI": "false"}, true, ciOther},
-	} {
-		got := ciMode(c.flag, func(name string) string { return c.env[name] })
-		if got.enabled != c.enabled || got.platform != c.platform {
-			t.Errorf("flag %v, env %v: %+v, want enabled %v, platform %v", c.flag, c.env, got, c.enabled, c.platform)
-		}
-	}
-}
-
 // In CI mode the run prints plain lines even on a terminal; --ci=false
 // brings the live view back under CI=true.
 func TestCIModeOnATerminal(t *testing.T) {
@@ -706,47 +669,5 @@ func TestCIModeOnATerminal(t *testing.T) {
 		if live != c.live || plain == c.live {
 			t.Errorf("%v %v: live view %v, plain lines %v; want live %v:\n%q", c.env, c.args, live, plain, c.live, out.String())
 		}
-	}
-}
-
-// Step outputs: a value from outside is written in the delimiter form,
-// line breaks and all, and read back as it was.
-func TestGitHubOutputsRoundTrip(t *testing.T) {
-	r := engine.StatusReport{ID: "20261125-093000123-a1b2c3", Status: "paused", Phase: "review",
-		PauseReason: "review", PauseNote: "line one\nline two\nghadelimiter_x\n"}
-	content := githubOutputs(r, termview.ScreenText{Redactor: redact.New(nil)})
-	got := parseGitHubOutput(t, string(content))
-	want := map[string]string{"session_id": r.ID, "status": "paused", "phase": "review", "pause_reason": "review",
-		"pause_note": "line one\nline two\nghadelimiter_x\n"}
-	for name, value := range want {
-		if got[name] != value {
-			t.Errorf("%s=%q, want %q:\n%s", name, got[name], value, content)
-		}
-	}
-}
-
-// A cell of the summary is text, whatever a name or a note holds.
-func TestMarkdownTextIsInert(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain phase":                          "plain phase",
-		"a | b":                                `a \| b`,
-		"<img src=x onerror=alert(1)>":         "&lt;img src=x onerror=alert(1)&gt;",
-		"[link](http://x) ![i](y)":             `\[link\](http://x) !\[i\](y)`,
-		"*bold* _it_ `code` ~~s~~ \\":          "\\*bold\\* \\_it\\_ \\`code\\` \\~\\~s\\~\\~ \\\\",
-		"two\nlines":                           "two lines",
-		strings.Repeat("x", 250):               strings.Repeat("x", 200) + "…",
-		"&amp; stays text":                     "&amp;amp; stays text",
-		"##[error]and ::error:: are only text": "##\\[error\\]and ::error:: are only text",
-	} {
-		if got := markdownText(in, 200); got != want {
-			t.Errorf("markdownText(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-// What XML cannot hold, even escaped, is replaced.
-func TestXMLText(t *testing.T) {
-	if got := xmlText("ok\ttab\nline\r\x00\x1b\ufffe\xff end"); got != "ok\ttab\nline\r\ufffd\ufffd\ufffd\ufffd end" {
-		t.Errorf("xmlText: %q", got)
 	}
 }

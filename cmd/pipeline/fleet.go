@@ -21,6 +21,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/engine/temporal"
+	"github.com/pipeline-dev/pipeline/internal/cireport"
 	"github.com/pipeline-dev/pipeline/internal/termsafe"
 	"github.com/pipeline-dev/pipeline/internal/termview"
 )
@@ -468,7 +469,7 @@ func fleetStatus(cmd *cobra.Command, fl *fleet, flags *storeFlags, id string, ou
 			}
 			return running, writeJSON(w, liveStatus{StatusReport: r})
 		case "markdown":
-			_, err := w.Write(markdownReport(r, termview.NewScreenText().Line))
+			_, err := w.Write(cireport.Markdown(r, termview.NewScreenText().Line))
 			return running, err
 		}
 		return running, printStatus(w, liveStatus{StatusReport: r}, verbose)

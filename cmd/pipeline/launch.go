@@ -18,6 +18,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/internal/cireport"
 	"github.com/pipeline-dev/pipeline/internal/termview"
 )
 
@@ -68,7 +69,7 @@ type launch struct {
 	watchNext bool
 	// ci is how the run shows itself in a CI job; junit, where the JUnit
 	// report goes; failOnPause makes a pause exit 1 rather than 3.
-	ci          ciSettings
+	ci          cireport.Settings
 	junit       string
 	failOnPause bool
 	// quiet shows only how the run ended; verbose adds the triggers that
@@ -200,16 +201,16 @@ func (l *launch) report(sess *session.Session, s engine.State, out io.Writer) {
 	}
 	stderr := l.cmd.ErrOrStderr()
 	text := termview.ScreenText{Redactor: sess.Redactor()}
-	if l.ci.enabled {
-		annotation(out, l.ci, sess.Plan, s, resumeLine(l.cmd, sess.ID()), l.failOnPause, text)
+	if l.ci.Enabled {
+		cireport.Annotation(out, l.ci, sess.Plan, s, resumeLine(l.cmd, sess.ID()), l.failOnPause, text)
 	}
 	r := app.SessionReport(sess, s)
-	appendEnvFile(stderr, "GITHUB_STEP_SUMMARY", markdownReport(r, text.Line))
-	appendEnvFile(stderr, "GITHUB_OUTPUT", githubOutputs(r, text))
+	cireport.AppendEnvFile(stderr, "GITHUB_STEP_SUMMARY", cireport.Markdown(r, text.Line))
+	cireport.AppendEnvFile(stderr, "GITHUB_OUTPUT", cireport.GitHubOutputs(r, text))
 	if l.junit == "" {
 		return
 	}
-	report, err := junitReport(sess.Plan, s, r, filepath.Join(sess.X.Dir, "transcripts"), text)
+	report, err := cireport.JUnit(sess.Plan, s, r, filepath.Join(sess.X.Dir, "transcripts"), text)
 	if err == nil {
 		err = writeFileAtomic(l.junit, 0o644, func(w io.Writer) error {
 			_, err := w.Write(report)

@@ -83,8 +83,3 @@ func logPrinter(w io.Writer, asJSON bool) func(app.LogChunk) error {
 		return err
 	}
 }
-
-// transcripts lists the transcript files in phase order, then attempt.
-func transcripts(root, phase string, order map[string]int) []string {
-	return app.StepFiles(root, phase, order, false)
-}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine/local"
+	"github.com/pipeline-dev/pipeline/internal/cireport"
 	"github.com/pipeline-dev/pipeline/internal/termview"
 )
 
@@ -211,8 +212,8 @@ var checkAdapters = app.CheckAdapters
 // newView picks the live view on a terminal, and plain lines elsewhere, in
 // CI mode, or on a terminal that cannot move its cursor (TERM=dumb), with
 // the CI system's groups.
-func newView(out io.Writer, ci ciSettings) local.View {
-	if f, ok := out.(*os.File); ok && !ci.enabled && term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb" {
+func newView(out io.Writer, ci cireport.Settings) local.View {
+	if f, ok := out.(*os.File); ok && !ci.Enabled && term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb" {
 		width, _, err := term.GetSize(int(f.Fd()))
 		if err != nil {
 			width = 80
@@ -222,8 +223,8 @@ func newView(out io.Writer, ci ciSettings) local.View {
 		return termview.NewQueued(live)
 	}
 	var marks termview.LogMarkers
-	if ci.enabled {
-		marks = newLogMarkers(ci, time.Now)
+	if ci.Enabled {
+		marks = cireport.NewLogMarkers(ci, time.Now)
 	}
 	return termview.NewQueued(termview.NewPlain(out, time.Now).WithMarks(marks))
 }

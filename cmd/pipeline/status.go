@@ -17,6 +17,7 @@ import (
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
+	"github.com/pipeline-dev/pipeline/internal/cireport"
 	"github.com/pipeline-dev/pipeline/internal/termview"
 )
 
@@ -88,7 +89,7 @@ func (o *statusOptions) run(cmd *cobra.Command, args []string) error {
 			}
 			return running, writeJSON(w, report)
 		case "markdown":
-			_, err := w.Write(markdownReport(report.StatusReport, termview.NewScreenText().Line))
+			_, err := w.Write(cireport.Markdown(report.StatusReport, termview.NewScreenText().Line))
 			return running, err
 		}
 		return running, printStatus(w, *report, o.verbose)

@@ -1,4 +1,4 @@
-package main
+package cireport
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/internal/termsafe"
@@ -21,8 +22,8 @@ import (
 // not reached, are <skipped> with the reason. Each testcase has the phase's
 // time and the tail of its transcripts in <system-out>. The shape is the
 // JUnit XML that Jenkins, GitLab and the GitHub test-report actions read;
-// the tests validate it against the Jenkins xUnit plugin's junit-10.xsd
-// (cmd/pipeline/testdata/junit-10.xsd).
+// cmd/pipeline's end-to-end tests validate it against the Jenkins xUnit
+// plugin's junit-10.xsd (cmd/pipeline/testdata/junit-10.xsd).
 
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
@@ -77,10 +78,10 @@ type junitOutcome struct {
 // junitTail bounds the transcript kept in a testcase's <system-out>.
 const junitTail = 64 << 10
 
-// junitReport is a session's state as JUnit XML. transcripts is the
+// JUnit is a session's state as JUnit XML. transcripts is the
 // session's transcripts folder; text makes what came from outside safe
 // (redacted, without escape sequences; XML escapes the rest).
-func junitReport(plan *spec.Plan, s engine.State, r engine.StatusReport, transcripts string, text termview.ScreenText) ([]byte, error) {
+func JUnit(plan *spec.Plan, s engine.State, r engine.StatusReport, transcripts string, text termview.ScreenText) ([]byte, error) {
 	suite := junitSuite{Name: r.Pipeline, ID: r.ID, Timestamp: r.Created.UTC().Format("2006-01-02T15:04:05"),
 		Time: seconds(s.SessionElapsed), File: ciPath(r.File)}
 	suite.Properties = []junitProperty{{"session", r.ID}, {"status", r.Status}}
@@ -170,7 +171,7 @@ func seconds(d time.Duration) string {
 // headed by its file as logs heads them. A transcript that cannot be read
 // is left out: the report is still worth having.
 func transcriptTail(root, phase string, order map[string]int, limit int) []byte {
-	paths := transcripts(root, phase, order)
+	paths := app.StepFiles(root, phase, order, false)
 	var parts [][]byte
 	left := limit
 	for i := len(paths) - 1; i >= 0 && left > 0; i-- {

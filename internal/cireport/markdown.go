@@ -1,4 +1,4 @@
-package main
+package cireport
 
 import (
 	"fmt"
@@ -7,13 +7,13 @@ import (
 	"github.com/pipeline-dev/pipeline/engine"
 )
 
-// markdownReport is a session as a markdown table of its phases: what
+// Markdown is a session as a markdown table of its phases: what
 // pipeline status --output markdown prints, and what a run appends to
 // GitHub's job summary ($GITHUB_STEP_SUMMARY). safe makes a value from
 // outside safe to show (redacted, one line, no control characters); it is
 // then escaped for markdown, so that a name or a note cannot end a cell,
 // start a link or write HTML.
-func markdownReport(r engine.StatusReport, safe func(string) string) []byte {
+func Markdown(r engine.StatusReport, safe func(string) string) []byte {
 	cell := func(s string) string { return markdownText(safe(s), 200) }
 	var b strings.Builder
 	fmt.Fprintf(&b, "### pipeline %s: %s\n\n", cell(r.Pipeline), cell(r.Status))
