@@ -5,8 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -78,45 +76,8 @@ type logReader struct {
 	emit        func(LogChunk) error
 }
 
-// StepFiles lists the transcript files below root (a session's
-// transcripts folder), and with prompts the prompt files, in phase order
-// (order), then attempt, then step, a step's prompt before its
-// transcript; of one phase, or of all when phase is "".
-func StepFiles(root, phase string, order map[string]int, prompts bool) []string {
-	paths, _ := filepath.Glob(filepath.Join(root, "*", "*.log"))
-	if prompts {
-		more, _ := filepath.Glob(filepath.Join(root, "*", "*"+store.PromptExt))
-		paths = append(paths, more...)
-	}
-	var out []string
-	for _, p := range paths {
-		if phase == "" || filepath.Base(filepath.Dir(p)) == phase {
-			out = append(out, p)
-		}
-	}
-	attempt := func(p string) int {
-		n, _ := strconv.Atoi(strings.SplitN(filepath.Base(p), "-", 2)[0])
-		return n
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		pi, pj := order[filepath.Base(filepath.Dir(out[i]))], order[filepath.Base(filepath.Dir(out[j]))]
-		if pi != pj {
-			return pi < pj
-		}
-		if ai, aj := attempt(out[i]), attempt(out[j]); ai != aj {
-			return ai < aj
-		}
-		si, sj := strings.TrimSuffix(out[i], filepath.Ext(out[i])), strings.TrimSuffix(out[j], filepath.Ext(out[j]))
-		if si != sj {
-			return si < sj
-		}
-		return filepath.Ext(out[i]) == store.PromptExt
-	})
-	return out
-}
-
 func (r *logReader) catchUp() error {
-	for _, p := range StepFiles(r.root, r.phase, r.order, r.prompts) {
+	for _, p := range store.OrderedStepFiles(r.root, r.phase, r.order, r.prompts) {
 		if err := r.read(p); err != nil {
 			return err
 		}

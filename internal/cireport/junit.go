@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/internal/termsafe"
 	"github.com/pipeline-dev/pipeline/internal/termview"
 )
@@ -171,7 +171,7 @@ func seconds(d time.Duration) string {
 // headed by its file as logs heads them. A transcript that cannot be read
 // is left out: the report is still worth having.
 func transcriptTail(root, phase string, order map[string]int, limit int) []byte {
-	paths := app.StepFiles(root, phase, order, false)
+	paths := store.OrderedStepFiles(root, phase, order, false)
 	var parts [][]byte
 	left := limit
 	for i := len(paths) - 1; i >= 0 && left > 0; i-- {
