@@ -28,6 +28,9 @@ import (
 // the workflow, its steps run on pipeline worker processes. See README,
 // "Beyond one machine: Temporal".
 
+// withTemporal: this build has the Temporal backend.
+const withTemporal = true
+
 // A pipeline without the Temporal backend that handed its command line
 // to this one marked the environment (handedOffEnv); the steps and
 // hooks this process runs must not inherit the mark, or a pipeline

@@ -5,12 +5,14 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 )
+
+// withTemporal: this build has the Temporal backend.
+const withTemporal = false
 
 // This build has no Temporal backend: a session command that chose it,
 // and pipeline worker, hand the whole command line to pipeline-temporal
@@ -73,32 +75,4 @@ func handOff(what string) error {
 		return fmt.Errorf("%s: %s cannot run: %w", what, path, err)
 	}
 	return nil
-}
-
-// findFleetBinary looks for pipeline-temporal beside this executable (as
-// os.Executable names it, then the file a symbolic link leads to), then
-// on PATH; looked is where it looked, for the message when it is not
-// found.
-func findFleetBinary() (path string, looked []string) {
-	if exe, err := os.Executable(); err == nil {
-		dirs := []string{filepath.Dir(exe)}
-		if real, err := filepath.EvalSymlinks(exe); err == nil && filepath.Dir(real) != dirs[0] {
-			dirs = append(dirs, filepath.Dir(real))
-		}
-		for _, dir := range dirs {
-			candidate := filepath.Join(dir, fleetBinary)
-			looked = append(looked, candidate)
-			if info, err := os.Stat(candidate); err == nil && info.Mode().IsRegular() && info.Mode()&0o111 != 0 {
-				return candidate, looked
-			}
-		}
-	}
-	looked = append(looked, "PATH")
-	if p, err := exec.LookPath(fleetBinary); err == nil {
-		if abs, err := filepath.Abs(p); err == nil {
-			p = abs
-		}
-		return p, looked
-	}
-	return "", looked
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -170,5 +171,80 @@ func TestHandOffToALocalBuildStops(t *testing.T) {
 	r, _ := runBinary(t, pipelinePath, project, []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}, "status", "--backend", "temporal")
 	if r.code != 2 || !strings.Contains(r.stderr, filepath.Join(bin, fleetBinary)+" is not a build with the Temporal backend ("+pipelinePath+" ran it as its pipeline-temporal for --backend temporal)") {
 		t.Errorf("exit %d: %s", r.code, r.stderr)
+	}
+}
+
+type doctorFleetJSON struct {
+	OK       bool `json:"ok"`
+	Temporal struct {
+		Program, Path, Version, Status, Problem, Hint string
+		Needed                                        bool
+	} `json:"temporal"`
+}
+
+// doctor says where pipeline-temporal is and whether it is this build;
+// without it, a local pipeline is fine and a temporal one is not.
+func TestDoctorChecksPipelineTemporal(t *testing.T) {
+	bin, pipelinePath := lonelyBinary(t)
+	project := t.TempDir()
+	write(t, project, "phases.yaml", oneTrueStep)
+	write(t, project, "fleet.yaml", "version: 1\nbackend: {kind: temporal}\nphases: [{name: one, steps: [{run: \"true\"}]}]\n")
+	env := []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
+	doctor := func(file string, wantCode int) (doctorFleetJSON, string) {
+		t.Helper()
+		r, _ := runBinary(t, pipelinePath, project, env, "doctor", "-o", "json", file)
+		var got doctorFleetJSON
+		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || r.code != wantCode {
+			t.Fatalf("doctor %s: exit %d, want %d: %v\n%s%s", file, r.code, wantCode, err, r.stdout, r.stderr)
+		}
+		text, _ := runBinary(t, pipelinePath, project, env, "doctor", file)
+		return got, text.stdout
+	}
+	sibling := filepath.Join(bin, fleetBinary)
+
+	got, text := doctor("phases.yaml", 0)
+	if got.Temporal.Status != "missing" || got.Temporal.Needed || !got.OK ||
+		!strings.Contains(text, "pipeline-temporal: not found (looked at "+sibling+", PATH); local runs do not need it; --backend temporal and pipeline worker do\n"+
+			"  hint: make install builds pipeline and pipeline-temporal side by side; or go build -tags temporal -o "+sibling+" ./cmd/pipeline\n") {
+		t.Errorf("%+v\n%s", got, text)
+	}
+	if got, text := doctor("fleet.yaml", 2); got.Temporal.Status != "missing" || !got.Temporal.Needed || got.OK ||
+		!strings.Contains(text, "this pipeline runs on the Temporal backend and needs it") {
+		t.Errorf("%+v\n%s", got, text)
+	}
+
+	// A pipeline-temporal that answers as this build with the backend.
+	var self map[string]any
+	if err := json.Unmarshal([]byte(pipeline(t, ".", "version", "-o", "json").stdout), &self); err != nil {
+		t.Fatal(err)
+	}
+	answer := func(v map[string]any) {
+		t.Helper()
+		out, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, bin, fleetBinary, "#!/bin/sh\n[ \"$*\" = 'version -o json' ] && echo '"+string(out)+"'\n")
+		if err := os.Chmod(sibling, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	self["backends"] = []string{"local", "temporal"}
+	answer(self)
+	if got, text := doctor("fleet.yaml", 0); got.Temporal.Status != "ok" || got.Temporal.Path != sibling || !strings.HasSuffix(got.Temporal.Version, " with the Temporal backend") ||
+		!strings.Contains(text, "pipeline-temporal: "+sibling+" (pipeline ") {
+		t.Errorf("%+v\n%s", got, text)
+	}
+	self["version"] = "v0.0.1"
+	answer(self)
+	if got, text := doctor("fleet.yaml", 0); got.Temporal.Status != "other-version" || !strings.Contains(got.Temporal.Problem, `is "pipeline v0.0.1`) ||
+		!strings.Contains(text, "  hint: build both from one checkout: make install, or go build -tags temporal") {
+		t.Errorf("%+v\n%s", got, text)
+	}
+	// The local build under that name.
+	os.Remove(sibling)
+	linkOrCopy(t, pipelinePath, sibling)
+	if got, _ := doctor("fleet.yaml", 2); got.Temporal.Status != "broken" || !strings.Contains(got.Temporal.Problem, "has no Temporal backend") {
+		t.Errorf("%+v", got)
 	}
 }
