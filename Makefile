@@ -81,7 +81,9 @@ temporal:
 	GO=$(GO) ./scripts/install-temporal.sh
 
 # Go benchmarks, then the side-by-side figures of cmd/bench: throughput
-# against tee, checkpoint-to-interrupt latency, start-up overhead; then
+# against tee, checkpoint-to-interrupt latency; then start-up, on the
+# project's disk (pipeline --version beside a binary of cobra alone,
+# pipeline run of one true step beside /bin/true); then
 # pipeline watch (spec written to resumed step, beside go-task's
 # task --watch, built once into .cache/bin; idle cost), on the project's disk;
 # then pipeline search (indexing 1 GB of transcripts, queries over it), on
@@ -94,6 +96,7 @@ bench: build agent-clis temporal
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	$(GO) run ./cmd/bench -pipeline $(BIN)
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -pipe
+	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -startup
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -watch
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -search
 	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) $(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -context
