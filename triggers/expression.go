@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -135,7 +136,7 @@ func Compile(source string, kind Kind) (*Expression, error) {
 		switch {
 		case err == nil:
 			text = fmt.Sprintf("duration(%q)", strings.TrimSpace(source))
-		case durationLiteral.MatchString(strings.TrimSpace(source)):
+		case durationLiteral().MatchString(strings.TrimSpace(source)):
 			// Written as a duration but not one (-10s, 30x, 999999999d):
 			// say why, rather than what expr makes of "-10s".
 			return nil, &CompileError{Line: 1, Message: err.Error(), Hint: hintFor(kind)}
@@ -180,7 +181,7 @@ func Compile(source string, kind Kind) (*Expression, error) {
 
 // durationLiteral is what reads as a duration written bare, well formed
 // or not: numbers each followed by a unit, each maybe signed.
-var durationLiteral = regexp.MustCompile(`^([-+]?([0-9]+\.?[0-9]*|\.[0-9]+)[a-zµμ]+)+$`)
+var durationLiteral = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([-+]?([0-9]+\.?[0-9]*|\.[0-9]+)[a-zµμ]+)+$`) })
 
 // durationFunction replaces expr's duration() so that expressions read
 // durations as phases.yaml does, days included.
@@ -285,11 +286,11 @@ func typeName(t reflect.Type) string {
 }
 
 var (
-	unknownName = regexp.MustCompile(`^unknown name (\S+)`)
+	unknownName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^unknown name (\S+)`) })
 	// unexpectedToken is expr's "unexpected token Bracket(")")": the
 	// token's kind is expr's jargon, its text is what the reader wrote.
-	unexpectedToken = regexp.MustCompile(`^unexpected token \w+\(("(?:[^"\\]|\\.)*")\)$`)
-	stepField       = regexp.MustCompile(`^type triggers\.StepVars has no field (\S+)`)
+	unexpectedToken = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^unexpected token \w+\(("(?:[^"\\]|\\.)*")\)$`) })
+	stepField       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^type triggers\.StepVars has no field (\S+)`) })
 	stepFieldNames  = []string{"exit_code", "timed_out", "tokens", "cost_usd", "elapsed", "output", "ran"}
 )
 
@@ -314,7 +315,7 @@ func compileError(err error, source string, kind Kind) error {
 		ce.Hint = "complete it: an operator needs a value on each side, and every ( [ { and quote needs its closing one"
 	} else if strings.HasPrefix(fe.Message, "unexpected token") {
 		ce.Hint = "check the syntax: and, or, not, ==, !=, <, >, in, matches; text in quotes; durations as duration(\"30m\")"
-		if m := unexpectedToken.FindStringSubmatch(fe.Message); m != nil {
+		if m := unexpectedToken().FindStringSubmatch(fe.Message); m != nil {
 			if text, err := strconv.Unquote(m[1]); err == nil {
 				ce.Message = fmt.Sprintf("unexpected %q", text)
 				if text == "=" {
@@ -332,8 +333,8 @@ func compileError(err error, source string, kind Kind) error {
 		ce.Hint = "close it with the same quote it starts with"
 	}
 	switch {
-	case unknownName.MatchString(fe.Message):
-		name := unknownName.FindStringSubmatch(fe.Message)[1]
+	case unknownName().MatchString(fe.Message):
+		name := unknownName().FindStringSubmatch(fe.Message)[1]
 		if refused, ok := nonDeterministic[name]; ok {
 			ce.Message, ce.Hint = refused.message, refused.hint
 			break
@@ -344,8 +345,8 @@ func compileError(err error, source string, kind Kind) error {
 		} else {
 			ce.Hint = "see docs/expressions.md for the variables an expression can read"
 		}
-	case stepField.MatchString(fe.Message):
-		name := stepField.FindStringSubmatch(fe.Message)[1]
+	case stepField().MatchString(fe.Message):
+		name := stepField().FindStringSubmatch(fe.Message)[1]
 		ce.Message = fmt.Sprintf("a step has no field %q", name)
 		ce.Hint = "a step has " + strings.Join(stepFieldNames, ", ")
 		if near := Closest(name, stepFieldNames); near != "" {
