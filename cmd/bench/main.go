@@ -292,10 +292,6 @@ func pct(sorted []time.Duration, p int) time.Duration {
 	return sorted[min(max(i-1, 0), len(sorted)-1)].Round(time.Microsecond)
 }
 
-const startupYAML = `version: 1
-phases: [{name: one, steps: [{run: "true"}]}]
-`
-
 func human(n int64) string {
 	switch {
 	case n >= 1<<30:
