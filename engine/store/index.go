@@ -81,8 +81,24 @@ func (sum Summary) indexLine() []byte {
 // parseIndexLine reads a line of the index as it is written; old is a
 // line of format 1, whose key and paths are not this format's.
 func parseIndexLine(line []byte) (sum Summary, old, ok bool) {
-	fields := bytes.Split(line, []byte("\t"))
-	if len(fields) < indexFields-1 || len(fields) > indexFields+1 || len(fields[0]) == 0 {
+	// Split on tabs into an array, not a slice bytes.Split would
+	// allocate: every run reads every line of the index.
+	var fields [indexFields + 1][]byte
+	n := 0
+	for {
+		i := bytes.IndexByte(line, '\t')
+		if n == len(fields) {
+			return Summary{}, false, false // more fields than any format
+		}
+		if i < 0 {
+			fields[n] = line
+			n++
+			break
+		}
+		fields[n], line = line[:i], line[i+1:]
+		n++
+	}
+	if n < indexFields-1 || len(fields[0]) == 0 {
 		return Summary{}, false, false
 	}
 	tokens, err1 := strconv.Atoi(string(fields[5]))
@@ -95,13 +111,13 @@ func parseIndexLine(line []byte) (sum Summary, old, ok bool) {
 	sum = Summary{ID: string(fields[0]), Key: string(fields[1]), Status: string(fields[2]), Phase: string(fields[3]),
 		PauseReason: string(fields[4]), Tokens: tokens, CostUSD: cost, Created: time.Unix(0, created),
 		Updated: time.Unix(0, updated), Pipeline: string(fields[9]), Spec: string(fields[10])}
-	if len(fields) >= indexFields {
+	if n >= indexFields {
 		sum.File = string(fields[11])
 	}
-	if len(fields) > indexFields {
+	if n > indexFields {
 		sum.ReplayOf = string(fields[12])
 	}
-	return sum, len(fields) < indexFields, true
+	return sum, n < indexFields, true
 }
 
 // portable is a summary as the index keeps it: its paths relative to the
@@ -207,35 +223,59 @@ func (s *Store) readIndex() ([]Summary, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	latest := map[string]int{}
-	var out []Summary
-	var old []bool
-	for len(content) > 0 {
-		i := bytes.IndexByte(content, '\n')
-		if i < 0 {
-			break // a torn last line
-		}
-		line := content[:i]
-		content = content[i+1:]
-		sum, isOld, ok := parseIndexLine(line)
-		if !ok {
-			continue
-		}
-		if at, seen := latest[sum.ID]; seen {
-			out[at], old[at] = sum, isOld
-			continue
-		}
-		latest[sum.ID] = len(out)
-		out = append(out, sum)
-		old = append(old, isOld)
+	// The lines are read from the last: the first whole line met of a
+	// session is its latest, and its earlier lines (one per snapshot)
+	// are not parsed at all; a line that cannot be parsed leaves the
+	// session to its line before. Every run lists the index.
+	if i := bytes.LastIndexByte(content, '\n'); i >= 0 {
+		content = content[:i+1]
+	} else {
+		content = nil // a torn line alone
 	}
-	kept := out[:0]
-	for i, sum := range out {
-		if sum.Status == statusRemoved {
+	// An entry per session: where its first line is (counted from the
+	// last: the list keeps the order of the sessions' first lines), and
+	// its latest summary, once parsed (-1 before).
+	type entry struct{ first, sum int }
+	latest := map[string]int{} // session id -> its entry
+	var (
+		entries []entry
+		sums    []Summary
+		old     []bool
+	)
+	for n := 0; len(content) > 0; n++ {
+		end := len(content) - 1 // its newline
+		start := bytes.LastIndexByte(content[:end], '\n') + 1
+		line := content[start:end]
+		content = content[:start]
+		id := line
+		if tab := bytes.IndexByte(line, '\t'); tab >= 0 {
+			id = line[:tab]
+		}
+		at, seen := latest[string(id)]
+		if !seen {
+			at = len(entries)
+			latest[string(id)] = at
+			entries = append(entries, entry{sum: -1})
+		}
+		e := &entries[at]
+		e.first = n
+		if e.sum >= 0 {
 			continue
 		}
+		if sum, isOld, ok := parseIndexLine(line); ok {
+			e.sum = len(sums)
+			sums, old = append(sums, sum), append(old, isOld)
+		}
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].first > entries[j].first })
+	kept := make([]Summary, 0, len(sums))
+	for _, e := range entries {
+		if e.sum < 0 || sums[e.sum].Status == statusRemoved {
+			continue
+		}
+		sum := sums[e.sum]
 		sum.File, sum.Spec = s.Abs(sum.File), s.Abs(sum.Spec)
-		if old[i] {
+		if old[e.sum] {
 			if meta, err := s.find(sum.ID); err == nil && meta.ID == sum.ID {
 				sum.Key, sum.File, sum.Spec = meta.Key, meta.File, meta.Spec
 			}
