@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -75,4 +76,11 @@ func handOff(what string) error {
 		return fmt.Errorf("%s: %s cannot run: %w", what, path, err)
 	}
 	return nil
+}
+
+// execFleet replaces this process with pipeline-temporal: the same pid,
+// so that a signal sent to it (Ctrl+C pausing a run, SIGTERM stopping a
+// worker), the exit status and the terminal are the child's own.
+func execFleet(path string, argv, env []string) error {
+	return syscall.Exec(path, argv, env)
 }
