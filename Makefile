@@ -2,12 +2,20 @@
 # quickstart) and `make test` (every test). Both fetch Go modules as needed.
 GO       ?= go
 BIN      := bin/pipeline
+# The build with the Temporal backend (--backend temporal, pipeline worker):
+# pipeline runs it, found beside itself or on PATH, so that no local command
+# pays the start-up of the Temporal SDK, gRPC and protobuf.
+FLEET_BIN := bin/pipeline-temporal
 PKGS     := ./...
 FUZZTIME ?= 20s
 # The tests that run the real agent CLIs, xmllint and the Temporal dev server
 # carry these build tags: go test ./... runs without them on a machine with Go
-# alone; make test installs the programs and sets the tags.
+# alone; make test installs the programs and sets the tags. The temporal tag
+# also builds the Temporal backend into cmd/pipeline (pipeline-temporal), so
+# that vet and staticcheck with these tags see it; LOCAL_TAGS, without it,
+# are for the files of the local build that hand the backend over.
 TAGS     := agentclis,xmllint,temporal
+LOCAL_TAGS := agentclis,xmllint
 # The schema generator is a module of its own (its dependencies stay out of
 # ours); make test and make lint run its test and checks there.
 GEN      := schemas/gen
@@ -16,14 +24,19 @@ GEN      := schemas/gen
 
 all: build
 
-# A static binary: no libc to load at start-up (pflag pulls in net, which
+# Static binaries: no libc to load at start-up (pflag pulls in net, which
 # would otherwise link cgo). Tests keep cgo: the race detector needs it.
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/pipeline
+	CGO_ENABLED=0 $(GO) build -tags temporal -o $(FLEET_BIN) ./cmd/pipeline
 
-# The same static binary, into $(go env GOBIN), or $(go env GOPATH)/bin.
+# The same two, into $(go env GOBIN), or the first of $(go env GOPATH)/bin,
+# side by side.
 install:
 	CGO_ENABLED=0 $(GO) install ./cmd/pipeline
+	@dir=$$($(GO) env GOBIN); [ -n "$$dir" ] || dir=$$($(GO) env GOPATH | cut -d: -f1)/bin; \
+	echo "CGO_ENABLED=0 $(GO) build -tags temporal -o $$dir/pipeline-temporal ./cmd/pipeline"; \
+	CGO_ENABLED=0 $(GO) build -tags temporal -o "$$dir/pipeline-temporal" ./cmd/pipeline
 
 # The offline quickstart, in a fresh copy under bin/ so that it can run
 # again: a scripted agent works on the design, stops at a checkpoint (the
@@ -48,7 +61,8 @@ run: build
 # libxml2-utils, with apt-get) when it is missing. The tests of the Temporal
 # backend (-tags temporal) start a Temporal dev server, built once from the Go
 # module proxy into .cache/bin by scripts/install-temporal.sh (about 6
-# minutes of CPU the first time).
+# minutes of CPU the first time); they build pipeline-temporal beside the
+# pipeline they test, which runs it.
 AGENT_CLIS := $(CURDIR)/.cache/npm/node_modules/.bin
 # The version is the one pinned in scripts/install-temporal.sh.
 TEMPORAL_CLI := $(CURDIR)/.cache/bin/temporal-1.5.1/temporal
@@ -67,7 +81,9 @@ temporal:
 	GO=$(GO) ./scripts/install-temporal.sh
 
 # Go benchmarks, then the side-by-side figures of cmd/bench: throughput
-# against tee, checkpoint-to-interrupt latency, start-up overhead; then
+# against tee, checkpoint-to-interrupt latency; then start-up, on the
+# project's disk (pipeline --version beside a binary of cobra alone,
+# pipeline run of one true step beside /bin/true); then
 # pipeline watch (spec written to resumed step, beside go-task's
 # task --watch, built once into .cache/bin; idle cost), on the project's disk;
 # then pipeline search (indexing 1 GB of transcripts, queries over it), on
@@ -80,6 +96,7 @@ bench: build agent-clis temporal
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	$(GO) run ./cmd/bench -pipeline $(BIN)
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -pipe
+	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -startup
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -watch
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -search
 	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) $(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -context
@@ -105,6 +122,7 @@ lint: $(STATICCHECK)
 	GOOS=darwin $(GO) vet -tags $(TAGS) $(PKGS)
 	$(GO) -C $(GEN) vet ./...
 	$(STATICCHECK) -tags $(TAGS) $(PKGS)
+	$(STATICCHECK) -tags $(LOCAL_TAGS) ./cmd/pipeline
 	cd $(GEN) && $(STATICCHECK) ./...
 
 # staticcheck, pinned, built once into .cache/bin (gitignored); a version
@@ -134,10 +152,10 @@ schema:
 
 # The man pages of pipeline and every command, into bin/man (MANDIR=...):
 # a build with the man tag holds cobra's generator; the binary people run
-# does not.
+# does not. With the temporal tag, pipeline worker's page is the worker's.
 MANDIR ?= bin/man
 man:
-	$(GO) run -tags man ./cmd/pipeline man $(MANDIR)
+	$(GO) run -tags man,temporal ./cmd/pipeline man $(MANDIR)
 
 clean:
 	rm -rf bin

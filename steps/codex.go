@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -366,7 +367,7 @@ func (p *codexParser) error(message string) Event {
 		return ev
 	}
 	ev.RateLimited = true
-	m := codexTryAgain.FindStringSubmatch(message)
+	m := codexTryAgain().FindStringSubmatch(message)
 	if m == nil {
 		return ev
 	}
@@ -390,7 +391,9 @@ func (p *codexParser) error(message string) Event {
 }
 
 // codexTryAgain finds when a usage limit ends in Codex's message.
-var codexTryAgain = regexp.MustCompile(`(?i:try again at) (?:([A-Z][a-z]{2}) (\d{1,2})(?:st|nd|rd|th), (\d{4}) )?(\d{1,2}:\d{2} [AP]M)`)
+var codexTryAgain = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i:try again at) (?:([A-Z][a-z]{2}) (\d{1,2})(?:st|nd|rd|th), (\d{4}) )?(\d{1,2}:\d{2} [AP]M)`)
+})
 
 // lastRequest is the usage of the turn's last model request, from the
 // thread's session file, when its last token_count holds the total the

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -235,20 +236,24 @@ func (p *geminiParser) replied() []Event {
 // its own retries: "[API Error: Quota exceeded for metric: ... Please
 // retry in 42s.\nSuggested retry after 42s.]\nPlease wait and try again
 // later. ...", exit 173 (429 & 0xff).
-var geminiRateLimit = regexp.MustCompile(`(?i)quota|resource.exhausted|rate.?limit|\b429\b|exhausted your`)
+var geminiRateLimit = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)quota|resource.exhausted|rate.?limit|\b429\b|exhausted your`)
+})
 
 // geminiRetryIn is the delay a rate limit asks for.
-var geminiRetryIn = regexp.MustCompile(`(?i)retry (?:in|after) ([0-9]+(?:\.[0-9]+)?)(ms|s)\b`)
+var geminiRetryIn = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)retry (?:in|after) ([0-9]+(?:\.[0-9]+)?)(ms|s)\b`)
+})
 
 // failure is an error event; a rate limit comes with the time to resume,
 // counted from the line's timestamp.
 func (p *geminiParser) failure(message, timestamp string) Event {
 	ev := p.line("error: " + message)
 	ev.Kind = EventError
-	if geminiRateLimit.MatchString(message) {
+	if geminiRateLimit().MatchString(message) {
 		ev.RateLimited = true
 		at, err := time.Parse(time.RFC3339Nano, timestamp)
-		if m := geminiRetryIn.FindStringSubmatch(message); m != nil && err == nil {
+		if m := geminiRetryIn().FindStringSubmatch(message); m != nil && err == nil {
 			n, _ := strconv.ParseFloat(m[1], 64)
 			unit := time.Second
 			if m[2] == "ms" {
@@ -353,7 +358,9 @@ type GeminiSession struct {
 
 // geminiSessionLine is a line of gemini --list-sessions:
 // "  1. <title> (<relative time>[, current]) [<uuid>]".
-var geminiSessionLine = regexp.MustCompile(`^\s*(\d+)\. (.*) \((Just now|(\d+) (minute|hour|day)s? ago)(, current)?\) \[([0-9a-fA-F-]{36})\]\s*$`)
+var geminiSessionLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\s*(\d+)\. (.*) \((Just now|(\d+) (minute|hour|day)s? ago)(, current)?\) \[([0-9a-fA-F-]{36})\]\s*$`)
+})
 
 // GeminiListSessions reads the output of gemini --list-sessions: a header
 // line ("Available sessions for this project (N):"), then a line per
@@ -363,7 +370,7 @@ var geminiSessionLine = regexp.MustCompile(`^\s*(\d+)\. (.*) \((Just now|(\d+) (
 func GeminiListSessions(output string) []GeminiSession {
 	var list []GeminiSession
 	for _, line := range strings.Split(output, "\n") {
-		m := geminiSessionLine.FindStringSubmatch(strings.TrimRight(line, "\r"))
+		m := geminiSessionLine().FindStringSubmatch(strings.TrimRight(line, "\r"))
 		if m == nil {
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -84,7 +85,7 @@ const (
 // OK reports whether the CLI can run a step.
 func (c CLICheck) OK() bool { return c.Status == CheckOK || c.Status == CheckUnknownVersion }
 
-var versionPattern = regexp.MustCompile(`\d+\.\d+\.\d+`)
+var versionPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\d+\.\d+\.\d+`) })
 
 // CheckCLI looks for cli on PATH, asks it its version (--version, at most
 // 10s), compares it with the minimum, and looks for its credentials in
@@ -115,7 +116,7 @@ func CheckCLI(ctx context.Context, cli CLI, env map[string]string) CLICheck {
 		c.Hint = fmt.Sprintf("reinstall it: npm install -g %s@%s (or newer)", cli.Package, cli.Minimum)
 		return c
 	}
-	c.Version = versionPattern.FindString(string(out))
+	c.Version = versionPattern().FindString(string(out))
 	switch {
 	case c.Version == "":
 		c.Status = CheckUnknownVersion

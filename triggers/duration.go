@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -56,21 +57,25 @@ func ParseDuration(written string) (time.Duration, error) {
 const longestDays = math.MaxInt64 / int64(24*time.Hour)
 
 // durationText is a duration as written: numbers, each with a unit.
-var durationText = regexp.MustCompile(`^[+]?(([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h|d))+$`)
+var durationText = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[+]?(([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h|d))+$`)
+})
 
 // durationPart is one number and its unit.
-var durationPart = regexp.MustCompile(`([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h|d)`)
+var durationPart = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h|d)`)
+})
 
 var unitNanoseconds = map[string]float64{"ns": 1, "us": 1e3, "µs": 1e3, "μs": 1e3, "ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9, "d": 86400e9}
 
 // tooLong reports whether a well-formed duration adds up to more
 // nanoseconds than a time.Duration holds.
 func tooLong(text string) bool {
-	if !durationText.MatchString(text) {
+	if !durationText().MatchString(text) {
 		return false
 	}
 	total := 0.0
-	for _, part := range durationPart.FindAllStringSubmatch(text, -1) {
+	for _, part := range durationPart().FindAllStringSubmatch(text, -1) {
 		n, err := strconv.ParseFloat(part[1], 64)
 		if err != nil {
 			return false

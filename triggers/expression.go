@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -137,7 +138,7 @@ func Compile(source string, kind Kind) (*Expression, error) {
 		switch {
 		case err == nil:
 			text = fmt.Sprintf("duration(%q)", strings.TrimSpace(source))
-		case durationLiteral.MatchString(strings.TrimSpace(source)):
+		case durationLiteral().MatchString(strings.TrimSpace(source)):
 			// Written as a duration but not one (-10s, 30x, 999999999d):
 			// say why, rather than what expr makes of "-10s".
 			return nil, &CompileError{Line: 1, Message: err.Error(), Hint: hintFor(kind)}
@@ -182,7 +183,7 @@ func Compile(source string, kind Kind) (*Expression, error) {
 
 // durationLiteral is what reads as a duration written bare, well formed
 // or not: numbers each followed by a unit, each maybe signed.
-var durationLiteral = regexp.MustCompile(`^([-+]?([0-9]+\.?[0-9]*|\.[0-9]+)[a-zµμ]+)+$`)
+var durationLiteral = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([-+]?([0-9]+\.?[0-9]*|\.[0-9]+)[a-zµμ]+)+$`) })
 
 // durationFunction replaces expr's duration() so that expressions read
 // durations as phases.yaml does, days included.
@@ -287,11 +288,11 @@ func typeName(t reflect.Type) string {
 }
 
 var (
-	unknownName = regexp.MustCompile(`^unknown name (\S+)`)
+	unknownName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^unknown name (\S+)`) })
 	// unexpectedToken is expr's "unexpected token Bracket(")")": the
 	// token's kind is expr's jargon, its text is what the reader wrote.
-	unexpectedToken = regexp.MustCompile(`^unexpected token \w+\(("(?:[^"\\]|\\.)*")\)$`)
-	stepField       = regexp.MustCompile(`^type triggers\.StepVars has no field (\S+)`)
+	unexpectedToken = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^unexpected token \w+\(("(?:[^"\\]|\\.)*")\)$`) })
+	stepField       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^type triggers\.StepVars has no field (\S+)`) })
 	stepFieldNames  = []string{"exit_code", "timed_out", "tokens", "cost_usd", "elapsed", "output", "ran"}
 )
 
@@ -316,7 +317,7 @@ func compileError(err error, source string, kind Kind) error {
 		ce.Hint = "complete it: an operator needs a value on each side, and every ( [ { and quote needs its closing one"
 	} else if strings.HasPrefix(fe.Message, "unexpected token") {
 		ce.Hint = "check the syntax: and, or, not, ==, !=, <, >, in, matches; text in quotes; durations as duration(\"30m\")"
-		if m := unexpectedToken.FindStringSubmatch(fe.Message); m != nil {
+		if m := unexpectedToken().FindStringSubmatch(fe.Message); m != nil {
 			if text, err := strconv.Unquote(m[1]); err == nil {
 				ce.Message = fmt.Sprintf("unexpected %q", text)
 				if text == "=" {
@@ -334,8 +335,8 @@ func compileError(err error, source string, kind Kind) error {
 		ce.Hint = "close it with the same quote it starts with"
 	}
 	switch {
-	case unknownName.MatchString(fe.Message):
-		name := unknownName.FindStringSubmatch(fe.Message)[1]
+	case unknownName().MatchString(fe.Message):
+		name := unknownName().FindStringSubmatch(fe.Message)[1]
 		if refused, ok := nonDeterministic[name]; ok {
 			ce.Message, ce.Hint = refused.message, refused.hint
 			break
@@ -346,8 +347,8 @@ func compileError(err error, source string, kind Kind) error {
 		} else {
 			ce.Hint = "see docs/expressions.md for the variables an expression can read"
 		}
-	case stepField.MatchString(fe.Message):
-		name := stepField.FindStringSubmatch(fe.Message)[1]
+	case stepField().MatchString(fe.Message):
+		name := stepField().FindStringSubmatch(fe.Message)[1]
 		ce.Message = fmt.Sprintf("a step has no field %q", name)
 		ce.Hint = "a step has " + strings.Join(stepFieldNames, ", ")
 		if near := Closest(name, stepFieldNames); near != "" {
@@ -355,7 +356,7 @@ func compileError(err error, source string, kind Kind) error {
 		}
 	case strings.HasPrefix(fe.Message, "bad number syntax: "):
 		badNumber(ce, source, fe.From)
-	case undefinedIndex.MatchString(fe.Message), noField.MatchString(fe.Message), elementOf.MatchString(fe.Message):
+	case undefinedIndex().MatchString(fe.Message), noField().MatchString(fe.Message), elementOf().MatchString(fe.Message):
 		explainMember(ce, source, fe)
 	case strings.Contains(fe.Message, "time.Duration and string"), strings.Contains(fe.Message, "string and time.Duration"):
 		ce.Hint = `durations are written duration("30m"), not "30m"`
@@ -412,7 +413,7 @@ func badNumber(ce *CompileError, source string, at int) {
 	case err == nil:
 		ce.Message = fmt.Sprintf("%s is a duration written bare: inside an expression a duration is written duration(%q)", written, written)
 		ce.Hint = fmt.Sprintf("write %s; only a retry.backoff that is one duration and nothing else may be written bare (10s)", example(written))
-	case durationLiteral.MatchString(written) && !hexLike.MatchString(written):
+	case durationLiteral().MatchString(written) && !hexLike().MatchString(written):
 		ce.Message = fmt.Sprintf("%s is neither a number nor a duration", written)
 		ce.Hint = `a duration is written duration("30m") in an expression, with the units ms, s, m, h and d (1h30m, 7d)`
 	default:
@@ -422,18 +423,18 @@ func badNumber(ce *CompileError, source string, at int) {
 }
 
 // hexLike is a number written in base 16, 8 or 2: 0x1g is no duration.
-var hexLike = regexp.MustCompile(`^0[xXoObB]`)
+var hexLike = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^0[xXoObB]`) })
 
 func numberRune(r rune) bool { return r >= '0' && r <= '9' || r == '.' || r == '_' }
 
 var (
 	// undefinedIndex is expr's "type string[int] is undefined": [ ] on a
 	// value that has no elements.
-	undefinedIndex = regexp.MustCompile(`^type (.+)\[(.+)\] is undefined$`)
+	undefinedIndex = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^type (.+)\[(.+)\] is undefined$`) })
 	// noField is expr's "type string has no field x".
-	noField = regexp.MustCompile(`^type (.+) has no (field|method) (\S+)$`)
+	noField = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^type (.+) has no (field|method) (\S+)$`) })
 	// elementOf is expr's "cannot use int to get an element from map[...]".
-	elementOf = regexp.MustCompile(`^cannot use (.+) to get an element from (.+)$`)
+	elementOf = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^cannot use (.+) to get an element from (.+)$`) })
 )
 
 // explainMember rewords expr's messages about reading a part of a value
@@ -447,22 +448,22 @@ func explainMember(ce *CompileError, source string, fe *file.Error) {
 	}
 	base := writtenBase(source, member)
 	var kind string
-	if m := undefinedIndex.FindStringSubmatch(fe.Message); m != nil {
+	if m := undefinedIndex().FindStringSubmatch(fe.Message); m != nil {
 		kind = m[1]
-	} else if m := noField.FindStringSubmatch(fe.Message); m != nil {
+	} else if m := noField().FindStringSubmatch(fe.Message); m != nil {
 		kind = m[1]
 	}
 	what := map[string]string{"string": "text (a string)", "int": "a whole number", "float64": "a number",
 		"bool": "true or false", "time.Duration": "a duration"}[kind]
 	switch {
-	case elementOf.MatchString(fe.Message):
-		m := elementOf.FindStringSubmatch(fe.Message)
+	case elementOf().MatchString(fe.Message):
+		m := elementOf().FindStringSubmatch(fe.Message)
 		ce.Message = fmt.Sprintf("%s is read by name, not by %s: %s[%s]", base, articled(m[1]), base, member.Property.String())
 		ce.Hint = fmt.Sprintf(`write %s.<name> or %s["name"], such as steps.test.exit_code`, base, base)
 	case what == "":
 		return
-	case noField.MatchString(fe.Message):
-		name := noField.FindStringSubmatch(fe.Message)[3]
+	case noField().MatchString(fe.Message):
+		name := noField().FindStringSubmatch(fe.Message)[3]
 		ce.Message = fmt.Sprintf("%s is %s: it has no field %q", base, what, name)
 		ce.Hint = "fields are read from steps.<name> (" + strings.Join(stepFieldNames, ", ") + ") and from spec.<key>; see docs/expressions.md"
 	case kind == "string":

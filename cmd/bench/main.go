@@ -5,11 +5,12 @@
 //     (shown, kept in the transcript, five live triggers) against
 //     PRODUCER | tee FILE >/dev/null; and the peak memory at two sizes;
 //  2. latency from an agent writing [CHECKPOINT] to its process group
-//     receiving the interrupt, p50 and p99;
-//  3. start-up overhead of a one-step pipeline against running the step's
-//     command directly.
+//     receiving the interrupt, p50 and p99.
 //
-// With -watch it measures pipeline watch alone (watch.go): a spec written
+// With -startup it measures start-up alone (startup.go): pipeline
+// --version beside a binary of cobra alone, and pipeline run of one
+// true step beside /bin/true, p50 and p90, with the load average. With
+// -watch it measures pipeline watch alone (watch.go): a spec written
 // to the resumed step started, beside go-task's task --watch, and the
 // watcher's idle cost. With -search, pipeline search alone (search.go):
 // indexing 1 GB of transcripts, and queries over that index. With
@@ -89,6 +90,10 @@ func main() {
 		searchFigures(pipeline, work, *searchBytes, *searchQueries)
 		return
 	}
+	if *startupOnly {
+		startupFigures(pipeline, work, *startupN)
+		return
+	}
 	where := "/dev/null"
 	if toPipe {
 		where = "a pipe"
@@ -96,7 +101,6 @@ func main() {
 	fmt.Printf("pipeline bench: %s, %d cores, files in %s, output to %s\n\n", pipeline, numCPU(), work, where)
 	throughput(pipeline, self, work, *size)
 	latency(pipeline, self, work, *latencyN)
-	startup(pipeline, work, *startupN)
 }
 
 // toPipe sends the shown output to a pipe that the bench drains, as a CI
@@ -286,40 +290,6 @@ func latency(pipeline, self, work string, runs int) {
 func pct(sorted []time.Duration, p int) time.Duration {
 	i := (len(sorted)*p + 99) / 100
 	return sorted[min(max(i-1, 0), len(sorted)-1)].Round(time.Microsecond)
-}
-
-const startupYAML = `version: 1
-phases: [{name: one, steps: [{run: "true"}]}]
-`
-
-func startup(pipeline, work string, runs int) {
-	fmt.Printf("3. start-up: a one-step pipeline (run: true) against the command alone, %d runs each\n", runs)
-	dir := filepath.Join(work, "startup")
-	check(os.MkdirAll(dir, 0o755))
-	file := filepath.Join(dir, "phases.yaml")
-	check(os.WriteFile(file, []byte(startupYAML), 0o644))
-	// The three are measured in turn, run by run, so that a change in the
-	// machine's load weighs on each alike.
-	commands := [][]string{{"true"}, {"sh", "-c", "true"}, {pipeline, "run", "--new", file}}
-	samples := make([][]time.Duration, len(commands))
-	for i := 0; i < runs; i++ {
-		for c, args := range commands {
-			cmd := exec.Command(args[0], args[1:]...)
-			cmd.Env = append(os.Environ(), "CI=true")
-			d, _, err := timed(cmd)
-			check(err)
-			samples[c] = append(samples[c], d)
-		}
-	}
-	for _, s := range samples {
-		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	}
-	direct, shell, piped := samples[0], samples[1], samples[2]
-	fmt.Printf("   true                        p50 %v   p90 %v\n", pct(direct, 50), pct(direct, 90))
-	fmt.Printf("   sh -c true (for reference)  p50 %v   p90 %v\n", pct(shell, 50), pct(shell, 90))
-	fmt.Printf("   pipeline run (1 step)       p50 %v   p90 %v\n", pct(piped, 50), pct(piped, 90))
-	fmt.Printf("   overhead                    p50 %v   (target: under 10ms; %.1f× the command alone)\n",
-		pct(piped, 50)-pct(direct, 50), float64(pct(piped, 50))/float64(pct(direct, 50)))
 }
 
 func human(n int64) string {

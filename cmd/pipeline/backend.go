@@ -1,37 +1,42 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	temporalfleet "github.com/pipeline-dev/pipeline/engine/fleet"
 	"github.com/pipeline-dev/pipeline/engine/spec"
-	"github.com/pipeline-dev/pipeline/engine/temporal"
+	"github.com/pipeline-dev/pipeline/triggers"
 )
+
+// The session commands choose their backend here, in either build; what
+// they do on a fleet is in fleet.go, fleetwatch.go and worker.go, built
+// with the temporal tag into pipeline-temporal, and in the build without
+// it, handoff.go runs pipeline-temporal with the same command line. So
+// the local binary links nothing of the Temporal SDK, gRPC or protobuf
+// (see README, "Two binaries").
 
 // backendFlags choose where a session command acts: here (local), or on
 // a Temporal fleet.
 type backendFlags struct {
 	kind   string
-	target temporal.Target
+	target temporalfleet.Target
 }
 
 func addBackendFlags(cmd *cobra.Command) *backendFlags {
 	f := &backendFlags{}
 	cmd.Flags().StringVar(&f.kind, "backend", "", "where sessions run: local or temporal (default $PIPELINE_BACKEND, else backend.kind of phases.yaml, else local)")
-	cmd.Flags().StringVar(&f.target.Address, "temporal", "", "the Temporal frontend, HOST:PORT; implies --backend temporal (default $PIPELINE_TEMPORAL, else backend.address, else "+temporal.DefaultAddress+")")
-	cmd.Flags().StringVar(&f.target.Namespace, "namespace", "", "the Temporal namespace (default $PIPELINE_TEMPORAL_NAMESPACE, else backend.namespace, else "+temporal.DefaultNamespace+")")
-	cmd.Flags().StringVar(&f.target.TaskQueue, "task-queue", "", "the task queue of the workers (default $PIPELINE_TEMPORAL_TASK_QUEUE, else backend.task_queue, else "+temporal.DefaultTaskQueue+")")
+	cmd.Flags().StringVar(&f.target.Address, "temporal", "", "the Temporal frontend, HOST:PORT; implies --backend temporal (default $PIPELINE_TEMPORAL, else backend.address, else "+temporalfleet.DefaultAddress+")")
+	cmd.Flags().StringVar(&f.target.Namespace, "namespace", "", "the Temporal namespace (default $PIPELINE_TEMPORAL_NAMESPACE, else backend.namespace, else "+temporalfleet.DefaultNamespace+")")
+	cmd.Flags().StringVar(&f.target.TaskQueue, "task-queue", "", "the task queue of the workers (default $PIPELINE_TEMPORAL_TASK_QUEUE, else backend.task_queue, else "+temporalfleet.DefaultTaskQueue+")")
 	return f
 }
 
 // fleet is the Temporal backend a command acts on, when it is chosen.
 type fleet struct {
-	target temporal.Target
+	target temporalfleet.Target
 	// heartbeat is backend.heartbeat_timeout of phases.yaml (0: the
 	// workflow's default).
 	heartbeat time.Duration
@@ -96,45 +101,22 @@ func (f *backendFlags) resolve(file string, plan *spec.Plan) (*fleet, error) {
 	return fl, nil
 }
 
-// dial connects to the fleet's server.
-func (fl *fleet) dial(cmd *cobra.Command) (*temporal.Client, error) {
-	ctx, cancel := context.WithTimeout(cmd.Context(), 20*time.Second)
-	defer cancel()
-	return temporal.NewClient(ctx, fl.target)
+// fleetRunOptions are what run takes to the fleet.
+type fleetRunOptions struct {
+	flags       *storeFlags
+	plan        *spec.Plan
+	fresh       bool
+	from, only  string
+	json        bool
+	quiet       bool
+	failOnPause bool
 }
 
-// flagsLine is how the fleet is named on a command line a message
-// suggests: the flags that were not the defaults.
-func (fl *fleet) flagsLine() string {
-	line := " --backend temporal"
-	if fl.target.Address != temporal.DefaultAddress {
-		line += " --temporal " + shellQuote(fl.target.Address)
+// watchDebounce is --debounce, else the pipelines' watch_debounce, else
+// the default.
+func watchDebounce(cmd *cobra.Command, wf *watchFlags) time.Duration {
+	if cmd.Flags().Changed("debounce") {
+		return wf.debounce
 	}
-	if fl.target.Namespace != temporal.DefaultNamespace {
-		line += " --namespace " + shellQuote(fl.target.Namespace)
-	}
-	if fl.target.TaskQueue != temporal.DefaultTaskQueue {
-		line += " --task-queue " + shellQuote(fl.target.TaskQueue)
-	}
-	return line
-}
-
-// where names the fleet in messages.
-func (fl *fleet) where() string {
-	return fmt.Sprintf("namespace %s, task queue %s at %s", fl.target.Namespace, fl.target.TaskQueue, fl.target.Address)
-}
-
-// absPaths makes the pipeline's and the spec's paths absolute: they
-// travel to workers, which run steps in the folder of phases.yaml.
-func absPaths(file, specPath string) (string, string, error) {
-	abs, err := filepath.Abs(file)
-	if err != nil {
-		return "", "", err
-	}
-	if specPath != "" {
-		if specPath, err = filepath.Abs(specPath); err != nil {
-			return "", "", err
-		}
-	}
-	return abs, specPath, nil
+	return triggers.DefaultDebounce
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -33,10 +35,18 @@ OPENAI_API_KEY and the like, in the environment or the agent's env:) or
 the CLI's own login file. Credentials are named, never shown. A kind:
 command agent's program is looked for too.
 
+It also looks for pipeline-temporal, the build with the Temporal backend
+that --backend temporal and pipeline worker run (beside pipeline, else on
+PATH), and checks that it is the same build as this one. Local runs do
+not need it; a pipeline whose backend is temporal (backend: block,
+PIPELINE_BACKEND, PIPELINE_TEMPORAL) does.
+
 pipeline validate --preflight runs the same checks.
 
 Exit status: 0 when every CLI can run (credentials not found are a
-warning), 2 when one is missing, too old or broken.`,
+warning), 2 when one is missing, too old or broken, or when the backend
+is temporal and pipeline-temporal is missing or broken (another version
+of it is a warning).`,
 		Example: `  pipeline doctor
   pipeline doctor -o json examples/spec-workflow/phases.yaml`,
 		Args: cobra.MaximumNArgs(1),
@@ -53,17 +63,25 @@ warning), 2 when one is missing, too old or broken.`,
 			return err
 		}
 		checks := doctorChecks(cmd.Context(), plan)
+		onFleet, err := (&backendFlags{}).resolve(file, plan)
+		if err != nil {
+			return err
+		}
+		temporal := checkFleetBinary(cmd.Context(), onFleet != nil)
+		ok := checksOK(checks) && temporal.ok()
 		if output.json() {
 			if err := writeJSON(cmd.OutOrStdout(), struct {
-				OK     bool             `json:"ok"`
-				Agents []steps.CLICheck `json:"agents"`
-			}{checksOK(checks), checks}); err != nil {
+				OK       bool             `json:"ok"`
+				Agents   []steps.CLICheck `json:"agents"`
+				Temporal fleetCheck       `json:"temporal"`
+			}{ok, checks, temporal}); err != nil {
 				return err
 			}
 		} else {
 			printChecks(cmd.OutOrStdout(), file, checks)
+			temporal.print(cmd.OutOrStdout())
 		}
-		if !checksOK(checks) {
+		if !ok {
 			return &exitStatus{code: exitUsage, printed: true}
 		}
 		return nil
@@ -204,4 +222,91 @@ func printChecks(w io.Writer, file string, checks []steps.CLICheck) {
 			fmt.Fprintf(w, "%s: no credentials found: set %s, or log in with %s once\n", c.Kind, strings.Join(c.KeyVars, " or "), c.Program)
 		}
 	}
+}
+
+// fleetCheck is what doctor found of pipeline-temporal.
+type fleetCheck struct {
+	Program string `json:"program"`
+	// Path is where it was found; "" when it was not.
+	Path    string `json:"path,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Status: ok, missing, other-version (not this build's version:
+	// a warning) or broken (it did not answer version, or has no
+	// Temporal backend).
+	Status string `json:"status"`
+	// Needed: the pipeline's backend is temporal.
+	Needed  bool   `json:"needed"`
+	Problem string `json:"problem,omitempty"`
+	Hint    string `json:"hint,omitempty"`
+}
+
+const fleetOtherVersion = "other-version"
+
+func (c fleetCheck) ok() bool {
+	return !c.Needed || c.Status == steps.CheckOK || c.Status == fleetOtherVersion
+}
+
+// checkFleetBinary looks for pipeline-temporal as --backend temporal
+// would, and asks its version. needed: the pipeline runs on the fleet.
+func checkFleetBinary(ctx context.Context, needed bool) fleetCheck {
+	c := fleetCheck{Program: fleetBinary, Needed: needed, Status: steps.CheckOK}
+	self := buildVersion()
+	if withTemporal {
+		// This is pipeline-temporal.
+		c.Path, _ = os.Executable()
+		c.Version = self.String()
+		return c
+	}
+	path, looked := findFleetBinary()
+	build := "go build -tags temporal -o " + shellQuote(fleetBinary) + " ./cmd/pipeline"
+	if exe, err := os.Executable(); err == nil {
+		build = "go build -tags temporal -o " + shellQuote(filepath.Join(filepath.Dir(exe), fleetBinary)) + " ./cmd/pipeline"
+	}
+	if path == "" {
+		c.Status = steps.CheckMissing
+		c.Problem = "not found (looked at " + strings.Join(looked, ", ") + ")"
+		c.Hint = "make install builds pipeline and pipeline-temporal side by side; or " + build
+		return c
+	}
+	c.Path = path
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "version", "-o", "json").Output()
+	var its versionInfo
+	if err == nil {
+		err = json.Unmarshal(out, &its)
+	}
+	if err != nil {
+		c.Status, c.Problem, c.Hint = steps.CheckBroken, fmt.Sprintf("%s version -o json: %v", path, err), "build it again: "+build
+		return c
+	}
+	c.Version = its.String()
+	switch {
+	case !slices.Contains(its.Backends, "temporal"):
+		c.Status, c.Problem, c.Hint = steps.CheckBroken, path+" has no Temporal backend (a copy of pipeline?)", "build it with the temporal tag: "+build
+	case !its.sameBuild(self):
+		c.Status = fleetOtherVersion
+		c.Problem = fmt.Sprintf("%s is %q, this pipeline %q", path, its.String(), self.String())
+		c.Hint = "build both from one checkout: make install, or " + build
+	}
+	return c
+}
+
+// print writes the check as doctor's text: one line, then its problem
+// and hint.
+func (c fleetCheck) print(w io.Writer) {
+	use := "local runs do not need it; --backend temporal and pipeline worker do"
+	if c.Needed {
+		use = "this pipeline runs on the Temporal backend and needs it"
+	}
+	switch c.Status {
+	case steps.CheckOK:
+		fmt.Fprintf(w, "%s: %s (%s)\n", fleetBinary, c.Path, c.Version)
+		return
+	case steps.CheckMissing:
+		fmt.Fprintf(w, "%s: %s; %s\n", fleetBinary, c.Problem, use)
+	default:
+		fmt.Fprintf(w, "%s: %s: %s; %s\n", fleetBinary, c.Status, c.Problem, use)
+	}
+	fmt.Fprintf(w, "  hint: %s\n", c.Hint)
 }

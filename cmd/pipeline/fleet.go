@@ -1,3 +1,5 @@
+//go:build temporal
+
 package main
 
 import (
@@ -18,7 +20,6 @@ import (
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/session"
-	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/engine/temporal"
 	"github.com/pipeline-dev/pipeline/internal/cireport"
@@ -30,6 +31,15 @@ import (
 // session is a workflow whose id is the session's id; its state lives in
 // the workflow, its steps run on pipeline worker processes. See README,
 // "Beyond one machine: Temporal".
+
+// withTemporal: this build has the Temporal backend.
+const withTemporal = true
+
+// A pipeline without the Temporal backend that handed its command line
+// to this one marked the environment (handedOffEnv); the steps and
+// hooks this process runs must not inherit the mark, or a pipeline
+// command among them would take itself for a hand-off gone round.
+func init() { os.Unsetenv(handedOffEnv) }
 
 // fleetPoll is how soon a command following a session asks it again
 // where it stands after a change; while nothing changes the wait grows
@@ -112,22 +122,54 @@ func fleetSession(ctx context.Context, c *temporal.Client, fl *fleet, flags *sto
 	return id, r, nil
 }
 
+// dial connects to the fleet's server.
+func (fl *fleet) dial(cmd *cobra.Command) (*temporal.Client, error) {
+	ctx, cancel := context.WithTimeout(cmd.Context(), 20*time.Second)
+	defer cancel()
+	return temporal.NewClient(ctx, fl.target)
+}
+
+// flagsLine is how the fleet is named on a command line a message
+// suggests: the flags that were not the defaults.
+func (fl *fleet) flagsLine() string {
+	line := " --backend temporal"
+	if fl.target.Address != temporal.DefaultAddress {
+		line += " --temporal " + shellQuote(fl.target.Address)
+	}
+	if fl.target.Namespace != temporal.DefaultNamespace {
+		line += " --namespace " + shellQuote(fl.target.Namespace)
+	}
+	if fl.target.TaskQueue != temporal.DefaultTaskQueue {
+		line += " --task-queue " + shellQuote(fl.target.TaskQueue)
+	}
+	return line
+}
+
+// where names the fleet in messages.
+func (fl *fleet) where() string {
+	return fmt.Sprintf("namespace %s, task queue %s at %s", fl.target.Namespace, fl.target.TaskQueue, fl.target.Address)
+}
+
+// absPaths makes the pipeline's and the spec's paths absolute: they
+// travel to workers, which run steps in the folder of phases.yaml.
+func absPaths(file, specPath string) (string, string, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return "", "", err
+	}
+	if specPath != "" {
+		if specPath, err = filepath.Abs(specPath); err != nil {
+			return "", "", err
+		}
+	}
+	return abs, specPath, nil
+}
+
 func fileArgOf(flags *storeFlags) string {
 	if flags.file != "phases.yaml" {
 		return " " + shellQuote(flags.file)
 	}
 	return ""
-}
-
-// fleetRunOptions are what run takes to the fleet.
-type fleetRunOptions struct {
-	flags       *storeFlags
-	plan        *spec.Plan
-	fresh       bool
-	from, only  string
-	json        bool
-	quiet       bool
-	failOnPause bool
 }
 
 // fleetRun starts the session's workflow, or resumes the paused session

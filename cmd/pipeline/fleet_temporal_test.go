@@ -4,7 +4,8 @@ package main
 
 // End-to-end tests of the Temporal backend: a real dev server (the
 // temporal CLI named by PIPELINE_TEMPORAL_CLI), two real pipeline worker
-// processes of the built binary, and the session commands with
+// processes of the built binary (each hands itself over to
+// pipeline-temporal, built beside it), and the session commands with
 // --backend temporal (or its environment variables, or the backend:
 // block of phases.yaml).
 
@@ -29,6 +30,17 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/temporal"
 	"github.com/pipeline-dev/pipeline/internal/temporaltest"
 )
+
+// The built pipeline hands --backend temporal and worker to
+// pipeline-temporal, found beside it.
+func init() {
+	alsoBuild = append(alsoBuild, func(dir string) error {
+		if err := goBuild(filepath.Join(dir, fleetBinary), "-tags", "temporal"); err != nil {
+			return fmt.Errorf("building %s: %w", fleetBinary, err)
+		}
+		return nil
+	})
+}
 
 // fleetShared is the dev server the fleet tests share (one start for
 // the file, not one per test): each test has task queues and folders of

@@ -1,3 +1,5 @@
+//go:build temporal
+
 package main
 
 import (
@@ -15,7 +17,6 @@ import (
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/temporal"
-	"github.com/pipeline-dev/pipeline/triggers"
 )
 
 // fleetWatch is pipeline watch on the Temporal backend: when the
@@ -147,13 +148,4 @@ func fleetResumeChanged(ctx context.Context, c *temporal.Client, file string, sa
 		say("%s changed: session %s resumed (it was paused: %s)", file, s.ID, r.PauseReason)
 	}
 	return nil
-}
-
-// watchDebounce is --debounce, else the pipelines' watch_debounce, else
-// the default.
-func watchDebounce(cmd *cobra.Command, wf *watchFlags) time.Duration {
-	if cmd.Flags().Changed("debounce") {
-		return wf.debounce
-	}
-	return triggers.DefaultDebounce
 }

@@ -28,6 +28,10 @@ var binary string
 // appends to the job's own summary or outputs.
 var outerCI = []string{"CI", "GITHUB_ACTIONS", "GITLAB_CI", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT", "GITHUB_WORKSPACE"}
 
+// alsoBuild builds, beside the pipeline command, the programs it runs
+// that the tests of a file need (pipeline-temporal, for the fleet tests).
+var alsoBuild []func(dir string) error
+
 // afterTests stops what the tests of a file share (the Temporal dev server
 // of the fleet tests), once every test has run; an error fails the run.
 var afterTests []func() error
@@ -43,11 +47,15 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "pipeline")
-	build := exec.Command("go", "build", "-o", binary, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
+	if err := goBuild(binary); err != nil {
 		fmt.Fprintln(os.Stderr, "building pipeline:", err)
 		os.Exit(1)
+	}
+	for _, build := range alsoBuild {
+		if err := build(dir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	for _, stop := range afterTests {
@@ -58,6 +66,13 @@ func TestMain(m *testing.M) {
 	}
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// goBuild builds this package into out, with flags (-tags, say).
+func goBuild(out string, flags ...string) error {
+	build := exec.Command("go", append(append([]string{"build"}, flags...), "-o", out, ".")...)
+	build.Stderr = os.Stderr
+	return build.Run()
 }
 
 type result struct {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"slices"
 
 	"github.com/spf13/cobra"
 )
@@ -18,6 +19,9 @@ type versionInfo struct {
 	Modified bool   `json:"modified,omitempty"`
 	Go       string `json:"go"`
 	Platform string `json:"platform"`
+	// Backends are the backends this build runs in process: local, and
+	// temporal in pipeline-temporal.
+	Backends []string `json:"backends"`
 }
 
 func buildVersion() versionInfo {
@@ -27,7 +31,10 @@ func buildVersion() versionInfo {
 
 // versionOf reads the version from the build information (nil: none).
 func versionOf(info *debug.BuildInfo) versionInfo {
-	v := versionInfo{Version: version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	v := versionInfo{Version: version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, Backends: []string{"local"}}
+	if withTemporal {
+		v.Backends = append(v.Backends, "temporal")
+	}
 	if info == nil {
 		return v
 	}
@@ -60,7 +67,18 @@ func (v versionInfo) String() string {
 		}
 		text += " " + rev
 	}
-	return fmt.Sprintf("%s (%s %s)", text, v.Go, v.Platform)
+	text = fmt.Sprintf("%s (%s %s)", text, v.Go, v.Platform)
+	if slices.Contains(v.Backends, "temporal") {
+		text += " with the Temporal backend"
+	}
+	return text
+}
+
+// sameBuild tells whether v and w were built from the same source by
+// the same toolchain, whatever their backends.
+func (v versionInfo) sameBuild(w versionInfo) bool {
+	return v.Version == w.Version && v.Revision == w.Revision && v.Time == w.Time && v.Modified == w.Modified &&
+		v.Go == w.Go && v.Platform == w.Platform
 }
 
 func versionCommand() *cobra.Command {
@@ -69,8 +87,9 @@ func versionCommand() *cobra.Command {
 		Use:   "version",
 		Short: "Print the version of pipeline",
 		Long: `Print the version of pipeline, the VCS revision it was built from (when
-built from a git checkout), the Go version and the platform. pipeline
---version prints the same line.`,
+built from a git checkout), the Go version and the platform, and "with the
+Temporal backend" for pipeline-temporal. pipeline --version prints the
+same line.`,
 		Example: `  pipeline version
   pipeline version -o json`,
 		Args: cobra.NoArgs,

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pipeline-dev/pipeline/engine"
@@ -54,8 +55,10 @@ type Progress struct {
 }
 
 var (
-	tokenLimitPattern = regexp.MustCompile(`^\s*tokens\s*>=?\s*([0-9_]+)\s*$`)
-	timeLimitPattern  = regexp.MustCompile(`^\s*elapsed\s*>=?\s*duration\(\s*"([^"]+)"\s*\)\s*$`)
+	tokenLimitPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*tokens\s*>=?\s*([0-9_]+)\s*$`) })
+	timeLimitPattern  = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\s*elapsed\s*>=?\s*duration\(\s*"([^"]+)"\s*\)\s*$`)
+	})
 )
 
 // Limits finds the simplest token and time limits of a phase, for display:
@@ -65,12 +68,12 @@ func Limits(phase *spec.PhasePlan, step *spec.StepPlan) (time.Duration, int) {
 	timeLimit := time.Duration(step.Timeout.Value)
 	tokenLimit := 0
 	for _, t := range phase.PauseWhen {
-		if m := tokenLimitPattern.FindStringSubmatch(t.Expr.Source); m != nil {
+		if m := tokenLimitPattern().FindStringSubmatch(t.Expr.Source); m != nil {
 			if n, err := strconv.Atoi(strings.ReplaceAll(m[1], "_", "")); err == nil && (tokenLimit == 0 || n < tokenLimit) {
 				tokenLimit = n
 			}
 		}
-		if m := timeLimitPattern.FindStringSubmatch(t.Expr.Source); m != nil {
+		if m := timeLimitPattern().FindStringSubmatch(t.Expr.Source); m != nil {
 			if d, err := spec.ParseDuration(m[1]); err == nil && (timeLimit == 0 || time.Duration(d) < timeLimit) {
 				timeLimit = time.Duration(d)
 			}

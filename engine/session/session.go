@@ -240,8 +240,7 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	}
 	if previous.Session != "" && previous.Session != x.Meta.ID && CheckID(previous.Session) == nil {
 		if prev, err := st.Session(previous.Session); err == nil {
-			prevState, _ := LoadState(plan, prev)
-			err = sweepOrphans(prev, prevState.Status == engine.StatusRunning, say)
+			err = sweepOrphans(prev, lastStatus(plan, prev) == engine.StatusRunning, say)
 			prev.Close()
 			if err != nil {
 				return fail(storeRefused(st, err))

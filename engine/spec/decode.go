@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -392,7 +393,9 @@ func (d *decoder) decode(node ast.Node, v reflect.Value, path string, kind trigg
 
 // wholeNumber is an integer as YAML writes one; the parser gives one too
 // large for 64 bits as a string.
-var wholeNumber = regexp.MustCompile(`^[-+]?(0x[0-9a-fA-F_]+|0o[0-7_]+|0b[01_]+|[0-9][0-9_]*)$`)
+var wholeNumber = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[-+]?(0x[0-9a-fA-F_]+|0o[0-7_]+|0b[01_]+|[0-9][0-9_]*)$`)
+})
 
 // decodeInt reads a whole number, keeping the text as written for
 // messages. One too large for an int is refused, except version's: any
@@ -410,7 +413,7 @@ func (d *decoder) decodeInt(node ast.Node, v reflect.Value, path string) {
 			i, tooLarge = int64(min(x, math.MaxInt64)), x > math.MaxInt64
 		}
 	case *ast.StringNode:
-		if n.GetToken().Type != token.StringType || !wholeNumber.MatchString(n.Value) {
+		if n.GetToken().Type != token.StringType || !wholeNumber().MatchString(n.Value) {
 			d.reportNode(node, fmt.Sprintf("%s must be a whole number, not %s", path, describe(node)), "")
 			return
 		}

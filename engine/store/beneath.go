@@ -308,6 +308,15 @@ func removeAllAt(parent int, n string) error {
 // disk) sees the old file or the new one, never a part. With durable, the
 // file and its folder are synced: the new content survives a power cut.
 func (s *Store) writeAtomic(rel string, content []byte, durable bool) error {
+	return s.writeAtomicAfter(rel, content, durable, nil)
+}
+
+// writeAtomicAfter is writeAtomic that calls before (when not nil) once
+// the temporary file is written and synced, and renames it over rel only
+// if before succeeds: what must reach the disk before the new file is
+// visible (a new session's folder) is awaited while the file's own sync
+// has already run.
+func (s *Store) writeAtomicAfter(rel string, content []byte, durable bool, before func() error) error {
 	dir, last, done, err := s.parent(rel)
 	if err != nil {
 		return err
@@ -334,6 +343,9 @@ func (s *Store) writeAtomic(rel string, content []byte, durable bool) error {
 	}
 	if closeErr := f.Close(); err == nil {
 		err = closeErr
+	}
+	if err == nil && before != nil {
+		err = before()
 	}
 	if err == nil {
 		if err = unix.Renameat(dir, tmp, dir, last); err != nil {

@@ -81,8 +81,24 @@ func (sum Summary) indexLine() []byte {
 // parseIndexLine reads a line of the index as it is written; old is a
 // line of format 1, whose key and paths are not this format's.
 func parseIndexLine(line []byte) (sum Summary, old, ok bool) {
-	fields := bytes.Split(line, []byte("\t"))
-	if len(fields) < indexFields-1 || len(fields) > indexFields+1 || len(fields[0]) == 0 {
+	// Split on tabs into an array, not a slice bytes.Split would
+	// allocate: every run reads every line of the index.
+	var fields [indexFields + 1][]byte
+	n := 0
+	for {
+		i := bytes.IndexByte(line, '\t')
+		if n == len(fields) {
+			return Summary{}, false, false // more fields than any format
+		}
+		if i < 0 {
+			fields[n] = line
+			n++
+			break
+		}
+		fields[n], line = line[:i], line[i+1:]
+		n++
+	}
+	if n < indexFields-1 || len(fields[0]) == 0 {
 		return Summary{}, false, false
 	}
 	tokens, err1 := strconv.Atoi(string(fields[5]))
@@ -101,13 +117,13 @@ func parseIndexLine(line []byte) (sum Summary, old, ok bool) {
 	sum = Summary{ID: string(fields[0]), Key: string(fields[1]), Status: string(fields[2]), Phase: string(fields[3]),
 		PauseReason: string(fields[4]), Tokens: tokens, CostUSD: cost, Created: time.Unix(0, created),
 		Updated: time.Unix(0, updated), Pipeline: string(fields[9]), Spec: string(fields[10])}
-	if len(fields) >= indexFields {
+	if n >= indexFields {
 		sum.File = string(fields[11])
 	}
-	if len(fields) > indexFields {
+	if n > indexFields {
 		sum.ReplayOf = string(fields[12])
 	}
-	return sum, len(fields) < indexFields, true
+	return sum, n < indexFields, true
 }
 
 // indexLineText is a line of the index as a warning quotes it: short, on
@@ -223,41 +239,69 @@ func (s *Store) readIndex() ([]Summary, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	latest := map[string]int{}
-	var out []Summary
-	var old []bool
-	for number := 1; len(content) > 0; number++ {
-		i := bytes.IndexByte(content, '\n')
-		if i < 0 {
-			break // a torn last line
+	// The lines are read from the last: the first whole line met of a
+	// session is its latest, and its earlier lines (one per snapshot)
+	// are not parsed at all; a line that cannot be parsed leaves the
+	// session to its line before. Every run lists the index.
+	if i := bytes.LastIndexByte(content, '\n'); i >= 0 {
+		content = content[:i+1]
+	} else {
+		content = nil // a torn line alone
+	}
+	// An entry per session: where its first line is (counted from the
+	// last: the list keeps the order of the sessions' first lines), and
+	// its latest summary, once parsed (-1 before).
+	type entry struct{ first, sum int }
+	latest := map[string]int{} // session id -> its entry
+	var (
+		entries []entry
+		sums    []Summary
+		old     []bool
+	)
+	lines := bytes.Count(content, []byte{'\n'})
+	for n := 0; len(content) > 0; n++ {
+		end := len(content) - 1 // its newline
+		start := bytes.LastIndexByte(content[:end], '\n') + 1
+		line := content[start:end]
+		content = content[:start]
+		id := line
+		if tab := bytes.IndexByte(line, '\t'); tab >= 0 {
+			id = line[:tab]
 		}
-		line := content[:i]
-		content = content[i+1:]
+		at, seen := latest[string(id)]
+		if !seen {
+			at = len(entries)
+			latest[string(id)] = at
+			entries = append(entries, entry{sum: -1})
+		}
+		e := &entries[at]
+		e.first = n
+		if e.sum >= 0 {
+			continue
+		}
 		sum, isOld, ok := parseIndexLine(line)
 		if !ok {
 			// Not a line pipeline wrote (a forged id such as ../../x, a
 			// field that is no number): skipped, never acted on, and
 			// said once.
+			number := lines - n
 			s.warnOnce(fmt.Sprintf("%s line %d", indexName, number)+string(line),
 				"pipeline: warning: %s line %d is not a line of the sessions index (%s): skipped; remove it, or let pipeline clean rewrite the index without it\n",
 				s.path(indexName), number, indexLineText(line))
 			continue
 		}
-		if at, seen := latest[sum.ID]; seen {
-			out[at], old[at] = sum, isOld
-			continue
-		}
-		latest[sum.ID] = len(out)
-		out = append(out, sum)
-		old = append(old, isOld)
+		e.sum = len(sums)
+		sums, old = append(sums, sum), append(old, isOld)
 	}
-	kept := out[:0]
-	for i, sum := range out {
-		if sum.Status == statusRemoved {
+	sort.Slice(entries, func(i, j int) bool { return entries[i].first > entries[j].first })
+	kept := make([]Summary, 0, len(sums))
+	for _, e := range entries {
+		if e.sum < 0 || sums[e.sum].Status == statusRemoved {
 			continue
 		}
+		sum := sums[e.sum]
 		sum.File, sum.Spec = s.Abs(sum.File), s.Abs(sum.Spec)
-		if old[i] {
+		if old[e.sum] {
 			if meta, err := s.find(sum.ID); err == nil && meta.ID == sum.ID {
 				sum.Key, sum.File, sum.Spec = meta.Key, meta.File, meta.Spec
 			}

@@ -41,13 +41,14 @@ func TestCompactIndexKeepsTheLatestLineOfEachSessionOnDisk(t *testing.T) {
 			latest[id] = sum
 		}
 	}
-	// Lines a crash or a hand edit can leave: not read, and not kept.
+	// Lines a crash or a hand edit can leave: not read, and not kept; a
+	// session whose last line is one keeps its line before.
 	index := filepath.Join(st.Root, indexName)
 	f, err := os.OpenFile(index, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.WriteString("not\ta\tsummary\n"); err != nil {
+	if _, err := f.WriteString("not\ta\tsummary\ns3\tcut\tshort\n"); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {

@@ -739,6 +739,13 @@ func (e *IndexError) Unwrap() error { return e.Err }
 // that failed). The event log is not synced: the snapshot holds every
 // event up to seq, and a kill -9 (not a power cut) loses nothing the
 // kernel was given.
+//
+// The first snapshot of a new session is renamed into place only once
+// the session's own sync (meta.json, then the sessions folder) is done,
+// as ever; its temporary file is written and synced meanwhile, so that a
+// short run waits for the two syncs at once rather than one after the
+// other (about 4 ms of the 20 ms of fsyncs a one-step run spent on a busy
+// disk here).
 func (x *Session) WriteSnapshot(seq int64, state []byte, summary Summary) error {
 	if x.readOnly {
 		return fmt.Errorf("session %s was opened for reading", x.Meta.ID)
@@ -747,10 +754,7 @@ func (x *Session) WriteSnapshot(seq int64, state []byte, summary Summary) error 
 	if err != nil {
 		return err
 	}
-	err = x.waitCreated()
-	if err == nil {
-		err = x.store.writeAtomic(x.rel+"/state.json", content, true)
-	}
+	err = x.store.writeAtomicAfter(x.rel+"/state.json", content, true, x.waitCreated)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("session %s (%s): %w", x.Meta.ID, x.Dir, ErrRemoved)
 	}

@@ -126,6 +126,31 @@ func BenchmarkList10000Sessions(b *testing.B) {
 	}
 }
 
+// A session has a line per snapshot: the index of a store has a few per
+// session, and every run lists it.
+func BenchmarkList1000SessionsOfThreeLines(b *testing.B) {
+	st := newStore(b)
+	now := time.Now()
+	for i := 0; i < 1000; i++ {
+		id := fmt.Sprintf("20261125-%09d-abcdef", i)
+		if err := os.MkdirAll(filepath.Join(st.Root, "sessions", id), 0o700); err != nil {
+			b.Fatal(err)
+		}
+		for _, status := range []string{"running", "paused", "completed"} {
+			if err := st.index(Summary{ID: id, Key: "k", Pipeline: "p", File: "phases.yaml", Status: status, Created: now, Updated: now}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		list, err := st.List()
+		if err != nil || len(list) != 1000 || list[0].Status != "completed" {
+			b.Fatalf("%d sessions, %v", len(list), err)
+		}
+	}
+}
+
 // A read error in the event log is an error, not the end of the log: a
 // resume must not continue from a state with events missing.
 func TestEventsReportsReadError(t *testing.T) {

@@ -22,38 +22,22 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/fleet"
 )
 
 // The defaults of a Target.
 const (
-	DefaultAddress   = "127.0.0.1:7233"
-	DefaultNamespace = "default"
-	DefaultTaskQueue = "pipeline"
+	DefaultAddress   = fleet.DefaultAddress
+	DefaultNamespace = fleet.DefaultNamespace
+	DefaultTaskQueue = fleet.DefaultTaskQueue
 )
 
 // WorkflowType is SessionWorkflow's name, as the server lists it.
 const WorkflowType = "SessionWorkflow"
 
-// Target is the Temporal server, namespace and task queue of a fleet.
-type Target struct {
-	Address   string
-	Namespace string
-	TaskQueue string
-}
-
-// WithDefaults fills what is not set.
-func (t Target) WithDefaults() Target {
-	if t.Address == "" {
-		t.Address = DefaultAddress
-	}
-	if t.Namespace == "" {
-		t.Namespace = DefaultNamespace
-	}
-	if t.TaskQueue == "" {
-		t.TaskQueue = DefaultTaskQueue
-	}
-	return t
-}
+// Target is the Temporal server, namespace and task queue of a fleet; it
+// lives in engine/temporal/target, which the local binary can import.
+type Target = fleet.Target
 
 // Dial connects to the target's server. logger nil: the SDK's own lines
 // are dropped but for warnings and errors, on standard error.

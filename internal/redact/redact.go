@@ -480,7 +480,7 @@ type redactRule struct {
 	// most maxBody of them when maxBody > 0.
 	lead, body *[256]bool
 	maxBody    int
-	re         *regexp.Regexp
+	re         func() *regexp.Regexp
 	// accept vets a match and says how many of its bytes to keep.
 	accept func(m []byte) (keep int, ok bool)
 	// custom replaces all of the above (private key blocks).
@@ -512,27 +512,34 @@ func tokenClass(spec string) *[256]bool {
 
 var redactRules = []*redactRule{
 	{name: "openai-anthropic", anchors: []string{"sk-"}, scan: 'k', boundary: true,
-		body: tokenClass("A-Za-z0-9_-"), re: regexp.MustCompile(`^sk-[A-Za-z0-9_-]{20,}`)},
+		body: tokenClass("A-Za-z0-9_-"), re: lazyRegexp(`^sk-[A-Za-z0-9_-]{20,}`)},
 	{name: "stripe", anchors: []string{"sk_live_", "rk_live_"}, scan: 'k', boundary: true,
-		body: tokenClass("A-Za-z0-9"), re: regexp.MustCompile(`^[sr]k_live_[A-Za-z0-9]{16,}`)},
+		body: tokenClass("A-Za-z0-9"), re: lazyRegexp(`^[sr]k_live_[A-Za-z0-9]{16,}`)},
 	{name: "github", anchors: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, scan: 'g', boundary: true,
-		body: tokenClass("A-Za-z0-9"), re: regexp.MustCompile(`^gh[pousr]_[A-Za-z0-9]{36,}`)},
+		body: tokenClass("A-Za-z0-9"), re: lazyRegexp(`^gh[pousr]_[A-Za-z0-9]{36,}`)},
 	{name: "github-fine-grained", anchors: []string{"github_pat_"}, scan: 'g', boundary: true,
-		body: tokenClass("A-Za-z0-9_"), re: regexp.MustCompile(`^github_pat_[A-Za-z0-9_]{22,}`)},
+		body: tokenClass("A-Za-z0-9_"), re: lazyRegexp(`^github_pat_[A-Za-z0-9_]{22,}`)},
 	{name: "aws", anchors: []string{"AKIA", "ASIA"}, scan: 'A', boundary: true,
-		body: tokenClass("A-Z0-9"), maxBody: 16, re: regexp.MustCompile(`^(?:AKIA|ASIA)[A-Z0-9]{16}`)},
+		body: tokenClass("A-Z0-9"), maxBody: 16, re: lazyRegexp(`^(?:AKIA|ASIA)[A-Z0-9]{16}`)},
 	{name: "slack", anchors: []string{"xox"}, scan: 'x', boundary: true,
-		body: tokenClass("A-Za-z0-9-"), re: regexp.MustCompile(`^xox[abprs]-[A-Za-z0-9-]{10,}`)},
+		body: tokenClass("A-Za-z0-9-"), re: lazyRegexp(`^xox[abprs]-[A-Za-z0-9-]{10,}`)},
 	{name: "google", anchors: []string{"AIza"}, scan: 'A', boundary: true,
-		body: tokenClass("A-Za-z0-9_-"), maxBody: 35, re: regexp.MustCompile(`^AIza[A-Za-z0-9_-]{35}`)},
+		body: tokenClass("A-Za-z0-9_-"), maxBody: 35, re: lazyRegexp(`^AIza[A-Za-z0-9_-]{35}`)},
 	{name: "gitlab", anchors: []string{"glpat-"}, scan: 'g', boundary: true,
-		body: tokenClass("A-Za-z0-9_-"), re: regexp.MustCompile(`^glpat-[A-Za-z0-9_-]{20,}`)},
+		body: tokenClass("A-Za-z0-9_-"), re: lazyRegexp(`^glpat-[A-Za-z0-9_-]{20,}`)},
 	{name: "jwt", anchors: []string{"eyJ"}, scan: 'J', boundary: true,
-		body: tokenClass("A-Za-z0-9_.-"), re: regexp.MustCompile(`^eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)},
+		body: tokenClass("A-Za-z0-9_.-"), re: lazyRegexp(`^eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)},
 	{name: "bearer", anchors: []string{"Bearer "}, scan: 'B', boundary: true,
 		lead: tokenClass(" "), body: tokenClass("A-Za-z0-9._~+/=-"),
-		re: regexp.MustCompile(`^Bearer +[A-Za-z0-9._~+/-]+=*`), accept: acceptBearer},
+		re: lazyRegexp(`^Bearer +[A-Za-z0-9._~+/-]+=*`), accept: acceptBearer},
 	{name: "private-key", anchors: []string{"-----BEGIN"}, scan: 'B', custom: matchPrivateKey},
+}
+
+// lazyRegexp compiles expr when a rule's anchor is first found: most
+// runs meet none, and compiling the rules at start-up cost every command
+// (pipeline --version included) tens of kilobytes of allocations.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
 
 var redactedText = []byte("[REDACTED]")
@@ -579,7 +586,7 @@ func (r *redactRule) matchAt(buf []byte, s, alen int, final bool) (end, keep int
 	}
 	// The expression consumes only the anchor, lead and body bytes, so
 	// its answer on buf[s:i] is final.
-	loc := r.re.FindIndex(buf[s:i])
+	loc := r.re().FindIndex(buf[s:i])
 	if loc == nil {
 		return 0, 0, matchNone
 	}

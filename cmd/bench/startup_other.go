@@ -1,0 +1,7 @@
+//go:build !linux
+
+package main
+
+// dropCached does nothing where the page cache cannot be asked to drop a
+// file (see startup_linux.go).
+func dropCached(string) {}
