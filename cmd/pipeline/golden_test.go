@@ -144,6 +144,9 @@ type goldenScene struct {
 	// id becomes yyyymmdd-hhmmssmmm-<label>, as wide as the id, and its
 	// short form [<hex>] becomes [<label>].
 	labels map[string]string
+	// bin, when set, is the binary the scene runs in place of the
+	// tests' own.
+	bin string
 	// rules are the scene's own, applied after goldenRules.
 	rules []goldenRule
 }
@@ -184,7 +187,12 @@ func (s *goldenScene) project(t *testing.T, name string) string {
 // run runs pipeline in dir with the scene's environment and extra.
 func (s *goldenScene) run(t *testing.T, dir string, extra []string, args ...string) result {
 	t.Helper()
-	return pipelineEnv(t, dir, append(append([]string{}, s.env...), extra...), args...)
+	bin := binary
+	if s.bin != "" {
+		bin = s.bin
+	}
+	r, _ := runBinary(t, bin, dir, append(append([]string{}, s.env...), extra...), args...)
+	return r
 }
 
 // runWant runs pipeline and fails unless it exits code.
@@ -353,6 +361,20 @@ func TestGoldenPlan(t *testing.T) {
 // own.
 func TestGoldenDoctor(t *testing.T) {
 	s := newGoldenScene(t)
+	// A copy of pipeline in a folder of its own: doctor looks for
+	// pipeline-temporal beside it, which the tests of the fleet build
+	// beside the tests' binary.
+	s.bin = filepath.Join(s.root, "lone", "pipeline")
+	exe, err := os.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(s.bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.bin, exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	bin := filepath.Join(s.root, "bin")
 	fakeCLI(t, bin, "claude", "2.1.400 (Claude Code)")
 	fakeCLI(t, bin, "gemini", "0.61.0")
