@@ -20,15 +20,8 @@ import (
 	"github.com/pipeline-dev/pipeline/steps"
 )
 
-func doctorCommand() *cobra.Command {
-	var (
-		output   *outputFlag
-		specPath string
-	)
-	cmd := newCommand(&cobra.Command{
-		Use:   "doctor [FILE]",
-		Short: "Check that the agent CLIs the pipeline uses are installed, recent enough and have credentials",
-		Long: `Check, for each agent CLI the phases of FILE (default ./phases.yaml) use,
+// doctorLong is doctor's help.
+const doctorLong = `Check, for each agent CLI the phases of FILE (default ./phases.yaml) use,
 that it is on PATH, that its version is one the adapter works with
 (claude 2.1.332, gemini 0.61.0, codex 0.169.0 or newer), and whether its
 credentials are set: a key variable (ANTHROPIC_API_KEY, GEMINI_API_KEY,
@@ -47,49 +40,66 @@ pipeline validate --preflight runs the same checks.
 Exit status: 0 when every CLI can run (credentials not found are a
 warning), 2 when one is missing, too old or broken, or when the backend
 is temporal and pipeline-temporal is missing or broken (another version
-of it is a warning).`,
-		Example: `  pipeline doctor
-  pipeline doctor -o json examples/spec-workflow/phases.yaml`,
-		Args: cobra.MaximumNArgs(1),
-	}, func(cmd *cobra.Command, args []string) error {
-		if err := output.check(); err != nil {
-			return err
-		}
-		file := "phases.yaml"
-		if len(args) == 1 {
-			file = args[0]
-		}
-		r, err := app.Doctor(cmd.Context(), app.Pipeline{File: file, Spec: specPath})
-		if err != nil {
-			return err
-		}
-		checks := r.Agents
-		onFleet, err := (&backendFlags{}).resolve(file, r.Plan)
-		if err != nil {
-			return err
-		}
-		temporal := checkFleetBinary(cmd.Context(), onFleet != nil)
-		ok := r.OK && temporal.ok()
-		if output.json() {
-			if err := writeJSON(cmd.OutOrStdout(), struct {
-				OK       bool             `json:"ok"`
-				Agents   []steps.CLICheck `json:"agents"`
-				Temporal fleetCheck       `json:"temporal"`
-			}{ok, checks, temporal}); err != nil {
-				return err
-			}
-		} else {
-			printChecks(cmd.OutOrStdout(), file, checks)
-			temporal.print(cmd.OutOrStdout())
-		}
-		if !ok {
-			return &exitStatus{code: exitUsage, printed: true}
-		}
-		return nil
-	})
-	output = addOutputFlag(cmd)
-	cmd.Flags().StringVar(&specPath, "spec", "", "spec file whose frontmatter overrides phases.yaml (default: the spec phases.yaml names)")
+of it is a warning).`
+
+const doctorExample = `  pipeline doctor
+  pipeline doctor -o json examples/spec-workflow/phases.yaml`
+
+// doctorOptions are doctor's flags.
+type doctorOptions struct {
+	output   *outputFlag
+	specPath string
+}
+
+func doctorCommand() *cobra.Command {
+	o := &doctorOptions{}
+	cmd := newCommand(&cobra.Command{
+		Use:     "doctor [FILE]",
+		Short:   "Check that the agent CLIs the pipeline uses are installed, recent enough and have credentials",
+		Long:    doctorLong,
+		Example: doctorExample,
+		Args:    cobra.MaximumNArgs(1),
+	}, o.run)
+	o.output = addOutputFlag(cmd)
+	cmd.Flags().StringVar(&o.specPath, "spec", "", "spec file whose frontmatter overrides phases.yaml (default: the spec phases.yaml names)")
 	return cmd
+}
+
+func (o *doctorOptions) run(cmd *cobra.Command, args []string) error {
+	if err := o.output.check(); err != nil {
+		return err
+	}
+	file := "phases.yaml"
+	if len(args) == 1 {
+		file = args[0]
+	}
+	r, err := app.Doctor(cmd.Context(), app.Pipeline{File: file, Spec: o.specPath})
+	if err != nil {
+		return err
+	}
+	checks := r.Agents
+	onFleet, err := (&backendFlags{}).resolve(file, r.Plan)
+	if err != nil {
+		return err
+	}
+	temporal := checkFleetBinary(cmd.Context(), onFleet != nil)
+	ok := r.OK && temporal.ok()
+	if o.output.json() {
+		if err := writeJSON(cmd.OutOrStdout(), struct {
+			OK       bool             `json:"ok"`
+			Agents   []steps.CLICheck `json:"agents"`
+			Temporal fleetCheck       `json:"temporal"`
+		}{ok, checks, temporal}); err != nil {
+			return err
+		}
+	} else {
+		printChecks(cmd.OutOrStdout(), file, checks)
+		temporal.print(cmd.OutOrStdout())
+	}
+	if !ok {
+		return &exitStatus{code: exitUsage, printed: true}
+	}
+	return nil
 }
 
 // doctorChecks and checksOK: see app.AgentChecks and app.ChecksOK.

@@ -21,17 +21,8 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/temporal"
 )
 
-func workerCommand() *cobra.Command {
-	var (
-		target      temporal.Target
-		maxParallel int
-		stateDir    string
-		grace       time.Duration
-	)
-	cmd := newCommand(&cobra.Command{
-		Use:   "worker",
-		Short: "Run the sessions' steps of a Temporal fleet",
-		Long: `Run a worker of the Temporal backend: it polls the task queue for the
+// workerLong is worker's help.
+const workerLong = `Run a worker of the Temporal backend: it polls the task queue for the
 sessions' workflows (SessionWorkflow: the same decisions as a local run)
 and their steps (the RunStep and Compact activities), and runs the steps
 here, as a local run would, in the folder of the session's phases.yaml as
@@ -51,70 +42,89 @@ again on a worker.
 The address is --temporal, else $PIPELINE_TEMPORAL, else 127.0.0.1:7233;
 the namespace and the task queue, --namespace and --task-queue, else
 $PIPELINE_TEMPORAL_NAMESPACE and $PIPELINE_TEMPORAL_TASK_QUEUE, else
-default and pipeline.`,
-		Example: `  pipeline worker --temporal 127.0.0.1:7233
-  pipeline worker --temporal temporal.internal:7233 --namespace ci --task-queue pipeline --max-parallel 4`,
-		Args: cobra.NoArgs,
-	}, func(cmd *cobra.Command, _ []string) error {
-		if maxParallel < 0 {
-			return usagef("--max-parallel %d is negative: give how many steps this worker may run at once", maxParallel)
-		}
-		if maxParallel == 0 {
-			maxParallel = runtime.NumCPU()
-		}
-		if grace < 0 {
-			return usagef("--grace %s is negative: give the time a stopped step gets before it is killed, 0 to kill it at once", grace)
-		}
-		target = targetFromEnv(target)
-		if stateDir != "" {
-			abs, err := filepath.Abs(stateDir)
-			if err != nil {
-				return err
-			}
-			stateDir = abs
-		}
-		logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo})))
-		ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-		c, err := temporal.Dial(ctx, target, logger)
-		cancel()
+default and pipeline.`
+
+const workerExample = `  pipeline worker --temporal 127.0.0.1:7233
+  pipeline worker --temporal temporal.internal:7233 --namespace ci --task-queue pipeline --max-parallel 4`
+
+// workerOptions are worker's flags.
+type workerOptions struct {
+	target      temporal.Target
+	maxParallel int
+	stateDir    string
+	grace       time.Duration
+}
+
+func workerCommand() *cobra.Command {
+	o := &workerOptions{}
+	cmd := newCommand(&cobra.Command{
+		Use:     "worker",
+		Short:   "Run the sessions' steps of a Temporal fleet",
+		Long:    workerLong,
+		Example: workerExample,
+		Args:    cobra.NoArgs,
+	}, o.run)
+	cmd.Flags().StringVar(&o.target.Address, "temporal", "", "the Temporal frontend, HOST:PORT (default $PIPELINE_TEMPORAL, else "+temporal.DefaultAddress+")")
+	cmd.Flags().StringVar(&o.target.Namespace, "namespace", "", "the Temporal namespace (default $PIPELINE_TEMPORAL_NAMESPACE, else "+temporal.DefaultNamespace+")")
+	cmd.Flags().StringVar(&o.target.TaskQueue, "task-queue", "", "the task queue to poll (default $PIPELINE_TEMPORAL_TASK_QUEUE, else "+temporal.DefaultTaskQueue+")")
+	cmd.Flags().IntVar(&o.maxParallel, "max-parallel", 0, "most steps this worker runs at once (default: the number of cores)")
+	cmd.Flags().StringVar(&o.stateDir, "state-dir", "", "where this worker keeps the sessions' transcripts (default: .pipeline beside each session's phases.yaml)")
+	cmd.Flags().DurationVar(&o.grace, "grace", 5*time.Second, "time a stopped step gets to exit after SIGINT before it is killed")
+	return cmd
+}
+
+func (o *workerOptions) run(cmd *cobra.Command, _ []string) error {
+	if o.maxParallel < 0 {
+		return usagef("--max-parallel %d is negative: give how many steps this worker may run at once", o.maxParallel)
+	}
+	if o.maxParallel == 0 {
+		o.maxParallel = runtime.NumCPU()
+	}
+	if o.grace < 0 {
+		return usagef("--grace %s is negative: give the time a stopped step gets before it is killed, 0 to kill it at once", o.grace)
+	}
+	o.target = targetFromEnv(o.target)
+	if o.stateDir != "" {
+		abs, err := filepath.Abs(o.stateDir)
 		if err != nil {
 			return err
 		}
-		defer c.Close()
-		w := worker.New(c, target.TaskQueue, worker.Options{
-			MaxConcurrentActivityExecutionSize: maxParallel,
-			// A stopping worker stops its steps (grace, then kill) and
-			// reports their ends before it lets go.
-			WorkerStopTimeout: grace + 10*time.Second,
-		})
-		w.RegisterWorkflowWithOptions(temporal.SessionWorkflow, workflow.RegisterOptions{Name: temporal.WorkflowType})
-		w.RegisterActivity(&temporal.Activities{StateDir: stateDir, Grace: grace})
-		if err := w.Start(); err != nil {
-			return fmt.Errorf("the worker cannot start: %w", err)
-		}
-		where := "the session store beside each session's phases.yaml (.pipeline)"
-		if stateDir != "" {
-			where = stateDir
-		}
-		host, _ := os.Hostname()
-		fmt.Fprintf(cmd.ErrOrStderr(), "pipeline worker %s/%d: serving namespace %s, task queue %s at %s; up to %d steps at once, each run in the folder of its session's phases.yaml; transcripts in %s (Ctrl+C or SIGTERM stops it)\n",
-			host, os.Getpid(), target.Namespace, target.TaskQueue, target.Address, maxParallel, where)
-		stop := make(chan os.Signal, 1)
-		signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
-		defer signal.Stop(stop)
-		got := <-stop
-		fmt.Fprintf(cmd.ErrOrStderr(), "pipeline worker: %s: stopping; the steps running here stop and their sessions pause (worker-stopped)\n", got)
-		w.Stop()
-		fmt.Fprintln(cmd.ErrOrStderr(), "pipeline worker: stopped")
-		return nil
+		o.stateDir = abs
+	}
+	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo})))
+	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+	c, err := temporal.Dial(ctx, o.target, logger)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w := worker.New(c, o.target.TaskQueue, worker.Options{
+		MaxConcurrentActivityExecutionSize: o.maxParallel,
+		// A stopping worker stops its steps (o.grace, then kill) and
+		// reports their ends before it lets go.
+		WorkerStopTimeout: o.grace + 10*time.Second,
 	})
-	cmd.Flags().StringVar(&target.Address, "temporal", "", "the Temporal frontend, HOST:PORT (default $PIPELINE_TEMPORAL, else "+temporal.DefaultAddress+")")
-	cmd.Flags().StringVar(&target.Namespace, "namespace", "", "the Temporal namespace (default $PIPELINE_TEMPORAL_NAMESPACE, else "+temporal.DefaultNamespace+")")
-	cmd.Flags().StringVar(&target.TaskQueue, "task-queue", "", "the task queue to poll (default $PIPELINE_TEMPORAL_TASK_QUEUE, else "+temporal.DefaultTaskQueue+")")
-	cmd.Flags().IntVar(&maxParallel, "max-parallel", 0, "most steps this worker runs at once (default: the number of cores)")
-	cmd.Flags().StringVar(&stateDir, "state-dir", "", "where this worker keeps the sessions' transcripts (default: .pipeline beside each session's phases.yaml)")
-	cmd.Flags().DurationVar(&grace, "grace", 5*time.Second, "time a stopped step gets to exit after SIGINT before it is killed")
-	return cmd
+	w.RegisterWorkflowWithOptions(temporal.SessionWorkflow, workflow.RegisterOptions{Name: temporal.WorkflowType})
+	w.RegisterActivity(&temporal.Activities{StateDir: o.stateDir, Grace: o.grace})
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("the worker cannot start: %w", err)
+	}
+	where := "the session store beside each session's phases.yaml (.pipeline)"
+	if o.stateDir != "" {
+		where = o.stateDir
+	}
+	host, _ := os.Hostname()
+	fmt.Fprintf(cmd.ErrOrStderr(), "pipeline worker %s/%d: serving namespace %s, task queue %s at %s; up to %d steps at once, each run in the folder of its session's phases.yaml; transcripts in %s (Ctrl+C or SIGTERM stops it)\n",
+		host, os.Getpid(), o.target.Namespace, o.target.TaskQueue, o.target.Address, o.maxParallel, where)
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(stop)
+	got := <-stop
+	fmt.Fprintf(cmd.ErrOrStderr(), "pipeline worker: %s: stopping; the steps running here stop and their sessions pause (worker-stopped)\n", got)
+	w.Stop()
+	fmt.Fprintln(cmd.ErrOrStderr(), "pipeline worker: stopped")
+	return nil
 }
 
 // targetFromEnv fills what the flags left empty from the environment,
