@@ -655,7 +655,7 @@ func (w *watcher) pauseRequested() bool {
 		if notes, ok := t.run.sess.PauseRequest(); ok {
 			found = true
 			select {
-			case t.run.interrupts <- local.Interrupt{Reason: engine.ReasonHuman, Notes: notes, Cause: "pipeline pause"}:
+			case t.run.interrupts <- local.Interrupt{Reason: engine.ReasonHuman, Notes: notes, Cause: local.CausePauseCommand}:
 			default:
 			}
 		}
