@@ -1,8 +1,12 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Issue 23, item 17: pipeline pause from another terminal showed in the
@@ -51,4 +55,60 @@ phases:
 	if got = w.stderr.String(); !strings.Contains(got, want) || strings.Contains(got, "SIGTERM") {
 		t.Errorf("the watch's terminal says:\n%s\nwant %q and no SIGTERM", got, want)
 	}
+}
+
+// Issue 23, item 19: watch printed an invalid phases.yaml on one line,
+// its caret block flattened with literal \n, and said nothing when the
+// file was valid again.
+func TestIssue23WatchShowsInvalidPhasesYAMLAsValidateDoes(t *testing.T) {
+	dir := t.TempDir()
+	watchedPipeline(t, dir, "")
+	good := readFile(t, dir, "phases.yaml")
+	w := pipelineStart(t, dir, "watch")
+	w.await(t, "watching:")
+	write(t, dir, "phases.yaml", strings.Replace(good, "auto_advance: false}", "auto_advance: maybe}", 1))
+	var block []string
+	for !strings.Contains(strings.Join(block, "\n"), "the sessions keep the plan they had") {
+		if line := w.next(t); len(block) > 0 || strings.Contains(line, "invalid, not applied") {
+			block = append(block, line)
+		}
+	}
+	text := strings.Join(block, "\n")
+	if strings.Contains(text, `\n`) || !strings.Contains(text, "  5 |") || !strings.Contains(text, "^") {
+		t.Errorf("the invalid phases.yaml is shown as:\n%s\nwant its numbered line and caret, as validate shows them", text)
+	}
+	write(t, dir, "phases.yaml", good)
+	w.await(t, "valid again: applied")
+	if err := w.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	w.exit(t)
+}
+
+// Issue 23, item 19: watch -o json glued an error and what follows from
+// it: "no such file or directorythe session stays paused".
+func TestIssue23WatchEventMessagesAreNotGlued(t *testing.T) {
+	dir := t.TempDir()
+	id := watchedPipeline(t, dir, "")
+	w := watchStart(t, dir)
+	if err := os.Remove(filepath.Join(dir, "spec.md")); err != nil {
+		t.Fatal(err)
+	}
+	invalid := w.awaitEvent(t, "invalid", id)
+	if !strings.HasSuffix(invalid.Reason, "; the session stays paused") || strings.Contains(invalid.Reason, "directorythe") {
+		t.Errorf("invalid event's reason %q: want the error, then \"; the session stays paused\"", invalid.Reason)
+	}
+	w.stop(t)
+}
+
+// next waits for the next line of the command's output.
+func (s *started) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case line := <-s.lines:
+		return line
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no more lines; stderr: %s", s.stderr.String())
+	}
+	return ""
 }

@@ -201,7 +201,14 @@ func runWatch(cmd *cobra.Command, o watch.Options, asJSON bool) error {
 			out.write(func(w io.Writer) { writeJSONLine(w, e) })
 			return
 		}
-		line := text.Line(describeWatchEvent(e))
+		// A reason of several lines (an invalid phases.yaml's caret
+		// blocks, as validate shows them) follows its event's line,
+		// indented.
+		head, rest, _ := strings.Cut(describeWatchEvent(e), "\n")
+		line := text.Line(head)
+		if rest != "" {
+			line += "\n" + indentBlock(strings.TrimRight(text.Text(rest), "\n"), "  ")
+		}
 		out.write(func(w io.Writer) { fmt.Fprintf(w, "%s %s\n", e.Time.Local().Format("15:04:05.000"), line) })
 	}
 	if table {
@@ -258,6 +265,17 @@ func describeWatchEvent(e watch.Event) string {
 		b.WriteString(": " + e.Reason)
 	}
 	return b.String()
+}
+
+// indentBlock puts prefix before every line of text but the empty ones.
+func indentBlock(text, prefix string) string {
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = prefix + l
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // writeWatchTable prints the watched sessions, for a terminal.
