@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pipeline-dev/pipeline/engine"
 )
 
 // Issue 23, item 17: pipeline pause from another terminal showed in the
@@ -111,4 +113,33 @@ func (s *started) next(t *testing.T) string {
 		t.Fatalf("no more lines; stderr: %s", s.stderr.String())
 	}
 	return ""
+}
+
+// Issue 23, item 20: status said a checkpoint's note three times (on the
+// status, cause and summary lines). It says it once.
+func TestIssue23StatusSaysTheNoteOnce(t *testing.T) {
+	dir := t.TempDir()
+	const note = "design drafted; review it before implementation"
+	write(t, dir, "phases.yaml", `version: 1
+agent: {kind: command, command: [sh, -c, 'cat >/dev/null; echo "[CHECKPOINT] `+note+`"']}
+defaults: {pause_when: {checkpoint: checkpoint}}
+phases: [{name: design, prompt: Design it.}, {name: build, prompt: Build it.}]
+`)
+	if r := pipeline(t, dir, "run"); r.code != exitPaused {
+		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
+	}
+	r := pipeline(t, dir, "status")
+	if n := strings.Count(r.stdout, note); r.code != 0 || n != 1 || !strings.Contains(r.stdout, "paused: checkpoint — "+note) {
+		t.Errorf("status says the note %d times, want once, on its status line:\n%s", n, r.stdout)
+	}
+}
+
+// Issue 23, item 20: a resume context larger than the history it
+// replaced was shown as "-44.2% saved". No saving is negative: it says
+// how many tokens more than the history it was.
+func TestIssue23StatusHasNoNegativeSaving(t *testing.T) {
+	got := describeContextAccount(engine.ContextAccount{Sent: 1, SentTokens: 240, ReplacedTokens: 111})
+	if want := "1 resume context, 240 tokens in place of 111 of history (129 tokens more than the history it replaced)"; got != want {
+		t.Errorf("context account %q, want %q", got, want)
+	}
 }
