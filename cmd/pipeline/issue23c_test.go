@@ -143,3 +143,38 @@ func TestIssue23StatusHasNoNegativeSaving(t *testing.T) {
 		t.Errorf("context account %q, want %q", got, want)
 	}
 }
+
+// Issue 23, item 22: watch stopped with Ctrl+C said "the sessions that
+// ran are paused" though the only session it ran had completed. It says
+// what is true: none was running; or which session it paused.
+func TestIssue23WatchStopSaysWhatItPaused(t *testing.T) {
+	dir := t.TempDir()
+	id := runToFirstPause(t, dir, `version: 1
+spec: spec.md
+phases:
+  - {name: one, auto_advance: false, steps: [{run: "true"}]}
+  - {name: two, steps: [{run: 'if [ -e long ]; then echo waiting; exec sleep 600; fi'}]}
+`)
+	w := watchStart(t, dir)
+	write(t, dir, "spec.md", "# spec\nchanged\n")
+	w.awaitEvent(t, "completed", id)
+	w.stop(t)
+	if got := w.stderr.String(); !strings.Contains(got, "no session was running") || strings.Contains(got, "are paused") {
+		t.Errorf("watch stopped with only a completed session says:\n%s", got)
+	}
+
+	dir = t.TempDir()
+	id = runToFirstPause(t, dir, `version: 1
+spec: spec.md
+phases:
+  - {name: one, auto_advance: false, steps: [{run: "true"}]}
+  - {name: two, steps: [{run: 'echo waiting; exec sleep 600'}]}
+`)
+	w = watchStart(t, dir, "--grace", "100ms")
+	write(t, dir, "spec.md", "# spec\nchanged\n")
+	w.awaitEvent(t, "resumed", id)
+	w.stop(t)
+	if got := w.stderr.String(); !strings.Contains(got, "paused session "+id+", which was running") {
+		t.Errorf("watch stopped with a session running says:\n%s", got)
+	}
+}

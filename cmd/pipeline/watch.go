@@ -223,10 +223,30 @@ func runWatch(cmd *cobra.Command, o watch.Options, asJSON bool) error {
 	o.Signals = true
 	err := watch.Run(context.Background(), o)
 	if errors.Is(err, watch.ErrInterrupted) {
-		printError(cmd.ErrOrStderr(), "pipeline watch: stopped; the sessions that ran are paused (pipeline watch or pipeline resume continues them)\n")
+		var interrupted *watch.InterruptedError
+		errors.As(err, &interrupted)
+		printError(cmd.ErrOrStderr(), "pipeline watch: stopped; "+describeStopped(interrupted)+"\n")
 		return &exitStatus{code: exitPaused, printed: true}
 	}
 	return err
+}
+
+// describeStopped says what stopping the watch did: the sessions it
+// paused, or that none was running.
+func describeStopped(e *watch.InterruptedError) string {
+	if e == nil || len(e.Paused) == 0 {
+		return "no session was running, so none was paused"
+	}
+	const shown = 5
+	ids := e.Paused[:min(len(e.Paused), shown)]
+	list := strings.Join(ids, ", ")
+	if len(e.Paused) > shown {
+		list += fmt.Sprintf(" and %d more", len(e.Paused)-shown)
+	}
+	if len(e.Paused) == 1 {
+		return "paused session " + list + ", which was running (pipeline watch or pipeline resume continues it)"
+	}
+	return fmt.Sprintf("paused %d sessions that were running: %s (pipeline watch or pipeline resume continues them)", len(e.Paused), list)
 }
 
 // describeWatchEvent is an event as a line of text.

@@ -39,9 +39,26 @@ import (
 // sessions waiting for a free slot (Holder.Queued), for pipeline sessions.
 const LockKey = "watch"
 
-// ErrInterrupted ends Run when its context was cancelled: what ran was
-// paused.
-var ErrInterrupted = errors.New("watch: interrupted; the sessions that ran are paused")
+// ErrInterrupted ends Run when its context was cancelled or a signal
+// stopped it: what ran was paused. Run returns it as an
+// *InterruptedError, which names those sessions.
+var ErrInterrupted = errors.New("watch: interrupted")
+
+// InterruptedError is ErrInterrupted with the sessions the interrupt
+// paused: none when none was running (a session that had completed or
+// paused by itself is not among them).
+type InterruptedError struct {
+	Paused []string
+}
+
+func (e *InterruptedError) Error() string {
+	if len(e.Paused) == 0 {
+		return "watch: interrupted; no session was running"
+	}
+	return fmt.Sprintf("watch: interrupted; paused %s", strings.Join(e.Paused, ", "))
+}
+
+func (e *InterruptedError) Is(target error) bool { return target == ErrInterrupted }
 
 // Pipeline is one phases.yaml to watch, with its store.
 type Pipeline struct {
@@ -222,8 +239,10 @@ type watcher struct {
 	runs       context.Context
 	cancelRuns context.CancelFunc
 	stopping   bool
-	over       bool
-	ready      bool
+	// pausedByStop are the sessions whose runs the stop paused.
+	pausedByStop []string
+	over         bool
+	ready        bool
 	// followed are the sessions scan found since the watch began, to be
 	// reported once their specs are watched.
 	followed []Event
@@ -594,7 +613,7 @@ func (w *watcher) loop(ctx context.Context, notify *triggers.Watcher, watchErr <
 			return nil
 		}
 		if w.stopping && w.active == 0 {
-			return ErrInterrupted
+			return &InterruptedError{Paused: w.pausedByStop}
 		}
 		select {
 		case <-cancelled:
@@ -1051,6 +1070,9 @@ func (w *watcher) ended(f finished) {
 	switch t.status {
 	case engine.StatusPaused:
 		kind = EventPaused
+		if w.stopping {
+			w.pausedByStop = append(w.pausedByStop, t.id)
+		}
 		w.hashGlobbed(t.pipe)
 		if f.state.Pause != nil {
 			t.reason, reason = f.state.Pause.Reason, f.state.Pause.Reason
