@@ -11,6 +11,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/triggers"
 )
 
 // Exit codes are documented in README.md and stable.
@@ -107,10 +108,11 @@ func Hint(err error) string {
 // EnvironmentError tells whether err comes from the machine rather than
 // from the pipeline or its steps: a file or folder that cannot be read or
 // written, a file where a folder should be or the other way round, a
-// read-only or full disk. It is matched by its errno, however the error
-// was wrapped.
+// read-only or full disk, a limit of the system's file watching. It is
+// matched by its errno, however the error was wrapped.
 func EnvironmentError(err error) bool {
-	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) ||
+	var watchLimit *triggers.WatchLimitError
+	return errors.As(err, &watchLimit) || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) ||
 		errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR) ||
 		errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
@@ -118,8 +120,9 @@ func EnvironmentError(err error) bool {
 // environmentHint says what to do about an environment error, or "". A
 // message that already names --state-dir needs no second hint.
 func environmentHint(err error) string {
-	if err == nil || !EnvironmentError(err) || strings.Contains(err.Error(), "--state-dir") {
-		return ""
+	var watchLimit *triggers.WatchLimitError
+	if err == nil || !EnvironmentError(err) || strings.Contains(err.Error(), "--state-dir") || errors.As(err, &watchLimit) {
+		return "" // a watch limit's message says what to raise
 	}
 	what := "a file or folder pipeline needs"
 	var (

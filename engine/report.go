@@ -48,7 +48,8 @@ type StatusReport struct {
 // history (of the fresh native sessions they started; a context added to
 // a native session that went on replaced nothing). Saved is the share of
 // the replaced history not sent, in percent; 0 when nothing was
-// replaced.
+// replaced, or when the contexts were larger than what they replaced
+// (a saving is never negative).
 type ContextAccount struct {
 	Compactions    int     `json:"compactions"`
 	Sent           int     `json:"contexts_sent"`
@@ -64,7 +65,7 @@ func (a *ContextAccount) add(p PhaseRecord) {
 	a.SentTokens += p.ContextTokens
 	a.ReplacedTokens += p.ReplacedTokens
 	if a.ReplacedTokens > 0 {
-		a.SavedPercent = 100 * float64(a.ReplacedTokens-a.SentTokens) / float64(a.ReplacedTokens)
+		a.SavedPercent = max(0, 100*float64(a.ReplacedTokens-a.SentTokens)/float64(a.ReplacedTokens))
 	}
 }
 

@@ -529,6 +529,9 @@ func (r *Running) finish(readers *sync.WaitGroup) Result {
 	if waitErr != nil {
 		fmt.Fprintf(r.transcript, "pipeline: %v\n", waitErr)
 	}
+	if grace, killed := r.proc.KilledAfter(); killed {
+		r.report(fmt.Sprintf("the step did not stop within %s: killed", grace))
+	}
 	if len(left) > 0 {
 		what := "1 process"
 		if len(left) > 1 {

@@ -56,6 +56,8 @@ type Process struct {
 	waitErr  error
 	left     []Leftover
 	stopOnce sync.Once
+	// overran is the grace the child outlived, once Stop killed it.
+	overran atomic.Int64
 }
 
 // Leftover is a process that a step left running when its own process
@@ -176,23 +178,57 @@ func (p *Process) Leftovers() []Leftover {
 
 // Stop interrupts the whole process group (SIGINT), waits up to grace for
 // the child to exit, then kills the group, and waits for the child.
+//
+// A process that was not there to take the SIGINT is interrupted on its
+// own, once, in the first second: a shell between two commands (sh -c
+// 'echo [CHECKPOINT]; sleep 30') takes the first SIGINT and goes on to
+// start the next one, which would sit out the whole grace. A process
+// that took the first is not interrupted again: a second SIGINT means
+// "now" to many programs.
 func (p *Process) Stop(grace time.Duration) {
 	p.stopOnce.Do(func() {
 		pgid := -p.cmd.Process.Pid
+		reached := groupMembers(p.cmd.Process.Pid)
 		_ = syscall.Kill(pgid, syscall.SIGINT)
 		// A stopped process (SIGSTOP, SIGTSTP) takes the SIGINT only once
 		// it is continued: without this it would sit out the grace.
 		_ = syscall.Kill(pgid, syscall.SIGCONT)
 		timer := time.NewTimer(grace)
 		defer timer.Stop()
-		select {
-		case <-p.done:
-		case <-timer.C:
+		again := time.NewTimer(interruptLate[0])
+		defer again.Stop()
+		for late := 1; ; {
+			select {
+			case <-p.done:
+				return
+			case <-again.C:
+				interruptNew(p.cmd.Process.Pid, reached)
+				if late < len(interruptLate) {
+					again.Reset(interruptLate[late])
+					late++
+				}
+				continue
+			case <-timer.C:
+			}
+			p.overran.Store(int64(grace))
 			_ = syscall.Kill(pgid, syscall.SIGKILL)
 			<-p.done
+			return
 		}
 	})
 	<-p.done
+}
+
+// interruptLate are the waits between the first SIGINT of Stop and each
+// look for processes it did not reach.
+var interruptLate = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}
+
+// KilledAfter is the grace that the child outlived, when Stop killed it
+// for that; valid after Done.
+func (p *Process) KilledAfter() (grace time.Duration, killed bool) {
+	<-p.done
+	g := p.overran.Load()
+	return time.Duration(g), g != 0
 }
 
 // outputDrain is how long the output pipes are still read once the child

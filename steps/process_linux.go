@@ -209,6 +209,30 @@ func stoppedProcess(pid int) (Leftover, bool) {
 	return Leftover{}, false
 }
 
+// groupMembers are the processes of the group pgid that descend from its
+// leader, by id, with their command names.
+func groupMembers(pgid int) map[int]string {
+	members := map[int]string{}
+	for _, pid := range descendants(pgid, nil) {
+		if info, ok := readStat(pid); ok && info.pgid == pgid && info.state != 'Z' {
+			members[pid] = info.comm
+		}
+	}
+	return members
+}
+
+// interruptNew sends SIGINT to each process of the group pgid that is not
+// in reached, or that ran another program since (a shell's child forked
+// before the SIGINT and started its program after), and adds it there.
+func interruptNew(pgid int, reached map[int]string) {
+	for pid, comm := range groupMembers(pgid) {
+		if was, ok := reached[pid]; !ok || was != comm {
+			reached[pid] = comm
+			_ = syscall.Kill(pid, syscall.SIGINT)
+		}
+	}
+}
+
 // procStat is what sweep reads of /proc/PID/stat.
 type procStat struct {
 	state byte

@@ -24,6 +24,9 @@ import (
 //     idle_timeout, its timeout or a Ctrl+C, which continues it.
 //   - The output pipes keep the system's default buffer (16 to 64 KiB):
 //     more, smaller reads on the hot path.
+//   - No list of a group's processes: the SIGINT of Stop goes to the
+//     whole group once more after a short wait, rather than only to the
+//     processes the first one did not reach.
 //   - No zombie detection: KillOrphans leaves a group alone while its dead
 //     leader is not yet reaped (the system's init reaps orphans promptly).
 
@@ -58,3 +61,14 @@ func stoppedProcess(int) (Leftover, bool) { return Leftover{}, false }
 // zombieLeader reports false: without /proc there is no cheap, portable way
 // to read a process's state.
 func zombieLeader(int) bool { return false }
+
+// groupMembers cannot list a group's processes without /proc.
+func groupMembers(int) map[int]string { return map[int]string{} }
+
+// interruptNew interrupts the whole group again, once.
+func interruptNew(pgid int, reached map[int]string) {
+	if _, again := reached[0]; !again {
+		reached[0] = ""
+		_ = syscall.Kill(-pgid, syscall.SIGINT)
+	}
+}

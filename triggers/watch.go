@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -58,7 +59,12 @@ type Watcher struct {
 	dirs    map[string]bool // the folders watched
 	pending map[string]bool
 	stop    func() bool
-	errs    []error
+	// errs are the folders that could not be watched since SetTargets
+	// last said them; limit those refused at an inotify limit, said once.
+	errs  []error
+	limit *WatchLimitError
+	// add watches a folder: the inotify watcher's Add.
+	add func(string) error
 }
 
 type compiledTargets struct {
@@ -73,6 +79,12 @@ type compiledTargets struct {
 // NewWatcher watches targets; the debounce of zero reports every change
 // at once.
 func NewWatcher(t Targets, debounce time.Duration, clk clock.Clock) (*Watcher, error) {
+	return newWatcher(t, debounce, clk, nil)
+}
+
+// newWatcher is NewWatcher with add watching each folder in place of
+// the inotify watcher's Add, when set.
+func newWatcher(t Targets, debounce time.Duration, clk clock.Clock, add func(string) error) (*Watcher, error) {
 	if clk == nil {
 		clk = clock.Real{}
 	}
@@ -81,7 +93,10 @@ func NewWatcher(t Targets, debounce time.Duration, clk clock.Clock) (*Watcher, e
 		return nil, watchError("", err)
 	}
 	w := &Watcher{clock: clk, debounce: debounce, notify: notify, changes: make(chan Change, 16),
-		dirs: map[string]bool{}, pending: map[string]bool{}}
+		dirs: map[string]bool{}, pending: map[string]bool{}, add: add}
+	if w.add == nil {
+		w.add = notify.Add
+	}
 	if err := w.SetTargets(t); err != nil {
 		notify.Close()
 		return nil, err
@@ -112,7 +127,28 @@ func (w *Watcher) SetTargets(t Targets) error {
 			delete(w.dirs, dir)
 		}
 	}
-	return errors.Join(w.errs...)
+	// What could not be watched is said once, not again at every call.
+	errs := w.errs
+	if w.limit != nil {
+		errs = append(errs, w.limit)
+	}
+	w.errs, w.limit = nil, nil
+	return errors.Join(errs...)
+}
+
+// failed keeps a folder that could not be watched: the folders refused
+// at an inotify limit make one error. Called with w.mu held.
+func (w *Watcher) failed(err error) {
+	var limit *WatchLimitError
+	if !errors.As(err, &limit) {
+		w.errs = append(w.errs, err)
+		return
+	}
+	if w.limit == nil {
+		w.limit = limit
+		return
+	}
+	w.limit.Folders = append(w.limit.Folders, limit.Folders...)
 }
 
 func compileTargets(t Targets) (compiledTargets, error) {
@@ -169,8 +205,8 @@ func (w *Watcher) walk(dir string, deep bool, wanted map[string]bool, report boo
 		}
 		wanted[path] = true
 		if !w.dirs[path] {
-			if err := w.notify.Add(path); err != nil {
-				w.errs = append(w.errs, watchError(path, err))
+			if err := w.add(path); err != nil {
+				w.failed(watchError(path, err))
 				return fs.SkipDir
 			}
 			w.dirs[path] = true
@@ -186,7 +222,7 @@ func (w *Watcher) walk(dir string, deep bool, wanted map[string]bool, report boo
 		for parent := filepath.Dir(dir); parent != dir; dir, parent = parent, filepath.Dir(parent) {
 			if info, err := os.Stat(parent); err == nil && info.IsDir() {
 				wanted[parent] = true
-				if !w.dirs[parent] && w.notify.Add(parent) == nil {
+				if !w.dirs[parent] && w.add(parent) == nil {
 					w.dirs[parent] = true
 				}
 				break
@@ -200,17 +236,65 @@ func (w *Watcher) walk(dir string, deep bool, wanted map[string]bool, report boo
 // fs.inotify.max_user_watches used up) is not a full disk, EMFILE (the
 // instances of fs.inotify.max_user_instances) not open files.
 func watchError(path string, err error) error {
+	var folders []string
+	if path != "" {
+		folders = []string{path}
+	}
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		return &WatchLimitError{Setting: "fs.inotify.max_user_watches", Folders: folders}
+	case errors.Is(err, syscall.EMFILE):
+		return &WatchLimitError{Setting: "fs.inotify.max_user_instances", Folders: folders}
+	}
 	what := "watching"
 	if path != "" {
 		what += " " + path
 	}
-	switch {
-	case errors.Is(err, syscall.ENOSPC):
-		return fmt.Errorf("%s: the system's limit of watched folders is reached (sysctl fs.inotify.max_user_watches): raise it, or narrow the watch: globs", what)
-	case errors.Is(err, syscall.EMFILE):
-		return fmt.Errorf("%s: the system's limit of file watchers is reached (sysctl fs.inotify.max_user_instances): raise it, or stop other watchers", what)
-	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// WatchLimitError is a limit of the system's file watching (inotify)
+// reached: a setting of the system's to raise, not a fault of the files.
+type WatchLimitError struct {
+	// Setting is the sysctl: fs.inotify.max_user_watches (watched
+	// folders) or fs.inotify.max_user_instances (watchers).
+	Setting string
+	// Folders could not be watched; none when no watcher could be made.
+	Folders []string
+}
+
+func (e *WatchLimitError) Error() string {
+	var b strings.Builder
+	switch len(e.Folders) {
+	case 0:
+		b.WriteString("cannot watch files")
+	case 1:
+		fmt.Fprintf(&b, "cannot watch %s", e.Folders[0])
+	default:
+		fmt.Fprintf(&b, "cannot watch %d folders (the first: %s)", len(e.Folders), e.Folders[0])
+	}
+	what, suggest, otherwise := "watched folders", 524288, "narrow the watch: globs"
+	if e.Setting == "fs.inotify.max_user_instances" {
+		what, suggest, otherwise = "file watchers", 1024, "stop other watchers"
+	}
+	fmt.Fprintf(&b, ": the system's limit of %s is reached (sysctl %s", what, e.Setting)
+	current := sysctlInt(e.Setting)
+	if current > 0 {
+		fmt.Fprintf(&b, " = %d", current)
+		suggest = max(suggest, 2*current)
+	}
+	fmt.Fprintf(&b, "); raise it (sudo sysctl %s=%d, and in /etc/sysctl.d/ to keep it), or %s", e.Setting, suggest, otherwise)
+	return b.String()
+}
+
+// sysctlInt reads a numeric kernel setting, or 0 where there is none.
+func sysctlInt(name string) int {
+	content, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(name, ".", "/"))
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(content)))
+	return n
 }
 
 // skippedDir names folders no spec lives in, whose churn is not ours to

@@ -160,12 +160,21 @@ func printStatus(w io.Writer, ls liveStatus, verbose bool) error {
 		status += ": " + r.FailReason
 	}
 	fmt.Fprintf(tw, "status\t%s\n", safe(status))
+	// The note is said once, on the status line: the cause says what the
+	// status does not (the expression and the values it read), and the
+	// summary is shown when it is not the note again.
 	if r.Pause != nil && (r.Pause.Expression != "" || len(r.Pause.Values) > 0) {
-		fmt.Fprintf(tw, "cause\t%s\n", safe(local.DescribeFiring(*r.Pause)))
+		firing := *r.Pause
+		if firing.Note == r.PauseNote {
+			firing.Note = ""
+		}
+		if cause := local.DescribeFiring(firing); cause != r.PauseReason {
+			fmt.Fprintf(tw, "cause\t%s\n", safe(cause))
+		}
 	}
 	if r.Status == string(engine.StatusPaused) || r.Status == string(engine.StatusFailed) {
 		for _, p := range r.Phases {
-			if p.Name == r.Phase && p.Summary != "" {
+			if p.Name == r.Phase && p.Summary != "" && p.Summary != r.PauseNote && p.Summary != r.FailReason {
 				fmt.Fprintf(tw, "summary\t%s\n", safe(p.Summary))
 			}
 		}
@@ -237,9 +246,15 @@ func describeContextAccount(c engine.ContextAccount) string {
 	var parts []string
 	if c.Sent > 0 {
 		text := fmt.Sprintf("%d resume context%s, %d tokens", c.Sent, plural(c.Sent), c.SentTokens)
-		if c.ReplacedTokens > 0 {
+		switch more := c.SentTokens - c.ReplacedTokens; {
+		case c.ReplacedTokens > 0 && more > 0:
+			// A context larger than the history it replaced saved
+			// nothing: said as what it cost, not as a negative saving.
+			text += fmt.Sprintf(" in place of %d of history (%d tokens more than the history %s replaced)", c.ReplacedTokens, more,
+				map[bool]string{true: "it", false: "they"}[c.Sent == 1])
+		case c.ReplacedTokens > 0:
 			text += fmt.Sprintf(" in place of %d of history (%.1f%% saved)", c.ReplacedTokens, c.SavedPercent)
-		} else {
+		default:
 			text += " added to native sessions that kept their history"
 		}
 		parts = append(parts, text)

@@ -201,7 +201,14 @@ func runWatch(cmd *cobra.Command, o watch.Options, asJSON bool) error {
 			out.write(func(w io.Writer) { writeJSONLine(w, e) })
 			return
 		}
-		line := text.Line(describeWatchEvent(e))
+		// A reason of several lines (an invalid phases.yaml's caret
+		// blocks, as validate shows them) follows its event's line,
+		// indented.
+		head, rest, _ := strings.Cut(describeWatchEvent(e), "\n")
+		line := text.Line(head)
+		if rest != "" {
+			line += "\n" + indentBlock(strings.TrimRight(text.Text(rest), "\n"), "  ")
+		}
 		out.write(func(w io.Writer) { fmt.Fprintf(w, "%s %s\n", e.Time.Local().Format("15:04:05.000"), line) })
 	}
 	if table {
@@ -216,10 +223,30 @@ func runWatch(cmd *cobra.Command, o watch.Options, asJSON bool) error {
 	o.Signals = true
 	err := watch.Run(context.Background(), o)
 	if errors.Is(err, watch.ErrInterrupted) {
-		printError(cmd.ErrOrStderr(), "pipeline watch: stopped; the sessions that ran are paused (pipeline watch or pipeline resume continues them)\n")
+		var interrupted *watch.InterruptedError
+		errors.As(err, &interrupted)
+		printError(cmd.ErrOrStderr(), "pipeline watch: stopped; "+describeStopped(interrupted)+"\n")
 		return &exitStatus{code: exitPaused, printed: true}
 	}
 	return err
+}
+
+// describeStopped says what stopping the watch did: the sessions it
+// paused, or that none was running.
+func describeStopped(e *watch.InterruptedError) string {
+	if e == nil || len(e.Paused) == 0 {
+		return "no session was running, so none was paused"
+	}
+	const shown = 5
+	ids := e.Paused[:min(len(e.Paused), shown)]
+	list := strings.Join(ids, ", ")
+	if len(e.Paused) > shown {
+		list += fmt.Sprintf(" and %d more", len(e.Paused)-shown)
+	}
+	if len(e.Paused) == 1 {
+		return "paused session " + list + ", which was running (pipeline watch or pipeline resume continues it)"
+	}
+	return fmt.Sprintf("paused %d sessions that were running: %s (pipeline watch or pipeline resume continues them)", len(e.Paused), list)
 }
 
 // describeWatchEvent is an event as a line of text.
@@ -258,6 +285,17 @@ func describeWatchEvent(e watch.Event) string {
 		b.WriteString(": " + e.Reason)
 	}
 	return b.String()
+}
+
+// indentBlock puts prefix before every line of text but the empty ones.
+func indentBlock(text, prefix string) string {
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = prefix + l
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // writeWatchTable prints the watched sessions, for a terminal.

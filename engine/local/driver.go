@@ -37,6 +37,10 @@ type Interrupt struct {
 	Cause string
 }
 
+// CausePauseCommand is the cause said when pipeline pause asked the
+// runner to pause: its SIGTERM is the messenger, not what happened.
+const CausePauseCommand = "pause requested by pipeline pause"
+
 // Driver runs sessions on this machine.
 type Driver struct {
 	View  View
@@ -147,7 +151,9 @@ func (d *Driver) interrupts(sess *session.Session) (<-chan Interrupt, func()) {
 				default:
 					in.Cause = "interrupted (SIGINT)"
 				}
-				if notes, ok := sess.PauseRequest(); ok {
+				if notes, ok := sess.PauseRequest(); ok && sig == syscall.SIGTERM {
+					in.Reason, in.Notes, in.Cause = engine.ReasonHuman, notes, CausePauseCommand
+				} else if ok {
 					in.Reason, in.Notes = engine.ReasonHuman, notes
 				}
 			}

@@ -39,9 +39,26 @@ import (
 // sessions waiting for a free slot (Holder.Queued), for pipeline sessions.
 const LockKey = "watch"
 
-// ErrInterrupted ends Run when its context was cancelled: what ran was
-// paused.
-var ErrInterrupted = errors.New("watch: interrupted; the sessions that ran are paused")
+// ErrInterrupted ends Run when its context was cancelled or a signal
+// stopped it: what ran was paused. Run returns it as an
+// *InterruptedError, which names those sessions.
+var ErrInterrupted = errors.New("watch: interrupted")
+
+// InterruptedError is ErrInterrupted with the sessions the interrupt
+// paused: none when none was running (a session that had completed or
+// paused by itself is not among them).
+type InterruptedError struct {
+	Paused []string
+}
+
+func (e *InterruptedError) Error() string {
+	if len(e.Paused) == 0 {
+		return "watch: interrupted; no session was running"
+	}
+	return fmt.Sprintf("watch: interrupted; paused %s", strings.Join(e.Paused, ", "))
+}
+
+func (e *InterruptedError) Is(target error) bool { return target == ErrInterrupted }
 
 // Pipeline is one phases.yaml to watch, with its store.
 type Pipeline struct {
@@ -158,6 +175,9 @@ type pipe struct {
 	// session's own last writes, which the debounce reports after its
 	// pause, are told from a human's; clocks cannot tell them apart.
 	globbed map[string]string
+	// invalid: phases.yaml did not load when it last changed; the next
+	// good one is said to be valid again.
+	invalid bool
 }
 
 // tracked is the latest session of a (pipeline, spec) key.
@@ -180,6 +200,9 @@ type tracked struct {
 	planKey string
 	// listed is the time of the session's index line last read.
 	listed time.Time
+	// invalid: the session's plan (its spec's frontmatter) did not load
+	// when it last changed.
+	invalid bool
 }
 
 // running is a session this watcher runs.
@@ -206,15 +229,20 @@ type watcher struct {
 	active   int
 	notify   *triggers.Watcher
 	targets  triggers.Targets
-	due      chan *tracked
-	done     chan finished
-	ctx      context.Context
+	// targetsErr is what watching the targets last failed with: said
+	// once, not at every change of the targets.
+	targetsErr string
+	due        chan *tracked
+	done       chan finished
+	ctx        context.Context
 	// runs is the context of the sessions' runs: cancelled, they pause.
 	runs       context.Context
 	cancelRuns context.CancelFunc
 	stopping   bool
-	over       bool
-	ready      bool
+	// pausedByStop are the sessions whose runs the stop paused.
+	pausedByStop []string
+	over         bool
+	ready        bool
 	// followed are the sessions scan found since the watch began, to be
 	// reported once their specs are watched.
 	followed []Event
@@ -502,8 +530,9 @@ func (w *watcher) retarget() {
 		return
 	}
 	w.targets = t
-	if err := w.notify.SetTargets(t); err != nil {
+	if err := w.notify.SetTargets(t); err != nil && err.Error() != w.targetsErr {
 		w.report(Event{Event: EventError, Reason: err.Error()})
+		w.targetsErr = err.Error()
 	}
 }
 
@@ -584,7 +613,7 @@ func (w *watcher) loop(ctx context.Context, notify *triggers.Watcher, watchErr <
 			return nil
 		}
 		if w.stopping && w.active == 0 {
-			return ErrInterrupted
+			return &InterruptedError{Paused: w.pausedByStop}
 		}
 		select {
 		case <-cancelled:
@@ -655,7 +684,7 @@ func (w *watcher) pauseRequested() bool {
 		if notes, ok := t.run.sess.PauseRequest(); ok {
 			found = true
 			select {
-			case t.run.interrupts <- local.Interrupt{Reason: engine.ReasonHuman, Notes: notes, Cause: "pipeline pause"}:
+			case t.run.interrupts <- local.Interrupt{Reason: engine.ReasonHuman, Notes: notes, Cause: local.CausePauseCommand}:
 			default:
 			}
 		}
@@ -801,15 +830,25 @@ func (w *watcher) globbed(p *pipe, path string) bool {
 func (w *watcher) reload(p *pipe) bool {
 	plan, err := spec.Load(p.file, "")
 	if err != nil {
-		w.report(Event{Event: EventInvalid, File: rel(p.file), Reason: err.Error() + "the sessions keep the plan they had"})
+		p.invalid = true
+		w.report(Event{Event: EventInvalid, File: rel(p.file), Reason: withConsequence(err, "the sessions keep the plan they had")})
 		return false
 	}
+	again := p.invalid
+	p.invalid = false
 	if plan.Digest == p.plan.Digest {
+		if again {
+			w.report(Event{Event: EventReloaded, File: rel(p.file), Reason: "valid again: applied; the plan is the one the sessions kept"})
+		}
 		return false // saved as it was
 	}
 	p.plan = plan
 	w.hashGlobbed(p)
-	w.report(Event{Event: EventReloaded, File: rel(p.file), Reason: "valid: it applies to every session from its next step"})
+	reason := "valid: it applies to every session from its next step"
+	if again {
+		reason = "valid again: applied; it applies to every session from its next step"
+	}
+	w.report(Event{Event: EventReloaded, File: rel(p.file), Reason: reason})
 	w.retarget()
 	return true
 }
@@ -934,9 +973,11 @@ func (w *watcher) specUnchanged(t *tracked) bool {
 func (w *watcher) replan(t *tracked, file string) {
 	plan, err := w.planFor(t)
 	if err != nil {
-		w.report(Event{Event: EventInvalid, File: rel(file), Session: t.id, Reason: err.Error() + "the session keeps the plan it had"})
+		t.invalid = true
+		w.report(Event{Event: EventInvalid, File: rel(file), Session: t.id, Reason: withConsequence(err, "the session keeps the plan it had")})
 		return
 	}
+	w.validAgain(t, file)
 	if plan.Digest == t.run.digest {
 		w.report(Event{Event: EventSkipped, File: rel(file), Session: t.id, Status: string(engine.StatusRunning),
 			Reason: "running; its plan is unchanged"})
@@ -952,6 +993,26 @@ func (w *watcher) replan(t *tracked, file string) {
 		Reason: "running; the new plan applies from its next step"})
 }
 
+// validAgain says that t's plan loads again, after an invalid one.
+func (w *watcher) validAgain(t *tracked, file string) {
+	if t.invalid {
+		t.invalid = false
+		w.report(Event{Event: EventReloaded, File: rel(file), Session: t.id, Reason: "valid again: applied"})
+	}
+}
+
+// withConsequence is an error followed by what it means for the
+// sessions, as an event's reason: on a line of its own after an error of
+// several lines (a spec error's caret blocks), after a semicolon
+// otherwise.
+func withConsequence(err error, then string) string {
+	text := strings.TrimRight(err.Error(), "\n")
+	if strings.Contains(text, "\n") {
+		return text + "\n" + then
+	}
+	return text + "; " + then
+}
+
 // start opens and resumes t, and runs it in the background.
 func (w *watcher) start(t *tracked, file, change string) {
 	fail := func(err error) {
@@ -959,9 +1020,11 @@ func (w *watcher) start(t *tracked, file, change string) {
 	}
 	plan, err := w.planFor(t)
 	if err != nil {
-		w.report(Event{Event: EventInvalid, File: rel(file), Session: t.id, Reason: err.Error() + "the session stays paused"})
+		t.invalid = true
+		w.report(Event{Event: EventInvalid, File: rel(file), Session: t.id, Reason: withConsequence(err, "the session stays paused")})
 		return
 	}
+	w.validAgain(t, file)
 	var remarks []string
 	sess, err := session.Open(w.ctx, t.pipe.st, session.Options{File: t.pipe.file, Plan: plan, ID: t.id,
 		Say: func(format string, args ...any) { remarks = append(remarks, fmt.Sprintf(format, args...)) }})
@@ -1007,6 +1070,9 @@ func (w *watcher) ended(f finished) {
 	switch t.status {
 	case engine.StatusPaused:
 		kind = EventPaused
+		if w.stopping {
+			w.pausedByStop = append(w.pausedByStop, t.id)
+		}
 		w.hashGlobbed(t.pipe)
 		if f.state.Pause != nil {
 			t.reason, reason = f.state.Pause.Reason, f.state.Pause.Reason

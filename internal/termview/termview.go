@@ -61,6 +61,16 @@ func (s ScreenText) Line(text string) string {
 	return text
 }
 
+// Text is text made safe for a terminal, its line breaks kept: a block
+// such as a spec error's caret lines.
+func (s ScreenText) Text(text string) string {
+	text = s.Redactor.String(text)
+	if safe := termsafe.Text(text); safe != text {
+		return s.Redactor.String(safe)
+	}
+	return text
+}
+
 // WithRedactor makes a view of this package redact with r, a session's
 // redactor (which knows the secrets of the plan's agent environments
 // too), rather than with the environment's alone. Other views are
