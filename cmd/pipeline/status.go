@@ -160,25 +160,7 @@ func printStatus(w io.Writer, ls liveStatus, verbose bool) error {
 		status += ": " + r.FailReason
 	}
 	fmt.Fprintf(tw, "status\t%s\n", safe(status))
-	// The note is said once, on the status line: the cause says what the
-	// status does not (the expression and the values it read), and the
-	// summary is shown when it is not the note again.
-	if r.Pause != nil && (r.Pause.Expression != "" || len(r.Pause.Values) > 0) {
-		firing := *r.Pause
-		if firing.Note == r.PauseNote {
-			firing.Note = ""
-		}
-		if cause := local.DescribeFiring(firing); cause != r.PauseReason {
-			fmt.Fprintf(tw, "cause\t%s\n", safe(cause))
-		}
-	}
-	if r.Status == string(engine.StatusPaused) || r.Status == string(engine.StatusFailed) {
-		for _, p := range r.Phases {
-			if p.Name == r.Phase && p.Summary != "" && p.Summary != r.PauseNote && p.Summary != r.FailReason {
-				fmt.Fprintf(tw, "summary\t%s\n", safe(p.Summary))
-			}
-		}
-	}
+	writeWhy(tw, r, safe)
 	fmt.Fprintf(tw, "phase\t%s, step %s, attempt %d\n", safe(r.Phase), safe(r.Step), r.Attempt)
 	fmt.Fprintf(tw, "usage\t%d tokens, $%.4f, %s\n", r.Tokens, r.CostUSD, r.Elapsed)
 	if l := ls.Live; l != nil {
@@ -203,6 +185,29 @@ func printStatus(w io.Writer, ls liveStatus, verbose bool) error {
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// writeWhy writes why a session paused or failed beyond its status line.
+// The note is said once, on the status line: the cause says what the
+// status does not (the expression and the values it read), and the
+// summary is shown when it is not the note again.
+func writeWhy(tw io.Writer, r engine.StatusReport, safe func(string) string) {
+	if r.Pause != nil && (r.Pause.Expression != "" || len(r.Pause.Values) > 0) {
+		firing := *r.Pause
+		if firing.Note == r.PauseNote {
+			firing.Note = ""
+		}
+		if cause := local.DescribeFiring(firing); cause != r.PauseReason {
+			fmt.Fprintf(tw, "cause\t%s\n", safe(cause))
+		}
+	}
+	if r.Status == string(engine.StatusPaused) || r.Status == string(engine.StatusFailed) {
+		for _, p := range r.Phases {
+			if p.Name == r.Phase && p.Summary != "" && p.Summary != r.PauseNote && p.Summary != r.FailReason {
+				fmt.Fprintf(tw, "summary\t%s\n", safe(p.Summary))
+			}
+		}
+	}
 }
 
 // writePhaseHistory writes the history of every phase: a table of
