@@ -184,7 +184,11 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	if id != "" {
 		if x, err = st.Session(id); err != nil {
 			if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrRemoved) {
-				return fail(refused("%v", err))
+				return fail(&RefusedError{Message: err.Error(), Err: err})
+			}
+			var ambiguous *store.AmbiguousError
+			if errors.As(err, &ambiguous) {
+				return fail(&RefusedError{Message: err.Error(), Err: err})
 			}
 			return fail(storeRefused(st, err))
 		}

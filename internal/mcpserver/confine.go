@@ -158,7 +158,7 @@ type found struct {
 // errNoSession is a session id no store below the root knows.
 var errNoSession = errors.New("no such session")
 
-// session finds session id (or a unique start of one) in the stores below
+// session finds session id (or a unique start or end of one) in the stores below
 // the root, or in the store of file when file is given. One whose
 // phases.yaml is outside the root is refused.
 func (c confined) session(id, file string) (found, error) {
@@ -182,22 +182,22 @@ func (c confined) session(id, file string) (found, error) {
 	} else {
 		dirs = c.stores()
 	}
-	for _, dir := range dirs {
-		st, err := store.OpenExisting(dir)
-		if err != nil {
-			continue
-		}
-		meta, err := st.Find(id)
-		if err != nil {
-			st.Close()
-			continue
-		}
-		f := found{store: dir, file: st.Abs(meta.File), meta: meta}
-		st.Close()
-		if f.file == "" || !c.within(realPath(f.file)) {
-			return found{}, fmt.Errorf("session %s belongs to %s, outside the folder this server exposes (%s): it cannot be read or driven from here", meta.ID, f.file, c.root)
-		}
-		return f, nil
+	dir, meta, err := app.FindInStores(dirs, id)
+	var ambiguous *store.AmbiguousError
+	switch {
+	case errors.As(err, &ambiguous):
+		return found{}, fmt.Errorf("%w: call the sessions tool to list them", err)
+	case err != nil:
+		return found{}, fmt.Errorf("%w %q below %s: call the sessions tool to list the sessions (or run to start one)", errNoSession, id, c.root)
 	}
-	return found{}, fmt.Errorf("%w %q below %s: call the sessions tool to list the sessions (or run to start one)", errNoSession, id, c.root)
+	st, err := store.OpenExisting(dir)
+	if err != nil {
+		return found{}, err
+	}
+	f := found{store: dir, file: st.Abs(meta.File), meta: meta}
+	st.Close()
+	if f.file == "" || !c.within(realPath(f.file)) {
+		return found{}, fmt.Errorf("session %s belongs to %s, outside the folder this server exposes (%s): it cannot be read or driven from here", meta.ID, f.file, c.root)
+	}
+	return f, nil
 }

@@ -21,7 +21,7 @@ import (
 
 // Target names a pipeline or one of its sessions.
 type Target struct {
-	Session string `json:"session,omitempty" jsonschema:"the session id (the sessions tool lists them); default: the latest session of the pipeline and spec"`
+	Session string `json:"session,omitempty" jsonschema:"the session id, or a unique start or end of it (the sessions tool lists them); default: the latest session of the pipeline and spec"`
 	Pipeline
 }
 
