@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -90,5 +93,61 @@ func TestIssue23MCPStdioSurvivesMalformedFrames(t *testing.T) {
 	tools, _ := got["result"].(map[string]any)
 	if got["id"] != float64(8) || tools == nil || len(tools["tools"].([]any)) == 0 {
 		t.Fatalf("tools/list after the bad frames: %.300v", got)
+	}
+}
+
+// Issue 23, defect 26: the MCP server's confinement did not cover the
+// spec: inside a phases.yaml under the root: a spec outside it was read
+// and run. Every tool that loads a pipeline refuses it, by .. or
+// through a link. And a .pipeline that is a link out of the
+// root was blamed on PIPELINE_STATE_DIR, which was not set: the message
+// names the link.
+func TestIssue23MCPConfinesTheSpecOfPhasesYAML(t *testing.T) {
+	t.Setenv("PIPELINE_STATE_DIR", "")
+	root, outside := t.TempDir(), t.TempDir()
+	write(t, outside, "spec.md", "---\nnote: secret\n---\n# outside\n")
+	const phases = "version: 1\nspec: %s\nphases: [{name: a, steps: [{run: 'touch ran'}]}]\n"
+	rel, err := filepath.Rel(filepath.Join(root, "dots"), filepath.Join(outside, "spec.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, root, "dots/phases.yaml", fmt.Sprintf(phases, rel))
+	write(t, root, "link/phases.yaml", fmt.Sprintf(phases, "spec.md"))
+	if err := os.Symlink(filepath.Join(outside, "spec.md"), filepath.Join(root, "link", "spec.md")); err != nil {
+		t.Fatal(err)
+	}
+	c := inProcess(t, root)
+	for _, dir := range []string{"dots", "link"} {
+		file := dir + "/phases.yaml"
+		for _, call := range []struct {
+			tool string
+			args map[string]any
+		}{
+			{"run", map[string]any{"file": file}},
+			{"plan", map[string]any{"file": file}},
+			{"validate", map[string]any{"file": file}},
+			{"status", map[string]any{"file": file}},
+			{"resume", map[string]any{"file": file}},
+		} {
+			if got := c.callError(t, call.tool, call.args); !strings.Contains(got, "outside the folder") || !strings.Contains(got, "spec") {
+				t.Errorf("%s %s: %s; want the spec refused as outside the folder", call.tool, file, got)
+			}
+		}
+	}
+	if ran, _ := filepath.Glob(filepath.Join(root, "*", "ran")); len(ran) > 0 {
+		t.Errorf("a pipeline with a spec outside the root ran: %v", ran)
+	}
+	if stores, _ := filepath.Glob(filepath.Join(root, "*", ".pipeline")); len(stores) > 0 {
+		t.Errorf("sessions were made: %v", stores)
+	}
+
+	// .pipeline, a link out of the root, with PIPELINE_STATE_DIR unset.
+	write(t, root, "store/phases.yaml", "version: 1\nphases: [{name: a, steps: [{run: 'true'}]}]\n")
+	if err := os.Symlink(outside, filepath.Join(root, "store", ".pipeline")); err != nil {
+		t.Fatal(err)
+	}
+	got := c.callError(t, "run", map[string]any{"file": "store/phases.yaml"})
+	if strings.Contains(got, "PIPELINE_STATE_DIR") || !strings.Contains(got, "symbolic link") || !strings.Contains(got, ".pipeline") {
+		t.Errorf("run with .pipeline a link out of the root: %s; want the link named, not PIPELINE_STATE_DIR", got)
 	}
 }

@@ -205,6 +205,9 @@ func (s *Server) validate(ctx context.Context, _ *mcp.CallToolRequest, in Valida
 	var paths []string
 	for _, f := range files {
 		path, err := s.root.file("file", f, app.DefaultFile)
+		if err == nil {
+			err = s.root.specOf(path)
+		}
 		if err != nil {
 			return nil, out, err
 		}
@@ -317,6 +320,8 @@ func (s *Server) target(t Target) (app.Pipeline, string, error) {
 		if p.Spec, err = s.root.file("spec", t.Spec, ""); err != nil {
 			return app.Pipeline{}, "", err
 		}
+	} else if err := s.root.specOf(path); err != nil {
+		return app.Pipeline{}, "", err
 	}
 	return p, "", nil
 }
