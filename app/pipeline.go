@@ -133,8 +133,14 @@ func (p Pipeline) LoadPlan() (*spec.Plan, error) {
 			return nil, Usagef("%s", msg)
 		}
 	}
+	if _, err := os.Stat(p.file()); errors.Is(err, fs.ErrNotExist) {
+		return nil, &Error{Code: ExitUsage, Message: fmt.Sprintf("%s: no such file", p.file()), Hint: NoPipelineHint}
+	}
 	return spec.Load(p.file(), p.Spec)
 }
+
+// NoPipelineHint is what to do where there is no phases.yaml.
+const NoPipelineHint = "pipeline init writes a starter phases.yaml (and a spec) here; or name the pipeline: pipeline run path/to/phases.yaml"
 
 // SessionOptions names a session for the session service: by id, or by
 // the pipeline and spec, whose plan is loaded.

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// Issue 23, defect 22 (first part): pipeline run in an empty folder did
+// not say that pipeline init writes a phases.yaml; validate --spec was an
+// unknown flag; init's last line ended "in .".
+func TestIssue23EmptyFolderValidateSpecAndInitSayWhatToDo(t *testing.T) {
+	empty := t.TempDir()
+	for _, cmd := range [][]string{{"run"}, {"plan"}, {"validate"}} {
+		if r := pipeline(t, empty, cmd...); r.code != exitUsage || !strings.Contains(r.stderr, "pipeline init") {
+			t.Errorf("%v in an empty folder: exit %d, %s; want exit 2 naming pipeline init", cmd, r.code, r.stderr)
+		}
+	}
+
+	dir := t.TempDir()
+	r := pipeline(t, dir, "init")
+	if last := lastLine(r.stdout); r.code != 0 || strings.HasSuffix(last, " in .") || !strings.Contains(last, "pipeline validate") {
+		t.Errorf("init: exit %d, last line %q", r.code, last)
+	}
+	if r := pipeline(t, dir, "init", "sub"); r.code != 0 || !strings.Contains(lastLine(r.stdout), "cd sub") {
+		t.Errorf("init sub: exit %d, last line %q; want it to say cd sub", r.code, lastLine(r.stdout))
+	}
+	write(t, dir, "other.md", "---\nagent_phases: [{design: Focus on the API}]\n---\n# other\n")
+	write(t, dir, "bad.md", "---\nagent_phases: 42\n---\n")
+	if r := pipeline(t, dir, "validate", "--spec", "other.md"); r.code != 0 || !strings.Contains(r.stdout, "with spec other.md") {
+		t.Errorf("validate --spec other.md: exit %d, %s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := pipeline(t, dir, "validate", "phases.yaml", "--spec", "bad.md"); r.code != exitUsage || !strings.Contains(r.stderr, "bad.md") {
+		t.Errorf("validate --spec bad.md: exit %d, %s%s; want the spec's problem", r.code, r.stdout, r.stderr)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
