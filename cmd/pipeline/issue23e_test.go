@@ -38,3 +38,19 @@ func lastLine(s string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return lines[len(lines)-1]
 }
+
+// Issue 23, defect 22: resume --phase reveiw had no did-you-mean. Every
+// argument that names a phase says which phase it may have meant.
+func TestIssue23EveryPhaseArgumentSaysDidYouMean(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", "version: 1\nphases:\n  - {name: design, steps: [{run: 'echo \"[CHECKPOINT] look\"'}]}\n  - {name: review, steps: [{run: 'true'}]}\n")
+	if r := pipeline(t, dir, "run"); r.code != exitPaused {
+		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
+	}
+	for _, cmd := range [][]string{{"run", "--from", "reveiw"}, {"run", "--only", "reveiw"}, {"resume", "--phase", "reveiw"},
+		{"rewind", "--to", "reveiw"}, {"fork", "--at", "reveiw"}, {"logs", "--phase", "reveiw"}} {
+		if r := pipeline(t, dir, cmd...); r.code != exitUsage || !strings.Contains(r.stderr, `did you mean "review"?`) {
+			t.Errorf("%v: exit %d, %s; want exit 2 with did you mean \"review\"?", cmd, r.code, r.stderr)
+		}
+	}
+}
