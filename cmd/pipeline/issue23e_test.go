@@ -54,3 +54,30 @@ func TestIssue23EveryPhaseArgumentSaysDidYouMean(t *testing.T) {
 		}
 	}
 }
+
+// Issue 23, defect 22: memory task done "write wc" closed nothing and
+// offered nothing when the task was "write the wc.py script"; pin and
+// task add did not say the number they gave. A task done that matches no
+// task closely enough names the nearest one and how to close it; pin,
+// task add and task done say the item's number.
+func TestIssue23MemoryTaskDoneOffersTheNearestTaskAndEditsEchoIDs(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", "version: 1\nphases:\n  - {name: design, steps: [{run: 'echo \"[CHECKPOINT] look\"'}]}\n")
+	if r := pipeline(t, dir, "run"); r.code != exitPaused {
+		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
+	}
+	r := pipeline(t, dir, "memory", "task", "add", "write the wc.py script")
+	if r.code != 0 || !strings.Contains(r.stdout, "#1 write the wc.py script") {
+		t.Errorf("task add: exit %d, %q; want the task's number", r.code, r.stdout)
+	}
+	if r := pipeline(t, dir, "memory", "pin", "tabs, not spaces"); r.code != 0 || !strings.Contains(r.stdout, "#2 tabs, not spaces") {
+		t.Errorf("pin: exit %d, %q; want the fact's number", r.code, r.stdout)
+	}
+	r = pipeline(t, dir, "memory", "task", "done", "write wc")
+	if r.code != exitUsage || !strings.Contains(r.stderr, `did you mean #1 "write the wc.py script"?`) || !strings.Contains(r.stderr, "pipeline memory task done 1") {
+		t.Errorf("task done \"write wc\": exit %d, %s; want a did-you-mean with the command", r.code, r.stderr)
+	}
+	if r := pipeline(t, dir, "memory", "task", "done", "1"); r.code != 0 || !strings.Contains(r.stdout, "#1 write the wc.py script") {
+		t.Errorf("task done 1: exit %d, %q", r.code, r.stdout)
+	}
+}
