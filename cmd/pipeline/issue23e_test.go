@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -79,5 +80,26 @@ func TestIssue23MemoryTaskDoneOffersTheNearestTaskAndEditsEchoIDs(t *testing.T) 
 	}
 	if r := pipeline(t, dir, "memory", "task", "done", "1"); r.code != 0 || !strings.Contains(r.stdout, "#1 write the wc.py script") {
 		t.Errorf("task done 1: exit %d, %q", r.code, r.stdout)
+	}
+}
+
+// Issue 23, defect 22: sessions showed "completed" where status said
+// "completed (by hand)", and sessions -o json had no by_hand.
+func TestIssue23SessionsSaysCompletedByHand(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", "version: 1\nphases:\n  - {name: design, steps: [{run: 'echo \"[CHECKPOINT] look\"'}]}\n")
+	if r := pipeline(t, dir, "run"); r.code != exitPaused {
+		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
+	}
+	if r := pipeline(t, dir, "complete"); r.code != 0 {
+		t.Fatalf("complete: exit %d, %s", r.code, r.stderr)
+	}
+	if r := pipeline(t, dir, "sessions"); r.code != 0 || !strings.Contains(r.stdout, "completed (by hand)") {
+		t.Errorf("sessions: exit %d, %s; want completed (by hand)", r.code, r.stdout)
+	}
+	r := pipeline(t, dir, "sessions", "-o", "json")
+	var list []map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 1 || list[0]["by_hand"] != true || list[0]["pause_reason"] != nil {
+		t.Errorf("sessions -o json: %v, %s", err, r.stdout)
 	}
 }

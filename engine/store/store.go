@@ -72,6 +72,9 @@ type Summary struct {
 	Status      string `json:"status"`
 	Phase       string `json:"phase,omitempty"`
 	PauseReason string `json:"pause_reason,omitempty"`
+	// ByHand: pipeline complete marked the session completed (status
+	// says "completed (by hand)").
+	ByHand bool `json:"by_hand,omitempty"`
 	// ReplayOf is the session this one replays (pipeline replay).
 	ReplayOf string    `json:"replay_of,omitempty"`
 	Tokens   int       `json:"tokens"`
