@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/pipeline-dev/pipeline/engine/compare"
 )
 
 // Issue 23, defect 22 (first part): pipeline run in an empty folder did
@@ -101,5 +103,36 @@ func TestIssue23SessionsSaysCompletedByHand(t *testing.T) {
 	var list []map[string]any
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 1 || list[0]["by_hand"] != true || list[0]["pause_reason"] != nil {
 		t.Errorf("sessions -o json: %v, %s", err, r.stdout)
+	}
+}
+
+// Issue 23, defect 22: diff printed a phase's files row under column A
+// (it is what changed from A to B: the Δ column's), and exit codes of -1
+// with no word of what they are.
+func TestIssue23DiffFilesInDeltaColumnAndKilledExplained(t *testing.T) {
+	r := compare.Result{Phases: []compare.PhaseDiff{{Name: "build", In: "both",
+		Status:       compare.StringPair{A: "completed", B: "paused"},
+		ExitCodes:    compare.IntsPair{A: []int{0}, B: []int{-1}},
+		FilesAdded:   []string{"new.go"},
+		FilesRemoved: []string{"old.go"}}}}
+	var b strings.Builder
+	if err := printDiff(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	delta := -1
+	for _, l := range lines {
+		if strings.HasPrefix(l, "PHASE") {
+			delta = strings.Index(l, "Δ")
+		}
+		if strings.HasPrefix(strings.TrimSpace(l), "files") && strings.Index(l, "+new.go -old.go") != delta {
+			t.Errorf("the files row %q is not under Δ (at byte %d)", l, delta)
+		}
+		if strings.HasPrefix(strings.TrimSpace(l), "exit codes") && (strings.Contains(l, "-1") || !strings.Contains(l, "killed")) {
+			t.Errorf("the exit codes row %q: want killed for -1", l)
+		}
+	}
+	if !strings.Contains(b.String(), "killed: the step was ended by a signal") {
+		t.Errorf("no word of what killed means:\n%s", b.String())
 	}
 }
