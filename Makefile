@@ -38,19 +38,14 @@ install:
 	echo "CGO_ENABLED=0 $(GO) build -tags temporal -o $$dir/pipeline-temporal ./cmd/pipeline"; \
 	CGO_ENABLED=0 $(GO) build -tags temporal -o "$$dir/pipeline-temporal" ./cmd/pipeline
 
-# The offline quickstart, in a fresh copy under bin/ so that it can run
-# again: a scripted agent works on the design, stops at a checkpoint (the
-# session pauses, exit 3), and pipeline resume carries it through the
+# The offline quickstart, in a fresh copy under bin/ (a git repository of
+# its own, so that it keeps checkpoints) so that it can run again: a
+# scripted agent works on the design, stops at a checkpoint (the session
+# pauses, exit 3), and pipeline resume carries it through the
 # implementation and the review.
 QUICKSTART := bin/quickstart
 run: build
-	rm -rf $(QUICKSTART) && cp -r examples/quickstart $(QUICKSTART)
-	@$(BIN) run $(QUICKSTART)/phases.yaml; code=$$?; \
-	if [ $$code -ne 3 ]; then echo "make run: expected the checkpoint pause (exit 3), got exit $$code"; exit 1; fi
-	@echo; echo "make run: paused at the checkpoint, as the quickstart shows; now: pipeline resume --notes ..."; echo
-	$(BIN) resume --file $(QUICKSTART)/phases.yaml --notes "the design is fine; go on"
-	$(BIN) status --file $(QUICKSTART)/phases.yaml --verbose
-	$(BIN) memory --file $(QUICKSTART)/phases.yaml
+	@scripts/quickstart.sh $(BIN) $(QUICKSTART)
 
 # Every test, with the race detector; fuzz seed corpora run as ordinary
 # tests here. lint runs first so a vet or gofmt problem fails fast. The

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/pipeline-dev/pipeline/engine"
@@ -49,7 +50,8 @@ func diffSide(p Pipeline, id string) (compare.Side, error) {
 		return compare.Side{}, Usagef("%v", err)
 	}
 	ref, err := p.FindSession(id)
-	if err != nil {
+	var ambiguous *store.AmbiguousError
+	if err != nil && !errors.As(err, &ambiguous) {
 		if ref, err = findBelow(".", id, err); err != nil {
 			return compare.Side{}, err
 		}
@@ -71,29 +73,29 @@ func diffSide(p Pipeline, id string) (compare.Side, error) {
 	return redacted(session.NewRedactor(ref.Plan), side), nil
 }
 
-// findBelow finds session id in the first store below root that has it,
-// for reading; notFound is the error when none has.
+// findBelow finds session id in the stores below root, for reading;
+// notFound is the error when none has it.
 func findBelow(root, id string, notFound error) (*session.Ref, error) {
 	dirs, err := FindStores(root)
 	if err != nil {
 		return nil, notFound
 	}
-	for _, dir := range dirs {
-		st, err := store.OpenExisting(dir)
-		if err != nil {
-			continue
-		}
-		if _, err := st.Find(id); err != nil {
-			st.Close()
-			continue
-		}
-		ref, err := session.Find(st, session.Options{ID: id})
-		if err != nil {
-			st.Close()
-		}
-		return ref, err
+	dir, meta, err := FindInStores(dirs, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFound
 	}
-	return nil, notFound
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.OpenExisting(dir)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := session.Find(st, session.Options{ID: meta.ID})
+	if err != nil {
+		st.Close()
+	}
+	return ref, err
 }
 
 // planAgents are the agents (kind/model) of a plan's agent steps, each

@@ -61,7 +61,7 @@ func PrepareFork(ctx context.Context, req ForkRequest) (*ForkStart, error) {
 	}
 	i := slices.IndexFunc(parent.Phases, func(p engine.PhaseRecord) bool { return p.Name == req.At })
 	if i < 0 {
-		return nil, Usagef("%q is not a phase of session %s (%s)", req.At, ref.ID(), session.PhaseNames(ref.Plan))
+		return nil, Usagef("%q is not a phase of session %s (%s)%s", req.At, ref.ID(), session.PhaseNames(ref.Plan), session.PhaseHint(ref.Plan, req.At))
 	}
 	git := session.GitFor(filepath.Dir(file))
 	if git == nil {

@@ -53,7 +53,7 @@ func Logs(ctx context.Context, req LogsRequest, emit func(LogChunk) error) error
 		order[p.Name] = i
 	}
 	if _, ok := order[req.Phase]; req.Phase != "" && !ok {
-		return Usagef("--phase %q is not a phase of %s (%s)", req.Phase, f.X.Meta.File, session.PhaseNames(f.Plan))
+		return Usagef("--phase %q is not a phase of %s (%s)%s", req.Phase, f.X.Meta.File, session.PhaseNames(f.Plan), session.PhaseHint(f.Plan, req.Phase))
 	}
 	r := &logReader{root: filepath.Join(f.X.Dir, "transcripts"), phase: req.Phase, order: order, prompts: req.Prompts,
 		offsets: map[string]int64{}, emit: emit}

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pipeline-dev/pipeline/engine"
@@ -134,6 +136,9 @@ type RememberResponse struct {
 	Queued  bool   `json:"queued"`
 	Result  string `json:"result"`
 	Session string `json:"session"`
+	// Item is the fact pinned, the task added or the task closed, with
+	// its number; none while queued (the runner numbers it).
+	Item *engine.MemoryItem `json:"item,omitempty"`
 }
 
 // Remember applies one human change to a session's working set.
@@ -164,7 +169,28 @@ func Remember(_ context.Context, req RememberRequest) (*RememberResponse, error)
 	}
 	did := map[string]string{engine.NoteFact: "pinned", engine.NoteUnpin: "unpinned",
 		engine.NoteTodo: "task added", engine.NoteDone: "task done"}[note.Kind]
-	return &RememberResponse{Session: ref.ID(), Result: did, Queued: queued}, nil
+	out := &RememberResponse{Session: ref.ID(), Result: did, Queued: queued}
+	if !queued {
+		if after, _, err := ref.State(); err == nil {
+			out.Item = changedItem(before.WorkingSet, after.WorkingSet, note.Kind)
+		}
+	}
+	return redacted(environmentRedactor(), out), nil
+}
+
+// changedItem is the item a change to the working set made or closed:
+// the pinned fact or the open task that was not there before, or the
+// task that was open and is done now.
+func changedItem(before, after engine.WorkingSet, kind string) *engine.MemoryItem {
+	list, was := map[string][]engine.MemoryItem{engine.NoteFact: after.Pinned, engine.NoteTodo: after.Open, engine.NoteDone: after.Done}[kind],
+		map[string][]engine.MemoryItem{engine.NoteFact: before.Pinned, engine.NoteTodo: before.Open, engine.NoteDone: before.Done}[kind]
+	for i := len(list) - 1; i >= 0; i-- {
+		if !slices.ContainsFunc(was, func(m engine.MemoryItem) bool { return m.ID == list[i].ID }) {
+			item := list[i]
+			return &item
+		}
+	}
+	return nil
 }
 
 // storeAndPlan is what a change to the project's memory needs: the
@@ -192,6 +218,11 @@ func checkMemoryNote(w engine.WorkingSet, note engine.MemoryNote) error {
 	case note.Kind == engine.NoteDone && note.ID != 0 && !has(w.Open, note.ID):
 		return Usagef("the session has no open task %d (pipeline memory lists them)", note.ID)
 	case note.Kind == engine.NoteDone && note.ID == 0 && engine.MatchTask(w.Open, note.Text) < 0:
+		if i := engine.NearestTask(w.Open, note.Text); i >= 0 {
+			near := w.Open[i]
+			return &Error{Code: ExitUsage, Message: fmt.Sprintf("no open task matches %q closely enough; did you mean #%d %q?", note.Text, near.ID, near.Text),
+				Hint: fmt.Sprintf("close it by its number: pipeline memory task done %d (pipeline memory lists the open tasks)", near.ID)}
+		}
 		return Usagef("no open task matches %q (pipeline memory lists them); close one by its number", note.Text)
 	}
 	return nil

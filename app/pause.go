@@ -88,7 +88,7 @@ func Complete(ctx context.Context, req CompleteRequest) (*Result, error) {
 	}
 	sess, err := session.Open(ctx, st, o)
 	if err != nil {
-		return nil, err
+		return nil, req.elsewhere(req.Session, err)
 	}
 	err = sess.Complete(time.Now())
 	if closeErr := sess.Close(); err == nil {

@@ -133,8 +133,14 @@ func (p Pipeline) LoadPlan() (*spec.Plan, error) {
 			return nil, Usagef("%s", msg)
 		}
 	}
+	if _, err := os.Stat(p.file()); errors.Is(err, fs.ErrNotExist) {
+		return nil, &Error{Code: ExitUsage, Message: fmt.Sprintf("%s: no such file", p.file()), Hint: NoPipelineHint}
+	}
 	return spec.Load(p.file(), p.Spec)
 }
+
+// NoPipelineHint is what to do where there is no phases.yaml.
+const NoPipelineHint = "pipeline init writes a starter phases.yaml (and a spec) here; or name the pipeline: pipeline run path/to/phases.yaml"
 
 // SessionOptions names a session for the session service: by id, or by
 // the pipeline and spec, whose plan is loaded.
@@ -166,9 +172,51 @@ func (p Pipeline) FindSession(id string, statuses ...engine.Status) (*session.Re
 	ref, err := p.findIn(st, id, statuses...)
 	if err != nil {
 		st.Close()
-		return nil, err
+		return nil, p.elsewhere(id, err)
 	}
 	return ref, nil
+}
+
+// elsewhere is err, a session id not found in the pipeline's store, with
+// where the session lives when it is in another git worktree of the
+// repository (a fork, which pipeline sessions lists beside its parent)
+// and the command to use there. Any other err is returned as it is.
+func (p Pipeline) elsewhere(id string, err error) error {
+	var ambiguous *store.AmbiguousError
+	if id == "" || !errors.Is(err, store.ErrNotFound) || errors.As(err, &ambiguous) || p.StateDir != "" || os.Getenv("PIPELINE_STATE_DIR") != "" {
+		return err
+	}
+	abs, aerr := filepath.Abs(p.file())
+	if aerr != nil {
+		return err
+	}
+	git := session.GitFor(filepath.Dir(abs))
+	if git == nil {
+		return err
+	}
+	rel, rerr := filepath.Rel(git.Root(), abs)
+	if rerr != nil {
+		return err
+	}
+	var dirs []string
+	for _, tree := range git.Worktrees() {
+		if tree != git.Root() {
+			dirs = append(dirs, Pipeline{File: filepath.Join(tree, rel)}.StoreDir())
+		}
+	}
+	dir, meta, ferr := FindInStores(dirs, id)
+	if ferr != nil {
+		return err
+	}
+	tree := filepath.Dir(filepath.Dir(dir))
+	for _, t := range git.Worktrees() {
+		if strings.HasPrefix(dir, t+string(filepath.Separator)) {
+			tree = t
+		}
+	}
+	return &Error{Code: ExitUsage,
+		Message: fmt.Sprintf("%v; session %s lives in the git worktree %s (a fork made by pipeline fork), not in %s", err, meta.ID, tree, p.StoreDir()),
+		Hint:    fmt.Sprintf("run it from there: cd %s && pipeline status %s (or logs, resume, diff ... with that id)", ShellQuote(tree), meta.ID)}
 }
 
 func (p Pipeline) findIn(st *store.Store, id string, statuses ...engine.Status) (*session.Ref, error) {

@@ -45,7 +45,7 @@ func Rewind(ctx context.Context, req RewindRequest) (*RewindResponse, error) {
 	}
 	sess, err := session.Open(ctx, st, o)
 	if err != nil {
-		return nil, err
+		return nil, req.elsewhere(req.Session, err)
 	}
 	r, err := sess.Rewind(time.Now(), req.To, req.Force)
 	if closeErr := sess.Close(); err == nil && closeErr != nil {

@@ -159,7 +159,7 @@ func OpenResume(ctx context.Context, req ResumeRequest) (*Opened, error) {
 	}
 	sess, err := session.Open(ctx, st, o)
 	if err != nil {
-		return nil, err
+		return nil, req.elsewhere(req.Session, err)
 	}
 	if err := CheckAdapters(sess.Plan); err != nil {
 		sess.Close()

@@ -251,3 +251,43 @@ func (r *SessionsResponse) NoneMatch(all bool, runLine string) string {
 	}
 	return fmt.Sprintf("no sessions yet; start one with: %s\n", runLine)
 }
+
+// FindInStores finds session id (a whole id, or a unique start or end of
+// one) in the stores at dirs: the store's folder and the session's meta.
+// None is store.ErrNotFound; an id that names sessions in more than one
+// place is a *store.AmbiguousError listing them all. It is the lookup of
+// every surface that looks through several stores (diff, the MCP server).
+func FindInStores(dirs []string, id string) (dir string, meta store.Meta, err error) {
+	var matches []string
+	add := func(ids ...string) {
+		for _, m := range ids {
+			if !slices.Contains(matches, m) {
+				matches = append(matches, m)
+			}
+		}
+	}
+	for _, d := range dirs {
+		st, err := store.OpenExisting(d)
+		if err != nil {
+			continue
+		}
+		m, err := st.Find(id)
+		st.Close()
+		var ambiguous *store.AmbiguousError
+		switch {
+		case errors.As(err, &ambiguous):
+			add(ambiguous.Matches...)
+		case err == nil && !slices.Contains(matches, m.ID):
+			dir, meta = d, m
+			add(m.ID)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return "", store.Meta{}, fmt.Errorf("%w %q", store.ErrNotFound, id)
+	case 1:
+		return dir, meta, nil
+	}
+	slices.Sort(matches)
+	return "", store.Meta{}, &store.AmbiguousError{ID: id, Matches: matches}
+}

@@ -75,7 +75,7 @@ func Tail(_ context.Context, req TailRequest) (*TailResponse, error) {
 		order[p.Name] = i
 	}
 	if _, ok := order[req.Phase]; req.Phase != "" && !ok {
-		return nil, Usagef("phase %q is not a phase of session %s (its phases: %s)", req.Phase, out.Session, session.PhaseNames(ref.Plan))
+		return nil, Usagef("phase %q is not a phase of session %s (its phases: %s)%s", req.Phase, out.Session, session.PhaseNames(ref.Plan), session.PhaseHint(ref.Plan, req.Phase))
 	}
 	files, err := ref.Store.StepFiles(out.Session)
 	if err != nil {

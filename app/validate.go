@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"path/filepath"
 	"strings"
 
@@ -14,6 +15,9 @@ import (
 // specs (their frontmatter); none: DefaultFile.
 type ValidateRequest struct {
 	Files []string `json:"files,omitempty"`
+	// Spec, when set, is the spec each phases.yaml is checked with, in
+	// place of the one it names (as run --spec runs it).
+	Spec string `json:"spec,omitempty"`
 }
 
 // ValidateResponse is `pipeline validate -o json`.
@@ -53,7 +57,7 @@ func Validate(_ context.Context, req ValidateRequest) *ValidateResponse {
 	out := &ValidateResponse{Valid: true, Files: make([]Validation, 0, len(files))}
 	r := environmentRedactor()
 	for _, file := range files {
-		v := validateFile(file)
+		v := validateFile(file, req.Spec)
 		plan, err := v.Plan, v.Err
 		v.Plan, v.Err = nil, nil // not shown, and not for a deep copy
 		v = redacted(r, v)
@@ -64,14 +68,14 @@ func Validate(_ context.Context, req ValidateRequest) *ValidateResponse {
 	return out
 }
 
-func validateFile(file string) Validation {
+func validateFile(file, specPath string) Validation {
 	r := Validation{File: file, Problems: []spec.Problem{}}
 	var err error
 	if strings.EqualFold(filepath.Ext(file), ".md") {
 		_, err = spec.LoadSpec(file)
 	} else {
 		var plan *spec.Plan
-		if plan, err = spec.Load(file, ""); err == nil {
+		if plan, err = spec.Load(file, specPath); err == nil {
 			r.Phases, r.Spec, r.Plan, r.Warnings = len(plan.Phases), plan.Spec, plan, plan.Warnings
 		}
 	}
@@ -80,6 +84,8 @@ func validateFile(file string) Validation {
 	case err == nil:
 	case errors.As(err, &specErr):
 		r.Problems, r.Omitted = specErr.Problems, specErr.Omitted
+	case errors.Is(err, fs.ErrNotExist) && filepath.Base(file) == DefaultFile:
+		r.Problems = []spec.Problem{{Position: spec.Position{File: file}, Message: err.Error(), Hint: NoPipelineHint}}
 	default:
 		r.Problems = []spec.Problem{{Position: spec.Position{File: file}, Message: err.Error()}}
 	}

@@ -253,6 +253,20 @@ func MatchTask(open []MemoryItem, text string) int {
 	return best
 }
 
+// NearestTask is the open task that shares the most with text, however
+// little (a word), or -1: what a "did you mean" offers when MatchTask
+// finds none close enough to close.
+func NearestTask(open []MemoryItem, text string) int {
+	wantWords := wordSet(normalText(text))
+	best, bestScore := -1, 0.0
+	for i, m := range open {
+		if score := jaccard(wantWords, wordSet(normalText(m.Text))); score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	return best
+}
+
 // stopWords are left out of the comparison of a [DONE] with the tasks:
 // "the", "a" and friends make unrelated texts look alike.
 var stopWords = map[string]bool{"a": true, "an": true, "the": true, "of": true, "to": true, "and": true,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -100,6 +101,7 @@ func printDiff(w io.Writer, r compare.Result) error {
 	t.row("cost", fmt.Sprintf("$%.4f", r.CostUSD.A), fmt.Sprintf("$%.4f", r.CostUSD.B), signedCost(r.CostUSD.Delta))
 	t.row("time", millis(r.ElapsedMS.A), millis(r.ElapsedMS.B), signedMillis(r.ElapsedMS.Delta))
 	t.tw.Flush()
+	b.WriteString(killedNote(r))
 	for _, p := range r.Phases {
 		if len(p.SummaryDiff) == 0 {
 			continue
@@ -162,7 +164,7 @@ func (t diffTable) phase(p compare.PhaseDiff) {
 	t.row("tokens", fmt.Sprint(p.Tokens.A), fmt.Sprint(p.Tokens.B), signed(p.Tokens.Delta))
 	t.row("cost", fmt.Sprintf("$%.4f", p.CostUSD.A), fmt.Sprintf("$%.4f", p.CostUSD.B), signedCost(p.CostUSD.Delta))
 	t.row("duration", millis(p.DurationMS.A), millis(p.DurationMS.B), signedMillis(p.DurationMS.Delta))
-	t.row("exit codes", ints(p.ExitCodes.A), ints(p.ExitCodes.B), mark(ints(p.ExitCodes.A) != ints(p.ExitCodes.B)))
+	t.row("exit codes", exitCodes(p.ExitCodes.A), exitCodes(p.ExitCodes.B), mark(exitCodes(p.ExitCodes.A) != exitCodes(p.ExitCodes.B)))
 	t.row("fired", orDash(strings.Join(p.Fired.A, ",")), orDash(strings.Join(p.Fired.B, ",")),
 		mark(strings.Join(p.Fired.A, ",") != strings.Join(p.Fired.B, ",")))
 	if len(p.Decisions.A)+len(p.Decisions.B) > 0 {
@@ -177,7 +179,8 @@ func (t diffTable) phase(p compare.PhaseDiff) {
 		for _, f := range p.FilesRemoved {
 			files = append(files, "-"+f)
 		}
-		fmt.Fprintf(t.tw, "\tfiles\t%s\t\t\n", t.safe(strings.Join(files, " ")))
+		// What changed from A to B: the Δ column's.
+		fmt.Fprintf(t.tw, "\tfiles\t\t\t%s\n", t.safe(strings.Join(files, " ")))
 	}
 }
 
@@ -217,13 +220,28 @@ func signedMillis(ms int64) string {
 	return millis(ms)
 }
 
-func ints(list []int) string {
+// exitCodes are a phase's exit codes, in order; a step a signal ended
+// (-1 in JSON: a pause, a time limit, a kill) is "killed".
+func exitCodes(list []int) string {
 	if len(list) == 0 {
 		return "-"
 	}
 	parts := make([]string, len(list))
 	for i, n := range list {
 		parts[i] = fmt.Sprint(n)
+		if n == -1 {
+			parts[i] = "killed"
+		}
 	}
 	return strings.Join(parts, ",")
+}
+
+// killedNote explains "killed" under the table, when a row shows it.
+func killedNote(r compare.Result) string {
+	for _, p := range r.Phases {
+		if slices.Contains(p.ExitCodes.A, -1) || slices.Contains(p.ExitCodes.B, -1) {
+			return "\nkilled: the step was ended by a signal (a pause, a time limit, Ctrl+C or kill) and has no exit code (-1 in -o json)\n"
+		}
+	}
+	return ""
 }

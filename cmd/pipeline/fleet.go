@@ -605,7 +605,7 @@ func fleetLogs(cmd *cobra.Command, fl *fleet, flags *storeFlags, id, phase strin
 	}
 	if phase != "" {
 		if _, ok := order[phase]; !ok {
-			return usagef("--phase %q is not a phase of %s (%s)", phase, plan.File, session.PhaseNames(plan))
+			return usagef("--phase %q is not a phase of %s (%s)%s", phase, plan.File, session.PhaseNames(plan), session.PhaseHint(plan, phase))
 		}
 	}
 	dirs, workers := h.TranscriptDirs()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/schemas"
 )
 
@@ -70,7 +71,11 @@ already there is kept.`,
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", f.path)
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "next: edit the spec, then run pipeline validate and pipeline plan in %s\n", dir)
+		next := "next: edit the spec, then run pipeline validate and pipeline plan"
+		if dir != "." {
+			next = fmt.Sprintf("next: cd %s, edit the spec, then run pipeline validate and pipeline plan", app.ShellQuote(dir))
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), next)
 		return nil
 	})
 }

@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/internal/mcpserver"
@@ -85,7 +84,7 @@ func (o *mcpOptions) run(cmd *cobra.Command, _ []string) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if addr == "" {
-		err := srv.Run(ctx, &mcp.StdioTransport{})
+		err := srv.Run(ctx, mcpserver.StdioTransport(os.Stdin, os.Stdout))
 		if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 			return nil
 		}

@@ -288,6 +288,9 @@ func editWorkingSet(cmd *cobra.Command, flags *memoryFlags, note engine.MemoryNo
 		return writeJSON(cmd.OutOrStdout(), r)
 	}
 	result := r.Result
+	if r.Item != nil {
+		result += fmt.Sprintf(": #%d %s", r.Item.ID, r.Item.Text)
+	}
 	if r.Queued {
 		result += " (the session is running: its runner takes it before the next step)"
 	}

@@ -79,7 +79,7 @@ func completeCommand() *cobra.Command {
 and spec, as completed by hand: the work is done (or abandoned) and run
 starts a fresh session next time; status shows it as "completed (by
 hand)". A running session must be paused first. SESSION is a session id
-(20261125-093000123-a1b2c3), or the start of one.`,
+(20261125-093000123-a1b2c3), its start or its end (a1b2c3, as watch shows it).`,
 		Example: `  pipeline complete
   pipeline complete 20261125-093000123-a1b2c3`,
 		Args: cobra.MaximumNArgs(1),

@@ -63,7 +63,7 @@ func searchCommand() *cobra.Command {
 	}, o.run)
 	o.flags = addStoreFlags(cmd, false)
 	o.output = addOutputFlag(cmd)
-	cmd.Flags().StringVar(&o.sessionID, "session", "", "only this session (its id, or the start of it)")
+	cmd.Flags().StringVar(&o.sessionID, "session", "", "only this session (its id, or a unique start or end of it)")
 	cmd.Flags().StringVar(&o.phase, "phase", "", "only this phase")
 	cmd.Flags().StringVar(&o.since, "since", "", "only what was written since: a duration back from now (2h, 3d, 1d12h) or a date (2026-11-20, or RFC 3339)")
 	cmd.Flags().IntVar(&o.limit, "limit", search.DefaultLimit, "the number of hits at most")

@@ -121,6 +121,9 @@ func printSessions(w io.Writer, out []sessionLine, all bool, none string) error 
 		if s.PauseReason != "" {
 			state += " (" + s.PauseReason + ")"
 		}
+		if s.ByHand {
+			state += " (by hand)"
+		}
 		if s.Queued {
 			state += ", queued"
 		}

@@ -28,6 +28,7 @@ agent CLI can run), 2 otherwise.`
 type validateOptions struct {
 	output    *outputFlag
 	preflight bool
+	specPath  string
 }
 
 func validateCommand() *cobra.Command {
@@ -39,9 +40,11 @@ func validateCommand() *cobra.Command {
 		Example: `  pipeline validate
   pipeline validate examples/*/phases.yaml specs/045-dashboard/README.md
   pipeline validate -o json phases.yaml
+  pipeline validate phases.yaml --spec specs/045-dashboard/README.md
   pipeline validate --preflight`,
 	}, o.run)
 	o.output = addOutputFlag(cmd)
+	cmd.Flags().StringVar(&o.specPath, "spec", "", "check each phases.yaml with this spec, in place of the one it names (as run --spec runs it)")
 	cmd.Flags().BoolVar(&o.preflight, "preflight", false, "also check the agent CLIs the pipeline uses, as pipeline doctor does")
 	return cmd
 }
@@ -50,7 +53,7 @@ func (o *validateOptions) run(cmd *cobra.Command, files []string) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
-	r := app.Validate(cmd.Context(), app.ValidateRequest{Files: files})
+	r := app.Validate(cmd.Context(), app.ValidateRequest{Files: files, Spec: o.specPath})
 	if o.preflight {
 		for i := range r.Files {
 			if f := &r.Files[i]; f.Plan != nil {
@@ -93,6 +96,9 @@ func printValidations(cmd *cobra.Command, results []validation) {
 				printError(errOut, specErr.Error())
 			} else {
 				printError(errOut, fmt.Sprintf("%s: %v\n", r.File, r.Err))
+			}
+			if len(r.Problems) == 1 && r.Problems[0].Hint != "" && !errors.As(r.Err, &specErr) {
+				fmt.Fprintf(errOut, "hint: %s\n", r.Problems[0].Hint)
 			}
 		}
 	}

@@ -46,7 +46,7 @@ func Find(st *store.Store, o Options) (*Ref, error) {
 	}
 	x, err := st.ReadSession(id)
 	if err != nil {
-		return nil, refused("%v", err)
+		return nil, &RefusedError{Message: err.Error(), Err: err}
 	}
 	plan, err := spec.Load(x.Meta.File, x.Meta.Spec)
 	if err != nil {

@@ -23,25 +23,34 @@ const idShape = "dddddddd-ddddddddd-xxxxxx"
 // IDExample is a session id, for messages.
 const IDExample = "20261125-093000123-a1b2c3"
 
-// CheckID accepts a session id as NewSessionID makes them, or the start of
-// one: the id a human types is used to find a folder, and anything else
-// (a path, a pattern, "..") never reaches the store.
+// CheckID accepts a session id as NewSessionID makes them, the start of
+// one, or the end of one (the six hex digits pipeline watch shows): the id
+// a human types is used to find a folder, and anything else (a path, a
+// pattern, "..") never reaches the store.
 func CheckID(id string) error {
-	ok := id != "" && len(id) <= len(idShape)
-	for i := 0; ok && i < len(id); i++ {
+	if id == "" || len(id) > len(idShape) || !fits(id, idShape[:len(id)]) && !fits(id, idShape[len(idShape)-len(id):]) {
+		return refused("%q is not a session id: session ids look like %s (YYYYMMDD-HHMMSSmmm-xxxxxx); give one, its start or its end (pipeline sessions lists them)",
+			id, IDExample)
+	}
+	return nil
+}
+
+// fits tells whether each character of id is what shape says it is.
+func fits(id, shape string) bool {
+	for i := 0; i < len(id); i++ {
 		c := id[i]
-		switch idShape[i] {
+		ok := false
+		switch shape[i] {
 		case 'd':
 			ok = c >= '0' && c <= '9'
 		case 'x':
 			ok = c >= '0' && c <= '9' || c >= 'a' && c <= 'f'
 		default:
-			ok = c == idShape[i]
+			ok = c == shape[i]
+		}
+		if !ok {
+			return false
 		}
 	}
-	if !ok {
-		return refused("%q is not a session id: session ids look like %s (YYYYMMDD-HHMMSSmmm-xxxxxx); give one, or the start of one (pipeline sessions lists them)",
-			id, IDExample)
-	}
-	return nil
+	return true
 }

@@ -114,6 +114,7 @@ func Summarize(plan *spec.Plan, meta store.Meta, s engine.State, now time.Time) 
 	if s.ReplayOf != nil {
 		sum.ReplayOf = s.ReplayOf.Session
 	}
+	sum.ByHand = s.ByHand && s.Status == engine.StatusCompleted
 	return sum
 }
 

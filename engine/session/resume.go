@@ -241,7 +241,7 @@ type ResumePreview struct {
 func PreviewResume(ref *Ref, now time.Time, notes, phase string) (ResumePreview, error) {
 	plan := ref.Plan
 	if phase != "" && !slices.ContainsFunc(plan.Phases, func(p spec.PhasePlan) bool { return p.Name == phase }) {
-		return ResumePreview{}, refused("--phase %q is not a phase of %s (%s)", phase, ref.X.Meta.File, PhaseNames(plan))
+		return ResumePreview{}, refused("--phase %q is not a phase of %s (%s)%s", phase, ref.X.Meta.File, PhaseNames(plan), PhaseHint(plan, phase))
 	}
 	if ref.Running() {
 		return ResumePreview{}, refused("session %s is running: there is nothing to resume", ref.ID())

@@ -25,6 +25,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/internal/redact"
 	"github.com/pipeline-dev/pipeline/steps"
+	"github.com/pipeline-dev/pipeline/triggers"
 )
 
 // RefusedError is a session operation refused as asked: "not now, not like
@@ -184,7 +185,11 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	if id != "" {
 		if x, err = st.Session(id); err != nil {
 			if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrRemoved) {
-				return fail(refused("%v", err))
+				return fail(&RefusedError{Message: err.Error(), Err: err})
+			}
+			var ambiguous *store.AmbiguousError
+			if errors.As(err, &ambiguous) {
+				return fail(&RefusedError{Message: err.Error(), Err: err})
 			}
 			return fail(storeRefused(st, err))
 		}
@@ -405,7 +410,7 @@ func (s *Session) StartAt(now time.Time, phase string, only bool) (engine.Event,
 // empty name is none, and fine).
 func CheckPhase(plan *spec.Plan, phase string) error {
 	if phase != "" && !slices.ContainsFunc(plan.Phases, func(p spec.PhasePlan) bool { return p.Name == phase }) {
-		return refused("%q is not a phase of %s (%s)", phase, plan.File, PhaseNames(plan))
+		return refused("%q is not a phase of %s (%s)%s", phase, plan.File, PhaseNames(plan), PhaseHint(plan, phase))
 	}
 	return nil
 }
@@ -415,7 +420,7 @@ func CheckPhase(plan *spec.Plan, phase string) error {
 // phase, when given), one whose runner died at the step it was running. Notes are for the agent's resume context.
 func (s *Session) Resume(now time.Time, notes, phase string) ([]engine.Event, error) {
 	if phase != "" && !slices.ContainsFunc(s.Plan.Phases, func(p spec.PhasePlan) bool { return p.Name == phase }) {
-		return nil, refused("--phase %q is not a phase of %s (%s)", phase, s.X.Meta.File, PhaseNames(s.Plan))
+		return nil, refused("--phase %q is not a phase of %s (%s)%s", phase, s.X.Meta.File, PhaseNames(s.Plan), PhaseHint(s.Plan, phase))
 	}
 	if err := checkProjectMemory(s.Store); err != nil {
 		return nil, err
@@ -736,6 +741,26 @@ func NewRedactor(plan *spec.Plan) *redact.Redactor {
 }
 
 // PhaseNames lists the plan's phases, for messages.
+// PhaseHint is what a message that refuses phase (not a phase of plan)
+// adds: "; did you mean "review"?" for the phase it is closest to, or "".
+// Every command that takes a phase (--from, --only, --phase, rewind --to,
+// fork --at, logs --phase) says it.
+func PhaseHint(plan *spec.Plan, phase string) string {
+	names := make([]string, len(plan.Phases))
+	for i, p := range plan.Phases {
+		names[i] = p.Name
+	}
+	if near := triggers.Closest(phase, names); near != "" {
+		return fmt.Sprintf("; did you mean %q?", near)
+	}
+	for _, n := range names {
+		if strings.EqualFold(n, phase) {
+			return fmt.Sprintf("; did you mean %q?", n)
+		}
+	}
+	return ""
+}
+
 func PhaseNames(plan *spec.Plan) string {
 	names := make([]string, len(plan.Phases))
 	for i, p := range plan.Phases {

@@ -55,6 +55,14 @@ const (
 	removedPrefix = ".removed-"
 )
 
+// statusCompleted is engine.StatusCompleted, which the store does not
+// import; byHand is the pause-reason field of a line of a session
+// pipeline complete marked completed.
+const (
+	statusCompleted = "completed"
+	byHand          = "by-hand"
+)
+
 // indexFields is the number of fields of a line of the index; a line
 // of format 1 has one fewer (no phases.yaml), and its spec is absolute;
 // the line of a replay one more (the session it replays).
@@ -66,7 +74,13 @@ const indexFields = 12
 // them (relative to its base): see portable.
 func (sum Summary) indexLine() []byte {
 	clean := func(s string) string { return strings.NewReplacer("\t", " ", "\n", " ").Replace(s) }
-	line := strings.Join([]string{sum.ID, sum.Key, sum.Status, clean(sum.Phase), clean(sum.PauseReason),
+	reason := sum.PauseReason
+	if sum.ByHand && sum.Status == statusCompleted {
+		// A completed session has no pause reason: its field says how it
+		// was completed, and a line reads as it did before.
+		reason = byHand
+	}
+	line := strings.Join([]string{sum.ID, sum.Key, sum.Status, clean(sum.Phase), clean(reason),
 		strconv.Itoa(sum.Tokens), strconv.FormatFloat(sum.CostUSD, 'f', -1, 64),
 		strconv.FormatInt(sum.Created.UnixNano(), 10), strconv.FormatInt(sum.Updated.UnixNano(), 10),
 		clean(sum.Pipeline), clean(sum.Spec), clean(sum.File)}, "\t")
@@ -117,6 +131,9 @@ func parseIndexLine(line []byte) (sum Summary, old, ok bool) {
 	sum = Summary{ID: string(fields[0]), Key: string(fields[1]), Status: string(fields[2]), Phase: string(fields[3]),
 		PauseReason: string(fields[4]), Tokens: tokens, CostUSD: cost, Created: time.Unix(0, created),
 		Updated: time.Unix(0, updated), Pipeline: string(fields[9]), Spec: string(fields[10])}
+	if sum.Status == statusCompleted && sum.PauseReason == byHand {
+		sum.PauseReason, sum.ByHand = "", true
+	}
 	if n >= indexFields {
 		sum.File = string(fields[11])
 	}

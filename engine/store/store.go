@@ -72,6 +72,9 @@ type Summary struct {
 	Status      string `json:"status"`
 	Phase       string `json:"phase,omitempty"`
 	PauseReason string `json:"pause_reason,omitempty"`
+	// ByHand: pipeline complete marked the session completed (status
+	// says "completed (by hand)").
+	ByHand bool `json:"by_hand,omitempty"`
 	// ReplayOf is the session this one replays (pipeline replay).
 	ReplayOf string    `json:"replay_of,omitempty"`
 	Tokens   int       `json:"tokens"`
@@ -302,6 +305,44 @@ func (s *Store) sessionDir(id string) string { return s.path(sessionRel(id)) }
 // ErrNotFound is a session id that is not in the store.
 var ErrNotFound = errors.New("no such session")
 
+// Matching are the session ids among names (sorted) that start or end with
+// id: what a human typed for a session. Folders being made or removed
+// (a leading dot) are none.
+func Matching(names []string, id string) []string {
+	var out []string
+	for _, n := range names {
+		if !strings.HasPrefix(n, ".") && (strings.HasPrefix(n, id) || strings.HasSuffix(n, id)) {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// AmbiguousError is a part of a session id that starts or ends more than
+// one session's id: the user's to make longer, exit 2.
+type AmbiguousError struct {
+	ID string
+	// Matches are the ids it names, sorted.
+	Matches []string
+}
+
+func (e *AmbiguousError) Error() string {
+	const most = 10
+	list := e.Matches
+	more := ""
+	if len(list) > most {
+		list, more = list[:most], fmt.Sprintf(", and %d more", len(e.Matches)-most)
+	}
+	return fmt.Sprintf("%q names %d sessions (%s%s): give more of the id", e.ID, len(e.Matches), strings.Join(list, ", "), more)
+}
+
+// ExitCode is 2: the id was given too short.
+func (e *AmbiguousError) ExitCode() int { return 2 }
+
+// Unwrap is ErrNotFound: no one session has the id.
+func (e *AmbiguousError) Unwrap() error { return ErrNotFound }
+
 // ErrRemoved is a session whose folder was deleted while it was open: by
 // clean, or by hand.
 var ErrRemoved = errors.New("the session's folder was deleted while it was open")
@@ -380,7 +421,8 @@ func (s *Store) writeNew(rel string, content []byte) error {
 }
 
 // Find reads the metadata of the session id, or of the only one whose id
-// starts with it; nothing is opened or written.
+// starts or ends with it (the tail pipeline watch shows); nothing is opened
+// or written. Two or more such sessions are an *AmbiguousError.
 func (s *Store) Find(id string) (Meta, error) { return s.find(id) }
 
 // Session opens an existing session by id, or by a unique prefix of it,
@@ -407,7 +449,7 @@ func (s *Store) ReadSession(id string) (*Session, error) {
 }
 
 // find reads the metadata of the session id, or of the only one whose id
-// starts with it.
+// starts or ends with it.
 func (s *Store) find(id string) (Meta, error) {
 	// The id comes from the command line: it names a session folder, never
 	// the sessions folder, one outside it, one still being made (.new-) or
@@ -421,20 +463,14 @@ func (s *Store) find(id string) (Meta, error) {
 		if err != nil {
 			return Meta{}, err
 		}
-		var matches []string
-		for _, n := range names {
-			if strings.HasPrefix(n, id) && !strings.HasPrefix(n, ".") {
-				matches = append(matches, n)
-			}
-		}
+		matches := Matching(names, id)
 		switch len(matches) {
 		case 1:
 			dir = matches[0]
 		case 0:
 			return Meta{}, fmt.Errorf("%w %q in %s", ErrNotFound, id, s.Root)
 		default:
-			sort.Strings(matches)
-			return Meta{}, fmt.Errorf("%w: %q starts %d session ids (%s, %s, ...): give more of the id", ErrNotFound, id, len(matches), matches[0], matches[1])
+			return Meta{}, &AmbiguousError{ID: id, Matches: matches}
 		}
 	}
 	content, err := s.readFile(sessionRel(dir) + "/meta.json")

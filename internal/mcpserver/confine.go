@@ -9,6 +9,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
 )
 
@@ -64,11 +65,31 @@ func realPath(path string) string {
 // pipeline resolves a pipeline's phases.yaml (default phases.yaml) and
 // its spec ("" when none is given) inside the root.
 func (c confined) pipeline(p Pipeline) (path, specPath string, err error) {
-	if path, err = c.file("file", p.File, "phases.yaml"); err != nil || p.Spec == "" {
+	if path, err = c.file("file", p.File, "phases.yaml"); err != nil {
 		return path, "", err
+	}
+	if p.Spec == "" {
+		return path, "", c.specOf(path)
 	}
 	specPath, err = c.file("spec", p.Spec, "")
 	return path, specPath, err
+}
+
+// specOf refuses the phases.yaml at path when its spec: leads outside the
+// root (by .. or through a link): the spec would be read, and
+// its frontmatter run, as if it had been given. A phases.yaml that cannot
+// be read is left to the operation, which says why.
+func (c confined) specOf(path string) error {
+	doc, _ := spec.LoadFile(path)
+	if doc == nil || doc.Pipeline.Spec == "" {
+		return nil
+	}
+	// As spec.Load takes it: relative to phases.yaml's folder.
+	specPath := filepath.Join(filepath.Dir(path), filepath.FromSlash(doc.Pipeline.Spec))
+	if _, err := c.file("spec", specPath, ""); err != nil {
+		return fmt.Errorf("%s names spec: %s, which leads outside the folder this server exposes (%s): the server runs no spec from there; move the spec inside it, or give a spec inside it", c.rel(path), doc.Pipeline.Spec, c.root)
+	}
+	return nil
 }
 
 // file resolves a file argument: relative to the root (what defaults
@@ -118,11 +139,16 @@ func (c confined) storeDir(file string) (string, error) {
 			dir = filepath.Join(filepath.Dir(file), dir)
 		}
 	}
-	if !c.within(realPath(filepath.Clean(dir))) {
+	real := realPath(filepath.Clean(dir))
+	switch {
+	case c.within(real):
+		return dir, nil
+	case os.Getenv("PIPELINE_STATE_DIR") != "":
 		return "", fmt.Errorf("the sessions of %s are kept in %s (PIPELINE_STATE_DIR), outside the folder this server exposes (%s): unset PIPELINE_STATE_DIR or start the server with a --root that holds it",
 			c.rel(file), dir, c.root)
 	}
-	return dir, nil
+	return "", fmt.Errorf("the sessions of %s are kept in %s, a symbolic link to %s, outside the folder this server exposes (%s): replace the link with a folder, or start the server with a --root that holds %s",
+		c.rel(file), c.rel(dir), real, c.root, real)
 }
 
 // stores finds the stores (.pipeline folders) below the root, as
@@ -158,7 +184,7 @@ type found struct {
 // errNoSession is a session id no store below the root knows.
 var errNoSession = errors.New("no such session")
 
-// session finds session id (or a unique start of one) in the stores below
+// session finds session id (or a unique start or end of one) in the stores below
 // the root, or in the store of file when file is given. One whose
 // phases.yaml is outside the root is refused.
 func (c confined) session(id, file string) (found, error) {
@@ -182,22 +208,30 @@ func (c confined) session(id, file string) (found, error) {
 	} else {
 		dirs = c.stores()
 	}
-	for _, dir := range dirs {
-		st, err := store.OpenExisting(dir)
-		if err != nil {
-			continue
-		}
-		meta, err := st.Find(id)
-		if err != nil {
-			st.Close()
-			continue
-		}
-		f := found{store: dir, file: st.Abs(meta.File), meta: meta}
-		st.Close()
-		if f.file == "" || !c.within(realPath(f.file)) {
-			return found{}, fmt.Errorf("session %s belongs to %s, outside the folder this server exposes (%s): it cannot be read or driven from here", meta.ID, f.file, c.root)
-		}
-		return f, nil
+	dir, meta, err := app.FindInStores(dirs, id)
+	var ambiguous *store.AmbiguousError
+	switch {
+	case errors.As(err, &ambiguous):
+		return found{}, fmt.Errorf("%w: call the sessions tool to list them", err)
+	case err != nil:
+		return found{}, fmt.Errorf("%w %q below %s: call the sessions tool to list the sessions (or run to start one)", errNoSession, id, c.root)
 	}
-	return found{}, fmt.Errorf("%w %q below %s: call the sessions tool to list the sessions (or run to start one)", errNoSession, id, c.root)
+	st, err := store.OpenExisting(dir)
+	if err != nil {
+		return found{}, err
+	}
+	f := found{store: dir, file: st.Abs(meta.File), meta: meta}
+	st.Close()
+	if f.file == "" || !c.within(realPath(f.file)) {
+		return found{}, fmt.Errorf("session %s belongs to %s, outside the folder this server exposes (%s): it cannot be read or driven from here", meta.ID, f.file, c.root)
+	}
+	if specPath := st.Abs(meta.Spec); meta.Spec != "" && !c.within(realPath(specPath)) {
+		return found{}, fmt.Errorf("session %s runs the spec %s, outside the folder this server exposes (%s): it cannot be read or driven from here", meta.ID, specPath, c.root)
+	}
+	if meta.Spec == "" {
+		if err := c.specOf(f.file); err != nil {
+			return found{}, err
+		}
+	}
+	return f, nil
 }

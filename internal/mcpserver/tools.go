@@ -21,7 +21,7 @@ import (
 
 // Target names a pipeline or one of its sessions.
 type Target struct {
-	Session string `json:"session,omitempty" jsonschema:"the session id (the sessions tool lists them); default: the latest session of the pipeline and spec"`
+	Session string `json:"session,omitempty" jsonschema:"the session id, or a unique start or end of it (the sessions tool lists them); default: the latest session of the pipeline and spec"`
 	Pipeline
 }
 
@@ -205,6 +205,9 @@ func (s *Server) validate(ctx context.Context, _ *mcp.CallToolRequest, in Valida
 	var paths []string
 	for _, f := range files {
 		path, err := s.root.file("file", f, app.DefaultFile)
+		if err == nil {
+			err = s.root.specOf(path)
+		}
 		if err != nil {
 			return nil, out, err
 		}
@@ -317,6 +320,8 @@ func (s *Server) target(t Target) (app.Pipeline, string, error) {
 		if p.Spec, err = s.root.file("spec", t.Spec, ""); err != nil {
 			return app.Pipeline{}, "", err
 		}
+	} else if err := s.root.specOf(path); err != nil {
+		return app.Pipeline{}, "", err
 	}
 	return p, "", nil
 }
