@@ -13,19 +13,16 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/pipeline-dev/pipeline/internal/testwait"
 	"github.com/pipeline-dev/pipeline/schemas"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // failsafe bounds every wait of these tests for an event (a line of
-// output, an exit, a file, a lock dropped). It is never how a test learns
-// that something happened, only how a test that would hang fails with
-// what it waited for: long enough that no busy machine reaches it, short
-// enough to come before go test's -timeout kills the whole binary.
-const failsafe = 3 * time.Minute
+// output, an exit, a file, a lock dropped): see testwait.
+const failsafe = testwait.Failsafe
 
 // binary is the pipeline command built once for the end-to-end tests.
 var binary string

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"maps"
 	"math/rand/v2"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/internal/filetree"
 	"github.com/pipeline-dev/pipeline/internal/proctest"
 )
@@ -110,29 +112,24 @@ func (s *started) exit(t *testing.T) int {
 // its lock's descriptor in the child until the child runs its program
 // (the descriptor closes on exec) or dies: for that moment after the
 // runner itself was reaped (longer on a busy machine) the lock is still
-// held, and the next run is refused as already running. This takes each
-// lock as the store does, waiting until the kernel drops the holder's,
-// and lets it go.
+// held, and the next run is refused as already running. The store's own
+// WaitReleased asks until the kernel has dropped it.
 func awaitLocksFree(t *testing.T, dir string) {
 	t.Helper()
+	st, err := store.OpenExisting(filepath.Join(dir, ".pipeline"))
+	if errors.Is(err, store.ErrNoStore) || errors.Is(err, fs.ErrNotExist) {
+		return // killed before it made the store: nothing locked
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
 	locks, err := filepath.Glob(filepath.Join(dir, ".pipeline", "locks", "*.lock"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range locks {
-		f, err := os.OpenFile(path, os.O_RDWR, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		taken := make(chan error, 1)
-		go func() { taken <- lockWhenFree(f) }()
-		select {
-		case err := <-taken:
-			f.Close()
-			if err != nil {
-				t.Fatalf("locking %s: %v", path, err)
-			}
-		case <-time.After(failsafe):
+		if key := strings.TrimSuffix(filepath.Base(path), ".lock"); !st.WaitReleased(key, failsafe) {
 			t.Fatalf("%s is still locked after %v", path, failsafe)
 		}
 	}

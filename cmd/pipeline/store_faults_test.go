@@ -182,7 +182,7 @@ phases:
 		case line := <-run.lines:
 			shown = append(shown, line)
 		case code = <-run.done:
-		case <-time.After(60 * time.Second):
+		case <-time.After(failsafe):
 			t.Fatal("the run did not end")
 		}
 	}
