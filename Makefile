@@ -47,33 +47,102 @@ QUICKSTART := bin/quickstart
 run: build
 	@scripts/quickstart.sh $(BIN) $(QUICKSTART)
 
-# Every test, with the race detector; fuzz seed corpora run as ordinary
-# tests here. lint runs first so a vet or gofmt problem fails fast. The
-# adapters' tests (-tags $(TAGS)) run the real agent CLIs, installed once
-# from npm into .cache/npm by scripts/install-agent-clis.sh. The schema
-# generator's test checks that schemas/*.json are fresh. The JUnit
-# report's test validates it with xmllint, installed (Debian's
-# libxml2-utils, with apt-get) when it is missing. The tests of the Temporal
-# backend (-tags temporal) start a Temporal dev server, built once from the Go
-# module proxy into .cache/bin by scripts/install-temporal.sh (about 6
-# minutes of CPU the first time); they build pipeline-temporal beside the
-# pipeline they test, which runs it.
+# Every check and every test, with the race detector; fuzz seed corpora run
+# as ordinary tests here. The adapters' tests (-tags $(TAGS)) run the real
+# agent CLIs, installed once from npm into .cache/npm by
+# scripts/install-agent-clis.sh. The schema generator's test checks that
+# schemas/*.json are fresh. The JUnit report's test validates it with
+# xmllint, installed (Debian's libxml2-utils, with apt-get) when it is
+# missing. The tests of the Temporal backend (-tags temporal) start a
+# Temporal dev server, built once from the Go module proxy into .cache/bin by
+# scripts/install-temporal.sh (about 6 minutes of CPU the first time); they
+# build pipeline-temporal beside the pipeline they test, which runs it.
+#
+# Each stage prints a line as it starts and one as it ends, with its time
+# and the time since make test started (scripts/stage.sh). lint-src comes
+# first (seconds: gofmt, go mod tidy), so that a formatting problem fails
+# before anything is built. Then the rest runs side by side (a make -j of
+# its own): the installs; the lint that compiles (niced: it has the CPU the
+# tests leave); and the tests, each as soon as what it runs is there.
+# cmd/pipeline's tests, the longest, run as three processes of one test
+# binary: the tests of its files under the tag agentclis once the agent CLIs
+# are installed, those under temporal once the dev server is, and the rest
+# at once. The README says how long it takes.
 AGENT_CLIS := $(CURDIR)/.cache/npm/node_modules/.bin
 # The version is the one pinned in scripts/install-temporal.sh.
 TEMPORAL_CLI := $(CURDIR)/.cache/bin/temporal-1.5.1/temporal
-test: lint agent-clis xmllint temporal
+STAGE := $(CURDIR)/scripts/stage.sh
+export STAGE_T0 ?= $(shell date +%s)
+NICE := nice -n 10
+# A backstop for a whole test binary (go test's default is 10 minutes,
+# which cmd/pipeline's tests passed on a busy machine): each wait inside a
+# test ends at testwait.Failsafe, 3 minutes, and says what it awaited.
+TEST_TIMEOUT := 30m
+TESTBIN := $(CURDIR)/bin/test
+# The packages whose tests run an installed program; the others' tests
+# start at once.
+TOOL_PKGS := cmd/pipeline steps internal/temporaltest
+# cmd/pipeline's tests in its files under the build tag $(1), as a pattern
+# of test names for -test.run and -test.skip.
+tests_under = ^($(shell sed -n 's/^func \(Test[A-Za-z0-9_]*\).*/\1/p' $$(grep -l '^//go:build $(1)$$' cmd/pipeline/*_test.go) | paste -sd'|' -))$$
+PIPELINE_TESTS = cd cmd/pipeline && $(STAGE) "tests: cmd/pipeline, $(1)" env PIPELINE_TEST_BINARY=$(TESTBIN)/pipeline \
 	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) PIPELINE_TEMPORAL_CLI=$(TEMPORAL_CLI) \
-		$(GO) test -race -count=1 -tags $(TAGS) $(PKGS)
-	$(GO) -C $(GEN) test -race -count=1 ./...
+	$(TESTBIN)/pipeline.test -test.timeout=$(TEST_TIMEOUT)
+
+.PHONY: lint-src vet vet-darwin staticcheck test-stages test-build test-build-race test-build-pipeline test-packages \
+	test-pipeline test-pipeline-agents test-pipeline-fleet test-steps test-temporaltest test-gen
+
+test:
+	@$(STAGE) "make test" sh -c '$(MAKE) --no-print-directory lint-src && $(MAKE) --no-print-directory -j8 test-stages'
+
+test-stages: vet vet-darwin staticcheck test-packages test-pipeline test-pipeline-agents \
+	test-pipeline-fleet test-steps test-temporaltest test-gen
+
+# cmd/pipeline's test binary, built once for its three runs; and the
+# pipeline its tests run (PIPELINE_TEST_BINARY; under go test alone,
+# TestMain builds it).
+test-build: test-build-race test-build-pipeline
+
+test-build-race:
+	@$(STAGE) "tests: build cmd/pipeline's test binary (-race)" \
+		$(GO) test -race -c -tags $(TAGS) -o $(TESTBIN)/pipeline.test ./cmd/pipeline
+
+test-build-pipeline:
+	@$(STAGE) "tests: build the pipeline the tests run" $(GO) build -o $(TESTBIN)/pipeline ./cmd/pipeline
+
+test-packages: test-build-race
+	@$(STAGE) "tests: go test -race, the packages that run no installed program" sh -c '\
+		$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -tags $(TAGS) \
+		$$($(GO) list ./... | grep -v $(TOOL_PKGS:%=-e /%$$))'
+
+test-pipeline: test-build xmllint
+	@$(call PIPELINE_TESTS,all but the agent CLIs' and the fleet's) '-test.skip=$(call tests_under,agentclis)|$(call tests_under,temporal)'
+
+test-pipeline-agents: test-build xmllint agent-clis
+	@$(call PIPELINE_TESTS,the agent CLIs (-tags agentclis)) '-test.run=$(call tests_under,agentclis)'
+
+test-pipeline-fleet: test-build temporal
+	@$(call PIPELINE_TESTS,the fleet on the dev server (-tags temporal)) '-test.run=$(call tests_under,temporal)'
+
+test-steps: test-build-race agent-clis
+	@$(STAGE) "tests: steps (the agent CLIs)" env PIPELINE_AGENT_CLIS=$(AGENT_CLIS) \
+		$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -tags $(TAGS) ./steps
+
+test-temporaltest: test-build-race temporal
+	@$(STAGE) "tests: internal/temporaltest (the dev server)" env PIPELINE_TEMPORAL_CLI=$(TEMPORAL_CLI) \
+		$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -tags $(TAGS) ./internal/temporaltest
+
+test-gen:
+	@$(STAGE) "tests: schemas/gen (the schemas are fresh)" $(GO) -C $(GEN) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 agent-clis:
-	./scripts/install-agent-clis.sh
+	@$(STAGE) "install: agent CLIs (npm, once)" ./scripts/install-agent-clis.sh
 
 xmllint:
-	./scripts/install-xmllint.sh
+	@$(STAGE) "install: xmllint (apt-get, when missing)" ./scripts/install-xmllint.sh
 
 temporal:
-	GO=$(GO) ./scripts/install-temporal.sh
+	@$(STAGE) "install: Temporal dev server (once)" env GO=$(GO) ./scripts/install-temporal.sh
 
 # Go benchmarks, then the side-by-side figures of cmd/bench: throughput
 # against tee, checkpoint-to-interrupt latency; then start-up, on the
@@ -97,35 +166,54 @@ bench: build agent-clis temporal
 	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) $(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -context
 	PIPELINE_TEMPORAL_CLI=$(TEMPORAL_CLI) $(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -fleet
 
-# gofmt; go.mod and go.sum as go mod tidy leaves them; go vet with and
-# without the tags of the tests that run real programs; for macOS, a
-# cross-compiled build and go vet (test files included); staticcheck with
-# the tags: it then sees every file,
-# and does not call unused a helper that only the tagged tests use. The
-# same for the schema generator's module.
+# gofmt; go.mod and go.sum as go mod tidy leaves them; go vet once per set
+# of build tags; for macOS, go vet (test files included) and a
+# cross-compiled build of the packages that have files for it; staticcheck
+# with the tags: it then sees every file, and does not call unused a helper
+# that only the tagged tests use. The same for the schema generator's
+# module.
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(CURDIR)/.cache/bin/staticcheck
-lint: $(STATICCHECK)
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
-	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) mod tidy -diff
-	$(GO) -C $(GEN) mod tidy -diff
-	$(GO) vet $(PKGS)
-	$(GO) vet -tags $(TAGS) $(PKGS)
-	$(GO) vet -tags man ./cmd/pipeline
-	GOOS=darwin CGO_ENABLED=0 $(GO) build $(PKGS)
-	GOOS=darwin $(GO) vet -tags $(TAGS) $(PKGS)
-	$(GO) -C $(GEN) vet ./...
-	$(STATICCHECK) -tags $(TAGS) $(PKGS)
-	$(STATICCHECK) -tags $(LOCAL_TAGS) ./cmd/pipeline
-	cd $(GEN) && $(STATICCHECK) ./...
+# The packages with a file that Linux never compiles (//go:build !linux,
+# darwin, ...: the portable fallbacks of _linux.go files): the vet on Linux
+# does not see it. Every other package compiles on macOS what it compiles
+# on Linux, less its _linux files: keep what a portable file calls out of
+# those.
+DARWIN_PKGS = $(sort $(patsubst %/,./%,$(dir $(shell grep -lE '^//go:build .*(!linux|darwin)' \
+	$$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')))))
+
+lint: lint-src vet vet-darwin staticcheck
+
+lint-src:
+	@$(STAGE) "lint: gofmt" sh -c 'out=$$(gofmt -l $$(git ls-files "*.go" 2>/dev/null || find . -name "*.go")); \
+		if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi'
+	@$(STAGE) "lint: go mod tidy -diff" sh -c '$(GO) mod tidy -diff && $(GO) -C $(GEN) mod tidy -diff'
+
+# -tags $(TAGS) sees every file but those under a tag of their own (man.go)
+# or under the absence of one (//go:build !xmllint): the second vet, with
+# the tag man and without the others, sees those (the only ones today).
+vet:
+	@$(STAGE) "lint: go vet -tags $(TAGS)" $(NICE) $(GO) vet -tags $(TAGS) ./...
+	@$(STAGE) "lint: go vet -tags man ./cmd/pipeline" $(NICE) $(GO) vet -tags man ./cmd/pipeline
+	@$(STAGE) "lint: go vet, schemas/gen" $(NICE) $(GO) -C $(GEN) vet ./...
+
+vet-darwin:
+	@$(STAGE) "lint: macOS, go vet and build of $(DARWIN_PKGS)" sh -c '\
+		GOOS=darwin $(NICE) $(GO) vet -tags $(TAGS) $(DARWIN_PKGS) && \
+		GOOS=darwin CGO_ENABLED=0 $(NICE) $(GO) build $(DARWIN_PKGS)'
+
+# After vet, whose compiled packages it reads (go list -export).
+staticcheck: $(STATICCHECK) | vet
+	@$(STAGE) "lint: staticcheck" $(NICE) $(STATICCHECK) -tags $(TAGS) ./...
+	@$(STAGE) "lint: staticcheck, the lean pipeline" $(NICE) $(STATICCHECK) -tags $(LOCAL_TAGS) ./cmd/pipeline
+	@$(STAGE) "lint: staticcheck, schemas/gen" sh -c 'cd $(GEN) && $(NICE) $(STATICCHECK) ./...'
 
 # staticcheck, pinned, built once into .cache/bin (gitignored); a version
 # bump above builds it again.
 $(STATICCHECK): Makefile
 	@if ! "$@" -version 2>/dev/null | grep -qF '($(STATICCHECK_VERSION:v%=%))'; then \
-		echo "installing staticcheck $(STATICCHECK_VERSION) into .cache/bin (once)"; \
-		GOBIN=$(CURDIR)/.cache/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); \
+		$(STAGE) "install: staticcheck $(STATICCHECK_VERSION) into .cache/bin (once)" \
+			env GOBIN=$(CURDIR)/.cache/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); \
 	fi
 	@touch "$@"
 

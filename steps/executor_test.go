@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pipeline-dev/pipeline/internal/proctest"
+	"github.com/pipeline-dev/pipeline/internal/testwait"
 )
 
 // recorder is an Observer that keeps what it is told.
@@ -80,7 +81,7 @@ func (o *recorder) Warn(message string) {
 // awaitLine waits for a line of the step's output that contains want.
 func (o *recorder) awaitLine(t *testing.T, want string) string {
 	t.Helper()
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(testwait.Failsafe)
 	for {
 		select {
 		case line := <-o.lines:
@@ -125,7 +126,7 @@ func execute(t *testing.T, ctx context.Context, step Step, obs Observer) Result 
 	case res := <-done:
 		res.Output += "\n--- transcript\n" + transcript.String()
 		return res
-	case <-time.After(30 * time.Second):
+	case <-time.After(testwait.Failsafe):
 		t.Fatal("the step never ended")
 	}
 	return Result{}
@@ -338,7 +339,7 @@ func TestStoppedStepIsReportedAndInterruptible(t *testing.T) {
 		if !strings.Contains(warning, "is stopped") {
 			t.Fatalf("warning %q", warning)
 		}
-	case <-time.After(20 * time.Second):
+	case <-time.After(testwait.Failsafe):
 		t.Fatal("no report of the stopped step")
 	}
 	cancel()

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pipeline-dev/pipeline/internal/testwait"
 )
 
 // markerLog keeps the markers a step reports, and hands each on as it
@@ -86,7 +88,7 @@ func TestMarkerReportedWhileTheStepRuns(t *testing.T) {
 		}
 	case <-done:
 		t.Fatal("the step ended before its marker was reported")
-	case <-time.After(20 * time.Second):
+	case <-time.After(testwait.Failsafe):
 		t.Fatal("no marker while the step runs")
 	}
 	obs.mu.Lock()

@@ -242,7 +242,11 @@ const outputDrain = 250 * time.Millisecond
 // has read so far, once the child is done: what the pipes held when the
 // child ended is read whatever time that takes (a slow terminal), then
 // the readers get outputDrain more for what is left in flight, and are
-// stopped. It reports whether a pipe was still open then.
+// stopped. It reports whether a pipe was still open then. Where the
+// kernel says that no process holds a pipe open any more (writersGone),
+// the readers are waited for to the end: a reader slow to get there (a
+// busy machine, a slow terminal) is not taken for a process that kept
+// the output open.
 func (p *Process) drain(ended <-chan struct{}, read *[2]atomic.Int64) bool {
 	var target [2]int64
 	for i, f := range p.outputs {
@@ -258,6 +262,10 @@ func (p *Process) drain(ended <-chan struct{}, read *[2]atomic.Int64) bool {
 			return false
 		case <-timer.C:
 		}
+		if p.writersGone() {
+			<-ended
+			return false
+		}
 		if read[0].Load() < target[0] || read[1].Load() < target[1] {
 			timer.Reset(outputDrain)
 			continue
@@ -270,6 +278,17 @@ func (p *Process) drain(ended <-chan struct{}, read *[2]atomic.Int64) bool {
 		<-ended
 		return true
 	}
+}
+
+// writersGone reports whether the kernel says that no process holds the
+// write end of any output pipe (pipeHungUp); false where it cannot say.
+func (p *Process) writersGone() bool {
+	for _, f := range p.outputs {
+		if f != nil && !pipeHungUp(f) {
+			return false
+		}
+	}
+	return true
 }
 
 // closeOutputs closes the read ends once they are read: a process that

@@ -22,6 +22,22 @@ func groupAttr() *syscall.SysProcAttr {
 // fionread asks how many bytes a pipe holds (FIONREAD).
 const fionread = unix.TIOCINQ
 
+// pipeHungUp reports whether no process holds the write end of the pipe f
+// reads any more: poll then reports a hang-up, and the reader will come to
+// the end of what the pipe holds.
+func pipeHungUp(f *os.File) bool {
+	hungUp := false
+	if conn, err := f.SyscallConn(); err == nil {
+		_ = conn.Control(func(fd uintptr) {
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			if n, err := unix.Poll(fds, 0); err == nil && n == 1 {
+				hungUp = fds[0].Revents&unix.POLLHUP != 0
+			}
+		})
+	}
+	return hungUp
+}
+
 // pipeSize is asked of the kernel for the output pipes: bigger reads mean
 // fewer system calls on the hot path.
 const pipeSize = 1 << 20

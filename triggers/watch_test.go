@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pipeline-dev/pipeline/internal/clock"
+	"github.com/pipeline-dev/pipeline/internal/testwait"
 	"github.com/pipeline-dev/pipeline/triggers"
 )
 
@@ -43,7 +44,7 @@ func watch(t *testing.T, targets triggers.Targets, debounce time.Duration, clk c
 // awaitObserved waits until the watcher has taken in an event of path.
 func (wt *watching) awaitObserved(path string) {
 	wt.t.Helper()
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(testwait.Failsafe)
 	for {
 		select {
 		case p := <-wt.observed:
@@ -62,7 +63,7 @@ func (wt *watching) next() []string {
 	select {
 	case c := <-wt.w.Changes():
 		return c.Paths
-	case <-time.After(20 * time.Second):
+	case <-time.After(testwait.Failsafe):
 		wt.t.Fatal("no change reported")
 	}
 	return nil

@@ -309,7 +309,8 @@ phases:
 }
 
 // A [CHECKPOINT] streamed in the middle of a long turn pauses the run
-// before the turn ends: the mock would stream for 30 s more.
+// before the turn ends: the mock would stream for minutes more, and sees
+// the CLI go away.
 func TestClaudeCheckpointMidTurnPauses(t *testing.T) {
 	r := newClaudeRun(t, `version: 1
 agent: {kind: claude, model: sonnet, feature: f}
@@ -319,11 +320,8 @@ phases:
   - name: design
     prompt: Think it through `+mockapi.AnthropicSlowMarker+`
 `)
-	start := time.Now()
+	r.mock.SetSlow(failsafe, 200*time.Millisecond)
 	out := r.run(t, 3)
-	if elapsed := time.Since(start); elapsed > 20*time.Second {
-		t.Errorf("paused after %s: not before the turn's end", elapsed)
-	}
 	if !strings.Contains(out.stdout, "[CHECKPOINT] mid-turn note") || strings.Contains(out.stdout, "done: Think it through") {
 		t.Errorf("output:\n%s", out.stdout)
 	}
@@ -332,7 +330,7 @@ phases:
 		t.Errorf("status %s, pause %q %q", s.Status, s.PauseReason, s.PauseNote)
 	}
 	// The CLI went away mid-stream when the step was stopped.
-	r.mock.AwaitDisconnected(1, 5*time.Second)
+	r.mock.AwaitDisconnected(1, failsafe)
 	if r.mock.Disconnected() != 1 {
 		t.Errorf("the slow reply was not cut short (%d disconnects)", r.mock.Disconnected())
 	}

@@ -174,7 +174,8 @@ phases:
 }
 
 // A [CHECKPOINT] streamed in the middle of a long reply pauses the run
-// there: the CLI is stopped, not waited for.
+// there: the CLI is stopped, not waited for (the mock would stream for
+// minutes more, and sees the CLI go away).
 func TestGeminiCheckpointMidTurnPauses(t *testing.T) {
 	mock, dir := geminiSetup(t)
 	write(t, dir, "phases.yaml", `version: 1
@@ -183,13 +184,10 @@ phases:
   - name: design
     prompt: "`+mockapi.GeminiSlowCheckpointMarker+` Design the greeting."
 `)
-	start := time.Now()
+	mock.SetSlow(failsafe, 200*time.Millisecond)
 	r := pipeline(t, dir, "run", "--grace", "2s")
 	if r.code != exitPaused {
 		t.Fatalf("run: exit %d, want %d\n%s\n%s", r.code, exitPaused, r.stdout, r.stderr)
-	}
-	if took := time.Since(start); took > 25*time.Second {
-		t.Errorf("the run took %s: the turn was not stopped at the checkpoint", took)
 	}
 	s := status(t, dir)
 	if s.Status != "paused" || s.PauseReason != "checkpoint" || s.PauseNote != "mid-turn note" {
@@ -200,7 +198,7 @@ phases:
 	if s.Phases[0].NativeSession == "" {
 		t.Errorf("no native session recorded: %+v", s.Phases[0])
 	}
-	mock.AwaitDisconnected(1, 5*time.Second)
+	mock.AwaitDisconnected(1, failsafe)
 	if n := mock.Disconnected(); n != 1 {
 		t.Errorf("the CLI left %d slow replies before their end, want 1", n)
 	}

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pipeline-dev/pipeline/internal/mockapi"
 )
@@ -44,7 +43,7 @@ func TestMCPClaudeCodeCallsTheStatusTool(t *testing.T) {
 		return ""
 	})
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
 	defer cancel()
 	claude := exec.CommandContext(ctx, filepath.Join(strings.SplitN(envValue(r.env, "PATH"), ":", 2)[0], "claude"),
 		"-p", "What is the status of session "+id+"?", "--model", "sonnet",

@@ -658,7 +658,7 @@ func TestCIModeOnATerminal(t *testing.T) {
 		}()
 		select {
 		case <-done:
-		case <-time.After(60 * time.Second):
+		case <-time.After(failsafe):
 			cmd.Process.Kill()
 			t.Fatalf("%v %v: the run did not end", c.env, c.args)
 		}

@@ -28,6 +28,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/pipeline-dev/pipeline/engine/temporal"
+	"github.com/pipeline-dev/pipeline/internal/proctest"
 	"github.com/pipeline-dev/pipeline/internal/temporaltest"
 )
 
@@ -160,8 +161,8 @@ func fleetWorkers(t *testing.T, s *temporaltest.DevServer, queue string, n int) 
 			}
 		case <-w.exited:
 			t.Fatalf("worker %d exited (%v):\n%s", i, cmd.ProcessState, log.String())
-		case <-time.After(30 * time.Second):
-			t.Fatalf("worker %d said nothing in 30s:\n%s", i, log.String())
+		case <-time.After(failsafe):
+			t.Fatalf("worker %d said nothing in %v:\n%s", i, failsafe, log.String())
 		}
 		ws = append(ws, w)
 	}
@@ -171,7 +172,7 @@ func fleetWorkers(t *testing.T, s *temporaltest.DevServer, queue string, n int) 
 // fleetClient dials the dev server, closed when the test ends.
 func fleetClient(t *testing.T, s *temporaltest.DevServer) *temporal.Client {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
 	defer cancel()
 	c, err := temporal.NewClient(ctx, temporal.Target{Address: s.HostPort()}.WithDefaults())
 	if err != nil {
@@ -199,10 +200,11 @@ func fleetStatusJSON(t *testing.T, dir string, env []string, args ...string) sta
 }
 
 // awaitListed asks sessions until it lists id: the server's list is
-// eventually consistent, and no event says when it has caught up.
+// eventually consistent, and no event says when it has caught up (so it
+// asks again every 100ms, up to failsafe).
 func awaitListed(t *testing.T, dir string, env []string, id string, args ...string) []sessionLine {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(failsafe)
 	for {
 		r := pipelineEnv(t, dir, env, append([]string{"sessions", "-o", "json"}, args...)...)
 		if r.code != 0 {
@@ -372,7 +374,7 @@ phases:
 		t.Fatalf("status: %+v", st)
 	}
 	// The pause stopped the step: it is gone, and never reached its end.
-	awaitGone(t, atoi(t, first), "the paused step")
+	proctest.AwaitExit(t, atoi(t, first)) // the paused step
 	if _, err := os.Stat(filepath.Join(dir, "finished")); err == nil {
 		t.Fatal("the step ran to its end: it was not stopped")
 	}
@@ -441,7 +443,7 @@ phases:
 	}()
 	awaitLine := func(want string) {
 		t.Helper()
-		timeout := time.After(20 * time.Second)
+		timeout := time.After(failsafe)
 		for {
 			select {
 			case line, ok := <-lines:
@@ -459,7 +461,8 @@ phases:
 	awaitLine("watching:")
 	write(t, dir, "spec.md", "# Client\n\nCall the endpoint v2.\n")
 	awaitLine("session " + id + " resumed")
-	deadline := time.Now().Add(20 * time.Second)
+	// The server's status: no event reaches the test, it asks.
+	deadline := time.Now().Add(failsafe)
 	for {
 		if st := fleetStatusJSON(t, dir, nil, id); st.Status == "completed" {
 			break
@@ -478,52 +481,18 @@ phases:
 }
 
 // awaitLines waits until the file at path holds at least n lines, and
-// returns them. The steps write it; no event reaches the test, so it
-// asks, with a deadline.
+// returns them, looking each time its folder is written: the steps write
+// it.
 func awaitLines(t *testing.T, path string, n int, why string) []string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var lines []string
+	awaitWritten(t, filepath.Dir(path), fmt.Sprintf("%s: %d lines in %s", why, n, path), func() bool {
 		// Whole lines only: a writer may be half-way through one.
 		data, _ := os.ReadFile(path)
-		if lines := strings.Split(string(data), "\n"); len(lines) > n {
-			return lines[:len(lines)-1]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s has %q after 30s, want %d lines", why, path, data, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// awaitGone waits until process pid has ended (or is a zombie that its
-// new parent has not reaped yet).
-func awaitGone(t *testing.T, pid int, what string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for processAlive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s (pid %d) still runs 10s on", what, pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// processAlive: pid names a process that is not a zombie.
-func processAlive(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return false
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return !os.IsNotExist(err)
-	}
-	// pid (comm) S ...: the state follows the last parenthesis.
-	s := string(stat)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
-	}
-	return true
+		lines = strings.Split(string(data), "\n")
+		return len(lines) > n
+	})
+	return lines[:len(lines)-1]
 }
 
 // activityAttempt is one activity of a session as its history holds it:
@@ -678,7 +647,7 @@ phases:
 	}
 	<-a.exited
 	// The kernel kills the step with its worker (Pdeathsig).
-	awaitGone(t, stepA, "the killed worker's step")
+	proctest.AwaitExit(t, stepA) // the killed worker's step
 
 	second := strings.Fields(awaitLines(t, filepath.Join(dir, "attempts"), 2, "the step run again")[1])
 	if second[1] != fmt.Sprint(b.pid()) {
@@ -687,7 +656,7 @@ phases:
 	// What the killed step left in the background was stopped when the
 	// other worker opened the session in the same store (the dead
 	// runner's process group is swept, as locally).
-	awaitGone(t, backgroundA, "the killed worker's step's background process")
+	proctest.AwaitExit(t, backgroundA) // the killed worker's step's background process
 	write(t, dir, "go", "")
 	err := run.Wait()
 	if err != nil || !strings.Contains(stdout.String(), "completed: 2 phases") {
@@ -818,18 +787,16 @@ phases:
 	}
 }
 
-// awaitNames waits until the folder's names satisfy ok.
+// awaitNames waits until the folder's names satisfy ok, looking each
+// time the folder changes.
 func awaitNames(t *testing.T, dir, what string, ok func([]string) bool) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	awaitWritten(t, dir, what, func() bool {
 		entries, _ := os.ReadDir(dir)
 		var names []string
 		for _, e := range entries {
 			names = append(names, e.Name())
 		}
-		if ok(names) {
-			return
-		}
-	}
-	t.Fatalf("%s: not there after 30 s", what)
+		return ok(names)
+	})
 }

@@ -12,7 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/pipeline-dev/pipeline/internal/proctest"
 )
 
 // pausingWithHooks pauses at a checkpoint in its first phase; the hooks
@@ -131,7 +132,7 @@ func TestAHookThatLeavesADaemonDoesNotHangTheRun(t *testing.T) {
 on: {completed: 'sleep 300 & echo $! > daemon.pid; echo started'}
 phases: [{name: build, steps: [{run: echo built}]}]
 `)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "run")
 	cmd.Dir = dir
@@ -142,19 +143,13 @@ phases: [{name: build, steps: [{run: echo built}]}]
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
-	pid := strings.TrimSpace(readFile(t, dir, "daemon.pid"))
+	pid, err := strconv.Atoi(strings.TrimSpace(readFile(t, dir, "daemon.pid")))
+	if err != nil {
+		t.Fatalf("daemon.pid: %v", err)
+	}
 	// The runner sent SIGKILL before it exited; the kernel takes a moment
-	// to end a killed process: wait for its exit through a pidfd.
-	alive := func() bool {
-		stat, err := os.ReadFile("/proc/" + pid + "/stat")
-		return err == nil && !strings.Contains(string(stat), ") Z") && !strings.Contains(string(stat), ") X")
-	}
-	if n, err := strconv.Atoi(pid); err == nil {
-		awaitExit(n, 10*time.Second)
-	}
-	if alive() {
-		t.Errorf("the hook's background process %s is still running", pid)
-	}
+	// to end a killed process: wait for its exit, an event.
+	proctest.AwaitExit(t, pid)
 }
 
 // The example's hooks: a desktop notification at the pause and a chat

@@ -218,7 +218,7 @@ func TestLiveViewFitsTheTerminalWhenResized(t *testing.T) {
 	}
 	// A block drawn after the resize: its status line and output line.
 	block := regexp.MustCompile(`\x1b\[J(?:\x1b\[1m)?(\[1/1 [^\n]*)\n(?:\x1b\[2m)?(  start [^\n]*)\n`)
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(failsafe)
 	for {
 		m := block.FindStringSubmatch(term.shown()[from:])
 		if m != nil {

@@ -14,10 +14,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipeline-dev/pipeline/internal/testwait"
 	"github.com/pipeline-dev/pipeline/schemas"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// failsafe bounds every wait of these tests for an event (a line of
+// output, an exit, a file, a lock dropped): see testwait.
+const failsafe = testwait.Failsafe
 
 // binary is the pipeline command built once for the end-to-end tests.
 var binary string
@@ -47,7 +52,15 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "pipeline")
-	if err := goBuild(binary); err != nil {
+	// make test builds the binary once for the processes that run these
+	// tests side by side, and names it here; it is copied into dir, where
+	// what alsoBuild builds sits beside it, as pipeline looks for it.
+	if built := os.Getenv("PIPELINE_TEST_BINARY"); built != "" {
+		err = copyExecutable(built, binary)
+	} else {
+		err = goBuild(binary)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "building pipeline:", err)
 		os.Exit(1)
 	}
@@ -69,6 +82,15 @@ func TestMain(m *testing.M) {
 }
 
 // goBuild builds this package into out, with flags (-tags, say).
+// copyExecutable copies the program at from to to.
+func copyExecutable(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o755)
+}
+
 func goBuild(out string, flags ...string) error {
 	build := exec.Command("go", append(append([]string{"build"}, flags...), "-o", out, ".")...)
 	build.Stderr = os.Stderr

@@ -252,7 +252,7 @@ func (c *mcpClient) subscribe(t *testing.T, id string) {
 // notifications came meanwhile.
 func (c *mcpClient) awaitStatus(t *testing.T, id, want string) (mcpStatus, int) {
 	t.Helper()
-	timeout := time.NewTimer(30 * time.Second)
+	timeout := time.NewTimer(failsafe)
 	defer timeout.Stop()
 	for n := 0; ; {
 		s := c.status(t, id)
@@ -265,7 +265,7 @@ func (c *mcpClient) awaitStatus(t *testing.T, id, want string) (mcpStatus, int) 
 				n++
 			}
 		case <-timeout.C:
-			t.Fatalf("session %s is %s (phase %s), still not %s after 30s of notifications", id, s.Status, s.Phase, want)
+			t.Fatalf("session %s is %s (phase %s), still not %s after %v of notifications", id, s.Status, s.Phase, want, failsafe)
 		}
 	}
 }
@@ -273,7 +273,7 @@ func (c *mcpClient) awaitStatus(t *testing.T, id, want string) (mcpStatus, int) 
 // awaitUpdate waits for a notifications/resources/updated of session id.
 func (c *mcpClient) awaitUpdate(t *testing.T, id string) {
 	t.Helper()
-	timeout := time.After(30 * time.Second)
+	timeout := time.After(failsafe)
 	for {
 		select {
 		case uri := <-c.updates:
@@ -281,7 +281,7 @@ func (c *mcpClient) awaitUpdate(t *testing.T, id string) {
 				return
 			}
 		case <-timeout:
-			t.Fatalf("no notifications/resources/updated of session %s within 30s", id)
+			t.Fatalf("no notifications/resources/updated of session %s within %v", id, failsafe)
 		}
 	}
 }
@@ -308,7 +308,7 @@ func awaitFile(t *testing.T, path string) {
 	if err := w.Add(filepath.Dir(path)); err != nil {
 		t.Fatal(err)
 	}
-	timeout := time.After(30 * time.Second)
+	timeout := time.After(failsafe)
 	for {
 		if _, err := os.Stat(path); err == nil {
 			return
@@ -316,7 +316,7 @@ func awaitFile(t *testing.T, path string) {
 		select {
 		case <-w.Events:
 		case <-timeout:
-			t.Fatalf("%s was not made within 30s", path)
+			t.Fatalf("%s was not made within %v", path, failsafe)
 		}
 	}
 }

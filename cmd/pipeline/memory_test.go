@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/pipeline-dev/pipeline/internal/proctest"
 	"github.com/pipeline-dev/pipeline/internal/tokens"
@@ -94,21 +93,17 @@ func wantItem(t *testing.T, what string, list []memoryItem, text, source, phase 
 	return m
 }
 
-// awaitMemory runs pipeline memory -o json until ok says yes, for 30 s at
-// most: what a running session's store shows as its runner records it.
+// awaitMemory runs pipeline memory -o json until ok says yes, each time
+// the store is written: what a running session's store shows as its
+// runner records it.
 func awaitMemory(t *testing.T, dir string, ok func(memoryOut) bool) memoryOut {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		m := memoryOf(t, dir, nil)
-		if ok(m) {
-			return m
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the working set never showed what was awaited: %+v", m)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var m memoryOut
+	awaitWritten(t, filepath.Join(dir, ".pipeline"), "the awaited working set", func() bool {
+		m = memoryOf(t, dir, nil)
+		return ok(m)
+	})
+	return m
 }
 
 // memoryAgent writes agent.sh, a command agent that appends each prompt

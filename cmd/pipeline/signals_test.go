@@ -24,7 +24,7 @@ import (
 // awaitPid waits for a line "<word> PID" from the run.
 func (s *started) awaitPid(t *testing.T, word string) int {
 	t.Helper()
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(failsafe)
 	for {
 		select {
 		case line := <-s.lines:
@@ -98,7 +98,7 @@ phases:
 	go func() { exited <- cmd.Wait() }()
 	select {
 	case err = <-exited:
-	case <-time.After(60 * time.Second):
+	case <-time.After(failsafe):
 		t.Fatal("the run did not end")
 	}
 	var exitErr *exec.ExitError
@@ -213,7 +213,7 @@ func (term *terminal) await(t *testing.T, want string) {
 // and its groups.
 func (term *terminal) awaitMatch(t *testing.T, re *regexp.Regexp) []string {
 	t.Helper()
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(failsafe)
 	for {
 		term.mu.Lock()
 		shown := term.screen.String()
@@ -241,7 +241,7 @@ func (term *terminal) exit(t *testing.T) int {
 	select {
 	case code := <-term.done:
 		return code
-	case <-time.After(60 * time.Second):
+	case <-time.After(failsafe):
 		term.mu.Lock()
 		defer term.mu.Unlock()
 		t.Fatalf("the run did not end; the terminal shows:\n%s", term.screen.String())

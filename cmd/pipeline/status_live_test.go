@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // status in text says why a session paused: the trigger with its
@@ -86,22 +85,15 @@ func TestStatusOfARunningSessionIsLive(t *testing.T) {
 			StepTokens int    `json:"step_tokens"`
 		} `json:"live"`
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		// The live file is written once a second: wait for the one
-		// written after the output.
+	// The live file is written once a second: wait for the one written
+	// after the output.
+	awaitWritten(t, filepath.Join(dir, ".pipeline"), "live tokens in status", func() bool {
 		r := pipeline(t, dir, "status", "-o", "json")
 		if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
 			t.Fatalf("status: %v %s", err, r.stderr)
 		}
-		if s.Live != nil && s.Live.StepTokens > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status never showed live tokens: %s", r.stdout)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return s.Live != nil && s.Live.StepTokens > 0
+	})
 	if s.Status != "running" || s.Tokens != s.Live.StepTokens || s.Live.Step != "agent" || s.Step != "agent" {
 		t.Errorf("status of the running session: %+v, live %+v", s, *s.Live)
 	}

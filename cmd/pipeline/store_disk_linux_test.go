@@ -136,7 +136,7 @@ phases:
 	}
 
 	run := pipelineStart(t, dir, "run", "--state-dir", state, "--grace", "1s")
-	run.await(t, "started")
+	run.await(t, "| started")
 	fill(t, filepath.Join(disk, "filler"))
 	write(t, dir, "go-on", "")
 	var out []string

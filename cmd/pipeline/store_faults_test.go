@@ -162,7 +162,7 @@ phases:
     steps: [{run: 'echo two'}]
 `)
 	run := pipelineStart(t, dir, "run")
-	run.await(t, "started")
+	run.await(t, "| started")
 	// The runner may be writing a file of the session meanwhile (its
 	// step's process group): rm -rf again, as a user would.
 	for attempt := 0; ; attempt++ {
@@ -182,7 +182,7 @@ phases:
 		case line := <-run.lines:
 			shown = append(shown, line)
 		case code = <-run.done:
-		case <-time.After(60 * time.Second):
+		case <-time.After(failsafe):
 			t.Fatal("the run did not end")
 		}
 	}

@@ -17,7 +17,8 @@ import (
 )
 
 // raceFor is how long the processes of the race test run against each
-// other.
+// other at least: they go on until enough of each command has ended (see
+// enough), which on a busy machine takes longer.
 const raceFor = 12 * time.Second
 
 // runQuietly runs the built command in dir, for a goroutine of the race
@@ -88,13 +89,24 @@ phases:
   - name: long
     steps: [{run: '[ -f go ] && { rm -f go; echo quick; exit 0; }; echo waiting; sleep 30'}]
 `)
-	stop := time.Now().Add(raceFor)
+	// The race ends when it has run for raceFor and enough has happened
+	// in it to prove something: a count, not a time, so that a slow
+	// machine makes it longer rather than weaker. failsafe ends it
+	// anyway, and the counts below then fail the test.
+	enough := func() bool {
+		return log.counts["run"].Load() >= 10 && log.counts["removed"].Load() >= 10 && log.counts["pause"].Load() >= 3
+	}
+	start := time.Now()
+	over := func() bool {
+		elapsed := time.Since(start)
+		return elapsed >= raceFor && enough() || elapsed >= failsafe
+	}
 	var wg sync.WaitGroup
 	loop := func(body func(i int)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; time.Now().Before(stop); i++ {
+			for i := 0; !over(); i++ {
 				body(i)
 			}
 		}()
@@ -155,8 +167,8 @@ phases:
 		figures = append(figures, fmt.Sprintf("%s %d", what, log.counts[what].Load()))
 	}
 	folders, _ := filepath.Glob(filepath.Join(state, "sessions", "*"))
-	t.Logf("in %s: %s; %d sessions left", raceFor, strings.Join(figures, ", "), len(folders))
-	if log.counts["run"].Load() < 10 || log.counts["removed"].Load() < 10 || log.counts["pause"].Load() < 3 {
+	t.Logf("in %s: %s; %d sessions left", time.Since(start).Round(time.Millisecond), strings.Join(figures, ", "), len(folders))
+	if !enough() {
 		t.Errorf("too little happened for the race to prove anything: %s", strings.Join(figures, ", "))
 	}
 	indexMatchesFolders(t, dir, state)
@@ -180,10 +192,11 @@ func pauseALongRun(log *raceLog, long, state string) (string, bool) {
 		return "", false
 	}
 	defer cmd.Process.Kill()
+	// The step's output, not its header, which quotes the command.
 	lines := bufio.NewScanner(out)
 	waiting := false
 	for !waiting && lines.Scan() {
-		waiting = strings.Contains(lines.Text(), "waiting")
+		waiting = strings.Contains(lines.Text(), "| waiting")
 	}
 	if !waiting {
 		cmd.Wait()

@@ -104,7 +104,7 @@ func TestStepEscapeSequencesNeverReachTheTerminal(t *testing.T) {
 			}
 		}
 	}()
-	deadline := time.After(60 * time.Second)
+	deadline := time.After(failsafe)
 	var out []byte
 	// The step waits at the gate until the live view has drawn its
 	// output; then it checkpoints, and the run pauses.

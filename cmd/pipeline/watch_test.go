@@ -47,7 +47,7 @@ func watchStart(t *testing.T, dir string, args ...string) *watching {
 // and returns it.
 func (w *watching) awaitEvent(t *testing.T, kind, session string) watchEvent {
 	t.Helper()
-	deadline := time.After(60 * time.Second)
+	deadline := time.After(failsafe)
 	for {
 		for ; w.next < len(w.seen); w.next++ {
 			if ev := w.seen[w.next]; ev.Event == kind && (session == "" || ev.Session == session) {
@@ -626,12 +626,13 @@ phases:
 	w.awaitEvent(t, "resumed", id)
 	// The step's pid is in its transcript once it runs.
 	var pid int
-	for pid == 0 {
+	awaitWritten(t, filepath.Join(dir, ".pipeline"), "the step's pid in its transcript", func() bool {
 		r := pipeline(t, dir, "logs", id)
 		if i := strings.Index(r.stdout, "step "); i >= 0 {
 			fmt.Sscanf(r.stdout[i:], "step %d", &pid)
 		}
-	}
+		return pid != 0
+	})
 	if err := w.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/internal/clock"
 	"github.com/pipeline-dev/pipeline/internal/proctest"
+	"github.com/pipeline-dev/pipeline/internal/testwait"
 	"github.com/pipeline-dev/pipeline/steps"
 )
 
@@ -85,7 +86,7 @@ func (v *testView) saidText() string {
 // awaitLine waits for a line of output: the child tells when it is ready.
 func (v *testView) awaitLine(t *testing.T, want string) {
 	t.Helper()
-	timeout := time.After(20 * time.Second)
+	timeout := time.After(testwait.Failsafe)
 	for {
 		select {
 		case line := <-v.lines:
@@ -173,7 +174,7 @@ func (h *harness) await(done <-chan engine.State) engine.State {
 	select {
 	case s := <-done:
 		return s
-	case <-time.After(60 * time.Second):
+	case <-time.After(testwait.Failsafe):
 		h.t.Fatal("the run did not end")
 	}
 	return engine.State{}
@@ -189,7 +190,7 @@ func awaitAdvancing(t *testing.T, fake *clock.Fake, done <-chan engine.State) en
 			return s
 		case <-fake.Armed():
 			fake.AdvanceToNext()
-		case <-time.After(60 * time.Second):
+		case <-time.After(testwait.Failsafe):
 			t.Fatal("the run did not end")
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/internal/clock"
 	"github.com/pipeline-dev/pipeline/internal/filetree"
+	"github.com/pipeline-dev/pipeline/internal/testwait"
 )
 
 // lifecyclePipeline waits in its first phase until the file go-on exists
@@ -175,7 +176,7 @@ func awaitState(t *testing.T, done <-chan engine.State) engine.State {
 	select {
 	case s := <-done:
 		return s
-	case <-time.After(60 * time.Second):
+	case <-time.After(testwait.Failsafe):
 		t.Fatal("the run did not end")
 	}
 	return engine.State{}

@@ -14,13 +14,14 @@ import (
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/internal/clock"
 	"github.com/pipeline-dev/pipeline/internal/proctest"
+	"github.com/pipeline-dev/pipeline/internal/testwait"
 )
 
 // awaitOutput waits until the output shown so far contains want: a piece
 // of a line the step wrote and flushed.
 func (v *testView) awaitOutput(t *testing.T, want string) {
 	t.Helper()
-	timeout := time.After(20 * time.Second)
+	timeout := time.After(testwait.Failsafe)
 	for {
 		v.mu.Lock()
 		found := strings.Contains(v.output.String(), want)

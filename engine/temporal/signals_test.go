@@ -16,6 +16,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/temporal"
+	"github.com/pipeline-dev/pipeline/internal/testwait"
 )
 
 const agentPlan = `version: 1
@@ -36,7 +37,7 @@ func TestPauseSignalDuringAStepStopsItAndPauses(t *testing.T) {
 		func(ctx context.Context, in temporal.StepInput) (temporal.StepOutput, error) {
 			select {
 			case <-released:
-			case <-time.After(10 * time.Second):
+			case <-time.After(testwait.Failsafe):
 				t.Error("the step was never cancelled")
 			}
 			return temporal.StepOutput{Result: engine.StepResult{Stopped: true, ExitCode: 130}}, nil

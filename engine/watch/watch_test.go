@@ -13,6 +13,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/internal/clock"
+	"github.com/pipeline-dev/pipeline/internal/testwait"
 )
 
 // rateLimited makes a session of the pipeline in dir paused by a rate
@@ -56,7 +57,7 @@ func startWatch(t *testing.T, o Options) (<-chan Event, <-chan error) {
 
 func await(t *testing.T, events <-chan Event, kind string) Event {
 	t.Helper()
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(testwait.Failsafe)
 	for {
 		select {
 		case e := <-events:

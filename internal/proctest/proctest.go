@@ -5,3 +5,9 @@
 // (proctest_kqueue.go). Both see a process exit when it dies, before its
 // parent reaps it.
 package proctest
+
+import "github.com/pipeline-dev/pipeline/internal/testwait"
+
+// failsafe is how long AwaitExit waits before it fails the test: never how
+// it learns of an exit, only how a process that does not end is reported.
+const failsafe = testwait.Failsafe

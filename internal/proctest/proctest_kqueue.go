@@ -6,14 +6,13 @@ import (
 	"errors"
 	"syscall"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // AwaitExit waits until the process pid has exited, through a kqueue
 // (NOTE_EXIT, an event, not a polling loop), and fails the test if it
-// still runs after a generous ten seconds.
+// still runs after failsafe.
 func AwaitExit(t testing.TB, pid int) {
 	t.Helper()
 	kq, err := unix.Kqueue()
@@ -24,7 +23,7 @@ func AwaitExit(t testing.TB, pid int) {
 	var change unix.Kevent_t
 	unix.SetKevent(&change, pid, unix.EVFILT_PROC, unix.EV_ADD|unix.EV_ONESHOT)
 	change.Fflags = unix.NOTE_EXIT
-	timeout := unix.NsecToTimespec(int64(10 * time.Second))
+	timeout := unix.NsecToTimespec(int64(failsafe))
 	events := make([]unix.Kevent_t, 1)
 	n, err := unix.Kevent(kq, []unix.Kevent_t{change}, events, &timeout)
 	for errors.Is(err, unix.EINTR) {

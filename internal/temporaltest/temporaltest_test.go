@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pipeline-dev/pipeline/internal/proctest"
+	"github.com/pipeline-dev/pipeline/internal/testwait"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -30,7 +31,7 @@ func greet(_ workflow.Context, name string) (string, error) {
 // run starts greet on the task queue and waits for its result.
 func run(t *testing.T, c client.Client, id, name string) client.WorkflowRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Failsafe)
 	defer cancel()
 	r, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "smoke"}, greet, name)
 	if err != nil {
@@ -70,7 +71,7 @@ func TestDevServerRunsAWorkflowAcrossARestart(t *testing.T) {
 	}
 
 	// The client and the worker reconnect to the new process by themselves.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Failsafe)
 	defer cancel()
 	d, err := c.DescribeWorkflow(ctx, "smoke-1", first.GetRunID())
 	if err != nil {
