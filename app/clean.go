@@ -76,6 +76,9 @@ func removeOld(st *store.Store, list []store.Summary, cutoff time.Time, req Clea
 			continue
 		}
 		if !req.DryRun {
+			// The checkpoints are those of the session's own record, not
+			// of its index line, which another hand may have written.
+			meta, findErr := st.Find(s.ID)
 			err := st.Remove(s.ID)
 			if errors.Is(err, store.ErrNotFound) {
 				continue // removed meanwhile, by another clean
@@ -83,7 +86,10 @@ func removeOld(st *store.Store, list []store.Summary, cutoff time.Time, req Clea
 			if err != nil {
 				return StoreWriteFailed(err)
 			}
-			if err := removeCheckpoints(st, s); err != nil {
+			if findErr != nil || meta.ID != s.ID {
+				meta = store.Meta{}
+			}
+			if err := removeCheckpoints(st, s.ID, meta.File); err != nil {
 				req.say("pipeline: session %s removed, its checkpoints not: %v", s.ID, err)
 			}
 		}
@@ -106,17 +112,18 @@ func tidyStore(st *store.Store, removed bool) error {
 	return nil
 }
 
-// removeCheckpoints deletes the refs under refs/pipeline/<session>/ of a
-// removed session, in the git work tree of its phases.yaml.
-func removeCheckpoints(st *store.Store, s store.Summary) error {
-	if s.File == "" {
+// removeCheckpoints deletes the refs under refs/pipeline/<id>/ of a
+// removed session, in the git work tree of its phases.yaml (file, as its
+// meta.json names it).
+func removeCheckpoints(st *store.Store, id, file string) error {
+	if file == "" {
 		return nil
 	}
-	git := session.GitFor(filepath.Dir(st.Abs(s.File)))
+	git := session.GitFor(filepath.Dir(st.Abs(file)))
 	if git == nil {
 		return nil
 	}
-	return git.DeleteRefs(session.CheckpointRef(s.ID, ""))
+	return git.DeleteRefs(session.CheckpointRef(id, ""))
 }
 
 // maxDays is the longest age clean takes, in days: a time.Duration holds

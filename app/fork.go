@@ -67,7 +67,10 @@ func PrepareFork(ctx context.Context, req ForkRequest) (*ForkStart, error) {
 	if git == nil {
 		return nil, Usagef("%s is not in a git work tree (or git ignores it): session %s has no checkpoints to fork from", filepath.Dir(file), ref.ID())
 	}
-	checkpoint := session.CheckpointBefore(parent, i)
+	checkpoint, err := forkCheckpoint(git, ref.ID(), parent, i)
+	if err != nil {
+		return nil, err
+	}
 	if checkpoint == "" {
 		return nil, Usagef("session %s has no checkpoint before phase %s (made with checkpoint: off?)", ref.ID(), req.At)
 	}
@@ -152,4 +155,23 @@ func forkedWorkingSet(parent engine.State, at int) *engine.WorkingSet {
 		return nil
 	}
 	return &w
+}
+
+// forkCheckpoint is the checkpoint a fork at phase i starts from: the one
+// taken after the phase before it. A phase that was rewound (or has not
+// run again since) has none in the state, but its ref may be kept: then
+// that, or else a refusal, never an earlier phase's checkpoint, whose
+// tree lacks that phase's work. Skipped phases changed nothing: the
+// checkpoint before them does.
+func forkCheckpoint(git *session.Git, id string, parent engine.State, i int) (string, error) {
+	if i == 0 || parent.Phases[i-1].Checkpoint != "" || parent.Phases[i-1].Status == engine.StatusSkipped {
+		return session.CheckpointBefore(parent, i), nil
+	}
+	before := parent.Phases[i-1].Name
+	kept := session.CheckpointRef(id, session.CheckpointName(i-1, before))
+	if c := git.Refs(kept)[kept]; c != "" {
+		return c, nil
+	}
+	return "", Usagef("session %s has no checkpoint after phase %s (it is %s: rewound, or not run since) to fork phase %s from; fork at %s, or run %s first",
+		id, before, parent.Phases[i-1].Status, parent.Phases[i].Name, before, before)
 }
