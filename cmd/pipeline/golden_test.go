@@ -365,14 +365,10 @@ func TestGoldenDoctor(t *testing.T) {
 	// pipeline-temporal beside it, which the tests of the fleet build
 	// beside the tests' binary.
 	s.bin = filepath.Join(s.root, "lone", "pipeline")
-	exe, err := os.ReadFile(binary)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := os.MkdirAll(filepath.Dir(s.bin), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(s.bin, exe, 0o755); err != nil {
+	if err := copyExecutable(binary, s.bin); err != nil {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(s.root, "bin")

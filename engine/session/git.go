@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // Git reads the git work tree holding a session's folder: HEAD, a
@@ -423,6 +425,21 @@ func (g *Git) Restore(checkpoint string) error {
 // a fork's own folder, sharing the repository's objects and refs but no
 // file of the work tree.
 func (g *Git) AddWorktree(dir, commit string) error {
+	// Two git worktree add at once in one repository can fail (one reads
+	// the other's half-made .git/worktrees/<name>: "failed to read
+	// .../commondir"): forks made at once take turns, under a lock in
+	// the repository's common folder.
+	if common, ok := g.line(nil, "rev-parse", "--git-common-dir"); ok {
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(g.dir, common)
+		}
+		if f, err := os.OpenFile(filepath.Join(common, "pipeline-worktree.lock"), os.O_CREATE|os.O_RDWR, 0o600); err == nil {
+			defer f.Close()
+			if unix.Flock(int(f.Fd()), unix.LOCK_EX) == nil {
+				defer unix.Flock(int(f.Fd()), unix.LOCK_UN)
+			}
+		}
+	}
 	_, err := g.must(nil, "worktree", "add", "--detach", "-q", dir, commit)
 	return err
 }
