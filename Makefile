@@ -62,8 +62,9 @@ run: build
 # and the time since make test started (scripts/stage.sh). lint-src comes
 # first (seconds: gofmt, go mod tidy), so that a formatting problem fails
 # before anything is built. Then the rest runs side by side (a make -j of
-# its own): the installs; the lint that compiles (niced: it has the CPU the
-# tests leave); and the tests, each as soon as what it runs is there.
+# its own): the installs, the lint that compiles, and the tests, each as
+# soon as what it runs is there. (The lint is not niced: on a shared
+# machine, or beside busy loops, a niced stage waits for everyone else.)
 # cmd/pipeline's tests, the longest, run as three processes of one test
 # binary: the tests of its files under the tag agentclis once the agent CLIs
 # are installed, those under temporal once the dev server is, and the rest
@@ -73,7 +74,6 @@ AGENT_CLIS := $(CURDIR)/.cache/npm/node_modules/.bin
 TEMPORAL_CLI := $(CURDIR)/.cache/bin/temporal-1.5.1/temporal
 STAGE := $(CURDIR)/scripts/stage.sh
 export STAGE_T0 ?= $(shell date +%s)
-NICE := nice -n 10
 # A backstop for a whole test binary (go test's default is 10 minutes,
 # which cmd/pipeline's tests passed on a busy machine): each wait inside a
 # test ends at testwait.Failsafe, 3 minutes, and says what it awaited.
@@ -89,8 +89,9 @@ PIPELINE_TESTS = cd cmd/pipeline && $(STAGE) "tests: cmd/pipeline, $(1)" env PIP
 	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) PIPELINE_TEMPORAL_CLI=$(TEMPORAL_CLI) \
 	$(TESTBIN)/pipeline.test -test.timeout=$(TEST_TIMEOUT)
 
-.PHONY: lint-src vet vet-darwin staticcheck test-stages test-build test-build-race test-build-pipeline test-packages \
-	test-pipeline test-pipeline-agents test-pipeline-fleet test-steps test-temporaltest test-gen
+.PHONY: lint-src vet vet-tags vet-man vet-gen vet-darwin staticcheck test-stages test-build \
+	test-build-race test-build-pipeline test-packages test-pipeline test-pipeline-agents \
+	test-pipeline-fleet test-steps test-temporaltest test-gen
 
 test:
 	@$(STAGE) "make test" sh -c '$(MAKE) --no-print-directory lint-src && $(MAKE) --no-print-directory -j8 test-stages'
@@ -100,14 +101,17 @@ test-stages: vet vet-darwin staticcheck test-packages test-pipeline test-pipelin
 
 # cmd/pipeline's test binary, built once for its three runs; and the
 # pipeline its tests run (PIPELINE_TEST_BINARY; under go test alone,
-# TestMain builds it).
+# TestMain builds it). Two go commands that compile the same packages at
+# once compile them twice: the pipeline is built after vet, which compiled
+# what it needs, and the other go commands of the tests after the test
+# binary (-race).
 test-build: test-build-race test-build-pipeline
 
 test-build-race:
 	@$(STAGE) "tests: build cmd/pipeline's test binary (-race)" \
 		$(GO) test -race -c -tags $(TAGS) -o $(TESTBIN)/pipeline.test ./cmd/pipeline
 
-test-build-pipeline:
+test-build-pipeline: | vet-tags
 	@$(STAGE) "tests: build the pipeline the tests run" $(GO) build -o $(TESTBIN)/pipeline ./cmd/pipeline
 
 test-packages: test-build-race
@@ -132,7 +136,7 @@ test-temporaltest: test-build-race temporal
 	@$(STAGE) "tests: internal/temporaltest (the dev server)" env PIPELINE_TEMPORAL_CLI=$(TEMPORAL_CLI) \
 		$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -tags $(TAGS) ./internal/temporaltest
 
-test-gen:
+test-gen: | test-build-race
 	@$(STAGE) "tests: schemas/gen (the schemas are fresh)" $(GO) -C $(GEN) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 agent-clis:
@@ -192,21 +196,27 @@ lint-src:
 # -tags $(TAGS) sees every file but those under a tag of their own (man.go)
 # or under the absence of one (//go:build !xmllint): the second vet, with
 # the tag man and without the others, sees those (the only ones today).
-vet:
-	@$(STAGE) "lint: go vet -tags $(TAGS)" $(NICE) $(GO) vet -tags $(TAGS) ./...
-	@$(STAGE) "lint: go vet -tags man ./cmd/pipeline" $(NICE) $(GO) vet -tags man ./cmd/pipeline
-	@$(STAGE) "lint: go vet, schemas/gen" $(NICE) $(GO) -C $(GEN) vet ./...
+vet: vet-tags vet-man vet-gen
+
+vet-tags:
+	@$(STAGE) "lint: go vet -tags $(TAGS)" $(GO) vet -tags $(TAGS) ./...
+
+vet-man: | vet-tags
+	@$(STAGE) "lint: go vet -tags man ./cmd/pipeline" $(GO) vet -tags man ./cmd/pipeline
+
+vet-gen:
+	@$(STAGE) "lint: go vet, schemas/gen" $(GO) -C $(GEN) vet ./...
 
 vet-darwin:
 	@$(STAGE) "lint: macOS, go vet and build of $(DARWIN_PKGS)" sh -c '\
-		GOOS=darwin $(NICE) $(GO) vet -tags $(TAGS) $(DARWIN_PKGS) && \
-		GOOS=darwin CGO_ENABLED=0 $(NICE) $(GO) build $(DARWIN_PKGS)'
+		GOOS=darwin $(GO) vet -tags $(TAGS) $(DARWIN_PKGS) && \
+		GOOS=darwin CGO_ENABLED=0 $(GO) build $(DARWIN_PKGS)'
 
 # After vet, whose compiled packages it reads (go list -export).
-staticcheck: $(STATICCHECK) | vet
-	@$(STAGE) "lint: staticcheck" $(NICE) $(STATICCHECK) -tags $(TAGS) ./...
-	@$(STAGE) "lint: staticcheck, the lean pipeline" $(NICE) $(STATICCHECK) -tags $(LOCAL_TAGS) ./cmd/pipeline
-	@$(STAGE) "lint: staticcheck, schemas/gen" sh -c 'cd $(GEN) && $(NICE) $(STATICCHECK) ./...'
+staticcheck: $(STATICCHECK) | vet-tags
+	@$(STAGE) "lint: staticcheck" $(STATICCHECK) -tags $(TAGS) ./...
+	@$(STAGE) "lint: staticcheck, the lean pipeline" $(STATICCHECK) -tags $(LOCAL_TAGS) ./cmd/pipeline
+	@$(STAGE) "lint: staticcheck, schemas/gen" sh -c 'cd $(GEN) && $(STATICCHECK) ./...'
 
 # staticcheck, pinned, built once into .cache/bin (gitignored); a version
 # bump above builds it again.
