@@ -24,10 +24,11 @@ type SessionsRequest struct {
 	All  bool   `json:"all,omitempty"`
 	Root string `json:"root,omitempty"`
 	// The filters: only running or paused sessions; only one status;
-	// only the sessions of one spec.
-	Active bool   `json:"active,omitempty"`
-	Status string `json:"status,omitempty"`
-	Spec   string `json:"spec_filter,omitempty"`
+	// only the sessions of one spec (Pipeline.Spec names no filter: a
+	// store holds the sessions of every spec).
+	Active     bool   `json:"active,omitempty"`
+	Status     string `json:"status,omitempty"`
+	SpecFilter string `json:"spec_filter,omitempty"`
 	// Forks adds to each session of the pipeline's store the sessions
 	// forked from it, found in the repository's other git worktrees (it
 	// runs git).
@@ -116,8 +117,8 @@ func storeSessions(dir string, req SessionsRequest) (_ []SessionLine, all int, _
 		}
 	}
 	wantSpec := ""
-	if req.Spec != "" {
-		wantSpec, _ = filepath.Abs(req.Spec)
+	if req.SpecFilter != "" {
+		wantSpec, _ = filepath.Abs(req.SpecFilter)
 	}
 	// Sessions a running pipeline watch has queued to run.
 	var queued []string

@@ -74,7 +74,7 @@ func (o *sessionsOptions) run(cmd *cobra.Command, _ []string) error {
 		r, err = o.onFleet(cmd, fl)
 	} else {
 		r, err = app.Sessions(cmd.Context(), app.SessionsRequest{Pipeline: o.flags.pipeline(nil), All: o.all,
-			Active: o.active, Status: o.status, Spec: o.specPath, Forks: !o.all})
+			Active: o.active, Status: o.status, SpecFilter: o.specPath, Forks: !o.all})
 	}
 	if err != nil {
 		return err
