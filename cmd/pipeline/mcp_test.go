@@ -366,6 +366,12 @@ func (c *mcpClient) runToCheckpoint(t *testing.T) mcpStatus {
 	if started.Session == "" || started.PID == 0 || !strings.Contains(started.Log, ".pipeline") {
 		t.Fatalf("run: %+v", started)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			log, _ := os.ReadFile(started.Log)
+			t.Logf("the runner's output (%s):\n%s", started.Log, log)
+		}
+	})
 	c.subscribe(t, started.Session)
 	s, _ := c.awaitStatus(t, started.Session, "paused")
 	if s.ID != started.Session || s.PauseReason != "checkpoint" || s.Phase != "design" ||

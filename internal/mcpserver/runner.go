@@ -279,15 +279,31 @@ func (s *Server) launch(ctx context.Context, st *store.Store, key, dir string, a
 // session's, not left for a runner on its way out. A session that runs is
 // left alone.
 func settle(st *store.Store, key string) {
-	last, err := session.Latest(st, key)
-	if err != nil || last == nil || last.Status == string(engine.StatusRunning) || !st.Held(key) {
+	if !st.Held(key) {
 		return
 	}
-	// The holder wrote the last line (it started before): it is on its
-	// way out. One that started after it has just taken the session.
-	if h, err := st.Holder(key); err == nil && h.Session == last.ID && h.Started.Before(last.Updated) {
-		st.WaitReleased(key, startWait)
+	last, err := session.Latest(st, key)
+	if err != nil || last == nil {
+		return
 	}
+	if last.Status == string(engine.StatusRunning) {
+		// The index is written after the log: the session's own state
+		// says whether it has stopped already.
+		ref, err := session.Find(st, session.Options{ID: last.ID})
+		if err != nil {
+			return
+		}
+		state, _, err := ref.State()
+		ref.Close()
+		if err != nil || state.Status == engine.StatusRunning {
+			return
+		}
+	}
+	// The holder of a session that stopped is on its way out (hooks,
+	// the last writes), or has just taken it and not yet said so: what
+	// comes next waits for the lock, up to startWait, rather than be
+	// refused as "already running".
+	st.WaitReleased(key, startWait)
 }
 
 func statusOfExit(code int) string {
