@@ -73,7 +73,12 @@ AGENT_CLIS := $(CURDIR)/.cache/npm/node_modules/.bin
 # The version is the one pinned in scripts/install-temporal.sh.
 TEMPORAL_CLI := $(CURDIR)/.cache/bin/temporal-1.5.1/temporal
 STAGE := $(CURDIR)/scripts/stage.sh
-export STAGE_T0 ?= $(shell date +%s)
+# When make started (a sub-make keeps its parent's): each stage's line says
+# how long after it.
+ifndef STAGE_T0
+STAGE_T0 := $(shell date +%s)
+endif
+export STAGE_T0
 # A backstop for a whole test binary (go test's default is 10 minutes,
 # which cmd/pipeline's tests passed on a busy machine): each wait inside a
 # test ends at testwait.Failsafe, 3 minutes, and says what it awaited.
