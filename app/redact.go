@@ -1,16 +1,13 @@
 package app
 
 import (
-	"os"
 	"reflect"
-	"sync"
 
 	"github.com/pipeline-dev/pipeline/internal/redact"
 )
 
-// environmentRedactor hides the secrets of this process's environment and
-// the key patterns.
-var environmentRedactor = sync.OnceValue(func() *redact.Redactor { return redact.New(os.Environ()) })
+// environmentRedactor: see redact.Environment.
+var environmentRedactor = redact.Environment
 
 // Redactor is what a surface redacts its own text with (an error message,
 // a line it writes): the secrets of this process's environment and the

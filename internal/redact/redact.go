@@ -16,6 +16,7 @@ import (
 	"cmp"
 	"encoding/base64"
 	"encoding/json"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -1012,3 +1013,8 @@ func (m *redactMatcher) scan(buf []byte, prev byte, final bool, sc *redactScratc
 	}
 	return len(buf)
 }
+
+// Environment is the redactor of this process's environment and the key
+// patterns, made once: what every surface redacts its own text with when
+// it has no session's redactor.
+var Environment = sync.OnceValue(func() *Redactor { return New(os.Environ()) })

@@ -14,9 +14,7 @@ package termview
 
 import (
 	"fmt"
-	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/pipeline-dev/pipeline/engine"
@@ -44,9 +42,8 @@ type ScreenText struct {
 	Redactor *redact.Redactor
 }
 
-// environmentRedactor hides the secrets of this process's environment and
-// the key patterns: what a view redacts when given no session's redactor.
-var environmentRedactor = sync.OnceValue(func() *redact.Redactor { return redact.New(os.Environ()) })
+// environmentRedactor: see redact.Environment.
+var environmentRedactor = redact.Environment
 
 // NewScreenText redacts with the secrets of this process's environment
 // and the key patterns.
