@@ -12,6 +12,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/internal/transcript"
 )
 
 // LogsRequest asks for a session's transcripts, phase by phase, attempt
@@ -24,6 +25,10 @@ type LogsRequest struct {
 	Phase   string `json:"phase,omitempty"`
 	Prompts bool   `json:"prompts,omitempty"`
 	Follow  bool   `json:"follow,omitempty"`
+	// Raw passes the transcripts as the steps wrote them; else each is
+	// rendered as a conversation (Verbose: the model's thinking too).
+	Raw     bool `json:"raw,omitempty"`
+	Verbose bool `json:"verbose,omitempty"`
 }
 
 // LogChunk is a piece of a transcript or a prompt read: its file,
@@ -36,6 +41,8 @@ type LogChunk struct {
 	// First: the first bytes read of this file, or the first since
 	// another file's.
 	First bool
+	// Items are what Text says, rendered: set unless the request was Raw.
+	Items []transcript.Item
 }
 
 // Logs reads a session's transcripts and passes each piece read to emit,
@@ -55,15 +62,22 @@ func Logs(ctx context.Context, req LogsRequest, emit func(LogChunk) error) error
 	if _, ok := order[req.Phase]; req.Phase != "" && !ok {
 		return Usagef("--phase %q is not a phase of %s (%s)%s", req.Phase, f.X.Meta.File, session.PhaseNames(f.Plan), session.PhaseHint(f.Plan, req.Phase))
 	}
+	follow := req.Follow && f.Running()
+	var rendered *logRenderer
+	if !req.Raw {
+		rendered = newLogRenderer(f.Plan, transcript.Options{Verbose: req.Verbose}, emit)
+		emit = func(c LogChunk) error { return rendered.chunk(c, !follow) }
+	}
 	r := &logReader{root: filepath.Join(f.X.Dir, "transcripts"), phase: req.Phase, order: order, prompts: req.Prompts,
 		offsets: map[string]int64{}, emit: emit}
-	if err := r.catchUp(); err != nil {
+	if err := r.catchUp(); err != nil || !follow {
 		return err
 	}
-	if !req.Follow || !f.Running() {
-		return nil
+	err = r.follow(ctx, f.Running)
+	if rendered != nil && err == nil {
+		err = rendered.flush()
 	}
-	return r.follow(ctx, f.Running)
+	return err
 }
 
 // logReader reads transcripts from where it last stopped in each.

@@ -28,6 +28,9 @@ type TailRequest struct {
 	Attempt int    `json:"attempt,omitempty"`
 	Lines   int    `json:"lines,omitempty"`
 	Bytes   int    `json:"bytes,omitempty"`
+	// Raw reads the transcripts as the steps wrote them; else each is
+	// rendered as a conversation (internal/transcript).
+	Raw bool `json:"raw,omitempty"`
 }
 
 // TailResponse is the end of the session's transcripts, in the order they
@@ -101,7 +104,7 @@ func Tail(_ context.Context, req TailRequest) (*TailResponse, error) {
 	// From the last file back, until a cap is reached.
 	for i := len(files) - 1; i >= 0 && limit > 0 && lines > 0; i-- {
 		f := files[i]
-		text, cut, err := tail(ref.Store, out.Session, f, limit, lines)
+		text, cut, err := tail(ref.Store, out.Session, f, limit, lines, renderer(ref.Plan, f, req.Raw))
 		if err != nil {
 			return nil, err
 		}
@@ -117,8 +120,40 @@ func Tail(_ context.Context, req TailRequest) (*TailResponse, error) {
 }
 
 // tail reads the end of a transcript: at most limit bytes and lines
-// lines, starting at a line's start when it was cut.
-func tail(st *store.Store, id string, f store.SessionFile, limit, lines int) (string, bool, error) {
+// lines, starting at a line's start when it was cut; rendered as a
+// conversation unless format is Raw. The rendered end is rendered from
+// a window of the file renderedWindow times larger, as a conversation
+// takes far fewer bytes than the JSON it is read from.
+func tail(st *store.Store, id string, f store.SessionFile, limit, lines int, render func([]byte) string) (string, bool, error) {
+	window := limit
+	if render != nil {
+		window = min(limit*renderedWindow, maxRenderedWindow)
+	}
+	text, cut, err := readEnd(st, id, f, window)
+	if err != nil {
+		return "", false, err
+	}
+	if render != nil {
+		text = render([]byte(text))
+	}
+	if len(text) > limit {
+		text, cut = text[len(text)-limit:], true
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			text = text[i+1:]
+		}
+	}
+	text, more := lastLines(text, lines)
+	return text, cut || more, nil
+}
+
+const (
+	renderedWindow    = 16
+	maxRenderedWindow = 8 << 20
+)
+
+// readEnd reads the last n bytes of a session's file, from the start of a
+// line when it cut the file.
+func readEnd(st *store.Store, id string, f store.SessionFile, n int) (string, bool, error) {
 	file, err := st.OpenSessionFile(id, f.Rel)
 	if err != nil {
 		return "", false, err
@@ -128,7 +163,7 @@ func tail(st *store.Store, id string, f store.SessionFile, limit, lines int) (st
 	if err != nil {
 		return "", false, err
 	}
-	from := max(0, size-int64(limit))
+	from := max(0, size-int64(n))
 	buf := make([]byte, size-from)
 	if _, err := file.ReadAt(buf, from); err != nil && err != io.EOF {
 		return "", false, fmt.Errorf("reading %s: %w", f.Rel, err)
@@ -140,14 +175,19 @@ func tail(st *store.Store, id string, f store.SessionFile, limit, lines int) (st
 			text = text[i+1:]
 		}
 	}
-	// The last lines: a final line without its end counts as one.
+	return text, cut, nil
+}
+
+// lastLines keeps the last lines of text: a final line without its end
+// counts as one.
+func lastLines(text string, lines int) (string, bool) {
 	n := 0
 	for i := len(text) - 1; i >= 0; i-- {
 		if text[i] == '\n' && i != len(text)-1 {
 			if n++; n == lines {
-				return text[i+1:], true, nil
+				return text[i+1:], true
 			}
 		}
 	}
-	return text, cut, nil
+	return text, false
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/internal/termsafe"
+	"github.com/pipeline-dev/pipeline/internal/transcript"
 )
 
 // logsLong is logs's help.
@@ -16,12 +17,22 @@ and spec), phase by phase, attempt by attempt, each headed by its file.
 --phase keeps one phase. -f keeps printing what the steps write until the
 session stops running. --prompts prints, before each agent step's
 transcript, the prompt it was sent as it was sent (the resume context
-included), headed by its file (<attempt>-<step>.prompt).`
+included), headed by its file (<attempt>-<step>.prompt).
+
+An agent step's transcript reads as a conversation: what the assistant
+said, each tool call on a line of its own (▸ Edit src/wc.py, ▸ Bash go
+test ./...), the first lines of each result under it, and the turn's
+tokens and cost. --verbose shows the model's thinking too; --raw prints
+what the agent CLI wrote (Claude Code's and Gemini CLI's stream-json,
+Codex CLI's exec --json). With -o json, each piece read is an object with
+its rendered text and its items (kind: text, thinking, tool_call,
+tool_result, usage, error, output).`
 
 const logsExample = `  pipeline logs
   pipeline logs 20261125-093000123-a1b2c3 --phase implementation
   pipeline logs --prompts --phase design
-  pipeline logs -f`
+  pipeline logs -f
+  pipeline logs --raw --phase design`
 
 // logsOptions are logs's flags.
 type logsOptions struct {
@@ -30,6 +41,8 @@ type logsOptions struct {
 	phase   string
 	follow  bool
 	prompts bool
+	raw     bool
+	verbose bool
 	bf      *backendFlags
 }
 
@@ -47,6 +60,9 @@ func logsCommand() *cobra.Command {
 	cmd.Flags().StringVar(&o.phase, "phase", "", "only this phase")
 	cmd.Flags().BoolVarP(&o.follow, "follow", "f", false, "keep printing new output until the session stops running")
 	cmd.Flags().BoolVar(&o.prompts, "prompts", false, "print the prompt each agent step was sent (the resume context included) before its transcript")
+	cmd.Flags().BoolVar(&o.raw, "raw", false, "print the transcripts as the agent CLIs wrote them, not rendered")
+	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "show the model's thinking too")
+	cmd.MarkFlagsMutuallyExclusive("raw", "verbose")
 	o.bf = addBackendFlags(cmd)
 	return cmd
 }
@@ -59,22 +75,31 @@ func (o *logsOptions) run(cmd *cobra.Command, args []string) error {
 	if fl != nil {
 		return fleetLogs(cmd, fl, o.flags, id, o.phase, o.output.json(), o.prompts)
 	}
-	req := app.LogsRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), Session: id, Phase: o.phase, Prompts: o.prompts, Follow: o.follow}
+	req := app.LogsRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), Session: id, Phase: o.phase, Prompts: o.prompts, Follow: o.follow,
+		Raw: o.raw, Verbose: o.verbose}
 	return app.Logs(cmd.Context(), req, logPrinter(termsafe.Output(cmd.OutOrStdout()), o.output.json()))
+}
+
+// logPiece is a piece of a transcript or a prompt, as -o json prints it.
+type logPiece struct {
+	Transcript string            `json:"transcript,omitempty"`
+	Prompt     string            `json:"prompt,omitempty"`
+	Text       string            `json:"text"`
+	Items      []transcript.Item `json:"items,omitempty"`
 }
 
 // logPrinter prints the pieces of transcripts read: each file headed by
 // its name; as JSON, one object per piece read: {"transcript":
-// "phase/1-step.log", "text": ...}, or {"prompt": "phase/1-step.prompt",
-// "text": ...}.
+// "phase/1-step.log", "text": ..., "items": [...]} (no items with --raw),
+// or {"prompt": "phase/1-step.prompt", "text": ...}.
 func logPrinter(w io.Writer, asJSON bool) func(app.LogChunk) error {
 	return func(c app.LogChunk) error {
 		if asJSON {
-			key := "transcript"
+			piece := logPiece{Transcript: c.File, Text: string(c.Text), Items: c.Items}
 			if c.Prompt {
-				key = "prompt"
+				piece.Prompt, piece.Transcript = c.File, ""
 			}
-			return writeJSONLine(w, map[string]string{key: c.File, "text": string(c.Text)})
+			return writeJSONLine(w, piece)
 		}
 		if c.First {
 			fmt.Fprintf(w, "==> %s <==\n", c.File)

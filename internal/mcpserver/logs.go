@@ -15,7 +15,7 @@ func (s *Server) logs(ctx context.Context, _ *mcp.CallToolRequest, in LogsInput)
 	if err != nil {
 		return nil, out, err
 	}
-	r, err := app.Tail(ctx, app.TailRequest{Pipeline: p, Session: id, Phase: in.Phase, Attempt: in.Attempt, Lines: in.Lines, Bytes: in.Bytes})
+	r, err := app.Tail(ctx, app.TailRequest{Pipeline: p, Session: id, Phase: in.Phase, Attempt: in.Attempt, Lines: in.Lines, Bytes: in.Bytes, Raw: in.Raw})
 	if err != nil {
 		return nil, out, toolError(err, "")
 	}

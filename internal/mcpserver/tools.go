@@ -121,6 +121,7 @@ type LogsInput struct {
 	Attempt int    `json:"attempt,omitempty" jsonschema:"only this attempt (1, 2, ...)"`
 	Lines   int    `json:"lines,omitempty" jsonschema:"at most this many lines, the last ones (default 100, at most 2000)"`
 	Bytes   int    `json:"bytes,omitempty" jsonschema:"at most this many bytes, the last ones (default 16384, at most 262144)"`
+	Raw     bool   `json:"raw,omitempty" jsonschema:"the transcripts as the agent CLIs wrote them (stream-json), not rendered as a conversation"`
 }
 
 type LogsOutput struct {
