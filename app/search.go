@@ -43,10 +43,16 @@ type SearchResponse struct {
 	Rebuilt string       `json:"rebuilt,omitempty"`
 }
 
-// Hit is a hit with its snippet also with its matches between « and ».
+// Hit is a hit with its snippet also with its matches between « and »;
+// in an agent's transcript, the turn it is in (the model's answers
+// counted from 1 in the step) and the tool call (its number in the step
+// and the tool) when it is a call or its result.
 type Hit struct {
 	search.Hit
 	Marked string `json:"marked"`
+	Turn   int    `json:"turn,omitempty"`
+	Call   int    `json:"call,omitempty"`
+	Tool   string `json:"tool,omitempty"`
 }
 
 // Search brings the store's index up to date and queries it.
@@ -96,7 +102,37 @@ func Search(ctx context.Context, req SearchRequest) (*SearchResponse, error) {
 		}
 		out.Hits = append(out.Hits, Hit{Hit: h, Marked: h.Marked(MatchOpen, MatchClose)})
 	}
+	out.Hits = onceEach(out.Hits)
+	placeInTurns(st, out.Hits)
 	return out, nil
+}
+
+// onceEach drops the copies of a thing said: a phase's summary is kept
+// in the phase's record and in the working set, and is often the agent's
+// last words in the transcript. Where the same text of a session's phase
+// is hit more than once, the transcript's hit stays (it names the turn),
+// else the first.
+func onceEach(hits []Hit) []Hit {
+	key := func(h Hit) string { return h.Session + "\x00" + h.Phase + "\x00" + strings.TrimSpace(h.Snippet) }
+	inTranscript := map[string]bool{}
+	for _, h := range hits {
+		if h.Kind == search.KindTranscript {
+			inTranscript[key(h)] = true
+		}
+	}
+	seen := map[string]bool{}
+	kept := hits[:0]
+	for _, h := range hits {
+		k := key(h)
+		if h.Kind == search.KindNote || h.Kind == search.KindWorkingSet {
+			if inTranscript[k] || seen[k] {
+				continue
+			}
+			seen[k] = true
+		}
+		kept = append(kept, h)
+	}
+	return kept
 }
 
 // ParseSince reads a since: a duration back from now, or a date (local

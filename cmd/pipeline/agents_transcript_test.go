@@ -37,7 +37,6 @@ phases:
 	if out.code != 0 {
 		t.Fatalf("logs: exit %d\n%s", out.code, out.stderr)
 	}
-	t.Logf("logs:\n%s", out.stdout)
 	lines := strings.Split(out.stdout, "\n")
 	for _, want := range []string{"▸ Bash echo hello-from-tool", "  │ hello-from-tool", "The review is drafted: the greeting reads well."} {
 		n := 0
@@ -79,5 +78,38 @@ phases:
 	}
 	if piece.Transcript != "review/1-agent.log" || !found {
 		t.Errorf("logs -o json: %+v, want the Bash call among the items of review/1-agent.log", piece)
+	}
+
+	// search finds what the assistant said once, in its words, and names
+	// the tool call a result is in.
+	var hits struct {
+		Hits []struct {
+			Kind    string `json:"kind"`
+			Section string `json:"section"`
+			File    string `json:"file"`
+			Snippet string `json:"snippet"`
+			Turn    int    `json:"turn"`
+			Call    int    `json:"call"`
+			Tool    string `json:"tool"`
+		} `json:"hits"`
+	}
+	said := r.pipeline(t, "search", "greeting reads", "-o", "json")
+	if err := json.Unmarshal([]byte(said.stdout), &hits); err != nil {
+		t.Fatalf("search: %v\n%s%s", err, said.stdout, said.stderr)
+	}
+	if len(hits.Hits) != 1 || hits.Hits[0].Snippet != "The review is drafted: the greeting reads well." || hits.Hits[0].Turn != 2 {
+		t.Errorf("search for what the assistant said: %+v, want one hit, its text alone, in turn 2", hits.Hits)
+	}
+	tool := r.pipeline(t, "search", "hello-from-tool", "-o", "json")
+	if err := json.Unmarshal([]byte(tool.stdout), &hits); err != nil {
+		t.Fatalf("search: %v\n%s%s", err, tool.stdout, tool.stderr)
+	}
+	if len(hits.Hits) == 0 {
+		t.Fatalf("search finds neither the Bash call nor its result:\n%s", tool.stdout)
+	}
+	for _, h := range hits.Hits {
+		if h.Call != 1 || h.Tool != "Bash" || strings.Contains(h.Snippet, "{") {
+			t.Errorf("hit %+v, want it in call 1 (Bash), without JSON", h)
+		}
 	}
 }

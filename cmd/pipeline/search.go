@@ -136,6 +136,12 @@ func hitPlace(h app.Hit) string {
 	switch h.Kind {
 	case search.KindTranscript, search.KindPrompt:
 		parts = append(parts, fmt.Sprintf("attempt %d", h.Attempt), h.Step, fmt.Sprintf("%s line %d", h.Kind, h.Line))
+		if h.Turn > 0 {
+			parts = append(parts, fmt.Sprintf("turn %d", h.Turn))
+		}
+		if h.Call > 0 {
+			parts = append(parts, fmt.Sprintf("call %d (%s)", h.Call, h.Tool))
+		}
 	case search.KindNote:
 		what := "note (" + h.Section
 		if h.Item > 0 {

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/pipeline-dev/pipeline/internal/transcript"
 )
 
 // The agents' transcripts are JSON lines (Claude's, Gemini's and Codex's
-// stream-json): what a person searches for is in their string values
-// (the text, the tool's input and output), not in their keys, their
-// punctuation or their opaque ids (see identifier). A line that is a JSON object or array is indexed as its
+// stream-json): what a person searches for is what was said (the text,
+// the tool called and its arguments, what it answered), once, not the
+// deltas that add up to a message, not the keys, the punctuation or the
+// opaque ids (see identifier). A line of an agent's format is indexed as
+// transcript.LineWords reads it; another JSON object or array as its
 // string values, joined by spaces; any other line as it is. Either way a
 // line of the file is one line of the indexed text, so that a match's
 // line in the text is its line in the file.
@@ -21,6 +25,9 @@ type extractor struct{ scratch []byte }
 // appendLineText appends the text to index of one line (without its
 // line break) to dst.
 func (x *extractor) appendLineText(dst, line []byte) []byte {
+	if words, ok := transcript.LineWords(line); ok {
+		return appendPlain(dst, []byte(words))
+	}
 	if out, ok := x.appendJSONStrings(dst, line); ok {
 		return out
 	}

@@ -23,7 +23,7 @@ import (
 
 // schemaVersion is the layout of index.db. An index of another version is
 // rebuilt, never misread: it is a cache of the sessions.
-const schemaVersion = "1"
+const schemaVersion = "2"
 
 const (
 	// FolderName is the index's folder in the store's folder.

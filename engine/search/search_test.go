@@ -153,7 +153,7 @@ func TestHitLineAndSnippet(t *testing.T) {
 	p := newProject(t)
 	x := p.session("s1", "completed", nil)
 	p.write(x, "design", 2, "agent", false, `plain first line
-{"type":"system","subtype":"init","session_id":"abc"}
+{"event":"init","subtype":"start","session_id":"abc"}
 {"type":"assistant","message":{"content":[{"type":"text","text":"the \"quoted\" walrus\nsays hi \u00e9t\u00e9 \ud83d\ude00"}]}}
 a walrus, and another walrus here
 last line
@@ -185,10 +185,11 @@ last line
 		t.Fatalf("phrase: %+v", hits)
 	}
 	// FTS5 marks a phrase as one span.
-	if got := hits[0].Marked("[", "]"); got != `assistant text the "[quoted" walrus] says hi été 😀` {
+	// An agent's line is what was said, without the JSON's other strings.
+	if got := hits[0].Marked("[", "]"); got != `the "[quoted" walrus] says hi été 😀` {
 		t.Errorf("JSON line's snippet %q", got)
 	}
-	// Keys are not indexed; values are.
+	// Keys are not indexed; values are (of a JSON line of no agent).
 	if hits := find(t, ix, Query{Text: "subtype"}); len(hits) != 0 {
 		t.Errorf("a key was indexed: %+v", hits)
 	}
