@@ -11,7 +11,7 @@ import (
 // the usage, the final result that repeats the last message.
 var silent = map[string]bool{
 	"stream_event": true, "system": true, "rate_limit_event": true, // Claude Code
-	"init":           true, // Gemini CLI
+	"init":           true,                                                                                           // Gemini CLI
 	"thread.started": true, "turn.started": true, "turn.completed": true, "item.started": true, "item.updated": true, // Codex CLI
 }
 
