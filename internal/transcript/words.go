@@ -10,9 +10,12 @@ import (
 // CLI's set-up, the streamed deltas of a message that comes whole later,
 // the usage, the final result that repeats the last message.
 var silent = map[string]bool{
-	"stream_event": true, "system": true, "rate_limit_event": true, // Claude Code
-	"init":           true,                                                                                           // Gemini CLI
-	"thread.started": true, "turn.started": true, "turn.completed": true, "item.started": true, "item.updated": true, // Codex CLI
+	// Claude Code
+	"stream_event": true, "system": true, "rate_limit_event": true,
+	// Gemini CLI
+	"init": true,
+	// Codex CLI
+	"thread.started": true, "turn.started": true, "turn.completed": true, "item.started": true, "item.updated": true,
 }
 
 // LineWords is what search indexes of one line of an agent's transcript,
