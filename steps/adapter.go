@@ -77,6 +77,10 @@ const (
 	EventSession
 	EventError
 	EventResult
+	// EventTool is a tool call the agent made, a line to show as it
+	// happens ("▸ Bash go test ./..."): not the agent's words, so never
+	// scanned for markers or the checkpoint.
+	EventTool
 )
 
 // Event is one thing an agent's output told: text it wrote, token usage,

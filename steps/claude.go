@@ -1,6 +1,8 @@
 package steps
 
 import (
+	"github.com/pipeline-dev/pipeline/internal/transcript"
+
 	"bufio"
 	"bytes"
 	"encoding/json"
@@ -247,6 +249,7 @@ type claudeParser struct {
 	shownErrors map[string]bool
 	// retryAt is when Claude Code's latest retry of an API call was due.
 	retryAt time.Time
+	tools   toolCalls
 }
 
 func newClaudeParser() *claudeParser {
@@ -347,7 +350,12 @@ func (p *claudeParser) Line(line []byte) []Event {
 	case "stream_event":
 		return p.streamEvent(l)
 	case "assistant":
-		return p.assistant(l)
+		events := p.assistant(l)
+		tools := p.tools.events(transcript.Claude, line, !p.endsLine)
+		if len(tools) > 0 {
+			p.endsLine = true
+		}
+		return append(events, tools...)
 	case "result":
 		return p.result(l)
 	}

@@ -616,3 +616,32 @@ func TestClaudeForkSession(t *testing.T) {
 		}
 	}
 }
+
+// A tool call shows as it happens, on a line of its own, as logs renders
+// it; it is not the agent's text (its arguments may hold anything).
+func TestClaudeParserShowsToolCallsAsTheyHappen(t *testing.T) {
+	p := newClaudeParser()
+	var shown strings.Builder
+	var tools []string
+	for _, line := range []string{
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Looking"}},"api_message_id":"m1"}`,
+		`{"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"grep -r '[CHECKPOINT]' ."}}]}}`,
+		`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"none"}]}}`,
+	} {
+		for _, ev := range p.Line([]byte(line)) {
+			switch ev.Kind {
+			case EventTool:
+				tools = append(tools, ev.Text)
+				shown.WriteString(ev.Text)
+			case EventText:
+				if strings.Contains(ev.Text, "[CHECKPOINT]") {
+					t.Errorf("the call's arguments came out as the agent's text: %q", ev.Text)
+				}
+				shown.WriteString(ev.Text)
+			}
+		}
+	}
+	if want := "Looking\n▸ Bash grep -r '[CHECKPOINT]' .\n"; shown.String() != want || len(tools) != 1 {
+		t.Errorf("shown %q (tools %q), want %q", shown.String(), tools, want)
+	}
+}

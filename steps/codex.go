@@ -1,6 +1,8 @@
 package steps
 
 import (
+	"github.com/pipeline-dev/pipeline/internal/transcript"
+
 	"bufio"
 	"bytes"
 	"encoding/json"
@@ -292,7 +294,8 @@ type codexParser struct {
 	rollout func(thread string) string
 	home    string
 	// now is the time; nil uses time.Now.
-	now func() time.Time
+	now   func() time.Time
+	tools toolCalls
 }
 
 type codexLine struct {
@@ -324,7 +327,12 @@ func (p *codexParser) Line(line []byte) []Event {
 	case "thread.started":
 		p.thread = l.ThreadID
 		return []Event{{Kind: EventSession, SessionID: l.ThreadID}}
+	case "item.started":
+		return p.tools.events(transcript.Codex, line, false)
 	case "item.completed":
+		if tools := p.tools.events(transcript.Codex, line, false); len(tools) > 0 {
+			return tools
+		}
 		switch l.Item.Type {
 		case "agent_message":
 			return []Event{{Kind: EventText, Text: codexWithNewline(l.Item.Text)}}

@@ -389,6 +389,11 @@ func (r *Running) consumeLines(chunk []byte) {
 						r.markers.EndLine()
 					}
 				}
+			case EventTool:
+				r.obs.Output([]byte(ev.Text))
+				if r.markers != nil && !r.done {
+					r.markers.EndLine()
+				}
 			case EventUsage:
 				r.usage = ev
 				r.live.Tokens = ev.InputTokens + ev.OutputTokens

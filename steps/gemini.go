@@ -1,6 +1,8 @@
 package steps
 
 import (
+	"github.com/pipeline-dev/pipeline/internal/transcript"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -140,6 +142,7 @@ type geminiParser struct {
 	reported bool
 	// midLine is set while the text shown so far does not end a line.
 	midLine bool
+	tools   toolCalls
 }
 
 type geminiLine struct {
@@ -193,7 +196,9 @@ func (p *geminiParser) Line(line []byte) []Event {
 			return append(p.replied(), p.text(l.Content))
 		}
 	case "tool_use":
-		return append(p.replied(), p.line("tool: "+l.ToolName))
+		events := append(p.replied(), p.tools.events(transcript.Gemini, line, p.midLine)...)
+		p.midLine = false
+		return events
 	case "tool_result":
 		if l.Status == "error" && l.Error != nil {
 			return []Event{p.line("tool error: " + l.Error.Message)}

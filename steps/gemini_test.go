@@ -95,6 +95,8 @@ func readGemini(t *testing.T, name string) geminiCaptured {
 // geminiTurn is what a parser made of one turn's output.
 type geminiTurn struct {
 	text, errors string
+	// tools are the tool calls shown; shown is the text and the calls, in order.
+	tools, shown string
 	errorEvents  []Event
 	sessions     []string
 	usage        []Event
@@ -112,6 +114,10 @@ func parseGemini(stdout []byte) geminiTurn {
 			switch ev.Kind {
 			case EventText:
 				turn.text += ev.Text
+				turn.shown += ev.Text
+			case EventTool:
+				turn.tools += ev.Text
+				turn.shown += ev.Text
 			case EventError:
 				turn.errors += ev.Text
 				turn.errorEvents = append(turn.errorEvents, ev)
@@ -304,9 +310,11 @@ not json at all
 {"type":"something_new","content":"ignored"}
 `
 	turn := parseGemini([]byte(out))
-	wantText := "Reading\ntool: read_file\ntool error: no such file\nwarning: Loop detected\nnot json at all\n"
-	if turn.text != wantText || turn.errors != "error: Maximum session turns exceeded\n" {
-		t.Errorf("text %q\nerrors %q", turn.text, turn.errors)
+	// The tool call shows on a line of its own, as logs renders it; it is
+	// not the agent's text, which the markers are read from.
+	wantShown := "Reading\n▸ read_file [CHECKPOINT].md\ntool error: no such file\nwarning: Loop detected\nnot json at all\n"
+	if turn.shown != wantShown || turn.tools != "\n▸ read_file [CHECKPOINT].md\n" || turn.errors != "error: Maximum session turns exceeded\n" {
+		t.Errorf("shown %q\ntools %q\nerrors %q", turn.shown, turn.tools, turn.errors)
 	}
 	if strings.Contains(turn.text, "[CHECKPOINT]") {
 		t.Error("a checkpoint marker in the prompt or in a tool's parameters came out as the agent's text")

@@ -57,7 +57,7 @@ func (r *Renderer) codexLine(typ string, line []byte) []Item {
 	}
 	switch typ {
 	case "item.started":
-		if l.Item != nil && codexIsCall(l.Item.Type) {
+		if l.Item != nil && codexIsCall(l.Item.Type) && (l.Item.Type != "command_execution" || l.Item.Command != "") {
 			return []Item{r.codexCall(l.Item)}
 		}
 	case "item.completed":
@@ -90,6 +90,9 @@ func codexIsCall(typ string) bool {
 func (r *Renderer) codexCall(it *codexItem) Item {
 	switch it.Type {
 	case "command_execution":
+		if it.Command == "" {
+			return r.call(it.ID, "shell", nil)
+		}
 		return r.call(it.ID, "shell", map[string]any{"command": unwrapShell(it.Command)})
 	case "mcp_tool_call":
 		return r.call(it.ID, it.Server+"."+it.Tool, it.Arguments)
