@@ -38,7 +38,7 @@ func (l *logRenderer) chunk(c LogChunk, whole bool) error {
 	}
 	f := l.files[c.File]
 	if f == nil {
-		f = &renderedFile{r: transcript.New(formatOf(l.plan, c.File), planDir(l.plan))}
+		f = &renderedFile{r: transcript.New(transcript.FormatIn(l.plan, c.File), planDir(l.plan))}
 		l.files[c.File] = f
 		l.order = append(l.order, c.File)
 	}
@@ -96,33 +96,9 @@ func renderer(plan *spec.Plan, f store.SessionFile, raw bool) func([]byte) strin
 	}
 	return func(data []byte) string {
 		var b strings.Builder
-		transcript.WriteText(&b, transcript.Render(data, formatOf(plan, strings.TrimPrefix(f.Rel, "transcripts/")), planDir(plan)), transcript.Options{})
+		transcript.WriteText(&b, transcript.Render(data, transcript.FormatIn(plan, strings.TrimPrefix(f.Rel, "transcripts/")), planDir(plan)), transcript.Options{})
 		return b.String()
 	}
-}
-
-// formatOf is the format of the transcript phase/attempt-step.log: its
-// step's agent's, plain for a run: step or a command agent, found out
-// from what it holds when the plan no longer has the step.
-func formatOf(plan *spec.Plan, file string) transcript.Format {
-	phase, base := filepath.Split(filepath.ToSlash(file))
-	phase = strings.TrimSuffix(phase, "/")
-	_, step, _ := strings.Cut(strings.TrimSuffix(base, ".log"), "-")
-	for _, p := range plan.Phases {
-		if p.Name != phase {
-			continue
-		}
-		for _, s := range p.Steps {
-			switch {
-			case s.Name != step:
-			case s.Run != "":
-				return transcript.Plain
-			case s.Agent != nil:
-				return transcript.FormatOf(s.Agent.Value.Kind)
-			}
-		}
-	}
-	return transcript.Detect
 }
 
 func planDir(plan *spec.Plan) string {

@@ -671,3 +671,36 @@ func TestCIModeOnATerminal(t *testing.T) {
 		}
 	}
 }
+
+// A run that fails leaves in the job summary the failing step's exit code
+// and its last 20 lines, redacted, in a code block no line of it can end.
+func TestGitHubJobSummaryCarriesTheFailingStepsLastLines(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "test.sh", "for i in $(seq 1 30); do echo \"line $i\"; done\necho \"token $API_TOKEN\"\necho '\x60\x60\x60'\nexit 7\n")
+	write(t, dir, "phases.yaml", `version: 1
+phases:
+  - name: build
+    steps:
+      - name: test
+        run: sh ./test.sh
+`)
+	summary := filepath.Join(dir, "summary.md")
+	env := ciEnv(t, "CI=true", "GITHUB_ACTIONS=true", "GITHUB_STEP_SUMMARY="+summary, "API_TOKEN=s3cr3t-value-123")
+	if r := pipelineEnv(t, dir, env, "run"); r.code == 0 {
+		t.Fatalf("run: exit 0, want the failure:\n%s\n%s", r.stdout, r.stderr)
+	}
+	content, err := os.ReadFile(summary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(content)
+	if !strings.Contains(md, "**Step `build/1-test.log` exited 7.** Its last lines:\n\n````text\nline 13\n") {
+		t.Errorf("the summary does not name the step, its exit code and its last 20 lines, fenced past the step's own ```:\n%s", md)
+	}
+	if strings.Contains(md, "line 12\n") || !strings.Contains(md, "line 30\n") || !strings.HasSuffix(md, "```\n````\n\n") {
+		t.Errorf("the summary's lines are not the last 20:\n%s", md)
+	}
+	if strings.Contains(md, "s3cr3t-value-123") {
+		t.Errorf("the summary holds the secret:\n%s", md)
+	}
+}

@@ -205,12 +205,14 @@ func (l *launch) report(sess *session.Session, s engine.State, out io.Writer) {
 		cireport.Annotation(out, l.ci, sess.Plan, s, resumeLine(l.cmd, sess.ID()), l.failOnPause, text)
 	}
 	r := app.SessionReport(sess, s)
-	cireport.AppendEnvFile(stderr, "GITHUB_STEP_SUMMARY", cireport.Markdown(r, text.Line))
+	transcripts := filepath.Join(sess.X.Dir, "transcripts")
+	summary := append(cireport.Markdown(r, text.Line), cireport.FailureTail(sess.Plan, s, transcripts, text.Line)...)
+	cireport.AppendEnvFile(stderr, "GITHUB_STEP_SUMMARY", summary)
 	cireport.AppendEnvFile(stderr, "GITHUB_OUTPUT", cireport.GitHubOutputs(r, text))
 	if l.junit == "" {
 		return
 	}
-	report, err := cireport.JUnit(sess.Plan, s, r, filepath.Join(sess.X.Dir, "transcripts"), text)
+	report, err := cireport.JUnit(sess.Plan, s, r, transcripts, text)
 	if err == nil {
 		err = writeFileAtomic(l.junit, 0o644, func(w io.Writer) error {
 			_, err := w.Write(report)
