@@ -89,7 +89,7 @@ type Plan struct {
 	WatchDebounce *Duration `json:"watch_debounce,omitempty"`
 	// WatchFrom and WatchDebounceFrom say where watch and watch_debounce
 	// were written: the built-in default when phases.yaml does not set
-	// them (no watch, and triggers.DefaultDebounce). A spec's frontmatter
+	// them (no watch, and filewatch.DefaultDebounce). A spec's frontmatter
 	// cannot set them: they are the pipeline's, not one spec's.
 	WatchFrom         Origin `json:"watch_from"`
 	WatchDebounceFrom Origin `json:"watch_debounce_from"`
