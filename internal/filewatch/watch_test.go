@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/pipeline-dev/pipeline/internal/clock"
-	"github.com/pipeline-dev/pipeline/internal/testwait"
 	"github.com/pipeline-dev/pipeline/internal/filewatch"
+	"github.com/pipeline-dev/pipeline/internal/testwait"
 )
 
 // watching is a running Watcher with the paths it has taken in.
