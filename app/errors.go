@@ -11,7 +11,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
-	"github.com/pipeline-dev/pipeline/triggers"
+	"github.com/pipeline-dev/pipeline/internal/filewatch"
 )
 
 // Exit codes are documented in README.md and stable.
@@ -111,7 +111,7 @@ func Hint(err error) string {
 // read-only or full disk, a limit of the system's file watching. It is
 // matched by its errno, however the error was wrapped.
 func EnvironmentError(err error) bool {
-	var watchLimit *triggers.WatchLimitError
+	var watchLimit *filewatch.WatchLimitError
 	return errors.As(err, &watchLimit) || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) ||
 		errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR) ||
 		errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
@@ -120,7 +120,7 @@ func EnvironmentError(err error) bool {
 // environmentHint says what to do about an environment error, or "". A
 // message that already names --state-dir needs no second hint.
 func environmentHint(err error) string {
-	var watchLimit *triggers.WatchLimitError
+	var watchLimit *filewatch.WatchLimitError
 	if err == nil || !EnvironmentError(err) || strings.Contains(err.Error(), "--state-dir") || errors.As(err, &watchLimit) {
 		return "" // a watch limit's message says what to raise
 	}

@@ -8,7 +8,7 @@ import (
 
 	temporalfleet "github.com/pipeline-dev/pipeline/engine/fleet"
 	"github.com/pipeline-dev/pipeline/engine/spec"
-	"github.com/pipeline-dev/pipeline/triggers"
+	"github.com/pipeline-dev/pipeline/internal/filewatch"
 )
 
 // The session commands choose their backend here, in either build; what
@@ -118,5 +118,5 @@ func watchDebounce(cmd *cobra.Command, wf *watchFlags) time.Duration {
 	if cmd.Flags().Changed("debounce") {
 		return wf.debounce
 	}
-	return triggers.DefaultDebounce
+	return filewatch.DefaultDebounce
 }

@@ -14,8 +14,8 @@ import (
 
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/internal/filewatch"
 	"github.com/pipeline-dev/pipeline/internal/termsafe"
-	"github.com/pipeline-dev/pipeline/triggers"
 )
 
 // planLong is plan's help.
@@ -185,7 +185,7 @@ func watchRows(row func(indent, label, value string, from spec.Origin), plan *sp
 			row("", "", short(glob), spec.Origin{})
 		}
 	}
-	debounce := spec.Duration(triggers.DefaultDebounce)
+	debounce := spec.Duration(filewatch.DefaultDebounce)
 	if plan.WatchDebounce != nil {
 		debounce = *plan.WatchDebounce
 	}

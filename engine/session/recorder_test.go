@@ -101,7 +101,7 @@ func planOf(t testing.TB, yamlText string) *spec.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := spec.Resolve(doc, nil)
+	plan, err := spec.Resolve(doc, nil, "/project")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func TestIssue9FailingResumeTemplateFallsBackWithAWarning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := spec.Resolve(doc, nil)
+	plan, err := spec.Resolve(doc, nil, "/project")
 	if err != nil {
 		t.Fatal(err)
 	}

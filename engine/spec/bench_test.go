@@ -62,7 +62,7 @@ func BenchmarkLoad100Phases(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		plan, err := spec.Resolve(doc, nil)
+		plan, err := spec.Resolve(doc, nil, testBase)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -77,7 +77,7 @@ func TestHundredPhasesLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := spec.Resolve(doc, nil)
+	plan, err := spec.Resolve(doc, nil, testBase)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ pipeline:
 	}
 
 	// phases.yaml alone.
-	plan, err := spec.Resolve(doc, nil)
+	plan, err := spec.Resolve(doc, nil, testBase)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ pipeline:
 	checkCompactWhen(t, "phases.yaml alone", plan, wantAlone)
 
 	// With the spec's frontmatter over it.
-	plan, err = spec.Resolve(doc, fm)
+	plan, err = spec.Resolve(doc, fm, testBase)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestCompactKeysUnset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := spec.Resolve(doc, nil)
+	plan, err := spec.Resolve(doc, nil, testBase)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ import (
 // Nothing absolute goes in: a session moves between machines and
 // checkouts, so the folder of the checkout is left out, and line ends are
 // read as \n so that a Windows checkout (CRLF) names the same plan.
-func digest(doc *Document, fm *Frontmatter) string {
+func digest(doc *Document, fm *Frontmatter, base string) string {
 	h := sha256.New()
 	part := func(name string, content []byte) {
 		// Each part is named and measured, so that no two different sets
@@ -42,7 +42,7 @@ func digest(doc *Document, fm *Frontmatter) string {
 	part("built-in defaults", builtInDefaults())
 	part("phases.yaml", canonicalText(doc.content))
 	if fm != nil {
-		part("spec", []byte(relativePath(filepath.Dir(doc.Path), fm.Path)))
+		part("spec", []byte(relativePath(base, filepath.Dir(doc.Path), fm.Path)))
 		part("frontmatter", canonicalText(fm.block))
 	}
 	return hex.EncodeToString(h.Sum(nil))
@@ -67,15 +67,22 @@ func canonicalText(content []byte) []byte {
 	return bytes.ReplaceAll(content, []byte("\r\n"), []byte("\n"))
 }
 
-// relativePath writes path relative to dir with forward slashes; when no
-// relative path exists (another Windows volume), the file's name alone.
-func relativePath(dir, path string) string {
-	absDir, errDir := filepath.Abs(dir)
-	absPath, errPath := filepath.Abs(path)
-	if errDir == nil && errPath == nil {
-		if rel, err := filepath.Rel(absDir, absPath); err == nil {
-			return filepath.ToSlash(rel)
-		}
+// relativePath writes path relative to dir (both relative to base, when
+// not absolute) with forward slashes; when no relative path exists
+// (another Windows volume), the file's name alone.
+func relativePath(base, dir, path string) string {
+	if rel, err := filepath.Rel(absolute(base, dir), absolute(base, path)); err == nil {
+		return filepath.ToSlash(rel)
 	}
 	return filepath.Base(path)
+}
+
+// absolute is path made absolute against base, as filepath.Abs makes it
+// against the working directory, without asking the system for it: the
+// plan is made inside workflow code, which must make no system call.
+func absolute(base, path string) string {
+	if filepath.IsAbs(path) {
+		return filepath.Clean(path)
+	}
+	return filepath.Join(base, path)
 }

@@ -114,3 +114,44 @@ func TestDigestOfAnotherSpec(t *testing.T) {
 }
 
 func crlf(text string) string { return strings.ReplaceAll(text, "\n", "\r\n") }
+
+// testBase is the folder the relative paths of these tests are from.
+const testBase = "/project"
+
+// Resolve takes relative paths from the folder it is given, not from the
+// working directory (a workflow on a worker has another): the plan's
+// name and digest are those of the files as the base places them.
+func TestResolveReadsRelativePathsFromBase(t *testing.T) {
+	t.Chdir(t.TempDir())
+	resolve := func(file, specFile, base string) *spec.Plan {
+		t.Helper()
+		doc, err := spec.Parse(file, []byte(digestPhases))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fm, err := spec.ParseSpec(specFile, []byte(digestSpec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := spec.Resolve(doc, fm, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan
+	}
+	relative := resolve("phases.yaml", "specs/a.md", "/srv/shop")
+	if relative.Name.Value != "shop" {
+		t.Errorf("phases.yaml from /srv/shop is named %q, want shop (its folder's name)", relative.Name.Value)
+	}
+	for _, tt := range []struct{ file, specFile, base string }{
+		{"/srv/shop/phases.yaml", "/srv/shop/specs/a.md", "/elsewhere"},
+		{"/srv/shop/phases.yaml", "specs/a.md", "/srv/shop"},
+		{"shop/phases.yaml", "/srv/shop/specs/a.md", "/srv"},
+	} {
+		plan := resolve(tt.file, tt.specFile, tt.base)
+		if plan.Digest != relative.Digest || plan.Name.Value != relative.Name.Value {
+			t.Errorf("%s and %s from %s: %s named %q; relative from /srv/shop: %s named %q",
+				tt.file, tt.specFile, tt.base, plan.Digest, plan.Name.Value, relative.Digest, relative.Name.Value)
+		}
+	}
+}

@@ -81,7 +81,7 @@ func FuzzParsePipeline(f *testing.F) {
 				}
 				return
 			}
-			plan, resolveErr := spec.Resolve(doc, nil)
+			plan, resolveErr := spec.Resolve(doc, nil, testBase)
 			checkProblems(t, resolveErr)
 			if err == nil && resolveErr == nil && len(plan.Phases) == 0 {
 				t.Fatal("a valid plan with no phases")
@@ -128,7 +128,7 @@ func FuzzParseSpec(f *testing.F) {
 			if fm == nil {
 				t.Fatal("no frontmatter value returned")
 			}
-			_, resolveErr := spec.Resolve(doc, fm)
+			_, resolveErr := spec.Resolve(doc, fm, testBase)
 			checkProblems(t, resolveErr)
 		})
 	})

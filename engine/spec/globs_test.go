@@ -132,7 +132,7 @@ func TestPlanJSONHasTheWatchKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		plan, err := spec.Resolve(doc, nil)
+		plan, err := spec.Resolve(doc, nil, testBase)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,7 +24,7 @@ phases: [{name: build, steps: [{run: make}]}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := spec.Resolve(doc, fm)
+	plan, err := spec.Resolve(doc, fm, testBase)
 	if err != nil {
 		t.Fatal(err)
 	}

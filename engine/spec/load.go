@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"reflect"
 	"strings"
@@ -155,7 +154,7 @@ func checkBackend(d *decoder, b *Backend) {
 		d.reportAt(d.positions["backend.kind"], fmt.Sprintf("backend.kind %q is not a backend", b.Kind), hint)
 	}
 	if d.has("backend.address") {
-		if _, port, err := net.SplitHostPort(b.Address); err != nil || port == "" || strings.TrimSpace(b.Address) != b.Address {
+		if port, ok := splitPort(b.Address); !ok || port == "" || strings.TrimSpace(b.Address) != b.Address {
 			d.reportAt(d.positions["backend.address"], fmt.Sprintf("backend.address %q is not HOST:PORT", b.Address),
 				"write the Temporal frontend's address, e.g. 127.0.0.1:7233")
 		}
@@ -184,6 +183,31 @@ func checkCompactPrompt(d *decoder, prompt, path string) {
 	}
 	d.reportAt(d.positions[path], path+" is empty",
 		"write the prompt that asks the agent for its working set, or remove the key to use the built-in one")
+}
+
+// splitPort is net.SplitHostPort's reading of HOST:PORT, without the
+// net package: the spec is parsed inside workflow code, which must link
+// nothing that reaches the network. ok is false where SplitHostPort
+// returns an error.
+func splitPort(address string) (port string, ok bool) {
+	colon := strings.LastIndexByte(address, ':')
+	if colon < 0 {
+		return "", false
+	}
+	hostFrom, portFrom := 0, 0
+	if address[0] == '[' {
+		end := strings.IndexByte(address, ']')
+		if end < 0 || end+1 != colon {
+			return "", false
+		}
+		hostFrom, portFrom = 1, end+1
+	} else if strings.IndexByte(address[:colon], ':') >= 0 {
+		return "", false
+	}
+	if strings.IndexByte(address[hostFrom:], '[') >= 0 || strings.IndexByte(address[portFrom:], ']') >= 0 {
+		return "", false
+	}
+	return address[colon+1:], true
 }
 
 func (d *decoder) reportedAt(pos Position) bool {

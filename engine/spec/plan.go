@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -89,7 +90,7 @@ type Plan struct {
 	WatchDebounce *Duration `json:"watch_debounce,omitempty"`
 	// WatchFrom and WatchDebounceFrom say where watch and watch_debounce
 	// were written: the built-in default when phases.yaml does not set
-	// them (no watch, and triggers.DefaultDebounce). A spec's frontmatter
+	// them (no watch, and filewatch.DefaultDebounce). A spec's frontmatter
 	// cannot set them: they are the pipeline's, not one spec's.
 	WatchFrom         Origin `json:"watch_from"`
 	WatchDebounceFrom Origin `json:"watch_debounce_from"`
@@ -213,11 +214,15 @@ type policyLayer struct {
 // Load reads phases.yaml at path and its spec, checks both and merges them
 // into a Plan. specPath, when not empty, replaces the spec named in
 // phases.yaml. Every problem of both files is reported together as *Error.
+// Relative paths are from the working directory.
 func Load(path, specPath string) (*Plan, error) {
 	doc, err := LoadFile(path)
 	if doc == nil {
 		return nil, err
 	}
+	// Without a working directory (it was removed) relative paths stay
+	// relative, as filepath.Abs would fail and leave them.
+	base, _ := os.Getwd()
 	var specOrigin Position
 	if specPath == "" && doc.Pipeline.Spec != "" {
 		specPath = filepath.Join(filepath.Dir(path), filepath.FromSlash(doc.Pipeline.Spec))
@@ -235,9 +240,9 @@ func Load(path, specPath string) (*Plan, error) {
 			return nil, specErr
 		}
 	}
-	plan, err := Resolve(doc, fm)
+	plan, err := Resolve(doc, fm, base)
 	if plan != nil {
-		plan.Warnings = append(plan.Warnings, missingPrograms(doc, fm)...)
+		plan.Warnings = append(plan.Warnings, missingPrograms(doc, fm, base)...)
 	}
 	return plan, err
 }
@@ -248,11 +253,15 @@ func isSpecError(err error) bool {
 }
 
 // Resolve merges built-in defaults, the phases.yaml document and the spec's
-// frontmatter (nil when there is no spec) into a Plan.
-func Resolve(doc *Document, fm *Frontmatter) (*Plan, error) {
-	r := &resolver{doc: doc, fm: fm}
+// frontmatter (nil when there is no spec) into a Plan. base is the absolute
+// folder the document's and the spec's paths are from when they are
+// relative (Load passes the working directory). Resolve makes no system
+// call: a Temporal workflow runs it, and must decide the same way on any
+// worker and at every replay.
+func Resolve(doc *Document, fm *Frontmatter, base string) (*Plan, error) {
+	r := &resolver{doc: doc, fm: fm, base: base}
 	plan := r.plan()
-	plan.Digest = digest(doc, fm)
+	plan.Digest = digest(doc, fm, base)
 	all := problems{list: slices.Clone(doc.dec.problems.list), omitted: doc.dec.problems.omitted}
 	if fm != nil {
 		all.list = append(all.list, fm.dec.problems.list...)
@@ -267,6 +276,8 @@ func Resolve(doc *Document, fm *Frontmatter) (*Plan, error) {
 type resolver struct {
 	doc *Document
 	fm  *Frontmatter
+	// base is the absolute folder relative paths are from.
+	base string
 	// values counts what the plan holds so far, against maxPlanValues.
 	values int
 }
@@ -290,8 +301,7 @@ func (r *resolver) plan() *Plan {
 	plan := &Plan{File: r.doc.Path}
 	plan.Name = Setting[string]{p.Name, r.doc.origin("name")}
 	if p.Name == "" {
-		abs, _ := filepath.Abs(r.doc.Path)
-		plan.Name = Setting[string]{filepath.Base(filepath.Dir(abs)), builtIn}
+		plan.Name = Setting[string]{filepath.Base(filepath.Dir(absolute(r.base, r.doc.Path))), builtIn}
 	}
 	plan.ResumeBudget = defaultResumeBudget
 	if rc := p.ResumeContext; rc != nil {

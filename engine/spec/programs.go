@@ -64,7 +64,7 @@ func (d *decoder) shellProgram(line string, at Position, what string) {
 // missingPrograms looks for the programs phases.yaml and the spec name by
 // a path, from the folder of phases.yaml, where steps and hooks run, and
 // warns of each that is not there, is a folder, or cannot be run.
-func missingPrograms(doc *Document, fm *Frontmatter) []Problem {
+func missingPrograms(doc *Document, fm *Frontmatter, base string) []Problem {
 	refs := slices.Clone(doc.dec.programs)
 	slices.SortStableFunc(refs, func(a, b programRef) int { return cmp.Or(a.at.Line-b.at.Line, a.at.Column-b.at.Column) })
 	if fm != nil {
@@ -82,9 +82,7 @@ func missingPrograms(doc *Document, fm *Frontmatter) []Problem {
 		if !filepath.IsAbs(abs) {
 			abs = filepath.Join(dir, abs)
 		}
-		if full, err := filepath.Abs(abs); err == nil {
-			abs = full
-		}
+		abs = absolute(base, abs)
 		var problem, hint string
 		info, err := os.Stat(abs)
 		switch {

@@ -58,7 +58,7 @@ func TestResumeTemplateMayCallItsFunctions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := spec.Resolve(doc, nil); err != nil {
+	if _, err := spec.Resolve(doc, nil, testBase); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -92,7 +92,7 @@ func TestWriteScopeAbsent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := spec.Resolve(doc, nil)
+	plan, err := spec.Resolve(doc, nil, testBase)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package temporal
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/pipeline-dev/pipeline/engine"
@@ -13,8 +12,8 @@ import (
 // PlanSource is what a plan is made from, carried in the workflow's
 // input: the workflow parses it (a pure function of these bytes) instead
 // of reading files, so that a replay on any worker decides with the same
-// plan. File and Spec are the paths the plan names; a worker runs steps
-// in File's folder.
+// plan. File and Spec are the absolute paths the plan names; a worker
+// runs steps in File's folder.
 type PlanSource struct {
 	File     string `json:"file"`
 	YAML     []byte `json:"yaml"`
@@ -25,26 +24,8 @@ type PlanSource struct {
 	Digest string `json:"digest,omitempty"`
 }
 
-// ReadPlanSource reads phases.yaml at file and its spec (specPath, or
-// the one phases.yaml names), as spec.Load would.
-func ReadPlanSource(file, specPath string) (PlanSource, error) {
-	plan, err := spec.Load(file, specPath)
-	if err != nil {
-		return PlanSource{}, err
-	}
-	src := PlanSource{File: file, Spec: plan.Spec, Digest: plan.Digest}
-	if src.YAML, err = os.ReadFile(file); err != nil {
-		return PlanSource{}, err
-	}
-	if plan.Spec != "" {
-		if src.SpecText, err = os.ReadFile(plan.Spec); err != nil {
-			return PlanSource{}, err
-		}
-	}
-	return src, nil
-}
-
-// Load parses the plan. It reads no file: workflow code may call it.
+// Load parses the plan. It makes no system call (it reads no file, nor
+// the working directory): workflow code may call it.
 func (p PlanSource) Load() (*spec.Plan, error) {
 	doc, err := spec.Parse(p.File, p.YAML)
 	if err != nil {
@@ -58,7 +39,10 @@ func (p PlanSource) Load() (*spec.Plan, error) {
 			return nil, err
 		}
 	}
-	plan, err := spec.Resolve(doc, fm)
+	// The paths are absolute (ReadPlanSource makes them so): no base
+	// folder is needed, and the worker's working directory must not be
+	// one.
+	plan, err := spec.Resolve(doc, fm, "")
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/pipeline-dev/pipeline/engine"
-	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 )
 
@@ -288,7 +287,7 @@ func (f *flow) resumed(r ResumeSignal) {
 	if r.Plan != nil && resumable {
 		plan, err := r.Plan.Load()
 		if err == nil {
-			err = session.CheckPlan(plan, f.state, f.in.SessionID)
+			err = engine.CheckPlan(plan, f.state, f.in.SessionID)
 		}
 		if err != nil {
 			workflow.GetLogger(f.ctx).Warn("the resume's plan is not taken; the session goes on with its own", "error", err.Error())

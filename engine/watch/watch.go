@@ -30,8 +30,8 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/internal/clock"
+	"github.com/pipeline-dev/pipeline/internal/filewatch"
 	"github.com/pipeline-dev/pipeline/internal/redact"
-	"github.com/pipeline-dev/pipeline/triggers"
 )
 
 // LockKey is the store lock a watcher holds: one watcher per store, so
@@ -70,7 +70,7 @@ type Pipeline struct {
 type Options struct {
 	Pipelines []Pipeline
 	// Debounce, when set, overrides the pipelines' watch_debounce (the
-	// smallest of them; triggers.DefaultDebounce when none sets one).
+	// smallest of them; filewatch.DefaultDebounce when none sets one).
 	Debounce *time.Duration
 	// MaxParallel bounds the sessions running at once; <= 0: the number
 	// of cores.
@@ -227,8 +227,8 @@ type watcher struct {
 	sessions map[string]*tracked    // by key
 	queue    []*tracked
 	active   int
-	notify   *triggers.Watcher
-	targets  triggers.Targets
+	notify   *filewatch.Watcher
+	targets  filewatch.Targets
 	// targetsErr is what watching the targets last failed with: said
 	// once, not at every change of the targets.
 	targetsErr string
@@ -278,7 +278,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := w.open(); err != nil {
 		return err
 	}
-	debounce := triggers.DefaultDebounce
+	debounce := filewatch.DefaultDebounce
 	if o.Debounce != nil {
 		debounce = *o.Debounce
 	} else {
@@ -296,7 +296,7 @@ func Run(ctx context.Context, o Options) error {
 	for _, p := range w.pipes {
 		w.hashGlobbed(p)
 	}
-	notify, err := triggers.NewWatcher(w.targets, debounce, w.clock)
+	notify, err := filewatch.NewWatcher(w.targets, debounce, w.clock)
 	if err != nil {
 		return fmt.Errorf("watching: %w", err)
 	}
@@ -487,8 +487,8 @@ func (w *watcher) scheduleDue(t *tracked) {
 }
 
 // wanted is what the watcher must watch now.
-func (w *watcher) wanted() triggers.Targets {
-	var t triggers.Targets
+func (w *watcher) wanted() filewatch.Targets {
+	var t filewatch.Targets
 	for _, p := range w.pipes {
 		t.Files = append(t.Files, p.file, p.index)
 		if p.plan.Spec != "" {
@@ -588,7 +588,7 @@ func (w *watcher) sorted() []*tracked {
 	return list
 }
 
-func (w *watcher) loop(ctx context.Context, notify *triggers.Watcher, watchErr <-chan error, signals <-chan os.Signal) error {
+func (w *watcher) loop(ctx context.Context, notify *filewatch.Watcher, watchErr <-chan error, signals <-chan os.Signal) error {
 	cancelled := ctx.Done()
 	outputLost := false
 	// stop pauses what runs and ends the watch once it has.
@@ -782,7 +782,7 @@ func (w *watcher) hashGlobbed(p *pipe) {
 			continue
 		}
 		for _, m := range matches {
-			if triggers.InSkippedDir(m) {
+			if filewatch.InSkippedDir(m) {
 				continue
 			}
 			path := filepath.Join(p.dir, filepath.FromSlash(m))

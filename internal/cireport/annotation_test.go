@@ -48,7 +48,7 @@ func TestAnnotationPointsAtWhatStoppedTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := spec.Resolve(doc, nil)
+	plan, err := spec.Resolve(doc, nil, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,8 @@
-package triggers
+// Package filewatch reports changes to the files a pipeline's watch:
+// globs and specs name, debounced, with fsnotify. It lives apart from
+// triggers so that the decision engine, which evaluates triggers, links
+// no file watching.
+package filewatch
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package triggers_test
+package filewatch_test
 
 import (
 	"context"
@@ -10,20 +10,20 @@ import (
 	"time"
 
 	"github.com/pipeline-dev/pipeline/internal/clock"
+	"github.com/pipeline-dev/pipeline/internal/filewatch"
 	"github.com/pipeline-dev/pipeline/internal/testwait"
-	"github.com/pipeline-dev/pipeline/triggers"
 )
 
 // watching is a running Watcher with the paths it has taken in.
 type watching struct {
 	t        *testing.T
-	w        *triggers.Watcher
+	w        *filewatch.Watcher
 	observed chan string
 }
 
-func watch(t *testing.T, targets triggers.Targets, debounce time.Duration, clk clock.Clock) *watching {
+func watch(t *testing.T, targets filewatch.Targets, debounce time.Duration, clk clock.Clock) *watching {
 	t.Helper()
-	w, err := triggers.NewWatcher(targets, debounce, clk)
+	w, err := filewatch.NewWatcher(targets, debounce, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestWatchEditorSaves(t *testing.T) {
 	clk := start()
 	// "*" would match the editors' files too: only the ignore list keeps
 	// them out.
-	wt := watch(t, triggers.Targets{Root: dir, Globs: []string{"*"}}, time.Second, clk)
+	wt := watch(t, filewatch.Targets{Root: dir, Globs: []string{"*"}}, time.Second, clk)
 
 	saves := []struct {
 		name string
@@ -179,7 +179,7 @@ func TestWatchDebouncesABurst(t *testing.T) {
 	spec := filepath.Join(dir, "spec.md")
 	writeFile(t, spec, "v0")
 	clk := start()
-	wt := watch(t, triggers.Targets{Root: dir, Files: []string{spec}, Globs: []string{"*.txt"}}, 200*time.Millisecond, clk)
+	wt := watch(t, filewatch.Targets{Root: dir, Files: []string{spec}, Globs: []string{"*.txt"}}, 200*time.Millisecond, clk)
 	for i := 0; i < 100; i++ {
 		writeFile(t, spec, strconv.Itoa(i))
 	}
@@ -202,7 +202,7 @@ func TestWatchNewFolders(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "specs"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	wt := watch(t, triggers.Targets{Root: dir, Globs: []string{"specs/**/*.md", "later/**/README.md"}}, 0, clock.Real{})
+	wt := watch(t, filewatch.Targets{Root: dir, Globs: []string{"specs/**/*.md", "later/**/README.md"}}, 0, clock.Real{})
 
 	deep := filepath.Join(dir, "specs", "046-x", "notes", "a")
 	if err := os.MkdirAll(deep, 0o700); err != nil {
@@ -243,14 +243,14 @@ func TestWatchSetTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk := start()
-	wt := watch(t, triggers.Targets{Root: dir, Globs: []string{"*.md"}}, time.Second, clk)
+	wt := watch(t, filewatch.Targets{Root: dir, Globs: []string{"*.md"}}, time.Second, clk)
 	writeFile(t, a, "1")
 	wt.awaitObserved(mkSentinel(t, dir, 0))
 	clk.Advance(time.Second)
 	if got := wt.next(); !slices.Equal(got, []string{a}) {
 		t.Errorf("change %v, want %s", got, a)
 	}
-	if err := wt.w.SetTargets(triggers.Targets{Root: dir, Files: []string{b}}); err != nil {
+	if err := wt.w.SetTargets(filewatch.Targets{Root: dir, Files: []string{b}}); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, a, "2")
@@ -261,7 +261,7 @@ func TestWatchSetTargets(t *testing.T) {
 		t.Errorf("change %v, want only %s", got, b)
 	}
 	wt.noMoreChanges()
-	if _, err := triggers.NewWatcher(triggers.Targets{Root: dir, Globs: []string{"specs/[.md"}}, 0, nil); err == nil {
+	if _, err := filewatch.NewWatcher(filewatch.Targets{Root: dir, Globs: []string{"specs/[.md"}}, 0, nil); err == nil {
 		t.Error("a malformed glob was accepted")
 	}
 }
