@@ -183,7 +183,7 @@ file or folder that cannot be read or written), 3 paused.`,
 		completeCommand(), cleanCommand(), watchCommand(), validateCommand(), planCommand(), schemaCommand(), initCommand(), versionCommand(),
 		exportCommand(), importCommand(), doctorCommand(), rewindCommand(), forkCommand(),
 		replayCommand(), diffCommand(),
-		memoryCommand(), searchCommand(), workerCommand())
+		memoryCommand(), searchCommand(), workerCommand(), attachCommand())
 	for _, extra := range extraCommands {
 		root.AddCommand(extra())
 	}

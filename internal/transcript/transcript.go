@@ -152,16 +152,22 @@ func (r *Renderer) Flush() []Item {
 	return nil
 }
 
-// Render renders a whole transcript.
-func Render(data []byte, f Format, dir string) []Item {
-	r := New(f, dir)
+// Lines renders each line of data; a last line without its line ending
+// too.
+func (r *Renderer) Lines(data []byte) []Item {
 	var items []Item
 	for len(data) > 0 {
 		line, rest, _ := bytes.Cut(data, []byte("\n"))
 		items = append(items, r.Line(line)...)
 		data = rest
 	}
-	return append(items, r.Flush()...)
+	return items
+}
+
+// Render renders a whole transcript.
+func Render(data []byte, f Format, dir string) []Item {
+	r := New(f, dir)
+	return append(r.Lines(data), r.Flush()...)
 }
 
 // detect tells the format from the first JSON line with a type.
