@@ -21,6 +21,7 @@ type ciFlags struct {
 	noHumanGates bool
 	// quiet and verbose: how much of the run is shown.
 	quiet, verbose bool
+	noPrompt       bool
 }
 
 func addCIFlags(cmd *cobra.Command) *ciFlags {
@@ -32,6 +33,7 @@ func addCIFlags(cmd *cobra.Command) *ciFlags {
 	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only how the run ended (paused, completed or failed, and why)")
 	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "also print each trigger that fires, with the values it read")
 	cmd.MarkFlagsMutuallyExclusive("quiet", "verbose")
+	cmd.Flags().BoolVar(&f.noPrompt, "no-prompt", false, "at a pause on a terminal, do not ask what to do: leave the session paused and exit 3")
 	return f
 }
 
@@ -48,6 +50,7 @@ func (f *ciFlags) settings() cireport.Settings {
 func (f *ciFlags) launch(l *launch) *launch {
 	l.ci, l.junit, l.failOnPause = f.settings(), f.junit, f.failOnPause
 	l.quiet, l.verbose = f.quiet, f.verbose
+	l.noPrompt, l.noHumanGates = f.noPrompt, f.noHumanGates
 	return l
 }
 

@@ -75,6 +75,11 @@ type launch struct {
 	// quiet shows only how the run ended; verbose adds the triggers that
 	// fired.
 	quiet, verbose bool
+	// pipeline, when set, lets a pause on a terminal be answered where it
+	// happens (see asks), unless noPrompt; a resume from there keeps
+	// noHumanGates.
+	pipeline               *app.Pipeline
+	noPrompt, noHumanGates bool
 }
 
 func (l *launch) run(sess *session.Session, events ...engine.Event) error {
@@ -121,6 +126,11 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	case engine.StatusCompleted:
 		return nil
 	case engine.StatusPaused:
+		if l.asks() {
+			if resume, notes, _ := l.answer(sess.ID(), state); resume {
+				return l.resumeHere(sess.ID(), notes)
+			}
+		}
 		if !l.watchNext {
 			fmt.Fprintf(l.cmd.ErrOrStderr(), "session %s is paused; continue it with: %s\n", sess.ID(), resumeLine(l.cmd, sess.ID()))
 		}

@@ -99,7 +99,7 @@ func TestRender(t *testing.T) {
 func TestCtrlCLeavesNoStrayCharacters(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "phases.yaml", stubbornStep)
-	term := startOnTerminal(t, dir, "run", "--grace", "1h")
+	term := startOnTerminal(t, dir, "run", "--no-prompt", "--grace", "1h")
 	term.await(t, "child")
 	term.await(t, "[1/1 work] step run · attempt 1")
 	io.WriteString(term.pty, "\x03")
@@ -139,7 +139,7 @@ phases:
         run: 'for i in $(seq 1 15); do echo "test line $i"; done; test -f passed || { touch passed; exit 1; }'
     done_when: steps.test.exit_code == 0
 `)
-	term := startOnTerminal(t, dir, "run")
+	term := startOnTerminal(t, dir, "run", "--no-prompt")
 	if code := term.exit(t); code != exitCompleted {
 		t.Fatalf("exit %d; the terminal shows:\n%s", code, term.shown())
 	}
@@ -174,7 +174,7 @@ phases:
   - name: build
     steps: [{run: 'test -f tried || { touch tried; exit 1; }'}]
 `)
-	term := startOnTerminal(t, dir, "run")
+	term := startOnTerminal(t, dir, "run", "--no-prompt")
 	term.await(t, "retrying in 2s (attempt 2)")
 	term.await(t, "[1/1 build] retrying: attempt 2 starts in 1s")
 	if code := term.exit(t); code != exitCompleted {
@@ -210,7 +210,7 @@ phases:
 // After a resize (SIGWINCH) the block is drawn to the new width.
 func TestLiveViewFitsTheTerminalWhenResized(t *testing.T) {
 	dir, gate := widePhaseProject(t)
-	term := startOnTerminalWith(t, dir, nil, &pty.Winsize{Rows: 40, Cols: 120}, "run")
+	term := startOnTerminalWith(t, dir, nil, &pty.Winsize{Rows: 40, Cols: 120}, "run", "--no-prompt")
 	term.await(t, "start 000")
 	from := len(term.shown())
 	if err := pty.Setsize(term.pty, &pty.Winsize{Rows: 40, Cols: 40}); err != nil {
@@ -261,7 +261,7 @@ phases:
   - name: build
     steps: [{run: 'printf "\033[31mred\033[0m\n"; echo built'}]
 `)
-		term := startOnTerminalWith(t, dir, []string{tc.env}, &pty.Winsize{Rows: 40, Cols: 120}, "run")
+		term := startOnTerminalWith(t, dir, []string{tc.env}, &pty.Winsize{Rows: 40, Cols: 120}, "run", "--no-prompt")
 		if code := term.exit(t); code != exitCompleted {
 			t.Fatalf("%s: exit %d", tc.env, code)
 		}

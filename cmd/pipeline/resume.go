@@ -110,7 +110,8 @@ func (o *resumeOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	sess := opened.Session
 	fmt.Fprintf(cmd.ErrOrStderr(), "resuming session %s\n", sess.ID())
-	l := o.cf.launch(&launch{cmd: cmd, grace: o.grace, json: o.output.json()})
+	p := o.flags.pipeline(sayTo(cmd))
+	l := o.cf.launch(&launch{cmd: cmd, grace: o.grace, json: o.output.json(), pipeline: &p})
 	return l.run(sess, opened.Events...)
 }
 

@@ -149,7 +149,8 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 			return err
 		}
 	}
-	l := o.cf.launch(&launch{cmd: cmd, grace: o.grace, json: o.output.json(), watchNext: o.keepOn})
+	p := o.flags.pipeline(sayTo(cmd))
+	l := o.cf.launch(&launch{cmd: cmd, grace: o.grace, json: o.output.json(), watchNext: o.keepOn, pipeline: &p})
 	err = l.run(sess, opened.Events...)
 	var paused *exitStatus
 	if o.keepOn && errors.As(err, &paused) && paused.code == exitPaused && sess.StoreFailed() == nil {

@@ -254,7 +254,7 @@ func (term *terminal) exit(t *testing.T) int {
 func TestSecondCtrlCOnATerminalKillsTheStep(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "phases.yaml", stubbornStep)
-	term := startOnTerminal(t, dir, "run", "--grace", "1h")
+	term := startOnTerminal(t, dir, "run", "--no-prompt", "--grace", "1h")
 	child, _ := strconv.Atoi(term.awaitMatch(t, regexp.MustCompile(`child (\d+)`))[1])
 	io.WriteString(term.pty, "\x03")
 	term.await(t, "interrupt again to kill it now")
@@ -287,7 +287,7 @@ phases:
 		t.Setenv(name, "")
 		os.Unsetenv(name)
 	}
-	term := startOnTerminal(t, dir, "run")
+	term := startOnTerminal(t, dir, "run", "--no-prompt")
 	if code := term.exit(t); code != 0 {
 		t.Fatalf("exit %d", code)
 	}

@@ -82,7 +82,7 @@ func TestStepEscapeSequencesNeverReachTheTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := escapingProject(t, gate)
-	cmd := exec.Command(binary, "run")
+	cmd := exec.Command(binary, "run", "--no-prompt")
 	cmd.Dir, cmd.Env = dir, withoutCI()
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
 	if err != nil {

@@ -459,3 +459,9 @@ func (g *Git) Worktrees() []string {
 	}
 	return dirs
 }
+
+// Diff is the unified diff of paths (relative to the folder) between a
+// checkpoint and the work tree now.
+func (g *Git) Diff(checkpoint string, paths ...string) (string, error) {
+	return g.must(nil, append([]string{"diff", "--no-color", "--no-ext-diff", checkpoint, "--"}, paths...)...)
+}
