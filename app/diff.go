@@ -46,7 +46,7 @@ func Diff(_ context.Context, req DiffRequest) (*DiffResponse, error) {
 // plan's secrets: from the store of p, or else from a store below the
 // current folder.
 func diffSide(p Pipeline, id string) (compare.Side, error) {
-	if err := session.CheckID(id); err != nil {
+	if err := session.CheckRef(id); err != nil {
 		return compare.Side{}, Usagef("%v", err)
 	}
 	ref, err := p.FindSession(id)

@@ -27,6 +27,9 @@ type RunRequest struct {
 	Only string `json:"only,omitempty"`
 	// NoHumanGates runs with the plan's human gates off (CI).
 	NoHumanGates bool `json:"no_human_gates,omitempty"`
+	// Name names the session (every command then takes it in place of
+	// its id): the run continues the session of that name, or starts one.
+	Name string `json:"name,omitempty"`
 }
 
 // Opened is a session opened for a run: held by this process until it is
@@ -73,7 +76,7 @@ func OpenRun(ctx context.Context, req RunRequest, plan *spec.Plan) (*Opened, err
 	if err != nil {
 		return nil, err
 	}
-	o := session.Options{File: req.file(), Plan: plan, Create: session.IfNone,
+	o := session.Options{File: req.file(), Plan: plan, Create: session.IfNone, Name: req.Name,
 		Statuses: []engine.Status{engine.StatusPaused, engine.StatusRunning}, Say: req.Say}
 	fresh := req.New || req.From != "" || req.Only != ""
 	if fresh {

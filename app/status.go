@@ -55,6 +55,7 @@ func Status(_ context.Context, req StatusRequest) (*StatusResponse, error) {
 func StatusReport(meta store.Meta, plan *spec.Plan, s engine.State) engine.StatusReport {
 	r := engine.Report(plan, s)
 	r.ID, r.Pipeline, r.File, r.Spec, r.Created = meta.ID, meta.Pipeline, meta.File, meta.Spec, meta.Created
+	r.Name = meta.Name
 	return r
 }
 

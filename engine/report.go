@@ -11,7 +11,9 @@ import (
 // is stable. ID, Pipeline, File, Spec and Created come from the session's
 // metadata, which the caller fills in.
 type StatusReport struct {
-	ID          string `json:"id"`
+	ID string `json:"id"`
+	// Name is the session's name (run --name), when it has one.
+	Name        string `json:"name,omitempty"`
 	Pipeline    string `json:"pipeline"`
 	File        string `json:"file"`
 	Spec        string `json:"spec,omitempty"`

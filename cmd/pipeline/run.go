@@ -71,6 +71,7 @@ type runOptions struct {
 	output *outputFlag
 	grace  time.Duration
 	fresh  bool
+	name   string
 	keepOn bool
 	wf     *watchFlags
 	cf     *ciFlags
@@ -92,6 +93,7 @@ func runCommand() *cobra.Command {
 	o.output = addOutputFlag(cmd)
 	cmd.Flags().DurationVar(&o.grace, "grace", 5*time.Second, "time a stopped step gets to exit after SIGINT before it is killed")
 	cmd.Flags().BoolVar(&o.fresh, "new", false, "start a new session even when the latest one is paused")
+	cmd.Flags().StringVar(&o.name, "name", "", "name the session: every command then takes NAME in place of its id; run --name NAME again continues it")
 	cmd.Flags().StringVar(&o.from, "from", "", "start a new session at this phase; the phases before it are skipped")
 	cmd.Flags().StringVar(&o.only, "only", "", "start a new session that runs this phase alone")
 	cmd.Flags().BoolVar(&o.keepOn, "watch", false, "once the session pauses, keep watching: a change to its spec or phases.yaml resumes it (see pipeline watch)")
@@ -116,7 +118,8 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 			return err
 		}
 	}
-	req := app.RunRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), New: o.fresh, From: o.from, Only: o.only, NoHumanGates: o.cf.noHumanGates}
+	req := app.RunRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), New: o.fresh, From: o.from, Only: o.only, NoHumanGates: o.cf.noHumanGates,
+		Name: o.name}
 	plan, err := app.RunPlan(req)
 	if err != nil {
 		return err
@@ -130,7 +133,7 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	if fl != nil {
-		if err := refuseOnFleet(cmd, "watch", "junit", "no-human-gates", "state-dir"); err != nil {
+		if err := refuseOnFleet(cmd, "watch", "junit", "no-human-gates", "state-dir", "name"); err != nil {
 			return err
 		}
 		return fleetRun(cmd, fl, fleetRunOptions{flags: o.flags, plan: plan, fresh: o.fresh, from: o.from, only: o.only,

@@ -145,7 +145,11 @@ func printStatus(w io.Writer, ls liveStatus, verbose bool) error {
 	safe := termview.NewScreenText().Line
 	var b bytes.Buffer
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "session\t%s (%s)\n", safe(r.ID), safe(r.Pipeline))
+	if r.Name != "" {
+		fmt.Fprintf(tw, "session\t%s, named %s (%s)\n", safe(r.ID), safe(r.Name), safe(r.Pipeline))
+	} else {
+		fmt.Fprintf(tw, "session\t%s (%s)\n", safe(r.ID), safe(r.Pipeline))
+	}
 	status := r.Status
 	if r.ByHand {
 		status += " (by hand)"

@@ -27,7 +27,7 @@ type Ref struct {
 func Find(st *store.Store, o Options) (*Ref, error) {
 	id := o.ID
 	if id != "" {
-		if err := CheckID(id); err != nil {
+		if err := CheckRef(id); err != nil {
 			return nil, err
 		}
 	} else {

@@ -1,6 +1,8 @@
 package session
 
 import (
+	"github.com/pipeline-dev/pipeline/engine/store"
+
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -28,8 +30,21 @@ const IDExample = "20261125-093000123-a1b2c3"
 // a human types is used to find a folder, and anything else (a path, a
 // pattern, "..") never reaches the store.
 func CheckID(id string) error {
+	return checkID(id, false)
+}
+
+// CheckRef checks a session named on the command line: its id (or its
+// start or end), or its name (run --name).
+func CheckRef(ref string) error {
+	return checkID(ref, true)
+}
+
+func checkID(id string, named bool) error {
+	if named && store.CheckName(id) == nil {
+		return nil
+	}
 	if id == "" || len(id) > len(idShape) || !fits(id, idShape[:len(id)]) && !fits(id, idShape[len(idShape)-len(id):]) {
-		return refused("%q is not a session id: session ids look like %s (YYYYMMDD-HHMMSSmmm-xxxxxx); give one, its start or its end (pipeline sessions lists them)",
+		return refused("%q is not a session id: session ids look like %s (YYYYMMDD-HHMMSSmmm-xxxxxx); give one, its start or its end, or the session's name (pipeline sessions lists them)",
 			id, IDExample)
 	}
 	return nil

@@ -84,7 +84,11 @@ type Options struct {
 	Plan *spec.Plan
 	// ID names the session; empty: the latest of the pipeline and spec
 	// whose status is one of Statuses (any status when none is given).
-	ID       string
+	ID string
+	// Name, with no ID, is the session's name (run --name): the session
+	// of that name when there is one, of this pipeline and spec and not
+	// completed; else a new session, which gets the name.
+	Name     string
 	Statuses []engine.Status
 	Create   Create
 	// Say reports what Open did on the way (what a dead runner's step
@@ -135,6 +139,20 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 		say = func(string, ...any) {}
 	}
 	plan, key, id := o.Plan, "", ""
+	named := false
+	if o.Name != "" && o.ID == "" {
+		if err := store.CheckName(o.Name); err != nil {
+			return nil, refused("%v", err)
+		}
+		if holder, ok := st.Named(o.Name); ok && o.Create != Always {
+			if _, err := st.Find(holder); err == nil {
+				o.ID, named = holder, true
+			}
+		}
+		if !named {
+			o.Create = Always
+		}
+	}
 	if o.Create != Never {
 		// A session about to run: its prompts need the project's memory.
 		if err := checkProjectMemory(st); err != nil {
@@ -142,7 +160,7 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 		}
 	}
 	if o.ID != "" {
-		if err := CheckID(o.ID); err != nil {
+		if err := CheckRef(o.ID); err != nil {
 			return nil, err
 		}
 		// The session is found before its lock is taken (the lock is its
@@ -152,6 +170,9 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 			return nil, refused("%v", err)
 		}
 		key, id = meta.Key, meta.ID
+		if named && plan != nil && KeyOf(st, o.File, plan) != key {
+			return nil, refused("the name %s is session %s's, of %s: name this run otherwise, or run that pipeline", o.Name, id, meta.File)
+		}
 		if plan == nil {
 			if plan, err = spec.Load(meta.File, meta.Spec); err != nil {
 				return nil, err
@@ -210,7 +231,11 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	switch {
 	case x == nil:
 		if x, err = st.Create(store.Meta{ID: NewSessionID(now), Pipeline: plan.Name.Value, File: o.File,
-			Spec: plan.Spec, Key: key, Created: now}); err != nil {
+			Spec: plan.Spec, Key: key, Created: now, Name: o.Name}); err != nil {
+			var taken *store.NameTakenError
+			if errors.As(err, &taken) {
+				return fail(refused("%v", err))
+			}
 			return fail(storeRefused(st, err))
 		}
 		s.Created = true
@@ -220,6 +245,9 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 		s.Plan = plan
 		if s.state, err = LoadState(plan, x); err != nil {
 			return fail(refused("%v", err))
+		}
+		if named && s.state.Status == engine.StatusCompleted {
+			return fail(refused("the name %s is session %s's, which completed: name this run otherwise", o.Name, id))
 		}
 	default:
 		if replayPlan := planForSession(plan, x); replayPlan != plan {

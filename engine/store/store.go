@@ -58,6 +58,9 @@ type Meta struct {
 	Spec     string    `json:"spec,omitempty"` // the spec
 	Key      string    `json:"key"`            // pipeline and spec, for locking
 	Created  time.Time `json:"created"`
+	// Name is the session's name (run --name), which commands take in
+	// place of its id.
+	Name string `json:"name,omitempty"`
 }
 
 // Summary is one line of the index: what sessions lists. In memory File
@@ -379,10 +382,19 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 		s.removeAll(tmp)
 		return nil, err
 	}
+	if meta.Name != "" {
+		// Named once the session is there, so that a name whose session
+		// is not is known stale (ClaimName).
+		if err := s.ClaimName(meta.Name, meta.ID); err != nil {
+			s.removeAll(sessionRel(meta.ID))
+			return nil, err
+		}
+	}
 	if err := s.index(Summary{ID: meta.ID, Key: meta.Key, Pipeline: meta.Pipeline, File: meta.File, Spec: meta.Spec,
 		Status: "running", Created: meta.Created, Updated: meta.Created}); err != nil {
 		// Not listed, it would be lost: it goes, having nothing yet.
 		s.removeAll(sessionRel(meta.ID))
+		s.ReleaseName(meta.Name, meta.ID)
 		return nil, err
 	}
 	x, err := s.open(meta, false)
@@ -458,7 +470,12 @@ func (s *Store) find(id string) (Meta, error) {
 		return Meta{}, fmt.Errorf("%w %q in %s", ErrNotFound, id, s.Root)
 	}
 	dir := id
-	if _, err := s.lstat(sessionRel(id)); err != nil {
+	if named, ok := s.Named(id); ok {
+		if _, err := s.lstat(sessionRel(id)); err != nil {
+			dir = named
+		}
+	}
+	if _, err := s.lstat(sessionRel(dir)); err != nil {
 		names, err := s.readDirNames("sessions")
 		if err != nil {
 			return Meta{}, err

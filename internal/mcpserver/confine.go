@@ -191,7 +191,7 @@ func (c confined) session(id, file string) (found, error) {
 	if id == "" {
 		return found{}, fmt.Errorf("no session given: pass its id (the sessions tool lists them)")
 	}
-	if strings.ContainsAny(id, `/\`) || strings.Contains(id, "..") || session.CheckID(id) != nil {
+	if strings.ContainsAny(id, `/\`) || strings.Contains(id, "..") || session.CheckRef(id) != nil {
 		return found{}, fmt.Errorf("%q is not a session id (ids look like 20261125-093000123-a1b2c3): call the sessions tool to list them", id)
 	}
 	var dirs []string
