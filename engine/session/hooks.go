@@ -63,6 +63,7 @@ func (s *Session) StatusReport() engine.StatusReport {
 // said; it changes nothing of the session.
 func (s *Session) RunHooks(ctx context.Context, timeout time.Duration, say func(format string, args ...any)) {
 	events := HookEvents(s.state)
+	defer s.notify(ctx, events, say)
 	var lines int
 	for _, ev := range events {
 		lines += len(s.Plan.Hooks.For(ev))

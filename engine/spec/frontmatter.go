@@ -40,6 +40,7 @@ type Overrides struct {
 	Defaults *Policy `yaml:"defaults" json:"defaults,omitempty" jsonschema_description:"triggers and policies for this spec, over phases.yaml's defaults"`
 	Phases   []Phase `yaml:"phases" json:"phases,omitempty" jsonschema_description:"phases for this spec; they replace phases.yaml's list, and one named like a phase of phases.yaml amends it"`
 	On       *Hooks  `yaml:"on" json:"on,omitempty" jsonschema_description:"hooks for this spec; an event set here replaces phases.yaml's commands for it"`
+	Notify   *Notify `yaml:"notify" json:"notify,omitempty" jsonschema_description:"notifications for this spec; they replace phases.yaml's notify: block"`
 	// CompactPrompt is "" when not written, as in Pipeline.
 	CompactPrompt string `yaml:"compact_prompt" json:"compact_prompt,omitempty" jsonschema:"pattern=\\S" jsonschema_description:"the compaction prompt for this spec, over phases.yaml's compact_prompt"`
 }
@@ -145,6 +146,7 @@ func (fm *Frontmatter) decode(root ast.Node) {
 			d.decode(e.Value, reflect.ValueOf(fm.Pipeline).Elem(), "pipeline", triggers.Condition)
 			checkAgent(d, fm.Pipeline.Agent, "pipeline.agent")
 			checkCompactPrompt(d, fm.Pipeline.CompactPrompt, "pipeline.compact_prompt")
+			checkNotify(d, fm.Pipeline.Notify, "pipeline.notify")
 			checkPhases(d, fm.Pipeline.Phases, "pipeline.phases")
 		default:
 			fm.Values[key] = d.plainValue(e.Value, 0)

@@ -127,6 +127,7 @@ func (doc *Document) check(root ast.Node) {
 		d.reportAt(d.positions["checkpoint"], fmt.Sprintf("checkpoint %q is not a checkpoint mode", p.Checkpoint), hint)
 	}
 	checkBackend(d, p.Backend)
+	checkNotify(d, p.Notify, "notify")
 	if rc := p.ResumeContext; rc != nil {
 		if rc.Budget < 0 {
 			d.reportAt(d.positions["resume_context.budget"], "resume_context.budget must be a number of tokens above 0", "")
@@ -137,6 +138,42 @@ func (doc *Document) check(root ast.Node) {
 	}
 	checkCompactPrompt(d, p.CompactPrompt, "compact_prompt")
 	checkPhases(d, p.Phases, "phases")
+}
+
+// checkNotify reports a webhook without a URL that can be posted to, a
+// format or an event that is none.
+func checkNotify(d *decoder, n *Notify, path string) {
+	if n == nil {
+		return
+	}
+	for i, w := range n.Webhook {
+		at := fmt.Sprintf("%s.webhook[%d]", path, i)
+		url := strings.TrimSpace(w.URL)
+		if !d.reportedAt(d.positions[at+".url"]) && !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") && !strings.HasPrefix(url, "${") {
+			where := d.positions[at+".url"]
+			if !d.has(at + ".url") {
+				where = d.positions[at]
+			}
+			d.reportAt(where, fmt.Sprintf("%s.url %q is not an http(s) URL", at, w.URL),
+				"write the webhook's URL, e.g. https://hooks.slack.com/services/..., or ${SLACK_WEBHOOK_URL} to read it from the environment")
+		}
+		if w.Format != "" && !contains(WebhookFormats, w.Format) && !d.reportedAt(d.positions[at+".format"]) {
+			hint := "use one of " + strings.Join(WebhookFormats, ", ")
+			if near := triggers.Closest(w.Format, WebhookFormats); near != "" {
+				hint = fmt.Sprintf("did you mean %q? (one of %s)", near, strings.Join(WebhookFormats, ", "))
+			}
+			d.reportAt(d.positions[at+".format"], fmt.Sprintf("%s.format %q is not a webhook format", at, w.Format), hint)
+		}
+		for j, ev := range w.On {
+			if !contains(HookEventNames, ev) && !d.reportedAt(d.positions[fmt.Sprintf("%s.on[%d]", at, j)]) {
+				hint := "use some of " + strings.Join(HookEventNames, ", ")
+				if near := triggers.Closest(ev, HookEventNames); near != "" {
+					hint = fmt.Sprintf("did you mean %q? (of %s)", near, strings.Join(HookEventNames, ", "))
+				}
+				d.reportAt(d.positions[fmt.Sprintf("%s.on[%d]", at, j)], fmt.Sprintf("%s.on: %q is not an event", at, ev), hint)
+			}
+		}
+	}
 }
 
 // checkBackend reports a backend: block that names no backend, or an

@@ -28,6 +28,8 @@ type Pipeline struct {
 	// default) or on a Temporal fleet. Flags and environment variables
 	// of the session commands go over it.
 	Backend *Backend `yaml:"backend" json:"backend,omitempty" jsonschema_description:"where sessions run: local (the default: this process) or temporal (workflows on a Temporal server, steps on pipeline worker processes); --backend and PIPELINE_BACKEND go over it"`
+	// Notify tells people when a session stops, without a hook.
+	Notify *Notify `yaml:"notify" json:"notify,omitempty" jsonschema_description:"notifications when a session pauses, needs a human, fails or completes: on the desktop, and to webhooks (Slack, Discord, ntfy, or the status as JSON); a failure to notify is a warning, never the session's outcome"`
 	// On are the hooks: commands run when a session stops.
 	On *Hooks `yaml:"on" json:"on,omitempty" jsonschema_description:"hooks: shell lines run when a session pauses, fails, completes or needs a human; PIPELINE_SESSION, PIPELINE_PHASE, PIPELINE_STATUS, PIPELINE_REASON and PIPELINE_NOTE are set and the status JSON is on standard input"`
 	// CompactPrompt replaces DefaultCompactPrompt; "" when not written
@@ -107,6 +109,39 @@ func (h *Hooks) For(event string) Commands {
 		return h.NeedsHuman
 	}
 	return nil
+}
+
+// Notify is the notify: block.
+type Notify struct {
+	Desktop bool      `yaml:"desktop" json:"desktop,omitempty" jsonschema_description:"a desktop notification (notify-send on Linux, osascript on macOS) when the session pauses, fails or completes"`
+	Webhook []Webhook `yaml:"webhook" json:"webhook,omitempty" jsonschema_description:"webhooks posted to when the session stops, each in its service's format"`
+}
+
+// Webhook is one entry of notify.webhook.
+type Webhook struct {
+	URL    string   `yaml:"url" json:"url" jsonschema:"required,pattern=^(https?://|\\$\\{)" jsonschema_description:"the webhook's URL, http(s); ${NAME} is replaced by the environment variable NAME when it is posted to (keep secrets out of phases.yaml)"`
+	Format string   `yaml:"format" json:"format,omitempty" jsonschema:"enum=slack,enum=discord,enum=ntfy,enum=json" jsonschema_description:"slack ({\"text\"}) | discord ({\"content\"}) | ntfy (the text, with a Title header) | json (the status object, as pipeline status -o json prints it); default json"`
+	On     []string `yaml:"on" json:"on,omitempty" jsonschema:"uniqueItems=true" jsonschema_description:"the events posted: paused, needs-human, failed, completed; default all of them"`
+}
+
+// The values of notify.webhook[].format.
+const (
+	FormatSlack   = "slack"
+	FormatDiscord = "discord"
+	FormatNtfy    = "ntfy"
+	FormatJSON    = "json"
+)
+
+// WebhookFormats are the values notify.webhook[].format takes.
+var WebhookFormats = []string{FormatSlack, FormatDiscord, FormatNtfy, FormatJSON}
+
+// HookEventNames are the ways a session stops that hooks and notifications
+// are for.
+var HookEventNames = []string{HookPaused, HookNeedsHuman, HookFailed, HookCompleted}
+
+// Wants tells whether the webhook is posted to on event.
+func (w Webhook) Wants(event string) bool {
+	return len(w.On) == 0 || contains(w.On, event)
 }
 
 // Commands is one shell line, or a list of them, run in order.

@@ -105,6 +105,8 @@ type Plan struct {
 	// Hooks are the on: commands, phases.yaml's with the spec's
 	// pipeline.on over them, event by event.
 	Hooks Hooks `json:"on"`
+	// Notify is phases.yaml's notify: block, or the spec's in its place.
+	Notify Notify `json:"notify"`
 	// CompactPrompt is what a compaction asks the agent:
 	// DefaultCompactPrompt, or phases.yaml's compact_prompt, or the
 	// spec's pipeline.compact_prompt over it.
@@ -336,6 +338,12 @@ func (r *resolver) plan() *Plan {
 	}
 	if p.On != nil {
 		plan.Hooks = *p.On
+	}
+	if p.Notify != nil {
+		plan.Notify = *p.Notify
+	}
+	if r.fm != nil && r.fm.Pipeline != nil && r.fm.Pipeline.Notify != nil {
+		plan.Notify = *r.fm.Pipeline.Notify
 	}
 	plan.CompactPrompt = Setting[string]{DefaultCompactPrompt, builtIn}
 	if p.CompactPrompt != "" {
