@@ -309,8 +309,11 @@ func (f *follower) loop(ctx context.Context, events <-chan historyEvent, readErr
 			f.event(e)
 		case <-ticker.C:
 			until, stopped, err := f.look(ctx)
+			if err != nil && transient(err) && ctx.Err() == nil {
+				continue // the next look may find the server back
+			}
 			if err != nil {
-				return err
+				return f.result(err)
 			}
 			if stopped {
 				return f.result(f.drain(ctx, events, until))
@@ -417,29 +420,62 @@ func (c *Client) describe(ctx context.Context, id string) (*workflowservice.Desc
 
 // readHistory reads session id's history from run on, waiting for new
 // events, along continue-as-new, until the workflow closes or ctx ends:
-// each event goes to events (closed at the end).
+// each event goes to events (closed at the end). A server away for a
+// while (restarted) is waited for.
 func (c *Client) readHistory(ctx context.Context, id, run string, events chan<- historyEvent) error {
 	defer close(events)
+	last := int64(0)
 	for run != "" {
-		it := c.C.GetWorkflowHistory(ctx, id, run, true, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		next := ""
-		for it.HasNext() {
-			ev, err := it.Next()
-			if err != nil {
-				return err
-			}
-			if a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
-				next = a.GetNewExecutionRunId()
-			}
+		next, err := c.readRun(ctx, id, run, &last, events)
+		if err != nil && !(transient(err) && ctx.Err() == nil) {
+			return err
+		}
+		if err != nil {
 			select {
-			case events <- historyEvent{run, ev}:
+			case <-time.After(followPoll):
 			case <-ctx.Done():
 				return ctx.Err()
 			}
+			continue
 		}
-		run = next
+		run, last = next, 0
 	}
 	return nil
+}
+
+// readRun reads the events of one run after *last, counting them in
+// *last; next is the run it continued as, if any.
+func (c *Client) readRun(ctx context.Context, id, run string, last *int64, events chan<- historyEvent) (next string, err error) {
+	it := c.C.GetWorkflowHistory(ctx, id, run, true, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return "", err
+		}
+		if a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
+			next = a.GetNewExecutionRunId()
+		}
+		if ev.GetEventId() <= *last {
+			continue // read before the server went away
+		}
+		select {
+		case events <- historyEvent{run, ev}:
+			*last = ev.GetEventId()
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	return next, nil
+}
+
+// transient tells whether err is the server away or busy for a while (a
+// restart, a loaded frontend): the follow tries again.
+func transient(err error) bool {
+	var unavailable *serviceerror.Unavailable
+	var deadline *serviceerror.DeadlineExceeded
+	var exhausted *serviceerror.ResourceExhausted
+	return errors.As(err, &unavailable) || errors.As(err, &deadline) || errors.As(err, &exhausted) ||
+		errors.Is(err, context.DeadlineExceeded)
 }
 
 // event takes one event of the history: a step scheduled, or its end.

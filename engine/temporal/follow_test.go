@@ -37,6 +37,7 @@ func TestFollowOutput(t *testing.T) {
 	t.Run("more than the buffer between looks is skipped, said, and the rest in order", func(t *testing.T) { followPastTheBuffer(t, s) })
 	t.Run("the heartbeat of a step printing megabytes stays bounded", func(t *testing.T) { heartbeatBounded(t, s) })
 	t.Run("the follow ends when the session pauses", func(t *testing.T) { followUntilPaused(t, s) })
+	t.Run("the follow waits out a server restart", followAcrossRestart)
 	t.Run("a session that is not there", func(t *testing.T) {
 		f := startFleet(t, s)
 		err := f.client.FollowOutput(context.Background(), "no-such-session", &watched{})
@@ -383,7 +384,7 @@ phases:
 
 // followUntilPaused: a step that checkpoints pauses the session (its
 // workflow stays open): the follower writes the step's output and end,
-// then returns. (The step waits for the follower to show its first line:
+// then returns. (The checkpoint may stop the step before it exits. The step waits for the follower to show its first line:
 // a follow that starts after a step's end does not show it.)
 func followUntilPaused(t *testing.T, s *temporaltest.DevServer) {
 	f := startFleet(t, s)
@@ -395,11 +396,38 @@ func followUntilPaused(t *testing.T, s *temporaltest.DevServer) {
 	}
 	ended(t, done, out)
 	text := out.String()
-	if !regexp.MustCompile(`(?s)\A== phase 1/2 design · step agent · attempt 1 · agent command · on \S+\nworking\n.*\n== step agent exited 0 after [^\n]+\n\z`).MatchString(text) {
+	if !regexp.MustCompile(`(?s)\A== phase 1/2 design · step agent · attempt 1 · agent command · on \S+\nworking\n.*\n== step agent (exited 0|stopped) after [^\n]+\n\z`).MatchString(text) {
 		t.Fatalf("want the header, the output and the end, got:\n%s", text)
 	}
 	status, err := f.client.Status(context.Background(), id)
 	if err != nil || status.Status != string(engine.StatusPaused) {
 		t.Fatalf("the session: %s %v, want paused", status.Status, err)
+	}
+}
+
+const restartPlan = `version: 1
+phases:
+  - name: build
+    steps:
+      - name: wait
+        run: 'echo before; while [ ! -e go ]; do sleep 0.01; done; echo after'
+`
+
+// followAcrossRestart: the server restarts while a step runs (a server of
+// its own): the follower waits for it and goes on with the step's output
+// and end.
+func followAcrossRestart(t *testing.T) {
+	s := temporaltest.StartDevServer(t)
+	f := startFleet(t, s)
+	id, dir := f.session(t, restartPlan)
+	out, done := f.follow(t, id)
+	out.await(t, "before\n")
+	s.Restart(t)
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ended(t, done, out)
+	if text := out.String(); !regexp.MustCompile(`\nbefore\nafter\n== step wait exited 0 after [^\n]+\n\z`).MatchString(text) {
+		t.Fatalf("want the output once and the end, got:\n%s", text)
 	}
 }
