@@ -383,9 +383,10 @@ phases:
 `
 
 // followUntilPaused: a step that checkpoints pauses the session (its
-// workflow stays open): the follower writes the step's output and end,
-// then returns. (The checkpoint may stop the step before it exits. The step waits for the follower to show its first line:
-// a follow that starts after a step's end does not show it.)
+// workflow stays open): the follower writes the step's output and end
+// (the checkpoint may stop the step before it exits), then returns. The
+// step waits for the follower to show its first line: a follow that
+// starts after a step's end does not show it.
 func followUntilPaused(t *testing.T, s *temporaltest.DevServer) {
 	f := startFleet(t, s)
 	id, dir := f.session(t, checkpointPlan)
