@@ -245,7 +245,7 @@ var skipLine = regexp.MustCompile(`(?m)^== (\d+) bytes of the output skipped her
 // once: the follower says how many bytes it skipped, and what it wrote
 // around that is the step's output at the right offsets.
 func followPastTheBuffer(t *testing.T, s *temporaltest.DevServer) {
-	const n = 200000
+	const n = 1_000_000 // about 6.9 MB: seeing all of it would take over 100 heartbeats, 100s at the throttle
 	f := startFleet(t, s)
 	id, dir := f.session(t, fmt.Sprintf(floodPlan, n))
 	out, done := f.follow(t, id)
