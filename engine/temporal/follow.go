@@ -572,8 +572,8 @@ func (f *follower) show(key stepKey, tail *OutputTail) {
 		f.line("== " + describeStart(tail))
 	}
 	if start := tail.Offset(); start > s.wrote {
-		f.line(fmt.Sprintf("== %d bytes of the output skipped here: more than %d KiB came between two looks; "+
-			"pipeline logs on the worker %s has them", start-s.wrote, OutputTailSize>>10, tail.Worker))
+		f.line(fmt.Sprintf("== %d bytes of the output skipped here (more than the last %d KiB the worker holds came since the follow last looked, "+
+			"or before it started); pipeline logs on the worker %s has them", start-s.wrote, OutputTailSize>>10, tail.Worker))
 		s.wrote = start
 	}
 	if tail.Written > s.wrote {

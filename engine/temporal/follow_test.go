@@ -239,7 +239,7 @@ phases:
         run: 'echo ready; while [ ! -e go ]; do sleep 0.01; done; seq 1 %d'
 `
 
-var skipLine = regexp.MustCompile(`(?m)^== (\d+) bytes of the output skipped here: .* pipeline logs on the worker \S+ has them\n`)
+var skipLine = regexp.MustCompile(`(?m)^== (\d+) bytes of the output skipped here \(.*\); pipeline logs on the worker \S+ has them\n`)
 
 // followPastTheBuffer: a step prints far more than a heartbeat holds at
 // once: the follower says how many bytes it skipped, and what it wrote
