@@ -37,6 +37,7 @@ func TestFollowOutput(t *testing.T) {
 	t.Run("more than the buffer between looks is skipped, said, and the rest in order", func(t *testing.T) { followPastTheBuffer(t, s) })
 	t.Run("the heartbeat of a step printing megabytes stays bounded", func(t *testing.T) { heartbeatBounded(t, s) })
 	t.Run("the follow ends when the session pauses", func(t *testing.T) { followUntilPaused(t, s) })
+	t.Run("a pause stops the step, and the follow ends with its stopped end", func(t *testing.T) { followThroughAPause(t, s) })
 	t.Run("the follow waits out a server restart", followAcrossRestart)
 	t.Run("a session that is not there", func(t *testing.T) {
 		f := startFleet(t, s)
@@ -430,5 +431,31 @@ func followAcrossRestart(t *testing.T) {
 	ended(t, done, out)
 	if text := out.String(); !regexp.MustCompile(`\nbefore\nafter\n== step wait exited 0 after [^\n]+\n\z`).MatchString(text) {
 		t.Fatalf("want the output once and the end, got:\n%s", text)
+	}
+}
+
+const pausePlan = `version: 1
+phases:
+  - name: build
+    steps:
+      - name: forever
+        run: 'echo working; while :; do sleep 0.01; done'
+`
+
+// followThroughAPause: the pause signal cancels the running step's
+// activity; the step stops as on Ctrl+C and its result comes back
+// (completed, stopped): the follower writes the output, the stopped end,
+// and returns.
+func followThroughAPause(t *testing.T, s *temporaltest.DevServer) {
+	f := startFleet(t, s)
+	id, _ := f.session(t, pausePlan)
+	out, done := f.follow(t, id)
+	out.await(t, "working\n")
+	if err := f.client.Pause(context.Background(), id, "lunch", ""); err != nil {
+		t.Fatal(err)
+	}
+	ended(t, done, out)
+	if text := out.String(); !regexp.MustCompile(`\nworking\n== step forever stopped after [^\n]+\n\z`).MatchString(text) {
+		t.Fatalf("want the output and the stopped end, got:\n%s", text)
 	}
 }
