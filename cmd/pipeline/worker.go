@@ -99,14 +99,16 @@ func (o *workerOptions) run(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	defer c.Close()
-	w := worker.New(c, o.target.TaskQueue, worker.Options{
+	activities := &temporal.Activities{StateDir: o.stateDir, Grace: o.grace}
+	// The heartbeat throttle is how soon a follower sees a step's output.
+	w := worker.New(c, o.target.TaskQueue, temporal.WorkerOptions(activities, worker.Options{
 		MaxConcurrentActivityExecutionSize: o.maxParallel,
 		// A stopping worker stops its steps (o.grace, then kill) and
 		// reports their ends before it lets go.
 		WorkerStopTimeout: o.grace + 10*time.Second,
-	})
+	}))
 	w.RegisterWorkflowWithOptions(temporal.SessionWorkflow, workflow.RegisterOptions{Name: temporal.WorkflowType})
-	w.RegisterActivity(&temporal.Activities{StateDir: o.stateDir, Grace: o.grace})
+	w.RegisterActivity(activities)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("the worker cannot start: %w", err)
 	}

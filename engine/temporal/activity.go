@@ -60,6 +60,9 @@ type StepOutput struct {
 	Fired      *engine.Firing      `json:"fired,omitempty"`
 	Transcript string              `json:"transcript,omitempty"`
 	Worker     string              `json:"worker,omitempty"`
+	// Tail is the step and the end of its output that its heartbeats may
+	// not have carried to the server, for FollowOutput.
+	Tail *OutputTail `json:"tail,omitempty"`
 }
 
 // CompactOutput is a compaction turn's end, and the markers it printed.
@@ -67,14 +70,16 @@ type CompactOutput struct {
 	Compacted engine.Compacted    `json:"compacted"`
 	Phase     string              `json:"phase,omitempty"`
 	Markers   []engine.MemoryNote `json:"markers,omitempty"`
+	Tail      *OutputTail         `json:"tail,omitempty"`
 }
 
-// Progress is a step's heartbeat: how long it has run, and the markers
-// it printed so far.
+// Progress is a step's heartbeat: how long it has run, the markers it
+// printed so far, and the end of its output (for FollowOutput).
 type Progress struct {
 	Elapsed time.Duration       `json:"elapsed"`
 	Phase   string              `json:"phase,omitempty"`
 	Markers []engine.MemoryNote `json:"markers,omitempty"`
+	Tail    *OutputTail         `json:"tail,omitempty"`
 }
 
 // Activities runs the steps of sessions on a worker. Register it with
@@ -90,6 +95,11 @@ type Activities struct {
 	// HeartbeatEvery is how often a running step heartbeats (5s when 0);
 	// keep it well under the workflow's heartbeat timeout.
 	HeartbeatEvery time.Duration
+	// HeartbeatThrottle is how often, at most, the worker sends a step's
+	// heartbeat, and with it the step's latest output, to the server
+	// (DefaultHeartbeatThrottle when 0). It takes effect through
+	// WorkerOptions.
+	HeartbeatThrottle time.Duration
 	// Tick is how often a step's time limits and time-based triggers are
 	// checked (the executor's default when 0).
 	Tick time.Duration
@@ -164,6 +174,7 @@ type worker struct {
 	sess   *session.Session
 	runner *local.StepRunner
 	fired  chan engine.TriggerFired
+	tail   *tailBuffer
 	mu     sync.Mutex
 	phase  string
 	marks  []engine.MemoryNote
@@ -182,8 +193,8 @@ func (a *Activities) worker(ctx context.Context, id string, src PlanSource) (*wo
 	if view == nil {
 		view = logView{activity.GetLogger(ctx)}
 	}
-	w := &worker{a: a, sess: sess, fired: make(chan engine.TriggerFired, 1)}
-	w.runner = &local.StepRunner{Session: sess, Plan: sess.Plan, View: view, Clock: clock.Real{}, Grace: a.grace(),
+	w := &worker{a: a, sess: sess, fired: make(chan engine.TriggerFired, 1), tail: newTailBuffer()}
+	w.runner = &local.StepRunner{Session: sess, Plan: sess.Plan, View: streamView{view, w.tail}, Clock: clock.Real{}, Grace: a.grace(),
 		Executor: &steps.Executor{Clock: clock.Real{}, Tick: a.Tick},
 		Markers: func(phase string) func(steps.Marker) {
 			return func(m steps.Marker) {
@@ -229,6 +240,7 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (StepOutput, err
 	out.Transcript = filepath.Join(w.sess.X.Dir, "transcripts", phase.Name)
 	out.Result = awaitTurn(ctx, a, w, current, done, func(f engine.Firing) { out.Fired = &f })
 	out.Phase, out.Markers = w.markers()
+	out.Tail = w.tail.unsent(a.settle(activity.GetInfo(ctx).HeartbeatTimeout))
 	return out, nil
 }
 
@@ -244,19 +256,22 @@ func (a *Activities) Compact(ctx context.Context, in CompactInput) (CompactOutpu
 	current := w.runner.Compact(context.WithoutCancel(ctx), in.Compact, in.State, func(ev engine.Compacted) { done <- ev })
 	out := CompactOutput{Compacted: awaitTurn(ctx, a, w, current, done, nil)}
 	out.Phase, out.Markers = w.markers()
+	out.Tail = w.tail.unsent(a.settle(activity.GetInfo(ctx).HeartbeatTimeout))
 	return out, nil
 }
 
 // awaitTurn waits for the end of the turn current runs on this worker (a
-// step or a compaction turn), heartbeating with the markers so far. The
+// step or a compaction turn), heartbeating with the markers and the
+// output so far, on the ticker and when output comes. The
 // activity cancelled (a pause) stops the turn like Ctrl+C; so does the
 // worker stopping (SIGINT, SIGTERM: the session then pauses with this
 // reason rather than wait for a heartbeat timeout), or a live trigger
 // firing. stoppedBy, when set, is told the first firing that stopped it.
 func awaitTurn[T any](ctx context.Context, a *Activities, w *worker, current *local.StepRun, done <-chan T, stoppedBy func(engine.Firing)) T {
-	started := time.Now()
+	hb := &heartbeats{ctx: ctx, w: w, started: time.Now(), settle: a.settle(activity.GetInfo(ctx).HeartbeatTimeout)}
 	ticker := time.NewTicker(a.heartbeatEvery(ctx))
 	defer ticker.Stop()
+	defer hb.stop()
 	stop := func() {
 		if current != nil {
 			current.Stop(false)
@@ -287,11 +302,54 @@ func awaitTurn[T any](ctx context.Context, a *Activities, w *worker, current *lo
 		case <-cancelled:
 			cancelled = nil
 			stop()
+		case <-w.tail.arrived:
+			hb.outputArrived()
+		case <-hb.paced:
+			hb.beat()
 		case <-ticker.C:
-			p := Progress{Elapsed: time.Since(started)}
-			p.Phase, p.Markers = w.markers()
-			activity.RecordHeartbeat(ctx, p)
+			hb.beat()
 		}
+	}
+}
+
+// heartbeats sends a turn's heartbeats: on the ticker, and when output
+// comes, no closer together than heartbeatGap (the SDK throttles them
+// further, to the worker's HeartbeatThrottle).
+type heartbeats struct {
+	ctx     context.Context
+	w       *worker
+	started time.Time
+	settle  time.Duration
+	last    time.Time
+	timer   *time.Timer
+	// paced fires when output waits for the gap to pass.
+	paced <-chan time.Time
+}
+
+func (h *heartbeats) outputArrived() {
+	if wait := heartbeatGap - time.Since(h.last); wait > 0 {
+		if h.paced == nil {
+			h.timer = time.NewTimer(wait)
+			h.paced = h.timer.C
+		}
+		return
+	}
+	h.beat()
+}
+
+func (h *heartbeats) beat() {
+	h.stop()
+	p := Progress{Elapsed: time.Since(h.started), Tail: h.w.tail.tail(0)}
+	p.Phase, p.Markers = h.w.markers()
+	activity.RecordHeartbeat(h.ctx, p)
+	h.last = time.Now()
+	h.w.tail.beaten(h.last, p.Tail.Written, h.settle)
+}
+
+func (h *heartbeats) stop() {
+	if h.timer != nil {
+		h.timer.Stop()
+		h.timer, h.paced = nil, nil
 	}
 }
 
