@@ -91,3 +91,20 @@ func TestAPauseLeftPausedAtTheTerminal(t *testing.T) {
 		t.Errorf("no word of how to go on:\n%s", term.shown())
 	}
 }
+
+// r resumes the paused session in the same process, to completion.
+func TestAPauseResumedWithR(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "agent.sh", answerAgent)
+	write(t, dir, "phases.yaml", answerPhases)
+	write(t, dir, "spec.md", "# The spec\n")
+	term := startOnTerminal(t, dir, "run")
+	term.await(t, "[q] leave it paused")
+	io.WriteString(term.pty, "r")
+	if code := term.exit(t); code != exitCompleted {
+		t.Fatalf("exit %d, want 0:\n%s", code, term.shown())
+	}
+	if s := status(t, dir); s.Status != "completed" || !strings.Contains(term.shown(), "resuming session "+s.ID) {
+		t.Errorf("status %s; the terminal:\n%s", s.Status, term.shown())
+	}
+}

@@ -584,7 +584,7 @@ func TestSessionCommandsPrintJSON(t *testing.T) {
 	if r.code != 0 || s.Status != "completed" {
 		t.Fatalf("resume -o json: exit %d, %+v", r.code, s)
 	}
-	var piece map[string]string
+	var piece map[string]any
 	logs := pipeline(t, dir, "logs", "-o", "json")
 	lines := strings.Split(strings.TrimSpace(logs.stdout), "\n")
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &piece); err != nil || piece["transcript"] != "b/1-run.log" || piece["text"] != "done\n" {

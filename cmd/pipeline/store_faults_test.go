@@ -14,7 +14,8 @@ import (
 // Issue 9: SESSION was used as a path and as a pattern (status '*',
 // complete ../..); with a meta.json planted where a path led, complete
 // wrote the session's files outside .pipeline. Every command that takes
-// SESSION accepts a session id, or the start of one, and nothing else.
+// SESSION accepts a session id, the start of one, or a session's name,
+// and nothing else.
 func TestSessionArgumentIsASessionIDOnly(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "phases.yaml", "version: 1\nphases: [{name: a, steps: [{run: 'echo \"[CHECKPOINT] wait\"'}]}]\n")
@@ -25,7 +26,7 @@ func TestSessionArgumentIsASessionIDOnly(t *testing.T) {
 	// A meta.json planted in the project, naming the project as a session.
 	write(t, dir, "meta.json", `{"format":1,"id":"..","key":"k","file":"`+filepath.Join(dir, "phases.yaml")+`"}`)
 	before := filetree.Of(t, dir)
-	for _, arg := range []string{"../..", "..", "*", "2*", "/etc", id + "/..", "s1", id[:len(id)-6] + "ABCDEF"} {
+	for _, arg := range []string{"../..", "..", "*", "2*", "/etc", id + "/..", "1s", id[:len(id)-6] + "ABCDEF"} {
 		for _, cmd := range [][]string{{"status", arg}, {"logs", arg}, {"pause", arg}, {"pause", arg, "--notes", "n"},
 			{"complete", arg}, {"resume", arg}} {
 			r := pipeline(t, dir, cmd...)
@@ -36,6 +37,13 @@ func TestSessionArgumentIsASessionIDOnly(t *testing.T) {
 	}
 	if after := filetree.Of(t, dir); len(after) != len(before) {
 		t.Errorf("commands given a path for SESSION wrote files:\nbefore %v\nafter  %v", before, after)
+	}
+	// A word that could be a session's name (run --name) is looked up as
+	// one, and is not there.
+	for _, cmd := range [][]string{{"status", "s1"}, {"logs", "s1"}, {"resume", "s1"}} {
+		if r := pipeline(t, dir, cmd...); r.code != exitUsage || !strings.Contains(r.stderr, `no such session "s1"`) {
+			t.Errorf("%v: exit %d, %s", cmd, r.code, r.stderr)
+		}
 	}
 	// An id, and the start of one, still work.
 	for _, arg := range []string{id, id[:12]} {
