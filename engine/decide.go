@@ -19,6 +19,11 @@ import (
 // An expression that fails at run time pauses the session with reason
 // expression-error: it is never taken as false.
 func Decide(plan *spec.Plan, s State, ev Event) (State, []Action) {
+	if s.ended(ev) {
+		// Late news of a step that is over (a trigger delivered after its
+		// step's end): it must not reach the step running now.
+		return s, nil
+	}
 	s = s.clone()
 	d := decider{plan: plan, s: &s, now: ev.eventTime()}
 	switch e := ev.(type) {
@@ -87,6 +92,23 @@ func Decide(plan *spec.Plan, s State, ev Event) (State, []Action) {
 		}
 	}
 	return s, d.actions
+}
+
+// ended reports whether ev belongs to an execution that has ended: a
+// step's (or compaction turn's) event whose number is not the running
+// one's. An event without a number (recorded before they were given)
+// is the running step's, as it always was.
+func (s State) ended(ev Event) bool {
+	var n int
+	switch e := ev.(type) {
+	case StepFinished:
+		n = e.Execution
+	case TriggerFired:
+		n = e.Execution
+	case Compacted:
+		n = e.Execution
+	}
+	return n != 0 && (n != s.Execution || !s.StepRunning)
 }
 
 type decider struct {
@@ -248,7 +270,8 @@ func (d *decider) startStep() {
 	if rec.Started.IsZero() {
 		rec.Started = d.now
 	}
-	start := StartStep{Phase: s.Phase, Step: s.Step, Attempt: s.Attempt}
+	s.Execution++
+	start := StartStep{Phase: s.Phase, Step: s.Step, Attempt: s.Attempt, Execution: s.Execution}
 	if step := d.step(); step.Agent != nil {
 		key := sessionKey(d.phase(), step)
 		start.SessionKey = key
@@ -987,7 +1010,8 @@ func (d *decider) recovered() {
 	if c := s.Compaction; c != nil {
 		// The runner died in the compaction turn: it runs again.
 		s.StepRunning = true
-		d.do(Compact{Phase: s.Phase, Step: s.Step, Attempt: s.Attempt, SessionKey: c.SessionKey, SessionID: c.SessionID})
+		s.Execution++
+		d.do(Compact{Phase: s.Phase, Step: s.Step, Attempt: s.Attempt, Execution: s.Execution, SessionKey: c.SessionKey, SessionID: c.SessionID})
 		return
 	}
 	s.ResumeContext = true

@@ -52,10 +52,13 @@ type Parent struct {
 	WorkingSet *WorkingSet `json:"working_set,omitempty"`
 }
 
-// StepFinished is the end of the running step.
+// StepFinished is the end of the running step. Execution is the
+// StartStep's (see State.Execution); 0, in a session recorded before
+// executions were numbered, is taken for the step running.
 type StepFinished struct {
-	At     time.Time
-	Result StepResult
+	At        time.Time
+	Result    StepResult
+	Execution int `json:",omitempty"`
 }
 
 // StepResult is what a step left behind.
@@ -113,10 +116,12 @@ type StepResult struct {
 	OutputHeld bool     `json:"output_held,omitempty"`
 }
 
-// TriggerFired is a pause_when trigger that became true while a step ran.
+// TriggerFired is a pause_when trigger that became true while a step
+// ran: the step of Execution (0: the step running, as StepFinished's).
 type TriggerFired struct {
-	At     time.Time
-	Firing Firing
+	At        time.Time
+	Firing    Firing
+	Execution int `json:",omitempty"`
 }
 
 // TimerExpired ends a back-off.
@@ -226,8 +231,12 @@ type Action interface{ isAction() }
 type StartStep struct {
 	Phase, Step int
 	Attempt     int
-	SessionKey  string
-	SessionID   string
+	// Execution numbers this run of a step in the session (State.Execution):
+	// the events of the step (TriggerFired, StepFinished) carry it, so
+	// that one delivered after its step ended is known and dropped.
+	Execution  int `json:",omitempty"`
+	SessionKey string
+	SessionID  string
 	// Fork resumes SessionID as a new native session branched from it,
 	// leaving it as it was (Claude Code's --fork-session, codex exec
 	// fork): the first turn of a phase in a session an earlier phase

@@ -69,6 +69,9 @@ type Driver struct {
 	// Verbose says each trigger that fires (pause_when, restart_when,
 	// escalate_when …) with the values it read, as it fires.
 	Verbose bool
+	// tapFirings, set by tests, is handed each run's way to deliver a
+	// firing, as the executor delivers one.
+	tapFirings func(put func(engine.TriggerFired))
 }
 
 // Run drives the session with events (the last one starts the run: a
@@ -84,20 +87,7 @@ func (d *Driver) Run(ctx context.Context, sess *session.Session, events ...engin
 	if _, err := sess.Apply(events[:len(events)-1]...); err != nil {
 		return sess.State(), err
 	}
-	r := &run{d: d, sess: sess, plan: sess.Plan, clock: d.Clock, events: make(chan engine.Event, 64),
-		markers: markerQueue{ready: make(chan struct{}, 1)}}
-	if r.clock == nil {
-		r.clock = clock.Real{}
-	}
-	r.steps = &StepRunner{Session: sess, Plan: sess.Plan, View: d.View, Clock: r.clock, Grace: d.Grace,
-		Executor: &steps.Executor{Clock: r.clock, Tick: d.Tick}, Markers: r.markers.sink,
-		Fired: func(ev engine.TriggerFired) {
-			select {
-			case r.events <- ev:
-			default:
-				go func() { r.events <- ev }()
-			}
-		}}
+	r := d.newRun(sess)
 	interrupts, stopSignals := d.interrupts(sess)
 	defer stopSignals()
 	state, err := r.loop(ctx, events[len(events)-1], interrupts)
@@ -108,6 +98,21 @@ func (d *Driver) Run(ctx context.Context, sess *session.Session, events ...engin
 		sess.RunHooks(ctx, d.HookTimeout, r.say)
 	}
 	return state, err
+}
+
+// newRun prepares one call of Run on sess.
+func (d *Driver) newRun(sess *session.Session) *run {
+	r := &run{d: d, sess: sess, plan: sess.Plan, clock: d.Clock, events: make(chan engine.Event, 64),
+		markers: markerQueue{ready: make(chan struct{}, 1)}, firings: newFiringQueue()}
+	if r.clock == nil {
+		r.clock = clock.Real{}
+	}
+	r.steps = &StepRunner{Session: sess, Plan: sess.Plan, View: d.View, Clock: r.clock, Grace: d.Grace,
+		Executor: &steps.Executor{Clock: r.clock, Tick: d.Tick}, Markers: r.markers.sink, Fired: r.firings.put}
+	if d.tapFirings != nil {
+		d.tapFirings(r.firings.put)
+	}
+	return r
 }
 
 // interrupts merges the Interrupts channel and, when asked, the signals.
@@ -187,6 +192,9 @@ type run struct {
 	// markers are the working-set markers the running step printed and
 	// the loop has not recorded yet; markersReady wakes the loop.
 	markers markerQueue
+	// firings are the live triggers that fired and the loop has not
+	// decided yet.
+	firings *firingQueue
 }
 
 func (r *run) say(format string, args ...any) { r.d.View.Say(format, args...) }
@@ -251,7 +259,7 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 						done.Value.Source, r.plan.Phases[a.Phase].Name, a.Attempt)
 				}
 				r.current = r.steps.Start(ctx, a, state, func(res engine.StepResult) {
-					r.events <- engine.StepFinished{At: r.clock.Now(), Result: res}
+					r.events <- engine.StepFinished{At: r.clock.Now(), Result: res, Execution: a.Execution}
 				})
 			case engine.Sleep:
 				r.say("retrying in %s (attempt %d)", a.Duration, state.Attempt)
@@ -301,9 +309,18 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 			if ev, ok := r.markers.take(r.clock.Now()); ok && handle(ev) {
 				return state(), recordErr
 			}
+		case <-r.firings.ready:
+			if r.handleAll(r.firings.take(), handle) {
+				return state(), recordErr
+			}
 		case ev := <-r.events:
 			switch ev.(type) {
 			case engine.StepFinished, engine.Compacted:
+				// A trigger that fired before the step's end is decided
+				// before it, as it happened.
+				if r.handleAll(r.firings.take(), handle) {
+					return state(), recordErr
+				}
 				r.current = nil
 				// What the step printed is the step's: recorded before
 				// its end, as the human's changes left meanwhile.
@@ -372,6 +389,17 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 			}
 		}
 	}
+}
+
+// handleAll decides the firings in order, and reports whether the run
+// has ended.
+func (r *run) handleAll(firings []engine.TriggerFired, handle func(engine.Event) bool) bool {
+	for _, ev := range firings {
+		if handle(ev) {
+			return true
+		}
+	}
+	return false
 }
 
 // sayFired says the triggers that fired between two states, once each: a

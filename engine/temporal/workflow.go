@@ -154,6 +154,7 @@ type flow struct {
 	// the back-off sleeping.
 	step      workflow.Future
 	stepKind  string
+	execution int // the running step's (StartStep.Execution)
 	stopStep  workflow.CancelFunc
 	timer     workflow.Future
 	stopTimer workflow.CancelFunc
@@ -228,12 +229,14 @@ func (f *flow) startStep(a engine.StartStep) {
 	ctx, cancel := f.activityContext()
 	f.step, f.stopStep, f.stepKind = workflow.ExecuteActivity(ctx, ActivityRunStep,
 		StepInput{SessionID: f.in.SessionID, Plan: f.in.Plan, State: f.state, Start: a}), cancel, ActivityRunStep
+	f.execution = a.Execution
 }
 
 func (f *flow) startCompaction(a engine.Compact) {
 	ctx, cancel := f.activityContext()
 	f.step, f.stopStep, f.stepKind = workflow.ExecuteActivity(ctx, ActivityCompact,
 		CompactInput{SessionID: f.in.SessionID, Plan: f.in.Plan, State: f.state, Compact: a}), cancel, ActivityCompact
+	f.execution = a.Execution
 }
 
 // wait blocks until something happens: the step's end, the timer, a
@@ -304,7 +307,7 @@ func (f *flow) resumed(r ResumeSignal) {
 // (markers, the trigger that stopped it), then its end. A worker lost
 // mid-step is a runner that died: Recovered runs the step again.
 func (f *flow) stepEnded(fut workflow.Future) {
-	kind := f.stepKind
+	kind, execution := f.stepKind, f.execution
 	f.step, f.stopStep, f.stepKind = nil, nil, ""
 	now := f.now()
 	remember := func(phase string, notes []engine.MemoryNote) {
@@ -318,7 +321,7 @@ func (f *flow) stepEnded(fut workflow.Future) {
 		if err = fut.Get(f.ctx, &out); err == nil {
 			f.lost = 0
 			remember(out.Phase, out.Markers)
-			out.Compacted.At = now
+			out.Compacted.At, out.Compacted.Execution = now, execution
 			f.queue = append(f.queue, out.Compacted)
 			return
 		}
@@ -328,9 +331,9 @@ func (f *flow) stepEnded(fut workflow.Future) {
 			f.lost = 0
 			remember(out.Phase, out.Markers)
 			if out.Fired != nil {
-				f.queue = append(f.queue, engine.TriggerFired{At: now, Firing: *out.Fired})
+				f.queue = append(f.queue, engine.TriggerFired{At: now, Firing: *out.Fired, Execution: execution})
 			}
-			f.queue = append(f.queue, engine.StepFinished{At: now, Result: out.Result})
+			f.queue = append(f.queue, engine.StepFinished{At: now, Result: out.Result, Execution: execution})
 			return
 		}
 	}
@@ -341,7 +344,7 @@ func (f *flow) stepEnded(fut workflow.Future) {
 		// Stopped before the step's end could be had: stopped all the
 		// same.
 		f.lost = 0
-		f.stepGone(kind, now, engine.StepResult{Stopped: true, ExitCode: -1, Error: "the step was stopped"}, "the compaction turn was stopped before it answered: the working set is its markers and the phase summaries")
+		f.stepGone(kind, execution, now, engine.StepResult{Stopped: true, ExitCode: -1, Error: "the step was stopped"}, "the compaction turn was stopped before it answered: the working set is its markers and the phase summaries")
 	case errors.As(err, &timeout) && timeout.TimeoutType() != enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START:
 		var p Progress
 		if timeout.HasLastHeartbeatDetails() && timeout.LastHeartbeatDetails(&p) == nil {
@@ -350,28 +353,28 @@ func (f *flow) stepEnded(fut workflow.Future) {
 		f.lost++
 		if f.lost > f.maxLost() {
 			f.lost = 0
-			f.queue = append(f.queue, engine.TriggerFired{At: now, Firing: engine.Firing{Reason: ReasonWorkerLost, At: now,
+			f.queue = append(f.queue, engine.TriggerFired{At: now, Execution: execution, Firing: engine.Firing{Reason: ReasonWorkerLost, At: now,
 				Note: fmt.Sprintf("the worker running the step was lost %d times in a row (%v)", f.maxLost()+1, timeout.TimeoutType())}})
-			f.stepGone(kind, now, engine.StepResult{Stopped: true, ExitCode: -1, Error: "the worker was lost"}, "the worker was lost")
+			f.stepGone(kind, execution, now, engine.StepResult{Stopped: true, ExitCode: -1, Error: "the worker was lost"}, "the worker was lost")
 			return
 		}
 		f.queue = append(f.queue, engine.Recovered{At: now, Plan: f.plan.Digest})
 	default:
 		f.lost = 0
-		f.queue = append(f.queue, engine.TriggerFired{At: now, Firing: engine.Firing{Reason: ReasonWorkerError, At: now,
+		f.queue = append(f.queue, engine.TriggerFired{At: now, Execution: execution, Firing: engine.Firing{Reason: ReasonWorkerError, At: now,
 			Note: "the worker could not run the step: " + err.Error()}})
-		f.stepGone(kind, now, engine.StepResult{Stopped: true, ExitCode: -1, Error: err.Error()}, "the compaction turn could not run: "+err.Error())
+		f.stepGone(kind, execution, now, engine.StepResult{Stopped: true, ExitCode: -1, Error: err.Error()}, "the compaction turn could not run: "+err.Error())
 	}
 }
 
 // stepGone queues the end of a step or a compaction that returned no
 // result of its own.
-func (f *flow) stepGone(kind string, now time.Time, r engine.StepResult, fallback string) {
+func (f *flow) stepGone(kind string, execution int, now time.Time, r engine.StepResult, fallback string) {
 	if kind == ActivityCompact {
-		f.queue = append(f.queue, engine.Compacted{At: now, Fallback: fallback})
+		f.queue = append(f.queue, engine.Compacted{At: now, Fallback: fallback, Execution: execution})
 		return
 	}
-	f.queue = append(f.queue, engine.StepFinished{At: now, Result: r})
+	f.queue = append(f.queue, engine.StepFinished{At: now, Result: r, Execution: execution})
 }
 
 func (f *flow) maxLost() int {
