@@ -24,6 +24,7 @@ func Decide(plan *spec.Plan, s State, ev Event) (State, []Action) {
 		// step's end): it must not reach the step running now.
 		return s, nil
 	}
+	before := s
 	s = s.clone()
 	d := decider{plan: plan, s: &s, now: ev.eventTime()}
 	switch e := ev.(type) {
@@ -85,13 +86,87 @@ func Decide(plan *spec.Plan, s State, ev Event) (State, []Action) {
 		}
 	case Rewound:
 		d.rewound(e)
+		// A command's, not a run's: no runner is there to carry out
+		// effects (the rewind restored the work tree itself).
+		return s, d.actions
 	case Completed:
 		if s.Status != StatusCompleted {
 			s.Status, s.Pause, s.StepRunning, s.Waiting, s.ByHand = StatusCompleted, nil, false, false, true
 			d.do(Complete{})
 		}
+		// By hand, as a rewind: no runner runs hooks or keeps checkpoints.
+		return s, d.actions
 	}
-	return s, d.actions
+	return s, d.withEffects(before, ev)
+}
+
+// withEffects adds to the decided actions the effects the change from
+// before to the new state calls for, in the order a runner must carry
+// them out: the checkpoints first (before a step that follows can
+// write), the memory a human left just before each step starts, and the
+// hooks just before the action that ends the run.
+func (d *decider) withEffects(before State, ev Event) []Action {
+	out := d.checkpoints(before, ev)
+	for _, a := range d.actions {
+		switch a.(type) {
+		case StartStep:
+			out = append(out, TakeMemory{})
+		case Pause, Complete, Fail:
+			if events := HookEvents(*d.s); hasHooks(d.plan, events) {
+				out = append(out, RunHooks{Events: events})
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// checkpoints are the checkpoints the change from before calls for (see
+// checkpoint: in phases.yaml): the session started, a phase completed,
+// the session paused.
+func (d *decider) checkpoints(before State, ev Event) []Action {
+	mode, after := d.plan.Checkpoint.Value, d.s
+	if mode == spec.CheckpointOff {
+		return nil
+	}
+	var out []Action
+	if _, ok := ev.(Started); ok && after.Status == StatusRunning {
+		out = append(out, Checkpoint{Kind: CheckpointStart, Phase: -1, Name: "00-start"})
+	}
+	for i, rec := range after.Phases {
+		if rec.Status == StatusCompleted && (i >= len(before.Phases) || before.Phases[i].Status != StatusCompleted) && rec.Checkpoint == "" {
+			out = append(out, Checkpoint{Kind: CheckpointPhase, Phase: i, PhaseName: rec.Name,
+				Name: CheckpointName(i, rec.Name), Commit: mode == spec.CheckpointCommit})
+		}
+	}
+	if after.Status == StatusPaused && before.Status != StatusPaused && after.Phase < len(after.Phases) {
+		name := after.Phases[after.Phase].Name
+		out = append(out, Checkpoint{Kind: CheckpointPause, Phase: after.Phase, PhaseName: name,
+			Name: CheckpointName(after.Phase, name) + "-paused"})
+	}
+	return out
+}
+
+// hasHooks reports whether the plan has on: commands for one of events.
+func hasHooks(plan *spec.Plan, events []string) bool {
+	return slices.ContainsFunc(events, func(ev string) bool { return len(plan.Hooks.For(ev)) > 0 })
+}
+
+// HookEvents are the on: events a state calls for: paused (and
+// needs-human after it), failed or completed; none while it runs.
+func HookEvents(s State) []string {
+	switch s.Status {
+	case StatusPaused:
+		if s.Pause != nil && s.Pause.Reason == ReasonNeedsHuman {
+			return []string{spec.HookPaused, spec.HookNeedsHuman}
+		}
+		return []string{spec.HookPaused}
+	case StatusFailed:
+		return []string{spec.HookFailed}
+	case StatusCompleted:
+		return []string{spec.HookCompleted}
+	}
+	return nil
 }
 
 // ended reports whether ev belongs to an execution that has ended: a

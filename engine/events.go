@@ -1,6 +1,10 @@
 package engine
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // Event is something that happened to a session. Every event is plain
 // data, so the store can append it to the session's log as it comes.
@@ -284,7 +288,61 @@ type Complete struct{}
 // Fail ends the run with the session failed.
 type Fail struct{ Reason string }
 
+// Checkpoint asks the runner to keep the work tree in git, before any
+// step that follows starts: a commit under refs/pipeline/<session>/Name,
+// or on the branch when Commit (checkpoint: commit, a phase's end). Kind
+// says when (CheckpointStart, CheckpointPhase, CheckpointPause) and Phase
+// which phase (-1 for the start; PhaseName its name). The runner answers
+// with Checkpointed, or says why git could not make it.
+type Checkpoint struct {
+	Kind      string
+	Phase     int
+	PhaseName string `json:",omitempty"`
+	Name      string
+	Commit    bool `json:",omitempty"`
+}
+
+// Message is the checkpoint's commit message in session id's history.
+func (c Checkpoint) Message(id string) string {
+	switch c.Kind {
+	case CheckpointStart:
+		return fmt.Sprintf("pipeline: session %s started", id)
+	case CheckpointPause:
+		return fmt.Sprintf("pipeline: session %s paused in phase %s", id, c.PhaseName)
+	}
+	return fmt.Sprintf("pipeline: phase %s completed (session %s)", c.PhaseName, id)
+}
+
+// CheckpointName names the checkpoint of phase i (from 0): 01-design.
+// A phase name's characters that a ref may not hold become -.
+func CheckpointName(i int, phase string) string {
+	safe := strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '-'
+	}, phase)
+	return fmt.Sprintf("%02d-%s", i+1, safe)
+}
+
+// RunHooks asks the runner to run the plan's on: commands for Events
+// (HookEvents: where the session stopped), in the folder of phases.yaml,
+// each bounded by its timeout. It comes just before the Pause, Complete
+// or Fail that ends the run, and only when the plan has commands for
+// those events. Nothing comes back: a hook changes nothing of the
+// session.
+type RunHooks struct{ Events []string }
+
+// TakeMemory asks the runner to take the changes to the working set a
+// human left for the session (pipeline memory pin, task add …) before the
+// step that follows starts, so that its prompt has them: the runner
+// answers with a Remembered event for each.
+type TakeMemory struct{}
+
 func (StartStep) isAction()   {}
+func (Checkpoint) isAction()  {}
+func (RunHooks) isAction()    {}
+func (TakeMemory) isAction()  {}
 func (StopStep) isAction()    {}
 func (Sleep) isAction()       {}
 func (DropSession) isAction() {}

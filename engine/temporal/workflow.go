@@ -95,6 +95,9 @@ type SessionInput struct {
 	Runs int `json:"runs,omitempty"`
 	// Lost counts the workers lost in a row on the current step.
 	Lost int `json:"lost,omitempty"`
+	// MemoryAfter is the event of the worker's copy of the session up to
+	// which the human's memory changes were taken (see TakeMemory).
+	MemoryAfter int64 `json:"memory_after,omitempty"`
 }
 
 // SessionWorkflow drives one session: it decides each event with
@@ -111,7 +114,10 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) (engine.State, error
 		in.Created = workflow.GetInfo(ctx).WorkflowStartTime
 	}
 	f := &flow{ctx: ctx, plan: plan, in: in, state: in.State, lost: in.Lost,
-		pauses: workflow.GetSignalChannel(ctx, SignalPause), resumes: workflow.GetSignalChannel(ctx, SignalResume)}
+		pauses: workflow.GetSignalChannel(ctx, SignalPause), resumes: workflow.GetSignalChannel(ctx, SignalResume),
+		// A history recorded before the effects were Decide's actions
+		// replays without them: its commands are what it recorded.
+		effects: workflow.GetVersion(ctx, versionEffects, workflow.DefaultVersion, 1) >= 1}
 	for _, rec := range in.Events {
 		ev, err := rec.Event()
 		if err != nil {
@@ -161,7 +167,14 @@ type flow struct {
 	pauses    workflow.ReceiveChannel
 	resumes   workflow.ReceiveChannel
 	lost      int
+	// effects: this run carries out the checkpoints, hooks and memory
+	// Decide asks for (see versionEffects).
+	effects bool
 }
+
+// versionEffects marks the workflow version from which the effects
+// (engine.Checkpoint, RunHooks, TakeMemory) run as activities.
+const versionEffects = "effects-as-actions"
 
 func (f *flow) now() time.Time { return workflow.Now(f.ctx) }
 
@@ -179,6 +192,12 @@ func (f *flow) decide(ev engine.Event) {
 	log := workflow.GetLogger(f.ctx)
 	for _, a := range actions {
 		switch a := a.(type) {
+		case engine.Checkpoint:
+			f.checkpoint(a)
+		case engine.TakeMemory:
+			f.takeMemory()
+		case engine.RunHooks:
+			f.runHooks(a)
 		case engine.StartStep:
 			f.startStep(a)
 		case engine.Compact:
@@ -427,6 +446,7 @@ func (f *flow) dueForNewRun() bool {
 func (f *flow) continueAsNew() error {
 	next := f.in
 	next.State, next.Events, next.Runs, next.Lost = f.state, nil, f.in.Runs+1, f.lost
+	next.MemoryAfter = f.in.MemoryAfter
 	for _, ev := range f.queue {
 		rec, err := Record(ev)
 		if err != nil {
@@ -435,4 +455,88 @@ func (f *flow) continueAsNew() error {
 		next.Events = append(next.Events, rec)
 	}
 	return workflow.NewContinueAsNewError(f.ctx, SessionWorkflow, next)
+}
+
+// effectContext runs an effect's activity: bounded by timeout, tried
+// attempts times.
+func (f *flow) effectContext(timeout time.Duration, attempts int32) workflow.Context {
+	return workflow.WithActivityOptions(f.ctx, workflow.ActivityOptions{
+		TaskQueue:           f.in.Options.TaskQueue,
+		StartToCloseTimeout: timeout,
+		RetryPolicy:         &sdktemporal.RetryPolicy{MaximumAttempts: attempts},
+	})
+}
+
+func (f *flow) effectInput() EffectInput {
+	return EffectInput{SessionID: f.in.SessionID, Plan: f.in.Plan, State: f.state}
+}
+
+// apply decides an event that answers an effect (Checkpointed,
+// Remembered): it changes the state, before the step that follows starts.
+func (f *flow) apply(ev engine.Event) {
+	f.state, _ = engine.Decide(f.plan, f.state, ev)
+	f.decided++
+}
+
+// checkpoint keeps the work tree in git on a worker, in the step's
+// folder, before the next step starts; one git cannot make is logged, and
+// the session goes on without it, as a local run does.
+func (f *flow) checkpoint(a engine.Checkpoint) {
+	if !f.effects {
+		return
+	}
+	log := workflow.GetLogger(f.ctx)
+	var out CheckpointOutput
+	err := workflow.ExecuteActivity(f.effectContext(2*time.Minute, 3), ActivityCheckpoint,
+		CheckpointInput{EffectInput: f.effectInput(), Checkpoint: a}).Get(f.ctx, &out)
+	switch {
+	case err != nil:
+		log.Warn("no checkpoint", "name", a.Name, "error", err.Error())
+	case out.NoGit:
+		if a.Kind == engine.CheckpointStart {
+			log.Info("the pipeline's folder is not in a git work tree: this session keeps no checkpoints")
+		}
+	case out.Problem != "":
+		log.Warn("no checkpoint", "name", a.Name, "problem", out.Problem)
+	default:
+		f.apply(engine.Checkpointed{At: f.now(), Kind: a.Kind, Phase: a.Phase, Commit: out.Commit})
+	}
+}
+
+// takeMemory decides the changes to the working set a human made since
+// the last it took, before the next step starts: its prompt has them.
+func (f *flow) takeMemory() {
+	if !f.effects {
+		return
+	}
+	var out MemoryOutput
+	err := workflow.ExecuteActivity(f.effectContext(2*time.Minute, 3), ActivityTakeMemory,
+		MemoryInput{EffectInput: f.effectInput(), After: f.in.MemoryAfter}).Get(f.ctx, &out)
+	if err != nil {
+		workflow.GetLogger(f.ctx).Warn("the memory changes left for the session cannot be taken now: they wait for the next step", "error", err.Error())
+		return
+	}
+	f.in.MemoryAfter = max(f.in.MemoryAfter, out.Last)
+	for _, ev := range out.Remembered {
+		f.apply(ev)
+	}
+}
+
+// runHooks runs the on: commands on a worker as the run stops; each is
+// bounded by session.HookTimeout, and a hook that fails is logged.
+func (f *flow) runHooks(a engine.RunHooks) {
+	if !f.effects {
+		return
+	}
+	lines := 0
+	for _, ev := range a.Events {
+		lines += len(f.plan.Hooks.For(ev))
+	}
+	timeout := time.Duration(lines)*session.HookTimeout + time.Minute
+	// Once: a hook tells somebody, and twice would tell them twice.
+	err := workflow.ExecuteActivity(f.effectContext(timeout, 1), ActivityRunHooks,
+		HooksInput{EffectInput: f.effectInput(), Events: a.Events}).Get(f.ctx, nil)
+	if err != nil {
+		workflow.GetLogger(f.ctx).Warn("the on: hooks could not run", "events", a.Events, "error", err.Error())
+	}
 }
