@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -103,7 +104,8 @@ func (a *Activities) RunHooks(ctx context.Context, in HooksInput) error {
 		return err
 	}
 	defer sess.Close()
-	sess.RunHooksOf(ctx, in.State, in.Timeout, activity.GetLogger(ctx).Info)
+	log := activity.GetLogger(ctx)
+	sess.RunHooksOf(ctx, in.State, in.Timeout, func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) })
 	return nil
 }
 
