@@ -253,3 +253,33 @@ func TestResumeSignalWithANewPlan(t *testing.T) {
 		t.Fatalf("the phase's notes: %q", notes)
 	}
 }
+
+// TestStepsCarryTheirExecution: each step the workflow starts carries
+// the next execution number (a step run again after a lost worker too),
+// and the step's end, with that number, is decided.
+func TestStepsCarryTheirExecution(t *testing.T) {
+	r := newRun(t, agentPlan)
+	calls := 0
+	r.env.OnActivity(temporal.ActivityRunStep, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in temporal.StepInput) (temporal.StepOutput, error) {
+			calls++
+			if calls == 1 {
+				return temporal.StepOutput{}, sdktemporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
+			}
+			return temporal.StepOutput{}, nil
+		})
+	s := r.execute()
+	starts := r.startSteps()
+	// design (lost, then again), build.
+	if s.Status != engine.StatusCompleted || len(starts) != 3 {
+		t.Fatalf("want completed after 3 starts, got %s after %d", s.Status, len(starts))
+	}
+	for i, start := range starts {
+		if start.Execution != i+1 {
+			t.Fatalf("start %d (%+v): execution %d, want %d", i, start, start.Execution, i+1)
+		}
+	}
+	if s.Execution != 3 {
+		t.Fatalf("state's execution %d, want 3", s.Execution)
+	}
+}
