@@ -59,31 +59,13 @@ func Decide(plan *spec.Plan, s State, ev Event) (State, []Action) {
 	case Compacted:
 		d.compacted(e)
 	case Remembered:
-		phase := e.Phase
-		if phase == "" && s.Phase < len(s.Phases) {
-			phase = s.Phases[s.Phase].Name
-		}
-		for _, n := range e.Notes {
-			s.WorkingSet.Remember(n, phase, e.Source, e.At)
-		}
-		for i := range s.Phases {
-			if s.Phases[i].Name == phase && s.WorkingSet.PhaseSummary(phase) != "" {
-				s.Phases[i].Summary = s.WorkingSet.PhaseSummary(phase)
-			}
-		}
+		d.remembered(e)
 	case Noted:
 		if e.Notes != "" && s.Phase < len(s.Phases) {
 			d.record().Notes = append(d.record().Notes, e.Notes)
 		}
 	case Checkpointed:
-		switch {
-		case e.Kind == CheckpointStart:
-			s.StartCheckpoint = e.Commit
-		case e.Kind == CheckpointPause:
-			s.PauseCheckpoint = e.Commit
-		case e.Kind == CheckpointPhase && e.Phase >= 0 && e.Phase < len(s.Phases):
-			s.Phases[e.Phase].Checkpoint = e.Commit
-		}
+		d.checkpointed(e)
 	case Rewound:
 		d.rewound(e)
 		// A command's, not a run's: no runner is there to carry out
@@ -167,6 +149,37 @@ func HookEvents(s State) []string {
 		return []string{spec.HookCompleted}
 	}
 	return nil
+}
+
+// remembered changes the working set as e says, in e's phase (the
+// current one when it names none).
+func (d *decider) remembered(e Remembered) {
+	s := d.s
+	phase := e.Phase
+	if phase == "" && s.Phase < len(s.Phases) {
+		phase = s.Phases[s.Phase].Name
+	}
+	for _, n := range e.Notes {
+		s.WorkingSet.Remember(n, phase, e.Source, e.At)
+	}
+	for i := range s.Phases {
+		if s.Phases[i].Name == phase && s.WorkingSet.PhaseSummary(phase) != "" {
+			s.Phases[i].Summary = s.WorkingSet.PhaseSummary(phase)
+		}
+	}
+}
+
+// checkpointed records the commit of a checkpoint taken.
+func (d *decider) checkpointed(e Checkpointed) {
+	s := d.s
+	switch {
+	case e.Kind == CheckpointStart:
+		s.StartCheckpoint = e.Commit
+	case e.Kind == CheckpointPause:
+		s.PauseCheckpoint = e.Commit
+	case e.Kind == CheckpointPhase && e.Phase >= 0 && e.Phase < len(s.Phases):
+		s.Phases[e.Phase].Checkpoint = e.Commit
+	}
 }
 
 // ended reports whether ev belongs to an execution that has ended: a

@@ -249,22 +249,11 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 		}
 		for _, a := range actions {
 			switch a := a.(type) {
-			case engine.Checkpoint:
-				// Before the next step starts, so that none of its
-				// writes gets in.
-				if err := r.checkpoint(a); err != nil {
+			case engine.Checkpoint, engine.TakeMemory, engine.RunHooks:
+				if err := r.effect(a); err != nil {
 					return recordFailed(err)
 				}
 				state = r.sess.State()
-			case engine.TakeMemory:
-				if err := r.takeMemory(); err != nil {
-					return recordFailed(err)
-				}
-				state = r.sess.State()
-			case engine.RunHooks:
-				// Run as Run returns, the session recorded, with signals
-				// still caught: a hook is bounded by its timeout.
-				r.ended = true
 			case engine.StartStep:
 				if done := r.plan.Phases[a.Phase].DoneWhen; done != nil && doneWhenFalse(ev, before, state, a) {
 					r.say("done_when is false (%s): phase %s runs again (attempt %d)",
@@ -452,6 +441,22 @@ func doneWhenFalse(ev engine.Event, before, after engine.State, a engine.StartSt
 		return false
 	}
 	return after.Phases[a.Phase].Retries == before.Phases[a.Phase].Retries
+}
+
+// effect carries out an effect Decide asked for; it comes before the
+// step that follows, in the order Decide gave. An error is the record's.
+func (r *run) effect(a engine.Action) error {
+	switch a := a.(type) {
+	case engine.Checkpoint:
+		return r.checkpoint(a)
+	case engine.TakeMemory:
+		return r.takeMemory()
+	case engine.RunHooks:
+		// Run as Run returns, the session recorded, with signals still
+		// caught: a hook is bounded by its timeout.
+		r.ended = true
+	}
+	return nil
 }
 
 // checkpoint keeps the work tree in git as a asks (checkpoint: in
