@@ -21,12 +21,13 @@ const (
 	ActivityTakeMemory = "TakeMemory"
 )
 
-// EffectInput is the session an effect is for, its plan, and its state
-// as the workflow holds it.
+// EffectInput is the session an effect is for, its plan, and, for the
+// hooks, its state as the workflow holds it (the others need none: it
+// would only weigh on the history).
 type EffectInput struct {
 	SessionID string       `json:"session_id"`
 	Plan      PlanSource   `json:"plan"`
-	State     engine.State `json:"state"`
+	State     engine.State `json:"state,omitzero"`
 }
 
 // CheckpointInput asks for one checkpoint.

@@ -468,7 +468,7 @@ func (f *flow) effectContext(timeout time.Duration, attempts int32) workflow.Con
 }
 
 func (f *flow) effectInput() EffectInput {
-	return EffectInput{SessionID: f.in.SessionID, Plan: f.in.Plan, State: f.state}
+	return EffectInput{SessionID: f.in.SessionID, Plan: f.in.Plan}
 }
 
 // apply decides an event that answers an effect (Checkpointed,
@@ -535,7 +535,7 @@ func (f *flow) runHooks(a engine.RunHooks) {
 	timeout := time.Duration(lines)*session.HookTimeout + time.Minute
 	// Once: a hook tells somebody, and twice would tell them twice.
 	err := workflow.ExecuteActivity(f.effectContext(timeout, 1), ActivityRunHooks,
-		HooksInput{EffectInput: f.effectInput(), Events: a.Events}).Get(f.ctx, nil)
+		HooksInput{EffectInput: EffectInput{SessionID: f.in.SessionID, Plan: f.in.Plan, State: f.state}, Events: a.Events}).Get(f.ctx, nil)
 	if err != nil {
 		workflow.GetLogger(f.ctx).Warn("the on: hooks could not run", "events", a.Events, "error", err.Error())
 	}
