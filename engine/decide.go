@@ -21,8 +21,9 @@ import (
 func Decide(plan *spec.Plan, s State, ev Event) (State, []Action) {
 	if s.ended(ev) {
 		// Late news of a step that is over (a trigger delivered after its
-		// step's end): it must not reach the step running now.
-		return s, nil
+		// step's end): it must not reach the step running now. A copy, as
+		// every decision returns: the caller may change it.
+		return s.clone(), nil
 	}
 	before := s
 	s = s.clone()
