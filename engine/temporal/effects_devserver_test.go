@@ -4,12 +4,17 @@ package temporal_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/session"
@@ -24,7 +29,10 @@ import (
 // hooks run, a pin made in the worker's copy while the session stands
 // paused reaches the next step's prompt, and a change outside writes is
 // put back; every activity goes through the server, its inputs and
-// outputs encoded as a fleet encodes them.
+// outputs encoded as a fleet encodes them. Each session's history then
+// replays through the workflow; with PIPELINE_TEMPORAL_RECORD_EFFECTS
+// set it is written to testdata, for TestReplayRecordedHistories to
+// replay against later versions.
 func TestEffectsOnADevServer(t *testing.T) {
 	srv := temporaltest.StartDevServer(t)
 	c := srv.Client(t)
@@ -83,6 +91,45 @@ func TestEffectsOnADevServer(t *testing.T) {
 			if diff := pc.Check(s, seen); diff != "" {
 				t.Fatal(diff)
 			}
+			replayHistory(t, c, run, "effects-"+slug(pc.Name))
 		})
 	}
+}
+
+// replayHistory replays the history of run through SessionWorkflow, and
+// keeps it in testdata as name.json when PIPELINE_TEMPORAL_RECORD_EFFECTS
+// is set.
+func replayHistory(t *testing.T, c client.Client, run client.WorkflowRun, name string) {
+	t.Helper()
+	var hist historypb.History
+	it := c.GetWorkflowHistory(context.Background(), run.GetID(), run.GetRunID(), false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hist.Events = append(hist.Events, ev)
+	}
+	replayer := worker.NewWorkflowReplayer()
+	replayer.RegisterWorkflow(temporal.SessionWorkflow)
+	if err := replayer.ReplayWorkflowHistory(nil, &hist); err != nil {
+		t.Fatalf("the history does not replay: %v", err)
+	}
+	if os.Getenv("PIPELINE_TEMPORAL_RECORD_EFFECTS") == "" {
+		return
+	}
+	out, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join("testdata", name+".json"), append(out, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// slug is a case's name as a file name: its first words, lower case,
+// joined by -.
+func slug(name string) string {
+	words := strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return (r < 'a' || r > 'z') && (r < '0' || r > '9') })
+	return strings.Join(words[:min(len(words), 4)], "-")
 }
