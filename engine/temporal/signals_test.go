@@ -3,6 +3,7 @@ package temporal_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -281,5 +282,33 @@ func TestStepsCarryTheirExecution(t *testing.T) {
 	}
 	if s.Execution != 3 {
 		t.Fatalf("state's execution %d, want 3", s.Execution)
+	}
+}
+
+// TestAFolderOutsideGitIsAskedOnce: once a worker has said the
+// pipeline's folder is not in git, the session asks for no checkpoint
+// (each would be a round trip for nothing) until it is resumed.
+func TestAFolderOutsideGitIsAskedOnce(t *testing.T) {
+	r := newRun(t, agentPlan)
+	var asked []string
+	r.env.OnActivity(temporal.ActivityCheckpoint, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in temporal.CheckpointInput) (temporal.CheckpointOutput, error) {
+			asked = append(asked, in.Checkpoint.Name)
+			return temporal.CheckpointOutput{NoGit: true}, nil
+		})
+	r.env.OnActivity(temporal.ActivityRunStep, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in temporal.StepInput) (temporal.StepOutput, error) {
+			if in.Start.Execution == 1 {
+				return temporal.StepOutput{Result: engine.StepResult{Checkpoint: true, CheckpointNote: "look"}}, nil
+			}
+			return temporal.StepOutput{}, nil
+		})
+	r.after(time.Hour, func() { r.env.SignalWorkflow(temporal.SignalResume, temporal.ResumeSignal{}) })
+	if s := r.execute(); s.Status != engine.StatusCompleted {
+		t.Fatalf("want completed, got %s %+v", s.Status, s.Pause)
+	}
+	// The start; then, after the resume, the first phase's end.
+	if want := []string{"00-start", "01-design"}; !slices.Equal(asked, want) {
+		t.Fatalf("checkpoints asked for %v, want %v", asked, want)
 	}
 }

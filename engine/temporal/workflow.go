@@ -170,6 +170,10 @@ type flow struct {
 	// effects: this run carries out the checkpoints, hooks and memory
 	// Decide asks for (see versionEffects).
 	effects bool
+	// noGit: a worker found the pipeline's folder outside git; no more
+	// checkpoint is asked for until the next resume, as a local run
+	// looks for git once as it opens the session.
+	noGit bool
 }
 
 // versionEffects marks the workflow version from which the effects
@@ -306,6 +310,7 @@ func (f *flow) paused(p PauseSignal) {
 // resumed queues a resume; with a plan, a paused session switches to it
 // first (PlanChanged, as pipeline watch records a changed phases.yaml).
 func (f *flow) resumed(r ResumeSignal) {
+	f.noGit = false // the human may have made it a repository meanwhile
 	resumable := (f.state.Status == engine.StatusPaused || f.state.Status == engine.StatusFailed) && len(f.queue) == 0 && !f.state.StepRunning
 	if r.Plan != nil && resumable {
 		plan, err := r.Plan.Load()
@@ -482,7 +487,7 @@ func (f *flow) apply(ev engine.Event) {
 // folder, before the next step starts; one git cannot make is logged, and
 // the session goes on without it, as a local run does.
 func (f *flow) checkpoint(a engine.Checkpoint) {
-	if !f.effects {
+	if !f.effects || f.noGit {
 		return
 	}
 	log := workflow.GetLogger(f.ctx)
@@ -493,9 +498,8 @@ func (f *flow) checkpoint(a engine.Checkpoint) {
 	case err != nil:
 		log.Warn("no checkpoint", "name", a.Name, "error", err.Error())
 	case out.NoGit:
-		if a.Kind == engine.CheckpointStart {
-			log.Info("the pipeline's folder is not in a git work tree: this session keeps no checkpoints")
-		}
+		f.noGit = true
+		log.Info("the pipeline's folder is not in a git work tree: this session keeps no checkpoints")
 	case out.Problem != "":
 		log.Warn("no checkpoint", "name", a.Name, "problem", out.Problem)
 	default:
