@@ -1,9 +1,11 @@
 // Package policytest is the table of policy paths of the decision
 // function that every driver's tests run: the local driver with real
-// processes, the Temporal workflow with the real activity, and the
-// workflow with the step activity mocked. Each case is a phases.yaml
-// whose run: steps behave by $PIPELINE_ATTEMPT, the same behaviour as a
-// Script for a mocked step, and what the session must end as.
+// processes, the Temporal workflow with the real activities, and the
+// workflow with the activities mocked. Each case is a phases.yaml whose
+// run: steps behave by $PIPELINE_ATTEMPT (or by files they leave), the
+// same behaviour as a Script for a mocked step, and what the session
+// must end as: with the effects Decide asks for (checkpoints in git,
+// on: hooks, a human's pin, the write scope) carried out by the driver.
 package policytest
 
 import (
