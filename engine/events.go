@@ -349,3 +349,7 @@ func (DropSession) isAction() {}
 func (Pause) isAction()       {}
 func (Complete) isAction()    {}
 func (Fail) isAction()        {}
+
+// HookTimeout bounds each on: hook when the driver sets no other bound:
+// a hook tells somebody, and must not hold the run's end for long.
+const HookTimeout = 30 * time.Second

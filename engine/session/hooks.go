@@ -16,7 +16,7 @@ import (
 )
 
 // HookTimeout is how long one hook command may run before it is killed.
-const HookTimeout = 30 * time.Second
+const HookTimeout = engine.HookTimeout
 
 // hookOutputLimit bounds what is kept of a hook's output.
 const hookOutputLimit = 64 << 10

@@ -537,7 +537,7 @@ func (f *flow) takeMemory() {
 }
 
 // runHooks runs the on: commands on a worker as the run stops; each is
-// bounded by session.HookTimeout, and a hook that fails is logged.
+// bounded by engine.HookTimeout, and a hook that fails is logged.
 func (f *flow) runHooks(a engine.RunHooks) {
 	if !f.effects {
 		return
@@ -546,7 +546,7 @@ func (f *flow) runHooks(a engine.RunHooks) {
 	for _, ev := range a.Events {
 		lines += len(f.plan.Hooks.For(ev))
 	}
-	timeout := time.Duration(lines)*session.HookTimeout + time.Minute
+	timeout := time.Duration(lines)*engine.HookTimeout + time.Minute
 	// Once: a hook tells somebody, and twice would tell them twice.
 	err := workflow.ExecuteActivity(f.effectContext(timeout, 1), ActivityRunHooks,
 		HooksInput{EffectInput: EffectInput{SessionID: f.in.SessionID, Plan: f.in.Plan, State: f.state}, Events: a.Events}).Get(f.ctx, nil)
