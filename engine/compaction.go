@@ -21,8 +21,10 @@ const ReasonCompaction = "compaction"
 type Compact struct {
 	Phase, Step int
 	Attempt     int
-	SessionKey  string
-	SessionID   string
+	// Execution numbers the turn as StartStep.Execution does a step's.
+	Execution  int `json:",omitempty"`
+	SessionKey string
+	SessionID  string
 }
 
 func (Compact) isAction() {}
@@ -31,11 +33,13 @@ func (Compact) isAction() {}
 // (Fallback: a command agent, no native session, a failed turn, an
 // answer that is not the working set), and what the turn cost.
 type Compacted struct {
-	At       time.Time
-	Answer   *CompactionAnswer `json:",omitempty"`
-	Fallback string            `json:",omitempty"`
-	Tokens   int               `json:",omitempty"`
-	CostUSD  float64           `json:",omitempty"`
+	At time.Time
+	// Execution is the Compact's (0: the turn running).
+	Execution int               `json:",omitempty"`
+	Answer    *CompactionAnswer `json:",omitempty"`
+	Fallback  string            `json:",omitempty"`
+	Tokens    int               `json:",omitempty"`
+	CostUSD   float64           `json:",omitempty"`
 }
 
 func (e Compacted) eventTime() time.Time { return e.At }
@@ -160,7 +164,8 @@ func (d *decider) compactDue(r StepResult, env *triggers.Env) (stop bool) {
 		return true
 	}
 	s.StepRunning = true
-	d.do(Compact{Phase: s.Phase, Step: s.Step, Attempt: s.Attempt, SessionKey: key, SessionID: s.Compaction.SessionID})
+	s.Execution++
+	d.do(Compact{Phase: s.Phase, Step: s.Step, Attempt: s.Attempt, Execution: s.Execution, SessionKey: key, SessionID: s.Compaction.SessionID})
 	return true
 }
 

@@ -19,6 +19,13 @@ import (
 // An expression that fails at run time pauses the session with reason
 // expression-error: it is never taken as false.
 func Decide(plan *spec.Plan, s State, ev Event) (State, []Action) {
+	if s.ended(ev) {
+		// Late news of a step that is over (a trigger delivered after its
+		// step's end): it must not reach the step running now. A copy, as
+		// every decision returns: the caller may change it.
+		return s.clone(), nil
+	}
+	before := s
 	s = s.clone()
 	d := decider{plan: plan, s: &s, now: ev.eventTime()}
 	switch e := ev.(type) {
@@ -53,40 +60,148 @@ func Decide(plan *spec.Plan, s State, ev Event) (State, []Action) {
 	case Compacted:
 		d.compacted(e)
 	case Remembered:
-		phase := e.Phase
-		if phase == "" && s.Phase < len(s.Phases) {
-			phase = s.Phases[s.Phase].Name
-		}
-		for _, n := range e.Notes {
-			s.WorkingSet.Remember(n, phase, e.Source, e.At)
-		}
-		for i := range s.Phases {
-			if s.Phases[i].Name == phase && s.WorkingSet.PhaseSummary(phase) != "" {
-				s.Phases[i].Summary = s.WorkingSet.PhaseSummary(phase)
-			}
-		}
+		d.remembered(e)
 	case Noted:
 		if e.Notes != "" && s.Phase < len(s.Phases) {
 			d.record().Notes = append(d.record().Notes, e.Notes)
 		}
 	case Checkpointed:
-		switch {
-		case e.Kind == CheckpointStart:
-			s.StartCheckpoint = e.Commit
-		case e.Kind == CheckpointPause:
-			s.PauseCheckpoint = e.Commit
-		case e.Kind == CheckpointPhase && e.Phase >= 0 && e.Phase < len(s.Phases):
-			s.Phases[e.Phase].Checkpoint = e.Commit
-		}
+		d.checkpointed(e)
 	case Rewound:
 		d.rewound(e)
+		// A command's, not a run's: no runner is there to carry out
+		// effects (the rewind restored the work tree itself).
+		return s, d.actions
 	case Completed:
 		if s.Status != StatusCompleted {
 			s.Status, s.Pause, s.StepRunning, s.Waiting, s.ByHand = StatusCompleted, nil, false, false, true
 			d.do(Complete{})
 		}
+		// By hand, as a rewind: no runner runs hooks or keeps checkpoints.
+		return s, d.actions
 	}
-	return s, d.actions
+	return s, d.withEffects(before, ev)
+}
+
+// withEffects adds to the decided actions the effects the change from
+// before to the new state calls for, in the order a runner must carry
+// them out: the checkpoints first (before a step that follows can
+// write), the memory a human left just before each step starts, and the
+// hooks just before the action that ends the run.
+func (d *decider) withEffects(before State, ev Event) []Action {
+	out := d.checkpoints(before, ev)
+	for _, a := range d.actions {
+		switch a.(type) {
+		case StartStep:
+			out = append(out, TakeMemory{})
+		case Pause, Complete, Fail:
+			if events := HookEvents(*d.s); hasHooks(d.plan, events) {
+				out = append(out, RunHooks{Events: events})
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// checkpoints are the checkpoints the change from before calls for (see
+// checkpoint: in phases.yaml): the session started, a phase completed,
+// the session paused.
+func (d *decider) checkpoints(before State, ev Event) []Action {
+	mode, after := d.plan.Checkpoint.Value, d.s
+	if mode == spec.CheckpointOff {
+		return nil
+	}
+	var out []Action
+	if _, ok := ev.(Started); ok && after.Status == StatusRunning {
+		out = append(out, Checkpoint{Kind: CheckpointStart, Phase: -1, Name: "00-start"})
+	}
+	for i, rec := range after.Phases {
+		if rec.Status == StatusCompleted && (i >= len(before.Phases) || before.Phases[i].Status != StatusCompleted) && rec.Checkpoint == "" {
+			out = append(out, Checkpoint{Kind: CheckpointPhase, Phase: i, PhaseName: rec.Name,
+				Name: CheckpointName(i, rec.Name), Commit: mode == spec.CheckpointCommit})
+		}
+	}
+	if after.Status == StatusPaused && before.Status != StatusPaused && after.Phase < len(after.Phases) {
+		name := after.Phases[after.Phase].Name
+		out = append(out, Checkpoint{Kind: CheckpointPause, Phase: after.Phase, PhaseName: name,
+			Name: CheckpointName(after.Phase, name) + "-paused"})
+	}
+	return out
+}
+
+// hasHooks reports whether the plan has on: commands for one of events,
+// or notifications (notify:), which go with the hooks.
+func hasHooks(plan *spec.Plan, events []string) bool {
+	if len(events) > 0 && (plan.Notify.Desktop || len(plan.Notify.Webhook) > 0) {
+		return true
+	}
+	return slices.ContainsFunc(events, func(ev string) bool { return len(plan.Hooks.For(ev)) > 0 })
+}
+
+// HookEvents are the on: events a state calls for: paused (and
+// needs-human after it), failed or completed; none while it runs.
+func HookEvents(s State) []string {
+	switch s.Status {
+	case StatusPaused:
+		if s.Pause != nil && s.Pause.Reason == ReasonNeedsHuman {
+			return []string{spec.HookPaused, spec.HookNeedsHuman}
+		}
+		return []string{spec.HookPaused}
+	case StatusFailed:
+		return []string{spec.HookFailed}
+	case StatusCompleted:
+		return []string{spec.HookCompleted}
+	}
+	return nil
+}
+
+// remembered changes the working set as e says, in e's phase (the
+// current one when it names none).
+func (d *decider) remembered(e Remembered) {
+	s := d.s
+	phase := e.Phase
+	if phase == "" && s.Phase < len(s.Phases) {
+		phase = s.Phases[s.Phase].Name
+	}
+	for _, n := range e.Notes {
+		s.WorkingSet.Remember(n, phase, e.Source, e.At)
+	}
+	for i := range s.Phases {
+		if s.Phases[i].Name == phase && s.WorkingSet.PhaseSummary(phase) != "" {
+			s.Phases[i].Summary = s.WorkingSet.PhaseSummary(phase)
+		}
+	}
+}
+
+// checkpointed records the commit of a checkpoint taken.
+func (d *decider) checkpointed(e Checkpointed) {
+	s := d.s
+	switch {
+	case e.Kind == CheckpointStart:
+		s.StartCheckpoint = e.Commit
+	case e.Kind == CheckpointPause:
+		s.PauseCheckpoint = e.Commit
+	case e.Kind == CheckpointPhase && e.Phase >= 0 && e.Phase < len(s.Phases):
+		s.Phases[e.Phase].Checkpoint = e.Commit
+	}
+}
+
+// ended reports whether ev belongs to an execution that has ended: a
+// step's (or compaction turn's) event whose number is not the running
+// one's. An event without a number (recorded before they were given)
+// is the running step's, as it always was.
+func (s State) ended(ev Event) bool {
+	var n int
+	switch e := ev.(type) {
+	case StepFinished:
+		n = e.Execution
+	case TriggerFired:
+		n = e.Execution
+	case Compacted:
+		n = e.Execution
+	}
+	return n != 0 && (n != s.Execution || !s.StepRunning)
 }
 
 type decider struct {
@@ -248,7 +363,8 @@ func (d *decider) startStep() {
 	if rec.Started.IsZero() {
 		rec.Started = d.now
 	}
-	start := StartStep{Phase: s.Phase, Step: s.Step, Attempt: s.Attempt}
+	s.Execution++
+	start := StartStep{Phase: s.Phase, Step: s.Step, Attempt: s.Attempt, Execution: s.Execution}
 	if step := d.step(); step.Agent != nil {
 		key := sessionKey(d.phase(), step)
 		start.SessionKey = key
@@ -987,7 +1103,8 @@ func (d *decider) recovered() {
 	if c := s.Compaction; c != nil {
 		// The runner died in the compaction turn: it runs again.
 		s.StepRunning = true
-		d.do(Compact{Phase: s.Phase, Step: s.Step, Attempt: s.Attempt, SessionKey: c.SessionKey, SessionID: c.SessionID})
+		s.Execution++
+		d.do(Compact{Phase: s.Phase, Step: s.Step, Attempt: s.Attempt, Execution: s.Execution, SessionKey: c.SessionKey, SessionID: c.SessionID})
 		return
 	}
 	s.ResumeContext = true

@@ -31,6 +31,10 @@ type session struct {
 	plan  *spec.Plan
 	state engine.State
 	now   time.Time
+	// effects are the effect actions (checkpoints, hooks, memory) of the
+	// last event, which send leaves out of what it returns: the tests of
+	// effects_test.go look at them.
+	effects []engine.Action
 }
 
 func newSession(t *testing.T, plan *spec.Plan) (*session, []engine.Action) {
@@ -46,7 +50,17 @@ func (s *session) send(ev engine.Event) []engine.Action {
 		s.t.Fatalf("Decide changed the state it was given")
 	}
 	s.state = next
-	return actions
+	s.effects = nil
+	var decided []engine.Action
+	for _, a := range actions {
+		switch a.(type) {
+		case engine.Checkpoint, engine.RunHooks, engine.TakeMemory:
+			s.effects = append(s.effects, a)
+		default:
+			decided = append(decided, a)
+		}
+	}
+	return decided
 }
 
 // finish ends the running step after d with the given result.

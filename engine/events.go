@@ -1,6 +1,10 @@
 package engine
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // Event is something that happened to a session. Every event is plain
 // data, so the store can append it to the session's log as it comes.
@@ -52,10 +56,13 @@ type Parent struct {
 	WorkingSet *WorkingSet `json:"working_set,omitempty"`
 }
 
-// StepFinished is the end of the running step.
+// StepFinished is the end of the running step. Execution is the
+// StartStep's (see State.Execution); 0, in a session recorded before
+// executions were numbered, is taken for the step running.
 type StepFinished struct {
-	At     time.Time
-	Result StepResult
+	At        time.Time
+	Result    StepResult
+	Execution int `json:",omitempty"`
 }
 
 // StepResult is what a step left behind.
@@ -113,10 +120,12 @@ type StepResult struct {
 	OutputHeld bool     `json:"output_held,omitempty"`
 }
 
-// TriggerFired is a pause_when trigger that became true while a step ran.
+// TriggerFired is a pause_when trigger that became true while a step
+// ran: the step of Execution (0: the step running, as StepFinished's).
 type TriggerFired struct {
-	At     time.Time
-	Firing Firing
+	At        time.Time
+	Firing    Firing
+	Execution int `json:",omitempty"`
 }
 
 // TimerExpired ends a back-off.
@@ -226,8 +235,12 @@ type Action interface{ isAction() }
 type StartStep struct {
 	Phase, Step int
 	Attempt     int
-	SessionKey  string
-	SessionID   string
+	// Execution numbers this run of a step in the session (State.Execution):
+	// the events of the step (TriggerFired, StepFinished) carry it, so
+	// that one delivered after its step ended is known and dropped.
+	Execution  int `json:",omitempty"`
+	SessionKey string
+	SessionID  string
 	// Fork resumes SessionID as a new native session branched from it,
 	// leaving it as it was (Claude Code's --fork-session, codex exec
 	// fork): the first turn of a phase in a session an earlier phase
@@ -275,10 +288,68 @@ type Complete struct{}
 // Fail ends the run with the session failed.
 type Fail struct{ Reason string }
 
+// Checkpoint asks the runner to keep the work tree in git, before any
+// step that follows starts: a commit under refs/pipeline/<session>/Name,
+// or on the branch when Commit (checkpoint: commit, a phase's end). Kind
+// says when (CheckpointStart, CheckpointPhase, CheckpointPause) and Phase
+// which phase (-1 for the start; PhaseName its name). The runner answers
+// with Checkpointed, or says why git could not make it.
+type Checkpoint struct {
+	Kind      string
+	Phase     int
+	PhaseName string `json:",omitempty"`
+	Name      string
+	Commit    bool `json:",omitempty"`
+}
+
+// Message is the checkpoint's commit message in session id's history.
+func (c Checkpoint) Message(id string) string {
+	switch c.Kind {
+	case CheckpointStart:
+		return fmt.Sprintf("pipeline: session %s started", id)
+	case CheckpointPause:
+		return fmt.Sprintf("pipeline: session %s paused in phase %s", id, c.PhaseName)
+	}
+	return fmt.Sprintf("pipeline: phase %s completed (session %s)", c.PhaseName, id)
+}
+
+// CheckpointName names the checkpoint of phase i (from 0): 01-design.
+// A phase name's characters that a ref may not hold become -.
+func CheckpointName(i int, phase string) string {
+	safe := strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '-'
+	}, phase)
+	return fmt.Sprintf("%02d-%s", i+1, safe)
+}
+
+// RunHooks asks the runner to run the plan's on: commands for Events
+// (HookEvents: where the session stopped), in the folder of phases.yaml,
+// each bounded by its timeout. It comes just before the Pause, Complete
+// or Fail that ends the run, and only when the plan has commands for
+// those events. Nothing comes back: a hook changes nothing of the
+// session.
+type RunHooks struct{ Events []string }
+
+// TakeMemory asks the runner to take the changes to the working set a
+// human left for the session (pipeline memory pin, task add …) before the
+// step that follows starts, so that its prompt has them: the runner
+// answers with a Remembered event for each.
+type TakeMemory struct{}
+
 func (StartStep) isAction()   {}
+func (Checkpoint) isAction()  {}
+func (RunHooks) isAction()    {}
+func (TakeMemory) isAction()  {}
 func (StopStep) isAction()    {}
 func (Sleep) isAction()       {}
 func (DropSession) isAction() {}
 func (Pause) isAction()       {}
 func (Complete) isAction()    {}
 func (Fail) isAction()        {}
+
+// HookTimeout bounds each on: hook when the driver sets no other bound:
+// a hook tells somebody, and must not hold the run's end for long.
+const HookTimeout = 30 * time.Second

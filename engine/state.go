@@ -90,6 +90,9 @@ type State struct {
 	// back-off sleeps.
 	StepRunning bool `json:"step_running,omitempty"`
 	Waiting     bool `json:"waiting,omitempty"`
+	// Execution is the number of the latest step (or compaction turn)
+	// started in the session, counted from 1 (StartStep.Execution).
+	Execution int `json:"execution,omitempty"`
 
 	// AttemptEnded: the session paused because the attempt failed (an
 	// escalation to a human, a pause_when that fired on a failed step):

@@ -20,7 +20,7 @@ func (r *StepRunner) Compact(ctx context.Context, a engine.Compact, s engine.Sta
 	step := &phase.Steps[a.Step]
 	start := engine.StartStep{Phase: a.Phase, Step: a.Step, Attempt: a.Attempt, SessionKey: a.SessionKey, SessionID: a.SessionID}
 	finish := func(ev engine.Compacted) {
-		ev.At = r.Clock.Now()
+		ev.At, ev.Execution = r.Clock.Now(), a.Execution
 		finished(ev)
 	}
 	r.say("compaction: compact_when is true (%s): asking the %s session %s for its working set, then a fresh session goes on",

@@ -69,6 +69,9 @@ type Driver struct {
 	// Verbose says each trigger that fires (pause_when, restart_when,
 	// escalate_when …) with the values it read, as it fires.
 	Verbose bool
+	// tapFirings, set by tests, is handed each run's way to deliver a
+	// firing, as the executor delivers one.
+	tapFirings func(put func(engine.TriggerFired))
 }
 
 // Run drives the session with events (the last one starts the run: a
@@ -84,20 +87,7 @@ func (d *Driver) Run(ctx context.Context, sess *session.Session, events ...engin
 	if _, err := sess.Apply(events[:len(events)-1]...); err != nil {
 		return sess.State(), err
 	}
-	r := &run{d: d, sess: sess, plan: sess.Plan, clock: d.Clock, events: make(chan engine.Event, 64),
-		markers: markerQueue{ready: make(chan struct{}, 1)}}
-	if r.clock == nil {
-		r.clock = clock.Real{}
-	}
-	r.steps = &StepRunner{Session: sess, Plan: sess.Plan, View: d.View, Clock: r.clock, Grace: d.Grace,
-		Executor: &steps.Executor{Clock: r.clock, Tick: d.Tick}, Markers: r.markers.sink,
-		Fired: func(ev engine.TriggerFired) {
-			select {
-			case r.events <- ev:
-			default:
-				go func() { r.events <- ev }()
-			}
-		}}
+	r := d.newRun(sess)
 	interrupts, stopSignals := d.interrupts(sess)
 	defer stopSignals()
 	state, err := r.loop(ctx, events[len(events)-1], interrupts)
@@ -108,6 +98,21 @@ func (d *Driver) Run(ctx context.Context, sess *session.Session, events ...engin
 		sess.RunHooks(ctx, d.HookTimeout, r.say)
 	}
 	return state, err
+}
+
+// newRun prepares one call of Run on sess.
+func (d *Driver) newRun(sess *session.Session) *run {
+	r := &run{d: d, sess: sess, plan: sess.Plan, clock: d.Clock, events: make(chan engine.Event, 64),
+		markers: markerQueue{ready: make(chan struct{}, 1)}, firings: newFiringQueue()}
+	if r.clock == nil {
+		r.clock = clock.Real{}
+	}
+	r.steps = &StepRunner{Session: sess, Plan: sess.Plan, View: d.View, Clock: r.clock, Grace: d.Grace,
+		Executor: &steps.Executor{Clock: r.clock, Tick: d.Tick}, Markers: r.markers.sink, Fired: r.firings.put}
+	if d.tapFirings != nil {
+		d.tapFirings(r.firings.put)
+	}
+	return r
 }
 
 // interrupts merges the Interrupts channel and, when asked, the signals.
@@ -187,6 +192,9 @@ type run struct {
 	// markers are the working-set markers the running step printed and
 	// the loop has not recorded yet; markersReady wakes the loop.
 	markers markerQueue
+	// firings are the live triggers that fired and the loop has not
+	// decided yet.
+	firings *firingQueue
 }
 
 func (r *run) say(format string, args ...any) { r.d.View.Say(format, args...) }
@@ -239,19 +247,20 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 		if r.d.Verbose {
 			r.sayFired(before, state)
 		}
-		if err := r.checkpoints(ev, before, state); err != nil {
-			return recordFailed(err)
-		}
-		state = r.sess.State()
 		for _, a := range actions {
 			switch a := a.(type) {
+			case engine.Checkpoint, engine.TakeMemory, engine.RunHooks:
+				if err := r.effect(a); err != nil {
+					return recordFailed(err)
+				}
+				state = r.sess.State()
 			case engine.StartStep:
 				if done := r.plan.Phases[a.Phase].DoneWhen; done != nil && doneWhenFalse(ev, before, state, a) {
 					r.say("done_when is false (%s): phase %s runs again (attempt %d)",
 						done.Value.Source, r.plan.Phases[a.Phase].Name, a.Attempt)
 				}
 				r.current = r.steps.Start(ctx, a, state, func(res engine.StepResult) {
-					r.events <- engine.StepFinished{At: r.clock.Now(), Result: res}
+					r.events <- engine.StepFinished{At: r.clock.Now(), Result: res, Execution: a.Execution}
 				})
 			case engine.Sleep:
 				r.say("retrying in %s (attempt %d)", a.Duration, state.Attempt)
@@ -301,25 +310,23 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 			if ev, ok := r.markers.take(r.clock.Now()); ok && handle(ev) {
 				return state(), recordErr
 			}
+		case <-r.firings.ready:
+			if r.handleAll(r.firings.take(), handle) {
+				return state(), recordErr
+			}
 		case ev := <-r.events:
 			switch ev.(type) {
 			case engine.StepFinished, engine.Compacted:
-				r.current = nil
-				// What the step printed is the step's: recorded before
-				// its end, as the human's changes left meanwhile.
-				if marks, ok := r.markers.take(r.clock.Now()); ok && handle(marks) {
+				// A trigger that fired before the step's end is decided
+				// before it, as it happened.
+				if r.handleAll(r.firings.take(), handle) {
 					return state(), recordErr
 				}
-				if err := r.sess.TakeMemoryRequests(r.say); err != nil {
-					// Only a record that failed ends the run; requests that
-					// cannot be listed or read wait for the next step (a
-					// session folder deleted meanwhile fails the record of
-					// the step's end, which pauses as store-error).
-					if broken := r.sess.StoreFailed(); broken != nil {
-						recordFailed(broken)
-						return state(), recordErr
-					}
-					r.say("pipeline: the memory changes left for the session cannot be read now (%v): they wait for the next step", err)
+				r.current = nil
+				// What the step printed is the step's: recorded before
+				// its end.
+				if marks, ok := r.markers.take(r.clock.Now()); ok && handle(marks) {
+					return state(), recordErr
 				}
 			}
 			if handle(ev) {
@@ -374,6 +381,17 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 	}
 }
 
+// handleAll decides the firings in order, and reports whether the run
+// has ended.
+func (r *run) handleAll(firings []engine.TriggerFired, handle func(engine.Event) bool) bool {
+	for _, ev := range firings {
+		if handle(ev) {
+			return true
+		}
+	}
+	return false
+}
+
 // sayFired says the triggers that fired between two states, once each: a
 // live trigger as it stops the step, and what a decision recorded in the
 // phase's history.
@@ -425,61 +443,67 @@ func doneWhenFalse(ev engine.Event, before, after engine.State, a engine.StartSt
 	return after.Phases[a.Phase].Retries == before.Phases[a.Phase].Retries
 }
 
-// checkpoints keeps the work tree in git when the session started, when
-// a phase completed and when the session paused (checkpoint: in
-// phases.yaml), and records each as a Checkpointed event. Taken before
-// the next step starts, so that none of its writes gets in. A checkpoint
-// git could not make is said, and the run goes on without it; an error
-// is the record's.
-func (r *run) checkpoints(ev engine.Event, before, after engine.State) error {
-	git, mode := r.sess.Git(), r.plan.Checkpoint.Value
-	if mode == spec.CheckpointOff {
-		return nil
+// effect carries out an effect Decide asked for; it comes before the
+// step that follows, in the order Decide gave. An error is the record's.
+func (r *run) effect(a engine.Action) error {
+	switch a := a.(type) {
+	case engine.Checkpoint:
+		return r.checkpoint(a)
+	case engine.TakeMemory:
+		return r.takeMemory()
+	case engine.RunHooks:
+		// Run as Run returns, the session recorded, with signals still
+		// caught: a hook is bounded by its timeout.
+		r.ended = true
 	}
+	return nil
+}
+
+// checkpoint keeps the work tree in git as a asks (checkpoint: in
+// phases.yaml), and records it as a Checkpointed event. A checkpoint git
+// could not make is said, and the run goes on without it; an error is
+// the record's.
+func (r *run) checkpoint(a engine.Checkpoint) error {
+	git := r.sess.Git()
 	if git == nil {
-		if _, ok := ev.(engine.Started); ok {
+		if a.Kind == engine.CheckpointStart {
 			r.say("pipeline: %s is not in a git work tree (or git ignores it): this session keeps no checkpoints (rewind and fork need them)", r.sess.Dir())
 		}
 		return nil
 	}
-	take := func(kind string, phase int, name, message string) error {
-		var commit string
-		var err error
-		if kind == engine.CheckpointPhase && mode == spec.CheckpointCommit {
-			commit, err = git.Commit(message)
-		} else {
-			commit, err = git.Checkpoint(session.CheckpointRef(r.sess.ID(), name), message)
-		}
-		if err != nil {
-			r.say("pipeline: no checkpoint %s: %v", name, err)
-			return nil
-		}
-		_, err = r.sess.Apply(engine.Checkpointed{At: r.clock.Now(), Kind: kind, Phase: phase, Commit: commit})
-		return err
+	commit, err := TakeCheckpoint(git, r.sess.ID(), a)
+	if err != nil {
+		r.say("pipeline: no checkpoint %s: %v", a.Name, err)
+		return nil
 	}
-	id := r.sess.ID()
-	if _, ok := ev.(engine.Started); ok && after.Status == engine.StatusRunning {
-		if err := take(engine.CheckpointStart, -1, "00-start", fmt.Sprintf("pipeline: session %s started", id)); err != nil {
-			return err
-		}
+	_, err = r.sess.Apply(engine.Checkpointed{At: r.clock.Now(), Kind: a.Kind, Phase: a.Phase, Commit: commit})
+	return err
+}
+
+// TakeCheckpoint makes the commit a asks for in git, for session id: on
+// the branch (a.Commit), or under refs/pipeline/<session>/. Every driver
+// takes checkpoints with it: the local loop, and the fleet's worker.
+func TakeCheckpoint(git *session.Git, id string, a engine.Checkpoint) (string, error) {
+	if a.Commit {
+		return git.Commit(a.Message(id))
 	}
-	for i := range after.Phases {
-		if after.Phases[i].Status == engine.StatusCompleted && (i >= len(before.Phases) || before.Phases[i].Status != engine.StatusCompleted) &&
-			after.Phases[i].Checkpoint == "" {
-			name := after.Phases[i].Name
-			if err := take(engine.CheckpointPhase, i, session.CheckpointName(i, name),
-				fmt.Sprintf("pipeline: phase %s completed (session %s)", name, id)); err != nil {
-				return err
-			}
-		}
+	return git.Checkpoint(session.CheckpointRef(id, a.Name), a.Message(id))
+}
+
+// takeMemory records the changes to the working set a human left while
+// the session ran (pipeline memory pin …), before the next step starts.
+// Only a record that failed is an error; requests that cannot be listed
+// or read wait for the next step (a session folder deleted meanwhile
+// fails the record of the step's end, which pauses as store-error).
+func (r *run) takeMemory() error {
+	err := r.sess.TakeMemoryRequests(r.say)
+	if err == nil {
+		return nil
 	}
-	if after.Status == engine.StatusPaused && before.Status != engine.StatusPaused && after.Phase < len(after.Phases) {
-		name := after.Phases[after.Phase].Name
-		if err := take(engine.CheckpointPause, after.Phase, session.CheckpointName(after.Phase, name)+"-paused",
-			fmt.Sprintf("pipeline: session %s paused in phase %s", id, name)); err != nil {
-			return err
-		}
+	if broken := r.sess.StoreFailed(); broken != nil {
+		return broken
 	}
+	r.say("pipeline: the memory changes left for the session cannot be read now (%v): they wait for the next step", err)
 	return nil
 }
 

@@ -456,6 +456,9 @@ type observer struct {
 	phaseBefore, sessionBefore time.Duration
 	fired                      bool
 	tailWanting                bool
+	// execution is the step's number (StartStep.Execution), which its
+	// firing carries.
+	execution int
 }
 
 func (r *StepRunner) observer(a engine.StartStep, s engine.State, phase *spec.PhasePlan, step *spec.StepPlan, current *StepRun) *observer {
@@ -471,7 +474,8 @@ func (r *StepRunner) observer(a engine.StartStep, s engine.State, phase *spec.Ph
 		Attempt: a.Attempt, Phase: phase.Name, Step: step.Name, Steps: s.Steps, FilesChanged: s.FilesChanged,
 		Spec: r.Plan.SpecValues}
 	return &observer{r: r, current: current, monitor: m, tokensBefore: s.TotalTokens, costBefore: s.CostUSD,
-		phaseBefore: s.PhaseElapsed, sessionBefore: s.SessionElapsed, tailWanting: m.Needs(triggers.VarOutput)}
+		phaseBefore: s.PhaseElapsed, sessionBefore: s.SessionElapsed, tailWanting: m.Needs(triggers.VarOutput),
+		execution: a.Execution}
 }
 
 func (o *observer) Started(running *steps.Running) {
@@ -528,7 +532,7 @@ func (o *observer) Observe(live *steps.Live) {
 			f.Note = m.Env.CheckpointNote
 		}
 	}
-	ev := engine.TriggerFired{At: f.At, Firing: f}
+	ev := engine.TriggerFired{At: f.At, Firing: f, Execution: o.execution}
 	// The executor holds its lock while it observes: Fired never blocks.
 	if o.r.Fired != nil {
 		o.r.Fired(ev)

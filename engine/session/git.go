@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pipeline-dev/pipeline/engine"
 )
 
 // Git reads the git work tree holding a session's folder: HEAD, a
@@ -218,17 +220,9 @@ func CheckpointRef(session, name string) string {
 	return "refs/pipeline/" + session + "/" + name
 }
 
-// CheckpointName names the checkpoint of phase i (from 0): 01-design.
-// A phase name's characters that a ref may not hold become -.
-func CheckpointName(i int, phase string) string {
-	safe := strings.Map(func(r rune) rune {
-		if r == '-' || r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
-			return r
-		}
-		return '-'
-	}, phase)
-	return fmt.Sprintf("%02d-%s", i+1, safe)
-}
+// CheckpointName names the checkpoint of phase i (from 0): 01-design
+// (see engine.CheckpointName, which Decide names checkpoints with).
+func CheckpointName(i int, phase string) string { return engine.CheckpointName(i, phase) }
 
 // Checkpoint snapshots the work tree (see Snapshot) into a commit whose
 // parent is HEAD, and points ref at it: HEAD, the branch, the user's

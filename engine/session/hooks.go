@@ -13,11 +13,10 @@ import (
 	"time"
 
 	"github.com/pipeline-dev/pipeline/engine"
-	"github.com/pipeline-dev/pipeline/engine/spec"
 )
 
 // HookTimeout is how long one hook command may run before it is killed.
-const HookTimeout = 30 * time.Second
+const HookTimeout = engine.HookTimeout
 
 // hookOutputLimit bounds what is kept of a hook's output.
 const hookOutputLimit = 64 << 10
@@ -27,27 +26,16 @@ const hookOutputLimit = 64 << 10
 // open does not hold the runner.
 const hookOutputGrace = 250 * time.Millisecond
 
-// HookEvents are the on: events the session's state calls for now: paused
-// (and needs-human after it), failed or completed; none while it runs.
-func HookEvents(s engine.State) []string {
-	switch s.Status {
-	case engine.StatusPaused:
-		if s.Pause != nil && s.Pause.Reason == engine.ReasonNeedsHuman {
-			return []string{spec.HookPaused, spec.HookNeedsHuman}
-		}
-		return []string{spec.HookPaused}
-	case engine.StatusFailed:
-		return []string{spec.HookFailed}
-	case engine.StatusCompleted:
-		return []string{spec.HookCompleted}
-	}
-	return nil
-}
+// HookEvents are the on: events the session's state calls for (see
+// engine.HookEvents).
+func HookEvents(s engine.State) []string { return engine.HookEvents(s) }
 
 // StatusReport is the session's status as pipeline status -o json prints
 // it.
-func (s *Session) StatusReport() engine.StatusReport {
-	r := engine.Report(s.Plan, s.state)
+func (s *Session) StatusReport() engine.StatusReport { return s.statusReportOf(s.state) }
+
+func (s *Session) statusReportOf(st engine.State) engine.StatusReport {
+	r := engine.Report(s.Plan, st)
 	m := s.X.Meta
 	r.ID, r.Pipeline, r.File, r.Spec, r.Created = m.ID, m.Pipeline, m.File, m.Spec, m.Created
 	return r
@@ -62,8 +50,15 @@ func (s *Session) StatusReport() engine.StatusReport {
 // of the phase the session stopped in (on.<event>). A hook that fails is
 // said; it changes nothing of the session.
 func (s *Session) RunHooks(ctx context.Context, timeout time.Duration, say func(format string, args ...any)) {
-	events := HookEvents(s.state)
-	defer s.notify(ctx, events, say)
+	s.RunHooksOf(ctx, s.state, timeout, say)
+}
+
+// RunHooksOf is RunHooks for the session standing as st: a fleet
+// worker's copy of the session, whose state the workflow holds. The
+// plan's notifications go after the hooks.
+func (s *Session) RunHooksOf(ctx context.Context, st engine.State, timeout time.Duration, say func(format string, args ...any)) {
+	events := HookEvents(st)
+	defer s.notify(ctx, st, events, say)
 	var lines int
 	for _, ev := range events {
 		lines += len(s.Plan.Hooks.For(ev))
@@ -75,7 +70,7 @@ func (s *Session) RunHooks(ctx context.Context, timeout time.Duration, say func(
 		timeout = HookTimeout
 	}
 	redact := s.Redactor().String
-	report := s.StatusReport()
+	report := s.statusReportOf(st)
 	status, _ := json.MarshalIndent(report, "", "  ")
 	status = []byte(redact(string(status)) + "\n")
 	reason, note := report.PauseReason, report.PauseNote
@@ -91,7 +86,7 @@ func (s *Session) RunHooks(ctx context.Context, timeout time.Duration, say func(
 		for _, line := range s.Plan.Hooks.For(ev) {
 			out, err := runHook(ctx, line, s.Dir(), env, status, timeout)
 			text := redact(out)
-			s.keepHookOutput(ev, line, text, err)
+			s.keepHookOutput(st, ev, line, text, err)
 			if err != nil {
 				say("pipeline: on %s: %q failed: %v (its output is in pipeline logs)", ev, line, err)
 			} else {
@@ -103,15 +98,15 @@ func (s *Session) RunHooks(ctx context.Context, timeout time.Duration, say func(
 
 // keepHookOutput writes a hook's command line, output and end to the
 // transcript of the phase the session stopped in.
-func (s *Session) keepHookOutput(event, line, output string, err error) {
+func (s *Session) keepHookOutput(st engine.State, event, line, output string, err error) {
 	phase := ""
-	if i := s.state.Phase; i >= 0 && i < len(s.Plan.Phases) {
+	if i := st.Phase; i >= 0 && i < len(s.Plan.Phases) {
 		phase = s.Plan.Phases[i].Name
 	}
 	if phase == "" || s.broken != nil {
 		return
 	}
-	f, ferr := s.Transcript(phase, max(s.state.Attempt, 1), "on."+event)
+	f, ferr := s.Transcript(phase, max(st.Attempt, 1), "on."+event)
 	if ferr != nil {
 		return
 	}

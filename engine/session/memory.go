@@ -276,6 +276,13 @@ func (r *Ref) checkPins(notes []engine.MemoryNote) error {
 // while the session ran (see Ref.Remember), oldest first, and removes
 // them. A request that cannot be read is left where it is and said.
 func (s *Session) TakeMemoryRequests(say func(string, ...any)) error {
+	return s.TakeMemoryRequestsTo(say, nil)
+}
+
+// TakeMemoryRequestsTo is TakeMemoryRequests that also hands each change
+// it records to took: a fleet worker's copy of the session records them,
+// and the workflow, which holds the session's state, decides them too.
+func (s *Session) TakeMemoryRequestsTo(say func(string, ...any), took func(engine.Remembered)) error {
 	files, err := s.X.Files(memoryRequestPrefix)
 	if err != nil {
 		// A folder that cannot be listed (deleted under the run) is the
@@ -294,8 +301,12 @@ func (s *Session) TakeMemoryRequests(say func(string, ...any)) error {
 			}
 			continue
 		}
-		if _, err := s.Apply(engine.Remembered{At: req.At, Source: engine.SourceHuman, Notes: req.Notes}); err != nil {
+		ev := engine.Remembered{At: req.At, Source: engine.SourceHuman, Notes: req.Notes}
+		if _, err := s.Apply(ev); err != nil {
 			return err
+		}
+		if took != nil {
+			took(ev)
 		}
 		// Applied twice after a crash here, a note changes nothing more:
 		// the working set keeps one of each text.

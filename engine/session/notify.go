@@ -23,14 +23,14 @@ var notifyClient = &http.Client{}
 // particular event it wants (needs-human over paused), the desktop the
 // most particular one. A notification that cannot be sent is said, and
 // changes nothing.
-func (s *Session) notify(ctx context.Context, events []string, say func(format string, args ...any)) {
+func (s *Session) notify(ctx context.Context, st engine.State, events []string, say func(format string, args ...any)) {
 	n := s.Plan.Notify
 	if len(events) == 0 || (!n.Desktop && len(n.Webhook) == 0) {
 		return
 	}
 	redact := s.Redactor().String
-	report := s.StatusReport()
-	lastError := s.lastErrorLine()
+	report := s.statusReportOf(st)
+	lastError := s.lastErrorLine(st)
 	compose := func(event string) notify.Message { return notify.Compose(event, report, lastError, redact) }
 	if n.Desktop {
 		err := notify.Desktop(ctx, compose(events[len(events)-1]))
@@ -69,8 +69,7 @@ func formatName(format string) string {
 // lastErrorLine is the last line the step that failed wrote, as logs
 // renders it: "" unless the session failed or the step exited non-zero
 // by itself.
-func (s *Session) lastErrorLine() string {
-	st := s.state
+func (s *Session) lastErrorLine(st engine.State) string {
 	if st.Phase >= len(st.Phases) || st.Phase >= len(s.Plan.Phases) {
 		return ""
 	}

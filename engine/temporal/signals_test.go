@@ -3,6 +3,7 @@ package temporal_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -251,5 +252,63 @@ func TestResumeSignalWithANewPlan(t *testing.T) {
 	}
 	if notes := s.Phases[0].Notes; len(notes) != 2 || notes[0] != "left while paused" || notes[1] != "spec edited" {
 		t.Fatalf("the phase's notes: %q", notes)
+	}
+}
+
+// TestStepsCarryTheirExecution: each step the workflow starts carries
+// the next execution number (a step run again after a lost worker too),
+// and the step's end, with that number, is decided.
+func TestStepsCarryTheirExecution(t *testing.T) {
+	r := newRun(t, agentPlan)
+	calls := 0
+	r.env.OnActivity(temporal.ActivityRunStep, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in temporal.StepInput) (temporal.StepOutput, error) {
+			calls++
+			if calls == 1 {
+				return temporal.StepOutput{}, sdktemporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
+			}
+			return temporal.StepOutput{}, nil
+		})
+	s := r.execute()
+	starts := r.startSteps()
+	// design (lost, then again), build.
+	if s.Status != engine.StatusCompleted || len(starts) != 3 {
+		t.Fatalf("want completed after 3 starts, got %s after %d", s.Status, len(starts))
+	}
+	for i, start := range starts {
+		if start.Execution != i+1 {
+			t.Fatalf("start %d (%+v): execution %d, want %d", i, start, start.Execution, i+1)
+		}
+	}
+	if s.Execution != 3 {
+		t.Fatalf("state's execution %d, want 3", s.Execution)
+	}
+}
+
+// TestAFolderOutsideGitIsAskedOnce: once a worker has said the
+// pipeline's folder is not in git, the session asks for no checkpoint
+// (each would be a round trip for nothing) until it is resumed.
+func TestAFolderOutsideGitIsAskedOnce(t *testing.T) {
+	r := newRun(t, agentPlan)
+	var asked []string
+	r.env.OnActivity(temporal.ActivityCheckpoint, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in temporal.CheckpointInput) (temporal.CheckpointOutput, error) {
+			asked = append(asked, in.Checkpoint.Name)
+			return temporal.CheckpointOutput{NoGit: true}, nil
+		})
+	r.env.OnActivity(temporal.ActivityRunStep, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in temporal.StepInput) (temporal.StepOutput, error) {
+			if in.Start.Execution == 1 {
+				return temporal.StepOutput{Result: engine.StepResult{Checkpoint: true, CheckpointNote: "look"}}, nil
+			}
+			return temporal.StepOutput{}, nil
+		})
+	r.after(time.Hour, func() { r.env.SignalWorkflow(temporal.SignalResume, temporal.ResumeSignal{}) })
+	if s := r.execute(); s.Status != engine.StatusCompleted {
+		t.Fatalf("want completed, got %s %+v", s.Status, s.Pause)
+	}
+	// The start; then, after the resume, the first phase's end.
+	if want := []string{"00-start", "01-design"}; !slices.Equal(asked, want) {
+		t.Fatalf("checkpoints asked for %v, want %v", asked, want)
 	}
 }

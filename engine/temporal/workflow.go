@@ -94,6 +94,9 @@ type SessionInput struct {
 	Runs int `json:"runs,omitempty"`
 	// Lost counts the workers lost in a row on the current step.
 	Lost int `json:"lost,omitempty"`
+	// MemoryAfter is the event of the worker's copy of the session up to
+	// which the human's memory changes were taken (see TakeMemory).
+	MemoryAfter int64 `json:"memory_after,omitempty"`
 }
 
 // SessionWorkflow drives one session: it decides each event with
@@ -110,7 +113,10 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) (engine.State, error
 		in.Created = workflow.GetInfo(ctx).WorkflowStartTime
 	}
 	f := &flow{ctx: ctx, plan: plan, in: in, state: in.State, lost: in.Lost,
-		pauses: workflow.GetSignalChannel(ctx, SignalPause), resumes: workflow.GetSignalChannel(ctx, SignalResume)}
+		pauses: workflow.GetSignalChannel(ctx, SignalPause), resumes: workflow.GetSignalChannel(ctx, SignalResume),
+		// A history recorded before the effects were Decide's actions
+		// replays without them: its commands are what it recorded.
+		effects: workflow.GetVersion(ctx, versionEffects, workflow.DefaultVersion, 1) >= 1}
 	for _, rec := range in.Events {
 		ev, err := rec.Event()
 		if err != nil {
@@ -153,13 +159,25 @@ type flow struct {
 	// the back-off sleeping.
 	step      workflow.Future
 	stepKind  string
+	execution int // the running step's (StartStep.Execution)
 	stopStep  workflow.CancelFunc
 	timer     workflow.Future
 	stopTimer workflow.CancelFunc
 	pauses    workflow.ReceiveChannel
 	resumes   workflow.ReceiveChannel
 	lost      int
+	// effects: this run carries out the checkpoints, hooks and memory
+	// Decide asks for (see versionEffects).
+	effects bool
+	// noGit: a worker found the pipeline's folder outside git; no more
+	// checkpoint is asked for until the next resume, as a local run
+	// looks for git once as it opens the session.
+	noGit bool
 }
+
+// versionEffects marks the workflow version from which the effects
+// (engine.Checkpoint, RunHooks, TakeMemory) run as activities.
+const versionEffects = "effects-as-actions"
 
 func (f *flow) now() time.Time { return workflow.Now(f.ctx) }
 
@@ -177,6 +195,12 @@ func (f *flow) decide(ev engine.Event) {
 	log := workflow.GetLogger(f.ctx)
 	for _, a := range actions {
 		switch a := a.(type) {
+		case engine.Checkpoint:
+			f.checkpoint(a)
+		case engine.TakeMemory:
+			f.takeMemory()
+		case engine.RunHooks:
+			f.runHooks(a)
 		case engine.StartStep:
 			f.startStep(a)
 		case engine.Compact:
@@ -227,12 +251,14 @@ func (f *flow) startStep(a engine.StartStep) {
 	ctx, cancel := f.activityContext()
 	f.step, f.stopStep, f.stepKind = workflow.ExecuteActivity(ctx, ActivityRunStep,
 		StepInput{SessionID: f.in.SessionID, Plan: f.in.Plan, State: f.state, Start: a}), cancel, ActivityRunStep
+	f.execution = a.Execution
 }
 
 func (f *flow) startCompaction(a engine.Compact) {
 	ctx, cancel := f.activityContext()
 	f.step, f.stopStep, f.stepKind = workflow.ExecuteActivity(ctx, ActivityCompact,
 		CompactInput{SessionID: f.in.SessionID, Plan: f.in.Plan, State: f.state, Compact: a}), cancel, ActivityCompact
+	f.execution = a.Execution
 }
 
 // wait blocks until something happens: the step's end, the timer, a
@@ -283,6 +309,7 @@ func (f *flow) paused(p PauseSignal) {
 // resumed queues a resume; with a plan, a paused session switches to it
 // first (PlanChanged, as pipeline watch records a changed phases.yaml).
 func (f *flow) resumed(r ResumeSignal) {
+	f.noGit = false // the human may have made it a repository meanwhile
 	resumable := (f.state.Status == engine.StatusPaused || f.state.Status == engine.StatusFailed) && len(f.queue) == 0 && !f.state.StepRunning
 	if r.Plan != nil && resumable {
 		plan, err := r.Plan.Load()
@@ -303,7 +330,7 @@ func (f *flow) resumed(r ResumeSignal) {
 // (markers, the trigger that stopped it), then its end. A worker lost
 // mid-step is a runner that died: Recovered runs the step again.
 func (f *flow) stepEnded(fut workflow.Future) {
-	kind := f.stepKind
+	kind, execution := f.stepKind, f.execution
 	f.step, f.stopStep, f.stepKind = nil, nil, ""
 	now := f.now()
 	remember := func(phase string, notes []engine.MemoryNote) {
@@ -317,7 +344,7 @@ func (f *flow) stepEnded(fut workflow.Future) {
 		if err = fut.Get(f.ctx, &out); err == nil {
 			f.lost = 0
 			remember(out.Phase, out.Markers)
-			out.Compacted.At = now
+			out.Compacted.At, out.Compacted.Execution = now, execution
 			f.queue = append(f.queue, out.Compacted)
 			return
 		}
@@ -327,9 +354,9 @@ func (f *flow) stepEnded(fut workflow.Future) {
 			f.lost = 0
 			remember(out.Phase, out.Markers)
 			if out.Fired != nil {
-				f.queue = append(f.queue, engine.TriggerFired{At: now, Firing: *out.Fired})
+				f.queue = append(f.queue, engine.TriggerFired{At: now, Firing: *out.Fired, Execution: execution})
 			}
-			f.queue = append(f.queue, engine.StepFinished{At: now, Result: out.Result})
+			f.queue = append(f.queue, engine.StepFinished{At: now, Result: out.Result, Execution: execution})
 			return
 		}
 	}
@@ -340,7 +367,7 @@ func (f *flow) stepEnded(fut workflow.Future) {
 		// Stopped before the step's end could be had: stopped all the
 		// same.
 		f.lost = 0
-		f.stepGone(kind, now, engine.StepResult{Stopped: true, ExitCode: -1, Error: "the step was stopped"}, "the compaction turn was stopped before it answered: the working set is its markers and the phase summaries")
+		f.stepGone(kind, execution, now, engine.StepResult{Stopped: true, ExitCode: -1, Error: "the step was stopped"}, "the compaction turn was stopped before it answered: the working set is its markers and the phase summaries")
 	case errors.As(err, &timeout) && timeout.TimeoutType() != enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START:
 		var p Progress
 		if timeout.HasLastHeartbeatDetails() && timeout.LastHeartbeatDetails(&p) == nil {
@@ -349,28 +376,28 @@ func (f *flow) stepEnded(fut workflow.Future) {
 		f.lost++
 		if f.lost > f.maxLost() {
 			f.lost = 0
-			f.queue = append(f.queue, engine.TriggerFired{At: now, Firing: engine.Firing{Reason: ReasonWorkerLost, At: now,
+			f.queue = append(f.queue, engine.TriggerFired{At: now, Execution: execution, Firing: engine.Firing{Reason: ReasonWorkerLost, At: now,
 				Note: fmt.Sprintf("the worker running the step was lost %d times in a row (%v)", f.maxLost()+1, timeout.TimeoutType())}})
-			f.stepGone(kind, now, engine.StepResult{Stopped: true, ExitCode: -1, Error: "the worker was lost"}, "the worker was lost")
+			f.stepGone(kind, execution, now, engine.StepResult{Stopped: true, ExitCode: -1, Error: "the worker was lost"}, "the worker was lost")
 			return
 		}
 		f.queue = append(f.queue, engine.Recovered{At: now, Plan: f.plan.Digest})
 	default:
 		f.lost = 0
-		f.queue = append(f.queue, engine.TriggerFired{At: now, Firing: engine.Firing{Reason: ReasonWorkerError, At: now,
+		f.queue = append(f.queue, engine.TriggerFired{At: now, Execution: execution, Firing: engine.Firing{Reason: ReasonWorkerError, At: now,
 			Note: "the worker could not run the step: " + err.Error()}})
-		f.stepGone(kind, now, engine.StepResult{Stopped: true, ExitCode: -1, Error: err.Error()}, "the compaction turn could not run: "+err.Error())
+		f.stepGone(kind, execution, now, engine.StepResult{Stopped: true, ExitCode: -1, Error: err.Error()}, "the compaction turn could not run: "+err.Error())
 	}
 }
 
 // stepGone queues the end of a step or a compaction that returned no
 // result of its own.
-func (f *flow) stepGone(kind string, now time.Time, r engine.StepResult, fallback string) {
+func (f *flow) stepGone(kind string, execution int, now time.Time, r engine.StepResult, fallback string) {
 	if kind == ActivityCompact {
-		f.queue = append(f.queue, engine.Compacted{At: now, Fallback: fallback})
+		f.queue = append(f.queue, engine.Compacted{At: now, Fallback: fallback, Execution: execution})
 		return
 	}
-	f.queue = append(f.queue, engine.StepFinished{At: now, Result: r})
+	f.queue = append(f.queue, engine.StepFinished{At: now, Result: r, Execution: execution})
 }
 
 func (f *flow) maxLost() int {
@@ -423,6 +450,7 @@ func (f *flow) dueForNewRun() bool {
 func (f *flow) continueAsNew() error {
 	next := f.in
 	next.State, next.Events, next.Runs, next.Lost = f.state, nil, f.in.Runs+1, f.lost
+	next.MemoryAfter = f.in.MemoryAfter
 	for _, ev := range f.queue {
 		rec, err := Record(ev)
 		if err != nil {
@@ -431,4 +459,98 @@ func (f *flow) continueAsNew() error {
 		next.Events = append(next.Events, rec)
 	}
 	return workflow.NewContinueAsNewError(f.ctx, SessionWorkflow, next)
+}
+
+// effectContext runs an effect's activity: bounded by timeout, tried
+// attempts times.
+func (f *flow) effectContext(timeout time.Duration, attempts int32) workflow.Context {
+	return workflow.WithActivityOptions(f.ctx, workflow.ActivityOptions{
+		TaskQueue:           f.in.Options.TaskQueue,
+		StartToCloseTimeout: timeout,
+		RetryPolicy:         &sdktemporal.RetryPolicy{MaximumAttempts: attempts},
+	})
+}
+
+// localEffect runs a short effect (a checkpoint, the memory intake) as a
+// local activity: on the worker that runs this workflow task, in the
+// pipeline's folder there, without a round trip through the server's
+// task queues (about 100 ms each on a busy dev server, and there is one
+// before every step). Tried three times within two minutes.
+func (f *flow) localEffect(name string, in, out any) error {
+	ctx := workflow.WithLocalActivityOptions(f.ctx, workflow.LocalActivityOptions{
+		ScheduleToCloseTimeout: 2 * time.Minute,
+		RetryPolicy:            &sdktemporal.RetryPolicy{MaximumAttempts: 3},
+	})
+	return workflow.ExecuteLocalActivity(ctx, name, in).Get(f.ctx, out)
+}
+
+func (f *flow) effectInput() EffectInput {
+	return EffectInput{SessionID: f.in.SessionID, Plan: f.in.Plan}
+}
+
+// apply decides an event that answers an effect (Checkpointed,
+// Remembered): it changes the state, before the step that follows starts.
+func (f *flow) apply(ev engine.Event) {
+	f.state, _ = engine.Decide(f.plan, f.state, ev)
+	f.decided++
+}
+
+// checkpoint keeps the work tree in git on a worker, in the step's
+// folder, before the next step starts; one git cannot make is logged, and
+// the session goes on without it, as a local run does.
+func (f *flow) checkpoint(a engine.Checkpoint) {
+	if !f.effects || f.noGit {
+		return
+	}
+	log := workflow.GetLogger(f.ctx)
+	var out CheckpointOutput
+	err := f.localEffect(ActivityCheckpoint, CheckpointInput{EffectInput: f.effectInput(), Checkpoint: a}, &out)
+	switch {
+	case err != nil:
+		log.Warn("no checkpoint", "name", a.Name, "error", err.Error())
+	case out.NoGit:
+		f.noGit = true
+		log.Info("the pipeline's folder is not in a git work tree: this session keeps no checkpoints")
+	case out.Problem != "":
+		log.Warn("no checkpoint", "name", a.Name, "problem", out.Problem)
+	default:
+		f.apply(engine.Checkpointed{At: f.now(), Kind: a.Kind, Phase: a.Phase, Commit: out.Commit})
+	}
+}
+
+// takeMemory decides the changes to the working set a human made since
+// the last it took, before the next step starts: its prompt has them.
+func (f *flow) takeMemory() {
+	if !f.effects {
+		return
+	}
+	var out MemoryOutput
+	err := f.localEffect(ActivityTakeMemory, MemoryInput{EffectInput: f.effectInput(), After: f.in.MemoryAfter}, &out)
+	if err != nil {
+		workflow.GetLogger(f.ctx).Warn("the memory changes left for the session cannot be taken now: they wait for the next step", "error", err.Error())
+		return
+	}
+	f.in.MemoryAfter = max(f.in.MemoryAfter, out.Last)
+	for _, ev := range out.Remembered {
+		f.apply(ev)
+	}
+}
+
+// runHooks runs the on: commands on a worker as the run stops; each is
+// bounded by engine.HookTimeout, and a hook that fails is logged.
+func (f *flow) runHooks(a engine.RunHooks) {
+	if !f.effects {
+		return
+	}
+	lines := 0
+	for _, ev := range a.Events {
+		lines += len(f.plan.Hooks.For(ev))
+	}
+	timeout := time.Duration(lines)*engine.HookTimeout + time.Minute
+	// Once: a hook tells somebody, and twice would tell them twice.
+	err := workflow.ExecuteActivity(f.effectContext(timeout, 1), ActivityRunHooks,
+		HooksInput{EffectInput: EffectInput{SessionID: f.in.SessionID, Plan: f.in.Plan, State: f.state}, Events: a.Events}).Get(f.ctx, nil)
+	if err != nil {
+		workflow.GetLogger(f.ctx).Warn("the on: hooks could not run", "events", a.Events, "error", err.Error())
+	}
 }
