@@ -33,42 +33,100 @@ func main() {
 
 // startupFigures measures, in turns, pipeline --version against a
 // cobra-only binary built as make build builds pipeline, and pipeline
-// run of a one-step pipeline (run: "true") against /bin/true, in work
-// (the project's disk under make bench: the store's fsyncs cost there
-// what they cost a user).
+// run of a one-step pipeline (run: "true") against /bin/true where a
+// user runs it: in a folder no git work tree holds (or one git ignores)
+// and in a git work tree (where each run checkpoints and snapshots), on
+// work's disk (the project's disk under make bench: the store's fsyncs
+// cost there what they cost a user) and in memory. Each figure is
+// printed with the load average of the minute it was measured in.
 func startupFigures(pipeline, work string, runs int) {
 	fmt.Printf("pipeline bench -startup: %s, %d cores, files in %s\n", pipeline, numCPU(), work)
-	fmt.Printf("load average before: %s\n\n", loadAverage())
+	fmt.Printf("load average before: %s\n", loadAverage())
+	if dynamic := dynamicallyLinked(pipeline); dynamic != "" {
+		fmt.Printf("note: %s is linked dynamically (%s): built with cgo, it starts ~1-2 ms slower than make build's CGO_ENABLED=0 binary\n", pipeline, dynamic)
+	}
+	fmt.Println()
 	cobra := buildCobraOnly(work)
 
-	fmt.Printf("1. pipeline --version against a Go binary of cobra alone (CGO_ENABLED=0, both), %d runs each\n", runs)
+	fmt.Printf("1. pipeline --version against a Go binary of cobra alone (CGO_ENABLED=0), %d runs each\n", runs)
 	s := sideBySide(runs, []string{cobra, "--version"}, []string{pipeline, "--version"})
 	fmt.Printf("   cobra alone --version   p50 %-9v p90 %v\n", pct(s[0], 50), pct(s[0], 90))
 	fmt.Printf("   pipeline --version      p50 %-9v p90 %v\n", pct(s[1], 50), pct(s[1], 90))
-	fmt.Printf("   ratio                   p50 %.2f×     p90 %.2f×   (goal: within 1.5×)\n\n",
-		ratio(pct(s[1], 50), pct(s[0], 50)), ratio(pct(s[1], 90), pct(s[0], 90)))
+	fmt.Printf("   ratio                   p50 %.2f×     p90 %.2f×   (goal: within 1.5×; load %s)\n\n",
+		ratio(pct(s[1], 50), pct(s[0], 50)), ratio(pct(s[1], 90), pct(s[0], 90)), loadAverage())
 
 	trueBin, err := exec.LookPath("true")
 	check(err)
-	fmt.Printf("2. pipeline run of one step (run: \"true\") against %s, %d runs each; the sessions stay in the store, as a project's do\n", trueBin, runs)
-	dir := filepath.Join(work, "startup")
-	check(os.MkdirAll(dir, 0o755))
-	if exec.Command("git", "-C", dir, "rev-parse", "--is-inside-work-tree").Run() == nil {
-		fmt.Printf("   (%s is in a git work tree: each run also asks git whether git ignores it, one git process)\n", dir)
+	places := runPlaces(work)
+	fmt.Printf("2. pipeline run of one step (run: \"true\") against %s, %d runs each, all in turn; the sessions stay in the store, as a project's do\n", trueBin, runs)
+	commands := [][]string{{trueBin}}
+	for _, p := range places {
+		commands = append(commands, []string{pipeline, "run", filepath.Join(p.dir, "phases.yaml")})
 	}
-	runFigures(pipeline, trueBin, dir, runs)
-	// The same in memory, where an fsync costs nothing: the difference is
-	// what the store's fsyncs (and git, in a work tree) cost on the disk
-	// above.
-	if info, err := os.Stat("/dev/shm"); err == nil && info.IsDir() && !strings.HasPrefix(work, "/dev/shm") {
-		shm, err := os.MkdirTemp("/dev/shm", "pipeline-bench-")
-		check(err)
-		defer os.RemoveAll(shm)
-		fmt.Printf("   the same with the store in memory (%s), where an fsync costs nothing:\n", shm)
-		runFigures(pipeline, trueBin, shm, runs)
+	s = sideBySide(runs, commands...)
+	fmt.Printf("   %-50s p50 %-9v p90 %v\n", trueBin, pct(s[0], 50), pct(s[0], 90))
+	for i, p := range places {
+		t := s[i+1]
+		fmt.Printf("   %-50s p50 %-9v p90 %-9v overhead p50 %v\n", p.label, pct(t, 50), pct(t, 90), pct(t, 50)-pct(s[0], 50))
+	}
+	fmt.Printf("   (goal: an overhead within 5ms; load %s)\n", loadAverage())
+	for _, p := range places {
+		if p.cleanup != nil {
+			p.cleanup()
+		}
 	}
 	fmt.Println()
 	fmt.Printf("load average after: %s\n", loadAverage())
+}
+
+// runPlace is a folder where the run figure runs pipeline.
+type runPlace struct {
+	label, dir string
+	cleanup    func()
+}
+
+// runPlaces makes the folders of the run figure: on work's disk and in
+// memory (/dev/shm, where an fsync costs nothing), a folder as it is (no
+// git work tree, or one that git ignores: one git process) and a git
+// work tree of one commit (checkpoints at the start and at the end, a
+// snapshot of the tree before the step and after it).
+func runPlaces(work string) []runPlace {
+	var places []runPlace
+	add := func(where, base string, cleanup func()) {
+		plain := filepath.Join(base, "startup")
+		label := where + ", no git work tree"
+		if exec.Command("git", "-C", base, "rev-parse", "--is-inside-work-tree").Run() == nil {
+			label = where + ", a folder git ignores"
+		}
+		places = append(places, runPlace{label: label, dir: plain, cleanup: cleanup})
+		places = append(places, runPlace{label: where + ", a git work tree", dir: filepath.Join(base, "startup-git")})
+		check(os.MkdirAll(plain, 0o755))
+		check(os.WriteFile(filepath.Join(plain, "phases.yaml"), []byte(startupYAML), 0o644))
+		gitTree(filepath.Join(base, "startup-git"))
+	}
+	add("disk", work, nil)
+	if info, err := os.Stat("/dev/shm"); err == nil && info.IsDir() && !strings.HasPrefix(work, "/dev/shm") {
+		shm, err := os.MkdirTemp("/dev/shm", "pipeline-bench-")
+		check(err)
+		add("memory", shm, func() { os.RemoveAll(shm) })
+	}
+	return places
+}
+
+// gitTree makes dir a git repository of its own whose one commit holds
+// phases.yaml and a .gitignore of the store, as a project's would.
+func gitTree(dir string) {
+	check(os.MkdirAll(dir, 0o755))
+	check(os.WriteFile(filepath.Join(dir, "phases.yaml"), []byte(startupYAML), 0o644))
+	check(os.WriteFile(filepath.Join(dir, ".gitignore"), []byte(".pipeline/\n"), 0o644))
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"},
+		{"-c", "user.email=bench@localhost", "-c", "user.name=bench", "commit", "-qm", "start"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			check(fmt.Errorf("git %v: %v\n%s", args, err, out))
+		}
+	}
 }
 
 // buildCobraOnly writes cobraOnly into a folder of this module (for its
@@ -123,18 +181,6 @@ func sideBySide(runs int, commands ...[]string) [][]time.Duration {
 }
 
 func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
-
-// runFigures measures pipeline run of startupYAML in dir beside trueBin.
-func runFigures(pipeline, trueBin, dir string, runs int) {
-	check(os.MkdirAll(dir, 0o755))
-	file := filepath.Join(dir, "phases.yaml")
-	check(os.WriteFile(file, []byte(startupYAML), 0o644))
-	s := sideBySide(runs, []string{trueBin}, []string{pipeline, "run", file})
-	fmt.Printf("   %-22s  p50 %-9v p90 %v\n", trueBin, pct(s[0], 50), pct(s[0], 90))
-	fmt.Printf("   pipeline run (1 step)   p50 %-9v p90 %v\n", pct(s[1], 50), pct(s[1], 90))
-	fmt.Printf("   overhead                p50 %-9v p90 %v   (goal: within 5ms)\n",
-		pct(s[1], 50)-pct(s[0], 50), pct(s[1], 90)-pct(s[0], 90))
-}
 
 const startupYAML = `version: 1
 phases: [{name: one, steps: [{run: "true"}]}]

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"debug/elf"
+	"strings"
+
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -19,4 +22,24 @@ func dropCached(path string) {
 	}
 	defer f.Close()
 	_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+}
+
+// dynamicallyLinked names the program interpreter of an ELF binary
+// linked dynamically, "" for a static one.
+func dynamicallyLinked(path string) string {
+	f, err := elf.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			interp := make([]byte, p.Filesz)
+			if _, err := p.ReadAt(interp, 0); err == nil {
+				return strings.TrimRight(string(interp), "\x00")
+			}
+			return "an interpreter"
+		}
+	}
+	return ""
 }
