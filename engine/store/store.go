@@ -101,6 +101,8 @@ type Store struct {
 	// times by one command says it once.
 	warnMu sync.Mutex
 	warned map[string]bool
+	// listing is the index as List last read it.
+	listing indexCache
 }
 
 // warnOnce writes a warning on s.Warn, once for each key.
