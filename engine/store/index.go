@@ -279,8 +279,9 @@ func wholeLinesOf(content []byte) []byte {
 // the index keeps it (paths relative to the store's base); old is a line
 // of format 1.
 type latestLine struct {
-	sum Summary
-	old bool
+	sum   Summary
+	old   bool
+	first int // where the session's first line is, counted from the last
 }
 
 // parseIndex returns the latest line of each session in content (whole
@@ -327,16 +328,17 @@ func (s *Store) parseIndex(content []byte, first int) []latestLine {
 			continue
 		}
 		e.line = len(lines)
-		lines = append(lines, latestLine{sum, isOld})
+		lines = append(lines, latestLine{sum: sum, old: isOld})
 	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].first > entries[j].first })
-	out := make([]latestLine, 0, len(lines))
+	// Each line is one session's: sorted in place, not copied (a store
+	// of a few hundred sessions is read at every run).
 	for _, e := range entries {
 		if e.line >= 0 {
-			out = append(out, lines[e.line])
+			lines[e.line].first = e.first
 		}
 	}
-	return out
+	sort.Slice(lines, func(i, j int) bool { return lines[i].first > lines[j].first })
+	return lines
 }
 
 // parseIndexLineAt parses line number of the index; a line pipeline did
@@ -374,15 +376,9 @@ func (s *Store) listed(l latestLine) Summary {
 // What this Store read of the index before is kept (see indexCache): a
 // second listing reads only the lines appended since.
 func (s *Store) List() ([]Summary, error) {
-	latest, err := s.listing.read(s)
+	out, err := s.listing.list(s)
 	if err != nil {
 		return nil, err
-	}
-	out := make([]Summary, 0, len(latest))
-	for _, l := range latest {
-		if l.sum.Status != statusRemoved {
-			out = append(out, s.listed(l))
-		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID > out[j].ID })
 	return out, nil

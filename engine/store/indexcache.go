@@ -26,13 +26,15 @@ type indexCache struct {
 	offset   int64  // the whole lines read: the next read starts here
 	last     []byte // the last line read, which must still end at offset
 	lines    int    // the lines read
-	latest   map[string]latestLine
-	order    []string // the sessions, in the order of their first lines
+	// latest is the latest line of each session, in the order of the
+	// sessions' first lines; at finds a session's there.
+	latest []latestLine
+	at     map[string]int
 }
 
-// read returns the latest line of each session, in the order of the
-// sessions' first lines.
-func (c *indexCache) read(s *Store) ([]latestLine, error) {
+// list returns the latest summary of each session not removed, in the
+// order of the sessions' first lines, with absolute paths.
+func (c *indexCache) list(s *Store) ([]Summary, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f, err := s.openFile(indexName, unix.O_RDONLY, 0)
@@ -48,7 +50,7 @@ func (c *indexCache) read(s *Store) ([]latestLine, error) {
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return nil, &fs.PathError{Op: "stat", Path: f.Name(), Err: err}
 	}
-	if c.latest == nil || uint64(st.Dev) != c.dev || st.Ino != c.ino || !c.stillEndsAtOffset(f) {
+	if c.at == nil || uint64(st.Dev) != c.dev || st.Ino != c.ino || !c.stillEndsAtOffset(f) {
 		err = c.readWhole(s, f)
 	} else {
 		err = c.readAppended(s, f, st.Size)
@@ -58,16 +60,18 @@ func (c *indexCache) read(s *Store) ([]latestLine, error) {
 		return nil, err
 	}
 	c.dev, c.ino = uint64(st.Dev), st.Ino
-	out := make([]latestLine, 0, len(c.order))
-	for _, id := range c.order {
-		out = append(out, c.latest[id])
+	out := make([]Summary, 0, len(c.latest))
+	for _, l := range c.latest {
+		if l.sum.Status != statusRemoved {
+			out = append(out, s.listed(l))
+		}
 	}
 	return out, nil
 }
 
 // forget drops what was read: the next read reads the whole file.
 func (c *indexCache) forget() {
-	c.dev, c.ino, c.offset, c.last, c.lines, c.latest, c.order = 0, 0, 0, nil, 0, nil, nil
+	c.dev, c.ino, c.offset, c.last, c.lines, c.latest, c.at = 0, 0, 0, nil, 0, nil, nil
 }
 
 // stillEndsAtOffset tells whether the file still holds the last line read
@@ -89,11 +93,10 @@ func (c *indexCache) readWhole(s *Store, f *os.File) error {
 		return err
 	}
 	content = wholeLinesOf(content)
-	latest := s.parseIndex(content, 1)
-	c.latest, c.order = make(map[string]latestLine, len(latest)), make([]string, 0, len(latest))
-	for _, l := range latest {
-		c.latest[l.sum.ID] = l
-		c.order = append(c.order, l.sum.ID)
+	c.latest = s.parseIndex(content, 1)
+	c.at = make(map[string]int, len(c.latest))
+	for i, l := range c.latest {
+		c.at[l.sum.ID] = i
 	}
 	c.offset, c.lines = int64(len(content)), bytes.Count(content, []byte{'\n'})
 	c.keepLast(content)
@@ -121,10 +124,12 @@ func (c *indexCache) readAppended(s *Store, f *os.File, size int64) error {
 		if !ok {
 			continue
 		}
-		if _, seen := c.latest[sum.ID]; !seen {
-			c.order = append(c.order, sum.ID)
+		if i, seen := c.at[sum.ID]; seen {
+			c.latest[i] = latestLine{sum: sum, old: old}
+		} else {
+			c.at[sum.ID] = len(c.latest)
+			c.latest = append(c.latest, latestLine{sum: sum, old: old})
 		}
-		c.latest[sum.ID] = latestLine{sum, old}
 	}
 	c.offset += int64(len(tail))
 	c.keepLast(tail)
