@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -11,7 +12,10 @@ import (
 	"time"
 )
 
-var startupOnly = flag.Bool("startup", false, "measure start-up alone, side by side: pipeline --version against a binary of cobra alone, pipeline run of one true step against /bin/true")
+var (
+	startupOnly    = flag.Bool("startup", false, "measure start-up alone, side by side: pipeline --version against a binary of cobra alone, pipeline run of one true step against /bin/true")
+	startupAgainst = flag.String("startup-against", "", "another pipeline binary (an earlier build) measured in the same turns as -pipeline by -startup, for a figure before and after a change")
+)
 
 // cobraOnly is a command with cobra alone and a version, built from this
 // module (its cobra, its go.mod) for the start-up figure's reference.
@@ -39,9 +43,12 @@ func main() {
 // work's disk (the project's disk under make bench: the store's fsyncs
 // cost there what they cost a user) and in memory. Each figure is
 // printed with the load average of the minute it was measured in.
-func startupFigures(pipeline, work string, runs int) {
+func startupFigures(pipeline, against, work string, runs int) {
 	fmt.Printf("pipeline bench -startup: %s, %d cores, files in %s\n", pipeline, numCPU(), work)
 	fmt.Printf("load average before: %s\n", loadAverage())
+	if against != "" {
+		fmt.Printf("the other pipeline, measured in the same turns: %s\n", against)
+	}
 	if dynamic := dynamicallyLinked(pipeline); dynamic != "" {
 		fmt.Printf("note: %s is linked dynamically (%s): built with cgo, it starts ~1-2 ms slower than make build's CGO_ENABLED=0 binary\n", pipeline, dynamic)
 	}
@@ -50,9 +57,12 @@ func startupFigures(pipeline, work string, runs int) {
 
 	fmt.Printf("1. pipeline --version against a Go binary of cobra alone (CGO_ENABLED=0), %d runs each\n", runs)
 	fmt.Println("   a. each binary's pages dropped from the cache, then read in by its first run's exec (as after a go install or make install, or once the cache has let them go)")
-	versionFigure(sideBySide(runs, []string{cobra, "--version"}, []string{pipeline, "--version"}))
+	versionFigure(sideBySide(runs, versionCommands(cobra, pipeline, against)...))
 	fmt.Println("   b. each binary a copy written with write(2), its pages in the cache as the copy left them (as after cp, install(1) or a package manager)")
-	versionFigure(inTurns(runs, []string{writtenCopy(cobra), "--version"}, []string{writtenCopy(pipeline), "--version"}))
+	if against != "" {
+		against = writtenCopy(work, against)
+	}
+	versionFigure(inTurns(runs, versionCommands(writtenCopy(work, cobra), writtenCopy(work, pipeline), against)...))
 	fmt.Println()
 
 	trueBin, err := exec.LookPath("true")
@@ -60,14 +70,25 @@ func startupFigures(pipeline, work string, runs int) {
 	places := runPlaces(work)
 	fmt.Printf("2. pipeline run of one step (run: \"true\") against %s, %d runs each, all in turn; the sessions stay in the store, as a project's do\n", trueBin, runs)
 	commands := [][]string{{trueBin}}
+	binaries := []string{pipeline}
+	if against != "" {
+		binaries = append(binaries, against)
+	}
 	for _, p := range places {
-		commands = append(commands, []string{pipeline, "run", filepath.Join(p.dir, "phases.yaml")})
+		for _, b := range binaries {
+			commands = append(commands, []string{b, "run", filepath.Join(p.dir, "phases.yaml")})
+		}
 	}
 	s := sideBySide(runs, commands...)
 	fmt.Printf("   %-50s p50 %-9v p90 %v\n", trueBin, pct(s[0], 50), pct(s[0], 90))
 	for i, p := range places {
-		t := s[i+1]
-		fmt.Printf("   %-50s p50 %-9v p90 %-9v overhead p50 %v\n", p.label, pct(t, 50), pct(t, 90), pct(t, 50)-pct(s[0], 50))
+		for j := range binaries {
+			t, label := s[1+i*len(binaries)+j], p.label
+			if j > 0 {
+				label = "  the other pipeline"
+			}
+			fmt.Printf("   %-50s p50 %-9v p90 %-9v overhead p50 %v\n", label, pct(t, 50), pct(t, 90), pct(t, 50)-pct(s[0], 50))
+		}
 	}
 	fmt.Printf("   (goal: an overhead within 5ms; load %s)\n", loadAverage())
 	for _, p := range places {
@@ -79,26 +100,41 @@ func startupFigures(pipeline, work string, runs int) {
 	fmt.Printf("load average after: %s\n", loadAverage())
 }
 
-// versionFigure prints the times of cobra --version and pipeline
-// --version and their ratio.
-func versionFigure(s [][]time.Duration) {
-	fmt.Printf("      cobra alone --version   p50 %-9v p90 %v\n", pct(s[0], 50), pct(s[0], 90))
-	fmt.Printf("      pipeline --version      p50 %-9v p90 %v\n", pct(s[1], 50), pct(s[1], 90))
-	fmt.Printf("      ratio                   p50 %.2f×     p90 %.2f×   (goal: within 1.5×; load %s)\n",
-		ratio(pct(s[1], 50), pct(s[0], 50)), ratio(pct(s[1], 90), pct(s[0], 90)), loadAverage())
+// versionCommands are cobra --version, pipeline --version and, when
+// there is one, the other pipeline's.
+func versionCommands(cobra, pipeline, against string) [][]string {
+	commands := [][]string{{cobra, "--version"}, {pipeline, "--version"}}
+	if against != "" {
+		commands = append(commands, []string{against, "--version"})
+	}
+	return commands
 }
 
-// writtenCopy copies a binary with write(2) beside itself and returns
-// the copy. How a binary's pages came into the page cache weighs on its
+// versionFigure prints the times of cobra --version and pipeline
+// --version (and the other pipeline's) and their ratios.
+func versionFigure(s [][]time.Duration) {
+	fmt.Printf("      cobra alone --version   p50 %-9v p90 %v\n", pct(s[0], 50), pct(s[0], 90))
+	for i, label := range []string{"pipeline --version", "the other --version"}[:len(s)-1] {
+		t := s[i+1]
+		fmt.Printf("      %-23s p50 %-9v p90 %-9v ratio p50 %.2f×, p90 %.2f×\n", label, pct(t, 50), pct(t, 90),
+			ratio(pct(t, 50), pct(s[0], 50)), ratio(pct(t, 90), pct(s[0], 90)))
+	}
+	fmt.Printf("      (goal: within 1.5×; load %s)\n", loadAverage())
+}
+
+// writtenCopy copies a binary with write(2) into work and returns the
+// copy. How a binary's pages came into the page cache weighs on its
 // start-up by more than a millisecond here: pages read in by exec's page
 // faults are mapped a few at a time at each later start, pages written
 // (or read) whole are mapped in larger pieces.
-func writtenCopy(path string) string {
+func writtenCopy(work, path string) string {
 	content, err := os.ReadFile(path)
 	check(err)
-	dest := path + ".copy"
-	check(os.WriteFile(dest, content, 0o755))
-	return dest
+	f, err := os.CreateTemp(work, filepath.Base(path)+"-copy-")
+	check(err)
+	_, err = f.Write(content)
+	check(errors.Join(err, f.Chmod(0o755), f.Close()))
+	return f.Name()
 }
 
 // runPlace is a folder where the run figure runs pipeline.
