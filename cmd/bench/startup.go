@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -79,15 +80,18 @@ func startupFigures(pipeline, against, work string, runs int) {
 			commands = append(commands, []string{b, "run", filepath.Join(p.dir, "phases.yaml")})
 		}
 	}
-	s := sideBySide(runs, commands...)
-	fmt.Printf("   %-50s p50 %-9v p90 %v\n", trueBin, pct(s[0], 50), pct(s[0], 90))
+	t := sideBySide(runs, commands...)
+	s := t.wall
+	fmt.Printf("   %-44s p50 %-9v p90 %-9v                       CPU p50 %-9v faults p50 %d\n", trueBin, pct(s[0], 50), pct(s[0], 90),
+		pct(t.cpu[0], 50), t.faults[0][len(t.faults[0])/2])
 	for i, p := range places {
 		for j := range binaries {
-			t, label := s[1+i*len(binaries)+j], p.label
+			c, label := 1+i*len(binaries)+j, p.label
 			if j > 0 {
 				label = "  the other pipeline"
 			}
-			fmt.Printf("   %-50s p50 %-9v p90 %-9v overhead p50 %v\n", label, pct(t, 50), pct(t, 90), pct(t, 50)-pct(s[0], 50))
+			fmt.Printf("   %-44s p50 %-9v p90 %-9v overhead p50 %-9v CPU p50 %-9v faults p50 %d\n", label, pct(s[c], 50), pct(s[c], 90),
+				pct(s[c], 50)-pct(s[0], 50), pct(t.cpu[c], 50), t.faults[c][len(t.faults[c])/2])
 		}
 	}
 	fmt.Printf("   (goal: an overhead within 5ms; load %s)\n", loadAverage())
@@ -112,12 +116,14 @@ func versionCommands(cobra, pipeline, against string) [][]string {
 
 // versionFigure prints the times of cobra --version and pipeline
 // --version (and the other pipeline's) and their ratios.
-func versionFigure(s [][]time.Duration) {
-	fmt.Printf("      cobra alone --version   p50 %-9v p90 %v\n", pct(s[0], 50), pct(s[0], 90))
+func versionFigure(t turns) {
+	s := t.wall
+	fmt.Printf("      cobra alone --version   p50 %-9v p90 %-9v                            CPU p50 %-9v faults p50 %d\n",
+		pct(s[0], 50), pct(s[0], 90), pct(t.cpu[0], 50), t.faults[0][len(t.faults[0])/2])
 	for i, label := range []string{"pipeline --version", "the other --version"}[:len(s)-1] {
-		t := s[i+1]
-		fmt.Printf("      %-23s p50 %-9v p90 %-9v ratio p50 %.2f×, p90 %.2f×\n", label, pct(t, 50), pct(t, 90),
-			ratio(pct(t, 50), pct(s[0], 50)), ratio(pct(t, 90), pct(s[0], 90)))
+		w := s[i+1]
+		fmt.Printf("      %-23s p50 %-9v p90 %-9v ratio p50 %.2f×, p90 %.2f×   CPU p50 %-9v faults p50 %d\n", label, pct(w, 50), pct(w, 90),
+			ratio(pct(w, 50), pct(s[0], 50)), ratio(pct(w, 90), pct(s[0], 90)), pct(t.cpu[i+1], 50), t.faults[i+1][len(t.faults[i+1])/2])
 	}
 	fmt.Printf("      (goal: within 1.5×; load %s)\n", loadAverage())
 }
@@ -209,24 +215,34 @@ func buildCobraOnly(work string) string {
 
 // sideBySide runs each command once per round, in turn, so that a change
 // of the machine's load weighs on each alike; it returns each one's
-// wall times, sorted. Every run must exit 0. The programs' cached pages
-// are dropped first, and each runs once untimed, so that each is read
-// into the cache the same way.
-func sideBySide(runs int, commands ...[]string) [][]time.Duration {
+// times, sorted. Every run must exit 0. The programs' cached pages are
+// dropped first, and each runs once untimed, so that each is read into
+// the cache the same way.
+func sideBySide(runs int, commands ...[]string) turns {
 	for _, args := range commands {
 		dropCached(args[0])
 	}
 	return inTurns(runs, commands...)
 }
 
+// turns are the runs of commands in turns: for each command, its wall
+// times, its CPU times (user and system, its children's included) and
+// its minor page faults, each sorted. The CPU time and the faults move
+// less with the machine's load than the wall time does.
+type turns struct {
+	wall, cpu [][]time.Duration
+	faults    [][]int64
+}
+
 // inTurns is sideBySide without dropping the programs' cached pages.
-func inTurns(runs int, commands ...[]string) [][]time.Duration {
+func inTurns(runs int, commands ...[]string) turns {
 	for _, args := range commands {
 		if err := exec.Command(args[0], args[1:]...).Run(); err != nil {
 			check(fmt.Errorf("%s: %w", strings.Join(args, " "), err))
 		}
 	}
-	samples := make([][]time.Duration, len(commands))
+	t := turns{wall: make([][]time.Duration, len(commands)), cpu: make([][]time.Duration, len(commands)),
+		faults: make([][]int64, len(commands))}
 	for range runs {
 		for c, args := range commands {
 			cmd := exec.Command(args[0], args[1:]...)
@@ -234,13 +250,27 @@ func inTurns(runs int, commands ...[]string) [][]time.Duration {
 			if err != nil {
 				check(fmt.Errorf("%s: %w", strings.Join(args, " "), err))
 			}
-			samples[c] = append(samples[c], d)
+			t.wall[c] = append(t.wall[c], d)
+			cpu, faults := usage(cmd)
+			t.cpu[c], t.faults[c] = append(t.cpu[c], cpu), append(t.faults[c], faults)
 		}
 	}
-	for _, s := range samples {
-		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	for c := range commands {
+		sort.Slice(t.wall[c], func(i, j int) bool { return t.wall[c][i] < t.wall[c][j] })
+		sort.Slice(t.cpu[c], func(i, j int) bool { return t.cpu[c][i] < t.cpu[c][j] })
+		sort.Slice(t.faults[c], func(i, j int) bool { return t.faults[c][i] < t.faults[c][j] })
 	}
-	return samples
+	return t
+}
+
+// usage is the CPU time and the minor page faults of a process that has
+// exited, its waited-for children's included.
+func usage(cmd *exec.Cmd) (time.Duration, int64) {
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0, 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Minflt
 }
 
 func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }

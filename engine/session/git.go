@@ -70,12 +70,16 @@ func GitFor(dir string) *Git {
 		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
 			g := &Git{dir: abs}
 			g.paths = sync.OnceValue(g.where)
-			// Asked beside check-ignore: the first snapshot needs it, and
-			// two processes at once wait less than two in a row.
-			go g.paths()
-			if _, ignored := g.run(nil, "check-ignore", "-q", "--", "."); ignored {
-				return nil
+			// The top of a work tree is never ignored: git is asked only
+			// about a folder below it.
+			if d != abs {
+				if _, ignored := g.run(nil, "check-ignore", "-q", "--", "."); ignored {
+					return nil
+				}
 			}
+			// Asked now, while the session opens: the first snapshot
+			// needs it.
+			go g.paths()
 			return g
 		}
 		if filepath.Dir(d) == d {
