@@ -292,13 +292,16 @@ func (g *Git) Commit(message string) (string, error) {
 // mustAsSomeone runs a git command that makes a commit, as the committer
 // the repository names, or as pipeline when it names none: a checkpoint
 // is never refused for want of user.email. The repository's identity is
-// tried first rather than asked for (git var) because it is there nearly
-// always: one git process less per checkpoint. A command that failed for
-// another reason fails again, and says why.
+// tried first, and asked for (git var) only when the command failed:
+// it is there nearly always, and that is one git process less per
+// checkpoint.
 func (g *Git) mustAsSomeone(args ...string) (string, error) {
 	out, err := g.must(nil, args...)
 	if err == nil {
 		return out, nil
+	}
+	if _, named := g.run(nil, "var", "GIT_COMMITTER_IDENT"); named {
+		return "", err
 	}
 	return g.must([]string{"GIT_AUTHOR_NAME=pipeline", "GIT_AUTHOR_EMAIL=pipeline@localhost",
 		"GIT_COMMITTER_NAME=pipeline", "GIT_COMMITTER_EMAIL=pipeline@localhost"}, args...)
