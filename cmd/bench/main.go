@@ -91,7 +91,12 @@ func main() {
 		return
 	}
 	if *startupOnly {
-		startupFigures(pipeline, work, *startupN)
+		against := *startupAgainst
+		if against != "" {
+			against, err = filepath.Abs(against)
+			check(err)
+		}
+		startupFigures(pipeline, against, work, *startupN)
 		return
 	}
 	where := "/dev/null"

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -8,10 +9,14 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
-var startupOnly = flag.Bool("startup", false, "measure start-up alone, side by side: pipeline --version against a binary of cobra alone, pipeline run of one true step against /bin/true")
+var (
+	startupOnly    = flag.Bool("startup", false, "measure start-up alone, side by side: pipeline --version against a binary of cobra alone, pipeline run of one true step against /bin/true")
+	startupAgainst = flag.String("startup-against", "", "another pipeline binary (an earlier build) measured in the same turns as -pipeline by -startup, for a figure before and after a change")
+)
 
 // cobraOnly is a command with cobra alone and a version, built from this
 // module (its cobra, its go.mod) for the start-up figure's reference.
@@ -33,42 +38,159 @@ func main() {
 
 // startupFigures measures, in turns, pipeline --version against a
 // cobra-only binary built as make build builds pipeline, and pipeline
-// run of a one-step pipeline (run: "true") against /bin/true, in work
-// (the project's disk under make bench: the store's fsyncs cost there
-// what they cost a user).
-func startupFigures(pipeline, work string, runs int) {
+// run of a one-step pipeline (run: "true") against /bin/true where a
+// user runs it: in a folder no git work tree holds (or one git ignores)
+// and in a git work tree (where each run checkpoints and snapshots), on
+// work's disk (the project's disk under make bench: the store's fsyncs
+// cost there what they cost a user) and in memory. Each figure is
+// printed with the load average of the minute it was measured in.
+func startupFigures(pipeline, against, work string, runs int) {
 	fmt.Printf("pipeline bench -startup: %s, %d cores, files in %s\n", pipeline, numCPU(), work)
-	fmt.Printf("load average before: %s\n\n", loadAverage())
+	fmt.Printf("load average before: %s\n", loadAverage())
+	if against != "" {
+		fmt.Printf("the other pipeline, measured in the same turns: %s\n", against)
+	}
+	if dynamic := dynamicallyLinked(pipeline); dynamic != "" {
+		fmt.Printf("note: %s is linked dynamically (%s): built with cgo, it starts ~1-2 ms slower than make build's CGO_ENABLED=0 binary\n", pipeline, dynamic)
+	}
+	fmt.Println()
 	cobra := buildCobraOnly(work)
 
-	fmt.Printf("1. pipeline --version against a Go binary of cobra alone (CGO_ENABLED=0, both), %d runs each\n", runs)
-	s := sideBySide(runs, []string{cobra, "--version"}, []string{pipeline, "--version"})
-	fmt.Printf("   cobra alone --version   p50 %-9v p90 %v\n", pct(s[0], 50), pct(s[0], 90))
-	fmt.Printf("   pipeline --version      p50 %-9v p90 %v\n", pct(s[1], 50), pct(s[1], 90))
-	fmt.Printf("   ratio                   p50 %.2f×     p90 %.2f×   (goal: within 1.5×)\n\n",
-		ratio(pct(s[1], 50), pct(s[0], 50)), ratio(pct(s[1], 90), pct(s[0], 90)))
+	fmt.Printf("1. pipeline --version against a Go binary of cobra alone (CGO_ENABLED=0), %d runs each\n", runs)
+	fmt.Println("   a. each binary's pages dropped from the cache, then read in by its first run's exec (as after a go install or make install, or once the cache has let them go)")
+	versionFigure(sideBySide(runs, versionCommands(cobra, pipeline, against)...))
+	fmt.Println("   b. each binary a copy written with write(2), its pages in the cache as the copy left them (as after cp, install(1) or a package manager)")
+	if against != "" {
+		against = writtenCopy(work, against)
+	}
+	versionFigure(inTurns(runs, versionCommands(writtenCopy(work, cobra), writtenCopy(work, pipeline), against)...))
+	fmt.Println()
 
 	trueBin, err := exec.LookPath("true")
 	check(err)
-	fmt.Printf("2. pipeline run of one step (run: \"true\") against %s, %d runs each; the sessions stay in the store, as a project's do\n", trueBin, runs)
-	dir := filepath.Join(work, "startup")
-	check(os.MkdirAll(dir, 0o755))
-	if exec.Command("git", "-C", dir, "rev-parse", "--is-inside-work-tree").Run() == nil {
-		fmt.Printf("   (%s is in a git work tree: each run also asks git whether git ignores it, one git process)\n", dir)
+	places := runPlaces(work)
+	fmt.Printf("2. pipeline run of one step (run: \"true\") against %s, %d runs each, all in turn; the sessions stay in the store, as a project's do\n", trueBin, runs)
+	commands := [][]string{{trueBin}}
+	binaries := []string{pipeline}
+	if against != "" {
+		binaries = append(binaries, against)
 	}
-	runFigures(pipeline, trueBin, dir, runs)
-	// The same in memory, where an fsync costs nothing: the difference is
-	// what the store's fsyncs (and git, in a work tree) cost on the disk
-	// above.
-	if info, err := os.Stat("/dev/shm"); err == nil && info.IsDir() && !strings.HasPrefix(work, "/dev/shm") {
-		shm, err := os.MkdirTemp("/dev/shm", "pipeline-bench-")
-		check(err)
-		defer os.RemoveAll(shm)
-		fmt.Printf("   the same with the store in memory (%s), where an fsync costs nothing:\n", shm)
-		runFigures(pipeline, trueBin, shm, runs)
+	for _, p := range places {
+		for _, b := range binaries {
+			commands = append(commands, []string{b, "run", filepath.Join(p.dir, "phases.yaml")})
+		}
+	}
+	t := sideBySide(runs, commands...)
+	s := t.wall
+	fmt.Printf("   %-44s p50 %-9v p90 %-9v                       CPU p50 %-9v faults p50 %d\n", trueBin, pct(s[0], 50), pct(s[0], 90),
+		pct(t.cpu[0], 50), t.faults[0][len(t.faults[0])/2])
+	for i, p := range places {
+		for j := range binaries {
+			c, label := 1+i*len(binaries)+j, p.label
+			if j > 0 {
+				label = "  the other pipeline"
+			}
+			fmt.Printf("   %-44s p50 %-9v p90 %-9v overhead p50 %-9v CPU p50 %-9v faults p50 %d\n", label, pct(s[c], 50), pct(s[c], 90),
+				pct(s[c], 50)-pct(s[0], 50), pct(t.cpu[c], 50), t.faults[c][len(t.faults[c])/2])
+		}
+	}
+	fmt.Printf("   (goal: an overhead within 5ms; load %s)\n", loadAverage())
+	for _, p := range places {
+		if p.cleanup != nil {
+			p.cleanup()
+		}
 	}
 	fmt.Println()
 	fmt.Printf("load average after: %s\n", loadAverage())
+}
+
+// versionCommands are cobra --version, pipeline --version and, when
+// there is one, the other pipeline's.
+func versionCommands(cobra, pipeline, against string) [][]string {
+	commands := [][]string{{cobra, "--version"}, {pipeline, "--version"}}
+	if against != "" {
+		commands = append(commands, []string{against, "--version"})
+	}
+	return commands
+}
+
+// versionFigure prints the times of cobra --version and pipeline
+// --version (and the other pipeline's) and their ratios.
+func versionFigure(t turns) {
+	s := t.wall
+	fmt.Printf("      cobra alone --version   p50 %-9v p90 %-9v                            CPU p50 %-9v faults p50 %d\n",
+		pct(s[0], 50), pct(s[0], 90), pct(t.cpu[0], 50), t.faults[0][len(t.faults[0])/2])
+	for i, label := range []string{"pipeline --version", "the other --version"}[:len(s)-1] {
+		w := s[i+1]
+		fmt.Printf("      %-23s p50 %-9v p90 %-9v ratio p50 %.2f×, p90 %.2f×   CPU p50 %-9v faults p50 %d\n", label, pct(w, 50), pct(w, 90),
+			ratio(pct(w, 50), pct(s[0], 50)), ratio(pct(w, 90), pct(s[0], 90)), pct(t.cpu[i+1], 50), t.faults[i+1][len(t.faults[i+1])/2])
+	}
+	fmt.Printf("      (goal: within 1.5×; load %s)\n", loadAverage())
+}
+
+// writtenCopy copies a binary with write(2) into work and returns the
+// copy. How a binary's pages came into the page cache weighs on its
+// start-up by more than a millisecond here: pages read in by exec's page
+// faults are mapped a few at a time at each later start, pages written
+// (or read) whole are mapped in larger pieces.
+func writtenCopy(work, path string) string {
+	content, err := os.ReadFile(path)
+	check(err)
+	f, err := os.CreateTemp(work, filepath.Base(path)+"-copy-")
+	check(err)
+	_, err = f.Write(content)
+	check(errors.Join(err, f.Chmod(0o755), f.Close()))
+	return f.Name()
+}
+
+// runPlace is a folder where the run figure runs pipeline.
+type runPlace struct {
+	label, dir string
+	cleanup    func()
+}
+
+// runPlaces makes the folders of the run figure: on work's disk and in
+// memory (/dev/shm, where an fsync costs nothing), a folder as it is (no
+// git work tree, or one that git ignores: one git process) and a git
+// work tree of one commit (checkpoints at the start and at the end, a
+// snapshot of the tree before the step and after it).
+func runPlaces(work string) []runPlace {
+	var places []runPlace
+	add := func(where, base string, cleanup func()) {
+		plain := filepath.Join(base, "startup")
+		label := where + ", no git work tree"
+		if exec.Command("git", "-C", base, "rev-parse", "--is-inside-work-tree").Run() == nil {
+			label = where + ", a folder git ignores"
+		}
+		places = append(places, runPlace{label: label, dir: plain, cleanup: cleanup})
+		places = append(places, runPlace{label: where + ", a git work tree", dir: filepath.Join(base, "startup-git")})
+		check(os.MkdirAll(plain, 0o755))
+		check(os.WriteFile(filepath.Join(plain, "phases.yaml"), []byte(startupYAML), 0o644))
+		gitTree(filepath.Join(base, "startup-git"))
+	}
+	add("disk", work, nil)
+	if info, err := os.Stat("/dev/shm"); err == nil && info.IsDir() && !strings.HasPrefix(work, "/dev/shm") {
+		shm, err := os.MkdirTemp("/dev/shm", "pipeline-bench-")
+		check(err)
+		add("memory", shm, func() { os.RemoveAll(shm) })
+	}
+	return places
+}
+
+// gitTree makes dir a git repository of its own whose one commit holds
+// phases.yaml and a .gitignore of the store, as a project's would.
+func gitTree(dir string) {
+	check(os.MkdirAll(dir, 0o755))
+	check(os.WriteFile(filepath.Join(dir, "phases.yaml"), []byte(startupYAML), 0o644))
+	check(os.WriteFile(filepath.Join(dir, ".gitignore"), []byte(".pipeline/\n"), 0o644))
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"},
+		{"-c", "user.email=bench@localhost", "-c", "user.name=bench", "commit", "-qm", "start"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			check(fmt.Errorf("git %v: %v\n%s", args, err, out))
+		}
+	}
 }
 
 // buildCobraOnly writes cobraOnly into a folder of this module (for its
@@ -93,19 +215,34 @@ func buildCobraOnly(work string) string {
 
 // sideBySide runs each command once per round, in turn, so that a change
 // of the machine's load weighs on each alike; it returns each one's
-// wall times, sorted. Every run must exit 0. The programs' cached pages
-// are dropped first, and each runs once untimed, so that each is read
-// into the cache the same way.
-func sideBySide(runs int, commands ...[]string) [][]time.Duration {
+// times, sorted. Every run must exit 0. The programs' cached pages are
+// dropped first, and each runs once untimed, so that each is read into
+// the cache the same way.
+func sideBySide(runs int, commands ...[]string) turns {
 	for _, args := range commands {
 		dropCached(args[0])
 	}
+	return inTurns(runs, commands...)
+}
+
+// turns are the runs of commands in turns: for each command, its wall
+// times, its CPU times (user and system, its children's included) and
+// its minor page faults, each sorted. The CPU time and the faults move
+// less with the machine's load than the wall time does.
+type turns struct {
+	wall, cpu [][]time.Duration
+	faults    [][]int64
+}
+
+// inTurns is sideBySide without dropping the programs' cached pages.
+func inTurns(runs int, commands ...[]string) turns {
 	for _, args := range commands {
 		if err := exec.Command(args[0], args[1:]...).Run(); err != nil {
 			check(fmt.Errorf("%s: %w", strings.Join(args, " "), err))
 		}
 	}
-	samples := make([][]time.Duration, len(commands))
+	t := turns{wall: make([][]time.Duration, len(commands)), cpu: make([][]time.Duration, len(commands)),
+		faults: make([][]int64, len(commands))}
 	for range runs {
 		for c, args := range commands {
 			cmd := exec.Command(args[0], args[1:]...)
@@ -113,28 +250,30 @@ func sideBySide(runs int, commands ...[]string) [][]time.Duration {
 			if err != nil {
 				check(fmt.Errorf("%s: %w", strings.Join(args, " "), err))
 			}
-			samples[c] = append(samples[c], d)
+			t.wall[c] = append(t.wall[c], d)
+			cpu, faults := usage(cmd)
+			t.cpu[c], t.faults[c] = append(t.cpu[c], cpu), append(t.faults[c], faults)
 		}
 	}
-	for _, s := range samples {
-		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	for c := range commands {
+		sort.Slice(t.wall[c], func(i, j int) bool { return t.wall[c][i] < t.wall[c][j] })
+		sort.Slice(t.cpu[c], func(i, j int) bool { return t.cpu[c][i] < t.cpu[c][j] })
+		sort.Slice(t.faults[c], func(i, j int) bool { return t.faults[c][i] < t.faults[c][j] })
 	}
-	return samples
+	return t
+}
+
+// usage is the CPU time and the minor page faults of a process that has
+// exited, its waited-for children's included.
+func usage(cmd *exec.Cmd) (time.Duration, int64) {
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0, 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Minflt
 }
 
 func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
-
-// runFigures measures pipeline run of startupYAML in dir beside trueBin.
-func runFigures(pipeline, trueBin, dir string, runs int) {
-	check(os.MkdirAll(dir, 0o755))
-	file := filepath.Join(dir, "phases.yaml")
-	check(os.WriteFile(file, []byte(startupYAML), 0o644))
-	s := sideBySide(runs, []string{trueBin}, []string{pipeline, "run", file})
-	fmt.Printf("   %-22s  p50 %-9v p90 %v\n", trueBin, pct(s[0], 50), pct(s[0], 90))
-	fmt.Printf("   pipeline run (1 step)   p50 %-9v p90 %v\n", pct(s[1], 50), pct(s[1], 90))
-	fmt.Printf("   overhead                p50 %-9v p90 %v   (goal: within 5ms)\n",
-		pct(s[1], 50)-pct(s[0], 50), pct(s[1], 90)-pct(s[0], 90))
-}
 
 const startupYAML = `version: 1
 phases: [{name: one, steps: [{run: "true"}]}]

@@ -18,35 +18,45 @@ import (
 
 // Git reads the git work tree holding a session's folder: HEAD, a
 // snapshot of the work tree, and the files changed since a snapshot.
+//
+// Each git process costs a millisecond or two, and a run of one phase
+// used to start twenty-one of them: what does not change during a run
+// (where the index, the top of the work tree and the git folders are) is
+// asked of git once, HEAD is read from the ref files when they are plain
+// files, and a diff of a tree against itself is not asked for.
 type Git struct {
-	dir string // absolute
-
-	// Where the index and the top of the work tree are: asked of git
-	// once (they do not change), since every snapshot needs them and
-	// each git process costs a millisecond or two on the way from a
-	// resume to the step.
-	paths     sync.Once
-	indexPath string
-	root      string
+	dir   string // absolute
+	paths func() gitPaths
 }
 
-// where finds the index and the top of the work tree, once.
-func (g *Git) where() (index, root string) {
-	g.paths.Do(func() {
-		out, ok := g.run(nil, "rev-parse", "--git-path", "index", "--show-toplevel")
-		if !ok {
-			return
+// gitPaths are where git keeps a work tree's index and refs: they do not
+// change during a run.
+type gitPaths struct {
+	index  string // the index file
+	root   string // the top of the work tree
+	gitDir string // the work tree's own git folder (HEAD)
+	common string // the folder of refs and objects shared by work trees
+}
+
+// where finds the index, the top of the work tree and the git folders,
+// once, with one git process.
+func (g *Git) where() gitPaths {
+	out, ok := g.run(nil, "rev-parse", "--git-path", "index", "--show-toplevel", "--absolute-git-dir", "--git-common-dir")
+	if !ok {
+		return gitPaths{}
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 {
+		return gitPaths{}
+	}
+	abs := func(p string) string {
+		p = strings.TrimSpace(p)
+		if p != "" && !filepath.IsAbs(p) {
+			p = filepath.Join(g.dir, p)
 		}
-		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if len(lines) != 2 {
-			return
-		}
-		g.indexPath, g.root = strings.TrimSpace(lines[0]), strings.TrimSpace(lines[1])
-		if g.indexPath != "" && !filepath.IsAbs(g.indexPath) {
-			g.indexPath = filepath.Join(g.dir, g.indexPath)
-		}
-	})
-	return g.indexPath, g.root
+		return p
+	}
+	return gitPaths{index: abs(lines[0]), root: strings.TrimSpace(lines[1]), gitDir: abs(lines[2]), common: abs(lines[3])}
 }
 
 // GitFor returns the Git of a work folder, or nil when the folder is not
@@ -61,9 +71,17 @@ func GitFor(dir string) *Git {
 	for d := abs; ; d = filepath.Dir(d) {
 		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
 			g := &Git{dir: abs}
-			if _, ignored := g.run(nil, "check-ignore", "-q", "--", "."); ignored {
-				return nil
+			g.paths = sync.OnceValue(g.where)
+			// The top of a work tree is never ignored: git is asked only
+			// about a folder below it.
+			if d != abs {
+				if _, ignored := g.run(nil, "check-ignore", "-q", "--", "."); ignored {
+					return nil
+				}
 			}
+			// Asked now, while the session opens: the first snapshot
+			// needs it.
+			go g.paths()
 			return g
 		}
 		if filepath.Dir(d) == d {
@@ -90,6 +108,9 @@ func (g *Git) line(env []string, args ...string) (string, bool) {
 
 // Head is the commit checked out, "" when there is none.
 func (g *Git) Head() string {
+	if head, ok := g.readHead(); ok {
+		return head
+	}
 	head, ok := g.line(nil, "rev-parse", "--verify", "-q", "HEAD")
 	if !ok {
 		return ""
@@ -122,7 +143,7 @@ func (g *Git) snapshotTree(head func() string) string {
 	}
 	name := tmp.Name()
 	defer os.Remove(name)
-	if index, _ := g.where(); index != "" {
+	if index := g.paths().index; index != "" {
 		if src, err := os.Open(index); err == nil {
 			_, err = io.Copy(tmp, src)
 			src.Close()
@@ -166,6 +187,9 @@ func (g *Git) Changed(base, tree string) (string, []string) {
 	head, now := g.Snapshot()
 	if now == "" {
 		return g.changedSinceCommit(base)
+	}
+	if now == tree {
+		return head, nil
 	}
 	out, ok := g.run(nil, "diff", "--name-only", "--no-renames", "-z", tree, now, "--", ".")
 	if !ok {
@@ -236,7 +260,7 @@ func (g *Git) Checkpoint(ref, message string) (string, error) {
 	if head != "" {
 		args = append(args, "-p", head)
 	}
-	commit, err := g.must(g.identity(), args...)
+	commit, err := g.mustAsSomeone(args...)
 	if err != nil {
 		return "", err
 	}
@@ -253,20 +277,28 @@ func (g *Git) Commit(message string) (string, error) {
 	if _, err := g.must(nil, "add", "-A", "--", "."); err != nil {
 		return "", err
 	}
-	if _, err := g.must(g.identity(), "commit", "-q", "--no-verify", "--allow-empty", "-m", message); err != nil {
+	if _, err := g.mustAsSomeone("commit", "-q", "--no-verify", "--allow-empty", "-m", message); err != nil {
 		return "", err
 	}
 	return g.Head(), nil
 }
 
-// identity is the committer git is to use when the repository names
-// none: a checkpoint is never refused for want of user.email.
-func (g *Git) identity() []string {
-	if _, ok := g.run(nil, "var", "GIT_COMMITTER_IDENT"); ok {
-		return nil
+// mustAsSomeone runs a git command that makes a commit, as the committer
+// the repository names, or as pipeline when it names none: a checkpoint
+// is never refused for want of user.email. The repository's identity is
+// tried first, and asked for (git var) only when the command failed:
+// it is there nearly always, and that is one git process less per
+// checkpoint.
+func (g *Git) mustAsSomeone(args ...string) (string, error) {
+	out, err := g.must(nil, args...)
+	if err == nil {
+		return out, nil
 	}
-	return []string{"GIT_AUTHOR_NAME=pipeline", "GIT_AUTHOR_EMAIL=pipeline@localhost",
-		"GIT_COMMITTER_NAME=pipeline", "GIT_COMMITTER_EMAIL=pipeline@localhost"}
+	if _, named := g.run(nil, "var", "GIT_COMMITTER_IDENT"); named {
+		return "", err
+	}
+	return g.must([]string{"GIT_AUTHOR_NAME=pipeline", "GIT_AUTHOR_EMAIL=pipeline@localhost",
+		"GIT_COMMITTER_NAME=pipeline", "GIT_COMMITTER_EMAIL=pipeline@localhost"}, args...)
 }
 
 // must runs git for one line of output, and returns git's own words
@@ -345,8 +377,7 @@ func (g *Git) ChangedSince(checkpoint string) (files []string, head, now string,
 
 // Root is the top of the work tree.
 func (g *Git) Root() string {
-	_, root := g.where()
-	return root
+	return g.paths().root
 }
 
 // Conflicted returns those of files (named from the repository's root)

@@ -24,6 +24,9 @@ func (g *Git) OutOfScope(tree string, writes []string) (files []string, ok bool)
 	if now == "" {
 		return nil, false
 	}
+	if now == tree {
+		return nil, true
+	}
 	out, ok := g.run(nil, "diff", "--name-only", "--no-renames", "--relative", "-z", tree, now, "--", ".")
 	if !ok {
 		return nil, false

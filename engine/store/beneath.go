@@ -123,6 +123,11 @@ func (s *Store) readFile(rel string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readOpen(f)
+}
+
+// readOpen reads an open file from where it is to its end.
+func readOpen(f *os.File) ([]byte, error) {
 	// Sized once, as os.ReadFile does: the index of thousands of sessions
 	// is read whole on every listing.
 	size := 512

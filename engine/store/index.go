@@ -256,26 +256,53 @@ func (s *Store) readIndex() ([]Summary, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
+	latest := s.parseIndex(wholeLinesOf(content), 1)
+	kept := make([]Summary, 0, len(latest))
+	for _, l := range latest {
+		if l.sum.Status != statusRemoved {
+			kept = append(kept, s.listed(l))
+		}
+	}
+	return kept, nil
+}
+
+// wholeLinesOf is content up to its last newline: a torn last line is
+// not read.
+func wholeLinesOf(content []byte) []byte {
+	if i := bytes.LastIndexByte(content, '\n'); i >= 0 {
+		return content[:i+1]
+	}
+	return nil // a torn line alone
+}
+
+// latestLine is the latest line of a session that could be parsed, as
+// the index keeps it (paths relative to the store's base); old is a line
+// of format 1.
+type latestLine struct {
+	sum   Summary
+	old   bool
+	first int // where the session's first line is, counted from the last
+}
+
+// parseIndex returns the latest line of each session in content (whole
+// lines, the first of which is line number first), in the order of the
+// sessions' first lines, removed sessions included.
+func (s *Store) parseIndex(content []byte, first int) []latestLine {
 	// The lines are read from the last: the first whole line met of a
 	// session is its latest, and its earlier lines (one per snapshot)
 	// are not parsed at all; a line that cannot be parsed leaves the
 	// session to its line before. Every run lists the index.
-	if i := bytes.LastIndexByte(content, '\n'); i >= 0 {
-		content = content[:i+1]
-	} else {
-		content = nil // a torn line alone
-	}
+	//
 	// An entry per session: where its first line is (counted from the
 	// last: the list keeps the order of the sessions' first lines), and
-	// its latest summary, once parsed (-1 before).
-	type entry struct{ first, sum int }
+	// its latest line, once parsed (-1 before).
+	type entry struct{ first, line int }
 	latest := map[string]int{} // session id -> its entry
 	var (
 		entries []entry
-		sums    []Summary
-		old     []bool
+		lines   []latestLine
 	)
-	lines := bytes.Count(content, []byte{'\n'})
+	count := bytes.Count(content, []byte{'\n'})
 	for n := 0; len(content) > 0; n++ {
 		end := len(content) - 1 // its newline
 		start := bytes.LastIndexByte(content[:end], '\n') + 1
@@ -289,50 +316,67 @@ func (s *Store) readIndex() ([]Summary, error) {
 		if !seen {
 			at = len(entries)
 			latest[string(id)] = at
-			entries = append(entries, entry{sum: -1})
+			entries = append(entries, entry{line: -1})
 		}
 		e := &entries[at]
 		e.first = n
-		if e.sum >= 0 {
+		if e.line >= 0 {
 			continue
 		}
-		sum, isOld, ok := parseIndexLine(line)
+		sum, isOld, ok := s.parseIndexLineAt(line, first-1+count-n)
 		if !ok {
-			// Not a line pipeline wrote (a forged id such as ../../x, a
-			// field that is no number): skipped, never acted on, and
-			// said once.
-			number := lines - n
-			s.warnOnce(fmt.Sprintf("%s line %d", indexName, number)+string(line),
-				"pipeline: warning: %s line %d is not a line of the sessions index (%s): skipped; remove it, or let pipeline clean rewrite the index without it\n",
-				s.path(indexName), number, indexLineText(line))
 			continue
 		}
-		e.sum = len(sums)
-		sums, old = append(sums, sum), append(old, isOld)
+		e.line = len(lines)
+		lines = append(lines, latestLine{sum: sum, old: isOld})
 	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].first > entries[j].first })
-	kept := make([]Summary, 0, len(sums))
+	// Each line is one session's: sorted in place, not copied (a store
+	// of a few hundred sessions is read at every run).
 	for _, e := range entries {
-		if e.sum < 0 || sums[e.sum].Status == statusRemoved {
-			continue
+		if e.line >= 0 {
+			lines[e.line].first = e.first
 		}
-		sum := sums[e.sum]
-		sum.File, sum.Spec = s.Abs(sum.File), s.Abs(sum.Spec)
-		if old[e.sum] {
-			if meta, err := s.find(sum.ID); err == nil && meta.ID == sum.ID {
-				sum.Key, sum.File, sum.Spec = meta.Key, meta.File, meta.Spec
-			}
-		}
-		kept = append(kept, sum)
 	}
-	return kept, nil
+	sort.Slice(lines, func(i, j int) bool { return lines[i].first > lines[j].first })
+	return lines
+}
+
+// parseIndexLineAt parses line number of the index; a line pipeline did
+// not write (a forged id such as ../../x, a field that is no number) is
+// skipped, never acted on, and said once.
+func (s *Store) parseIndexLineAt(line []byte, number int) (Summary, bool, bool) {
+	sum, isOld, ok := parseIndexLine(line)
+	if !ok {
+		s.warnOnce(fmt.Sprintf("%s line %d", indexName, number)+string(line),
+			"pipeline: warning: %s line %d is not a line of the sessions index (%s): skipped; remove it, or let pipeline clean rewrite the index without it\n",
+			s.path(indexName), number, indexLineText(line))
+	}
+	return sum, isOld, ok
+}
+
+// listed is a session's latest line as a listing gives it: its paths
+// absolute. A session whose latest line is of format 1 (written before
+// paths were relative) takes its key and paths from its meta.json, as
+// Find reads them; its next snapshot, or clean, writes it a line of this
+// format.
+func (s *Store) listed(l latestLine) Summary {
+	sum := l.sum
+	sum.File, sum.Spec = s.Abs(sum.File), s.Abs(sum.Spec)
+	if l.old {
+		if meta, err := s.find(sum.ID); err == nil && meta.ID == sum.ID {
+			sum.Key, sum.File, sum.Spec = meta.Key, meta.File, meta.Spec
+		}
+	}
+	return sum
 }
 
 // List returns the latest summary of every session, newest first. It reads
 // the index alone, so it stays fast with thousands of sessions: every
 // session has a line from the moment it is created until it is removed.
+// What this Store read of the index before is kept (see indexCache): a
+// second listing reads only the lines appended since.
 func (s *Store) List() ([]Summary, error) {
-	out, err := s.readIndex()
+	out, err := s.listing.list(s)
 	if err != nil {
 		return nil, err
 	}

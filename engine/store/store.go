@@ -104,6 +104,8 @@ type Store struct {
 	// times by one command says it once.
 	warnMu sync.Mutex
 	warned map[string]bool
+	// listing is the index as List last read it.
+	listing indexCache
 }
 
 // warnOnce writes a warning on s.Warn, once for each key.
@@ -617,7 +619,7 @@ func (x *Session) scan(fn func(seq int64, line []byte) error) (int64, error) {
 		return 0, err
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 256<<10)
+	r := bufio.NewReaderSize(f, scanBuffer(f))
 	var end int64
 	for n := 1; ; n++ {
 		line, err := r.ReadSlice('\n')
@@ -645,6 +647,19 @@ func (x *Session) scan(fn func(seq int64, line []byte) error) (int64, error) {
 		}
 		end += int64(len(line))
 	}
+}
+
+// scanBuffer is the size of scan's buffer for the log f: 256 KiB, or
+// the log's size when it is shorter (a new session's, or a short run's:
+// a run scans two logs, and 512 KiB of buffers brought its first
+// collection forward).
+func scanBuffer(f *os.File) int {
+	const most = 256 << 10
+	info, err := f.Stat()
+	if err != nil || info.Size() >= most {
+		return most
+	}
+	return max(int(info.Size())+1, 4<<10)
 }
 
 // Session is one session's folder.
