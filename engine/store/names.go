@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -16,13 +15,28 @@ import (
 // name.
 const namesDir = "names"
 
-// namePattern is what a name may be: it starts with a letter, so that it
-// is never taken for the start of an id (a date).
-var namePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._-]{0,63}$`)
+// validName tells whether name may name a session: a letter (so that it
+// is never taken for the start of an id, a date), then letters, digits,
+// '.', '_' or '-', at most 64 in all. (Not a regular expression: one with
+// {0,63} costs every start of pipeline a quarter of a millisecond to
+// compile.)
+func validName(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if i == 0 && !letter || !letter && !(c >= '0' && c <= '9') && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
 
 // CheckName tells why name cannot name a session, or nil.
 func CheckName(name string) error {
-	if !namePattern.MatchString(name) {
+	if !validName(name) {
 		return fmt.Errorf("the session name %q is not one: it starts with a letter, then letters, digits, '.', '_' or '-', at most 64 in all", name)
 	}
 	return nil
