@@ -1,7 +1,6 @@
 package search
 
 import (
-	"bytes"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -10,11 +9,13 @@ import (
 
 // The agents' transcripts are JSON lines (Claude's, Gemini's and Codex's
 // stream-json): what a person searches for is what was said (the text,
-// the tool called and its arguments, what it answered), once, not the
-// deltas that add up to a message, not the keys, the punctuation or the
-// opaque ids (see identifier). A line of an agent's format is indexed as
-// transcript.LineWords reads it; another JSON object or array as its
-// string values, joined by spaces; any other line as it is. Either way a
+// the tool called and its arguments, what it answered), once: not the
+// lines that say nothing (transcript.Silent: the set-up, the deltas that
+// add up to a message, the result that repeats it), not the keys, the
+// values that are the format's own (a type, a role, a model: skippedKeys),
+// the punctuation or the opaque ids (see identifier). A JSON object or
+// array is indexed as its other string values, joined by spaces; any
+// other line as it is. Either way a
 // line of the file is one line of the indexed text, so that a match's
 // line in the text is its line in the file.
 
@@ -25,8 +26,8 @@ type extractor struct{ scratch []byte }
 // appendLineText appends the text to index of one line (without its
 // line break) to dst.
 func (x *extractor) appendLineText(dst, line []byte) []byte {
-	if words, ok := transcript.LineWords(line); ok {
-		return appendPlain(dst, []byte(words))
+	if transcript.Silent(line) {
+		return dst
 	}
 	if out, ok := x.appendJSONStrings(dst, line); ok {
 		return out
@@ -40,7 +41,7 @@ func (x *extractor) appendLineText(dst, line []byte) []byte {
 // are not UTF-8 become U+FFFD, as a JSON decoder reads them.
 func appendPlain(dst, line []byte) []byte {
 	if !utf8.Valid(line) {
-		line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
+		line = perByteValid(line)
 	}
 	for _, c := range line {
 		if c < 0x20 || c == 0x7f {
@@ -49,6 +50,22 @@ func appendPlain(dst, line []byte) []byte {
 		dst = append(dst, c)
 	}
 	return dst
+}
+
+// perByteValid is line with each byte that is not UTF-8 made U+FFFD, as
+// encoding/json decodes them (bytes.ToValidUTF8 makes a run one).
+func perByteValid(line []byte) []byte {
+	out := make([]byte, 0, len(line)+8)
+	for len(line) > 0 {
+		r, size := utf8.DecodeRune(line)
+		if r == utf8.RuneError && size == 1 {
+			out = append(out, "\uFFFD"...)
+		} else {
+			out = append(out, line[:size]...)
+		}
+		line = line[size:]
+	}
+	return out
 }
 
 // appendJSONStrings appends the string values of line, a JSON object or
@@ -62,10 +79,11 @@ func (x *extractor) appendJSONStrings(dst, line []byte) (out []byte, ok bool) {
 	if i == len(line) || line[i] != '{' && line[i] != '[' {
 		return dst, false
 	}
-	// stack holds the open containers; '{' expects keys.
+	// stack holds the open containers; '{' expects keys. skip: the value
+	// coming is a skippedKeys one.
 	var stack [64]byte
 	depth := 0
-	expectKey := false
+	expectKey, skip := false, false
 	for i < len(line) {
 		c := line[i]
 		switch {
@@ -75,7 +93,7 @@ func (x *extractor) appendJSONStrings(dst, line []byte) (out []byte, ok bool) {
 			}
 			stack[depth] = c
 			depth++
-			expectKey = c == '{'
+			expectKey, skip = c == '{', false
 			i++
 		case c == '}' || c == ']':
 			if depth == 0 || (c == '}') != (stack[depth-1] == '{') {
@@ -101,11 +119,11 @@ func (x *extractor) appendJSONStrings(dst, line []byte) (out []byte, ok bool) {
 				if i == len(line) || line[i] != ':' {
 					return dst[:start], false
 				}
-				expectKey = false
+				expectKey, skip = false, skippedKeys[string(text)]
 				i++
 				continue
 			}
-			if len(text) > 0 && !identifier(text) {
+			if len(text) > 0 && !skip && !identifier(text) {
 				if len(dst) > start {
 					dst = append(dst, ' ')
 				}
@@ -113,7 +131,7 @@ func (x *extractor) appendJSONStrings(dst, line []byte) (out []byte, ok bool) {
 			}
 			i = end
 		case c == ',':
-			expectKey = depth > 0 && stack[depth-1] == '{'
+			expectKey, skip = depth > 0 && stack[depth-1] == '{', false
 			i++
 		case c == ':' || c == ' ' || c == '\t' || c == '\r' || c == '\n':
 			i++
@@ -126,6 +144,17 @@ func (x *extractor) appendJSONStrings(dst, line []byte) (out []byte, ok bool) {
 		}
 	}
 	return dst[:start], false // not closed: not a JSON line
+}
+
+// skippedKeys are the keys of the agents' formats whose values are the
+// format's own words, not what was said: a line's type ("text_delta"), a
+// role, a model, a status, ids; and the model's thinking, which logs hides
+// unless asked.
+var skippedKeys = map[string]bool{
+	"type": true, "subtype": true, "role": true, "model": true, "status": true, "stop_reason": true,
+	"stop_sequence": true, "id": true, "uuid": true, "session_id": true, "tool_use_id": true,
+	"parent_tool_use_id": true, "api_message_id": true, "tool_id": true, "thread_id": true,
+	"timestamp": true, "signature": true, "thinking": true, "cwd": true, "service_tier": true,
 }
 
 // scanString reads the string whose content starts at i (after the

@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/pipeline-dev/pipeline/internal/transcript"
 )
 
 func TestLineText(t *testing.T) {
 	for _, c := range []struct{ line, want string }{
 		{`plain text`, `plain text`},
 		{"tab\there\x1b[31m", "tab here [31m"},
-		{`{"type":"text","text":"hello"}`, `text hello`},
+		{`{"type":"text","text":"hello"}`, `hello`},
+		{`{"type":"stream_event","event":{"delta":{"type":"text_delta","text":"hel"}}}`, ``},
+		{`{"type":"assistant","message":{"id":"m","role":"assistant","model":"sonnet","content":[{"type":"thinking","thinking":"hmm"},{"type":"tool_use","id":"t","name":"Bash","input":{"command":"go test"}}]}}`, `Bash go test`},
 		{`{"a":{"b":["x","y",{"c":"z"}]},"n":12.5e3,"t":true,"u":null}`, `x y z`},
 		{`  ["a", "b\n\"c\""]  `, `a b "c"`},
 		{`{"k":"\u00e9\ud83d\ude00\/"}`, `é😀/`},
@@ -32,7 +36,8 @@ func TestLineText(t *testing.T) {
 }
 
 // The indexed text of a line is one line, without the highlight
-// markers, and holds a JSON line's string values.
+// markers, and holds a JSON line's string values (but those of the
+// format's own keys, and nothing of a line that says nothing).
 func FuzzLineText(f *testing.F) {
 	for _, seed := range []string{`{"type":"text","text":"hi"}`, `["a\nb"]`, "plain\x01\x02", `{"a":[{"b":"c"}]}`, `{"\u0001":"\u0002"}`} {
 		f.Add(seed)
@@ -45,6 +50,12 @@ func FuzzLineText(f *testing.F) {
 		got := x.appendLineText(nil, []byte(line))
 		if bytes.ContainsAny(got, "\n\x01\x02") {
 			t.Fatalf("%q gives %q", line, got)
+		}
+		if transcript.Silent([]byte(line)) {
+			if len(got) != 0 {
+				t.Fatalf("%q, a line that says nothing, gives %q", line, got)
+			}
+			return
 		}
 		var v any
 		if json.Unmarshal([]byte(line), &v) == nil {
@@ -73,6 +84,11 @@ func stringsOf(v any) []string {
 		return out
 	case map[string]any:
 		var out []string
+		for k, e := range v {
+			if _, isString := e.(string); isString && skippedKeys[k] {
+				delete(v, k)
+			}
+		}
 		for _, e := range v {
 			out = append(out, stringsOf(e)...)
 		}
