@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"runtime"
@@ -108,7 +109,7 @@ func Post(ctx context.Context, client *http.Client, w spec.Webhook, m Message, g
 			break
 		}
 	}
-	return fmt.Errorf("%s: %w", strings.SplitN(w.URL, "?", 2)[0], last)
+	return fmt.Errorf("%s: %w", hostOf(url), last)
 }
 
 func post(ctx context.Context, client *http.Client, url string, body []byte, contentType, format string, m Message) error {
@@ -129,6 +130,11 @@ func post(ctx context.Context, client *http.Client, url string, body []byte, con
 	}
 	resp, err := client.Do(req)
 	if err != nil {
+		// Not the URL: a webhook's URL is its secret (Slack's, Discord's).
+		var urlErr *neturl.Error
+		if errors.As(err, &urlErr) {
+			return urlErr.Err
+		}
 		return err
 	}
 	defer resp.Body.Close()
@@ -164,6 +170,16 @@ func payload(format string, m Message) ([]byte, string, error) {
 		return b, "application/json", err
 	}
 	return nil, "", fmt.Errorf("format %q is not one of %s", format, strings.Join(spec.WebhookFormats, ", "))
+}
+
+// hostOf names a webhook by its scheme and host alone: the rest of its
+// URL is often its secret.
+func hostOf(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "the webhook"
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // ErrNoDesktop is a machine with no way to show a desktop notification.
