@@ -52,6 +52,11 @@ func PrepareFork(ctx context.Context, req ForkRequest) (*ForkStart, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := errFleetReadOnly(ref, "fork"); err != nil {
+		ref.Close()
+		ref.Store.Close()
+		return nil, err
+	}
 	parent, _, err := ref.State()
 	file := ref.Store.Abs(ref.X.Meta.File)
 	ref.Close()

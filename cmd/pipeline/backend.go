@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline-dev/pipeline/app"
 	temporalfleet "github.com/pipeline-dev/pipeline/engine/fleet"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/triggers"
@@ -119,4 +120,18 @@ func watchDebounce(cmd *cobra.Command, wf *watchFlags) time.Duration {
 		return wf.debounce
 	}
 	return triggers.DefaultDebounce
+}
+
+// backend is the Backend a command that acts alike on both calls: the
+// local one, or the fleet's, dialled (in the build without the Temporal
+// backend, choosing the fleet hands the command line to
+// pipeline-temporal, and returns only when that cannot be done). fl is
+// the fleet, nil for local.
+func (f *backendFlags) backend(cmd *cobra.Command, file string) (_ app.Backend, fl *fleet, _ error) {
+	fl, err := f.resolve(file, nil)
+	if err != nil || fl == nil {
+		return app.Local{}, nil, err
+	}
+	b, err := fl.backend(cmd)
+	return b, fl, err
 }

@@ -52,12 +52,12 @@ func logsCommand() *cobra.Command {
 }
 
 func (o *logsOptions) run(cmd *cobra.Command, args []string) error {
-	id, fl, err := sessionTarget(cmd, args, o.output, o.bf, o.flags.file, "state-dir", "follow")
+	id, fl, err := sessionTarget(cmd, args, o.output, o.bf, o.flags.file, "state-dir")
 	if err != nil {
 		return err
 	}
 	if fl != nil {
-		return fleetLogs(cmd, fl, o.flags, id, o.phase, o.output.json(), o.prompts)
+		return fleetLogs(cmd, fl, o.flags, id, o.phase, o.output.json(), o.prompts, o.follow)
 	}
 	req := app.LogsRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), Session: id, Phase: o.phase, Prompts: o.prompts, Follow: o.follow}
 	return app.Logs(cmd.Context(), req, logPrinter(termsafe.Output(cmd.OutOrStdout()), o.output.json()))

@@ -45,10 +45,11 @@ func pauseCommand() *cobra.Command {
 }
 
 func (o *pauseOptions) run(cmd *cobra.Command, args []string) error {
-	id, fl, err := sessionTarget(cmd, args, o.output, o.bf, o.flags.file, "state-dir")
+	id, be, err := sessionBackend(cmd, args, o.output, o.bf, o.flags.file, "state-dir")
 	if err != nil {
 		return err
 	}
+	defer be.Close()
 	say := func(what string) error {
 		if o.output.json() {
 			return writeJSON(cmd.OutOrStdout(), map[string]string{"session": id, "result": what})
@@ -56,10 +57,7 @@ func (o *pauseOptions) run(cmd *cobra.Command, args []string) error {
 		_, err := fmt.Fprintf(cmd.OutOrStdout(), "session %s %s\n", id, what)
 		return err
 	}
-	if fl != nil {
-		return fleetPause(cmd, fl, o.flags, id, o.notes, o.wait, o.output.json())
-	}
-	r, err := app.Pause(cmd.Context(), app.PauseRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), Session: id, Notes: o.notes, Wait: o.wait})
+	r, err := be.Pause(cmd.Context(), app.PauseRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), Session: id, Notes: o.notes, Wait: o.wait})
 	if err != nil {
 		return err
 	}

@@ -195,6 +195,17 @@ func sessionTarget(cmd *cobra.Command, args []string, output *outputFlag, bf *ba
 	return id, fl, nil
 }
 
+// sessionBackend is sessionTarget with the backend chosen: the local
+// one, or the fleet's (closed by the caller).
+func sessionBackend(cmd *cobra.Command, args []string, output *outputFlag, bf *backendFlags, file string, notOnFleet ...string) (string, app.Backend, error) {
+	id, fl, err := sessionTarget(cmd, args, output, bf, file, notOnFleet...)
+	if err != nil || fl == nil {
+		return id, app.Local{}, err
+	}
+	b, err := fl.backend(cmd)
+	return id, b, err
+}
+
 // refuseOnFleet refuses the flags of cmd that the temporal backend does
 // not take.
 func refuseOnFleet(cmd *cobra.Command, names ...string) error {

@@ -58,6 +58,33 @@ type Meta struct {
 	Spec     string    `json:"spec,omitempty"` // the spec
 	Key      string    `json:"key"`            // pipeline and spec, for locking
 	Created  time.Time `json:"created"`
+	// Fleet marks a session that runs on a Temporal fleet: this store's
+	// copy holds what its steps wrote on this machine, never its state,
+	// which lives in the workflow there.
+	Fleet *Fleet `json:"fleet,omitempty"`
+}
+
+// Fleet is where a fleet session runs: the Temporal server, namespace and
+// task queue its workflow was started on.
+type Fleet struct {
+	Address   string `json:"address"`
+	Namespace string `json:"namespace"`
+	TaskQueue string `json:"task_queue"`
+}
+
+// Where names the fleet in messages: "Temporal at ADDRESS (namespace NS)".
+func (f Fleet) Where() string {
+	return fmt.Sprintf("Temporal at %s (namespace %s)", f.Address, f.Namespace)
+}
+
+// FleetKey is the key of a fleet session's copy in a store: one of its
+// own, so that no local run of its pipeline takes the copy for its latest
+// session, and the copy's lock is never the pipeline's. The fleet's
+// workers compute the same key for the copies they make.
+func FleetKey(id string) string {
+	h := fnv.New64a()
+	h.Write([]byte("fleet\x00" + id))
+	return strconv.FormatUint(h.Sum64(), 36)
 }
 
 // Summary is one line of the index: what sessions lists. In memory File

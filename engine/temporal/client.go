@@ -107,6 +107,8 @@ func (c *Client) Start(ctx context.Context, in SessionInput, memo Memo) error {
 		Memo:                     map[string]any{"session": memo},
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		// A running workflow of the id is an error, not a handle on it.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
 	}, SessionWorkflow, in)
 	return err
 }
@@ -433,6 +435,8 @@ func (c *Client) Restart(ctx context.Context, h *History, plan PlanSource, notes
 		ID: h.ID, TaskQueue: c.Target.TaskQueue, Memo: map[string]any{"session": memo},
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		// A running workflow of the id is an error, not a handle on it.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
 	}, SessionWorkflow, in)
 	return err
 }
