@@ -55,12 +55,19 @@ func (b *Backend) Start(ctx context.Context, req RunRequest) (*Started, error) {
 		}
 	}
 	id := session.NewSessionID(time.Now())
-	if !req.Fresh {
-		if st, err := b.lease(ctx, req, &src, key, id); st != nil || err != nil {
-			return st, err
-		}
+	if req.Fresh {
+		return b.startNew(ctx, req, src, key, id)
 	}
-	return b.startNew(ctx, req, src, key, id)
+	lease, st, err := b.lease(ctx, req, &src, key, id)
+	if st != nil || err != nil {
+		return st, err
+	}
+	st, err = b.startNew(ctx, req, src, key, id)
+	if err != nil {
+		// Not held for a session that does not exist.
+		_ = b.Client.ReleaseRunLease(context.WithoutCancel(ctx), key, lease)
+	}
+	return st, err
 }
 
 // takeOver is what a run does about the open session id of its pipeline
@@ -88,25 +95,25 @@ func (b *Backend) takeOver(ctx context.Context, req RunRequest, src *temporal.Pl
 // starting or running, the run is refused; by one that is paused, it is
 // taken over as a listed one would be; by one that stopped, the lease is
 // ended and taken again (once: a run that took it meanwhile wins).
-func (b *Backend) lease(ctx context.Context, req RunRequest, src *temporal.PlanSource, key, id string) (*Started, error) {
+func (b *Backend) lease(ctx context.Context, req RunRequest, src *temporal.PlanSource, key, id string) (*temporal.RunLease, *Started, error) {
 	for tries := 0; ; tries++ {
-		held, err := b.Client.TakeRunLease(ctx, key, id)
-		if err != nil || held == nil {
-			return nil, err
+		taken, held, err := b.Client.TakeRunLease(ctx, key, id)
+		if err != nil || taken != nil {
+			return taken, nil, err
 		}
 		r, err := b.Client.Status(ctx, held.Session)
 		if err != nil || (tries == 1 && !Stopped(r)) || r.Status == string(engine.StatusRunning) {
-			return nil, refused("session %s of %s was started on the Temporal fleet (%s) a moment ago by another run, and is starting or running: one run of a pipeline and spec at a time; see it with: pipeline status%s %s",
+			return nil, nil, refused("session %s of %s was started on the Temporal fleet (%s) a moment ago by another run, and is starting or running: one run of a pipeline and spec at a time; see it with: pipeline status%s %s",
 				held.Session, req.File, b.Where(), b.FlagsLine(), held.Session)
 		}
 		if st, err := b.takeOver(ctx, req, src, held.Session); st != nil || err != nil {
-			return st, err
+			return nil, st, err
 		}
 		if tries == 1 {
-			return nil, refused("the run lease of %s on the Temporal fleet (%s) is held by another run; try again", req.File, b.Where())
+			return nil, nil, refused("the run lease of %s on the Temporal fleet (%s) is held by another run; try again", req.File, b.Where())
 		}
 		if err := b.Client.ReleaseRunLease(ctx, key, held); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 }

@@ -44,11 +44,12 @@ type RunLease struct {
 	runID   string
 }
 
-// TakeRunLease takes the run lease of key for session id. held is the
-// lease another run holds (its session) when the server refused it;
-// the caller decides whether that lease is stale (ReleaseRunLease).
-func (c *Client) TakeRunLease(ctx context.Context, key, id string) (held *RunLease, err error) {
-	_, err = c.C.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+// TakeRunLease takes the run lease of key for session id: taken is the
+// lease, or held is the lease another run holds (its session) when the
+// server refused it; the caller decides whether that lease is stale
+// (ReleaseRunLease).
+func (c *Client) TakeRunLease(ctx context.Context, key, id string) (taken, held *RunLease, err error) {
+	run, err := c.C.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: runLeaseID(key), TaskQueue: c.Target.TaskQueue,
 		Memo:                     map[string]any{"session": id},
 		WorkflowExecutionTimeout: RunLeaseTime,
@@ -59,24 +60,28 @@ func (c *Client) TakeRunLease(ctx context.Context, key, id string) (held *RunLea
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 	}, RunLeaseType)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if err == nil {
+		return &RunLease{Session: id, runID: run.GetRunID()}, nil, nil
+	}
 	if !errors.As(err, &started) {
-		return nil, err
+		return nil, nil, err
 	}
 	desc, err := c.C.DescribeWorkflow(ctx, runLeaseID(key), "")
 	if err != nil {
-		return nil, fmt.Errorf("the run lease of this pipeline is held, and cannot be read: %w", err)
+		return nil, nil, fmt.Errorf("the run lease of this pipeline is held, and cannot be read: %w", err)
 	}
 	info := desc.RawResponse.GetWorkflowExecutionInfo()
 	held = &RunLease{runID: info.GetExecution().GetRunId()}
 	if p, ok := info.GetMemo().GetFields()["session"]; ok {
 		_ = converter.GetDefaultDataConverter().FromPayload(p, &held.Session)
 	}
-	return held, nil
+	return nil, held, nil
 }
 
 // ReleaseRunLease ends a lease whose session has stopped (paused,
-// completed, failed), so that a run may take it; it ends that lease
-// only, never one taken since.
+// completed, failed), or that was taken for a session that could not
+// start, so that a run may take it; it ends that lease only, never one
+// taken since.
 func (c *Client) ReleaseRunLease(ctx context.Context, key string, l *RunLease) error {
 	err := c.C.TerminateWorkflow(ctx, runLeaseID(key), l.runID, "its session stopped")
 	var notFound *serviceerror.NotFound
