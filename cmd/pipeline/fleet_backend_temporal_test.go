@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // storeListing is every file of the session folders of dir's store with
@@ -134,48 +135,49 @@ phases:
 		code int
 	}
 	runs := make([]*ran, 2)
-	var ready, wg sync.WaitGroup
+	exited := make(chan *ran, 2)
+	var ready sync.WaitGroup
 	gate := make(chan struct{})
 	for i := range runs {
 		runs[i] = &ran{}
 		ready.Add(1)
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
+			r := runs[i]
 			cmd := exec.Command(binary, "run")
 			cmd.Dir, cmd.Env = dir, env
-			cmd.Stdout, cmd.Stderr = &runs[i].out, &runs[i].out
+			cmd.Stdout, cmd.Stderr = &r.out, &r.out
 			ready.Done()
 			<-gate
 			if err := cmd.Start(); err != nil {
-				t.Error(err)
+				r.code = -1
+				exited <- r
 				return
 			}
-			if runs[i].code = 0; cmd.Wait() != nil {
-				runs[i].code = cmd.ProcessState.ExitCode()
+			if cmd.Wait() != nil {
+				r.code = cmd.ProcessState.ExitCode()
 			}
+			exited <- r
 		}()
 	}
 	ready.Wait()
 	close(gate)
-	// The one that started runs its step; then it may end.
+	// The refused run ends while the one that started holds on in its
+	// step (until go is written): had both started, neither would end.
+	var refused *ran
+	select {
+	case refused = <-exited:
+	case <-time.After(failsafe):
+		t.Fatalf("neither run ended in %v: both started?\n%s\n%s", failsafe, runs[0].out.String(), runs[1].out.String())
+	}
 	started := awaitLines(t, filepath.Join(dir, "started"), 1, "the step of the run that started")[0]
+	if refused.code != 2 || !strings.Contains(refused.out.String(), "session "+started) {
+		t.Fatalf("the first run to end: exit %d, want 2 naming session %s:\n%s", refused.code, started, refused.out.String())
+	}
+	t.Logf("refused: %s", refused.out.String())
 	write(t, dir, "go", "")
-	wg.Wait()
-	var ok, refused *ran
-	for _, r := range runs {
-		switch r.code {
-		case 0:
-			ok = r
-		case 2:
-			refused = r
-		}
-	}
-	if ok == nil || refused == nil {
-		t.Fatalf("want one run completed (0) and one refused (2):\nexit %d:\n%s\nexit %d:\n%s", runs[0].code, runs[0].out.String(), runs[1].code, runs[1].out.String())
-	}
-	if !strings.Contains(ok.out.String(), "session "+started+" started") || !strings.Contains(refused.out.String(), "session "+started) {
-		t.Fatalf("the refusal does not name the session that started (%s):\n%s", started, refused.out.String())
+	ok := <-exited
+	if ok.code != 0 || !strings.Contains(ok.out.String(), "session "+started+" started") {
+		t.Fatalf("the run that started %s: exit %d, want 0\n%s", started, ok.code, ok.out.String())
 	}
 	if got, _ := os.ReadFile(filepath.Join(dir, "started")); strings.Count(string(got), "\n") != 1 {
 		t.Fatalf("steps started: %q, want one", got)
