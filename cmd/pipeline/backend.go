@@ -9,11 +9,10 @@ import (
 	"github.com/pipeline-dev/pipeline/app"
 	temporalfleet "github.com/pipeline-dev/pipeline/engine/fleet"
 	"github.com/pipeline-dev/pipeline/engine/spec"
-	"github.com/pipeline-dev/pipeline/triggers"
 )
 
 // The session commands choose their backend here, in either build; what
-// they do on a fleet is in fleet.go, fleetwatch.go and worker.go, built
+// they do on a fleet is in fleet.go (with app/fleet) and worker.go, built
 // with the temporal tag into pipeline-temporal, and in the build without
 // it, handoff.go runs pipeline-temporal with the same command line. So
 // the local binary links nothing of the Temporal SDK, gRPC or protobuf
@@ -111,15 +110,6 @@ type fleetRunOptions struct {
 	json        bool
 	quiet       bool
 	failOnPause bool
-}
-
-// watchDebounce is --debounce, else the pipelines' watch_debounce, else
-// the default.
-func watchDebounce(cmd *cobra.Command, wf *watchFlags) time.Duration {
-	if cmd.Flags().Changed("debounce") {
-		return wf.debounce
-	}
-	return triggers.DefaultDebounce
 }
 
 // backend is the Backend a command that acts alike on both calls: the

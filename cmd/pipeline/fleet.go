@@ -20,6 +20,7 @@ import (
 	fleetapp "github.com/pipeline-dev/pipeline/app/fleet"
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/engine/watch"
 	"github.com/pipeline-dev/pipeline/internal/termsafe"
 	"github.com/pipeline-dev/pipeline/internal/termview"
 )
@@ -280,4 +281,29 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// fleetWatch makes o the watch of the pipelines at files on the fleet:
+// engine/watch with the fleet as its backend, which resumes the paused
+// sessions there. closeFleet lets go of the connection.
+func fleetWatch(cmd *cobra.Command, fl *fleet, files []string, o *watch.Options) (closeFleet func(), err error) {
+	b, err := fl.dial(cmd)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, file := range files {
+		abs, err := filepath.Abs(file)
+		if err != nil {
+			b.Close()
+			return nil, err
+		}
+		if !seen[abs] {
+			seen[abs] = true
+			o.Pipelines = append(o.Pipelines, watch.Pipeline{File: abs})
+		}
+	}
+	o.Backend = b.Watch()
+	printError(cmd.ErrOrStderr(), fmt.Sprintf("watching the sessions on the Temporal fleet (%s)\n", b.Where()))
+	return b.Close, nil
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -218,5 +220,83 @@ phases:
 	}
 	if built, _ := os.ReadFile(filepath.Join(dir, "built")); string(built) != "built\n" {
 		t.Fatalf("the phase that had completed ran again: %q", built)
+	}
+}
+
+// pipeline watch --backend temporal is the watch driver with the fleet
+// as its backend: a file under a watch: glob changes, and the paused
+// fleet session is resumed there, as -o json reports (resumed for the
+// watched change, then completed).
+func TestFleetWatchGlobResumes(t *testing.T) {
+	s := fleetServer(t)
+	queue := "q-" + strings.ToLower(t.Name())
+	fleetWorkers(t, s, queue, 1)
+	dir := fleetProject(t, `version: 1
+watch: ["notes/*.txt"]
+phases:
+  - name: build
+    steps: [{run: "if [ -f notes/go.txt ]; then echo done; else echo '[CHECKPOINT] waiting for notes'; fi"}]
+    pause_when: {checkpoint: checkpoint}
+`)
+	if err := os.Mkdir(filepath.Join(dir, "notes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "PIPELINE_BACKEND=temporal", "PIPELINE_TEMPORAL="+s.HostPort(), "PIPELINE_TEMPORAL_TASK_QUEUE="+queue)
+	r := pipelineEnv(t, dir, env, "run")
+	if r.code != exitPaused {
+		t.Fatalf("run: exit %d, want 3\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	id := sessionIDIn(t, r.stderr)
+	watch := exec.Command(binary, "watch", "-o", "json", "--debounce", "50ms")
+	watch.Dir, watch.Env = dir, env
+	stdout, err := watch.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	watch.Stderr = &stderr
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		watch.Process.Signal(syscall.SIGTERM)
+		watch.Wait()
+	})
+	events := make(chan map[string]string, 64)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var e map[string]string
+			if json.Unmarshal(sc.Bytes(), &e) == nil {
+				events <- e
+			}
+		}
+		close(events)
+	}()
+	await := func(kind string) map[string]string {
+		t.Helper()
+		timeout := time.After(failsafe)
+		for {
+			select {
+			case e, ok := <-events:
+				if !ok {
+					t.Fatalf("watch ended before %q:\n%s", kind, stderr.String())
+				}
+				if e["event"] == kind && (kind == "ready" || e["session"] == id) {
+					return e
+				}
+			case <-timeout:
+				t.Fatalf("watch never reported %q:\n%s", kind, stderr.String())
+			}
+		}
+	}
+	await("ready")
+	write(t, dir, "notes/go.txt", "go on\n")
+	if e := await("resumed"); e["change"] != "watched" || e["file"] != "notes/go.txt" || e["reason"] != "checkpoint" {
+		t.Fatalf("resumed: %v, want for the watched notes/go.txt, paused at a checkpoint", e)
+	}
+	await("completed")
+	if st := fleetStatusJSON(t, dir, env, id); st.Status != "completed" {
+		t.Fatalf("status after the watch resumed it: %+v", st)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/app"
+	"github.com/pipeline-dev/pipeline/engine/watch"
 )
 
 // withTemporal: this build has the Temporal backend.
@@ -20,7 +21,7 @@ const withTemporal = false
 // This build has no Temporal backend: a session command that chose it,
 // and pipeline worker, hand the whole command line to pipeline-temporal
 // (execFleet), which parses it again and does the work. The functions
-// below stand for those of fleet.go and fleetwatch.go; they take any
+// below stand for those of fleet.go; they take any
 // arguments after the fleet, since it is the command line, not these
 // values, that goes over. The fleet's app.Backend (fleet.backend) is the
 // hand-off too.
@@ -31,7 +32,9 @@ func fleetResume(_ *cobra.Command, _ *fleet, _ ...any) error { return handOff("-
 
 func fleetLogs(_ *cobra.Command, _ *fleet, _ ...any) error { return handOff("--backend temporal") }
 
-func fleetWatch(_ *cobra.Command, _ *fleet, _ ...any) error { return handOff("--backend temporal") }
+func fleetWatch(*cobra.Command, *fleet, []string, *watch.Options) (func(), error) {
+	return nil, handOff("--backend temporal")
+}
 
 func (*fleet) backend(*cobra.Command) (app.Backend, error) { return nil, handOff("--backend temporal") }
 

@@ -140,10 +140,15 @@ func (o *watchCmdOptions) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	if fl != nil {
-		if err := refuseOnFleet(cmd, "state-dir", "max-parallel", "reasons", "output"); err != nil {
+		if err := refuseOnFleet(cmd, "state-dir"); err != nil {
 			return err
 		}
-		return fleetWatch(cmd, fl, args, watchDebounce(cmd, o.wf))
+		closeFleet, err := fleetWatch(cmd, fl, args, &wo)
+		if err != nil {
+			return err
+		}
+		defer closeFleet()
+		return runWatch(cmd, wo, o.output.json())
 	}
 	// Every file is loaded before anything is written: a bad one
 	// makes no store.
@@ -222,6 +227,10 @@ func runWatch(cmd *cobra.Command, o watch.Options, asJSON bool) error {
 	o.Clock = clock.Real{}
 	o.Signals = true
 	err := watch.Run(context.Background(), o)
+	if errors.Is(err, watch.ErrInterrupted) && o.Backend != nil {
+		printError(cmd.ErrOrStderr(), "pipeline watch: stopped; the sessions on the fleet go on as they were\n")
+		return nil
+	}
 	if errors.Is(err, watch.ErrInterrupted) {
 		var interrupted *watch.InterruptedError
 		errors.As(err, &interrupted)

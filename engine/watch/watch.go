@@ -99,6 +99,10 @@ type Options struct {
 	// Sessions, when set, is shown the watched sessions once the watch is
 	// ready and after each run.
 	Sessions func([]Watched)
+	// Backend, when set, is where the sessions live and run (a Temporal
+	// fleet): Pipelines name the files only (Store nil, no watch lock),
+	// and the watcher runs nothing itself.
+	Backend Backend
 	// Signals: SIGINT, SIGTERM and SIGHUP pause what runs and end the
 	// watch, a second one kills the running steps at once, SIGQUIT does
 	// both; a SIGTERM sent by pipeline pause SESSION pauses that session
@@ -344,6 +348,11 @@ func (w *watcher) open() error {
 		if err != nil {
 			return err
 		}
+		if w.o.Backend != nil {
+			w.pipes = append(w.pipes, &pipe{file: file, dir: filepath.Dir(file), plan: plan,
+				index: filepath.Join(filepath.Dir(file), ".pipeline", store.IndexName)})
+			continue
+		}
 		if w.locks[p.Store.Root] == nil {
 			lock, err := p.Store.Lock(LockKey, store.Holder{PID: os.Getpid(), Started: w.started})
 			var locked *store.LockedError
@@ -380,6 +389,9 @@ func (w *watcher) release() {
 // scan brings the tracked sessions up to date from the stores' indexes:
 // the latest session of every key of every pipeline.
 func (w *watcher) scan() error {
+	if w.o.Backend != nil {
+		return w.scanBackend()
+	}
 	seen := map[string]bool{}
 	for _, p := range w.pipes {
 		list, err := p.st.List()
@@ -490,7 +502,10 @@ func (w *watcher) scheduleDue(t *tracked) {
 func (w *watcher) wanted() triggers.Targets {
 	var t triggers.Targets
 	for _, p := range w.pipes {
-		t.Files = append(t.Files, p.file, p.index)
+		t.Files = append(t.Files, p.file)
+		if w.o.Backend == nil {
+			t.Files = append(t.Files, p.index)
+		}
 		if p.plan.Spec != "" {
 			abs, _ := filepath.Abs(p.plan.Spec)
 			t.Files = append(t.Files, abs)
@@ -558,6 +573,12 @@ func (w *watcher) catchUp() {
 		if err != nil {
 			continue // reported when it changes
 		}
+		if w.o.Backend != nil {
+			if w.changedOnBackend(t, plan) {
+				w.consider(t, t.spec, ChangeWhileOff)
+			}
+			continue
+		}
 		ref, err := session.Find(t.pipe.st, session.Options{ID: t.id})
 		if err != nil {
 			continue
@@ -608,6 +629,12 @@ func (w *watcher) loop(ctx context.Context, notify *triggers.Watcher, watchErr <
 	kill := func(cause string) {
 		w.forward(local.Interrupt{Kill: true, Cause: cause})
 	}
+	var poll <-chan time.Time
+	if w.o.Backend != nil {
+		tick := time.NewTicker(BackendPoll)
+		defer tick.Stop()
+		poll = tick.C
+	}
 	for {
 		if w.over && w.active == 0 {
 			return nil
@@ -652,6 +679,10 @@ func (w *watcher) loop(ctx context.Context, notify *triggers.Watcher, watchErr <
 			}
 		case f := <-w.done:
 			w.ended(f)
+		case <-poll:
+			if !w.stopping {
+				w.changed([]string{w.pipes[0].index})
+			}
 		case err := <-watchErr:
 			if err != nil {
 				return fmt.Errorf("watching: %w", err)
@@ -678,7 +709,7 @@ func (w *watcher) forward(in local.Interrupt) {
 func (w *watcher) pauseRequested() bool {
 	found := false
 	for _, t := range w.sessions {
-		if t.run == nil {
+		if t.run == nil || t.run.sess == nil {
 			continue
 		}
 		if notes, ok := t.run.sess.PauseRequest(); ok {
@@ -859,7 +890,7 @@ func (w *watcher) consider(t *tracked, file, change string) {
 		w.report(Event{Event: EventSkipped, File: rel(file), Change: change, Session: t.id, Status: string(t.status),
 			Reason: fmt.Sprintf(format, args...)})
 	}
-	if t.run == nil && !t.queued {
+	if t.run == nil && !t.queued && w.o.Backend == nil {
 		// Another process may have started or ended it since the index
 		// was read: its lock says.
 		if held := t.pipe.st.Held(t.key); held != t.elsewhere {
@@ -875,6 +906,9 @@ func (w *watcher) consider(t *tracked, file, change string) {
 		return
 	case t.queued:
 		skip("already queued")
+		return
+	case t.elsewhere && w.o.Backend != nil:
+		skip("running on its backend")
 		return
 	case t.elsewhere:
 		skip("running in another process")
@@ -958,6 +992,10 @@ func planKey(file, specPath string) string {
 // specUnchanged reports whether t's spec is as it was at its pause: a
 // save that changed nothing, or a change already taken in by a resume.
 func (w *watcher) specUnchanged(t *tracked) bool {
+	if w.o.Backend != nil {
+		plan, err := w.planFor(t)
+		return err == nil && !w.changedOnBackend(t, plan)
+	}
 	x, err := t.pipe.st.ReadSession(t.id)
 	if err != nil {
 		return false
@@ -1025,6 +1063,10 @@ func (w *watcher) start(t *tracked, file, change string) {
 		return
 	}
 	w.validAgain(t, file)
+	if w.o.Backend != nil {
+		w.startOnBackend(t, plan, file, change)
+		return
+	}
 	var remarks []string
 	sess, err := session.Open(w.ctx, t.pipe.st, session.Options{File: t.pipe.file, Plan: plan, ID: t.id,
 		Say: func(format string, args ...any) { remarks = append(remarks, fmt.Sprintf(format, args...)) }})
@@ -1088,6 +1130,9 @@ func (w *watcher) ended(f finished) {
 		}
 	case engine.StatusCompleted:
 		kind = EventCompleted
+	case engine.StatusRunning:
+		kind = EventStopping // no longer waited for; it runs on its backend
+		t.elsewhere = true
 	}
 	if f.err != nil {
 		reason = strings.TrimSpace(reason + " " + oneLine(f.err.Error()))
