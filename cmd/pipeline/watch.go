@@ -150,10 +150,19 @@ func (o *watchCmdOptions) run(cmd *cobra.Command, args []string) error {
 		defer closeFleet()
 		return runWatch(cmd, wo, o.output.json())
 	}
-	// Every file is loaded before anything is written: a bad one
-	// makes no store.
+	if err := o.localPipelines(args, &wo); err != nil {
+		return err
+	}
+	wo.Grace = o.grace
+	return runWatch(cmd, wo, o.output.json())
+}
+
+// localPipelines adds the pipelines at files, with their stores, to the
+// watch. Every file is loaded before anything is written: a bad one
+// makes no store.
+func (o *watchCmdOptions) localPipelines(files []string, wo *watch.Options) error {
 	var problems spec.Error
-	for _, file := range args {
+	for _, file := range files {
 		_, err := spec.Load(file, "")
 		var specErr *spec.Error
 		if errors.As(err, &specErr) {
@@ -166,7 +175,7 @@ func (o *watchCmdOptions) run(cmd *cobra.Command, args []string) error {
 		return &problems
 	}
 	seen := map[string]bool{}
-	for _, file := range args {
+	for _, file := range files {
 		abs, err := filepath.Abs(file)
 		if err != nil {
 			return err
@@ -181,8 +190,7 @@ func (o *watchCmdOptions) run(cmd *cobra.Command, args []string) error {
 		}
 		wo.Pipelines = append(wo.Pipelines, watch.Pipeline{File: file, Store: st})
 	}
-	wo.Grace = o.grace
-	return runWatch(cmd, wo, o.output.json())
+	return nil
 }
 
 // runWatch runs the watch driver with the command's output: event lines

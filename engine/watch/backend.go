@@ -147,3 +147,13 @@ func (w *watcher) startOnBackend(t *tracked, plan *spec.Plan, file, change strin
 		w.done <- finished{t: t, state: state, err: err}
 	}()
 }
+
+// pollBackend ticks every BackendPoll when the sessions are a
+// backend's; never for the local stores, whose index tells.
+func (w *watcher) pollBackend() (<-chan time.Time, func()) {
+	if w.o.Backend == nil {
+		return nil, func() {}
+	}
+	tick := time.NewTicker(BackendPoll)
+	return tick.C, tick.Stop
+}

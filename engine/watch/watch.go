@@ -392,6 +392,11 @@ func (w *watcher) scan() error {
 	if w.o.Backend != nil {
 		return w.scanBackend()
 	}
+	return w.scanStores()
+}
+
+// scanStores is scan of the local stores.
+func (w *watcher) scanStores() error {
 	seen := map[string]bool{}
 	for _, p := range w.pipes {
 		list, err := p.st.List()
@@ -446,14 +451,7 @@ func (w *watcher) scan() error {
 		}
 	}
 	// Keys with no session left (pipeline clean removed them).
-	for key, t := range w.sessions {
-		if !seen[key] && t.run == nil && !t.queued {
-			if t.cancelDue != nil {
-				t.cancelDue()
-			}
-			delete(w.sessions, key)
-		}
-	}
+	w.forget(seen)
 	return nil
 }
 
@@ -629,12 +627,8 @@ func (w *watcher) loop(ctx context.Context, notify *triggers.Watcher, watchErr <
 	kill := func(cause string) {
 		w.forward(local.Interrupt{Kill: true, Cause: cause})
 	}
-	var poll <-chan time.Time
-	if w.o.Backend != nil {
-		tick := time.NewTicker(BackendPoll)
-		defer tick.Stop()
-		poll = tick.C
-	}
+	poll, stopPolling := w.pollBackend()
+	defer stopPolling()
 	for {
 		if w.over && w.active == 0 {
 			return nil
@@ -647,25 +641,7 @@ func (w *watcher) loop(ctx context.Context, notify *triggers.Watcher, watchErr <
 			cancelled = nil
 			stop("cancelled")
 		case sig := <-signals:
-			switch {
-			case sig == syscall.SIGPIPE && (outputLost || !local.OutputClosed()):
-				// A step's closed input, or the output already known lost.
-			case sig == syscall.SIGPIPE || sig == syscall.SIGHUP:
-				outputLost = true
-				stop("the output or terminal was closed")
-			case sig == syscall.SIGQUIT:
-				stop("quit (SIGQUIT)")
-				kill("quit (SIGQUIT)")
-			case w.stopping:
-				kill("interrupted again")
-			case sig == syscall.SIGTERM && w.pauseRequested():
-				// pipeline pause SESSION: that session pauses, the watch
-				// goes on.
-			case sig == syscall.SIGTERM:
-				stop("terminated (SIGTERM)")
-			default:
-				stop("interrupted (SIGINT)")
-			}
+			w.signalled(sig, &outputLost, stop, kill)
 		case in := <-w.o.Interrupts:
 			w.forward(in)
 		case change := <-notify.Changes():
@@ -689,6 +665,30 @@ func (w *watcher) loop(ctx context.Context, notify *triggers.Watcher, watchErr <
 			}
 			watchErr = nil
 		}
+	}
+}
+
+// signalled does what a signal asks: stop (pause what runs, end the
+// watch), kill the running steps, or pass a pause on (see
+// Options.Signals).
+func (w *watcher) signalled(sig os.Signal, outputLost *bool, stop, kill func(string)) {
+	switch {
+	case sig == syscall.SIGPIPE && (*outputLost || !local.OutputClosed()):
+		// A step's closed input, or the output already known lost.
+	case sig == syscall.SIGPIPE || sig == syscall.SIGHUP:
+		*outputLost = true
+		stop("the output or terminal was closed")
+	case sig == syscall.SIGQUIT:
+		stop("quit (SIGQUIT)")
+		kill("quit (SIGQUIT)")
+	case w.stopping:
+		kill("interrupted again")
+	case sig == syscall.SIGTERM && w.pauseRequested():
+		// pipeline pause SESSION: that session pauses, the watch goes on.
+	case sig == syscall.SIGTERM:
+		stop("terminated (SIGTERM)")
+	default:
+		stop("interrupted (SIGINT)")
 	}
 }
 
