@@ -1,6 +1,10 @@
 package app
 
-import "context"
+import (
+	"context"
+
+	"github.com/pipeline-dev/pipeline/engine/watch"
+)
 
 // Backend is where sessions run: this machine (Local), or a Temporal
 // fleet (app/fleet, in the build with the Temporal backend only, so that
@@ -23,6 +27,12 @@ type Backend interface {
 	Pause(ctx context.Context, req PauseRequest) (*Result, error)
 	// Complete marks a paused or failed session completed by hand.
 	Complete(ctx context.Context, req CompleteRequest) (*Result, error)
+	// Logs passes a session's transcripts to emit; with req.Follow, then
+	// what its running steps print, until it stops running.
+	Logs(ctx context.Context, req LogsRequest, emit func(LogChunk) error) error
+	// Watch is what pipeline watch asks of the backend: nil for the
+	// local stores, which the watcher reads and locks itself.
+	Watch() watch.Backend
 	// Close lets go of what the backend holds (a connection).
 	Close()
 }
@@ -50,6 +60,14 @@ func (Local) Pause(ctx context.Context, req PauseRequest) (*Result, error) { ret
 func (Local) Complete(ctx context.Context, req CompleteRequest) (*Result, error) {
 	return Complete(ctx, req)
 }
+
+// Logs is Logs.
+func (Local) Logs(ctx context.Context, req LogsRequest, emit func(LogChunk) error) error {
+	return Logs(ctx, req, emit)
+}
+
+// Watch is nil: the watcher reads the local stores itself.
+func (Local) Watch() watch.Backend { return nil }
 
 // Close does nothing: the local backend holds nothing open.
 func (Local) Close() {}

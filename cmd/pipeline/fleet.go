@@ -8,8 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -19,9 +17,6 @@ import (
 	"github.com/pipeline-dev/pipeline/app"
 	fleetapp "github.com/pipeline-dev/pipeline/app/fleet"
 	"github.com/pipeline-dev/pipeline/engine"
-	"github.com/pipeline-dev/pipeline/engine/session"
-	"github.com/pipeline-dev/pipeline/engine/watch"
-	"github.com/pipeline-dev/pipeline/internal/termsafe"
 	"github.com/pipeline-dev/pipeline/internal/termview"
 )
 
@@ -227,50 +222,6 @@ func (f *follower) ended(r engine.StatusReport) error {
 	return &exitStatus{code: exitFailed, printed: true}
 }
 
-// fleetLogs prints the transcripts of a session's steps where this
-// machine can read them (a shared folder, or a worker here), and names
-// the workers and folders of the others; with follow, then the running
-// steps' output as the workers report it, until the session stops.
-func fleetLogs(cmd *cobra.Command, fl *fleet, flags *storeFlags, id, phase string, asJSON, prompts, follow bool) error {
-	b, err := fl.dial(cmd)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	t, err := b.Transcripts(cmd.Context(), flags.pipeline(nil), id)
-	if err != nil {
-		return err
-	}
-	order := map[string]int{}
-	for i, p := range t.Plan.Phases {
-		order[p.Name] = i
-	}
-	if _, ok := order[phase]; phase != "" && !ok {
-		return usagef("--phase %q is not a phase of %s (%s)%s", phase, t.Plan.File, session.PhaseNames(t.Plan), session.PhaseHint(t.Plan, phase))
-	}
-	if len(t.Dirs) == 0 && !follow {
-		fmt.Fprintf(cmd.ErrOrStderr(), "session %s: no step has ended yet; the transcripts of a running step are where its worker writes them\n", t.ID)
-	}
-	emit := logPrinter(termsafe.Output(cmd.OutOrStdout()), asJSON)
-	for _, dir := range t.Dirs {
-		root := filepath.Join(dir, "transcripts")
-		if info, err := os.Stat(root); err != nil || !info.IsDir() {
-			printError(cmd.ErrOrStderr(), fmt.Sprintf("session %s: transcripts in %s on worker %s, not on this machine: run pipeline logs there, or give the workers a shared folder (pipeline worker --state-dir)\n",
-				t.ID, dir, strings.Join(t.Workers[dir], ", ")))
-			continue
-		}
-		if err := app.ReadLogs(root, phase, order, prompts, emit); err != nil {
-			return err
-		}
-	}
-	if !follow {
-		return nil
-	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return b.Client.FollowOutput(ctx, t.ID, termsafe.Output(cmd.OutOrStdout()))
-}
-
 // syncWriter lets goroutines write whole writes to one writer.
 type syncWriter struct {
 	mu sync.Mutex
@@ -281,29 +232,4 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
-}
-
-// fleetWatch makes o the watch of the pipelines at files on the fleet:
-// engine/watch with the fleet as its backend, which resumes the paused
-// sessions there. closeFleet lets go of the connection.
-func fleetWatch(cmd *cobra.Command, fl *fleet, files []string, o *watch.Options) (closeFleet func(), err error) {
-	b, err := fl.dial(cmd)
-	if err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	for _, file := range files {
-		abs, err := filepath.Abs(file)
-		if err != nil {
-			b.Close()
-			return nil, err
-		}
-		if !seen[abs] {
-			seen[abs] = true
-			o.Pipelines = append(o.Pipelines, watch.Pipeline{File: abs})
-		}
-	}
-	o.Backend = b.Watch()
-	printError(cmd.ErrOrStderr(), fmt.Sprintf("watching the sessions on the Temporal fleet (%s)\n", b.Where()))
-	return b.Close, nil
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/app"
-	"github.com/pipeline-dev/pipeline/engine/watch"
 )
 
 // withTemporal: this build has the Temporal backend.
@@ -29,12 +28,6 @@ const withTemporal = false
 func fleetRun(_ *cobra.Command, _ *fleet, _ ...any) error { return handOff("--backend temporal") }
 
 func fleetResume(_ *cobra.Command, _ *fleet, _ ...any) error { return handOff("--backend temporal") }
-
-func fleetLogs(_ *cobra.Command, _ *fleet, _ ...any) error { return handOff("--backend temporal") }
-
-func fleetWatch(*cobra.Command, *fleet, []string, *watch.Options) (func(), error) {
-	return nil, handOff("--backend temporal")
-}
 
 func (*fleet) backend(*cobra.Command) (app.Backend, error) { return nil, handOff("--backend temporal") }
 

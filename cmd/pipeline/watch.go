@@ -135,19 +135,20 @@ func (o *watchCmdOptions) run(cmd *cobra.Command, args []string) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
-	fl, err := o.bf.resolve(args[0], nil)
+	be, fl, err := o.bf.backend(cmd, args[0])
 	if err != nil {
 		return err
 	}
+	defer be.Close()
 	if fl != nil {
 		if err := refuseOnFleet(cmd, "state-dir"); err != nil {
 			return err
 		}
-		closeFleet, err := fleetWatch(cmd, fl, args, &wo)
-		if err != nil {
+	}
+	if wo.Backend = be.Watch(); wo.Backend != nil {
+		if wo.Pipelines, err = watchedFiles(args); err != nil {
 			return err
 		}
-		defer closeFleet()
 		return runWatch(cmd, wo, o.output.json())
 	}
 	if err := o.localPipelines(args, &wo); err != nil {
@@ -410,4 +411,22 @@ func watchAfterRun(cmd *cobra.Command, wf *watchFlags, st *store.Store, file, ke
 		return &exitStatus{code: exitFailed, printed: true}
 	}
 	return nil
+}
+
+// watchedFiles are the pipelines at files, absolute, each once, as a
+// watch of a backend's sessions takes them (no store here).
+func watchedFiles(files []string) ([]watch.Pipeline, error) {
+	var out []watch.Pipeline
+	seen := map[string]bool{}
+	for _, file := range files {
+		abs, err := filepath.Abs(file)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[abs] {
+			seen[abs] = true
+			out = append(out, watch.Pipeline{File: abs})
+		}
+	}
+	return out, nil
 }
