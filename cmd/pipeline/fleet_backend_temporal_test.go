@@ -113,6 +113,11 @@ phases:
 	if fleetAfter.Status != "paused" || fleetAfter.Phases[0].Attempts != fleetBefore.Phases[0].Attempts || len(fleetAfter.Phases[0].Notes) != 0 {
 		t.Fatalf("the fleet session changed: %+v, was %+v", fleetAfter, fleetBefore)
 	}
+	// complete on the fleet: refused, with the reason.
+	r = pipeline(t, dir, append([]string{"complete", id}, flags...)...)
+	if r.code != 2 || !strings.Contains(r.stderr, "not available on the Temporal fleet") {
+		t.Fatalf("complete --backend temporal: exit %d, want 2 with the reason\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	if got, _ := os.ReadFile(filepath.Join(dir, "attempts")); string(got) != "run\n" {
 		t.Fatalf("the step ran again: %q", got)
 	}

@@ -69,6 +69,7 @@ func completeCommand() *cobra.Command {
 	var (
 		flags  *storeFlags
 		output *outputFlag
+		bf     *backendFlags
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "complete [SESSION]",
@@ -82,14 +83,12 @@ hand)". A running session must be paused first. SESSION is a session id
   pipeline complete 20261125-093000123-a1b2c3`,
 		Args: cobra.MaximumNArgs(1),
 	}, func(cmd *cobra.Command, args []string) error {
-		if err := output.check(); err != nil {
+		id, be, err := sessionBackend(cmd, args, output, bf, flags.file, "state-dir")
+		if err != nil {
 			return err
 		}
-		id := ""
-		if len(args) == 1 {
-			id = args[0]
-		}
-		r, err := app.Complete(cmd.Context(), app.CompleteRequest{Pipeline: flags.pipeline(sayTo(cmd)), Session: id})
+		defer be.Close()
+		r, err := be.Complete(cmd.Context(), app.CompleteRequest{Pipeline: flags.pipeline(sayTo(cmd)), Session: id})
 		if err != nil {
 			return err
 		}
@@ -101,5 +100,6 @@ hand)". A running session must be paused first. SESSION is a session id
 	})
 	flags = addStoreFlags(cmd, false)
 	output = addOutputFlag(cmd)
+	bf = addBackendFlags(cmd)
 	return cmd
 }
