@@ -112,15 +112,15 @@ func (f *follower) run() error {
 	ctx, stop := context.WithCancel(context.WithoutCancel(f.cmd.Context()))
 	defer stop()
 	closed := f.awaitClose(ctx)
-	if !f.quiet {
-		go func() { _ = f.b.Client.FollowOutput(ctx, f.id, f.out) }()
-	}
+	stopOutput := f.followOutput(ctx)
+	defer stopOutput()
 	wait := fleetapp.Poll
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
 		r, err := f.b.Client.Status(ctx, f.id)
 		if err == nil && fleetapp.Stopped(r) && fleetapp.Interventions(r) > f.since {
+			stopOutput() // its last lines before the end's
 			return f.ended(r)
 		}
 		wait = f.show(r, err, wait)
@@ -134,6 +134,24 @@ func (f *follower) run() error {
 				return err
 			}
 		}
+	}
+}
+
+// followOutput prints what the session's running steps print, as the
+// workers report it, until stop (which waits for it to end) is called.
+func (f *follower) followOutput(ctx context.Context) (stop func()) {
+	if f.quiet {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = f.b.Client.FollowOutput(ctx, f.id, f.out)
+	}()
+	return func() {
+		cancel()
+		<-done
 	}
 }
 
