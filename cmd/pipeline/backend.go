@@ -104,7 +104,6 @@ func (f *backendFlags) resolve(file string, plan *spec.Plan) (*fleet, error) {
 // fleetRunOptions are what run takes to the fleet.
 type fleetRunOptions struct {
 	flags       *storeFlags
-	plan        *spec.Plan
 	fresh       bool
 	from, only  string
 	json        bool
