@@ -282,17 +282,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := w.open(); err != nil {
 		return err
 	}
-	debounce := triggers.DefaultDebounce
-	if o.Debounce != nil {
-		debounce = *o.Debounce
-	} else {
-		set := false
-		for _, p := range w.pipes {
-			if d := p.plan.WatchDebounce; d != nil && (!set || time.Duration(*d) < debounce) {
-				debounce, set = time.Duration(*d), true
-			}
-		}
-	}
+	debounce := w.debounce()
 	if err := w.scan(); err != nil {
 		return err
 	}
@@ -313,12 +303,7 @@ func Run(ctx context.Context, o Options) error {
 		stopWatching()
 		<-watchErr
 	}()
-	paused := 0
-	for _, t := range w.sessions {
-		if t.status == engine.StatusPaused && !t.elsewhere {
-			paused++
-		}
-	}
+	paused := w.pausedHere()
 	// Changes from here on reach the watcher: what changed before is
 	// caught up first, and a change seen twice (made during the catch
 	// up) finds the spec as its resume left it.
@@ -328,6 +313,32 @@ func Run(ctx context.Context, o Options) error {
 	w.ready = true
 	w.show()
 	return w.loop(ctx, notify, watchErr, signals)
+}
+
+// debounce is Options.Debounce, else the smallest watch_debounce of the
+// pipelines, else triggers.DefaultDebounce.
+func (w *watcher) debounce() time.Duration {
+	if w.o.Debounce != nil {
+		return *w.o.Debounce
+	}
+	debounce, set := triggers.DefaultDebounce, false
+	for _, p := range w.pipes {
+		if d := p.plan.WatchDebounce; d != nil && (!set || time.Duration(*d) < debounce) {
+			debounce, set = time.Duration(*d), true
+		}
+	}
+	return debounce
+}
+
+// pausedHere counts the paused sessions no other process runs.
+func (w *watcher) pausedHere() int {
+	paused := 0
+	for _, t := range w.sessions {
+		if t.status == engine.StatusPaused && !t.elsewhere {
+			paused++
+		}
+	}
+	return paused
 }
 
 // open takes the watch lock of every store and loads each pipeline.
@@ -758,16 +769,9 @@ func (w *watcher) changed(paths []string) {
 					w.report(Event{Event: EventChanged, File: rel(path), Change: ChangeSpec})
 					continue
 				}
-				if !under(path, p.dir) || !w.globbed(p, path) {
+				if !w.globChanged(p, path) {
 					continue
 				}
-				if hash, had := p.globbed[path]; had && hash == fileHash(path) {
-					w.report(Event{Event: EventSkipped, File: rel(path), Change: ChangeWatched,
-						Reason: "as it was when the sessions last paused (their own runs wrote it)"})
-					continue
-				}
-				p.globbed[path] = fileHash(path)
-				w.report(Event{Event: EventChanged, File: rel(path), Change: ChangeWatched})
 				for _, t := range w.sessions {
 					if t.pipe == p {
 						if _, ok := wake[t]; !ok {
@@ -789,6 +793,23 @@ func (w *watcher) changed(paths []string) {
 			w.consider(t, c.file, c.change)
 		}
 	}
+}
+
+// globChanged reports whether path, a file of p's folder, is one its
+// watch: globs match whose content changed since the sessions last
+// paused, and says so.
+func (w *watcher) globChanged(p *pipe, path string) bool {
+	if !under(path, p.dir) || !w.globbed(p, path) {
+		return false
+	}
+	if hash, had := p.globbed[path]; had && hash == fileHash(path) {
+		w.report(Event{Event: EventSkipped, File: rel(path), Change: ChangeWatched,
+			Reason: "as it was when the sessions last paused (their own runs wrote it)"})
+		return false
+	}
+	p.globbed[path] = fileHash(path)
+	w.report(Event{Event: EventChanged, File: rel(path), Change: ChangeWatched})
+	return true
 }
 
 // inStore reports whether path is a file of a store other than its
