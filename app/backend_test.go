@@ -127,3 +127,31 @@ func TestLocalBackendIsTheOperations(t *testing.T) {
 		t.Fatalf("Local.Pause of a completed session: %v, want a usage error", err)
 	}
 }
+
+// The copy a fleet worker makes in its store (a key of its own,
+// store.FleetKey, and no mark of where the fleet is) is known as a fleet
+// session too: never paused (runner-died), and a local resume refuses it.
+func TestLocalBackendKnowsAWorkersCopy(t *testing.T) {
+	p := newProject(t, "version: 1\nphases:\n  - name: build\n    steps: [{run: \"true\"}]\n")
+	id := "20261127-100000000-c0ffee"
+	st, err := p.pipeline().Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := st.Create(store.Meta{ID: id, Pipeline: "p", File: p.file, Key: store.FleetKey(id), Created: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.Close()
+	st.Close()
+	ctx := context.Background()
+	list, err := app.Local{}.Sessions(ctx, app.SessionsRequest{Pipeline: p.pipeline()})
+	if err != nil || len(list.Sessions) != 1 || list.Sessions[0].Status != app.StatusOnFleet || list.Sessions[0].Fleet == nil ||
+		!strings.Contains(list.Sessions[0].Fleet.Where(), "a Temporal fleet") {
+		t.Fatalf("sessions: %+v, %v", list, err)
+	}
+	_, err = app.OpenResume(ctx, app.ResumeRequest{Pipeline: p.pipeline(), Session: id})
+	if app.ExitCode(err) != app.ExitUsage || !strings.Contains(err.Error(), "runs on a Temporal fleet") {
+		t.Fatalf("resume of a worker's copy: %v, want refused", err)
+	}
+}

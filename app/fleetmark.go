@@ -36,12 +36,13 @@ func FleetCommand(verb string, f store.Fleet, id string) string {
 // local resume ran a fleet session again from its first phase). verb
 // names the command, and why says what it would need.
 func onFleet(meta store.Meta, verb, why string) error {
-	if meta.Fleet == nil {
+	f := meta.OnFleet()
+	if f == nil {
 		return nil
 	}
 	return &Error{Code: ExitUsage,
-		Message: fmt.Sprintf("session %s runs on %s, not here: %s", meta.ID, meta.Fleet.Where(), why),
-		Hint:    "use: " + FleetCommand(verb, *meta.Fleet, meta.ID)}
+		Message: fmt.Sprintf("session %s runs on %s, not here: %s", meta.ID, f.Where(), why),
+		Hint:    "use: " + FleetCommand(verb, *f, meta.ID)}
 }
 
 // refuseOnFleet is onFleet for the session id of the store, when id names
@@ -70,13 +71,14 @@ const (
 
 // errFleetReadOnly is the refusal of export, fork, replay and diff.
 func errFleetReadOnly(ref *session.Ref, verb string) error {
-	if ref.X.Meta.Fleet == nil {
+	f := ref.X.Meta.OnFleet()
+	if f == nil {
 		return nil
 	}
 	err := onFleet(ref.X.Meta, "status", fmt.Sprintf("%s needs the session's events, and %s", verb, whyCopy))
 	var e *Error
 	if errors.As(err, &e) {
-		e.Hint = "see where it stands with: " + FleetCommand("status", *ref.X.Meta.Fleet, ref.X.Meta.ID)
+		e.Hint = "see where it stands with: " + FleetCommand("status", *f, ref.X.Meta.ID)
 	}
 	return err
 }

@@ -132,14 +132,14 @@ func storeSessions(dir string, req SessionsRequest) (_ []SessionLine, all int, _
 	out := []SessionLine{}
 	for _, s := range list { // none when there is no store yet
 		var onFleet *store.Fleet
-		if s.Status == string(engine.StatusRunning) && !st.Held(s.Key) {
-			// A fleet session's copy reads as running with no runner: its
-			// meta says where it runs (read for these sessions only).
-			if onFleet = fleetOf(st, s.ID); onFleet != nil {
-				s.Status, s.PauseReason = StatusOnFleet, ""
-			} else {
-				s.Status, s.PauseReason = string(engine.StatusPaused), engine.ReasonRunnerDied
-			}
+		switch {
+		case s.Key == store.FleetKey(s.ID):
+			// A fleet session's copy (its key says so): its meta says
+			// where it runs, and its status here is not the session's.
+			onFleet = fleetOf(st, s.ID)
+			s.Status, s.PauseReason = StatusOnFleet, ""
+		case s.Status == string(engine.StatusRunning) && !st.Held(s.Key):
+			s.Status, s.PauseReason = string(engine.StatusPaused), engine.ReasonRunnerDied
 		}
 		if req.Active && s.Status != string(engine.StatusRunning) && s.Status != string(engine.StatusPaused) && onFleet == nil {
 			continue
@@ -302,10 +302,10 @@ func FindInStores(dirs []string, id string) (dir string, meta store.Meta, err er
 	return "", store.Meta{}, &store.AmbiguousError{ID: id, Matches: matches}
 }
 
-// fleetOf is where session id runs when it is a fleet session's copy.
+// fleetOf is where session id, a fleet session's copy, runs.
 func fleetOf(st *store.Store, id string) *store.Fleet {
-	if meta, err := st.Find(id); err == nil {
-		return meta.Fleet
+	if meta, err := st.Find(id); err == nil && meta.OnFleet() != nil {
+		return meta.OnFleet()
 	}
-	return nil
+	return &store.Fleet{}
 }

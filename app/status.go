@@ -47,7 +47,7 @@ func Status(_ context.Context, req StatusRequest) (*StatusResponse, error) {
 	defer ref.Store.Close()
 	defer ref.Close()
 	r := StatusResponse{StatusReport: StatusReport(ref.X.Meta, ref.Plan, s), Running: ref.Running()}
-	if f := ref.X.Meta.Fleet; f != nil {
+	if f := ref.X.Meta.OnFleet(); f != nil {
 		r.Status, r.PauseReason, r.Fleet = StatusOnFleet, "", f
 		return ptr(redacted(session.NewRedactor(ref.Plan), r)), nil
 	}

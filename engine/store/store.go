@@ -74,7 +74,24 @@ type Fleet struct {
 
 // Where names the fleet in messages: "Temporal at ADDRESS (namespace NS)".
 func (f Fleet) Where() string {
+	if f.Address == "" {
+		return "a Temporal fleet (this copy, made by one of its workers, does not say which)"
+	}
 	return fmt.Sprintf("Temporal at %s (namespace %s)", f.Address, f.Namespace)
+}
+
+// OnFleet is where the session runs when it is a fleet session's copy:
+// the mark the fleet start wrote, or, for a copy a worker made (its key
+// is FleetKey), a fleet it does not name; nil for a session of this
+// store's own.
+func (m Meta) OnFleet() *Fleet {
+	if m.Fleet != nil {
+		return m.Fleet
+	}
+	if m.Key == FleetKey(m.ID) {
+		return &Fleet{}
+	}
+	return nil
 }
 
 // FleetKey is the key of a fleet session's copy in a store: one of its
