@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"io"
 
 	"github.com/pipeline-dev/pipeline/engine/watch"
 )
@@ -30,6 +31,9 @@ type Backend interface {
 	// Logs passes a session's transcripts to emit; with req.Follow, then
 	// what its running steps print, until it stops running.
 	Logs(ctx context.Context, req LogsRequest, emit func(LogChunk) error) error
+	// Follow writes to w what a session's running steps print from now
+	// on, until it stops running or ctx ends.
+	Follow(ctx context.Context, req FollowRequest, w io.Writer) error
 	// Watch is what pipeline watch asks of the backend: nil for the
 	// local stores, which the watcher reads and locks itself.
 	Watch() watch.Backend
@@ -64,6 +68,11 @@ func (Local) Complete(ctx context.Context, req CompleteRequest) (*Result, error)
 // Logs is Logs.
 func (Local) Logs(ctx context.Context, req LogsRequest, emit func(LogChunk) error) error {
 	return Logs(ctx, req, emit)
+}
+
+// Follow is Follow.
+func (Local) Follow(ctx context.Context, req FollowRequest, w io.Writer) error {
+	return Follow(ctx, req, w)
 }
 
 // Watch is nil: the watcher reads the local stores itself.

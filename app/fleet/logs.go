@@ -4,6 +4,7 @@ package fleet
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,4 +71,17 @@ func (w *chunkWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// Follow writes to w what the session's running steps print from now
+// on, as their workers report it, until it stops running or ctx ends.
+func (b *Backend) Follow(ctx context.Context, req app.FollowRequest, w io.Writer) error {
+	id, _, err := b.Session(ctx, req.Pipeline, req.Session)
+	if err != nil {
+		return err
+	}
+	if req.Following != nil {
+		req.Following()
+	}
+	return b.Client.FollowOutput(ctx, id, w)
 }
