@@ -56,6 +56,9 @@ func Attach(ctx context.Context, req AttachRequest, view local.View) (*AttachRes
 	}
 	defer ref.Store.Close()
 	defer ref.Close()
+	if err := onFleet(ref.X.Meta, "logs -f", "its steps run on the fleet's workers, and their output reaches here through the fleet"); err != nil {
+		return nil, err
+	}
 	a := &attacher{ref: ref, view: view, root: filepath.Join(ref.X.Dir, "transcripts"), lines: req.Lines,
 		seen: map[string]int64{}}
 	if a.lines <= 0 {

@@ -58,6 +58,9 @@ func diffSide(p Pipeline, id string) (compare.Side, error) {
 	}
 	defer ref.Store.Close()
 	defer ref.Close()
+	if err := errFleetReadOnly(ref, "diff"); err != nil {
+		return compare.Side{}, err
+	}
 	s, crashed, err := ref.State()
 	if err != nil {
 		return compare.Side{}, err

@@ -44,6 +44,9 @@ func Export(_ context.Context, req ExportRequest) (*ExportResponse, error) {
 	}
 	defer ref.Store.Close()
 	defer ref.Close()
+	if err := errFleetReadOnly(ref, "export"); err != nil {
+		return nil, err
+	}
 	var m store.Manifest
 	path := ""
 	if req.To != nil {

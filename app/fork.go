@@ -40,6 +40,18 @@ type ForkStart struct {
 	Worktree string
 }
 
+// forkParent reads the state and phases.yaml of the session a fork is
+// made from, and closes it: a fleet session's copy holds no state to fork.
+func forkParent(ref *session.Ref) (engine.State, string, error) {
+	defer ref.Store.Close()
+	defer ref.Close()
+	if err := errFleetReadOnly(ref, "fork"); err != nil {
+		return engine.State{}, "", err
+	}
+	parent, _, err := ref.State()
+	return parent, ref.Store.Abs(ref.X.Meta.File), err
+}
+
 // PrepareFork makes a git worktree from the checkpoint taken before
 // req.At in the session, and a new session there that starts at req.At
 // with what the parent knew before it. It says what it forks, and
@@ -52,10 +64,7 @@ func PrepareFork(ctx context.Context, req ForkRequest) (*ForkStart, error) {
 	if err != nil {
 		return nil, err
 	}
-	parent, _, err := ref.State()
-	file := ref.Store.Abs(ref.X.Meta.File)
-	ref.Close()
-	ref.Store.Close()
+	parent, file, err := forkParent(ref)
 	if err != nil {
 		return nil, err
 	}

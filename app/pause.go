@@ -35,6 +35,10 @@ func Pause(ctx context.Context, req PauseRequest) (*Result, error) {
 	}
 	st := f.Store
 	defer st.Close()
+	if err := onFleet(f.X.Meta, "pause", whyPause); err != nil {
+		f.Close()
+		return nil, err
+	}
 	id := f.ID()
 	if f.Running() {
 		err := f.RequestPause(ctx, req.Notes, req.Wait)
@@ -82,6 +86,9 @@ func Complete(ctx context.Context, req CompleteRequest) (*Result, error) {
 		return nil, err
 	}
 	defer st.Close()
+	if err := refuseOnFleet(st, req.Session, "status", whyComplete); err != nil {
+		return nil, err
+	}
 	o, err := req.SessionOptions(req.Session, engine.StatusPaused, engine.StatusFailed)
 	if err != nil {
 		return nil, err

@@ -75,6 +75,10 @@ func PrepareReplay(ctx context.Context, req ReplayRequest) (*ReplayStart, error)
 		return nil, err
 	}
 	defer ref.Close()
+	if err := errFleetReadOnly(ref, "replay"); err != nil {
+		ref.Store.Close()
+		return nil, err
+	}
 	r, err := req.prepare(ctx, ref)
 	if err != nil {
 		ref.Store.Close()

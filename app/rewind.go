@@ -39,6 +39,9 @@ func Rewind(ctx context.Context, req RewindRequest) (*RewindResponse, error) {
 		return nil, err
 	}
 	defer st.Close()
+	if err := refuseOnFleet(st, req.Session, "status", whyRewind); err != nil {
+		return nil, err
+	}
 	o, err := req.SessionOptions(req.Session, engine.StatusPaused, engine.StatusFailed, engine.StatusCompleted)
 	if err != nil {
 		return nil, err

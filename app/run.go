@@ -151,6 +151,10 @@ func OpenResume(ctx context.Context, req ResumeRequest) (*Opened, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := refuseOnFleet(st, req.Session, "resume", whyResume); err != nil {
+		st.Close()
+		return nil, err
+	}
 	o, err := req.SessionOptions(req.Session, engine.StatusPaused, engine.StatusRunning, engine.StatusFailed)
 	if err != nil {
 		return nil, err
@@ -308,6 +312,9 @@ func PreviewResume(_ context.Context, req ResumeRequest) (*PreviewResponse, erro
 	}
 	defer ref.Store.Close()
 	defer ref.Close()
+	if err := onFleet(ref.X.Meta, "resume", whyResume); err != nil {
+		return nil, err
+	}
 	p, err := session.PreviewResume(ref, time.Now(), req.Notes, req.Phase)
 	if err != nil {
 		return nil, err

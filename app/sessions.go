@@ -50,6 +50,8 @@ type SessionLine struct {
 	// Forks are the sessions forked from it (pipeline fork), found in
 	// the repository's other git worktrees.
 	Forks []ForkLine `json:"forks,omitempty"`
+	// Fleet: the session runs on a Temporal fleet (status StatusOnFleet).
+	Fleet *store.Fleet `json:"fleet,omitempty"`
 }
 
 // ForkLine is a session forked from another, in another worktree.
@@ -129,10 +131,17 @@ func storeSessions(dir string, req SessionsRequest) (_ []SessionLine, all int, _
 	}
 	out := []SessionLine{}
 	for _, s := range list { // none when there is no store yet
-		if s.Status == string(engine.StatusRunning) && !st.Held(s.Key) {
+		var onFleet *store.Fleet
+		switch {
+		case s.Key == store.FleetKey(s.ID):
+			// A fleet session's copy (its key says so): its meta says
+			// where it runs, and its status here is not the session's.
+			onFleet = fleetOf(st, s.ID)
+			s.Status, s.PauseReason = StatusOnFleet, ""
+		case s.Status == string(engine.StatusRunning) && !st.Held(s.Key):
 			s.Status, s.PauseReason = string(engine.StatusPaused), engine.ReasonRunnerDied
 		}
-		if req.Active && s.Status != string(engine.StatusRunning) && s.Status != string(engine.StatusPaused) {
+		if req.Active && s.Status != string(engine.StatusRunning) && s.Status != string(engine.StatusPaused) && onFleet == nil {
 			continue
 		}
 		if req.Status != "" && s.Status != req.Status {
@@ -141,7 +150,7 @@ func storeSessions(dir string, req SessionsRequest) (_ []SessionLine, all int, _
 		if wantSpec != "" && s.Spec != wantSpec {
 			continue
 		}
-		out = append(out, SessionLine{Summary: s, Queued: slices.Contains(queued, s.ID)})
+		out = append(out, SessionLine{Summary: s, Queued: slices.Contains(queued, s.ID), Fleet: onFleet})
 	}
 	return out, len(list), nil
 }
@@ -291,4 +300,12 @@ func FindInStores(dirs []string, id string) (dir string, meta store.Meta, err er
 	}
 	slices.Sort(matches)
 	return "", store.Meta{}, &store.AmbiguousError{ID: id, Matches: matches}
+}
+
+// fleetOf is where session id, a fleet session's copy, runs.
+func fleetOf(st *store.Store, id string) *store.Fleet {
+	if meta, err := st.Find(id); err == nil && meta.OnFleet() != nil {
+		return meta.OnFleet()
+	}
+	return &store.Fleet{}
 }

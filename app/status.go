@@ -24,6 +24,9 @@ type StatusResponse struct {
 	Live *LiveReport `json:"live,omitempty"`
 	// Running: a live runner holds the session now.
 	Running bool `json:"-"`
+	// Fleet: the session runs on a Temporal fleet (status StatusOnFleet);
+	// where it stands is known there.
+	Fleet *store.Fleet `json:"fleet,omitempty"`
 }
 
 // LiveReport is the running step's progress.
@@ -44,12 +47,18 @@ func Status(_ context.Context, req StatusRequest) (*StatusResponse, error) {
 	defer ref.Store.Close()
 	defer ref.Close()
 	r := StatusResponse{StatusReport: StatusReport(ref.X.Meta, ref.Plan, s), Running: ref.Running()}
+	if f := ref.X.Meta.OnFleet(); f != nil {
+		r.Status, r.PauseReason, r.Fleet = StatusOnFleet, "", f
+		return ptr(redacted(session.NewRedactor(ref.Plan), r)), nil
+	}
 	if live, ok := ref.Live(); ok && s.StepRunning && !crashed {
 		r.withLive(live)
 	}
 	r = redacted(session.NewRedactor(ref.Plan), r)
 	return &r, nil
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // StatusReport is what status prints of a session's state.
 func StatusReport(meta store.Meta, plan *spec.Plan, s engine.State) engine.StatusReport {

@@ -6,13 +6,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline-dev/pipeline/app"
 	temporalfleet "github.com/pipeline-dev/pipeline/engine/fleet"
 	"github.com/pipeline-dev/pipeline/engine/spec"
-	"github.com/pipeline-dev/pipeline/internal/filewatch"
 )
 
 // The session commands choose their backend here, in either build; what
-// they do on a fleet is in fleet.go, fleetwatch.go and worker.go, built
+// they do on a fleet is in fleet.go (with app/fleet) and worker.go, built
 // with the temporal tag into pipeline-temporal, and in the build without
 // it, handoff.go runs pipeline-temporal with the same command line. So
 // the local binary links nothing of the Temporal SDK, gRPC or protobuf
@@ -104,7 +104,6 @@ func (f *backendFlags) resolve(file string, plan *spec.Plan) (*fleet, error) {
 // fleetRunOptions are what run takes to the fleet.
 type fleetRunOptions struct {
 	flags       *storeFlags
-	plan        *spec.Plan
 	fresh       bool
 	from, only  string
 	json        bool
@@ -112,11 +111,16 @@ type fleetRunOptions struct {
 	failOnPause bool
 }
 
-// watchDebounce is --debounce, else the pipelines' watch_debounce, else
-// the default.
-func watchDebounce(cmd *cobra.Command, wf *watchFlags) time.Duration {
-	if cmd.Flags().Changed("debounce") {
-		return wf.debounce
+// backend is the Backend a command that acts alike on both calls: the
+// local one, or the fleet's, dialled (in the build without the Temporal
+// backend, choosing the fleet hands the command line to
+// pipeline-temporal, and returns only when that cannot be done). fl is
+// the fleet, nil for local.
+func (f *backendFlags) backend(cmd *cobra.Command, file string) (_ app.Backend, fl *fleet, _ error) {
+	fl, err := f.resolve(file, nil)
+	if err != nil || fl == nil {
+		return app.Local{}, nil, err
 	}
-	return filewatch.DefaultDebounce
+	b, err := fl.backend(cmd)
+	return b, fl, err
 }

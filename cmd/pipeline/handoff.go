@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/pipeline-dev/pipeline/app"
 )
 
 // withTemporal: this build has the Temporal backend.
@@ -18,25 +20,16 @@ const withTemporal = false
 // This build has no Temporal backend: a session command that chose it,
 // and pipeline worker, hand the whole command line to pipeline-temporal
 // (execFleet), which parses it again and does the work. The functions
-// below stand for those of fleet.go and fleetwatch.go; they take any
+// below stand for those of fleet.go; they take any
 // arguments after the fleet, since it is the command line, not these
-// values, that goes over.
+// values, that goes over. The fleet's app.Backend (fleet.backend) is the
+// hand-off too.
 
 func fleetRun(_ *cobra.Command, _ *fleet, _ ...any) error { return handOff("--backend temporal") }
 
 func fleetResume(_ *cobra.Command, _ *fleet, _ ...any) error { return handOff("--backend temporal") }
 
-func fleetPause(_ *cobra.Command, _ *fleet, _ ...any) error { return handOff("--backend temporal") }
-
-func fleetStatus(_ *cobra.Command, _ *fleet, _ ...any) error { return handOff("--backend temporal") }
-
-func fleetLogs(_ *cobra.Command, _ *fleet, _ ...any) error { return handOff("--backend temporal") }
-
-func fleetWatch(_ *cobra.Command, _ *fleet, _ ...any) error { return handOff("--backend temporal") }
-
-func fleetSessions(_ *cobra.Command, _ *fleet, _ ...any) ([]sessionLine, int, error) {
-	return nil, 0, handOff("--backend temporal")
-}
+func (*fleet) backend(*cobra.Command) (app.Backend, error) { return nil, handOff("--backend temporal") }
 
 func workerCommand() *cobra.Command {
 	return newCommand(&cobra.Command{

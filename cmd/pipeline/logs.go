@@ -68,16 +68,14 @@ func logsCommand() *cobra.Command {
 }
 
 func (o *logsOptions) run(cmd *cobra.Command, args []string) error {
-	id, fl, err := sessionTarget(cmd, args, o.output, o.bf, o.flags.file, "state-dir", "follow")
+	id, be, err := sessionBackend(cmd, args, o.output, o.bf, o.flags.file, "state-dir")
 	if err != nil {
 		return err
 	}
-	if fl != nil {
-		return fleetLogs(cmd, fl, o.flags, id, o.phase, o.output.json(), o.prompts)
-	}
+	defer be.Close()
 	req := app.LogsRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), Session: id, Phase: o.phase, Prompts: o.prompts, Follow: o.follow,
 		Raw: o.raw, Verbose: o.verbose}
-	return app.Logs(cmd.Context(), req, logPrinter(termsafe.Output(cmd.OutOrStdout()), o.output.json()))
+	return be.Logs(cmd.Context(), req, logPrinter(termsafe.Output(cmd.OutOrStdout()), o.output.json()))
 }
 
 // logPiece is a piece of a transcript or a prompt, as -o json prints it.

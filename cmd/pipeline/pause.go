@@ -45,10 +45,11 @@ func pauseCommand() *cobra.Command {
 }
 
 func (o *pauseOptions) run(cmd *cobra.Command, args []string) error {
-	id, fl, err := sessionTarget(cmd, args, o.output, o.bf, o.flags.file, "state-dir")
+	id, be, err := sessionBackend(cmd, args, o.output, o.bf, o.flags.file, "state-dir")
 	if err != nil {
 		return err
 	}
+	defer be.Close()
 	say := func(what string) error {
 		if o.output.json() {
 			return writeJSON(cmd.OutOrStdout(), map[string]string{"session": id, "result": what})
@@ -56,10 +57,7 @@ func (o *pauseOptions) run(cmd *cobra.Command, args []string) error {
 		_, err := fmt.Fprintf(cmd.OutOrStdout(), "session %s %s\n", id, what)
 		return err
 	}
-	if fl != nil {
-		return fleetPause(cmd, fl, o.flags, id, o.notes, o.wait, o.output.json())
-	}
-	r, err := app.Pause(cmd.Context(), app.PauseRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), Session: id, Notes: o.notes, Wait: o.wait})
+	r, err := be.Pause(cmd.Context(), app.PauseRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), Session: id, Notes: o.notes, Wait: o.wait})
 	if err != nil {
 		return err
 	}
@@ -71,6 +69,7 @@ func completeCommand() *cobra.Command {
 	var (
 		flags  *storeFlags
 		output *outputFlag
+		bf     *backendFlags
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "complete [SESSION]",
@@ -84,14 +83,12 @@ hand)". A running session must be paused first. SESSION is a session id
   pipeline complete 20261125-093000123-a1b2c3`,
 		Args: cobra.MaximumNArgs(1),
 	}, func(cmd *cobra.Command, args []string) error {
-		if err := output.check(); err != nil {
+		id, be, err := sessionBackend(cmd, args, output, bf, flags.file, "state-dir")
+		if err != nil {
 			return err
 		}
-		id := ""
-		if len(args) == 1 {
-			id = args[0]
-		}
-		r, err := app.Complete(cmd.Context(), app.CompleteRequest{Pipeline: flags.pipeline(sayTo(cmd)), Session: id})
+		defer be.Close()
+		r, err := be.Complete(cmd.Context(), app.CompleteRequest{Pipeline: flags.pipeline(sayTo(cmd)), Session: id})
 		if err != nil {
 			return err
 		}
@@ -103,5 +100,6 @@ hand)". A running session must be paused first. SESSION is a session id
 	})
 	flags = addStoreFlags(cmd, false)
 	output = addOutputFlag(cmd)
+	bf = addBackendFlags(cmd)
 	return cmd
 }

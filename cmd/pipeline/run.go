@@ -136,7 +136,7 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 		if err := refuseOnFleet(cmd, "watch", "junit", "no-human-gates", "state-dir", "name"); err != nil {
 			return err
 		}
-		return fleetRun(cmd, fl, fleetRunOptions{flags: o.flags, plan: plan, fresh: o.fresh, from: o.from, only: o.only,
+		return fleetRun(cmd, fl, fleetRunOptions{flags: o.flags, fresh: o.fresh, from: o.from, only: o.only,
 			json: o.output.json(), quiet: o.cf.quiet, failOnPause: o.cf.failOnPause})
 	}
 	opened, err := app.OpenRun(cmd.Context(), req, plan)
@@ -175,11 +175,12 @@ func sayOpened(cmd *cobra.Command, opened *app.Opened) {
 	}
 }
 
-// sessionTarget reads what a command that acts on one session was given:
-// the session (its id, or "" for the latest of the pipeline and spec)
-// and the fleet it runs on (nil: here), with the output format checked
-// and, on a fleet, the flags it does not take refused.
-func sessionTarget(cmd *cobra.Command, args []string, output *outputFlag, bf *backendFlags, file string, notOnFleet ...string) (string, *fleet, error) {
+// sessionBackend reads what a command that acts on one session was
+// given: the session (its id, or "" for the latest of the pipeline and
+// spec) and the backend it is on, the local one or the fleet's (closed
+// by the caller), with the output format checked and, on a fleet, the
+// flags it does not take refused.
+func sessionBackend(cmd *cobra.Command, args []string, output *outputFlag, bf *backendFlags, file string, notOnFleet ...string) (string, app.Backend, error) {
 	if err := output.check(); err != nil {
 		return "", nil, err
 	}
@@ -188,15 +189,14 @@ func sessionTarget(cmd *cobra.Command, args []string, output *outputFlag, bf *ba
 		id = args[0]
 	}
 	fl, err := bf.resolve(file, nil)
-	if err != nil {
+	if err != nil || fl == nil {
+		return id, app.Local{}, err
+	}
+	if err := refuseOnFleet(cmd, notOnFleet...); err != nil {
 		return "", nil, err
 	}
-	if fl != nil {
-		if err := refuseOnFleet(cmd, notOnFleet...); err != nil {
-			return "", nil, err
-		}
-	}
-	return id, fl, nil
+	b, err := fl.backend(cmd)
+	return id, b, err
 }
 
 // refuseOnFleet refuses the flags of cmd that the temporal backend does

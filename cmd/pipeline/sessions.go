@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -65,17 +64,18 @@ func (o *sessionsOptions) run(cmd *cobra.Command, _ []string) error {
 	if o.all && (cmd.Flags().Changed("file") || cmd.Flags().Changed("state-dir")) {
 		return usagef("--all finds the stores below the current folder: it cannot go with --file or --state-dir")
 	}
-	fl, err := o.bf.resolve(o.flags.file, nil)
+	be, fl, err := o.bf.backend(cmd, o.flags.file)
 	if err != nil {
 		return err
 	}
-	var r *app.SessionsResponse
+	defer be.Close()
 	if fl != nil {
-		r, err = o.onFleet(cmd, fl)
-	} else {
-		r, err = app.Sessions(cmd.Context(), app.SessionsRequest{Pipeline: o.flags.pipeline(nil), All: o.all,
-			Active: o.active, Status: o.status, SpecFilter: o.specPath, Forks: !o.all})
+		if err := refuseOnFleet(cmd, "state-dir", "all"); err != nil {
+			return err
+		}
 	}
+	r, err := be.Sessions(cmd.Context(), app.SessionsRequest{Pipeline: o.flags.pipeline(nil), All: o.all,
+		Active: o.active, Status: o.status, SpecFilter: o.specPath, Forks: !o.all})
 	if err != nil {
 		return err
 	}
@@ -87,21 +87,6 @@ func (o *sessionsOptions) run(cmd *cobra.Command, _ []string) error {
 		none = fmt.Sprintf("no sessions yet; start one with: pipeline run%s\n", fileArg(cmd))
 	}
 	return printSessions(cmd.OutOrStdout(), r.Sessions, o.all, none)
-}
-
-// onFleet lists the sessions of the pipeline on a fleet.
-func (o *sessionsOptions) onFleet(cmd *cobra.Command, fl *fleet) (*app.SessionsResponse, error) {
-	if err := refuseOnFleet(cmd, "state-dir", "all"); err != nil {
-		return nil, err
-	}
-	if o.status != "" && !slices.Contains(app.Statuses, o.status) {
-		return nil, usagef("--status must be running, paused, completed or failed, not %q", o.status)
-	}
-	out, total, err := fleetSessions(cmd, fl, o.active, o.status, o.specPath)
-	if err != nil {
-		return nil, err
-	}
-	return &app.SessionsResponse{Sessions: out, Total: total}, nil
 }
 
 // printSessions prints the sessions as aligned rows, then none (why
@@ -118,6 +103,9 @@ func printSessions(w io.Writer, out []sessionLine, all bool, none string) error 
 	fmt.Fprintln(tw, header)
 	for _, s := range out {
 		state := s.Status
+		if s.Fleet != nil {
+			state = "runs on " + s.Fleet.Where()
+		}
 		if s.PauseReason != "" {
 			state += " (" + s.PauseReason + ")"
 		}

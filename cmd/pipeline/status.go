@@ -69,15 +69,13 @@ func statusCommand() *cobra.Command {
 }
 
 func (o *statusOptions) run(cmd *cobra.Command, args []string) error {
-	id, fl, err := sessionTarget(cmd, args, o.output, o.bf, o.flags.file, "state-dir")
+	id, be, err := sessionBackend(cmd, args, o.output, o.bf, o.flags.file, "state-dir")
 	if err != nil {
 		return err
 	}
-	if fl != nil {
-		return fleetStatus(cmd, fl, o.flags, id, o.output, o.verbose, o.watch)
-	}
+	defer be.Close()
 	show := func(w io.Writer) (running bool, err error) {
-		report, err := app.Status(cmd.Context(), app.StatusRequest{Pipeline: o.flags.pipeline(nil), Session: id})
+		report, err := be.Status(cmd.Context(), app.StatusRequest{Pipeline: o.flags.pipeline(nil), Session: id})
 		if err != nil {
 			return false, err
 		}
@@ -149,6 +147,14 @@ func printStatus(w io.Writer, ls liveStatus, verbose bool) error {
 		fmt.Fprintf(tw, "session\t%s, named %s (%s)\n", safe(r.ID), safe(r.Name), safe(r.Pipeline))
 	} else {
 		fmt.Fprintf(tw, "session\t%s (%s)\n", safe(r.ID), safe(r.Pipeline))
+	}
+	if f := ls.Fleet; f != nil {
+		// Its state is on the fleet; the copy here would only mislead.
+		fmt.Fprintf(tw, "status\truns on %s\n", safe(f.Where()))
+		fmt.Fprintf(tw, "see\t%s\n", safe(app.FleetCommand("status", *f, r.ID)))
+		tw.Flush()
+		_, err := w.Write(b.Bytes())
+		return err
 	}
 	status := r.Status
 	if r.ByHand {

@@ -135,20 +135,35 @@ func (o *watchCmdOptions) run(cmd *cobra.Command, args []string) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
-	fl, err := o.bf.resolve(args[0], nil)
+	be, fl, err := o.bf.backend(cmd, args[0])
 	if err != nil {
 		return err
 	}
+	defer be.Close()
 	if fl != nil {
-		if err := refuseOnFleet(cmd, "state-dir", "max-parallel", "reasons", "output"); err != nil {
+		if err := refuseOnFleet(cmd, "state-dir"); err != nil {
 			return err
 		}
-		return fleetWatch(cmd, fl, args, watchDebounce(cmd, o.wf))
 	}
-	// Every file is loaded before anything is written: a bad one
-	// makes no store.
+	if wo.Backend = be.Watch(); wo.Backend != nil {
+		if wo.Pipelines, err = watchedFiles(args); err != nil {
+			return err
+		}
+		return runWatch(cmd, wo, o.output.json())
+	}
+	if err := o.localPipelines(args, &wo); err != nil {
+		return err
+	}
+	wo.Grace = o.grace
+	return runWatch(cmd, wo, o.output.json())
+}
+
+// localPipelines adds the pipelines at files, with their stores, to the
+// watch. Every file is loaded before anything is written: a bad one
+// makes no store.
+func (o *watchCmdOptions) localPipelines(files []string, wo *watch.Options) error {
 	var problems spec.Error
-	for _, file := range args {
+	for _, file := range files {
 		_, err := spec.Load(file, "")
 		var specErr *spec.Error
 		if errors.As(err, &specErr) {
@@ -161,7 +176,7 @@ func (o *watchCmdOptions) run(cmd *cobra.Command, args []string) error {
 		return &problems
 	}
 	seen := map[string]bool{}
-	for _, file := range args {
+	for _, file := range files {
 		abs, err := filepath.Abs(file)
 		if err != nil {
 			return err
@@ -176,8 +191,7 @@ func (o *watchCmdOptions) run(cmd *cobra.Command, args []string) error {
 		}
 		wo.Pipelines = append(wo.Pipelines, watch.Pipeline{File: file, Store: st})
 	}
-	wo.Grace = o.grace
-	return runWatch(cmd, wo, o.output.json())
+	return nil
 }
 
 // runWatch runs the watch driver with the command's output: event lines
@@ -222,6 +236,10 @@ func runWatch(cmd *cobra.Command, o watch.Options, asJSON bool) error {
 	o.Clock = clock.Real{}
 	o.Signals = true
 	err := watch.Run(context.Background(), o)
+	if errors.Is(err, watch.ErrInterrupted) && o.Backend != nil {
+		printError(cmd.ErrOrStderr(), "pipeline watch: stopped; the sessions on the fleet go on as they were\n")
+		return nil
+	}
 	if errors.Is(err, watch.ErrInterrupted) {
 		var interrupted *watch.InterruptedError
 		errors.As(err, &interrupted)
@@ -393,4 +411,22 @@ func watchAfterRun(cmd *cobra.Command, wf *watchFlags, st *store.Store, file, ke
 		return &exitStatus{code: exitFailed, printed: true}
 	}
 	return nil
+}
+
+// watchedFiles are the pipelines at files, absolute, each once, as a
+// watch of a backend's sessions takes them (no store here).
+func watchedFiles(files []string) ([]watch.Pipeline, error) {
+	var out []watch.Pipeline
+	seen := map[string]bool{}
+	for _, file := range files {
+		abs, err := filepath.Abs(file)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[abs] {
+			seen[abs] = true
+			out = append(out, watch.Pipeline{File: abs})
+		}
+	}
+	return out, nil
 }

@@ -108,6 +108,7 @@ func (o *workerOptions) run(cmd *cobra.Command, _ []string) error {
 		WorkerStopTimeout: o.grace + 10*time.Second,
 	}))
 	w.RegisterWorkflowWithOptions(temporal.SessionWorkflow, workflow.RegisterOptions{Name: temporal.WorkflowType})
+	w.RegisterWorkflowWithOptions(temporal.RunLeaseWorkflow, workflow.RegisterOptions{Name: temporal.RunLeaseType})
 	w.RegisterActivity(activities)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("the worker cannot start: %w", err)

@@ -61,6 +61,50 @@ type Meta struct {
 	// Name is the session's name (run --name), which commands take in
 	// place of its id.
 	Name string `json:"name,omitempty"`
+	// Fleet marks a session that runs on a Temporal fleet: this store's
+	// copy holds what its steps wrote on this machine, never its state,
+	// which lives in the workflow there.
+	Fleet *Fleet `json:"fleet,omitempty"`
+}
+
+// Fleet is where a fleet session runs: the Temporal server, namespace and
+// task queue its workflow was started on.
+type Fleet struct {
+	Address   string `json:"address"`
+	Namespace string `json:"namespace"`
+	TaskQueue string `json:"task_queue"`
+}
+
+// Where names the fleet in messages: "Temporal at ADDRESS (namespace NS)".
+func (f Fleet) Where() string {
+	if f.Address == "" {
+		return "a Temporal fleet (this copy, made by one of its workers, does not say which)"
+	}
+	return fmt.Sprintf("Temporal at %s (namespace %s)", f.Address, f.Namespace)
+}
+
+// OnFleet is where the session runs when it is a fleet session's copy:
+// the mark the fleet start wrote, or, for a copy a worker made (its key
+// is FleetKey), a fleet it does not name; nil for a session of this
+// store's own.
+func (m Meta) OnFleet() *Fleet {
+	if m.Fleet != nil {
+		return m.Fleet
+	}
+	if m.Key == FleetKey(m.ID) {
+		return &Fleet{}
+	}
+	return nil
+}
+
+// FleetKey is the key of a fleet session's copy in a store: one of its
+// own, so that no local run of its pipeline takes the copy for its latest
+// session, and the copy's lock is never the pipeline's. The fleet's
+// workers compute the same key for the copies they make.
+func FleetKey(id string) string {
+	h := fnv.New64a()
+	h.Write([]byte("fleet\x00" + id))
+	return strconv.FormatUint(h.Sum64(), 36)
 }
 
 // Summary is one line of the index: what sessions lists. In memory File

@@ -15,6 +15,7 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -107,6 +108,8 @@ func (c *Client) Start(ctx context.Context, in SessionInput, memo Memo) error {
 		Memo:                     map[string]any{"session": memo},
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		// A running workflow of the id is an error, not a handle on it.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
 	}, SessionWorkflow, in)
 	return err
 }
@@ -285,85 +288,108 @@ type History struct {
 // back along continue-as-new.
 func (c *Client) History(ctx context.Context, id string) (*History, error) {
 	h := &History{ID: id}
-	dc := converter.GetDefaultDataConverter()
 	runID := ""
 	var runs [][]StepRecord
 	for first := true; ; first = false {
-		var steps []StepRecord
-		scheduled := map[int64]string{}
-		var input SessionInput
-		var continued string
-		var plans []PlanSource
+		r := &runReader{h: h, first: first, scheduled: map[int64]string{}, dc: converter.GetDefaultDataConverter()}
 		it := c.C.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for it.HasNext() {
 			ev, err := it.Next()
+			var notFound *serviceerror.NotFound
+			if errors.As(err, &notFound) {
+				return nil, fmt.Errorf("%w: %s (namespace %s at %s)", ErrNoSession, id, c.Target.Namespace, c.Target.Address)
+			}
 			if err != nil {
-				var notFound *serviceerror.NotFound
-				if errors.As(err, &notFound) {
-					return nil, fmt.Errorf("%w: %s (namespace %s at %s)", ErrNoSession, id, c.Target.Namespace, c.Target.Address)
-				}
 				return nil, err
 			}
-			switch {
-			case ev.GetWorkflowExecutionStartedEventAttributes() != nil:
-				a := ev.GetWorkflowExecutionStartedEventAttributes()
-				if err := decodeFirst(dc, a.GetInput(), &input); err != nil {
-					return nil, fmt.Errorf("session %s: its input: %w", id, err)
-				}
-				if input.Created.IsZero() && ev.GetEventTime() != nil {
-					input.Created = ev.GetEventTime().AsTime()
-				}
-				continued = a.GetContinuedExecutionRunId()
-			case ev.GetWorkflowExecutionSignaledEventAttributes() != nil:
-				a := ev.GetWorkflowExecutionSignaledEventAttributes()
-				var r ResumeSignal
-				if a.GetSignalName() == SignalResume && decodeFirst(dc, a.GetInput(), &r) == nil && r.Plan != nil {
-					plans = append(plans, *r.Plan)
-				}
-			case ev.GetActivityTaskScheduledEventAttributes() != nil:
-				scheduled[ev.GetEventId()] = ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
-			case ev.GetActivityTaskCompletedEventAttributes() != nil:
-				a := ev.GetActivityTaskCompletedEventAttributes()
-				if scheduled[a.GetScheduledEventId()] != ActivityRunStep {
-					continue
-				}
-				var out StepOutput
-				if decodeFirst(dc, a.GetResult(), &out) == nil {
-					steps = append(steps, StepRecord{Phase: out.Phase, Transcript: out.Transcript, Worker: out.Worker,
-						ExitCode: out.Result.ExitCode, Stopped: out.Result.Stopped})
-				}
-			case ev.GetWorkflowExecutionCompletedEventAttributes() != nil && first:
-				var s engine.State
-				if err := decodeFirst(dc, ev.GetWorkflowExecutionCompletedEventAttributes().GetResult(), &s); err == nil {
-					h.Result, h.Closed = &s, true
-				}
-			case ev.GetWorkflowExecutionFailedEventAttributes() != nil && first:
-				h.Closed, h.Failure = true, "the workflow failed: "+ev.GetWorkflowExecutionFailedEventAttributes().GetFailure().GetMessage()
-			case ev.GetWorkflowExecutionTerminatedEventAttributes() != nil && first:
-				h.Closed, h.Failure = true, "the workflow was terminated: "+ev.GetWorkflowExecutionTerminatedEventAttributes().GetReason()
-			case ev.GetWorkflowExecutionCanceledEventAttributes() != nil && first:
-				h.Closed, h.Failure = true, "the workflow was cancelled"
-			case ev.GetWorkflowExecutionTimedOutEventAttributes() != nil && first:
-				h.Closed, h.Failure = true, "the workflow timed out"
+			if err := r.take(ev); err != nil {
+				return nil, err
 			}
 		}
 		if first {
-			h.Plan = input.Plan
-			if len(plans) > 0 {
-				h.Plan = plans[len(plans)-1]
+			h.Plan = r.input.Plan
+			if len(r.plans) > 0 {
+				h.Plan = r.plans[len(r.plans)-1]
 			}
 		}
-		h.Input = input
-		runs = append(runs, steps)
-		if continued == "" {
+		h.Input = r.input
+		runs = append(runs, r.steps)
+		if r.continued == "" {
 			break
 		}
-		runID = continued
+		runID = r.continued
 	}
 	for i := len(runs) - 1; i >= 0; i-- {
 		h.Steps = append(h.Steps, runs[i]...)
 	}
 	return h, nil
+}
+
+// runReader reads the history of one run of a session's workflow: its
+// input, the plans its resumes carried, the steps its workers ran and,
+// for the newest run (first), how it closed.
+type runReader struct {
+	h         *History
+	first     bool
+	dc        converter.DataConverter
+	scheduled map[int64]string
+	input     SessionInput
+	continued string
+	plans     []PlanSource
+	steps     []StepRecord
+}
+
+// take reads one event of the run.
+func (r *runReader) take(ev *historypb.HistoryEvent) error {
+	switch {
+	case ev.GetWorkflowExecutionStartedEventAttributes() != nil:
+		a := ev.GetWorkflowExecutionStartedEventAttributes()
+		if err := decodeFirst(r.dc, a.GetInput(), &r.input); err != nil {
+			return fmt.Errorf("session %s: its input: %w", r.h.ID, err)
+		}
+		if r.input.Created.IsZero() && ev.GetEventTime() != nil {
+			r.input.Created = ev.GetEventTime().AsTime()
+		}
+		r.continued = a.GetContinuedExecutionRunId()
+	case ev.GetWorkflowExecutionSignaledEventAttributes() != nil:
+		a := ev.GetWorkflowExecutionSignaledEventAttributes()
+		var sig ResumeSignal
+		if a.GetSignalName() == SignalResume && decodeFirst(r.dc, a.GetInput(), &sig) == nil && sig.Plan != nil {
+			r.plans = append(r.plans, *sig.Plan)
+		}
+	case ev.GetActivityTaskScheduledEventAttributes() != nil:
+		r.scheduled[ev.GetEventId()] = ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
+	case ev.GetActivityTaskCompletedEventAttributes() != nil:
+		a := ev.GetActivityTaskCompletedEventAttributes()
+		var out StepOutput
+		if r.scheduled[a.GetScheduledEventId()] == ActivityRunStep && decodeFirst(r.dc, a.GetResult(), &out) == nil {
+			r.steps = append(r.steps, StepRecord{Phase: out.Phase, Transcript: out.Transcript, Worker: out.Worker,
+				ExitCode: out.Result.ExitCode, Stopped: out.Result.Stopped})
+		}
+	case r.first:
+		r.closed(ev)
+	}
+	return nil
+}
+
+// closed reads how the newest run closed, when ev says it did.
+func (r *runReader) closed(ev *historypb.HistoryEvent) {
+	h := r.h
+	switch {
+	case ev.GetWorkflowExecutionCompletedEventAttributes() != nil:
+		var s engine.State
+		if err := decodeFirst(r.dc, ev.GetWorkflowExecutionCompletedEventAttributes().GetResult(), &s); err == nil {
+			h.Result, h.Closed = &s, true
+		}
+	case ev.GetWorkflowExecutionFailedEventAttributes() != nil:
+		h.Closed, h.Failure = true, "the workflow failed: "+ev.GetWorkflowExecutionFailedEventAttributes().GetFailure().GetMessage()
+	case ev.GetWorkflowExecutionTerminatedEventAttributes() != nil:
+		h.Closed, h.Failure = true, "the workflow was terminated: "+ev.GetWorkflowExecutionTerminatedEventAttributes().GetReason()
+	case ev.GetWorkflowExecutionCanceledEventAttributes() != nil:
+		h.Closed, h.Failure = true, "the workflow was cancelled"
+	case ev.GetWorkflowExecutionTimedOutEventAttributes() != nil:
+		h.Closed, h.Failure = true, "the workflow timed out"
+	}
 }
 
 func decodeFirst(dc converter.DataConverter, p *commonpb.Payloads, v any) error {
@@ -433,6 +459,8 @@ func (c *Client) Restart(ctx context.Context, h *History, plan PlanSource, notes
 		ID: h.ID, TaskQueue: c.Target.TaskQueue, Memo: map[string]any{"session": memo},
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		// A running workflow of the id is an error, not a handle on it.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
 	}, SessionWorkflow, in)
 	return err
 }

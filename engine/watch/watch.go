@@ -99,6 +99,10 @@ type Options struct {
 	// Sessions, when set, is shown the watched sessions once the watch is
 	// ready and after each run.
 	Sessions func([]Watched)
+	// Backend, when set, is where the sessions live and run (a Temporal
+	// fleet): Pipelines name the files only (Store nil, no watch lock),
+	// and the watcher runs nothing itself.
+	Backend Backend
 	// Signals: SIGINT, SIGTERM and SIGHUP pause what runs and end the
 	// watch, a second one kills the running steps at once, SIGQUIT does
 	// both; a SIGTERM sent by pipeline pause SESSION pauses that session
@@ -278,17 +282,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := w.open(); err != nil {
 		return err
 	}
-	debounce := filewatch.DefaultDebounce
-	if o.Debounce != nil {
-		debounce = *o.Debounce
-	} else {
-		set := false
-		for _, p := range w.pipes {
-			if d := p.plan.WatchDebounce; d != nil && (!set || time.Duration(*d) < debounce) {
-				debounce, set = time.Duration(*d), true
-			}
-		}
-	}
+	debounce := w.debounce()
 	if err := w.scan(); err != nil {
 		return err
 	}
@@ -309,12 +303,7 @@ func Run(ctx context.Context, o Options) error {
 		stopWatching()
 		<-watchErr
 	}()
-	paused := 0
-	for _, t := range w.sessions {
-		if t.status == engine.StatusPaused && !t.elsewhere {
-			paused++
-		}
-	}
+	paused := w.pausedHere()
 	// Changes from here on reach the watcher: what changed before is
 	// caught up first, and a change seen twice (made during the catch
 	// up) finds the spec as its resume left it.
@@ -324,6 +313,32 @@ func Run(ctx context.Context, o Options) error {
 	w.ready = true
 	w.show()
 	return w.loop(ctx, notify, watchErr, signals)
+}
+
+// debounce is Options.Debounce, else the smallest watch_debounce of the
+// pipelines, else filewatch.DefaultDebounce.
+func (w *watcher) debounce() time.Duration {
+	if w.o.Debounce != nil {
+		return *w.o.Debounce
+	}
+	debounce, set := filewatch.DefaultDebounce, false
+	for _, p := range w.pipes {
+		if d := p.plan.WatchDebounce; d != nil && (!set || time.Duration(*d) < debounce) {
+			debounce, set = time.Duration(*d), true
+		}
+	}
+	return debounce
+}
+
+// pausedHere counts the paused sessions no other process runs.
+func (w *watcher) pausedHere() int {
+	paused := 0
+	for _, t := range w.sessions {
+		if t.status == engine.StatusPaused && !t.elsewhere {
+			paused++
+		}
+	}
+	return paused
 }
 
 // open takes the watch lock of every store and loads each pipeline.
@@ -343,6 +358,11 @@ func (w *watcher) open() error {
 		}
 		if err != nil {
 			return err
+		}
+		if w.o.Backend != nil {
+			w.pipes = append(w.pipes, &pipe{file: file, dir: filepath.Dir(file), plan: plan,
+				index: filepath.Join(filepath.Dir(file), ".pipeline", store.IndexName)})
+			continue
 		}
 		if w.locks[p.Store.Root] == nil {
 			lock, err := p.Store.Lock(LockKey, store.Holder{PID: os.Getpid(), Started: w.started})
@@ -380,6 +400,14 @@ func (w *watcher) release() {
 // scan brings the tracked sessions up to date from the stores' indexes:
 // the latest session of every key of every pipeline.
 func (w *watcher) scan() error {
+	if w.o.Backend != nil {
+		return w.scanBackend()
+	}
+	return w.scanStores()
+}
+
+// scanStores is scan of the local stores.
+func (w *watcher) scanStores() error {
 	seen := map[string]bool{}
 	for _, p := range w.pipes {
 		list, err := p.st.List()
@@ -434,14 +462,7 @@ func (w *watcher) scan() error {
 		}
 	}
 	// Keys with no session left (pipeline clean removed them).
-	for key, t := range w.sessions {
-		if !seen[key] && t.run == nil && !t.queued {
-			if t.cancelDue != nil {
-				t.cancelDue()
-			}
-			delete(w.sessions, key)
-		}
-	}
+	w.forget(seen)
 	return nil
 }
 
@@ -490,7 +511,10 @@ func (w *watcher) scheduleDue(t *tracked) {
 func (w *watcher) wanted() filewatch.Targets {
 	var t filewatch.Targets
 	for _, p := range w.pipes {
-		t.Files = append(t.Files, p.file, p.index)
+		t.Files = append(t.Files, p.file)
+		if w.o.Backend == nil {
+			t.Files = append(t.Files, p.index)
+		}
 		if p.plan.Spec != "" {
 			abs, _ := filepath.Abs(p.plan.Spec)
 			t.Files = append(t.Files, abs)
@@ -558,6 +582,12 @@ func (w *watcher) catchUp() {
 		if err != nil {
 			continue // reported when it changes
 		}
+		if w.o.Backend != nil {
+			if w.changedOnBackend(t, plan) {
+				w.consider(t, t.spec, ChangeWhileOff)
+			}
+			continue
+		}
 		ref, err := session.Find(t.pipe.st, session.Options{ID: t.id})
 		if err != nil {
 			continue
@@ -608,6 +638,8 @@ func (w *watcher) loop(ctx context.Context, notify *filewatch.Watcher, watchErr 
 	kill := func(cause string) {
 		w.forward(local.Interrupt{Kill: true, Cause: cause})
 	}
+	poll, stopPolling := w.pollBackend()
+	defer stopPolling()
 	for {
 		if w.over && w.active == 0 {
 			return nil
@@ -620,25 +652,7 @@ func (w *watcher) loop(ctx context.Context, notify *filewatch.Watcher, watchErr 
 			cancelled = nil
 			stop("cancelled")
 		case sig := <-signals:
-			switch {
-			case sig == syscall.SIGPIPE && (outputLost || !local.OutputClosed()):
-				// A step's closed input, or the output already known lost.
-			case sig == syscall.SIGPIPE || sig == syscall.SIGHUP:
-				outputLost = true
-				stop("the output or terminal was closed")
-			case sig == syscall.SIGQUIT:
-				stop("quit (SIGQUIT)")
-				kill("quit (SIGQUIT)")
-			case w.stopping:
-				kill("interrupted again")
-			case sig == syscall.SIGTERM && w.pauseRequested():
-				// pipeline pause SESSION: that session pauses, the watch
-				// goes on.
-			case sig == syscall.SIGTERM:
-				stop("terminated (SIGTERM)")
-			default:
-				stop("interrupted (SIGINT)")
-			}
+			w.signalled(sig, &outputLost, stop, kill)
 		case in := <-w.o.Interrupts:
 			w.forward(in)
 		case change := <-notify.Changes():
@@ -652,12 +666,40 @@ func (w *watcher) loop(ctx context.Context, notify *filewatch.Watcher, watchErr 
 			}
 		case f := <-w.done:
 			w.ended(f)
+		case <-poll:
+			if !w.stopping {
+				w.changed([]string{w.pipes[0].index})
+			}
 		case err := <-watchErr:
 			if err != nil {
 				return fmt.Errorf("watching: %w", err)
 			}
 			watchErr = nil
 		}
+	}
+}
+
+// signalled does what a signal asks: stop (pause what runs, end the
+// watch), kill the running steps, or pass a pause on (see
+// Options.Signals).
+func (w *watcher) signalled(sig os.Signal, outputLost *bool, stop, kill func(string)) {
+	switch {
+	case sig == syscall.SIGPIPE && (*outputLost || !local.OutputClosed()):
+		// A step's closed input, or the output already known lost.
+	case sig == syscall.SIGPIPE || sig == syscall.SIGHUP:
+		*outputLost = true
+		stop("the output or terminal was closed")
+	case sig == syscall.SIGQUIT:
+		stop("quit (SIGQUIT)")
+		kill("quit (SIGQUIT)")
+	case w.stopping:
+		kill("interrupted again")
+	case sig == syscall.SIGTERM && w.pauseRequested():
+		// pipeline pause SESSION: that session pauses, the watch goes on.
+	case sig == syscall.SIGTERM:
+		stop("terminated (SIGTERM)")
+	default:
+		stop("interrupted (SIGINT)")
 	}
 }
 
@@ -678,7 +720,7 @@ func (w *watcher) forward(in local.Interrupt) {
 func (w *watcher) pauseRequested() bool {
 	found := false
 	for _, t := range w.sessions {
-		if t.run == nil {
+		if t.run == nil || t.run.sess == nil {
 			continue
 		}
 		if notes, ok := t.run.sess.PauseRequest(); ok {
@@ -727,16 +769,9 @@ func (w *watcher) changed(paths []string) {
 					w.report(Event{Event: EventChanged, File: rel(path), Change: ChangeSpec})
 					continue
 				}
-				if !under(path, p.dir) || !w.globbed(p, path) {
+				if !w.globChanged(p, path) {
 					continue
 				}
-				if hash, had := p.globbed[path]; had && hash == fileHash(path) {
-					w.report(Event{Event: EventSkipped, File: rel(path), Change: ChangeWatched,
-						Reason: "as it was when the sessions last paused (their own runs wrote it)"})
-					continue
-				}
-				p.globbed[path] = fileHash(path)
-				w.report(Event{Event: EventChanged, File: rel(path), Change: ChangeWatched})
 				for _, t := range w.sessions {
 					if t.pipe == p {
 						if _, ok := wake[t]; !ok {
@@ -758,6 +793,23 @@ func (w *watcher) changed(paths []string) {
 			w.consider(t, c.file, c.change)
 		}
 	}
+}
+
+// globChanged reports whether path, a file of p's folder, is one its
+// watch: globs match whose content changed since the sessions last
+// paused, and says so.
+func (w *watcher) globChanged(p *pipe, path string) bool {
+	if !under(path, p.dir) || !w.globbed(p, path) {
+		return false
+	}
+	if hash, had := p.globbed[path]; had && hash == fileHash(path) {
+		w.report(Event{Event: EventSkipped, File: rel(path), Change: ChangeWatched,
+			Reason: "as it was when the sessions last paused (their own runs wrote it)"})
+		return false
+	}
+	p.globbed[path] = fileHash(path)
+	w.report(Event{Event: EventChanged, File: rel(path), Change: ChangeWatched})
+	return true
 }
 
 // inStore reports whether path is a file of a store other than its
@@ -859,7 +911,7 @@ func (w *watcher) consider(t *tracked, file, change string) {
 		w.report(Event{Event: EventSkipped, File: rel(file), Change: change, Session: t.id, Status: string(t.status),
 			Reason: fmt.Sprintf(format, args...)})
 	}
-	if t.run == nil && !t.queued {
+	if t.run == nil && !t.queued && w.o.Backend == nil {
 		// Another process may have started or ended it since the index
 		// was read: its lock says.
 		if held := t.pipe.st.Held(t.key); held != t.elsewhere {
@@ -875,6 +927,9 @@ func (w *watcher) consider(t *tracked, file, change string) {
 		return
 	case t.queued:
 		skip("already queued")
+		return
+	case t.elsewhere && w.o.Backend != nil:
+		skip("running on its backend")
 		return
 	case t.elsewhere:
 		skip("running in another process")
@@ -958,6 +1013,10 @@ func planKey(file, specPath string) string {
 // specUnchanged reports whether t's spec is as it was at its pause: a
 // save that changed nothing, or a change already taken in by a resume.
 func (w *watcher) specUnchanged(t *tracked) bool {
+	if w.o.Backend != nil {
+		plan, err := w.planFor(t)
+		return err == nil && !w.changedOnBackend(t, plan)
+	}
 	x, err := t.pipe.st.ReadSession(t.id)
 	if err != nil {
 		return false
@@ -1025,6 +1084,10 @@ func (w *watcher) start(t *tracked, file, change string) {
 		return
 	}
 	w.validAgain(t, file)
+	if w.o.Backend != nil {
+		w.startOnBackend(t, plan, file, change)
+		return
+	}
 	var remarks []string
 	sess, err := session.Open(w.ctx, t.pipe.st, session.Options{File: t.pipe.file, Plan: plan, ID: t.id,
 		Say: func(format string, args ...any) { remarks = append(remarks, fmt.Sprintf(format, args...)) }})
@@ -1088,6 +1151,9 @@ func (w *watcher) ended(f finished) {
 		}
 	case engine.StatusCompleted:
 		kind = EventCompleted
+	case engine.StatusRunning:
+		kind = EventStopping // no longer waited for; it runs on its backend
+		t.elsewhere = true
 	}
 	if f.err != nil {
 		reason = strings.TrimSpace(reason + " " + oneLine(f.err.Error()))

@@ -1,0 +1,197 @@
+//go:build temporal
+
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pipeline-dev/pipeline/app"
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/engine/temporal"
+)
+
+// RunRequest is pipeline run on the fleet.
+type RunRequest struct {
+	app.Pipeline
+	// Fresh (run --new) starts another session even when one of the
+	// pipeline and spec is paused; it is not a duplicate, and takes no
+	// run lease.
+	Fresh      bool
+	From, Only string
+}
+
+// Started is a session a run or resume set going on the fleet.
+type Started struct {
+	ID string
+	// Resumed: a paused session was resumed rather than a new one
+	// started; PauseReason is why it was paused.
+	Resumed     bool
+	PauseReason string
+	// Since is the session's human interventions before (-1 for a new
+	// session): it has stopped again once a report counts more and says
+	// it stopped.
+	Since int
+}
+
+// Start starts a session's workflow, or resumes the paused session of
+// the pipeline and spec. A running session of them is refused, and so
+// is a second run in the same moment: see temporal.TakeRunLease.
+func (b *Backend) Start(ctx context.Context, req RunRequest) (*Started, error) {
+	src, key, err := Plan(req.Pipeline)
+	if err != nil {
+		return nil, err
+	}
+	live, err := b.Client.Live(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range live {
+		if st, err := b.takeOver(ctx, req, &src, s.ID); st != nil || err != nil {
+			return st, err
+		}
+	}
+	id := session.NewSessionID(time.Now())
+	if req.Fresh {
+		return b.startNew(ctx, req, src, key, id)
+	}
+	lease, st, err := b.lease(ctx, req, &src, key, id)
+	if st != nil || err != nil {
+		return st, err
+	}
+	st, err = b.startNew(ctx, req, src, key, id)
+	if err != nil {
+		// Not held for a session that does not exist.
+		_ = b.Client.ReleaseRunLease(context.WithoutCancel(ctx), key, lease)
+	}
+	return st, err
+}
+
+// takeOver is what a run does about the open session id of its pipeline
+// and spec: refuse if it runs, resume it if it is paused (unless a new
+// session was asked for); nil, nil: neither, start a new one.
+func (b *Backend) takeOver(ctx context.Context, req RunRequest, src *temporal.PlanSource, id string) (*Started, error) {
+	r, err := b.Client.Status(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case r.Status == string(engine.StatusRunning):
+		return nil, refused("session %s of %s is running on the Temporal fleet (%s); pause it with: pipeline pause%s %s",
+			id, req.File, b.Where(), b.FlagsLine(), id)
+	case r.Status == string(engine.StatusPaused) && !req.Fresh && req.From == "" && req.Only == "":
+		if err := b.signalResume(ctx, id, "", "", src, false); err != nil {
+			return nil, err
+		}
+		return &Started{ID: id, Resumed: true, PauseReason: r.PauseReason, Since: Interventions(r)}, nil
+	}
+	return nil, nil
+}
+
+// lease takes the run lease of key for id. Held by a session that is
+// starting or running, the run is refused; by one that is paused, it is
+// taken over as a listed one would be; by one that stopped, the lease is
+// ended and taken again (once: a run that took it meanwhile wins).
+func (b *Backend) lease(ctx context.Context, req RunRequest, src *temporal.PlanSource, key, id string) (*temporal.RunLease, *Started, error) {
+	for tries := 0; ; tries++ {
+		taken, held, err := b.Client.TakeRunLease(ctx, key, id)
+		if err != nil || taken != nil {
+			return taken, nil, err
+		}
+		r, err := b.Client.Status(ctx, held.Session)
+		if err != nil || (tries == 1 && !Stopped(r)) || r.Status == string(engine.StatusRunning) {
+			return nil, nil, refused("session %s of %s was started on the Temporal fleet (%s) a moment ago by another run, and is starting or running: one run of a pipeline and spec at a time; see it with: pipeline status%s %s",
+				held.Session, req.File, b.Where(), b.FlagsLine(), held.Session)
+		}
+		if st, err := b.takeOver(ctx, req, src, held.Session); st != nil || err != nil {
+			return nil, st, err
+		}
+		if tries == 1 {
+			return nil, nil, refused("the run lease of %s on the Temporal fleet (%s) is held by another run; try again", req.File, b.Where())
+		}
+		if err := b.Client.ReleaseRunLease(ctx, key, held); err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+// startNew starts the workflow of new session id, having marked its copy
+// in the local store as a fleet session.
+func (b *Backend) startNew(ctx context.Context, req RunRequest, src temporal.PlanSource, key, id string) (*Started, error) {
+	plan, err := src.Load()
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	unmark, err := b.markLocal(req.Pipeline, src, plan.Name.Value, id, now)
+	if err != nil {
+		return nil, err
+	}
+	in := temporal.SessionInput{SessionID: id, Plan: src,
+		Events:  []temporal.EventRecord{temporal.MustRecord(engine.Started{At: now.UTC(), Plan: plan.Digest, From: req.From + req.Only, Only: req.Only != ""})},
+		Options: temporal.Options{HeartbeatTimeout: b.Heartbeat}}
+	if err := b.Client.Start(ctx, in, temporal.Memo{Pipeline: plan.Name.Value, File: src.File, Spec: src.Spec, Key: key}); err != nil {
+		unmark()
+		return nil, fmt.Errorf("session %s cannot start on the Temporal fleet (%s): %w", id, b.Where(), err)
+	}
+	return &Started{ID: id, Since: -1}, nil
+}
+
+// markLocal makes the session's copy in the local store, marked as a
+// fleet session with where it runs, so that the local commands know it
+// for one (status and sessions say where it runs; resume, pause, rewind
+// and complete refuse, naming the command to use). A worker on this
+// machine writes its steps' transcripts into that copy. undo removes it.
+func (b *Backend) markLocal(p app.Pipeline, src temporal.PlanSource, name, id string, now time.Time) (undo func(), err error) {
+	p.File = src.File
+	st, err := p.Open()
+	if err != nil {
+		return nil, err
+	}
+	t := b.Client.Target
+	x, err := st.Create(store.Meta{ID: id, Pipeline: name, File: src.File, Spec: src.Spec, Key: store.FleetKey(id), Created: now,
+		Fleet: &store.Fleet{Address: t.Address, Namespace: t.Namespace, TaskQueue: t.TaskQueue}})
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("session %s: its copy in %s: %w", id, st.Root, err)
+	}
+	x.Close()
+	st.Close()
+	return func() {
+		if st, err := p.Open(); err == nil {
+			_ = st.Remove(id)
+			st.Close()
+		}
+	}, nil
+}
+
+// signalResume signals a paused session to resume; with src, when its
+// plan differs from the session's (always: whenever it is given), the
+// session goes on with it, once it is checked against the session.
+func (b *Backend) signalResume(ctx context.Context, id, notes, phase string, src *temporal.PlanSource, always bool) error {
+	sig := temporal.ResumeSignal{Notes: notes, Phase: phase}
+	if src != nil {
+		v, err := b.Client.C.QueryWorkflow(ctx, id, "", temporal.QueryState)
+		if err != nil {
+			return err
+		}
+		var s engine.State
+		if err := v.Get(&s); err != nil {
+			return err
+		}
+		if always || s.PlanDigest != src.Digest {
+			plan, err := src.Load()
+			if err != nil {
+				return err
+			}
+			if err := session.CheckPlan(plan, s, id); err != nil {
+				return &session.RefusedError{Message: err.Error()}
+			}
+			sig.Plan = src
+		}
+	}
+	return b.Client.Resume(ctx, id, sig)
+}

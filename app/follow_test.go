@@ -1,0 +1,108 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pipeline-dev/pipeline/app"
+	"github.com/pipeline-dev/pipeline/engine/local"
+	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/internal/clock"
+	"github.com/pipeline-dev/pipeline/internal/testwait"
+)
+
+// lockedBuffer is a buffer a goroutine writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Follow (the local backend's) writes what a running step prints from
+// the moment it starts following, not what it printed before, and ends
+// when the session stops running.
+func TestFollowPrintsTheRunningStepFromNowOn(t *testing.T) {
+	p := newProject(t, `version: 1
+phases:
+  - name: build
+    steps: [{name: wait, run: "echo before; while [ ! -f go ]; do sleep 0.02; done; echo after"}]
+`)
+	plan, err := spec.Load(p.file, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := p.pipeline().Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	sess, err := session.Open(ctx, st, session.Options{File: p.file, Plan: plan, Create: session.Always})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := sess.ID()
+	ran := make(chan error, 1)
+	go func() {
+		driver := &local.Driver{View: local.Discard, Clock: clock.Real{}, Grace: time.Second}
+		_, err := driver.Run(ctx, sess, sess.Start(time.Now()))
+		ran <- errors.Join(err, sess.Close())
+	}()
+	// The step has printed its first line (polled: the test has no
+	// other word of it).
+	logs := filepath.Join(p.dir, ".pipeline", "sessions", id, "transcripts", "build", "*.log")
+	for deadline := time.Now().Add(testwait.Failsafe); ; time.Sleep(20 * time.Millisecond) {
+		paths, _ := filepath.Glob(logs)
+		if len(paths) == 1 {
+			if text, _ := os.ReadFile(paths[0]); strings.Contains(string(text), "before") {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the step never printed its first line")
+		}
+	}
+	var out lockedBuffer
+	following := make(chan struct{})
+	followed := make(chan error, 1)
+	go func() {
+		followed <- app.Local{}.Follow(ctx, app.FollowRequest{Pipeline: p.pipeline(), Session: id, Following: func() { close(following) }}, &out)
+	}()
+	<-following
+	if err := os.WriteFile(filepath.Join(p.dir, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-followed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(testwait.Failsafe):
+		t.Fatal("Follow did not end when the session stopped running")
+	}
+	if got := out.String(); !strings.Contains(got, "after") || strings.Contains(got, "before") {
+		t.Fatalf("followed %q, want the line printed after it began (after) and not the one before", got)
+	}
+}
