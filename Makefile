@@ -86,7 +86,7 @@ TEST_TIMEOUT := 30m
 TESTBIN := $(CURDIR)/bin/test
 # The packages whose tests run an installed program; the others' tests
 # start at once.
-TOOL_PKGS := cmd/pipeline steps internal/temporaltest
+TOOL_PKGS := cmd/pipeline steps internal/temporaltest engine/temporal
 # cmd/pipeline's tests in its files under the build tag $(1), as a pattern
 # of test names for -test.run and -test.skip.
 tests_under = ^($(shell sed -n 's/^func \(Test[A-Za-z0-9_]*\).*/\1/p' $$(grep -l '^//go:build $(1)$$' cmd/pipeline/*_test.go) | paste -sd'|' -))$$
@@ -96,13 +96,13 @@ PIPELINE_TESTS = cd cmd/pipeline && $(STAGE) "tests: cmd/pipeline, $(1)" env PIP
 
 .PHONY: lint-src vet vet-tags vet-man vet-gen vet-darwin staticcheck test-stages test-build \
 	test-build-race test-build-pipeline test-packages test-pipeline test-pipeline-agents \
-	test-pipeline-fleet test-steps test-temporaltest test-gen
+	test-pipeline-fleet test-steps test-temporaltest test-engine-temporal test-gen
 
 test:
 	@$(STAGE) "make test" sh -c '$(MAKE) --no-print-directory lint-src && $(MAKE) --no-print-directory -j8 test-stages'
 
 test-stages: vet vet-darwin staticcheck test-packages test-pipeline test-pipeline-agents \
-	test-pipeline-fleet test-steps test-temporaltest test-gen
+	test-pipeline-fleet test-steps test-temporaltest test-engine-temporal test-gen
 
 # cmd/pipeline's test binary, built once for its three runs; and the
 # pipeline its tests run (PIPELINE_TEST_BINARY; under go test alone,
@@ -140,6 +140,10 @@ test-steps: test-build-race agent-clis
 test-temporaltest: test-build-race temporal
 	@$(STAGE) "tests: internal/temporaltest (the dev server)" env PIPELINE_TEMPORAL_CLI=$(TEMPORAL_CLI) \
 		$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -tags $(TAGS) ./internal/temporaltest
+
+test-engine-temporal: test-build-race temporal
+	@$(STAGE) "tests: engine/temporal (the workflow, on the dev server too)" env PIPELINE_TEMPORAL_CLI=$(TEMPORAL_CLI) \
+		$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -tags $(TAGS) ./engine/temporal
 
 test-gen: | test-build-race
 	@$(STAGE) "tests: schemas/gen (the schemas are fresh)" $(GO) -C $(GEN) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
