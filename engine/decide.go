@@ -49,7 +49,7 @@ func Decide(plan *spec.Plan, s State, ev Event) (State, []Action) {
 			s.PlanDigest = e.Plan
 		}
 	case Recovered:
-		d.recovered()
+		d.recovered(e.NewAttempt)
 		if e.Plan != "" {
 			s.PlanDigest = e.Plan
 		}
@@ -1094,11 +1094,12 @@ func shortCommit(c string) string {
 
 // recovered continues after the runner died: the step it ran (or was
 // about to retry) runs again, with the resume context.
-func (d *decider) recovered() {
+func (d *decider) recovered(newAttempt bool) {
 	s := d.s
 	if s.Status != StatusRunning {
 		return
 	}
+	wasRunning := s.StepRunning
 	s.StepRunning, s.Waiting, s.Stopping = false, false, nil
 	if c := s.Compaction; c != nil {
 		// The runner died in the compaction turn: it runs again.
@@ -1109,6 +1110,9 @@ func (d *decider) recovered() {
 	}
 	s.ResumeContext = true
 	s.Resuming = &Resumption{Firing: Firing{Reason: ReasonRunnerDied, At: d.now}, Phase: d.phase().Name}
+	if newAttempt && wasRunning {
+		s.Attempt++
+	}
 	d.startStep()
 }
 

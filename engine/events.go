@@ -161,10 +161,13 @@ type Resumed struct {
 
 // Recovered continues a session whose runner died (killed, crashed, the
 // machine rebooted) while it was running: the step it was running, if any,
-// runs again.
+// runs again. With NewAttempt it runs as the phase's next attempt: a fleet
+// worker was lost mid-step, and the attempt it ran counts (attempt in
+// escalate_when sees it), as a failed one would.
 type Recovered struct {
-	At   time.Time
-	Plan string `json:",omitempty"`
+	At         time.Time
+	Plan       string `json:",omitempty"`
+	NewAttempt bool   `json:",omitempty"`
 }
 
 // PlanChanged switches a live session to another plan (phases.yaml or

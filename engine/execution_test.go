@@ -110,3 +110,19 @@ func TestEventsWithoutExecutionDecideAsBefore(t *testing.T) {
 		t.Fatalf("round trip: %+v, %v", back, err)
 	}
 }
+
+// A step a lost fleet worker ran counts as an attempt (NewAttempt): it
+// runs again as the next one; a runner that died here runs it again as
+// the same attempt, as before.
+func TestARecoveryCountsAnAttemptWhenAsked(t *testing.T) {
+	for _, c := range []struct {
+		newAttempt bool
+		want       int
+	}{{false, 1}, {true, 2}} {
+		s, _ := newSession(t, planOf(t, twoSteps))
+		again := startOf(t, s.send(engine.Recovered{At: s.now, NewAttempt: c.newAttempt}))
+		if again.Attempt != c.want || again.Phase != 0 || again.Step != 0 || s.state.Phases[0].Attempts != c.want {
+			t.Errorf("NewAttempt %v: %+v, %d attempts; want the first step again as attempt %d", c.newAttempt, again, s.state.Phases[0].Attempts, c.want)
+		}
+	}
+}

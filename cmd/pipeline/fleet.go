@@ -112,6 +112,7 @@ func (f *follower) run() error {
 	ctx, stop := context.WithCancel(context.WithoutCancel(f.cmd.Context()))
 	defer stop()
 	closed := f.awaitClose(ctx)
+	workflowEnded := closed
 	stopOutput := f.followOutput(ctx)
 	defer stopOutput()
 	wait := fleetapp.Poll
@@ -121,6 +122,9 @@ func (f *follower) run() error {
 		r, err := f.b.Client.Status(ctx, f.id)
 		if err == nil && fleetapp.Stopped(r) && fleetapp.Interventions(r) > f.since {
 			stopOutput() // its last lines before the end's
+			if r.Status != string(engine.StatusPaused) {
+				f.awaitHooks(workflowEnded)
+			}
 			return f.ended(r)
 		}
 		wait = f.show(r, err, wait)
@@ -166,6 +170,20 @@ func (f *follower) awaitClose(ctx context.Context) <-chan struct{} {
 		}
 	}()
 	return closed
+}
+
+// hookWait bounds the wait for a fleet session's on: hooks and
+// notifications, which a worker runs as the workflow ends.
+const hookWait = 2 * time.Minute
+
+// awaitHooks waits for the workflow of a session that completed or failed
+// to end: its on: hooks run on a worker first, and run waits for them
+// here as it does locally.
+func (f *follower) awaitHooks(workflowEnded <-chan struct{}) {
+	select {
+	case <-workflowEnded:
+	case <-time.After(hookWait):
+	}
 }
 
 // show prints where the session stands when it changed, and says how

@@ -115,9 +115,13 @@ func TestLostWorkerRunsTheStepAgain(t *testing.T) {
 		t.Fatalf("want completed, got %s %+v", s.Status, s.Pause)
 	}
 	starts := r.startSteps()
-	if len(starts) != 3 || starts[1].Phase != 0 || starts[1].Attempt != 1 || starts[1].Resuming == nil ||
+	// The lost worker's run counts: the step runs again as attempt 2.
+	if len(starts) != 3 || starts[1].Phase != 0 || starts[1].Attempt != 2 || starts[1].Resuming == nil ||
 		starts[1].Resuming.Firing.Reason != engine.ReasonRunnerDied {
-		t.Fatalf("want the design step again, as after a runner that died: %+v", starts)
+		t.Fatalf("want the design step again, as attempt 2, as after a runner that died: %+v", starts)
+	}
+	if a := s.Phases[0].Attempts; a != 2 {
+		t.Errorf("the design phase counts %d attempts, want 2 (the lost worker's and the one after it)", a)
 	}
 	if f := s.WorkingSet.Pinned; len(f) != 1 || f[0].Text != "port 8080" {
 		t.Fatalf("the lost worker's heartbeated markers: %+v", f)

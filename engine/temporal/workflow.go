@@ -116,7 +116,9 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) (engine.State, error
 		pauses: workflow.GetSignalChannel(ctx, SignalPause), resumes: workflow.GetSignalChannel(ctx, SignalResume),
 		// A history recorded before the effects were Decide's actions
 		// replays without them: its commands are what it recorded.
-		effects: workflow.GetVersion(ctx, versionEffects, workflow.DefaultVersion, 1) >= 1}
+		effects: workflow.GetVersion(ctx, versionEffects, workflow.DefaultVersion, 1) >= 1,
+		// Before, a step a lost worker ran ran again as the same attempt.
+		lostCounts: workflow.GetVersion(ctx, versionLostAttempt, workflow.DefaultVersion, 1) >= 1}
 	for _, rec := range in.Events {
 		ev, err := rec.Event()
 		if err != nil {
@@ -169,6 +171,8 @@ type flow struct {
 	// effects: this run carries out the checkpoints, hooks and memory
 	// Decide asks for (see versionEffects).
 	effects bool
+	// lostCounts: a step a lost worker ran counts as an attempt.
+	lostCounts bool
 	// noGit: a worker found the pipeline's folder outside git; no more
 	// checkpoint is asked for until the next resume, as a local run
 	// looks for git once as it opens the session.
@@ -178,6 +182,10 @@ type flow struct {
 // versionEffects marks the workflow version from which the effects
 // (engine.Checkpoint, RunHooks, TakeMemory) run as activities.
 const versionEffects = "effects-as-actions"
+
+// versionLostAttempt marks the runs in which a step a lost worker ran
+// counts as an attempt.
+const versionLostAttempt = "lost-worker-attempt"
 
 func (f *flow) now() time.Time { return workflow.Now(f.ctx) }
 
@@ -381,7 +389,7 @@ func (f *flow) stepEnded(fut workflow.Future) {
 			f.stepGone(kind, execution, now, engine.StepResult{Stopped: true, ExitCode: -1, Error: "the worker was lost"}, "the worker was lost")
 			return
 		}
-		f.queue = append(f.queue, engine.Recovered{At: now, Plan: f.plan.Digest})
+		f.queue = append(f.queue, engine.Recovered{At: now, Plan: f.plan.Digest, NewAttempt: f.lostCounts && kind != ActivityCompact})
 	default:
 		f.lost = 0
 		f.queue = append(f.queue, engine.TriggerFired{At: now, Execution: execution, Firing: engine.Firing{Reason: ReasonWorkerError, At: now,
