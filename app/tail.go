@@ -58,14 +58,7 @@ type TranscriptTail struct {
 // Tail reads the end of a session's transcripts. It reads: no lock,
 // nothing written.
 func Tail(_ context.Context, req TailRequest) (*TailResponse, error) {
-	lines, limit := req.Lines, req.Bytes
-	if lines <= 0 {
-		lines = DefaultTailLines
-	}
-	if limit <= 0 {
-		limit = DefaultTailBytes
-	}
-	lines, limit = min(lines, MaxTailLines), min(limit, MaxTailBytes)
+	lines, limit := tailCaps(req)
 	ref, err := req.FindSession(req.Session)
 	if err != nil {
 		return nil, err
@@ -117,6 +110,18 @@ func Tail(_ context.Context, req TailRequest) (*TailResponse, error) {
 	slices.Reverse(out.Transcripts)
 	r := redacted(session.NewRedactor(ref.Plan), *out)
 	return &r, nil
+}
+
+// tailCaps are the lines and bytes a Tail reads at most.
+func tailCaps(req TailRequest) (lines, limit int) {
+	lines, limit = req.Lines, req.Bytes
+	if lines <= 0 {
+		lines = DefaultTailLines
+	}
+	if limit <= 0 {
+		limit = DefaultTailBytes
+	}
+	return min(lines, MaxTailLines), min(limit, MaxTailBytes)
 }
 
 // tail reads the end of a transcript: at most limit bytes and lines
