@@ -109,6 +109,10 @@ type Plan struct {
 	// DefaultCompactPrompt, or phases.yaml's compact_prompt, or the
 	// spec's pipeline.compact_prompt over it.
 	CompactPrompt Setting[string] `json:"compact_prompt"`
+	// SpecStatus: a session moves the spec's LeanSpec status as it
+	// starts and completes (see SetStatus); phases.yaml's spec_status,
+	// or the spec's pipeline.spec_status over it, turns it off.
+	SpecStatus Setting[bool] `json:"spec_status"`
 	// Digest names what this plan was made from, so that a session can
 	// record which plan it ran and a replay can tell whether it still has
 	// it: a hex SHA-256 of the built-in defaults, phases.yaml, and the
@@ -343,6 +347,13 @@ func (r *resolver) plan() *Plan {
 	}
 	if r.fm != nil && r.fm.Pipeline != nil && r.fm.Pipeline.CompactPrompt != "" {
 		plan.CompactPrompt = Setting[string]{r.fm.Pipeline.CompactPrompt, r.fm.origin("pipeline.compact_prompt")}
+	}
+	plan.SpecStatus = Setting[bool]{true, builtIn}
+	if p.SpecStatus != nil {
+		plan.SpecStatus = Setting[bool]{*p.SpecStatus, r.doc.origin("spec_status")}
+	}
+	if r.fm != nil && r.fm.Pipeline != nil && r.fm.Pipeline.SpecStatus != nil {
+		plan.SpecStatus = Setting[bool]{*r.fm.Pipeline.SpecStatus, r.fm.origin("pipeline.spec_status")}
 	}
 	if r.fm != nil && r.fm.Pipeline != nil && r.fm.Pipeline.On != nil {
 		over := r.fm.Pipeline.On
