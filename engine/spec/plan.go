@@ -118,6 +118,9 @@ type Plan struct {
 	// it: a hex SHA-256 of the built-in defaults, phases.yaml, and the
 	// spec's path and frontmatter (see digest).
 	Digest string `json:"digest"`
+	// redigest is Digest as it would be with another frontmatter block
+	// (see DigestWithSpec); nil without a spec.
+	redigest func(block []byte) string
 	// Warnings are what the plan runs with but likely not as meant: a
 	// phase of a spec's agent_phases that phases.yaml does not have
 	// (it gets the default steps, so no test step).
@@ -266,6 +269,13 @@ func Resolve(doc *Document, fm *Frontmatter, base string) (*Plan, error) {
 	r := &resolver{doc: doc, fm: fm, base: base}
 	plan := r.plan()
 	plan.Digest = digest(doc, fm, base)
+	if fm != nil {
+		plan.redigest = func(block []byte) string {
+			edited := *fm
+			edited.block = block
+			return digest(doc, &edited, base)
+		}
+	}
 	all := problems{list: slices.Clone(doc.dec.problems.list), omitted: doc.dec.problems.omitted}
 	if fm != nil {
 		all.list = append(all.list, fm.dec.problems.list...)
@@ -816,4 +826,14 @@ func (r *resolver) decoderOf(o Origin) *decoder {
 
 func (r *resolver) reportAt(o Origin, message, hint string) {
 	r.decoderOf(o).reportAt(o.Position, message, hint)
+}
+
+// DigestWithSpec is the plan's digest had its spec the content given: the
+// plan a session runs once it has written its spec's status. "" when the
+// plan has no spec.
+func (p *Plan) DigestWithSpec(content []byte) string {
+	if p.redigest == nil {
+		return ""
+	}
+	return p.redigest(FrontmatterBlock(content))
 }
