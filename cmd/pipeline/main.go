@@ -180,7 +180,7 @@ file or folder that cannot be read or written), 3 paused.`,
 	root.SetVersionTemplate(buildVersion().String() + "\n")
 	root.AddCommand(runCommand(), resumeCommand(), pauseCommand(), statusCommand(), sessionsCommand(), logsCommand(),
 		mcpCommand(),
-		completeCommand(), cleanCommand(), watchCommand(), validateCommand(), planCommand(), schemaCommand(), initCommand(), versionCommand(),
+		completeCommand(), cleanCommand(), watchCommand(), validateCommand(), planCommand(), schemaCommand(), initCommand(), templatesCommand(), versionCommand(),
 		exportCommand(), importCommand(), doctorCommand(), rewindCommand(), forkCommand(),
 		replayCommand(), diffCommand(),
 		memoryCommand(), searchCommand(), workerCommand())
