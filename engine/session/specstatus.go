@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/pipeline-dev/pipeline/engine"
@@ -92,8 +93,10 @@ func (s *Session) writeSpecStatus(to string, now time.Time) (change *engine.Spec
 	if err := s.X.WriteFile(SpecWrittenHashFile, []byte(ContentHash(edit.Content))); err != nil {
 		change.Held = "written, but its hash not kept (pipeline watch may take the change for a human's): " + err.Error()
 	}
-	if to == spec.StatusInProgress && s.Created {
-		// A replay starts from the spec as the session ran with it.
+	if kept, _ := s.X.ReadFile(SpecAtStartHashFile); strings.TrimSpace(string(kept)) == ContentHash(content) {
+		// Nobody but the session changed the spec since it started: a
+		// replay takes it as it is now, its own status moves and all,
+		// and does not say the spec changed.
 		_ = s.saveSpecAtStart()
 	}
 	return change, s.Plan.DigestWithSpec(edit.Content)
