@@ -84,8 +84,37 @@ func SetStatus(content []byte, to string, now time.Time, force bool) (StatusEdit
 		return StatusEdit{From: from, To: from}, err
 	}
 	out := append(append(append([]byte{}, content[:start]...), e.result()...), content[start+len(block):]...)
+	if err := checkEdit(content, out, target, at.Format(leanSpecTime)); err != nil {
+		return StatusEdit{From: from, To: from}, err
+	}
 	edit.To, edit.Content = target, out
 	return edit, nil
+}
+
+// checkEdit reads the edited spec back: its status and last transition
+// are the new ones, and every key it had is still there. YAML has corners
+// (a block list ending in a bare "-") where a line added at the end of
+// the frontmatter would read otherwise: such a spec is left as it is.
+func checkEdit(before, after []byte, status, at string) error {
+	old, _ := ParseSpec("spec.md", before)
+	edited, err := ParseSpec("spec.md", after)
+	if err != nil || edited.Values["status"] != status {
+		return fmt.Errorf("the spec's frontmatter could not be edited safely; set status: %s by hand", status)
+	}
+	list, _ := edited.Values["transitions"].([]any)
+	var last map[string]any
+	if len(list) > 0 {
+		last, _ = list[len(list)-1].(map[string]any)
+	}
+	if last["status"] != status || last["at"] != at {
+		return fmt.Errorf("the spec's transitions could not be appended to safely; set status: %s by hand", status)
+	}
+	for key := range old.Values {
+		if _, ok := edited.Values[key]; !ok {
+			return fmt.Errorf("editing the spec's frontmatter would lose its key %q; set status: %s by hand", key, status)
+		}
+	}
+	return nil
 }
 
 // decideStatus returns the status a spec in edit.From moves to when asked
@@ -261,7 +290,7 @@ func scalarEnd(line string, i int) int {
 	if c := strings.Index(line[i:], " #"); c >= 0 {
 		j = i + c
 	}
-	return len(strings.TrimRight(line[:j], " \t"))
+	return max(i, len(strings.TrimRight(line[:j], " \t")))
 }
 
 // setScalar sets a top-level key to a one-line value, keeping the quotes

@@ -118,3 +118,12 @@ func TestSetStatusFollowsLeanSpecRules(t *testing.T) {
 		t.Fatalf("unchecked items %q, want only the one outside the code block", edit.Unchecked)
 	}
 }
+
+// A frontmatter where the added lines would not read as meant (a block
+// list that ends in a bare "-") is refused, and nothing is written.
+func TestSetStatusRefusesAnEditThatWouldNotReadBack(t *testing.T) {
+	edit, err := spec.SetStatus([]byte("---\nstatus: planned\nlist:\n-\n---\n"), spec.StatusInProgress, clock, false)
+	if err == nil || edit.Changed() || !strings.Contains(err.Error(), "by hand") {
+		t.Fatalf("SetStatus: %+v, %v; want a refusal that writes nothing", edit, err)
+	}
+}
