@@ -123,7 +123,7 @@ func decideStatus(edit *StatusEdit, to string, body []byte, force bool) string {
 	from := edit.From
 	switch {
 	case from == StatusDraft:
-		edit.Held = "the spec is a draft: LeanSpec moves a draft to planned by hand before its work starts"
+		edit.Held = "a draft is not moved (LeanSpec's rule: set it to planned by hand when its work may start)"
 		return ""
 	case to == StatusInProgress:
 		if from == StatusPlanned {
@@ -137,8 +137,12 @@ func decideStatus(edit *StatusEdit, to string, body []byte, force bool) string {
 	if len(edit.Unchecked) == 0 || force {
 		return StatusComplete
 	}
-	edit.Held = fmt.Sprintf("%d checklist item(s) unchecked, so the spec stays in-progress (pipeline complete --force completes it anyway): %s",
-		len(edit.Unchecked), strings.Join(edit.Unchecked, "; "))
+	items := "checklist item"
+	if len(edit.Unchecked) > 1 {
+		items += "s"
+	}
+	edit.Held = fmt.Sprintf("%d %s unchecked, so not complete (pipeline complete --force completes it anyway): %s",
+		len(edit.Unchecked), items, strings.Join(edit.Unchecked, "; "))
 	return StatusInProgress
 }
 
