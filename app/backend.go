@@ -27,7 +27,7 @@ type Backend interface {
 	// Pause pauses a running session, or leaves notes on a paused one.
 	Pause(ctx context.Context, req PauseRequest) (*Result, error)
 	// Complete marks a paused or failed session completed by hand.
-	Complete(ctx context.Context, req CompleteRequest) (*Result, error)
+	Complete(ctx context.Context, req CompleteRequest) (*CompleteResult, error)
 	// Logs passes a session's transcripts to emit; with req.Follow, then
 	// what its running steps print, until it stops running.
 	Logs(ctx context.Context, req LogsRequest, emit func(LogChunk) error) error
@@ -61,7 +61,7 @@ func (Local) Sessions(ctx context.Context, req SessionsRequest) (*SessionsRespon
 func (Local) Pause(ctx context.Context, req PauseRequest) (*Result, error) { return Pause(ctx, req) }
 
 // Complete is Complete.
-func (Local) Complete(ctx context.Context, req CompleteRequest) (*Result, error) {
+func (Local) Complete(ctx context.Context, req CompleteRequest) (*CompleteResult, error) {
 	return Complete(ctx, req)
 }
 

@@ -73,14 +73,24 @@ func Pause(ctx context.Context, req PauseRequest) (*Result, error) {
 	return &Result{Session: id, Result: "paused, notes added"}, nil
 }
 
-// CompleteRequest names a paused or failed session.
+// CompleteRequest names a paused or failed session. Force completes its
+// spec's LeanSpec status even with unchecked checklist items.
 type CompleteRequest struct {
 	Pipeline
 	Session string `json:"session,omitempty"`
+	Force   bool   `json:"force,omitempty"`
 }
 
-// Complete marks a paused or failed session as completed by hand.
-func Complete(ctx context.Context, req CompleteRequest) (*Result, error) {
+// CompleteResult is a session completed by hand, and what became of its
+// spec's status (nil when the spec has none to move).
+type CompleteResult struct {
+	Result
+	SpecStatus *engine.SpecStatusChange `json:"spec_status,omitempty"`
+}
+
+// Complete marks a paused or failed session as completed by hand, and
+// its spec complete (see session.Session.CompleteForced).
+func Complete(ctx context.Context, req CompleteRequest) (*CompleteResult, error) {
 	st, err := req.Existing()
 	if err != nil {
 		return nil, err
@@ -97,12 +107,22 @@ func Complete(ctx context.Context, req CompleteRequest) (*Result, error) {
 	if err != nil {
 		return nil, req.elsewhere(req.Session, err)
 	}
-	err = sess.Complete(time.Now())
+	before := sess.State().SpecStatus
+	if req.Force {
+		err = sess.CompleteForced(time.Now())
+	} else {
+		err = sess.Complete(time.Now())
+	}
+	after := sess.State().SpecStatus
 	if closeErr := sess.Close(); err == nil {
 		err = closeErr
 	}
 	if err != nil {
 		return nil, StoreWriteFailed(err)
 	}
-	return &Result{Session: sess.ID(), Result: "completed"}, nil
+	r := &CompleteResult{Result: Result{Session: sess.ID(), Result: "completed"}}
+	if after != before {
+		r.SpecStatus = after
+	}
+	return r, nil
 }

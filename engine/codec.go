@@ -12,7 +12,7 @@ var eventTypes = map[string]reflect.Type{}
 
 func init() {
 	for _, ev := range []Event{Started{}, StepFinished{}, TriggerFired{}, TimerExpired{}, PauseRequested{},
-		Resumed{}, Recovered{}, PlanChanged{}, Noted{}, Completed{}, Checkpointed{}, Rewound{}, Remembered{}, Compacted{}} {
+		Resumed{}, Recovered{}, PlanChanged{}, Noted{}, Completed{}, Checkpointed{}, Rewound{}, Remembered{}, Compacted{}, SpecStatusChanged{}} {
 		t := reflect.TypeOf(ev)
 		eventTypes[t.Name()] = t
 	}

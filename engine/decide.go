@@ -72,6 +72,15 @@ func Decide(plan *spec.Plan, s State, ev Event) (State, []Action) {
 		// A command's, not a run's: no runner is there to carry out
 		// effects (the rewind restored the work tree itself).
 		return s, d.actions
+	case SpecStatusChanged:
+		// A record of what the session did to its spec file: nothing to
+		// decide, no effect to carry out.
+		change := e.Change
+		s.SpecStatus = &change
+		if e.Plan != "" {
+			s.PlanDigest = e.Plan
+		}
+		return s, nil
 	case Completed:
 		if s.Status != StatusCompleted {
 			s.Status, s.Pause, s.StepRunning, s.Waiting, s.ByHand = StatusCompleted, nil, false, false, true

@@ -188,6 +188,30 @@ type Noted struct {
 // Completed marks a session done by hand.
 type Completed struct{ At time.Time }
 
+// SpecStatusChanged records that the session moved its spec's LeanSpec
+// status (spec_status), or why it held it: a draft, unchecked checklist
+// items, a spec that could not be written. The session wrote the file
+// before recording it; Decide only keeps it for status.
+type SpecStatusChanged struct {
+	At     time.Time
+	Change SpecStatusChange
+	// Plan is the digest of the plan with the spec as written: its
+	// frontmatter changed, so the plan's name did ("" when unchanged).
+	Plan string `json:",omitempty"`
+}
+
+// SpecStatusChange is the last move of a session's spec status: From and
+// To (equal when Held says why it did not move), and the unchecked
+// checklist items that held it at completion.
+type SpecStatusChange struct {
+	Spec      string    `json:"spec"`
+	From      string    `json:"from"`
+	To        string    `json:"to"`
+	At        time.Time `json:"at"`
+	Held      string    `json:"held,omitempty"`
+	Unchecked []string  `json:"unchecked,omitempty"`
+}
+
 // Checkpoint kinds: when a checkpoint was taken.
 const (
 	CheckpointStart = "start" // the session started
@@ -217,18 +241,19 @@ type Rewound struct {
 	Rescued    string `json:",omitempty"`
 }
 
-func (e Started) eventTime() time.Time        { return e.At }
-func (e StepFinished) eventTime() time.Time   { return e.At }
-func (e TriggerFired) eventTime() time.Time   { return e.At }
-func (e TimerExpired) eventTime() time.Time   { return e.At }
-func (e PauseRequested) eventTime() time.Time { return e.At }
-func (e Resumed) eventTime() time.Time        { return e.At }
-func (e Recovered) eventTime() time.Time      { return e.At }
-func (e PlanChanged) eventTime() time.Time    { return e.At }
-func (e Noted) eventTime() time.Time          { return e.At }
-func (e Completed) eventTime() time.Time      { return e.At }
-func (e Checkpointed) eventTime() time.Time   { return e.At }
-func (e Rewound) eventTime() time.Time        { return e.At }
+func (e Started) eventTime() time.Time           { return e.At }
+func (e StepFinished) eventTime() time.Time      { return e.At }
+func (e TriggerFired) eventTime() time.Time      { return e.At }
+func (e TimerExpired) eventTime() time.Time      { return e.At }
+func (e PauseRequested) eventTime() time.Time    { return e.At }
+func (e Resumed) eventTime() time.Time           { return e.At }
+func (e Recovered) eventTime() time.Time         { return e.At }
+func (e PlanChanged) eventTime() time.Time       { return e.At }
+func (e Noted) eventTime() time.Time             { return e.At }
+func (e Completed) eventTime() time.Time         { return e.At }
+func (e SpecStatusChanged) eventTime() time.Time { return e.At }
+func (e Checkpointed) eventTime() time.Time      { return e.At }
+func (e Rewound) eventTime() time.Time           { return e.At }
 
 // Action is what the decision function asks the runner to do.
 type Action interface{ isAction() }

@@ -29,10 +29,13 @@ type StatusReport struct {
 	// ReplayOf is the session this one replays, and what it changed.
 	ReplayOf *ReplayOf `json:"replay_of,omitempty"`
 	// ByHand: pipeline complete marked the session completed.
-	ByHand  bool    `json:"by_hand,omitempty"`
-	Tokens  int     `json:"tokens"`
-	CostUSD float64 `json:"cost_usd"`
-	Elapsed string  `json:"elapsed"`
+	ByHand bool `json:"by_hand,omitempty"`
+	// SpecStatus is the last move of the spec's status the session
+	// made, or why it held it.
+	SpecStatus *SpecStatusChange `json:"spec_status,omitempty"`
+	Tokens     int               `json:"tokens"`
+	CostUSD    float64           `json:"cost_usd"`
+	Elapsed    string            `json:"elapsed"`
 	// ElapsedMS is Elapsed in milliseconds, for a program to compare.
 	ElapsedMS int64 `json:"elapsed_ms"`
 	// Pause is what paused the session: the trigger, its expression and
@@ -103,7 +106,7 @@ type PhaseReport struct {
 func Report(plan *spec.Plan, s State) StatusReport {
 	r := StatusReport{Status: string(s.Status), Attempt: s.Attempt, Tokens: s.TotalTokens, CostUSD: s.CostUSD,
 		Elapsed: s.SessionElapsed.Round(time.Second).String(), ElapsedMS: s.SessionElapsed.Milliseconds(), FailReason: s.FailReason,
-		Parent: s.Parent, ReplayOf: s.ReplayOf, ByHand: s.ByHand, Phases: []PhaseReport{}}
+		Parent: s.Parent, ReplayOf: s.ReplayOf, ByHand: s.ByHand, SpecStatus: s.SpecStatus, Phases: []PhaseReport{}}
 	if s.Status == "" {
 		r.Status = string(StatusRunning)
 	}

@@ -107,6 +107,9 @@ type State struct {
 	FailReason string  `json:"fail_reason,omitempty"`
 	// ByHand: pipeline complete marked the session done.
 	ByHand bool `json:"by_hand,omitempty"`
+	// SpecStatus is the last move of the spec's LeanSpec status the
+	// session made (or held), spec_status.
+	SpecStatus *SpecStatusChange `json:"spec_status,omitempty"`
 	// Only: the session ends with its current phase (run --only).
 	Only        bool    `json:"only,omitempty"`
 	TotalTokens int     `json:"total_tokens"`

@@ -130,7 +130,7 @@ func (b *Backend) Status(ctx context.Context, req app.StatusRequest) (*app.Statu
 
 // Complete is refused: a fleet session's state is in its workflow, which
 // takes no such mark.
-func (b *Backend) Complete(_ context.Context, req app.CompleteRequest) (*app.Result, error) {
+func (b *Backend) Complete(_ context.Context, req app.CompleteRequest) (*app.CompleteResult, error) {
 	return nil, app.Usagef("pipeline complete is not available on the Temporal fleet: a fleet session's state is in its workflow, which takes resume and pause only; pause it (pipeline pause%s %s) and leave it, or resume it to its end", b.FlagsLine(), req.Session)
 }
 

@@ -204,7 +204,7 @@ var commands = []struct {
 	{"run", runCommand}, {"resume", resumeCommand}, {"pause", pauseCommand}, {"status", statusCommand},
 	{"sessions", sessionsCommand}, {"logs", logsCommand}, {"mcp", mcpCommand}, {"complete", completeCommand},
 	{"clean", cleanCommand}, {"watch", watchCommand}, {"validate", validateCommand}, {"plan", planCommand},
-	{"schema", schemaCommand}, {"init", initCommand}, {"version", versionCommand}, {"export", exportCommand},
+	{"schema", schemaCommand}, {"init", initCommand}, {"templates", templatesCommand}, {"version", versionCommand}, {"export", exportCommand},
 	{"import", importCommand}, {"doctor", doctorCommand}, {"rewind", rewindCommand}, {"fork", forkCommand},
 	{"replay", replayCommand}, {"diff", diffCommand}, {"memory", memoryCommand}, {"search", searchCommand},
 	{"worker", workerCommand}, {"attach", attachCommand},

@@ -70,6 +70,7 @@ func completeCommand() *cobra.Command {
 		flags  *storeFlags
 		output *outputFlag
 		bf     *backendFlags
+		force  bool
 	)
 	cmd := newCommand(&cobra.Command{
 		Use:   "complete [SESSION]",
@@ -78,8 +79,13 @@ func completeCommand() *cobra.Command {
 and spec, as completed by hand: the work is done (or abandoned) and run
 starts a fresh session next time; status shows it as "completed (by
 hand)". A running session must be paused first. SESSION is a session id
-(20261125-093000123-a1b2c3), its start or its end (a1b2c3, as watch shows it).`,
+(20261125-093000123-a1b2c3), its start or its end (a1b2c3, as watch shows it).
+
+A spec with a LeanSpec status is set to complete, as the session's own
+completion sets it; unchecked "- [ ]" items in its body leave it
+in-progress, and are listed, unless --force.`,
 		Example: `  pipeline complete
+  pipeline complete --force
   pipeline complete 20261125-093000123-a1b2c3`,
 		Args: cobra.MaximumNArgs(1),
 	}, func(cmd *cobra.Command, args []string) error {
@@ -88,7 +94,7 @@ hand)". A running session must be paused first. SESSION is a session id
 			return err
 		}
 		defer be.Close()
-		r, err := be.Complete(cmd.Context(), app.CompleteRequest{Pipeline: flags.pipeline(sayTo(cmd)), Session: id})
+		r, err := be.Complete(cmd.Context(), app.CompleteRequest{Pipeline: flags.pipeline(sayTo(cmd)), Session: id, Force: force})
 		if err != nil {
 			return err
 		}
@@ -101,5 +107,6 @@ hand)". A running session must be paused first. SESSION is a session id
 	flags = addStoreFlags(cmd, false)
 	output = addOutputFlag(cmd)
 	bf = addBackendFlags(cmd)
+	cmd.Flags().BoolVar(&force, "force", false, "set the spec's status to complete even with unchecked checklist items")
 	return cmd
 }

@@ -183,6 +183,9 @@ func printStatus(w io.Writer, ls liveStatus, verbose bool) error {
 	if r.Spec != "" {
 		fmt.Fprintf(tw, "spec\t%s\n", safe(r.Spec))
 	}
+	if c := r.SpecStatus; c != nil {
+		fmt.Fprintf(tw, "spec status\t%s\n", safe(describeSpecStatus(*c)))
+	}
 	if p := r.Parent; p != nil {
 		fmt.Fprintf(tw, "fork of\t%s at phase %s (checkpoint %s, %s)\n", safe(p.Session), safe(p.Phase), safe(p.Checkpoint[:min(12, len(p.Checkpoint))]), safe(p.Dir))
 	}
@@ -285,4 +288,16 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// describeSpecStatus says what the session did to its spec's status.
+func describeSpecStatus(c engine.SpecStatusChange) string {
+	moved := c.From + " → " + c.To
+	if c.From == c.To {
+		moved = c.From
+	}
+	if c.Held != "" {
+		return moved + " (held: " + c.Held + ")"
+	}
+	return moved + ", " + c.At.Local().Format("2006-01-02 15:04:05")
 }

@@ -125,6 +125,11 @@ type Session struct {
 	// live is what SetLive last wrote (live.go).
 	liveMu sync.Mutex
 	live   Live
+	// say reports what the session did beyond its events (Options.Say).
+	say func(format string, args ...any)
+	// forceSpec completes the spec whatever its checklist says
+	// (pipeline complete --force).
+	forceSpec bool
 }
 
 // Open takes the lock of the pipeline and spec, then opens the session
@@ -194,7 +199,7 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	if err != nil {
 		return nil, storeRefused(st, err)
 	}
-	s := &Session{Store: st, Plan: plan, Key: key, lock: lock, memoryLocked: o.memoryLocked}
+	s := &Session{Store: st, Plan: plan, Key: key, lock: lock, memoryLocked: o.memoryLocked, say: say}
 	var x *store.Session
 	fail := func(err error) (*Session, error) {
 		if x != nil {
@@ -510,10 +515,18 @@ func (s *Session) Note(now time.Time, notes string) error {
 	return err
 }
 
-// Complete marks the session done by hand.
+// Complete marks the session done by hand. Its spec's status, with
+// unchecked checklist items, stays in-progress (see CompleteForced).
 func (s *Session) Complete(now time.Time) error {
 	_, err := s.Apply(engine.Completed{At: now})
 	return err
+}
+
+// CompleteForced marks the session done by hand and its spec complete
+// whatever its checklist says (pipeline complete --force).
+func (s *Session) CompleteForced(now time.Time) error {
+	s.forceSpec = true
+	return s.Complete(now)
 }
 
 // Apply decides and records events one after another, and returns the
@@ -539,7 +552,7 @@ func (s *Session) Record(ev engine.Event, next engine.State) error {
 	if s.broken != nil {
 		return s.broken
 	}
-	before := s.X.Seq()
+	before, status := s.X.Seq(), s.state.Status
 	err := s.recorder.Record(ev, next)
 	if s.X.Seq() != before {
 		s.state = next
@@ -547,8 +560,9 @@ func (s *Session) Record(ev engine.Event, next engine.State) error {
 	if err != nil {
 		s.broken = err
 		s.state = storeFailed(s.state, err, time.Now())
+		return err
 	}
-	return err
+	return s.followSpec(ev, status)
 }
 
 // storeFailed is how a session whose record failed shows: paused, reason

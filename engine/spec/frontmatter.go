@@ -43,6 +43,13 @@ type Overrides struct {
 	Notify   *Notify `yaml:"notify" json:"notify,omitempty" jsonschema_description:"notifications for this spec; they replace phases.yaml's notify: block"`
 	// CompactPrompt is "" when not written, as in Pipeline.
 	CompactPrompt string `yaml:"compact_prompt" json:"compact_prompt,omitempty" jsonschema:"pattern=\\S" jsonschema_description:"the compaction prompt for this spec, over phases.yaml's compact_prompt"`
+	// SpecStatus, false, keeps the sessions from writing this spec's
+	// status, over phases.yaml's spec_status.
+	SpecStatus *bool `yaml:"spec_status" json:"spec_status,omitempty" jsonschema_description:"whether a session moves this spec's LeanSpec status (planned, in-progress, complete), over phases.yaml's spec_status"`
+	// Template names the template the spec was written for: pipeline
+	// init --spec uses its phases.yaml, and a run with no phases.yaml
+	// beside the spec names it in its error.
+	Template string `yaml:"template" json:"template,omitempty" jsonschema:"pattern=^[A-Za-z0-9][A-Za-z0-9._-]*$" jsonschema_description:"the template this spec is written for (pipeline templates lists them): pipeline init --spec SPEC writes that template's phases.yaml"`
 }
 
 // LoadSpec reads a spec file and its frontmatter.

@@ -25,7 +25,16 @@ func (p *Plan) WithoutHumanGates() *Plan {
 		}
 	}
 	q.Digest = derivedDigest(p.Digest, "no-human-gates")
+	q.redigest = p.derivedRedigest("no-human-gates")
 	return &q
+}
+
+// derivedRedigest is p's redigest followed by change.
+func (p *Plan) derivedRedigest(change string) func([]byte) string {
+	if p.redigest == nil {
+		return nil
+	}
+	return func(block []byte) string { return derivedDigest(p.redigest(block), change) }
 }
 
 // derivedDigest names the plan made from the plan of digest by change.
@@ -65,5 +74,6 @@ func (p *Plan) WithAgent(kind, model string) *Plan {
 		}
 	}
 	q.Digest = derivedDigest(p.Digest, "agent "+kind+"\nmodel "+model)
+	q.redigest = p.derivedRedigest("agent " + kind + "\nmodel " + model)
 	return &q
 }

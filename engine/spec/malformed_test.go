@@ -164,7 +164,7 @@ var malformedCases = []malformedCase{
 		name: "unknown top-level key with no near key",
 		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\ncolour: blue\n",
 		wants: []malformedProblem{{line: 5, col: 1, msg: `unknown key "colour" at the top level`,
-			hint: "the keys allowed here are agent, backend, checkpoint, compact_prompt, defaults, name, notify, on, phases, resume_context, spec, version, watch, watch_debounce"}},
+			hint: "the keys allowed here are agent, backend, checkpoint, compact_prompt, defaults, name, notify, on, phases, resume_context, spec, spec_status, version, watch, watch_debounce"}},
 	},
 	{
 		name: "checkpoint that is not a mode",
@@ -533,7 +533,7 @@ var malformedCases = []malformedCase{
 		spec: "---\npipeline:\n  watch: [specs/*.md]\n  watch_debounce: 1s\n---\n",
 		// One spec does not change what the whole pipeline watches.
 		wants: []malformedProblem{
-			{file: "spec.md", line: 3, col: 3, msg: `unknown key "watch" in pipeline`, hint: "watch is set in phases.yaml only; a spec's pipeline block may set agent, compact_prompt, defaults, notify, on, phases"},
+			{file: "spec.md", line: 3, col: 3, msg: `unknown key "watch" in pipeline`, hint: "watch is set in phases.yaml only; a spec's pipeline block may set agent, compact_prompt, defaults, notify, on, phases, spec_status, template"},
 			{file: "spec.md", line: 4, col: 3, msg: `unknown key "watch_debounce" in pipeline`, hint: "watch_debounce is set in phases.yaml only"},
 		},
 	},

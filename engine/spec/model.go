@@ -34,6 +34,9 @@ type Pipeline struct {
 	On *Hooks `yaml:"on" json:"on,omitempty" jsonschema_description:"hooks: shell lines run when a session pauses, fails, completes or needs a human; PIPELINE_SESSION, PIPELINE_PHASE, PIPELINE_STATUS, PIPELINE_REASON and PIPELINE_NOTE are set and the status JSON is on standard input"`
 	// CompactPrompt replaces DefaultCompactPrompt; "" when not written
 	// (written empty, it is a load error).
+	// SpecStatus, false, keeps the sessions from writing the spec's
+	// LeanSpec status (see Plan.SpecStatus).
+	SpecStatus    *bool  `yaml:"spec_status" json:"spec_status,omitempty" jsonschema_description:"whether a session moves its spec's LeanSpec status: planned to in-progress when it starts, to complete when it completes (with updated_at, transitions, completed_at and completed); default true"`
 	CompactPrompt string `yaml:"compact_prompt" json:"compact_prompt,omitempty" jsonschema:"pattern=\\S" jsonschema_description:"the prompt that asks the agent, in its native session, for its working set when compact_when fires; it should ask for one JSON object with the keys summary, pinned_facts, decisions, open_tasks and files_touched. Default: pipeline's built-in compaction prompt"`
 }
 

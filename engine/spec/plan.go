@@ -111,11 +111,18 @@ type Plan struct {
 	// DefaultCompactPrompt, or phases.yaml's compact_prompt, or the
 	// spec's pipeline.compact_prompt over it.
 	CompactPrompt Setting[string] `json:"compact_prompt"`
+	// SpecStatus: a session moves the spec's LeanSpec status as it
+	// starts and completes (see SetStatus); phases.yaml's spec_status,
+	// or the spec's pipeline.spec_status over it, turns it off.
+	SpecStatus Setting[bool] `json:"spec_status"`
 	// Digest names what this plan was made from, so that a session can
 	// record which plan it ran and a replay can tell whether it still has
 	// it: a hex SHA-256 of the built-in defaults, phases.yaml, and the
 	// spec's path and frontmatter (see digest).
 	Digest string `json:"digest"`
+	// redigest is Digest as it would be with another frontmatter block
+	// (see DigestWithSpec); nil without a spec.
+	redigest func(block []byte) string
 	// Warnings are what the plan runs with but likely not as meant: a
 	// phase of a spec's agent_phases that phases.yaml does not have
 	// (it gets the default steps, so no test step).
@@ -264,6 +271,13 @@ func Resolve(doc *Document, fm *Frontmatter, base string) (*Plan, error) {
 	r := &resolver{doc: doc, fm: fm, base: base}
 	plan := r.plan()
 	plan.Digest = digest(doc, fm, base)
+	if fm != nil {
+		plan.redigest = func(block []byte) string {
+			edited := *fm
+			edited.block = block
+			return digest(doc, &edited, base)
+		}
+	}
 	all := problems{list: slices.Clone(doc.dec.problems.list), omitted: doc.dec.problems.omitted}
 	if fm != nil {
 		all.list = append(all.list, fm.dec.problems.list...)
@@ -351,6 +365,13 @@ func (r *resolver) plan() *Plan {
 	}
 	if r.fm != nil && r.fm.Pipeline != nil && r.fm.Pipeline.CompactPrompt != "" {
 		plan.CompactPrompt = Setting[string]{r.fm.Pipeline.CompactPrompt, r.fm.origin("pipeline.compact_prompt")}
+	}
+	plan.SpecStatus = Setting[bool]{true, builtIn}
+	if p.SpecStatus != nil {
+		plan.SpecStatus = Setting[bool]{*p.SpecStatus, r.doc.origin("spec_status")}
+	}
+	if r.fm != nil && r.fm.Pipeline != nil && r.fm.Pipeline.SpecStatus != nil {
+		plan.SpecStatus = Setting[bool]{*r.fm.Pipeline.SpecStatus, r.fm.origin("pipeline.spec_status")}
 	}
 	if r.fm != nil && r.fm.Pipeline != nil && r.fm.Pipeline.On != nil {
 		over := r.fm.Pipeline.On
@@ -813,4 +834,14 @@ func (r *resolver) decoderOf(o Origin) *decoder {
 
 func (r *resolver) reportAt(o Origin, message, hint string) {
 	r.decoderOf(o).reportAt(o.Position, message, hint)
+}
+
+// DigestWithSpec is the plan's digest had its spec the content given: the
+// plan a session runs once it has written its spec's status. "" when the
+// plan has no spec.
+func (p *Plan) DigestWithSpec(content []byte) string {
+	if p.redigest == nil {
+		return ""
+	}
+	return p.redigest(FrontmatterBlock(content))
 }

@@ -921,6 +921,11 @@ func (w *watcher) consider(t *tracked, file, change string) {
 			}
 		}
 	}
+	if change == ChangeSpec && w.ownWrite(t) {
+		// The session moved its spec's status: no human changed it.
+		skip("the session itself wrote the spec (its status)")
+		return
+	}
 	switch {
 	case t.run != nil:
 		w.replan(t, file)
@@ -1025,6 +1030,19 @@ func (w *watcher) specUnchanged(t *tracked) bool {
 	x.Close()
 	now, err := os.ReadFile(t.spec)
 	return kept != nil && err == nil && strings.TrimSpace(string(kept)) == session.ContentHash(now)
+}
+
+// ownWrite reports whether t's spec is as t's session last wrote it
+// (session.SpecWrittenHashFile).
+func (w *watcher) ownWrite(t *tracked) bool {
+	x, err := t.pipe.st.ReadSession(t.id)
+	if err != nil {
+		return false
+	}
+	written, _ := x.ReadFile(session.SpecWrittenHashFile)
+	x.Close()
+	now, err := os.ReadFile(t.spec)
+	return written != nil && err == nil && strings.TrimSpace(string(written)) == session.ContentHash(now)
 }
 
 // replan sends a session this watcher runs its reloaded plan: phases.yaml
