@@ -1033,8 +1033,12 @@ func (w *watcher) specUnchanged(t *tracked) bool {
 }
 
 // ownWrite reports whether t's spec is as t's session last wrote it
-// (session.SpecWrittenHashFile).
+// (session.SpecWrittenHashFile). A session on a backend (the fleet) has
+// no store here, and never writes its spec.
 func (w *watcher) ownWrite(t *tracked) bool {
+	if t.pipe.st == nil {
+		return false
+	}
 	x, err := t.pipe.st.ReadSession(t.id)
 	if err != nil {
 		return false

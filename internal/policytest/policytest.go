@@ -269,7 +269,11 @@ func (c Case) Check(s engine.State, seen Seen) string {
 	if got.Status != w.Status || got.Reason != w.Reason || got.Attempts != w.Attempts || got.Restarts != w.Restarts ||
 		got.PinSeen != w.PinSeen || !slices.Equal(got.Backoffs, w.Backoffs) || !slices.Equal(got.Refs, w.Refs) ||
 		!slices.Equal(got.Hooks, w.Hooks) || !slices.Equal(got.Reverted, w.Reverted) {
-		return describe(got, w)
+		text := describe(got, w)
+		if s.Pause != nil && s.Pause.Note != "" {
+			text += "; the pause's note: " + s.Pause.Note
+		}
+		return text
 	}
 	return ""
 }
