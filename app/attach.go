@@ -108,7 +108,6 @@ func (a *attacher) follow(ctx context.Context) (detached bool, err error) {
 		return false, err
 	}
 	defer w.Close()
-	os.MkdirAll(a.root, 0o755)
 	w.Add(a.root)
 	dirs, _ := filepath.Glob(filepath.Join(a.root, "*"))
 	for _, d := range dirs {
