@@ -9,9 +9,16 @@ import (
 	"github.com/pipeline-dev/pipeline/internal/transcript"
 )
 
+// placeBudget bounds the bytes of transcripts placeInTurns reads for one
+// search: rendering runs at about 30 MB/s, and a search must stay quick;
+// hits past it keep no turn.
+const placeBudget = 8 << 20
+
 // placeInTurns names the turn and the tool call of each transcript hit:
-// each transcript with hits is rendered once, up to its last hit's line.
-// A transcript that cannot be read leaves its hits as they are.
+// each transcript with hits is rendered once, up to its last hit's line,
+// the lines that say nothing skipped (transcript.Silent), within
+// placeBudget. A transcript that cannot be read leaves its hits as they
+// are.
 func placeInTurns(st *store.Store, hits []Hit) {
 	byFile := map[[2]string][]*Hit{}
 	for i := range hits {
@@ -20,27 +27,40 @@ func placeInTurns(st *store.Store, hits []Hit) {
 			byFile[key] = append(byFile[key], h)
 		}
 	}
-	for key, in := range byFile {
+	budget := int64(placeBudget)
+	for i := range hits {
+		h := &hits[i]
+		in := byFile[[2]string{h.Session, h.File}]
+		if len(in) == 0 || budget <= 0 {
+			continue
+		}
+		delete(byFile, [2]string{h.Session, h.File})
 		slices.SortFunc(in, func(a, b *Hit) int { return a.Line - b.Line })
-		placeInFile(st, key[0], key[1], in)
+		budget -= placeInFile(st, h.Session, h.File, in, budget)
 	}
 }
 
-func placeInFile(st *store.Store, session, rel string, hits []*Hit) {
+// placeInFile places hits, sorted by line, in one transcript, reading at
+// most budget bytes of it; it returns the bytes it read.
+func placeInFile(st *store.Store, session, rel string, hits []*Hit, budget int64) (read int64) {
 	f, err := st.OpenSessionFile(session, rel)
 	if err != nil {
-		return
+		return 0
 	}
 	defer f.Close()
 	r := transcript.New(transcript.Detect, "")
 	lines := bufio.NewReaderSize(f, 64<<10)
 	var turn int
-	for n := 1; len(hits) > 0; n++ {
+	for n := 1; len(hits) > 0 && read < budget; n++ {
 		line, err := lines.ReadBytes('\n')
 		if len(line) == 0 && err != nil {
-			return
+			return read
 		}
+		read += int64(len(line))
 		call, tool := 0, ""
+		if transcript.Silent(line) {
+			line = nil
+		}
 		for _, it := range r.Line(line) {
 			turn = max(turn, it.Turn)
 			if it.Kind == transcript.ToolCall || it.Kind == transcript.ToolResult {
@@ -52,7 +72,8 @@ func placeInFile(st *store.Store, session, rel string, hits []*Hit) {
 			hits = hits[1:]
 		}
 		if err != nil {
-			return
+			return read
 		}
 	}
+	return read
 }
