@@ -42,7 +42,9 @@ func TestPlaceInFileWithinItsBudget(t *testing.T) {
 	f.Close()
 	x.Close()
 	rel := "transcripts/design/1-agent.log"
-	hit := func(line int) *Hit { return &Hit{Hit: search.Hit{Session: id, File: rel, Line: line, Kind: search.KindTranscript}} }
+	hit := func(line int) *Hit {
+		return &Hit{Hit: search.Hit{Session: id, File: rel, Line: line, Kind: search.KindTranscript}}
+	}
 
 	result, text := hit(5), hit(6)
 	if read := placeInFile(st, id, rel, []*Hit{result, text}, 1<<20); read != int64(size) {
