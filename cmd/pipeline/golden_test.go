@@ -564,3 +564,32 @@ func TestGoldenNormalisationKeepsContent(t *testing.T) {
 		}
 	}
 }
+
+// An agent whose output is Claude Code's stream-json (a stand-in of the
+// CLI on PATH that prints what the real CLI printed for a turn with two
+// tool calls): what logs prints of it, as a conversation, with the
+// thinking under -v, and as written under --raw.
+func TestGoldenRenderedTranscript(t *testing.T) {
+	s := newGoldenScene(t)
+	dir, bin := filepath.Join(s.root, "rendered"), filepath.Join(s.root, "bin")
+	turn, err := filepath.Abs(filepath.Join("..", "..", "internal", "transcript", "testdata", "claude-tools.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, bin, "claude", "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '2.1.332 (Claude Code)'; exit 0; fi\ncat '"+turn+"'\n")
+	if err := os.Chmod(filepath.Join(bin, "claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "phases.yaml", `version: 1
+agent: {kind: claude}
+phases:
+  - name: review
+    prompt: Review the word count.
+`)
+	env := []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "ANTHROPIC_API_KEY=test"}
+	s.runWant(t, dir, env, 0, "run")
+	id := s.latest(t, dir, "render")
+	s.check(t, "logs-rendered", dir, nil, "logs", id)
+	s.check(t, "logs-rendered-verbose", dir, nil, "logs", "-v", id)
+	s.check(t, "logs-rendered-raw", dir, nil, "logs", "--raw", id)
+}

@@ -88,7 +88,8 @@ func (r *Renderer) claudeLine(typ string, line []byte) []Item {
 func (r *Renderer) claudeSystem(l claudeLine) []Item {
 	switch l.Subtype {
 	case "init":
-		if r.dir == "" {
+		// Where the CLI says it ran is where its paths are relative to.
+		if l.Cwd != "" {
 			r.dir = l.Cwd
 		}
 	case "api_retry":
