@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -65,6 +66,14 @@ type claudeMessage struct {
 }
 
 func (r *Renderer) claudeLine(typ string, line []byte) []Item {
+	if typ == "stream_event" {
+		// Most of the output: only a message's start and its text deltas
+		// matter (for a message cut short), decoded alone.
+		if bytes.Contains(line, []byte(`"text_delta"`)) || bytes.Contains(line, []byte(`"message_start"`)) {
+			r.claudeDelta(line)
+		}
+		return nil
+	}
 	var l claudeLine
 	if json.Unmarshal(line, &l) != nil {
 		return []Item{{Kind: Output, Text: string(line)}}
@@ -72,9 +81,6 @@ func (r *Renderer) claudeLine(typ string, line []byte) []Item {
 	switch typ {
 	case "system":
 		return r.claudeSystem(l)
-	case "stream_event":
-		r.claudeDelta(l)
-		return nil
 	case "assistant":
 		return r.claudeAssistant(l)
 	case "user":
@@ -100,18 +106,24 @@ func (r *Renderer) claudeSystem(l claudeLine) []Item {
 }
 
 // claudeDelta keeps the streamed text of the message it belongs to.
-func (r *Renderer) claudeDelta(l claudeLine) {
-	var ev struct {
-		Type    string        `json:"type"`
-		Message claudeMessage `json:"message"`
-		Delta   struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"delta"`
+func (r *Renderer) claudeDelta(line []byte) {
+	var l struct {
+		APIMessageID string `json:"api_message_id"`
+		Event        struct {
+			Type    string `json:"type"`
+			Message struct {
+				ID string `json:"id"`
+			} `json:"message"`
+			Delta struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"delta"`
+		} `json:"event"`
 	}
-	if json.Unmarshal(l.Event, &ev) != nil {
+	if json.Unmarshal(line, &l) != nil {
 		return
 	}
+	ev := l.Event
 	c := &r.claude
 	if ev.Type == "message_start" && ev.Message.ID != "" {
 		c.current = ev.Message.ID
