@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/watch"
 )
 
@@ -13,12 +14,14 @@ import (
 // commands act on a session through the Backend the command line chose;
 // what a backend cannot do it refuses with a usage error that names the
 // reason.
-//
-// Starting and resuming are not here yet: the local backend runs the
-// session in this process (OpenRun, OpenResume, then Drive with the live
-// view), the fleet starts its workflow and follows it (fleet.Backend's
-// Start, Resume and the follow of the workflow).
 type Backend interface {
+	// Start runs req (pipeline run): the latest paused session of the
+	// pipeline and spec resumed, or a new one; once it is set going, view
+	// is given it, and Start returns what view returns.
+	Start(ctx context.Context, req RunRequest, view RunView) error
+	// Resume continues a paused or failed session (pipeline resume), and
+	// gives it to view as Start does.
+	Resume(ctx context.Context, req ResumeRequest, view RunView) error
 	// Status is where a session stands (StatusRequest: by id, or the
 	// latest of the pipeline and spec).
 	Status(ctx context.Context, req StatusRequest) (*StatusResponse, error)
@@ -41,11 +44,91 @@ type Backend interface {
 	Close()
 }
 
+// RunView is what the caller of Start and Resume shows of the session a
+// backend set going, and how the caller ends: a person sees the caller's
+// view, not the backend's. A backend calls one of its methods, once.
+//
+// It is a call back rather than an outcome returned, because the two
+// sides end differently: a local session is driven in this process, and
+// what the caller does once it stops (its CI reports and JUnit from the
+// open session, the pause prompt that resumes it where it paused, run
+// --watch) needs the session open; a fleet session runs on the workers,
+// and the caller follows it until it stops.
+type RunView interface {
+	// Drive drives a session opened in this process (the local backend),
+	// with Drive and the caller's local.View, and closes it.
+	Drive(ctx context.Context, opened *Opened) error
+	// Follow shows a session set going elsewhere (a fleet) until it
+	// stops.
+	Follow(ctx context.Context, started Started) error
+}
+
+// Started is a session a backend set going elsewhere (a fleet's), for
+// its caller to follow.
+type Started struct {
+	ID string
+	// Resumed: a paused session was resumed rather than a new one
+	// started; PauseReason is why it was paused.
+	Resumed     bool
+	PauseReason string
+	// Since is the session's human interventions before (-1 for a new
+	// session): it has stopped again once a report counts more and says
+	// it stopped.
+	Since int
+	// On is where it runs.
+	On Remote
+}
+
+// Remote is where a Started session runs, as its follower asks it.
+type Remote interface {
+	// Report is where session id stands now.
+	Report(ctx context.Context, id string) (engine.StatusReport, error)
+	// Output writes to w what session id's running steps print, from now
+	// on, until ctx ends.
+	Output(ctx context.Context, id string, w io.Writer) error
+	// AwaitEnd returns once session id's run has ended (its on: hooks
+	// run), or ctx ends.
+	AwaitEnd(ctx context.Context, id string) error
+	// Interrupt pauses session id as Ctrl+C pauses a local run.
+	Interrupt(ctx context.Context, id string) error
+	// Where names where it runs in messages; FlagsLine, on a command line
+	// a message suggests.
+	Where() string
+	FlagsLine() string
+}
+
 // Local is the backend of the sessions kept in the store beside
 // phases.yaml and run by processes of this machine.
 type Local struct{}
 
 var _ Backend = Local{}
+
+// Start opens the session with OpenRun (with req.Plan, or the plan
+// RunPlan loads) and gives it to view to drive.
+func (Local) Start(ctx context.Context, req RunRequest, view RunView) error {
+	plan := req.Plan
+	if plan == nil {
+		var err error
+		if plan, err = RunPlan(req); err != nil {
+			return err
+		}
+	}
+	opened, err := OpenRun(ctx, req, plan)
+	if err != nil {
+		return err
+	}
+	return view.Drive(ctx, opened)
+}
+
+// Resume opens the session with OpenResume and gives it to view to
+// drive.
+func (Local) Resume(ctx context.Context, req ResumeRequest, view RunView) error {
+	opened, err := OpenResume(ctx, req)
+	if err != nil {
+		return err
+	}
+	return view.Drive(ctx, opened)
+}
 
 // Status is Status.
 func (Local) Status(ctx context.Context, req StatusRequest) (*StatusResponse, error) {

@@ -30,6 +30,9 @@ type RunRequest struct {
 	// Name names the session (every command then takes it in place of
 	// its id): the run continues the session of that name, or starts one.
 	Name string `json:"name,omitempty"`
+	// Plan is the plan RunPlan loaded of req, when the caller has it
+	// (a backend that runs here loads it otherwise).
+	Plan *spec.Plan `json:"-"`
 }
 
 // Opened is a session opened for a run: held by this process until it is

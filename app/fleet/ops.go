@@ -20,8 +20,16 @@ import (
 // Resume resumes a paused session (a signal), or a failed one (its
 // workflow closed: a new run of it, from its last state). The pipeline
 // of req.File goes with the resume when it is the session's, so that its
-// edits are taken.
-func (b *Backend) Resume(ctx context.Context, req app.ResumeRequest) (*Started, error) {
+// edits are taken. view is given the session to follow.
+func (b *Backend) Resume(ctx context.Context, req app.ResumeRequest, view app.RunView) error {
+	st, err := b.resume(ctx, req)
+	if err != nil {
+		return err
+	}
+	return view.Follow(ctx, *st)
+}
+
+func (b *Backend) resume(ctx context.Context, req app.ResumeRequest) (*app.Started, error) {
 	id, r, err := b.Session(ctx, req.Pipeline, req.Session, engine.StatusPaused, engine.StatusFailed)
 	if err != nil {
 		return nil, err
@@ -41,7 +49,7 @@ func (b *Backend) Resume(ctx context.Context, req app.ResumeRequest) (*Started, 
 	if err != nil {
 		return nil, err
 	}
-	return &Started{ID: id, Resumed: true, PauseReason: r.PauseReason, Since: Interventions(r)}, nil
+	return &app.Started{ID: id, Resumed: true, PauseReason: r.PauseReason, Since: Interventions(r), On: b}, nil
 }
 
 // restart runs a failed session's workflow again from its last state.

@@ -5,6 +5,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/pipeline-dev/pipeline/app"
@@ -14,33 +15,23 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/temporal"
 )
 
-// RunRequest is pipeline run on the fleet.
-type RunRequest struct {
-	app.Pipeline
-	// Fresh (run --new) starts another session even when one of the
-	// pipeline and spec is paused; it is not a duplicate, and takes no
-	// run lease.
-	Fresh      bool
-	From, Only string
-}
-
-// Started is a session a run or resume set going on the fleet.
-type Started struct {
-	ID string
-	// Resumed: a paused session was resumed rather than a new one
-	// started; PauseReason is why it was paused.
-	Resumed     bool
-	PauseReason string
-	// Since is the session's human interventions before (-1 for a new
-	// session): it has stopped again once a report counts more and says
-	// it stopped.
-	Since int
-}
-
 // Start starts a session's workflow, or resumes the paused session of
-// the pipeline and spec. A running session of them is refused, and so
-// is a second run in the same moment: see temporal.TakeRunLease.
-func (b *Backend) Start(ctx context.Context, req RunRequest) (*Started, error) {
+// the pipeline and spec, and gives it to view to follow. A running
+// session of them is refused, and so is a second run in the same moment:
+// see temporal.TakeRunLease. req.New starts another session even when
+// one is paused; it is not a duplicate, and takes no run lease.
+func (b *Backend) Start(ctx context.Context, req app.RunRequest, view app.RunView) error {
+	if req.Name != "" || req.NoHumanGates {
+		return app.Usagef("the temporal backend does not name its sessions, nor turn their human gates off (run --name, --no-human-gates): see README, \"Beyond one machine: Temporal\"")
+	}
+	st, err := b.start(ctx, req)
+	if err != nil {
+		return err
+	}
+	return view.Follow(ctx, *st)
+}
+
+func (b *Backend) start(ctx context.Context, req app.RunRequest) (*app.Started, error) {
 	src, key, err := Plan(req.Pipeline)
 	if err != nil {
 		return nil, err
@@ -55,7 +46,7 @@ func (b *Backend) Start(ctx context.Context, req RunRequest) (*Started, error) {
 		}
 	}
 	id := session.NewSessionID(time.Now())
-	if req.Fresh {
+	if req.New {
 		return b.startNew(ctx, req, src, key, id)
 	}
 	lease, st, err := b.lease(ctx, req, &src, key, id)
@@ -73,7 +64,7 @@ func (b *Backend) Start(ctx context.Context, req RunRequest) (*Started, error) {
 // takeOver is what a run does about the open session id of its pipeline
 // and spec: refuse if it runs, resume it if it is paused (unless a new
 // session was asked for); nil, nil: neither, start a new one.
-func (b *Backend) takeOver(ctx context.Context, req RunRequest, src *temporal.PlanSource, id string) (*Started, error) {
+func (b *Backend) takeOver(ctx context.Context, req app.RunRequest, src *temporal.PlanSource, id string) (*app.Started, error) {
 	r, err := b.Client.Status(ctx, id)
 	if err != nil {
 		return nil, err
@@ -82,11 +73,11 @@ func (b *Backend) takeOver(ctx context.Context, req RunRequest, src *temporal.Pl
 	case r.Status == string(engine.StatusRunning):
 		return nil, refused("session %s of %s is running on the Temporal fleet (%s); pause it with: pipeline pause%s %s",
 			id, req.File, b.Where(), b.FlagsLine(), id)
-	case r.Status == string(engine.StatusPaused) && !req.Fresh && req.From == "" && req.Only == "":
+	case r.Status == string(engine.StatusPaused) && !req.New && req.From == "" && req.Only == "":
 		if err := b.signalResume(ctx, id, "", "", src, false); err != nil {
 			return nil, err
 		}
-		return &Started{ID: id, Resumed: true, PauseReason: r.PauseReason, Since: Interventions(r)}, nil
+		return &app.Started{ID: id, Resumed: true, PauseReason: r.PauseReason, Since: Interventions(r), On: b}, nil
 	}
 	return nil, nil
 }
@@ -95,7 +86,7 @@ func (b *Backend) takeOver(ctx context.Context, req RunRequest, src *temporal.Pl
 // starting or running, the run is refused; by one that is paused, it is
 // taken over as a listed one would be; by one that stopped, the lease is
 // ended and taken again (once: a run that took it meanwhile wins).
-func (b *Backend) lease(ctx context.Context, req RunRequest, src *temporal.PlanSource, key, id string) (*temporal.RunLease, *Started, error) {
+func (b *Backend) lease(ctx context.Context, req app.RunRequest, src *temporal.PlanSource, key, id string) (*temporal.RunLease, *app.Started, error) {
 	for tries := 0; ; tries++ {
 		taken, held, err := b.Client.TakeRunLease(ctx, key, id)
 		if err != nil || taken != nil {
@@ -120,7 +111,7 @@ func (b *Backend) lease(ctx context.Context, req RunRequest, src *temporal.PlanS
 
 // startNew starts the workflow of new session id, having marked its copy
 // in the local store as a fleet session.
-func (b *Backend) startNew(ctx context.Context, req RunRequest, src temporal.PlanSource, key, id string) (*Started, error) {
+func (b *Backend) startNew(ctx context.Context, req app.RunRequest, src temporal.PlanSource, key, id string) (*app.Started, error) {
 	plan, err := src.Load()
 	if err != nil {
 		return nil, err
@@ -137,7 +128,7 @@ func (b *Backend) startNew(ctx context.Context, req RunRequest, src temporal.Pla
 		unmark()
 		return nil, fmt.Errorf("session %s cannot start on the Temporal fleet (%s): %w", id, b.Where(), err)
 	}
-	return &Started{ID: id, Since: -1}, nil
+	return &app.Started{ID: id, Since: -1, On: b}, nil
 }
 
 // markLocal makes the session's copy in the local store, marked as a
@@ -194,4 +185,32 @@ func (b *Backend) signalResume(ctx context.Context, id, notes, phase string, src
 		}
 	}
 	return b.Client.Resume(ctx, id, sig)
+}
+
+// The follow of a session a run or resume set going: app.Remote.
+var _ app.Remote = (*Backend)(nil)
+
+// Report is where session id stands, as its workflow answers (a worker
+// answers the query).
+func (b *Backend) Report(ctx context.Context, id string) (engine.StatusReport, error) {
+	return b.Client.Status(ctx, id)
+}
+
+// Output writes to w what session id's running steps print from now on,
+// as their workers report it, until ctx ends.
+func (b *Backend) Output(ctx context.Context, id string, w io.Writer) error {
+	return b.Client.FollowOutput(ctx, id, w)
+}
+
+// AwaitEnd returns once session id's workflow has closed (failed or
+// completed, its on: hooks run on a worker), long-polled from the server
+// with no worker asked, or ctx ends.
+func (b *Backend) AwaitEnd(ctx context.Context, id string) error {
+	return b.Client.C.GetWorkflow(ctx, id, "").Get(ctx, nil)
+}
+
+// Interrupt signals session id to pause as Ctrl+C pauses a local run:
+// its running step is stopped on its worker.
+func (b *Backend) Interrupt(ctx context.Context, id string) error {
+	return b.Client.Pause(ctx, id, "", engine.ReasonInterrupted)
 }

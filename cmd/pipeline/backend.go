@@ -101,14 +101,23 @@ func (f *backendFlags) resolve(file string, plan *spec.Plan) (*fleet, error) {
 	return fl, nil
 }
 
-// fleetRunOptions are what run takes to the fleet.
-type fleetRunOptions struct {
-	flags       *storeFlags
-	fresh       bool
-	from, only  string
-	json        bool
-	quiet       bool
-	failOnPause bool
+// followOptions are how run and resume show a session they follow on the
+// fleet.
+type followOptions struct {
+	json, quiet, failOnPause bool
+}
+
+// chosen is the Backend of fl, as resolve chose it: the local one (nil),
+// or the fleet's, dialled (closed by the caller), with the flags of cmd
+// it does not take (notOnFleet) refused.
+func (fl *fleet) chosen(cmd *cobra.Command, notOnFleet ...string) (app.Backend, error) {
+	if fl == nil {
+		return app.Local{}, nil
+	}
+	if err := refuseOnFleet(cmd, notOnFleet...); err != nil {
+		return nil, err
+	}
+	return fl.backend(cmd)
 }
 
 // backend is the Backend a command that acts alike on both calls: the

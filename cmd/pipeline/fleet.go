@@ -22,7 +22,7 @@ import (
 
 // The session commands on a Temporal fleet (--backend temporal): they
 // call the fleet's backend (app/fleet) and show what it says; run and
-// resume follow the session until it stops. See README, "Beyond one
+// resume follow the session it set going until it stops (followFleet). See README, "Beyond one
 // machine: Temporal".
 
 // withTemporal: this build has the Temporal backend.
@@ -42,43 +42,9 @@ func (fl *fleet) dial(cmd *cobra.Command) (*fleetapp.Backend, error) {
 // backend is the fleet's app.Backend.
 func (fl *fleet) backend(cmd *cobra.Command) (app.Backend, error) { return fl.dial(cmd) }
 
-// fleetRun starts the session's workflow, or resumes the paused session
-// of the pipeline and spec, and follows it until it stops.
-func fleetRun(cmd *cobra.Command, fl *fleet, o fleetRunOptions) error {
-	b, err := fl.dial(cmd)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	started, err := b.Start(cmd.Context(), fleetapp.RunRequest{Pipeline: o.flags.pipeline(nil), Fresh: o.fresh, From: o.from, Only: o.only})
-	if err != nil {
-		return err
-	}
-	if started.Resumed {
-		how := "paused"
-		if started.PauseReason != "" {
-			how += ": " + started.PauseReason
-		}
-		printError(cmd.ErrOrStderr(), fmt.Sprintf("resuming session %s (%s); use run --new for a fresh session\n", started.ID, how))
-	} else {
-		printError(cmd.ErrOrStderr(), fmt.Sprintf("session %s started on the Temporal fleet (%s)\n", started.ID, b.Where()))
-	}
-	return (&follower{cmd: cmd, b: b, id: started.ID, since: started.Since, asJSON: o.json, quiet: o.quiet, failOnPause: o.failOnPause}).run()
-}
-
-// fleetResume resumes a paused or failed session and follows it.
-func fleetResume(cmd *cobra.Command, fl *fleet, flags *storeFlags, id, notes, phase string, asJSON, failOnPause bool) error {
-	b, err := fl.dial(cmd)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	started, err := b.Resume(cmd.Context(), app.ResumeRequest{Pipeline: flags.pipeline(nil), Session: id, Notes: notes, Phase: phase})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "resuming session %s\n", started.ID)
-	return (&follower{cmd: cmd, b: b, id: started.ID, since: started.Since, asJSON: asJSON, failOnPause: failOnPause}).run()
+// followFleet follows a session set going on the fleet until it stops.
+func followFleet(ctx context.Context, cmd *cobra.Command, s app.Started, o followOptions) error {
+	return (&follower{cmd: cmd, on: s.On, id: s.ID, since: s.Since, asJSON: o.json, quiet: o.quiet, failOnPause: o.failOnPause}).run(ctx)
 }
 
 // follower shows a fleet session's progress (its phase, step and attempt
@@ -89,7 +55,7 @@ func fleetResume(cmd *cobra.Command, fl *fleet, flags *storeFlags, id, notes, ph
 // SIGTERM) signals pause and waits for it; a second one stops waiting.
 type follower struct {
 	cmd                        *cobra.Command
-	b                          *fleetapp.Backend
+	on                         app.Remote
 	id                         string
 	since                      int
 	asJSON, quiet, failOnPause bool
@@ -99,7 +65,7 @@ type follower struct {
 	pausing                    bool
 }
 
-func (f *follower) run() error {
+func (f *follower) run(ctx context.Context) error {
 	out := f.cmd.OutOrStdout()
 	if f.asJSON {
 		out = f.cmd.ErrOrStderr()
@@ -109,7 +75,7 @@ func (f *follower) run() error {
 	interrupts := make(chan os.Signal, 2)
 	signal.Notify(interrupts, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(interrupts)
-	ctx, stop := context.WithCancel(context.WithoutCancel(f.cmd.Context()))
+	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	closed := f.awaitClose(ctx)
 	workflowEnded := closed
@@ -119,7 +85,7 @@ func (f *follower) run() error {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
-		r, err := f.b.Client.Status(ctx, f.id)
+		r, err := f.on.Report(ctx, f.id)
 		if err == nil && fleetapp.Stopped(r) && fleetapp.Interventions(r) > f.since {
 			stopOutput() // its last lines before the end's
 			if r.Status != string(engine.StatusPaused) {
@@ -151,7 +117,7 @@ func (f *follower) followOutput(ctx context.Context) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = f.b.Client.FollowOutput(ctx, f.id, f.out)
+		_ = f.on.Output(ctx, f.id, f.out)
 	}()
 	return func() {
 		cancel()
@@ -164,8 +130,8 @@ func (f *follower) followOutput(ctx context.Context) (stop func()) {
 func (f *follower) awaitClose(ctx context.Context) <-chan struct{} {
 	closed := make(chan struct{})
 	go func() {
-		if err := f.b.Client.C.GetWorkflow(ctx, f.id, "").Get(ctx, nil); ctx.Err() == nil {
-			_ = err // failed or completed: the status says which
+		// Failed or completed: the status says which.
+		if _ = f.on.AwaitEnd(ctx, f.id); ctx.Err() == nil {
 			close(closed)
 		}
 	}()
@@ -216,12 +182,12 @@ func (f *follower) show(r engine.StatusReport, err error, wait time.Duration) ti
 // stops waiting.
 func (f *follower) interrupted(ctx context.Context, sig os.Signal) error {
 	if f.pausing {
-		fmt.Fprintf(f.cmd.ErrOrStderr(), "pipeline: %s again: no longer waiting; session %s is pausing on the fleet (pipeline status%s %s)\n", sig, f.id, f.b.FlagsLine(), f.id)
+		fmt.Fprintf(f.cmd.ErrOrStderr(), "pipeline: %s again: no longer waiting; session %s is pausing on the fleet (pipeline status%s %s)\n", sig, f.id, f.on.FlagsLine(), f.id)
 		return &exitStatus{code: exitPaused, printed: true}
 	}
 	f.pausing = true
 	fmt.Fprintf(f.cmd.ErrOrStderr(), "pipeline: %s: pausing session %s (its running step is stopped on its worker; again to stop waiting)\n", sig, f.id)
-	return f.b.Client.Pause(ctx, f.id, "", engine.ReasonInterrupted)
+	return f.on.Interrupt(ctx, f.id)
 }
 
 // ended prints how the session stopped and exits as run does.
@@ -248,7 +214,7 @@ func (f *follower) ended(r engine.StatusReport) error {
 	case string(engine.StatusCompleted):
 		return nil
 	case string(engine.StatusPaused):
-		fmt.Fprintf(f.cmd.ErrOrStderr(), "session %s is paused; continue it with: pipeline resume%s %s\n", r.ID, f.b.FlagsLine(), r.ID)
+		fmt.Fprintf(f.cmd.ErrOrStderr(), "session %s is paused; continue it with: pipeline resume%s %s\n", r.ID, f.on.FlagsLine(), r.ID)
 		if f.failOnPause {
 			fmt.Fprintln(f.cmd.ErrOrStderr(), "exit 1: --fail-on-pause")
 			return &exitStatus{code: exitFailed, printed: true}

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,16 +21,16 @@ const withTemporal = false
 // This build has no Temporal backend: a session command that chose it,
 // and pipeline worker, hand the whole command line to pipeline-temporal
 // (execFleet), which parses it again and does the work. The functions
-// below stand for those of fleet.go; they take any
-// arguments after the fleet, since it is the command line, not these
-// values, that goes over. The fleet's app.Backend (fleet.backend) is the
-// hand-off too.
-
-func fleetRun(_ *cobra.Command, _ *fleet, _ ...any) error { return handOff("--backend temporal") }
-
-func fleetResume(_ *cobra.Command, _ *fleet, _ ...any) error { return handOff("--backend temporal") }
+// below stand for those of fleet.go: the fleet's app.Backend
+// (fleet.backend) is the hand-off, so no command acts on a fleet, nor
+// follows one of its sessions, here.
 
 func (*fleet) backend(*cobra.Command) (app.Backend, error) { return nil, handOff("--backend temporal") }
+
+// followFleet is never called here: the fleet's backend is the hand-off.
+func followFleet(context.Context, *cobra.Command, app.Started, followOptions) error {
+	return handOff("--backend temporal")
+}
 
 func workerCommand() *cobra.Command {
 	return newCommand(&cobra.Command{

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -85,12 +86,13 @@ func (o *resumeOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	if fl != nil {
-		if err := refuseOnFleet(cmd, "dry-run", "session-file", "junit", "no-human-gates", "state-dir"); err != nil {
-			return err
-		}
-		return fleetResume(cmd, fl, o.flags, id, o.notes, o.phase, o.output.json(), o.cf.failOnPause)
+	be, err := fl.chosen(cmd, "dry-run", "session-file", "junit", "no-human-gates", "state-dir")
+	if err != nil {
+		return err
 	}
+	defer be.Close()
+	// --dry-run and --session-file are the local store's: refused above
+	// on a fleet.
 	if o.dryRun {
 		if o.file != "" {
 			return usagef("--dry-run writes nothing, and --session-file imports into the store: import it first (pipeline import), then resume --dry-run")
@@ -103,16 +105,30 @@ func (o *resumeOptions) run(cmd *cobra.Command, args []string) error {
 			return err
 		}
 	}
-	opened, err := app.OpenResume(cmd.Context(), app.ResumeRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), Session: id,
-		Notes: o.notes, Phase: o.phase, NoHumanGates: o.cf.noHumanGates})
-	if err != nil {
-		return err
-	}
+	return be.Resume(cmd.Context(), app.ResumeRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), Session: id,
+		Notes: o.notes, Phase: o.phase, NoHumanGates: o.cf.noHumanGates}, &resumeView{o: o, cmd: cmd})
+}
+
+// resumeView is what resume shows of the session its backend resumed.
+type resumeView struct {
+	o   *resumeOptions
+	cmd *cobra.Command
+}
+
+// Drive runs the session here with the view, the CI reports and the
+// pause prompt.
+func (v *resumeView) Drive(_ context.Context, opened *app.Opened) error {
 	sess := opened.Session
-	fmt.Fprintf(cmd.ErrOrStderr(), "resuming session %s\n", sess.ID())
-	p := o.flags.pipeline(sayTo(cmd))
-	l := o.cf.launch(&launch{cmd: cmd, grace: o.grace, json: o.output.json(), pipeline: &p})
+	fmt.Fprintf(v.cmd.ErrOrStderr(), "resuming session %s\n", sess.ID())
+	p := v.o.flags.pipeline(sayTo(v.cmd))
+	l := v.o.cf.launch(&launch{cmd: v.cmd, grace: v.o.grace, json: v.o.output.json(), pipeline: &p})
 	return l.run(sess, opened.Events...)
+}
+
+// Follow follows the session resumed on the fleet.
+func (v *resumeView) Follow(ctx context.Context, s app.Started) error {
+	fmt.Fprintf(v.cmd.ErrOrStderr(), "resuming session %s\n", s.ID)
+	return followFleet(ctx, v.cmd, s, followOptions{json: v.o.output.json(), failOnPause: v.o.cf.failOnPause})
 }
 
 // resumeDryRun prints what resume would send: the step, and the resume

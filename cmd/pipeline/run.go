@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -132,17 +133,25 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
-	if fl != nil {
-		if err := refuseOnFleet(cmd, "watch", "junit", "no-human-gates", "state-dir", "name"); err != nil {
-			return err
-		}
-		return fleetRun(cmd, fl, fleetRunOptions{flags: o.flags, fresh: o.fresh, from: o.from, only: o.only,
-			json: o.output.json(), quiet: o.cf.quiet, failOnPause: o.cf.failOnPause})
-	}
-	opened, err := app.OpenRun(cmd.Context(), req, plan)
+	be, err := fl.chosen(cmd, "watch", "junit", "no-human-gates", "state-dir", "name")
 	if err != nil {
 		return err
 	}
+	defer be.Close()
+	req.Plan = plan
+	return be.Start(cmd.Context(), req, &runView{o: o, cmd: cmd})
+}
+
+// runView is what run shows of the session its backend set going.
+type runView struct {
+	o   *runOptions
+	cmd *cobra.Command
+}
+
+// Drive runs the session here with the view, the CI reports and the
+// pause prompt; with --watch, a pause is watched.
+func (v *runView) Drive(_ context.Context, opened *app.Opened) error {
+	o, cmd := v.o, v.cmd
 	sayOpened(cmd, opened)
 	sess := opened.Session
 	if o.keepOn {
@@ -154,13 +163,27 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	p := o.flags.pipeline(sayTo(cmd))
 	l := o.cf.launch(&launch{cmd: cmd, grace: o.grace, json: o.output.json(), watchNext: o.keepOn, pipeline: &p})
-	err = l.run(sess, opened.Events...)
+	err := l.run(sess, opened.Events...)
 	var paused *exitStatus
 	if o.keepOn && errors.As(err, &paused) && paused.code == exitPaused && sess.StoreFailed() == nil {
 		fmt.Fprintf(cmd.ErrOrStderr(), "watching: a change to the spec or phases.yaml resumes session %s (Ctrl+C to stop)\n", sess.ID())
 		return watchAfterRun(cmd, o.wf, sess.Store, o.flags.file, sess.Key, o.grace, o.output.json())
 	}
 	return err
+}
+
+// Follow says which session goes on the fleet, and follows it.
+func (v *runView) Follow(ctx context.Context, s app.Started) error {
+	if s.Resumed {
+		how := "paused"
+		if s.PauseReason != "" {
+			how += ": " + s.PauseReason
+		}
+		printError(v.cmd.ErrOrStderr(), fmt.Sprintf("resuming session %s (%s); use run --new for a fresh session\n", s.ID, how))
+	} else {
+		printError(v.cmd.ErrOrStderr(), fmt.Sprintf("session %s started on the Temporal fleet (%s)\n", s.ID, s.On.Where()))
+	}
+	return followFleet(ctx, v.cmd, s, followOptions{json: v.o.output.json(), quiet: v.o.cf.quiet, failOnPause: v.o.cf.failOnPause})
 }
 
 // sayOpened says which session a run goes on with, when it is not a new
