@@ -136,6 +136,15 @@ func watchStatus(cmd *cobra.Command, show func(io.Writer) (bool, error)) error {
 	}
 }
 
+// sessionHeading is the session line of status: its id, its name when
+// it has one, and its pipeline.
+func sessionHeading(r engine.StatusReport, safe func(string) string) string {
+	if r.Name != "" {
+		return fmt.Sprintf("%s, named %s (%s)", safe(r.ID), safe(r.Name), safe(r.Pipeline))
+	}
+	return fmt.Sprintf("%s (%s)", safe(r.ID), safe(r.Pipeline))
+}
+
 // printStatus prints a report as aligned rows. Every value that came from
 // outside (names, reasons, notes) is made safe for a terminal first.
 func printStatus(w io.Writer, ls liveStatus, verbose bool) error {
@@ -143,11 +152,7 @@ func printStatus(w io.Writer, ls liveStatus, verbose bool) error {
 	safe := termview.NewScreenText().Line
 	var b bytes.Buffer
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	if r.Name != "" {
-		fmt.Fprintf(tw, "session\t%s, named %s (%s)\n", safe(r.ID), safe(r.Name), safe(r.Pipeline))
-	} else {
-		fmt.Fprintf(tw, "session\t%s (%s)\n", safe(r.ID), safe(r.Pipeline))
-	}
+	fmt.Fprintf(tw, "session\t%s\n", sessionHeading(r, safe))
 	if f := ls.Fleet; f != nil {
 		// Its state is on the fleet; the copy here would only mislead.
 		fmt.Fprintf(tw, "status\truns on %s\n", safe(f.Where()))
