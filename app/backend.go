@@ -31,6 +31,11 @@ type Backend interface {
 	Pause(ctx context.Context, req PauseRequest) (*Result, error)
 	// Complete marks a paused or failed session completed by hand.
 	Complete(ctx context.Context, req CompleteRequest) (*CompleteResult, error)
+	// WorkingSet is a session's working set (pipeline memory).
+	WorkingSet(ctx context.Context, req MemoryRequest) (*WorkingSetResponse, error)
+	// Remember applies a human's change to a session's working set
+	// (pipeline memory pin, unpin, task add, task done).
+	Remember(ctx context.Context, req RememberRequest) (*RememberResponse, error)
 	// Logs passes a session's transcripts to emit; with req.Follow, then
 	// what its running steps print, until it stops running.
 	Logs(ctx context.Context, req LogsRequest, emit func(LogChunk) error) error
@@ -160,6 +165,16 @@ func (Local) Follow(ctx context.Context, req FollowRequest, w io.Writer) error {
 
 // Watch is nil: the watcher reads the local stores itself.
 func (Local) Watch() watch.Backend { return nil }
+
+// WorkingSet is WorkingSet.
+func (Local) WorkingSet(ctx context.Context, req MemoryRequest) (*WorkingSetResponse, error) {
+	return WorkingSet(ctx, req)
+}
+
+// Remember is Remember.
+func (Local) Remember(ctx context.Context, req RememberRequest) (*RememberResponse, error) {
+	return Remember(ctx, req)
+}
 
 // Close does nothing: the local backend holds nothing open.
 func (Local) Close() {}

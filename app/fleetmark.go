@@ -67,6 +67,7 @@ const (
 	whyComplete = "its state is in its workflow there; mark it there, or let it end"
 	whyRewind   = "rewind sets a session back in this store, and a fleet session's state is in its workflow there"
 	whyCopy     = "this store holds only what its steps wrote on this machine, not its events, which are in its workflow there"
+	whyMemory   = "its working set is in its workflow there, and a change made here would not reach its next step"
 )
 
 // errFleetReadOnly is the refusal of export, fork, replay and diff.

@@ -45,20 +45,31 @@ func WorkingSet(_ context.Context, req MemoryRequest) (*WorkingSetResponse, erro
 	}
 	defer ref.Store.Close()
 	defer ref.Close()
+	if err := onFleet(ref.X.Meta, "memory", whyMemory); err != nil {
+		return nil, err
+	}
 	project, projectErr := session.LoadProjectMemory(ref.Store)
+	out := WorkingSetOf(ref.ID(), s, project.Pinned, projectErr)
+	out = redacted(session.NewRedactor(ref.Plan), out)
+	return &out, nil
+}
+
+// WorkingSetOf is the working set of session id standing as s, with the
+// project's facts (or why they could not be read): what a backend
+// answers pipeline memory with. It is not redacted.
+func WorkingSetOf(id string, s engine.State, projectFacts []engine.MemoryItem, projectErr error) WorkingSetResponse {
 	ws := s.WorkingSet
-	out := WorkingSetResponse{Session: ref.ID(), Status: s.Status,
+	out := WorkingSetResponse{Session: id, Status: s.Status,
 		Summary: nonNil(ws.Summary), PinnedFacts: nonNil(ws.Pinned), Decisions: nonNil(ws.Decisions),
 		OpenTasks: nonNil(ws.Open), DoneTasks: nonNil(ws.Done), FilesTouched: ws.Files,
-		ProjectFacts: nonNil(project.Pinned)}
+		ProjectFacts: nonNil(projectFacts)}
 	if out.FilesTouched == nil {
 		out.FilesTouched = []engine.FileTouch{}
 	}
 	if projectErr != nil {
 		out.ProjectError = projectErr.Error()
 	}
-	out = redacted(session.NewRedactor(ref.Plan), out)
-	return &out, nil
+	return out
 }
 
 // ProjectMemoryResponse is `pipeline memory --project -o json`.
@@ -156,32 +167,35 @@ func Remember(_ context.Context, req RememberRequest) (*RememberResponse, error)
 	}
 	defer ref.Store.Close()
 	defer ref.Close()
+	if f := ref.X.Meta.OnFleet(); f != nil {
+		return nil, &Error{Code: ExitUsage,
+			Message: fmt.Sprintf("session %s runs on %s, not here: %s", ref.ID(), f.Where(), whyMemory),
+			Hint:    "use: " + FleetCommand("memory "+memoryVerb(note.Kind), *f, "--session "+ref.ID()+" …")}
+	}
 	before, _, err := ref.State()
 	if err != nil {
 		return nil, err
 	}
-	if err := checkMemoryNote(before.WorkingSet, note); err != nil {
+	if err := CheckMemoryNote(before.WorkingSet, note); err != nil {
 		return nil, err
 	}
 	queued, err := ref.Remember(time.Now(), []engine.MemoryNote{note}, req.Say)
 	if err != nil {
 		return nil, StoreWriteFailed(err)
 	}
-	did := map[string]string{engine.NoteFact: "pinned", engine.NoteUnpin: "unpinned",
-		engine.NoteTodo: "task added", engine.NoteDone: "task done"}[note.Kind]
-	out := &RememberResponse{Session: ref.ID(), Result: did, Queued: queued}
+	out := &RememberResponse{Session: ref.ID(), Result: MemoryResult(note.Kind), Queued: queued}
 	if !queued {
 		if after, _, err := ref.State(); err == nil {
-			out.Item = changedItem(before.WorkingSet, after.WorkingSet, note.Kind)
+			out.Item = ChangedItem(before.WorkingSet, after.WorkingSet, note.Kind)
 		}
 	}
 	return redacted(environmentRedactor(), out), nil
 }
 
-// changedItem is the item a change to the working set made or closed:
+// ChangedItem is the item a change to the working set made or closed:
 // the pinned fact or the open task that was not there before, or the
 // task that was open and is done now.
-func changedItem(before, after engine.WorkingSet, kind string) *engine.MemoryItem {
+func ChangedItem(before, after engine.WorkingSet, kind string) *engine.MemoryItem {
 	list, was := map[string][]engine.MemoryItem{engine.NoteFact: after.Pinned, engine.NoteTodo: after.Open, engine.NoteDone: after.Done}[kind],
 		map[string][]engine.MemoryItem{engine.NoteFact: before.Pinned, engine.NoteTodo: before.Open, engine.NoteDone: before.Done}[kind]
 	for i := len(list) - 1; i >= 0; i-- {
@@ -201,9 +215,22 @@ type storeAndPlan struct {
 	plan  *spec.Plan
 }
 
-// checkMemoryNote refuses a change that would do nothing, so that a
+// MemoryResult says what a change of kind did: pinned, unpinned, task
+// added, task done.
+func MemoryResult(kind string) string {
+	return map[string]string{engine.NoteFact: "pinned", engine.NoteUnpin: "unpinned",
+		engine.NoteTodo: "task added", engine.NoteDone: "task done"}[kind]
+}
+
+// memoryVerb is the pipeline memory command of a change of kind.
+func memoryVerb(kind string) string {
+	return map[string]string{engine.NoteFact: "pin", engine.NoteUnpin: "unpin",
+		engine.NoteTodo: "task add", engine.NoteDone: "task done"}[kind]
+}
+
+// CheckMemoryNote refuses a change that would do nothing, so that a
 // mistyped number says so rather than pass in silence.
-func checkMemoryNote(w engine.WorkingSet, note engine.MemoryNote) error {
+func CheckMemoryNote(w engine.WorkingSet, note engine.MemoryNote) error {
 	has := func(list []engine.MemoryItem, id int) bool {
 		for _, m := range list {
 			if m.ID == id {

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -831,8 +832,19 @@ phases:
 		t.Fatalf("run: exit %d, want 3\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	id := sessionIDIn(t, r.stderr)
-	if pin := pipelineEnv(t, dir, env, "memory", "pin", "--session", id, "the port is 8443"); pin.code != 0 {
+	// The pin goes to the session's workflow (phases.yaml names the
+	// fleet); the working set shows it from there.
+	if pin := pipelineEnv(t, dir, env, "memory", "pin", "--session", id, "the port is 8443"); pin.code != 0 || !regexp.MustCompile(`pinned: #[0-9]+ the port is 8443`).MatchString(pin.stdout) {
 		t.Fatalf("memory pin: exit %d\n%s%s", pin.code, pin.stdout, pin.stderr)
+	}
+	if ws := pipelineEnv(t, dir, env, "memory", id); ws.code != 0 || !strings.Contains(ws.stdout, "the port is 8443") {
+		t.Fatalf("memory: exit %d\n%s%s", ws.code, ws.stdout, ws.stderr)
+	}
+	// Here, its copy holds no working set: a change made here is refused
+	// with the command to use.
+	local := pipelineEnv(t, dir, env, "memory", "pin", "--backend", "local", "--session", id, "lost")
+	if local.code != exitUsage || !strings.Contains(local.stderr, "memory pin --backend temporal") {
+		t.Errorf("memory pin --backend local on a fleet session: exit %d\n%s", local.code, local.stderr)
 	}
 	if r := pipelineEnv(t, dir, env, "resume", id); r.code != 0 {
 		t.Fatalf("resume: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)

@@ -20,6 +20,7 @@ type memoryFlags struct {
 	output  *outputFlag
 	session string
 	project bool
+	bf      *backendFlags
 }
 
 func addMemoryFlags(cmd *cobra.Command, withSessionFlag bool) *memoryFlags {
@@ -29,7 +30,15 @@ func addMemoryFlags(cmd *cobra.Command, withSessionFlag bool) *memoryFlags {
 		cmd.RegisterFlagCompletionFunc("session", completeSessions)
 	}
 	cmd.Flags().BoolVar(&f.project, "project", false, "the project's memory (.pipeline/memory.json), which every session's resume context gets")
+	f.bf = addBackendFlags(cmd)
 	return f
+}
+
+// backend is where the session's working set is: here, or in its
+// workflow on the fleet.
+func (f *memoryFlags) backend(cmd *cobra.Command) (app.Backend, error) {
+	be, _, err := f.bf.backend(cmd, f.store.file)
+	return be, err
 }
 
 func memoryCommand() *cobra.Command {
@@ -214,7 +223,12 @@ func showProjectMemory(cmd *cobra.Command, flags *memoryFlags) error {
 // showWorkingSet prints a session's working set, and the project's facts
 // its resume context gets too.
 func showWorkingSet(cmd *cobra.Command, flags *memoryFlags, id string) error {
-	r, err := app.WorkingSet(cmd.Context(), app.MemoryRequest{Pipeline: flags.store.pipeline(sayTo(cmd)), Session: id})
+	be, err := flags.backend(cmd)
+	if err != nil {
+		return err
+	}
+	defer be.Close()
+	r, err := be.WorkingSet(cmd.Context(), app.MemoryRequest{Pipeline: flags.store.pipeline(sayTo(cmd)), Session: id})
 	if err != nil {
 		return err
 	}
@@ -279,7 +293,12 @@ func editWorkingSet(cmd *cobra.Command, flags *memoryFlags, note engine.MemoryNo
 	if flags.project {
 		return usagef("--project holds pinned facts only: use pipeline memory pin --project or unpin --project")
 	}
-	r, err := app.Remember(cmd.Context(), app.RememberRequest{
+	be, err := flags.backend(cmd)
+	if err != nil {
+		return err
+	}
+	defer be.Close()
+	r, err := be.Remember(cmd.Context(), app.RememberRequest{
 		MemoryRequest: app.MemoryRequest{Pipeline: flags.store.pipeline(sayTo(cmd)), Session: flags.session}, Note: note})
 	if err != nil {
 		return err
@@ -292,7 +311,7 @@ func editWorkingSet(cmd *cobra.Command, flags *memoryFlags, note engine.MemoryNo
 		result += fmt.Sprintf(": #%d %s", r.Item.ID, r.Item.Text)
 	}
 	if r.Queued {
-		result += " (the session is running: its runner takes it before the next step)"
+		result += " (the session is running: it takes it before its next step)"
 	}
 	_, err = fmt.Fprintf(cmd.OutOrStdout(), "session %s: %s\n", r.Session, result)
 	return err

@@ -505,7 +505,7 @@ phases:
 	agent := run.awaitPID(t, "agent waiting ")
 	for _, args := range [][]string{{"pin", "the staging database is read-only"}, {"task", "add", "document the retry flag"}} {
 		r := pipeline(t, dir, append([]string{"memory"}, args...)...)
-		if r.code != 0 || !strings.Contains(r.stdout, "(the session is running: its runner takes it before the next step)") {
+		if r.code != 0 || !strings.Contains(r.stdout, "(the session is running: it takes it before its next step)") {
 			t.Fatalf("memory %v while running: exit %d: %s%s", args, r.code, r.stdout, r.stderr)
 		}
 	}

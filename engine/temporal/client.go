@@ -235,6 +235,40 @@ func (c *Client) Pause(ctx context.Context, id, notes, reason string) error {
 	return c.C.SignalWorkflow(ctx, id, "", SignalPause, PauseSignal{Notes: notes, Reason: reason})
 }
 
+// State is the session's state: asked of its workflow while it runs,
+// read from its history once it closed.
+func (c *Client) State(ctx context.Context, id string) (engine.State, error) {
+	desc, err := c.C.DescribeWorkflow(ctx, id, "")
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return engine.State{}, fmt.Errorf("%w: %s (namespace %s at %s)", ErrNoSession, id, c.Target.Namespace, c.Target.Address)
+	}
+	if err != nil {
+		return engine.State{}, err
+	}
+	if desc.RawResponse.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		v, err := c.C.QueryWorkflow(ctx, id, "", QueryState)
+		if err != nil {
+			return engine.State{}, err
+		}
+		var s engine.State
+		return s, v.Get(&s)
+	}
+	h, err := c.History(ctx, id)
+	if err != nil {
+		return engine.State{}, err
+	}
+	if h.Result != nil {
+		return *h.Result, nil
+	}
+	return h.Input.State, nil
+}
+
+// Remember signals a human's change to the session's working set.
+func (c *Client) Remember(ctx context.Context, id string, notes []engine.MemoryNote) error {
+	return c.C.SignalWorkflow(ctx, id, "", SignalRemember, RememberSignal{Notes: notes})
+}
+
 // Resume signals the session to resume.
 func (c *Client) Resume(ctx context.Context, id string, r ResumeSignal) error {
 	return c.C.SignalWorkflow(ctx, id, "", SignalResume, r)

@@ -316,3 +316,37 @@ func TestAFolderOutsideGitIsAskedOnce(t *testing.T) {
 		t.Fatalf("checkpoints asked for %v, want %v", asked, want)
 	}
 }
+
+// TestRememberSignalReachesTheNextStep: a fact pinned while the session is
+// paused (the remember signal, as pipeline memory pin sends it) is in the
+// working set the next step is started with.
+func TestRememberSignalReachesTheNextStep(t *testing.T) {
+	r := newRun(t, agentPlan)
+	var pinnedAtStart []string
+	r.env.OnActivity(temporal.ActivityRunStep, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in temporal.StepInput) (temporal.StepOutput, error) {
+			if in.Start.Phase == 0 && in.Start.Attempt == 1 && !in.Start.ResumeContext {
+				return temporal.StepOutput{Result: engine.StepResult{Checkpoint: true, CheckpointNote: "API drafted"}}, nil
+			}
+			for _, m := range in.State.WorkingSet.Pinned {
+				pinnedAtStart = append(pinnedAtStart, m.Text)
+			}
+			return temporal.StepOutput{}, nil
+		})
+	r.after(time.Hour, func() {
+		r.env.SignalWorkflow(temporal.SignalRemember, temporal.RememberSignal{Notes: []engine.MemoryNote{{Kind: engine.NoteFact, Text: "the port is 8443"}}})
+	})
+	r.after(2*time.Hour, func() {
+		if s := r.query(); len(s.WorkingSet.Pinned) != 1 || s.WorkingSet.Pinned[0].Source != engine.SourceHuman {
+			t.Errorf("the paused session's working set after the signal: %+v", s.WorkingSet.Pinned)
+		}
+		r.env.SignalWorkflow(temporal.SignalResume, temporal.ResumeSignal{})
+	})
+	s := r.execute()
+	if s.Status != engine.StatusCompleted {
+		t.Fatalf("want completed, got %s %+v", s.Status, s.Pause)
+	}
+	if len(pinnedAtStart) == 0 || pinnedAtStart[0] != "the port is 8443" {
+		t.Fatalf("the steps after the pin were started with pinned facts %q", pinnedAtStart)
+	}
+}

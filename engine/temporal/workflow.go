@@ -17,8 +17,11 @@ import (
 const (
 	SignalPause  = "pause"  // PauseSignal: pause the session (the running step stops gracefully)
 	SignalResume = "resume" // ResumeSignal: continue a paused or failed session
-	QueryStatus  = "status" // engine.StatusReport, as status prints it
-	QueryState   = "state"  // engine.State, the whole of it, for tools and tests
+	// SignalRemember: RememberSignal, a human's change to the working set
+	// (pipeline memory pin, task add …), taken as the next event.
+	SignalRemember = "remember"
+	QueryStatus    = "status" // engine.StatusReport, as status prints it
+	QueryState     = "state"  // engine.State, the whole of it, for tools and tests
 )
 
 // Reasons the workflow pauses with when a worker could not run a step.
@@ -55,6 +58,12 @@ type ResumeSignal struct {
 	Notes string      `json:"notes,omitempty"`
 	Phase string      `json:"phase,omitempty"`
 	Plan  *PlanSource `json:"plan,omitempty"`
+}
+
+// RememberSignal is a human's change to the session's working set: a
+// fact pinned or unpinned, a task added or closed.
+type RememberSignal struct {
+	Notes []engine.MemoryNote `json:"notes"`
 }
 
 // Options tune a session's workflow; the zero value is the defaults.
@@ -114,6 +123,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) (engine.State, error
 	}
 	f := &flow{ctx: ctx, plan: plan, in: in, state: in.State, lost: in.Lost,
 		pauses: workflow.GetSignalChannel(ctx, SignalPause), resumes: workflow.GetSignalChannel(ctx, SignalResume),
+		remembers: workflow.GetSignalChannel(ctx, SignalRemember),
 		// A history recorded before the effects were Decide's actions
 		// replays without them: its commands are what it recorded.
 		effects: workflow.GetVersion(ctx, versionEffects, workflow.DefaultVersion, 1) >= 1,
@@ -167,6 +177,7 @@ type flow struct {
 	stopTimer workflow.CancelFunc
 	pauses    workflow.ReceiveChannel
 	resumes   workflow.ReceiveChannel
+	remembers workflow.ReceiveChannel
 	lost      int
 	// effects: this run carries out the checkpoints, hooks and memory
 	// Decide asks for (see versionEffects).
@@ -294,7 +305,20 @@ func (f *flow) wait() {
 		c.Receive(f.ctx, &r)
 		f.resumed(r)
 	})
+	sel.AddReceive(f.remembers, func(c workflow.ReceiveChannel, _ bool) {
+		var r RememberSignal
+		c.Receive(f.ctx, &r)
+		f.remembered(r)
+	})
 	sel.Select(f.ctx)
+}
+
+// remembered queues a human's change to the working set: decided as it
+// comes, it reaches the next step's prompt.
+func (f *flow) remembered(r RememberSignal) {
+	if len(r.Notes) > 0 {
+		f.queue = append(f.queue, engine.Remembered{At: f.now(), Source: engine.SourceHuman, Notes: r.Notes})
+	}
 }
 
 // paused queues what a pause signal means: a pause request; on a session
@@ -449,6 +473,13 @@ func (f *flow) dueForNewRun() bool {
 			break
 		}
 		f.queue = append(f.queue, engine.Resumed{At: f.now(), Notes: r.Notes, Phase: r.Phase, Plan: f.plan.Digest})
+	}
+	for {
+		var r RememberSignal
+		if !f.remembers.ReceiveAsync(&r) {
+			break
+		}
+		f.remembered(r)
 	}
 	return true
 }
