@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/engine/temporal"
 )
 
@@ -99,7 +100,8 @@ func (o *workerOptions) run(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	defer c.Close()
-	activities := &temporal.Activities{StateDir: o.stateDir, Grace: o.grace}
+	activities := &temporal.Activities{StateDir: o.stateDir, Grace: o.grace,
+		Fleet: &store.Fleet{Address: o.target.Address, Namespace: o.target.Namespace, TaskQueue: o.target.TaskQueue}}
 	// The heartbeat throttle is how soon a follower sees a step's output.
 	w := worker.New(c, o.target.TaskQueue, temporal.WorkerOptions(activities, worker.Options{
 		MaxConcurrentActivityExecutionSize: o.maxParallel,

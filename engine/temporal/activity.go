@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -85,6 +83,10 @@ type Progress struct {
 // Activities runs the steps of sessions on a worker. Register it with
 // worker.RegisterActivity(&Activities{...}).
 type Activities struct {
+	// Fleet is where this worker's sessions run (the server, namespace
+	// and task queue it polls): the copies it makes of them say so, and
+	// local commands there name the fleet to use.
+	Fleet *store.Fleet
 	// StateDir is the session store where the worker keeps each
 	// session's transcripts and prompts; empty: .pipeline beside the
 	// plan's phases.yaml, as a local run keeps it.
@@ -130,19 +132,6 @@ func (a *Activities) heartbeatEvery(ctx context.Context) time.Duration {
 	return every
 }
 
-// fleetKey is the key, in a worker's store, of the copy of fleet
-// session id. A local session's key is its pipeline and spec, so that one
-// runs at a time; on a fleet the workflow decides what runs, and two
-// sessions of one pipeline may run at once on one worker (a paused one
-// resumed while a run --new one runs): each copy gets a key of its own,
-// and local commands in the folder do not take the copies for the
-// pipeline's own sessions.
-func fleetKey(id string) string {
-	h := fnv.New64a()
-	h.Write([]byte("fleet\x00" + id))
-	return strconv.FormatUint(h.Sum64(), 36)
-}
-
 // open opens the session on this worker, making it in the worker's
 // store the first time a step of it lands here. The workflow holds the
 // session's state; the worker's copy holds what the steps wrote.
@@ -157,7 +146,7 @@ func (a *Activities) open(ctx context.Context, id string, plan *spec.Plan) (*ses
 	}
 	if _, err := st.Find(id); errors.Is(err, store.ErrNotFound) {
 		x, err := st.Create(store.Meta{ID: id, Pipeline: plan.Name.Value, File: plan.File, Spec: plan.Spec,
-			Key: fleetKey(id), Created: time.Now()})
+			Key: store.FleetKey(id), Created: time.Now(), Fleet: a.Fleet})
 		if err != nil {
 			return nil, err
 		}
