@@ -94,6 +94,9 @@ type Remote interface {
 	// AwaitEnd returns once session id's run has ended (its on: hooks
 	// run), or ctx ends.
 	AwaitEnd(ctx context.Context, id string) error
+	// AwaitIdle returns once session id's run does nothing more for now
+	// (a paused session's on: hooks run), or ctx ends.
+	AwaitIdle(ctx context.Context, id string) error
 	// Interrupt pauses session id as Ctrl+C pauses a local run.
 	Interrupt(ctx context.Context, id string) error
 	// Where names where it runs in messages; FlagsLine, on a command line

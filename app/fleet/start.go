@@ -209,6 +209,23 @@ func (b *Backend) AwaitEnd(ctx context.Context, id string) error {
 	return b.Client.C.GetWorkflow(ctx, id, "").Get(ctx, nil)
 }
 
+// AwaitIdle returns once session id's workflow runs no activity (a
+// paused session's on: hooks and notifications, which a worker runs as
+// it pauses, are done), asked of the server every Poll, or ctx ends.
+func (b *Backend) AwaitIdle(ctx context.Context, id string) error {
+	for {
+		desc, err := b.Client.C.DescribeWorkflow(ctx, id, "")
+		if err != nil || len(desc.RawResponse.GetPendingActivities()) == 0 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(Poll):
+		}
+	}
+}
+
 // Interrupt signals session id to pause as Ctrl+C pauses a local run:
 // its running step is stopped on its worker.
 func (b *Backend) Interrupt(ctx context.Context, id string) error {

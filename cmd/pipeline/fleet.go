@@ -88,9 +88,7 @@ func (f *follower) run(ctx context.Context) error {
 		r, err := f.on.Report(ctx, f.id)
 		if err == nil && fleetapp.Stopped(r) && fleetapp.Interventions(r) > f.since {
 			stopOutput() // its last lines before the end's
-			if r.Status != string(engine.StatusPaused) {
-				f.awaitHooks(workflowEnded)
-			}
+			f.awaitHooks(ctx, r, workflowEnded)
 			return f.ended(r)
 		}
 		wait = f.show(r, err, wait)
@@ -142,10 +140,17 @@ func (f *follower) awaitClose(ctx context.Context) <-chan struct{} {
 // notifications, which a worker runs as the workflow ends.
 const hookWait = 2 * time.Minute
 
-// awaitHooks waits for the workflow of a session that completed or failed
-// to end: its on: hooks run on a worker first, and run waits for them
-// here as it does locally.
-func (f *follower) awaitHooks(workflowEnded <-chan struct{}) {
+// awaitHooks waits for the on: hooks (and notifications) of a session
+// that stopped, which a worker runs as it stops, as a local run waits for
+// its own: a session that completed or failed until its workflow ends,
+// a paused one until its workflow runs nothing more.
+func (f *follower) awaitHooks(ctx context.Context, r engine.StatusReport, workflowEnded <-chan struct{}) {
+	if r.Status == string(engine.StatusPaused) {
+		ctx, cancel := context.WithTimeout(ctx, hookWait)
+		defer cancel()
+		_ = f.on.AwaitIdle(ctx, f.id)
+		return
+	}
 	select {
 	case <-workflowEnded:
 	case <-time.After(hookWait):

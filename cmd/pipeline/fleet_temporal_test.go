@@ -817,6 +817,7 @@ agent:
   kind: command
   command: [sh, -c, 'n=$(ls prompt-*.txt 2>/dev/null | wc -l); printf "%%s" "$0" > prompt-$n.txt; echo "work $n" > work-$n.txt; if [ "$n" = 0 ]; then echo "[CHECKPOINT] design drafted"; else echo "[DONE] build"; fi', "{prompt}"]
 on:
+  paused: 'echo "$PIPELINE_REASON" > hook-paused.txt'
   completed: 'echo "$PIPELINE_SESSION $PIPELINE_STATUS" > hook-ran.txt'
 phases:
   - name: design
@@ -824,7 +825,7 @@ phases:
   - name: build
     prompt: Build it.
 `, s.HostPort(), queue))
-	write(t, dir, ".gitignore", "prompt-*.txt\nhook-ran.txt\n")
+	write(t, dir, ".gitignore", "prompt-*.txt\nhook-*.txt\n")
 	gitOut(t, dir, env, "add", "-A")
 	gitOut(t, dir, env, "commit", "-qm", "start")
 	r := pipelineEnv(t, dir, env, "run")
@@ -832,6 +833,10 @@ phases:
 		t.Fatalf("run: exit %d, want 3\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	id := sessionIDIn(t, r.stderr)
+	// The pause's hook ran on a worker before run returned, as locally.
+	if paused, err := os.ReadFile(filepath.Join(dir, "hook-paused.txt")); err != nil || strings.TrimSpace(string(paused)) != "checkpoint" {
+		t.Errorf("the on: paused hook, when run returned: %q, %v", paused, err)
+	}
 	// The pin goes to the session's workflow (phases.yaml names the
 	// fleet); the working set shows it from there.
 	if pin := pipelineEnv(t, dir, env, "memory", "pin", "--session", id, "the port is 8443"); pin.code != 0 || !regexp.MustCompile(`pinned: #[0-9]+ the port is 8443`).MatchString(pin.stdout) {
