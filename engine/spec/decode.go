@@ -507,8 +507,11 @@ func fields(t reflect.Type) []field {
 			continue
 		}
 		kind := triggers.Condition
-		if f.Tag.Get("kind") == "duration" {
+		switch f.Tag.Get("kind") {
+		case "duration":
 			kind = triggers.Duration
+		case "when":
+			kind = triggers.When
 		}
 		var oneOf []string
 		if words := f.Tag.Get("oneof"); words != "" {
