@@ -1043,13 +1043,7 @@ func (d *decider) resumed(e Resumed) {
 	i := d.phaseIndex(e.Phase)
 	if i >= 0 {
 		from.JumpedTo = e.Phase
-		d.skip(s.Phase, i)
-		if failed && i != s.Phase {
-			// The phase left behind failed and stays so in the history.
-			d.record().Status = StatusFailed
-		}
-		s.Phase, s.Step, s.Attempt, s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = i, 0, 1, 0, 0, 0, 0
-		s.Steps, s.Failed = map[string]triggers.StepVars{}, nil
+		d.jump(i, failed)
 	} else if failed || s.AttemptEnded {
 		// The step that failed runs again, as a new attempt of its phase
 		// (with its own transcript).
@@ -1079,6 +1073,19 @@ func (d *decider) resumed(e Resumed) {
 		return
 	}
 	d.startStep()
+}
+
+// jump moves a resumed session to phase i (resume --phase), skipping the
+// phases between; the phase it leaves, when it failed, stays failed in
+// the history.
+func (d *decider) jump(i int, failed bool) {
+	s := d.s
+	d.skip(s.Phase, i)
+	if failed && i != s.Phase {
+		d.record().Status = StatusFailed
+	}
+	s.Phase, s.Step, s.Attempt, s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = i, 0, 1, 0, 0, 0, 0
+	s.Steps, s.Failed = map[string]triggers.StepVars{}, nil
 }
 
 // rewound sets the session back to the start of a phase, paused, as a

@@ -367,19 +367,9 @@ func compileError(err error, source string, kind Kind) error {
 			ce.Hint = "see docs/expressions.md for the variables an expression can read"
 		}
 	case stepField().MatchString(fe.Message):
-		name := stepField().FindStringSubmatch(fe.Message)[1]
-		ce.Message = fmt.Sprintf("a step has no field %q", name)
-		ce.Hint = "a step has " + strings.Join(stepFieldNames, ", ")
-		if near := Closest(name, stepFieldNames); near != "" {
-			ce.Hint = fmt.Sprintf("did you mean %q? (%s)", near, ce.Hint)
-		}
+		unknownField(ce, "step", stepField().FindStringSubmatch(fe.Message)[1], stepFieldNames)
 	case phaseField().MatchString(fe.Message):
-		name := phaseField().FindStringSubmatch(fe.Message)[1]
-		ce.Message = fmt.Sprintf("a phase has no field %q", name)
-		ce.Hint = "a phase has " + strings.Join(PhaseFieldNames, ", ")
-		if near := Closest(name, PhaseFieldNames); near != "" {
-			ce.Hint = fmt.Sprintf("did you mean %q? (%s)", near, ce.Hint)
-		}
+		unknownField(ce, "phase", phaseField().FindStringSubmatch(fe.Message)[1], PhaseFieldNames)
 	case strings.HasPrefix(fe.Message, "bad number syntax: "):
 		badNumber(ce, source, fe.From)
 	case undefinedIndex().MatchString(fe.Message), noField().MatchString(fe.Message), elementOf().MatchString(fe.Message):
@@ -394,6 +384,16 @@ func compileError(err error, source string, kind Kind) error {
 	}
 	ce.Message = plainTypes(ce.Message)
 	return ce
+}
+
+// unknownField says that a step's or a phase's result (what) has no field
+// name, and which fields it has.
+func unknownField(ce *CompileError, what, name string, fields []string) {
+	ce.Message = fmt.Sprintf("a %s has no field %q", what, name)
+	ce.Hint = fmt.Sprintf("a %s has %s", what, strings.Join(fields, ", "))
+	if near := Closest(name, fields); near != "" {
+		ce.Hint = fmt.Sprintf("did you mean %q? (%s)", near, ce.Hint)
+	}
 }
 
 // goTypes are the names of Go types that expr's messages use, and what a

@@ -412,9 +412,7 @@ func (r *resolver) plan() *Plan {
 		}
 		plan.Phases = append(plan.Phases, phase)
 	}
-	for i := range plan.Phases {
-		r.checkPhaseRefs(plan.Phases, i)
-	}
+	r.checkPhaseRefs(plan.Phases)
 	for _, phase := range p.Phases {
 		plan.FilePhases = append(plan.FilePhases, phase.Name)
 	}
@@ -823,10 +821,18 @@ func (r *resolver) checkStepRefs(plan PhasePlan) {
 	}
 }
 
-// checkPhaseRefs reports a phases.<name> in the when: of phases[i] that
+// checkPhaseRefs reports each phases.<name> in a phase's when: that names
+// no earlier phase.
+func (r *resolver) checkPhaseRefs(phases []PhasePlan) {
+	for i := range phases {
+		r.checkWhenRefs(phases, i)
+	}
+}
+
+// checkWhenRefs reports a phases.<name> in the when: of phases[i] that
 // names no earlier phase: a later phase, or the phase itself, has not run
 // when the when: is decided, and a name of no phase is a mistake.
-func (r *resolver) checkPhaseRefs(phases []PhasePlan, i int) {
+func (r *resolver) checkWhenRefs(phases []PhasePlan, i int) {
 	when := phases[i].When
 	if when == nil || when.Value.Compiled == nil {
 		return
