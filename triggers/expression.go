@@ -361,11 +361,7 @@ func compileError(err error, source string, kind Kind) error {
 			break
 		}
 		ce.Message = fmt.Sprintf("unknown variable %q", name)
-		if near := Closest(name, VariableNames()); near != "" {
-			ce.Hint = fmt.Sprintf("did you mean %q?", near)
-		} else {
-			ce.Hint = "see docs/expressions.md for the variables an expression can read"
-		}
+		ce.Hint = unknownVariableHint(name, kind)
 	case stepField().MatchString(fe.Message):
 		unknownField(ce, "step", stepField().FindStringSubmatch(fe.Message)[1], stepFieldNames)
 	case phaseField().MatchString(fe.Message):
@@ -384,6 +380,33 @@ func compileError(err error, source string, kind Kind) error {
 	}
 	ce.Message = plainTypes(ce.Message)
 	return ce
+}
+
+// unknownVariableHint is what a name no expression knows may have meant:
+// a variable like it, or, in a when:, a key of the spec.
+func unknownVariableHint(name string, kind Kind) string {
+	names := VariableNames()
+	if kind == When {
+		names = WhenVariables
+	}
+	switch near := Closest(name, names); {
+	case near != "":
+		return fmt.Sprintf("did you mean %q?", near)
+	case kind == When:
+		return fmt.Sprintf("a key of the spec's frontmatter is read as %s; a when: reads spec, phases.<name> and files_changed", Reference("spec", name))
+	}
+	return "see docs/expressions.md for the variables an expression can read"
+}
+
+// Reference is how an expression reads a key of a map: base.key, or
+// base["the-key"] when the key is not an identifier.
+func Reference(base, key string) string {
+	for i, c := range key {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return fmt.Sprintf("%s[%q]", base, key)
+		}
+	}
+	return base + "." + key
 }
 
 // unknownField says that a step's or a phase's result (what) has no field

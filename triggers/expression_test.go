@@ -40,6 +40,9 @@ func TestCompileErrors(t *testing.T) {
 		// other expressions cannot read phases.
 		{`spec.priority == "low" && tokens > 5`, triggers.When, 1, 26, "tokens is not known then", "phases.<name>.status"},
 		{`$env["spec"] != nil`, triggers.When, 1, 0, "cannot read $env", "by name"},
+		{`priority == "low"`, triggers.When, 1, 0, `unknown variable "priority"`, "read as spec.priority"},
+		{`phase == "docs"`, triggers.When, 1, 0, "phase is not known then", ""},
+		{`phasess.build.status == "done"`, triggers.When, 1, 0, `unknown variable "phasess"`, `did you mean "phases"?`},
 		{`phases.design.status == "completed"`, triggers.Condition, 1, 0, "phases is read only by a phase's when:", "steps.<name>"},
 		{`phases.design.stauts == "completed"`, triggers.When, 1, 14, `a phase has no field "stauts"`, `did you mean "status"`},
 		{`files_changed`, triggers.When, 1, 0, "must give true or false", `spec.priority != "low"`},

@@ -30,8 +30,9 @@ func TestWhenSkipsAPhaseAndStatusSaysWhy(t *testing.T) {
 	write(t, dir, "spec.md", "---\npriority: high\n---\n\n# A spec of priority high\n")
 	write(t, dir, "phases.yaml", whenPhases)
 	r := pipeline(t, dir, "run")
-	if r.code != 0 {
-		t.Fatalf("run: exit %d, want 0: %s%s", r.code, r.stdout, r.stderr)
+	if r.code != 0 || !strings.Contains(r.stdout+r.stderr, `phase docs skipped: when (spec.priority == "low") is false, with spec.priority=high`) ||
+		!strings.Contains(r.stdout+r.stderr, "completed: 2 phases run, 1 skipped") {
+		t.Fatalf("run: exit %d, want 0 and the skip said as it happens: %s%s", r.code, r.stdout, r.stderr)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "docs.txt")); !os.IsNotExist(err) {
 		t.Errorf("docs.txt exists (%v): the skipped phase ran", err)

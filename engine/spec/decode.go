@@ -817,8 +817,11 @@ func (d *decoder) decodeExpr(node ast.Node, out *Expr, path string, kind trigger
 	switch node.(type) {
 	case *ast.SequenceNode, *ast.MappingNode, *ast.MappingValueNode:
 		hint := "write one condition, such as tokens > 15000; join several with && or ||"
-		if kind == triggers.Duration {
+		switch kind {
+		case triggers.Duration:
 			hint = `write one duration, such as 10s, or an expression such as duration("10s") * consecutive_errors`
+		case triggers.When:
+			hint = `write one condition, such as spec.priority != "low"; join several with && or ||`
 		}
 		d.reportNode(node, fmt.Sprintf("%s must be an expression, not %s", path, describe(node)), hint)
 		return

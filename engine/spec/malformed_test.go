@@ -329,6 +329,11 @@ var malformedCases = []malformedCase{
 		wants: []malformedProblem{{line: 5, col: 11, msg: "phases[0].when: a phase's when: is decided before the phase runs: tokens is not known then", hint: "phases.<name>.status"}},
 	},
 	{
+		name:  "when written as a list",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    when: [spec.priority]\n",
+		wants: []malformedProblem{{line: 5, col: 11, msg: "phases[0].when must be an expression, not a list", hint: `spec.priority != "low"`}},
+	},
+	{
 		name: "when reading a later phase",
 		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    when: phases.docs.status == \"completed\"\n  - name: docs\n",
 		wants: []malformedProblem{{line: 5, col: 18, msg: `phase "build": when reads phases.docs, but "docs" is not an earlier phase`,

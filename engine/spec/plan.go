@@ -850,15 +850,15 @@ func (r *resolver) checkWhenRefs(phases []PhasePlan, i int) {
 			continue
 		}
 		pos := dec.exprPositions(*when.Value, []int{ref.Offset})[0]
-		message := fmt.Sprintf("phase %q: when reads %s, but no phase is named %q", phases[i].Name, reference("phases", ref.Name), ref.Name)
+		message := fmt.Sprintf("phase %q: when reads %s, but no phase is named %q", phases[i].Name, triggers.Reference("phases", ref.Name), ref.Name)
 		hint := "earlier phases: " + strings.Join(earlier, ", ")
 		if len(earlier) == 0 {
 			hint = "this is the first phase: its when: can read spec and files_changed, no phase has run before it"
 		}
 		if slices.Contains(all, ref.Name) {
-			message = fmt.Sprintf("phase %q: when reads %s, but %q is not an earlier phase: it has not run when the when: is decided", phases[i].Name, reference("phases", ref.Name), ref.Name)
+			message = fmt.Sprintf("phase %q: when reads %s, but %q is not an earlier phase: it has not run when the when: is decided", phases[i].Name, triggers.Reference("phases", ref.Name), ref.Name)
 		} else if near := triggers.Closest(ref.Name, earlier); near != "" {
-			hint = fmt.Sprintf("did you mean %s?", reference("phases", near))
+			hint = fmt.Sprintf("did you mean %s?", triggers.Reference("phases", near))
 		}
 		dec.reportAt(pos, message, hint)
 	}
@@ -866,18 +866,7 @@ func (r *resolver) checkWhenRefs(phases []PhasePlan, i int) {
 
 // stepReference is how an expression reads a step: steps.test, or
 // steps["unit-tests"] when the name is not an identifier.
-func stepReference(name string) string { return reference("steps", name) }
-
-// reference is how an expression reads a name of a map: base.name, or
-// base["the-name"] when the name is not an identifier.
-func reference(base, name string) string {
-	for i, c := range name {
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
-			return fmt.Sprintf("%s[%q]", base, name)
-		}
-	}
-	return base + "." + name
-}
+func stepReference(name string) string { return triggers.Reference("steps", name) }
 
 func (r *resolver) decoderOf(o Origin) *decoder {
 	if o.Layer == LayerSpec && r.fm != nil {
