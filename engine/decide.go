@@ -295,6 +295,11 @@ func (d *decider) start(e Started) {
 	}
 	first := max(d.phaseIndex(e.From), 0)
 	d.skip(0, first)
+	if e.From != "" {
+		// A phase named on the command line runs: the human chose it.
+		d.startPhase(first)
+		return
+	}
 	d.enterPhase(first)
 }
 
@@ -316,7 +321,26 @@ func (d *decider) skip(from, to int) {
 	}
 }
 
+// enterPhase reaches phase i: it starts the first phase from i whose
+// when: holds, and skips those before it; past the last phase the session
+// completes. A when: that fails pauses the session at its phase.
 func (d *decider) enterPhase(i int) {
+	for ; i < len(d.plan.Phases); i++ {
+		run, ok := d.when(i)
+		if !ok {
+			return
+		}
+		if run {
+			d.startPhase(i)
+			return
+		}
+	}
+	d.s.Status = StatusCompleted
+	d.do(Complete{})
+}
+
+// startPhase starts phase i at its first step.
+func (d *decider) startPhase(i int) {
 	s := d.s
 	s.Phase, s.Step, s.Attempt = i, 0, 1
 	s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = 0, 0, 0, 0
@@ -1016,15 +1040,10 @@ func (d *decider) resumed(e Resumed) {
 	case failed:
 		from.Firing = Firing{Reason: ResumedFromFailure, Note: s.FailReason}
 	}
-	if i := d.phaseIndex(e.Phase); i >= 0 {
+	i := d.phaseIndex(e.Phase)
+	if i >= 0 {
 		from.JumpedTo = e.Phase
-		d.skip(s.Phase, i)
-		if failed && i != s.Phase {
-			// The phase left behind failed and stays so in the history.
-			d.record().Status = StatusFailed
-		}
-		s.Phase, s.Step, s.Attempt, s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = i, 0, 1, 0, 0, 0, 0
-		s.Steps, s.Failed = map[string]triggers.StepVars{}, nil
+		d.jump(i, failed)
 	} else if failed || s.AttemptEnded {
 		// The step that failed runs again, as a new attempt of its phase
 		// (with its own transcript).
@@ -1047,7 +1066,26 @@ func (d *decider) resumed(e Resumed) {
 		s.ConsecutiveErrors = 0
 	}
 	s.Pause, s.FailReason, s.Resuming = nil, "", from
+	if i < 0 && rec.Attempts == 0 && d.phase().When != nil {
+		// The phase is reached only now (past a gate, or after its
+		// when: failed): its when: decides whether it runs.
+		d.enterPhase(s.Phase)
+		return
+	}
 	d.startStep()
+}
+
+// jump moves a resumed session to phase i (resume --phase), skipping the
+// phases between; the phase it leaves, when it failed, stays failed in
+// the history.
+func (d *decider) jump(i int, failed bool) {
+	s := d.s
+	d.skip(s.Phase, i)
+	if failed && i != s.Phase {
+		d.record().Status = StatusFailed
+	}
+	s.Phase, s.Step, s.Attempt, s.Errors, s.ConsecutiveErrors, s.PhaseElapsed, s.FilesChanged = i, 0, 1, 0, 0, 0, 0
+	s.Steps, s.Failed = map[string]triggers.StepVars{}, nil
 }
 
 // rewound sets the session back to the start of a phase, paused, as a

@@ -99,6 +99,9 @@ type PhaseReport struct {
 	Summary       string   `json:"summary,omitempty"`
 	// Context is the phase's share of StatusReport.Context.
 	Context ContextAccount `json:"context"`
+	// SkippedBy is the when: that skipped the phase, and the values it
+	// read (see SkippedBy).
+	SkippedBy *Firing `json:"skipped_by,omitempty"`
 }
 
 // Report projects a session's state onto what status prints. Lists are
@@ -126,7 +129,7 @@ func Report(plan *spec.Plan, s State) StatusReport {
 			Duration: p.Duration.Round(time.Millisecond).String(), DurationMS: p.Duration.Milliseconds(), ExitCodes: orEmpty(p.ExitCodes), Retries: p.Retries,
 			Restarts: p.Restarts, Human: p.Human, Fired: orEmpty(p.Fired), FilesChanged: orEmpty(p.Files),
 			HeadBefore: p.HeadBefore, HeadAfter: p.HeadAfter, Checkpoint: p.Checkpoint, NativeSession: p.NativeSession, Notes: orEmpty(p.Notes),
-			Summary: p.Summary}
+			Summary: p.Summary, SkippedBy: SkippedBy(p)}
 		if pr.Status == "" {
 			pr.Status = "pending"
 		}

@@ -70,6 +70,13 @@ Why: {{.}}.{{end}}{{end}}{{with .Note}} ({{if eq $.Reason "checkpoint"}}your che
 {{- with .Summary}}: {{indent 2 .}}{{end}}
 {{- end}}
 {{- end}}
+{{- with .Skipped}}
+
+## Phases skipped (their when: was false)
+{{- range .}}
+- {{.Phase}}: when ({{oneline .When}}){{with .Read}}, with {{.}}{{end}}
+{{- end}}
+{{- end}}
 {{- with .FilesChanged}}
 
 ## Files changed
@@ -474,6 +481,8 @@ func ResumeWhy(plan *spec.Plan, s State, a StartStep) (reason, why, note string)
 			return "restart: " + last.Reason, "The agent's native session could not be resumed (the CLI no longer has it): this is a fresh session.", ""
 		case last.Reason == ReasonAgentChanged:
 			return "restart: " + last.Reason, "The phase's agent changed since its native session was made: this is a fresh session.", last.Note
+		case last.Reason == ReasonWhen && s.Phases[i].Status == StatusSkipped:
+			return "skipped: " + s.Phases[i].Name, fmt.Sprintf("Phase %q was skipped: its when (%s) was false. Go on with this phase.", s.Phases[i].Name, last.Expression), ""
 		case i < len(plan.Phases) && slices.ContainsFunc(plan.Phases[i].RestartWhen, func(t spec.TriggerPlan) bool { return t.Name == last.Reason }):
 			return "restart: " + last.Reason, fmt.Sprintf("The restart policy %q (%s) dropped the agent's native session: this is a fresh session.", last.Reason, last.Expression), last.Note
 		}

@@ -32,7 +32,26 @@ type Env struct {
 	FilesChanged      int                 `expr:"files_changed"`
 	FilesOutOfScope   int                 `expr:"files_out_of_scope"`
 	Spec              map[string]any      `expr:"spec"`
+	// Phases is read only by a phase's when: (kind When), before the
+	// phase runs; the expressions of a running step cannot read it.
+	Phases map[string]PhaseVars `expr:"phases"`
 }
+
+// PhaseVars is what a phase's when: reads of another phase, as
+// phases.<name>.<field>: every phase of the plan is there, "pending"
+// until it is reached.
+type PhaseVars struct {
+	Status       string `expr:"status" json:"status"`
+	FilesChanged int    `expr:"files_changed" json:"files_changed"`
+	Attempts     int    `expr:"attempts" json:"attempts"`
+}
+
+// PhaseFieldNames are the fields of PhaseVars, for hints.
+var PhaseFieldNames = []string{"status", "files_changed", "attempts"}
+
+// WhenVariables are the variables a phase's when: may read: what is known
+// before the phase runs.
+var WhenVariables = []string{"spec", "phases", "files_changed"}
 
 // StepVars is the last result of one named step of the current phase,
 // reachable as steps.<name>.<field>.
@@ -78,6 +97,7 @@ var Variables = []Variable{
 	{"files_changed", "int", "files changed in the work tree since the phase started (git)"},
 	{"files_out_of_scope", "int", "files the last step changed outside the phase's writes globs (git); 0 while a step runs"},
 	{"spec", "map", "the spec's frontmatter: spec.status, spec.priority, spec.tags, or any other key"},
+	{"phases", "map of phase results", "in a phase's when: only: phases.<name>.status (pending, running, paused, completed, skipped, failed), .files_changed, .attempts of every phase of the plan"},
 }
 
 // envFields maps each expr name of Env to its field index.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,6 +31,9 @@ const (
 	Condition Kind = iota
 	// Duration expressions (retry.backoff) produce a duration.
 	Duration
+	// When is a phase's when:, a condition read as the phase is reached,
+	// before it runs: it reads only WhenVariables.
+	When
 )
 
 func (k Kind) String() string {
@@ -49,6 +53,13 @@ type Expression struct {
 	// StepRefs are the names used as steps.<name>, with their offsets in
 	// Source, so a loader can check that each names a real step.
 	StepRefs []StepRef
+	// PhaseRefs are the names used as phases.<name> (in a when:), with
+	// their offsets, so a loader can check that each names an earlier
+	// phase.
+	PhaseRefs []StepRef
+	// SpecRefs are the keys read as spec.<key>, for the record of what a
+	// when: read.
+	SpecRefs []StepRef
 	// Locate, when the loader sets it, says where in its file the
 	// character at a rune offset of Source was written (file:line:col),
 	// so that a run-time error points into the file, not into the
@@ -150,7 +161,7 @@ func Compile(source string, kind Kind) (*Expression, error) {
 			Hint: "split it into several triggers, or use fewer brackets and prefix operators"}
 	}
 	options := append([]expr.Option{expr.Env(Env{}), durationFunction, dateFunction}, disabledBuiltins...)
-	if kind == Condition {
+	if kind != Duration {
 		options = append(options, expr.AsBool())
 	}
 	program, err := expr.Compile(text, options...)
@@ -165,8 +176,12 @@ func Compile(source string, kind Kind) (*Expression, error) {
 	}
 	e := &Expression{Source: source, Kind: kind, program: program, literal: text != source}
 	if text == source {
-		var refused *refusal
-		e.Reads, e.StepRefs, refused = inspect(program.Node())
+		v := inspect(program.Node())
+		e.Reads, e.StepRefs, e.PhaseRefs, e.SpecRefs = v.reads, v.refs, v.phaseRefs, v.specRefs
+		refused := v.refused
+		if refused == nil {
+			refused = v.outOfScope(kind)
+		}
 		if refused == nil {
 			refused = constantFailure(program.Node())
 		}
@@ -267,6 +282,9 @@ func hintFor(kind Kind) string {
 	if kind == Duration {
 		return `write a duration such as 10s, or an expression such as duration("10s") * consecutive_errors`
 	}
+	if kind == When {
+		return `write a condition such as spec.priority != "low" or phases.design.files_changed > 0`
+	}
 	return "write a condition such as tokens > 15000 or exit_code != 0"
 }
 
@@ -294,6 +312,7 @@ var (
 	unexpectedToken = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^unexpected token \w+\(("(?:[^"\\]|\\.)*")\)$`) })
 	stepField       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^type triggers\.StepVars has no field (\S+)`) })
 	stepFieldNames  = []string{"exit_code", "timed_out", "tokens", "cost_usd", "elapsed", "output", "ran"}
+	phaseField      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^type triggers\.PhaseVars has no field (\S+)`) })
 )
 
 func compileError(err error, source string, kind Kind) error {
@@ -342,18 +361,11 @@ func compileError(err error, source string, kind Kind) error {
 			break
 		}
 		ce.Message = fmt.Sprintf("unknown variable %q", name)
-		if near := Closest(name, VariableNames()); near != "" {
-			ce.Hint = fmt.Sprintf("did you mean %q?", near)
-		} else {
-			ce.Hint = "see docs/expressions.md for the variables an expression can read"
-		}
+		ce.Hint = unknownVariableHint(name, kind)
 	case stepField().MatchString(fe.Message):
-		name := stepField().FindStringSubmatch(fe.Message)[1]
-		ce.Message = fmt.Sprintf("a step has no field %q", name)
-		ce.Hint = "a step has " + strings.Join(stepFieldNames, ", ")
-		if near := Closest(name, stepFieldNames); near != "" {
-			ce.Hint = fmt.Sprintf("did you mean %q? (%s)", near, ce.Hint)
-		}
+		unknownField(ce, "step", stepField().FindStringSubmatch(fe.Message)[1], stepFieldNames)
+	case phaseField().MatchString(fe.Message):
+		unknownField(ce, "phase", phaseField().FindStringSubmatch(fe.Message)[1], PhaseFieldNames)
 	case strings.HasPrefix(fe.Message, "bad number syntax: "):
 		badNumber(ce, source, fe.From)
 	case undefinedIndex().MatchString(fe.Message), noField().MatchString(fe.Message), elementOf().MatchString(fe.Message):
@@ -370,10 +382,48 @@ func compileError(err error, source string, kind Kind) error {
 	return ce
 }
 
+// unknownVariableHint is what a name no expression knows may have meant:
+// a variable like it, or, in a when:, a key of the spec.
+func unknownVariableHint(name string, kind Kind) string {
+	names := VariableNames()
+	if kind == When {
+		names = WhenVariables
+	}
+	switch near := Closest(name, names); {
+	case near != "":
+		return fmt.Sprintf("did you mean %q?", near)
+	case kind == When:
+		return fmt.Sprintf("a key of the spec's frontmatter is read as %s; a when: reads spec, phases.<name> and files_changed", Reference("spec", name))
+	}
+	return "see docs/expressions.md for the variables an expression can read"
+}
+
+// Reference is how an expression reads a key of a map: base.key, or
+// base["the-key"] when the key is not an identifier.
+func Reference(base, key string) string {
+	for i, c := range key {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return fmt.Sprintf("%s[%q]", base, key)
+		}
+	}
+	return base + "." + key
+}
+
+// unknownField says that a step's or a phase's result (what) has no field
+// name, and which fields it has.
+func unknownField(ce *CompileError, what, name string, fields []string) {
+	ce.Message = fmt.Sprintf("a %s has no field %q", what, name)
+	ce.Hint = fmt.Sprintf("a %s has %s", what, strings.Join(fields, ", "))
+	if near := Closest(name, fields); near != "" {
+		ce.Hint = fmt.Sprintf("did you mean %q? (%s)", near, ce.Hint)
+	}
+}
+
 // goTypes are the names of Go types that expr's messages use, and what a
 // reader of phases.yaml calls them; the longest first.
 var goTypes = strings.NewReplacer(
 	"map[string]triggers.StepVars", "steps (step results by name)",
+	"map[string]triggers.PhaseVars", "phases (phase results by name)", "triggers.PhaseVars", "a phase result",
 	"map[string]interface {}", "a map", "interface {}", "a value of any type",
 	"triggers.StepVars", "a step result", "time.Duration", "duration", "float64", "float")
 
@@ -560,25 +610,56 @@ type refusal struct {
 	hint    string
 }
 
-// inspect finds the variables an expression reads, its steps.<name>
-// references, and the first part refused: a constant duration("...")
-// argument that does not parse, or a call of .Local().
-func inspect(root ast.Node) (reads []string, refs []StepRef, refused *refusal) {
-	v := &inspector{seen: map[string]bool{}}
+// inspect finds the variables an expression reads, where each is first
+// read, its steps.<name> and phases.<name> references, and the first part
+// refused: a constant duration("...") argument that does not parse, or a
+// call of .Local().
+func inspect(root ast.Node) *inspector {
+	v := &inspector{seen: map[string]bool{}, first: map[string]ast.Node{}}
 	ast.Walk(&root, v)
 	if v.seen["$env"] {
 		// $env["name"] can read anything: claim every variable.
 		v.reads = VariableNames()
 	}
 	sort.Strings(v.reads)
-	return v.reads, v.refs, v.refused
+	return v
 }
 
 type inspector struct {
-	seen    map[string]bool
-	reads   []string
-	refs    []StepRef
-	refused *refusal
+	seen      map[string]bool
+	first     map[string]ast.Node
+	reads     []string
+	refs      []StepRef
+	phaseRefs []StepRef
+	specRefs  []StepRef
+	refused   *refusal
+}
+
+// outOfScope refuses a variable the kind of expression cannot read: a
+// when: is decided before its phase runs, so it reads only what is known
+// then (WhenVariables); the phases a when: reads are not known to a
+// running step's expressions.
+func (v *inspector) outOfScope(kind Kind) *refusal {
+	if v.seen["$env"] {
+		if kind != When {
+			return nil
+		}
+		return &refusal{at: v.first["$env"], message: "a phase's when: cannot read $env: it is decided before the phase runs, when most variables are not known",
+			hint: "read spec, phases and files_changed by name"}
+	}
+	for _, name := range v.reads {
+		switch {
+		case kind == When && !slices.Contains(WhenVariables, name):
+			return &refusal{at: v.first[name],
+				message: fmt.Sprintf("a phase's when: is decided before the phase runs: %s is not known then", name),
+				hint:    "a when: reads spec (the spec's frontmatter), phases.<name>.status, .files_changed, .attempts (earlier phases) and files_changed (files the session changed so far)"}
+		case kind != When && name == "phases":
+			return &refusal{at: v.first[name],
+				message: "phases is read only by a phase's when:",
+				hint:    "while a step runs, read its phase's own results: steps.<name>, files_changed, attempt"}
+		}
+	}
+	return nil
 }
 
 func (v *inspector) refuse(at ast.Node, message, hint string) {
@@ -592,6 +673,7 @@ func (v *inspector) Visit(node *ast.Node) {
 	case *ast.IdentifierNode:
 		if !v.seen[n.Value] {
 			v.seen[n.Value] = true
+			v.first[n.Value] = n
 			v.reads = append(v.reads, n.Value)
 		}
 	case *ast.CallNode:
@@ -617,11 +699,18 @@ func (v *inspector) Visit(node *ast.Node) {
 			return
 		}
 		id, ok := n.Node.(*ast.IdentifierNode)
-		if !ok || id.Value != "steps" {
+		if !ok {
 			return
 		}
-		if name, ok := n.Property.(*ast.StringNode); ok {
+		name, ok := n.Property.(*ast.StringNode)
+		switch {
+		case !ok:
+		case id.Value == "steps":
 			v.refs = append(v.refs, StepRef{Name: name.Value, Offset: n.Property.Location().From})
+		case id.Value == "phases":
+			v.phaseRefs = append(v.phaseRefs, StepRef{Name: name.Value, Offset: n.Property.Location().From})
+		case id.Value == "spec":
+			v.specRefs = append(v.specRefs, StepRef{Name: name.Value, Offset: n.Property.Location().From})
 		}
 	}
 }

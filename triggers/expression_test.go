@@ -36,6 +36,16 @@ func TestCompileErrors(t *testing.T) {
 		{"exit_code = 0", triggers.Condition, 1, 10, `unexpected "="`, "compare with =="},
 		{`output contains "FAIL`, triggers.Condition, 1, 16, "the text opened here is never closed", "close it"},
 		{"phase == 'a' &&\n  output contains 'it\\'s", triggers.Condition, 2, 18, "never closed", ""},
+		// A when: reads only what is known before its phase runs; the
+		// other expressions cannot read phases.
+		{`spec.priority == "low" && tokens > 5`, triggers.When, 1, 26, "tokens is not known then", "phases.<name>.status"},
+		{`$env["spec"] != nil`, triggers.When, 1, 0, "cannot read $env", "by name"},
+		{`priority == "low"`, triggers.When, 1, 0, `unknown variable "priority"`, "read as spec.priority"},
+		{`phase == "docs"`, triggers.When, 1, 0, "phase is not known then", ""},
+		{`phasess.build.status == "done"`, triggers.When, 1, 0, `unknown variable "phasess"`, `did you mean "phases"?`},
+		{`phases.design.status == "completed"`, triggers.Condition, 1, 0, "phases is read only by a phase's when:", "steps.<name>"},
+		{`phases.design.stauts == "completed"`, triggers.When, 1, 14, `a phase has no field "stauts"`, `did you mean "status"`},
+		{`files_changed`, triggers.When, 1, 0, "must give true or false", `spec.priority != "low"`},
 		// The 101st level: expr's parser recurses at each, before it counts
 		// parts.
 		{strings.Repeat("(", 100_000) + "tokens" + strings.Repeat(")", 100_000) + " > 0", triggers.Condition, 1, 100, "the expression nests more than 100 levels deep here", "split it"},
@@ -155,7 +165,11 @@ func TestReadsAndStepRefs(t *testing.T) {
 // Every variable of the documentation exists in Env, and the reverse.
 func TestVariablesMatchEnv(t *testing.T) {
 	for _, v := range triggers.Variables {
-		if _, err := triggers.Compile(v.Name+" == "+v.Name, triggers.Condition); err != nil {
+		kind := triggers.Condition
+		if v.Name == "phases" {
+			kind = triggers.When // read by a when: only
+		}
+		if _, err := triggers.Compile(v.Name+" == "+v.Name, kind); err != nil {
 			t.Errorf("documented variable %s: %v", v.Name, err)
 		}
 	}
@@ -354,5 +368,32 @@ func TestIssue9RunTimeErrorIsPlaced(t *testing.T) {
 	m := triggers.NewMonitor([]triggers.Named{{Name: "spin", Expr: e}})
 	if _, err := m.Check(); err == nil || !strings.HasPrefix(err.Error(), "pause_when.spin: phases.yaml:offset 23: ") {
 		t.Errorf("Monitor.Check gave %v, want the placed error", err)
+	}
+}
+
+// A when: compiles against spec, phases and files_changed, and says which
+// phases and spec keys it reads, with their offsets.
+func TestWhenReads(t *testing.T) {
+	e, err := triggers.Compile(`spec.priority != "low" && phases.design.files_changed > 0 || phases["unit-tests"].status == "skipped" || files_changed > 3`, triggers.When)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(e.Reads, ","); got != "files_changed,phases,spec" {
+		t.Errorf("reads %s", got)
+	}
+	if len(e.PhaseRefs) != 2 || e.PhaseRefs[0].Name != "design" || e.PhaseRefs[0].Offset != 33 || e.PhaseRefs[1].Name != "unit-tests" {
+		t.Errorf("phase refs %+v", e.PhaseRefs)
+	}
+	if len(e.SpecRefs) != 1 || e.SpecRefs[0].Name != "priority" {
+		t.Errorf("spec refs %+v", e.SpecRefs)
+	}
+	env := &triggers.Env{Spec: map[string]any{"priority": "high"}, FilesChanged: 1,
+		Phases: map[string]triggers.PhaseVars{"design": {Status: "completed", FilesChanged: 2}, "unit-tests": {Status: "pending"}}}
+	if yes, err := e.Eval(env); err != nil || !yes {
+		t.Errorf("Eval = %v, %v; want true", yes, err)
+	}
+	env.Phases["design"] = triggers.PhaseVars{Status: "completed"}
+	if yes, err := e.Eval(env); err != nil || yes {
+		t.Errorf("Eval with no files changed = %v, %v; want false", yes, err)
 	}
 }

@@ -133,6 +133,9 @@ func printPlan(w io.Writer, plan *spec.Plan) error {
 func phaseRows(row func(indent, label, value string, from spec.Origin), i int, p spec.PhasePlan) {
 	row("", fmt.Sprintf("%d. %s", i+1, p.Name), "", p.From)
 	row("   ", "prompt", short(p.Prompt.Value), p.Prompt.From)
+	if p.When != nil {
+		exprRow(row, "when", *p.When)
+	}
 	for _, s := range p.Steps {
 		if s.Agent != nil {
 			row("   ", "step "+s.Name, "agent: "+describeAgent(s.Agent.Value), s.Agent.From)

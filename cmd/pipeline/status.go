@@ -178,6 +178,7 @@ func printStatus(w io.Writer, ls liveStatus, verbose bool) error {
 	writeWhy(tw, r, safe)
 	fmt.Fprintf(tw, "phase\t%s, step %s, attempt %d\n", safe(r.Phase), safe(r.Step), r.Attempt)
 	fmt.Fprintf(tw, "usage\t%d tokens, $%.4f, %s\n", r.Tokens, r.CostUSD, r.Elapsed)
+	writeSkipped(tw, r, safe)
 	if l := ls.Live; l != nil {
 		fmt.Fprintf(tw, "step\t%s running for %s, %d tokens (live, updated %s)\n", safe(l.Step), l.StepElapsed, l.StepTokens,
 			l.Updated.Local().Format("15:04:05"))
@@ -260,6 +261,25 @@ func writePhaseHistory(b *bytes.Buffer, r engine.StatusReport, safe func(string)
 		}
 	}
 
+}
+
+// writeSkipped writes each phase a false when: skipped, and why.
+func writeSkipped(tw io.Writer, r engine.StatusReport, safe func(string) string) {
+	for _, p := range r.Phases {
+		if p.SkippedBy != nil {
+			fmt.Fprintf(tw, "skipped\t%s: %s\n", safe(p.Name), safe(describeSkip(*p.SkippedBy)))
+		}
+	}
+}
+
+// describeSkip says why a phase's when: skipped it: "when (spec.priority
+// == "low") was false, with spec.priority=high".
+func describeSkip(f engine.Firing) string {
+	text := fmt.Sprintf("when (%s) was false", f.Expression)
+	if read := engine.FlatValues(f.Values); len(read) > 0 {
+		text += ", with " + strings.Join(read, ", ")
+	}
+	return text
 }
 
 // describeContextAccount says what the resume contexts sent stood for:

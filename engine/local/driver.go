@@ -247,6 +247,7 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 		if r.d.Verbose {
 			r.sayFired(before, state)
 		}
+		r.saySkipped(before, state)
 		for _, a := range actions {
 			switch a := a.(type) {
 			case engine.Checkpoint, engine.TakeMemory, engine.RunHooks:
@@ -390,6 +391,21 @@ func (r *run) handleAll(firings []engine.TriggerFired, handle func(engine.Event)
 		}
 	}
 	return false
+}
+
+// saySkipped says each phase a false when: skipped between two states.
+func (r *run) saySkipped(before, after engine.State) {
+	for i, rec := range after.Phases {
+		f := engine.SkippedBy(rec)
+		if f == nil || (i < len(before.Phases) && engine.SkippedBy(before.Phases[i]) != nil) {
+			continue
+		}
+		read := ""
+		if values := engine.FlatValues(f.Values); len(values) > 0 {
+			read = ", with " + strings.Join(values, ", ")
+		}
+		r.say("phase %s skipped: when (%s) is false%s", rec.Name, f.Expression, read)
+	}
 }
 
 // sayFired says the triggers that fired between two states, once each: a

@@ -134,6 +134,9 @@ func resumeInput(plan *spec.Plan, x *store.Session, s engine.State, a engine.Sta
 	in.Failed = a.Failed
 	for i, rec := range s.Phases {
 		switch {
+		case i < a.Phase && engine.SkippedBy(rec) != nil:
+			f := engine.SkippedBy(rec)
+			in.Skipped = append(in.Skipped, spec.SkippedPhase{Phase: rec.Name, When: f.Expression, Read: strings.Join(engine.FlatValues(f.Values), ", ")})
 		case i < a.Phase && rec.Status == engine.StatusCompleted:
 			in.Done = append(in.Done, engine.DoneItem{Phase: rec.Name, Summary: rec.Summary, Passed: true,
 				Attempts: rec.Attempts, ExitCodes: rec.ExitCodes})

@@ -507,8 +507,11 @@ func fields(t reflect.Type) []field {
 			continue
 		}
 		kind := triggers.Condition
-		if f.Tag.Get("kind") == "duration" {
+		switch f.Tag.Get("kind") {
+		case "duration":
 			kind = triggers.Duration
+		case "when":
+			kind = triggers.When
 		}
 		var oneOf []string
 		if words := f.Tag.Get("oneof"); words != "" {
@@ -814,8 +817,11 @@ func (d *decoder) decodeExpr(node ast.Node, out *Expr, path string, kind trigger
 	switch node.(type) {
 	case *ast.SequenceNode, *ast.MappingNode, *ast.MappingValueNode:
 		hint := "write one condition, such as tokens > 15000; join several with && or ||"
-		if kind == triggers.Duration {
+		switch kind {
+		case triggers.Duration:
 			hint = `write one duration, such as 10s, or an expression such as duration("10s") * consecutive_errors`
+		case triggers.When:
+			hint = `write one condition, such as spec.priority != "low"; join several with && or ||`
 		}
 		d.reportNode(node, fmt.Sprintf("%s must be an expression, not %s", path, describe(node)), hint)
 		return

@@ -322,6 +322,40 @@ var malformedCases = []malformedCase{
 		// Just past the last character, where the operand is missing.
 		wants: []malformedProblem{{line: 5, col: 28, msg: "phases[0].done_when:"}},
 	},
+	// A phase's when: reads only what is known before the phase runs.
+	{
+		name:  "when reading a variable of a running step",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    when: tokens > 5\n",
+		wants: []malformedProblem{{line: 5, col: 11, msg: "phases[0].when: a phase's when: is decided before the phase runs: tokens is not known then", hint: "phases.<name>.status"}},
+	},
+	{
+		name:  "when written as a list",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    when: [spec.priority]\n",
+		wants: []malformedProblem{{line: 5, col: 11, msg: "phases[0].when must be an expression, not a list", hint: `spec.priority != "low"`}},
+	},
+	{
+		name: "when reading a later phase",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    when: phases.docs.status == \"completed\"\n  - name: docs\n",
+		wants: []malformedProblem{{line: 5, col: 18, msg: `phase "build": when reads phases.docs, but "docs" is not an earlier phase`,
+			hint: "this is the first phase"}},
+	},
+	{
+		name: "when reading a misspelt phase",
+		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n  - name: docs\n    when: phases.biuld.files_changed > 0\n",
+		wants: []malformedProblem{{line: 6, col: 18, msg: `phase "docs": when reads phases.biuld, but no phase is named "biuld"`,
+			hint: "did you mean phases.build?"}},
+	},
+	{
+		name:  "when of a phase in the spec with a single equals sign",
+		yaml:  specHeader,
+		spec:  "---\npipeline:\n  phases:\n    - name: build\n      when: spec.priority = 1\n---\n",
+		wants: []malformedProblem{{file: "spec.md", line: 5, col: 27, msg: `pipeline.phases[0].when: unexpected "="`, hint: "compare with =="}},
+	},
+	{
+		name:  "pause_when reading phases",
+		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    pause_when: {x: phases.build.status == \"done\"}\n",
+		wants: []malformedProblem{{line: 5, col: 21, msg: "phases is read only by a phase's when:"}},
+	},
 	{
 		name:  "condition that is not true or false",
 		yaml:  "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\n    done_when: exit_code + 1\n",

@@ -152,7 +152,7 @@ type Commands []string
 
 // ResumeContext configures the resume context.
 type ResumeContext struct {
-	Template string `yaml:"template" json:"template,omitempty" kind:"template" jsonschema_description:"a Go text/template rendered with the session: .Phase, .Step, .Attempt, .Reason, .Note, .Done, .FilesChanged, .NextSteps, .HumanNotes, .SpecPath, .SpecDiff, .SpecFrontmatter (see README)"`
+	Template string `yaml:"template" json:"template,omitempty" kind:"template" jsonschema_description:"a Go text/template rendered with the session: .Phase, .Step, .Attempt, .Reason, .Note, .Done, .Skipped, .FilesChanged, .NextSteps, .HumanNotes, .SpecPath, .SpecDiff, .SpecFrontmatter (see README)"`
 	Budget   int    `yaml:"budget" json:"budget,omitempty" jsonschema_description:"the most tokens it may take; default 3000"`
 }
 
@@ -216,6 +216,8 @@ type Phase struct {
 	Steps    []Step `yaml:"steps" json:"steps,omitempty" jsonschema_description:"what the phase runs; without steps, one agent step with the phase prompt"`
 	Policy   `yaml:",inline"`
 	DoneWhen *Expr `yaml:"done_when" json:"done_when,omitempty" jsonschema_description:"condition, after the steps, for the phase to be done; when false the steps run again as a new attempt"`
+	// When decides, as the phase is reached, whether it runs at all.
+	When *Expr `yaml:"when" json:"when,omitempty" kind:"when" jsonschema_description:"condition, as the phase is reached, for it to run; when false the phase is skipped, with the expression and the values it read recorded. It reads spec (the spec's frontmatter), phases.<name>.status, .files_changed and .attempts of earlier phases, and files_changed (files the session changed so far), such as spec.priority != \"low\""`
 }
 
 // Step is one step of a phase: an agent step or a run step.

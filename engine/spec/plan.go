@@ -148,6 +148,9 @@ type PhasePlan struct {
 	// Writes is the write scope: nil when the phase may change anything.
 	Writes       *Setting[[]string] `json:"writes,omitempty"`
 	OnOutOfScope Setting[string]    `json:"on_out_of_scope"`
+	// When is the phase's when:, nil when no layer writes one: the
+	// phase always runs.
+	When *Setting[*Expr] `json:"when,omitempty"`
 }
 
 // RetryPlan is the retry policy of a phase.
@@ -409,6 +412,7 @@ func (r *resolver) plan() *Plan {
 		}
 		plan.Phases = append(plan.Phases, phase)
 	}
+	r.checkPhaseRefs(plan.Phases)
 	for _, phase := range p.Phases {
 		plan.FilePhases = append(plan.FilePhases, phase.Name)
 	}
@@ -583,6 +587,9 @@ func (r *resolver) phase(s phaseSource, defaults []policyLayer, defaultAgent Set
 		}
 		if w.DoneWhen != nil {
 			plan.DoneWhen = &Setting[*Expr]{w.DoneWhen, origins[i]("done_when")}
+		}
+		if w.When != nil {
+			plan.When = &Setting[*Expr]{w.When, origins[i]("when")}
 		}
 	}
 	if s.prompt != nil {
@@ -814,16 +821,52 @@ func (r *resolver) checkStepRefs(plan PhasePlan) {
 	}
 }
 
-// stepReference is how an expression reads a step: steps.test, or
-// steps["unit-tests"] when the name is not an identifier.
-func stepReference(name string) string {
-	for i, c := range name {
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
-			return fmt.Sprintf("steps[%q]", name)
+// checkPhaseRefs reports each phases.<name> in a phase's when: that names
+// no earlier phase.
+func (r *resolver) checkPhaseRefs(phases []PhasePlan) {
+	for i := range phases {
+		r.checkWhenRefs(phases, i)
+	}
+}
+
+// checkWhenRefs reports a phases.<name> in the when: of phases[i] that
+// names no earlier phase: a later phase, or the phase itself, has not run
+// when the when: is decided, and a name of no phase is a mistake.
+func (r *resolver) checkWhenRefs(phases []PhasePlan, i int) {
+	when := phases[i].When
+	if when == nil || when.Value.Compiled == nil {
+		return
+	}
+	var earlier, all []string
+	for j, p := range phases {
+		all = append(all, p.Name)
+		if j < i {
+			earlier = append(earlier, p.Name)
 		}
 	}
-	return "steps." + name
+	dec := r.decoderOf(when.From)
+	for _, ref := range when.Value.Compiled.PhaseRefs {
+		if slices.Contains(earlier, ref.Name) || dec.problems.full() {
+			continue
+		}
+		pos := dec.exprPositions(*when.Value, []int{ref.Offset})[0]
+		message := fmt.Sprintf("phase %q: when reads %s, but no phase is named %q", phases[i].Name, triggers.Reference("phases", ref.Name), ref.Name)
+		hint := "earlier phases: " + strings.Join(earlier, ", ")
+		if len(earlier) == 0 {
+			hint = "this is the first phase: its when: can read spec and files_changed, no phase has run before it"
+		}
+		if slices.Contains(all, ref.Name) {
+			message = fmt.Sprintf("phase %q: when reads %s, but %q is not an earlier phase: it has not run when the when: is decided", phases[i].Name, triggers.Reference("phases", ref.Name), ref.Name)
+		} else if near := triggers.Closest(ref.Name, earlier); near != "" {
+			hint = fmt.Sprintf("did you mean %s?", triggers.Reference("phases", near))
+		}
+		dec.reportAt(pos, message, hint)
+	}
 }
+
+// stepReference is how an expression reads a step: steps.test, or
+// steps["unit-tests"] when the name is not an identifier.
+func stepReference(name string) string { return triggers.Reference("steps", name) }
 
 func (r *resolver) decoderOf(o Origin) *decoder {
 	if o.Layer == LayerSpec && r.fm != nil {

@@ -19,15 +19,17 @@ import (
 // template against it, and the engine (which cannot be imported here)
 // renders with it.
 type ResumeInput struct {
-	Pipeline     string
-	Phase        string     // the phase being resumed
-	Step         string     // the step being resumed
-	Attempt      int        // the attempt of the phase, from 1
-	Reason       string     // why it paused / restarted, as status names it: "checkpoint", "phase-complete", "runner-died", "restart: context"
-	Why          string     // the same said in a sentence for the agent, with a resume --phase jump
-	Note         string     // checkpoint note or pause note
-	Done         []DoneItem // phases completed so far, and the work of the current phase so far
-	FilesChanged []string   // from git, may be long
+	Pipeline string
+	Phase    string     // the phase being resumed
+	Step     string     // the step being resumed
+	Attempt  int        // the attempt of the phase, from 1
+	Reason   string     // why it paused / restarted, as status names it: "checkpoint", "phase-complete", "runner-died", "restart: context"
+	Why      string     // the same said in a sentence for the agent, with a resume --phase jump
+	Note     string     // checkpoint note or pause note
+	Done     []DoneItem // phases completed so far, and the work of the current phase so far
+	// Skipped are the earlier phases a false when: skipped.
+	Skipped      []SkippedPhase
+	FilesChanged []string // from git, may be long
 	// HumanChanges are the files the work tree changed in while the
 	// session was paused (since its pause checkpoint): a human's edits.
 	HumanChanges []string
@@ -79,6 +81,12 @@ type DoneItem struct {
 	// result of each step of the current phase, by name.
 	ExitCodes []int
 	Steps     []StepExit
+}
+
+// SkippedPhase is a phase its when: skipped: the expression, and the
+// values it read as name=value.
+type SkippedPhase struct {
+	Phase, When, Read string
 }
 
 // StepExit is how a step of the current phase last ended.

@@ -59,6 +59,8 @@ type Want struct {
 	Hooks    []string
 	PinSeen  bool
 	Reverted []string
+	// Skipped are the phases a false when: skipped.
+	Skipped []string
 }
 
 // Seen is what a runner saw of a run besides its final state.
@@ -147,6 +149,27 @@ phases:
 			return exit(map[bool]int{true: 0, false: 1}[a.Attempt >= 2])
 		},
 		Want: Want{Status: engine.StatusCompleted, Attempts: 2},
+	},
+	{
+		// Issue 27: a when: is decided as its phase is reached, from
+		// the phases before it.
+		Name: "a phase whose when: is false is skipped",
+		YAML: `version: 1
+phases:
+  - name: build
+    steps:
+      - run: "true"
+  - name: docs
+    when: phases.build.attempts > 1
+    steps:
+      - run: exit 9
+  - name: test
+    when: phases.build.status == "completed" && phases.docs.status == "skipped"
+    steps:
+      - run: "true"
+`,
+		Script: func(a engine.StartStep) engine.StepResult { return exit(map[bool]int{true: 9, false: 0}[a.Phase == 1]) },
+		Want:   Want{Status: engine.StatusCompleted, Attempts: 1, Skipped: []string{"docs"}},
 	},
 	{
 		Name: "a checkpoint pauses",
@@ -266,9 +289,14 @@ func (c Case) Check(s engine.State, seen Seen) string {
 		got.Attempts, got.Restarts = s.Phases[0].Attempts, s.Phases[0].Restarts
 	}
 	got.Reverted = reverted(s, w.Reverted)
+	for _, rec := range s.Phases {
+		if engine.SkippedBy(rec) != nil {
+			got.Skipped = append(got.Skipped, rec.Name)
+		}
+	}
 	if got.Status != w.Status || got.Reason != w.Reason || got.Attempts != w.Attempts || got.Restarts != w.Restarts ||
 		got.PinSeen != w.PinSeen || !slices.Equal(got.Backoffs, w.Backoffs) || !slices.Equal(got.Refs, w.Refs) ||
-		!slices.Equal(got.Hooks, w.Hooks) || !slices.Equal(got.Reverted, w.Reverted) {
+		!slices.Equal(got.Hooks, w.Hooks) || !slices.Equal(got.Reverted, w.Reverted) || !slices.Equal(got.Skipped, w.Skipped) {
 		text := describe(got, w)
 		if s.Pause != nil && s.Pause.Note != "" {
 			text += "; the pause's note: " + s.Pause.Note
