@@ -1,12 +1,15 @@
 package ui_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -274,5 +277,48 @@ func TestServerGuards(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer s3cret")
 	if res, _ := http.DefaultClient.Do(req); res.StatusCode != 200 {
 		t.Errorf("with Authorization: Bearer: %s, want 200", res.Status)
+	}
+}
+
+// pipeline ui refuses an address beyond loopback without --allow-remote
+// (exit 2, and it listens on nothing); with it, the URL it prints carries
+// the access token, which every request then needs.
+func TestUICommandAddress(t *testing.T) {
+	dir := project(t)
+	cmd := exec.Command(binary, "ui", "--addr", "0.0.0.0:0")
+	cmd.Dir = dir
+	out, _ := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "--addr 0.0.0.0:0 is not a loopback address") ||
+		!strings.Contains(string(out), "--allow-remote") {
+		t.Errorf("pipeline ui --addr 0.0.0.0:0: exit %d, %q; want exit 2 saying why and the way out", code, out)
+	}
+	cmd = exec.Command(binary, "ui", "--addr", "127.0.0.1:0", "--allow-remote")
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), "PIPELINE_UI_TOKEN=tok3n")
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	}()
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	url := regexp.MustCompile(`http://\S+\?token=tok3n`).FindString(line)
+	if url == "" {
+		t.Fatalf("pipeline ui --allow-remote printed %q: want its URL with ?token=tok3n", line)
+	}
+	base, _, _ := strings.Cut(url, "?")
+	for _, c := range []struct {
+		url  string
+		want int
+	}{{base + "api/sessions", http.StatusUnauthorized}, {url, http.StatusOK}} {
+		res, err := http.Get(c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != c.want {
+			t.Errorf("GET %s: %s, want %d", c.url, res.Status, c.want)
+		}
 	}
 }
