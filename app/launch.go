@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -63,9 +64,18 @@ type RunnerFailedError struct {
 	JSONPath, Log string
 }
 
+// Error is the runner's own error when it printed one (-o json), else
+// where its output is.
 func (e *RunnerFailedError) Error() string {
+	var report ErrorReport
+	if content, err := os.ReadFile(e.JSONPath); err == nil && json.Unmarshal(content, &report) == nil && report.Error != "" {
+		return report.Error
+	}
 	return fmt.Sprintf("the runner ended with exit code %d before it held a session; its output: %s", e.Code, e.Log)
 }
+
+// ExitCode is the runner's.
+func (e *RunnerFailedError) ExitCode() int { return e.Code }
 
 // LaunchRunner starts the pipeline binary as a runner of its own: a new
 // session (setsid) and so a process group of its own, standard input

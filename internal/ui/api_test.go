@@ -322,3 +322,21 @@ func TestUICommandAddress(t *testing.T) {
 		}
 	}
 }
+
+// A runner that fails before it holds the session (here: phases.yaml
+// broken since the pause) is the answer's error, with its message and
+// exit code, not a runner left to find.
+func TestAPIResumeSaysWhyTheRunnerFailed(t *testing.T) {
+	dir := project(t)
+	id := pausedSession(t, dir)
+	srv, hs := serve(t, ui.Options{Root: dir})
+	if err := os.WriteFile(filepath.Join(dir, "phases.yaml"), []byte("version: 1\nphases: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := post(t, hs.URL+"/api/sessions/"+id+"/resume", map[string]string{ui.TokenHeader: srv.Token()}, `{}`)
+	msg, _ := out["error"].(string)
+	if code != http.StatusBadRequest || out["exit_code"] != float64(2) || msg == "" || strings.Contains(msg, "before it held a session") {
+		t.Errorf("resume with a broken phases.yaml: %d %v; want 400, exit code 2 and the runner's own message", code, out)
+	}
+	t.Logf("the answer: %s", msg)
+}

@@ -7,43 +7,31 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/fsnotify/fsnotify"
-
 	"github.com/pipeline-dev/pipeline/app"
-	"github.com/pipeline-dev/pipeline/engine"
-	"github.com/pipeline-dev/pipeline/engine/store"
 )
 
 // change is one line of GET /api/events: a session whose status, phase
 // or pause reason changed (or that is new).
-type change struct {
-	ID          string `json:"id"`
-	Status      string `json:"status"`
-	Phase       string `json:"phase,omitempty"`
-	PauseReason string `json:"pause_reason,omitempty"`
-}
+type change = app.SessionState
 
-// events follow the stores below the root as the MCP server's
-// subscriptions do: each write of a store's index.tsv (every change of a
-// session's state appends a line) or of a lock (a runner taking or
-// letting go a session) reads the store's sessions again, and each one
-// that changed is sent to every open stream.
+// events follow the stores below the root (app.StoreWatcher, as the MCP
+// server's subscriptions do): on each change of a store, its sessions are
+// read again, and each one that changed is sent to every open stream.
 type events struct {
+	w       *app.StoreWatcher
 	mu      sync.Mutex
-	w       *fsnotify.Watcher
 	stores  map[string]map[string]change
 	streams map[chan change]bool
 	done    chan struct{}
 }
 
 func newEvents(root string) (*events, error) {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
+	e := &events{stores: map[string]map[string]change{}, streams: map[chan change]bool{}, done: make(chan struct{})}
+	var err error
+	if e.w, err = app.NewStoreWatcher(e.changed); err != nil {
 		return nil, err
 	}
-	e := &events{w: w, stores: map[string]map[string]change{}, streams: map[chan change]bool{}, done: make(chan struct{})}
 	e.follow(root)
-	go e.loop()
 	return e, nil
 }
 
@@ -53,50 +41,22 @@ func (e *events) follow(root string) {
 	if err != nil {
 		return
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	for _, dir := range dirs {
 		dir = filepath.Clean(dir)
-		if _, ok := e.stores[dir]; ok {
-			continue
+		// Read before it is watched: a change from then on is told.
+		states := app.SessionStates(dir)
+		e.mu.Lock()
+		if _, ok := e.stores[dir]; !ok {
+			e.stores[dir] = states
 		}
-		if err := e.w.Add(dir); err != nil {
-			continue
-		}
-		e.w.Add(filepath.Join(dir, "locks"))
-		e.stores[dir] = statesOf(dir)
-	}
-}
-
-func (e *events) loop() {
-	for {
-		select {
-		case ev, ok := <-e.w.Events:
-			if !ok {
-				return
-			}
-			dir := filepath.Dir(ev.Name)
-			switch {
-			case filepath.Base(ev.Name) == store.IndexName:
-			case filepath.Base(dir) == "locks":
-				dir = filepath.Dir(dir)
-			default:
-				continue
-			}
-			e.changed(dir)
-		case _, ok := <-e.w.Errors:
-			if !ok {
-				return
-			}
-		case <-e.done:
-			return
-		}
+		e.mu.Unlock()
+		e.w.Add(dir)
 	}
 }
 
 // changed reads the store in dir again and sends what changed.
 func (e *events) changed(dir string) {
-	now := statesOf(dir)
+	now := app.SessionStates(dir)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	before := e.stores[dir]
@@ -112,29 +72,6 @@ func (e *events) changed(dir string) {
 			}
 		}
 	}
-}
-
-// statesOf is each session's state in the store in dir, as pipeline
-// sessions shows it: running with no runner is paused, runner-died.
-func statesOf(dir string) map[string]change {
-	out := map[string]change{}
-	st, err := store.OpenExisting(dir)
-	if err != nil {
-		return out
-	}
-	defer st.Close()
-	st.Warn = nil
-	list, err := st.List()
-	if err != nil {
-		return out
-	}
-	for _, sum := range list {
-		if sum.Status == string(engine.StatusRunning) && !st.Held(sum.Key) {
-			sum.Status, sum.PauseReason = string(engine.StatusPaused), engine.ReasonRunnerDied
-		}
-		out[sum.ID] = change{ID: sum.ID, Status: sum.Status, Phase: sum.Phase, PauseReason: sum.PauseReason}
-	}
-	return out
 }
 
 func (e *events) subscribe() chan change {
