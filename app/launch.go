@@ -86,21 +86,11 @@ func (e *RunnerFailedError) ExitCode() int { return e.Code }
 func LaunchRunner(ctx context.Context, req LaunchRequest) (Launched, error) {
 	var out Launched
 	st := req.Store
-	runs := filepath.Join(st.Root, req.Folder)
-	if err := os.MkdirAll(runs, 0o700); err != nil {
-		return out, err
-	}
-	name := time.Now().UTC().Format("20060102-150405.000000000")
-	out.Log, out.JSON = filepath.Join(runs, name+".log"), filepath.Join(runs, name+".json")
-	logFile, err := os.OpenFile(out.Log, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	logFile, jsonFile, err := runnerOutput(st, req.Folder, &out)
 	if err != nil {
 		return out, err
 	}
 	defer logFile.Close()
-	jsonFile, err := os.OpenFile(out.JSON, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		return out, err
-	}
 	defer jsonFile.Close()
 
 	// Watched before the runner starts: no change is missed.
@@ -149,6 +139,25 @@ func LaunchRunner(ctx context.Context, req LaunchRequest) (Launched, error) {
 		out.Status = StatusOfExit(*out.ExitCode)
 	}
 	return out, nil
+}
+
+// runnerOutput makes the files of the runner's standard error (out.Log)
+// and output (out.JSON), new ones in the store's folder.
+func runnerOutput(st *store.Store, folder string, out *Launched) (logFile, jsonFile *os.File, err error) {
+	runs := filepath.Join(st.Root, folder)
+	if err := os.MkdirAll(runs, 0o700); err != nil {
+		return nil, nil, err
+	}
+	name := time.Now().UTC().Format("20060102-150405.000000000")
+	out.Log, out.JSON = filepath.Join(runs, name+".log"), filepath.Join(runs, name+".json")
+	if logFile, err = os.OpenFile(out.Log, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err != nil {
+		return nil, nil, err
+	}
+	if jsonFile, err = os.OpenFile(out.JSON, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err != nil {
+		logFile.Close()
+		return nil, nil, err
+	}
+	return logFile, jsonFile, nil
 }
 
 // runnerFound tells which session the runner pid took: the one whose lock
