@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipeline-dev/pipeline/internal/testwait"
 	"github.com/pipeline-dev/pipeline/internal/ui"
 )
 
@@ -339,4 +340,21 @@ func TestAPIResumeSaysWhyTheRunnerFailed(t *testing.T) {
 		t.Errorf("resume with a broken phases.yaml: %d %v; want 400, exit code 2 and the runner's own message", code, out)
 	}
 	t.Logf("the answer: %s", msg)
+}
+
+// Closing the server ends the open event streams (pipeline ui's Ctrl+C
+// does not wait for the browsers to go).
+func TestCloseEndsTheEventStreams(t *testing.T) {
+	dir := project(t)
+	srv, hs := serve(t, ui.Options{Root: dir})
+	events := openEvents(t, hs.URL)
+	srv.Close()
+	select {
+	case _, open := <-events.lines:
+		if open {
+			t.Errorf("a line after Close")
+		}
+	case <-time.After(testwait.Failsafe):
+		t.Fatalf("the stream was still open %s after Close", testwait.Failsafe)
+	}
 }
