@@ -16,7 +16,16 @@ async function load() {
     showError(null);
     document.body.dataset.status = status.status;
     document.body.dataset.loaded = String(Date.now());
+    followRunning(status);
   } catch (err) { showError(err); }
+}
+
+// While a step runs, its transcript grows with no change of the session's
+// state to tell: the page reads it again every second.
+let running = null;
+function followRunning(status) {
+  clearTimeout(running);
+  if (status.status === "running") running = setTimeout(load, 1000);
 }
 
 function summary(s) {
