@@ -14,13 +14,15 @@ FUZZTIME ?= 20s
 # also builds the Temporal backend into cmd/pipeline (pipeline-temporal), so
 # that vet and staticcheck with these tags see it; LOCAL_TAGS, without it,
 # are for the files of the local build that hand the backend over.
-TAGS     := agentclis,xmllint,temporal
+TAGS     := agentclis,xmllint,temporal,browser
 LOCAL_TAGS := agentclis,xmllint
+# The dashboard's browser tests (internal/ui, -tags browser) drive Debian's
+# Chromium, installed by scripts/install-chromium.sh when it is missing.
 # The schema generator is a module of its own (its dependencies stay out of
 # ours); make test and make lint run its test and checks there.
 GEN      := schemas/gen
 
-.PHONY: all build install run test bench lint fuzz schema clean agent-clis xmllint temporal soak man
+.PHONY: all build install run test bench lint fuzz schema clean agent-clis xmllint temporal chromium soak man
 
 all: build
 
@@ -86,7 +88,7 @@ TEST_TIMEOUT := 30m
 TESTBIN := $(CURDIR)/bin/test
 # The packages whose tests run an installed program; the others' tests
 # start at once.
-TOOL_PKGS := cmd/pipeline steps internal/temporaltest engine/temporal
+TOOL_PKGS := cmd/pipeline steps internal/temporaltest engine/temporal internal/ui
 # cmd/pipeline's tests in its files under the build tag $(1), as a pattern
 # of test names for -test.run and -test.skip.
 tests_under = ^($(shell sed -n 's/^func \(Test[A-Za-z0-9_]*\).*/\1/p' $$(grep -l '^//go:build $(1)$$' cmd/pipeline/*_test.go) | paste -sd'|' -))$$
@@ -96,13 +98,13 @@ PIPELINE_TESTS = cd cmd/pipeline && $(STAGE) "tests: cmd/pipeline, $(1)" env PIP
 
 .PHONY: lint-src vet vet-tags vet-man vet-gen vet-darwin staticcheck test-stages test-build \
 	test-build-race test-build-pipeline test-packages test-pipeline test-pipeline-agents \
-	test-pipeline-fleet test-steps test-temporaltest test-engine-temporal test-gen
+	test-pipeline-fleet test-steps test-temporaltest test-engine-temporal test-gen test-ui
 
 test:
 	@$(STAGE) "make test" sh -c '$(MAKE) --no-print-directory lint-src && $(MAKE) --no-print-directory -j8 test-stages'
 
 test-stages: vet vet-darwin staticcheck test-packages test-pipeline test-pipeline-agents \
-	test-pipeline-fleet test-steps test-temporaltest test-engine-temporal test-gen
+	test-pipeline-fleet test-steps test-temporaltest test-engine-temporal test-gen test-ui
 
 # cmd/pipeline's test binary, built once for its three runs; and the
 # pipeline its tests run (PIPELINE_TEST_BINARY; under go test alone,
@@ -145,6 +147,12 @@ test-engine-temporal: test-build-race temporal
 	@$(STAGE) "tests: engine/temporal (the workflow, on the dev server too)" env PIPELINE_TEMPORAL_CLI=$(TEMPORAL_CLI) \
 		$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -tags $(TAGS) ./engine/temporal
 
+# The dashboard: its API against the pipeline the tests run, and its pages
+# in headless Chromium; each page's screenshot goes to bin/ui-screenshots.
+test-ui: test-build chromium
+	@$(STAGE) "tests: internal/ui (the dashboard, in Chromium)" env PIPELINE_TEST_BINARY=$(TESTBIN)/pipeline \
+		$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -tags $(TAGS) ./internal/ui
+
 test-gen: | test-build-race
 	@$(STAGE) "tests: schemas/gen (the schemas are fresh)" $(GO) -C $(GEN) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
@@ -153,6 +161,9 @@ agent-clis:
 
 xmllint:
 	@$(STAGE) "install: xmllint (apt-get, when missing)" ./scripts/install-xmllint.sh
+
+chromium:
+	@$(STAGE) "install: Chromium (apt-get, when missing)" ./scripts/install-chromium.sh
 
 temporal:
 	@$(STAGE) "install: Temporal dev server (once)" env GO=$(GO) ./scripts/install-temporal.sh

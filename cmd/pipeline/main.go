@@ -208,6 +208,7 @@ var commands = []struct {
 	{"import", importCommand}, {"doctor", doctorCommand}, {"rewind", rewindCommand}, {"fork", forkCommand},
 	{"replay", replayCommand}, {"diff", diffCommand}, {"memory", memoryCommand}, {"search", searchCommand},
 	{"worker", workerCommand}, {"attach", attachCommand},
+	{"ui", uiCommand},
 }
 
 // rootFor is the command tree a command line needs: pipeline --version

@@ -9,11 +9,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/fsnotify/fsnotify"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pipeline-dev/pipeline/app"
-	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/store"
 )
 
@@ -158,33 +156,29 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 
 // ---- subscriptions ----
 
-// subscriptions follow the stores of the subscribed sessions with
-// fsnotify: each write of a store's index.tsv (every change of a
-// session's state appends a line) or of a lock (a runner taking a
-// session) reads the subscribed sessions' lines again, and a session
-// whose status, phase or pause reason changed gets
-// notifications/resources/updated.
+// subscriptions follow the stores of the subscribed sessions
+// (app.StoreWatcher: each write of a store's index.tsv or of a lock)
+// and read the subscribed sessions' lines again; a session whose status,
+// phase or pause reason changed gets notifications/resources/updated.
 type subscriptions struct {
-	s      *Server
-	mu     sync.Mutex
-	w      *fsnotify.Watcher
-	stores map[string]bool
-	subs   map[string]*subscribed
+	s    *Server
+	mu   sync.Mutex
+	w    *app.StoreWatcher
+	subs map[string]*subscribed
+	// listed are the resources listed last (Server.listResources).
 	listed map[string]bool
-	done   chan struct{}
+	// closed: no watcher is made after close.
+	closed bool
 }
 
 type subscribed struct {
 	id, store string
 	count     int
-	last      sessionState
+	last      app.SessionState
 }
 
-// sessionState is what a notification is sent for a change of.
-type sessionState struct{ status, phase, reason string }
-
 func newSubscriptions(s *Server) *subscriptions {
-	return &subscriptions{s: s, stores: map[string]bool{}, subs: map[string]*subscribed{}, listed: map[string]bool{}, done: make(chan struct{})}
+	return &subscriptions{s: s, subs: map[string]*subscribed{}, listed: map[string]bool{}}
 }
 
 func (u *subscriptions) subscribe(uri string) error {
@@ -202,22 +196,18 @@ func (u *subscriptions) subscribe(uri string) error {
 		sub.count++
 		return nil
 	}
+	if u.closed {
+		return fmt.Errorf("the server is closing")
+	}
 	if u.w == nil {
-		if u.w, err = fsnotify.NewWatcher(); err != nil {
+		if u.w, err = app.NewStoreWatcher(u.changed); err != nil {
 			return err
 		}
-		go u.loop(u.w)
 	}
-	if !u.stores[f.store] {
-		locks := filepath.Join(f.store, "locks")
-		for _, d := range []string{f.store, locks} {
-			if err := u.w.Add(d); err != nil && d == f.store {
-				return err
-			}
-		}
-		u.stores[f.store] = true
+	if _, err := u.w.Add(f.store); err != nil {
+		return err
 	}
-	u.subs[uri] = &subscribed{id: f.meta.ID, store: f.store, count: 1, last: stateOf(f.store, f.meta.ID)}
+	u.subs[uri] = &subscribed{id: f.meta.ID, store: filepath.Clean(f.store), count: 1, last: stateOf(f.store, f.meta.ID)}
 	return nil
 }
 
@@ -231,32 +221,6 @@ func (u *subscriptions) unsubscribe(uri string) {
 	}
 }
 
-func (u *subscriptions) loop(w *fsnotify.Watcher) {
-	for {
-		select {
-		case ev, ok := <-w.Events:
-			if !ok {
-				return
-			}
-			dir := filepath.Dir(ev.Name)
-			switch {
-			case filepath.Base(ev.Name) == store.IndexName:
-			case filepath.Base(dir) == "locks":
-				dir = filepath.Dir(dir)
-			default:
-				continue
-			}
-			u.changed(dir)
-		case _, ok := <-w.Errors:
-			if !ok {
-				return
-			}
-		case <-u.done:
-			return
-		}
-	}
-}
-
 // changed reads the subscribed sessions of the store in dir again, and
 // notifies those whose state changed.
 func (u *subscriptions) changed(dir string) {
@@ -266,7 +230,7 @@ func (u *subscriptions) changed(dir string) {
 		if sub.store != dir {
 			continue
 		}
-		if now := stateOf(dir, sub.id); now != sub.last && now.status != "" {
+		if now := stateOf(dir, sub.id); now != sub.last && now.Status != "" {
 			sub.last = now
 			notify = append(notify, uri)
 		}
@@ -278,40 +242,16 @@ func (u *subscriptions) changed(dir string) {
 }
 
 // stateOf is session id's state as its index line says, and as pipeline
-// sessions shows it: running with no runner is paused, runner-died.
-func stateOf(dir, id string) sessionState {
-	st, err := store.OpenExisting(dir)
-	if err != nil {
-		return sessionState{}
-	}
-	defer st.Close()
-	list, err := st.List()
-	if err != nil {
-		return sessionState{}
-	}
-	for _, sum := range list {
-		if sum.ID != id {
-			continue
-		}
-		if sum.Status == string(engine.StatusRunning) && !st.Held(sum.Key) {
-			sum.Status, sum.PauseReason = string(engine.StatusPaused), engine.ReasonRunnerDied
-		}
-		return sessionState{sum.Status, sum.Phase, sum.PauseReason}
-	}
-	return sessionState{}
-}
+// sessions shows it (app.SessionStates).
+func stateOf(dir, id string) app.SessionState { return app.SessionStates(dir)[id] }
 
 func (u *subscriptions) close() error {
 	u.mu.Lock()
-	defer u.mu.Unlock()
-	select {
-	case <-u.done:
-		return nil
-	default:
-	}
-	close(u.done)
-	if u.w != nil {
-		return u.w.Close()
+	w := u.w
+	u.closed = true
+	u.mu.Unlock()
+	if w != nil {
+		return w.Close()
 	}
 	return nil
 }

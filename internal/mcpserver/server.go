@@ -6,11 +6,10 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pipeline-dev/pipeline/app"
 )
 
 // Options configure a Server.
@@ -58,15 +57,9 @@ func New(o Options) (*Server, error) {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
-	s := &Server{root: root, binary: o.Binary, log: o.Logger}
 	// The runners run with the server's environment, without what would
 	// make them print for a CI job.
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains([]string{"CI", "GITHUB_ACTIONS", "GITLAB_CI", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"}, name) {
-			s.env = append(s.env, kv)
-		}
-	}
+	s := &Server{root: root, binary: o.Binary, log: o.Logger, env: app.RunnerEnv()}
 	s.subs = newSubscriptions(s)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "pipeline", Title: "pipeline: AI-agent work as declared phases", Version: o.Version},
 		&mcp.ServerOptions{
@@ -115,14 +108,7 @@ func (s *Server) HTTPHandler() http.Handler {
 func (s *Server) Close() error { return s.subs.close() }
 
 // pipelineArgs are the arguments that name the session f to a command run
-// in the folder of its phases.yaml.
+// in the folder of its phases.yaml (app.CommandArgs).
 func (s *Server) pipelineArgs(f found) (dir string, args []string) {
-	dir = filepath.Dir(f.file)
-	if base := filepath.Base(f.file); base != "phases.yaml" {
-		args = append(args, "--file="+base)
-	}
-	if os.Getenv("PIPELINE_STATE_DIR") == "" && filepath.Clean(f.store) != filepath.Join(dir, ".pipeline") {
-		args = append(args, "--state-dir="+f.store)
-	}
-	return dir, args
+	return app.CommandArgs(f.store, f.file)
 }

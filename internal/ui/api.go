@@ -1,0 +1,173 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"sync"
+
+	"github.com/pipeline-dev/pipeline/app"
+	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/internal/transcript"
+)
+
+// sessionRow is a session as GET /api/sessions lists it: the line of
+// pipeline sessions --all -o json, with where its phase stands in its
+// plan (phase_number of phases; 0 when the plan cannot be read).
+type sessionRow struct {
+	app.SessionLine
+	PhaseNumber int `json:"phase_number"`
+	Phases      int `json:"phases"`
+}
+
+// errorBody is an operation's error as the API answers it.
+type errorBody struct {
+	Error    string `json:"error"`
+	ExitCode int    `json:"exit_code"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, errorBody{Error: msg, ExitCode: app.ExitUsage})
+}
+
+// writeFailure answers an operation's error with its message and exit
+// code: 404 for a session not found, 400 for a usage error, else 409.
+func writeFailure(w http.ResponseWriter, err error) {
+	code := http.StatusConflict
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		code = http.StatusNotFound
+	case app.ExitCode(err) == app.ExitUsage:
+		code = http.StatusBadRequest
+	}
+	writeJSON(w, code, errorBody{Error: err.Error(), ExitCode: app.ExitCode(err)})
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	resp, err := app.Sessions(r.Context(), app.SessionsRequest{All: true, Root: s.root, Status: r.URL.Query().Get("status")})
+	if err != nil {
+		writeFailure(w, err)
+		return
+	}
+	s.events.follow(s.root)
+	plans := planCache{}
+	rows := make([]sessionRow, len(resp.Sessions))
+	for i, line := range resp.Sessions {
+		rows[i] = sessionRow{SessionLine: line}
+		if names := plans.phases(line.File, line.Spec); len(names) > 0 {
+			rows[i].Phases = len(names)
+			rows[i].PhaseNumber = slices.Index(names, line.Phase) + 1
+		}
+	}
+	writeJSON(w, http.StatusOK, rows)
+}
+
+// planCache reads each pipeline and spec's phase names once per listing.
+type planCache map[[2]string][]string
+
+func (c planCache) phases(file, specPath string) []string {
+	key := [2]string{file, specPath}
+	if names, ok := c[key]; ok {
+		return names
+	}
+	var names []string
+	if plan, err := spec.Load(file, specPath); err == nil {
+		for _, p := range plan.Phases {
+			names = append(names, p.Name)
+		}
+	}
+	c[key] = names
+	return names
+}
+
+// pipelineOf is the pipeline whose store holds session id, below the root.
+func (s *Server) pipelineOf(id string) (app.Pipeline, store.Meta, error) {
+	dirs, err := app.FindStores(s.root)
+	if err != nil {
+		return app.Pipeline{}, store.Meta{}, err
+	}
+	dir, meta, err := app.FindInStores(dirs, id)
+	if err != nil {
+		return app.Pipeline{}, meta, err
+	}
+	st, err := store.OpenExisting(dir)
+	if err != nil {
+		return app.Pipeline{}, meta, err
+	}
+	defer st.Close()
+	return app.Pipeline{File: st.Abs(meta.File), StateDir: dir}, meta, nil
+}
+
+func (s *Server) sessionStatus(w http.ResponseWriter, r *http.Request) {
+	p, meta, err := s.pipelineOf(r.PathValue("id"))
+	if err != nil {
+		writeFailure(w, err)
+		return
+	}
+	resp, err := app.Status(r.Context(), app.StatusRequest{Pipeline: p, Session: meta.ID})
+	if err != nil {
+		writeFailure(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) sessionMemory(w http.ResponseWriter, r *http.Request) {
+	p, meta, err := s.pipelineOf(r.PathValue("id"))
+	if err != nil {
+		writeFailure(w, err)
+		return
+	}
+	resp, err := app.WorkingSet(r.Context(), app.MemoryRequest{Pipeline: p, Session: meta.ID})
+	if err != nil {
+		writeFailure(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// logPiece is one transcript or prompt of a session, rendered as pipeline
+// logs renders it.
+type logPiece struct {
+	Transcript string            `json:"transcript"`
+	Prompt     bool              `json:"prompt,omitempty"`
+	Text       string            `json:"text"`
+	Items      []transcript.Item `json:"items"`
+}
+
+func (s *Server) sessionLogs(w http.ResponseWriter, r *http.Request) {
+	p, meta, err := s.pipelineOf(r.PathValue("id"))
+	if err != nil {
+		writeFailure(w, err)
+		return
+	}
+	pieces := []*logPiece{}
+	var mu sync.Mutex
+	err = app.Logs(r.Context(), app.LogsRequest{Pipeline: p, Session: meta.ID, Prompts: r.URL.Query().Get("prompts") != ""},
+		func(c app.LogChunk) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if n := len(pieces); n == 0 || c.First || pieces[n-1].Transcript != c.File {
+				pieces = append(pieces, &logPiece{Transcript: c.File, Prompt: c.Prompt, Items: []transcript.Item{}})
+			}
+			last := pieces[len(pieces)-1]
+			last.Text += string(c.Text)
+			last.Items = append(last.Items, c.Items...)
+			return nil
+		})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		writeFailure(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, pieces)
+}

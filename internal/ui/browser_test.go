@@ -1,0 +1,224 @@
+//go:build browser
+
+package ui_test
+
+// The dashboard in a real browser: Debian's Chromium (make test installs
+// it with scripts/install-chromium.sh; PIPELINE_CHROMIUM names another),
+// headless, driven with chromedp, against the built pipeline ui. Each test
+// saves a screenshot of the page it looked at into bin/ui-screenshots.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/pipeline-dev/pipeline/internal/testwait"
+)
+
+// screenshots is the folder the pages' screenshots go to (bin/ is not
+// committed).
+const screenshots = "../../bin/ui-screenshots"
+
+// startUI runs pipeline ui on a free loopback port in dir, and returns its
+// URL as it printed it.
+func startUI(t *testing.T, dir string) string {
+	t.Helper()
+	cmd := exec.Command(binary, "ui", "--addr", "127.0.0.1:0")
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	url := regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+/`).FindString(line)
+	if err != nil || url == "" {
+		t.Fatalf("pipeline ui printed %q (%v): want its URL", line, err)
+	}
+	return strings.TrimSuffix(url, "/")
+}
+
+// browser is a headless Chromium tab, closed when the test ends; each
+// wait in it ends at testwait.Failsafe.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	exe := os.Getenv("PIPELINE_CHROMIUM")
+	if exe == "" {
+		exe = "/usr/bin/chromium"
+	}
+	if _, err := os.Stat(exe); err != nil {
+		t.Fatalf("no Chromium at %s (%v): install it with scripts/install-chromium.sh, or name one in PIPELINE_CHROMIUM", exe, err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
+		chromedp.WindowSize(1280, 800), chromedp.Flag("disable-dev-shm-usage", true))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	tab, cancelTab := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() {
+		cancelTab()
+		cancelAlloc()
+	})
+	// The first action starts the browser, which lives as long as its
+	// context: that one has no timeout.
+	if err := chromedp.Do(tab); err != nil {
+		t.Fatalf("starting %s: %v", exe, err)
+	}
+	ctx, cancel := context.WithTimeout(tab, testwait.Failsafe)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// do runs the actions in the tab.
+func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// text is the text of the element sel.
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		t.Fatalf("the text of %s: %v", sel, err)
+	}
+	return s
+}
+
+// eval is what the script returns.
+func eval[T any](t *testing.T, ctx context.Context, script string, opts ...chromedp.EvaluateOption) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](script, opts...))
+	if err != nil {
+		t.Fatalf("%s: %v", script, err)
+	}
+	return v
+}
+
+// visible waits for the element sel.
+func visible(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.WaitVisible(chromedp.CSS(sel))
+}
+
+// screenshot saves the page as NAME.png (quality 100 is a PNG).
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	os.MkdirAll(screenshots, 0o755)
+	path := filepath.Join(screenshots, name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+}
+
+func TestBrowserSessionsPageListsAPausedSession(t *testing.T) {
+	dir := project(t)
+	id := pausedSession(t, dir)
+	url := startUI(t, dir)
+	ctx := browser(t)
+	row := fmt.Sprintf(`tr[data-id=%q]`, id)
+	do(t, ctx, chromedp.Navigate(url+"/"), visible(row))
+	idText, phase, state := text(t, ctx, row+" td.id"), text(t, ctx, row+" td.phase"), text(t, ctx, row+" td.state")
+	if idText != id || !strings.Contains(phase, "design (1 of 2)") || !strings.Contains(state, "paused") || !strings.Contains(state, "checkpoint") {
+		t.Errorf("the row: id %q, phase %q, status %q; want %s, design (1 of 2), paused (checkpoint)", idText, phase, state, id)
+	}
+	screenshot(t, ctx, "sessions")
+}
+
+func TestBrowserSessionPageDrawsABarPerPhase(t *testing.T) {
+	dir := project(t)
+	id := pausedSession(t, dir)
+	url := startUI(t, dir)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(url+"/session/"+id), visible(`body[data-loaded] #gantt svg`))
+	bars := eval[[]string](t, ctx, `[...document.querySelectorAll("#gantt rect.bar")].map(r => r.dataset.phase + ":" + r.getAttribute("class"))`)
+	if strings.Join(bars, ",") != "design:bar paused,build:bar pending" {
+		t.Errorf("bars %q: want one per phase, design paused and build pending", bars)
+	}
+	if transcript := text(t, ctx, "#logs"); !strings.Contains(transcript, "drafting the greeting design") {
+		t.Errorf("the transcript shown: %q", transcript)
+	}
+	screenshot(t, ctx, "session")
+}
+
+func TestBrowserResumeWithANoteCompletes(t *testing.T) {
+	dir := project(t)
+	id := pausedSession(t, dir)
+	url := startUI(t, dir)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(url+"/session/"+id),
+		visible(`body[data-status="paused"]`),
+		chromedp.SendKeys(chromedp.CSS(`#notes`), "keep it under ten words"),
+		chromedp.Click(chromedp.CSS(`#resume`)),
+		// The page follows /api/events: the session's completion shows
+		// without a reload.
+		visible(`body[data-status="completed"]`))
+	prompts, _ := os.ReadFile(filepath.Join(dir, "prompts.txt"))
+	if !strings.Contains(string(prompts), "keep it under ten words") {
+		t.Errorf("the agent's prompts:\n%s\nwant the note in one", prompts)
+	}
+	bars := eval[[]string](t, ctx, `[...document.querySelectorAll("#gantt rect.bar")].map(r => r.getAttribute("class"))`)
+	if strings.Join(bars, ",") != "bar completed,bar completed" {
+		t.Errorf("bars after the resume: %q, want both completed", bars)
+	}
+	screenshot(t, ctx, "session-resumed")
+}
+
+// A session that pauses while the page is open shows without a reload:
+// a mark set on the window before is still there after.
+func TestBrowserSessionsPageIsLive(t *testing.T) {
+	dir := project(t)
+	first := pausedSession(t, dir)
+	url := startUI(t, dir)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(url+"/"), visible(fmt.Sprintf(`tr[data-id=%q]`, first)), visible(`#live[data-state="open"]`))
+	eval[bool](t, ctx, `window.notReloaded = true`)
+	start := time.Now()
+	second := pausedSession(t, dir)
+	do(t, ctx, visible(fmt.Sprintf(`tr[data-id=%q][data-status="paused"]`, second)))
+	if !eval[bool](t, ctx, `window.notReloaded === true`) {
+		t.Errorf("the page was reloaded")
+	}
+	t.Logf("the new paused session showed %s after pipeline run started", time.Since(start))
+	screenshot(t, ctx, "sessions-live")
+}
+
+// A POST from the page's origin without the token (as a script that does
+// not know it would send it) is refused, and the session stays paused.
+func TestBrowserPostWithoutTheTokenIsRefused(t *testing.T) {
+	dir := project(t)
+	id := pausedSession(t, dir)
+	url := startUI(t, dir)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(url+"/"), visible(`body[data-loaded]`))
+	answer := eval[string](t, ctx, fmt.Sprintf(`fetch("/api/sessions/%s/resume", {method: "POST", body: "{}"}).then(r => r.status + " " + r.statusText)`, id),
+		chromedp.EvalAwaitPromise)
+	if !strings.HasPrefix(answer, "403") {
+		t.Errorf("POST without the token: %s, want 403", answer)
+	}
+	if status := pipeline(t, dir, 0, "status", id, "-o", "json"); !strings.Contains(status, `"status": "paused"`) {
+		t.Errorf("after the refusal: %s", status)
+	}
+}
