@@ -15,6 +15,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
 	"github.com/pipeline-dev/pipeline/internal/cireport"
+	"github.com/pipeline-dev/pipeline/internal/termsafe"
 )
 
 // answerMenu is what a pause on a terminal asks.
@@ -36,7 +37,9 @@ func (l *launch) asks() bool {
 // then true. d and l show what changed and the step's last lines, then ask
 // again.
 func (l *launch) answer(id string, s engine.State) (resume bool, notes string, err error) {
-	w := l.cmd.ErrOrStderr()
+	// What it shows comes from outside (a note, the spec, a transcript):
+	// made safe for the terminal.
+	w := termsafe.Output(l.cmd.ErrOrStderr())
 	if s.Pause != nil {
 		fmt.Fprintf(w, "\nsession %s paused: %s\n", id, local.DescribeFiring(*s.Pause))
 	}
