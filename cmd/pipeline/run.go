@@ -34,6 +34,14 @@ failed, run starts a fresh one and says how to resume the failed one
 One run per pipeline and spec at a time: a second is refused, naming the
 first.
 
+--spec 'specs/*/README.md' (a glob, or --spec given more than once) runs
+one session per spec side by side, at most --max-parallel at once
+(default: the number of cores); --status planned runs only the specs
+whose frontmatter status is planned. On a terminal the view is a table,
+a row per spec; elsewhere each line is prefixed with its spec. Exit 0
+when all completed, 1 when any failed (or could not start), 3 when any
+paused and none failed.
+
 On a terminal a live view shows the phase, the step, the time and tokens
 against their limits, and the last lines of output (a failed step's last
 10 stay on screen; NO_COLOR drops its colours, TERM=dumb gets plain
@@ -64,6 +72,7 @@ const runExample = `  pipeline run
   pipeline run --new --spec specs/045-dashboard/README.md
   pipeline run --from testing
   pipeline run --only documentation
+  pipeline run --spec 'specs/*/README.md' --max-parallel 2 --status planned
   CI=true pipeline run phases.yaml
   pipeline run --ci --junit pipeline-junit.xml --no-human-gates --fail-on-pause`
 

@@ -23,7 +23,6 @@ type Table struct {
 	rows  []*TableRow
 	// drawn is how many lines the last draw wrote, to move back over.
 	drawn int
-	text  ScreenText
 }
 
 // TableRow is one session's row, and the view its driver talks to.
@@ -38,20 +37,22 @@ type TableRow struct {
 	started time.Time
 	elapsed time.Duration
 	ended   bool
+	// text redacts with the row's session's secrets (WithRedactor).
+	text ScreenText
 }
 
 var _ local.View = (*TableRow)(nil)
 
 // NewTable draws on w, a terminal width columns wide.
 func NewTable(w io.Writer, width int, now func() time.Time) *Table {
-	return &Table{w: w, now: now, width: width, text: NewScreenText()}
+	return &Table{w: w, now: now, width: width}
 }
 
 // Row adds a row for spec, waiting to start.
 func (t *Table) Row(spec string) *TableRow {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	row := &TableRow{table: t, spec: spec, status: "waiting"}
+	row := &TableRow{table: t, spec: spec, status: "waiting", text: NewScreenText()}
 	t.rows = append(t.rows, row)
 	return row
 }
@@ -74,12 +75,11 @@ func (t *Table) drawLocked() {
 	}
 	lines := []string{fmt.Sprintf("%-*s  %-12s  %-16s  %-10s  %s", specWidth, "SPEC", "PHASE", "STEP", "STATUS", "ELAPSED")}
 	for _, r := range t.rows {
-		lines = append(lines, r.line(specWidth, t.now()))
+		lines = append(lines, r.text.Line(r.line(specWidth, t.now())))
 	}
 	for _, line := range lines {
-		line = t.text.Line(line)
-		if t.width > 1 && len(line) >= t.width {
-			line = line[:t.width-1]
+		if runes := []rune(line); t.width > 1 && len(runes) >= t.width {
+			line = string(runes[:t.width-1]) // the last column left free: no wrap
 		}
 		b.WriteString("\r\x1b[2K" + line + "\n")
 	}
