@@ -142,7 +142,7 @@ func (o *runOptions) runMany(cmd *cobra.Command, specs []string) error {
 	wg.Wait()
 	stopWatching()
 	views.close()
-	return manyExit(cmd, outcomes)
+	return manyExit(cmd, outcomes, o.cf.failOnPause)
 }
 
 // stopOnSignal: the sessions running pause on Ctrl+C or SIGTERM (their
@@ -222,8 +222,9 @@ func (o *runOptions) drive(opened *app.Opened, view local.View, out manyOutcome)
 }
 
 // manyExit says how each session ended and what to do with the paused
-// ones, and is the exit status of them all.
-func manyExit(cmd *cobra.Command, outcomes []manyOutcome) error {
+// ones, and is the exit status of them all (a pause is 1 with
+// --fail-on-pause, as for one session).
+func manyExit(cmd *cobra.Command, outcomes []manyOutcome, failOnPause bool) error {
 	stderr := cmd.ErrOrStderr()
 	counts := map[engine.Status]int{}
 	for _, oc := range outcomes {
@@ -246,6 +247,9 @@ func manyExit(cmd *cobra.Command, outcomes []manyOutcome) error {
 	printError(stderr, summary+"\n")
 	switch {
 	case failed > 0:
+		return &exitStatus{code: exitFailed, printed: true}
+	case failOnPause && completed < len(outcomes):
+		printError(stderr, "exit 1: --fail-on-pause\n")
 		return &exitStatus{code: exitFailed, printed: true}
 	case completed < len(outcomes):
 		return &exitStatus{code: exitPaused, printed: true}

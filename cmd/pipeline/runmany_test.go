@@ -147,6 +147,11 @@ func TestRunManySpecsOnePausingExits3(t *testing.T) {
 	if !strings.Contains(r.stderr, "specs/b/README.md: continue it with: pipeline resume ") {
 		t.Errorf("run does not say how to resume the paused one: %s", r.stderr)
 	}
+	// --fail-on-pause makes a pause exit 1, as for one session.
+	r = pipeline(t, dir, "run", "--spec", "specs/b/README.md", "--spec", "specs/a/README.md", "--new", "--fail-on-pause")
+	if r.code != 1 || !strings.Contains(r.stderr, "exit 1: --fail-on-pause") {
+		t.Errorf("run --fail-on-pause: exit %d, want 1\n%s", r.code, r.stderr)
+	}
 }
 
 // A spec whose frontmatter is malformed cannot start: it is reported and
