@@ -126,14 +126,16 @@ func (o *runOptions) runMany(cmd *cobra.Command, specs []string) error {
 	stopped, stopWatching := stopOnSignal()
 	var wg sync.WaitGroup
 	for i, s := range specs {
+		// Slots are taken here, in the order of the specs, so that the
+		// others wait in order.
+		if !takeSlot(slots, stopped) {
+			outcomes[i] = manyOutcome{spec: s, line: "not started: the run was stopped"}
+			views.finish(i, outcomes[i])
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if !takeSlot(slots, stopped) {
-				outcomes[i] = manyOutcome{spec: s, line: "not started: the run was stopped"}
-				views.finish(i, outcomes[i])
-				return
-			}
 			defer func() { <-slots }()
 			outcomes[i] = o.runOne(cmd, s, views.view(i))
 			views.finish(i, outcomes[i])
@@ -145,12 +147,13 @@ func (o *runOptions) runMany(cmd *cobra.Command, specs []string) error {
 	return manyExit(cmd, outcomes, o.cf.failOnPause)
 }
 
-// stopOnSignal: the sessions running pause on Ctrl+C or SIGTERM (their
-// drivers see it); stopped is closed then, so that those waiting for a
-// slot do not start.
+// stopOnSignal: the sessions running pause on Ctrl+C, SIGTERM, a closed
+// terminal or output (their drivers see it); stopped is closed then, so
+// that those waiting for a slot do not start, and the process is not
+// killed by it while no driver listens.
 func stopOnSignal() (stopped <-chan struct{}, stop func()) {
 	signals := make(chan os.Signal, 1)
-	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	done, closed := make(chan struct{}), make(chan struct{})
 	go func() {
 		select {
