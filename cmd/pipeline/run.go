@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -32,6 +33,14 @@ failed, run starts a fresh one and says how to resume the failed one
 (pipeline resume retries the step that failed).
 One run per pipeline and spec at a time: a second is refused, naming the
 first.
+
+--spec 'specs/*/README.md' (a glob, or --spec given more than once) runs
+one session per spec side by side, at most --max-parallel at once
+(default: the number of cores); --status planned runs only the specs
+whose frontmatter status is planned. On a terminal the view is a table,
+a row per spec; elsewhere each line is prefixed with its spec. Exit 0
+when all completed, 1 when any failed (or could not start), 3 when any
+paused and none failed.
 
 On a terminal a live view shows the phase, the step, the time and tokens
 against their limits, and the last lines of output (a failed step's last
@@ -63,6 +72,7 @@ const runExample = `  pipeline run
   pipeline run --new --spec specs/045-dashboard/README.md
   pipeline run --from testing
   pipeline run --only documentation
+  pipeline run --spec 'specs/*/README.md' --max-parallel 2 --status planned
   CI=true pipeline run phases.yaml
   pipeline run --ci --junit pipeline-junit.xml --no-human-gates --fail-on-pause`
 
@@ -79,6 +89,10 @@ type runOptions struct {
 	from   string
 	only   string
 	bf     *backendFlags
+	// specs are the --spec flags as given; status picks among several
+	// (see runmany.go), which run at most --max-parallel (of wf) at once.
+	specs  *specList
+	status string
 }
 
 func runCommand() *cobra.Command {
@@ -101,6 +115,11 @@ func runCommand() *cobra.Command {
 	o.wf = addWatchFlags(cmd)
 	o.cf = addCIFlags(cmd)
 	o.bf = addBackendFlags(cmd)
+	o.specs = &specList{last: &o.flags.spec}
+	specFlag := cmd.Flags().Lookup("spec")
+	specFlag.Value = o.specs
+	specFlag.Usage = "spec file whose frontmatter overrides phases.yaml (default: the spec phases.yaml names); a glob, or the flag given again, runs one session per spec side by side"
+	cmd.Flags().StringVar(&o.status, "status", "", "with a glob or several specs, run only the specs whose frontmatter status is this (planned, for one)")
 	return cmd
 }
 
@@ -119,8 +138,13 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 			return err
 		}
 	}
-	req := app.RunRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), New: o.fresh, From: o.from, Only: o.only, NoHumanGates: o.cf.noHumanGates,
-		Name: o.name}
+	if cmd.Flags().Changed("max-parallel") && o.wf.maxParallel < 1 {
+		return usagef("--max-parallel %d: give how many sessions may run at once, 1 or more", o.wf.maxParallel)
+	}
+	if many, err := o.manySpecs(cmd); err != nil || many {
+		return err
+	}
+	req := o.request(o.flags.spec, sayTo(cmd))
 	plan, err := app.RunPlan(req)
 	if err != nil {
 		return err
@@ -140,6 +164,44 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	defer be.Close()
 	req.Plan = plan
 	return be.Start(cmd.Context(), req, &runView{o: o, cmd: cmd})
+}
+
+// request is the run of the pipeline with specPath ("": the spec
+// phases.yaml names), as the flags ask.
+func (o *runOptions) request(specPath string, say func(string, ...any)) app.RunRequest {
+	p := o.flags.pipeline(say)
+	p.Spec = specPath
+	return app.RunRequest{Pipeline: p, New: o.fresh, From: o.from, Only: o.only, NoHumanGates: o.cf.noHumanGates, Name: o.name}
+}
+
+// manySpecs runs the specs of a glob, or of several --spec flags, that
+// --status keeps, side by side (many: true). One spec, named or the one
+// left, runs as run always has (many: false).
+func (o *runOptions) manySpecs(cmd *cobra.Command) (many bool, err error) {
+	globbed := false
+	for _, v := range o.specs.values {
+		globbed = globbed || strings.ContainsAny(v, "*?[")
+	}
+	if len(o.specs.values) <= 1 && !globbed && o.status == "" {
+		return false, nil
+	}
+	specs, err := expandSpecs(o.specs.values)
+	if err != nil {
+		return true, err
+	}
+	if len(specs) == 0 {
+		return true, usagef("--status %s picks among specs: give them with --spec (a glob such as 'specs/*/README.md', or the flag more than once)", o.status)
+	}
+	kept := withStatus(specs, o.status)
+	switch len(kept) {
+	case 0:
+		fmt.Fprintf(cmd.ErrOrStderr(), "none of the %d specs has status %s: nothing to run\n", len(specs), o.status)
+		return true, nil
+	case 1:
+		o.flags.spec = kept[0]
+		return false, nil
+	}
+	return true, o.runMany(cmd, kept)
 }
 
 // runView is what run shows of the session its backend set going.

@@ -80,6 +80,10 @@ func WithRedactor(view local.View, r *redact.Redactor) local.View {
 		v.text.Redactor = r
 	case *Live:
 		v.text.Redactor = r
+	case *TableRow:
+		v.table.mu.Lock()
+		v.text.Redactor = r
+		v.table.mu.Unlock()
 	}
 	return view
 }
