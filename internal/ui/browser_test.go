@@ -222,3 +222,34 @@ func TestBrowserPostWithoutTheTokenIsRefused(t *testing.T) {
 		t.Errorf("after the refusal: %s", status)
 	}
 }
+
+// Rewind from the page sets a completed session back to the phase chosen,
+// and a task added shows in the working set, with a button that closes it.
+func TestBrowserRewindAndAddATask(t *testing.T) {
+	dir := gitProject(t)
+	id := pausedSession(t, dir)
+	pipeline(t, dir, 0, "resume", id)
+	url := startUI(t, dir)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(url+"/session/"+id),
+		visible(`body[data-status="completed"]`),
+		chromedp.SetValue(chromedp.CSS(`#phase-select`), "build"),
+		chromedp.Click(chromedp.CSS(`#rewind`)),
+		visible(`body[data-status="paused"]`))
+	if phase := text(t, ctx, `#summary [data-field="phase"]`); !strings.Contains(phase, "build (2 of 2)") {
+		t.Errorf("the phase after rewind to build: %q", phase)
+	}
+	if result := text(t, ctx, `#result`); !strings.Contains(result, "rewind") {
+		t.Errorf("the result shown: %q", result)
+	}
+	do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#task`), "translate the greeting"),
+		chromedp.Click(chromedp.CSS(`#add-task`)),
+		visible(`ul[data-list="open tasks"] li button[data-done]`))
+	if task := text(t, ctx, `ul[data-list="open tasks"] li`); !strings.Contains(task, "translate the greeting") {
+		t.Errorf("the open task shown: %q", task)
+	}
+	screenshot(t, ctx, "session-rewound")
+	if m := pipeline(t, dir, 0, "memory", id, "-o", "json"); !strings.Contains(m, "translate the greeting") {
+		t.Errorf("pipeline memory after the task was added on the page: %s", m)
+	}
+}
