@@ -253,3 +253,37 @@ func TestBrowserRewindAndAddATask(t *testing.T) {
 		t.Errorf("pipeline memory after the task was added on the page: %s", m)
 	}
 }
+
+// The filter by pipeline keeps that pipeline's sessions; the search box
+// lists pipeline search's hits of those, each a link to its session.
+func TestBrowserSessionsFilterAndSearch(t *testing.T) {
+	root, demo, other := twoPipelines(t)
+	url := startUI(t, root)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(url+"/"),
+		visible(fmt.Sprintf(`tr[data-id=%q]`, demo)), visible(fmt.Sprintf(`tr[data-id=%q]`, other)),
+		chromedp.SetValue(chromedp.CSS(`#pipeline-filter`), "other"))
+	// SetValue fires no change event: the page is told as a user's choice
+	// would tell it.
+	eval[bool](t, ctx, `document.getElementById("pipeline-filter").dispatchEvent(new Event("change"))`)
+	rows := eval[[]string](t, ctx, `[...document.querySelectorAll("#sessions tbody tr")].map(r => r.dataset.id)`)
+	if strings.Join(rows, ",") != other {
+		t.Errorf("rows of pipeline other: %q, want %s only", rows, other)
+	}
+	do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#search`), "drafting"),
+		chromedp.Click(chromedp.CSS(`#search-form button`)),
+		visible(`#search-results li[data-session] mark`))
+	hits := eval[[]string](t, ctx, `[...document.querySelectorAll("#hits li[data-session]")].map(li => li.dataset.session)`)
+	if len(hits) == 0 || strings.Join(hits, ",") != strings.Repeat(other+",", len(hits)-1)+other {
+		t.Errorf("hits shown: %q, want only session %s's", hits, other)
+	}
+	if mark := text(t, ctx, `#hits mark`); mark != "drafting" {
+		t.Errorf("the match shown: %q", mark)
+	}
+	screenshot(t, ctx, "sessions-search")
+	do(t, ctx, chromedp.Click(chromedp.CSS(`#hits li[data-session] a`)),
+		visible(`body[data-loaded] #gantt svg`))
+	if shown := text(t, ctx, `#session-id`); shown != other {
+		t.Errorf("the hit's link opened session %q, want %s", shown, other)
+	}
+}

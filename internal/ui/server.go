@@ -108,6 +108,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/sessions/{id}", s.sessionStatus)
 	s.mux.HandleFunc("GET /api/sessions/{id}/logs", s.sessionLogs)
 	s.mux.HandleFunc("GET /api/sessions/{id}/memory", s.sessionMemory)
+	s.mux.HandleFunc("GET /api/search", s.search)
 	s.mux.HandleFunc("GET /api/events", s.streamEvents)
 	s.mux.HandleFunc("POST /api/sessions/{id}/{action}", s.act)
 }
