@@ -287,3 +287,28 @@ func TestBrowserSessionsFilterAndSearch(t *testing.T) {
 		t.Errorf("the hit's link opened session %q, want %s", shown, other)
 	}
 }
+
+// From a session's page, "Compare with…" opens the diff page; with the
+// other session chosen, it draws both side by side.
+func TestBrowserDiffDrawsBothSessions(t *testing.T) {
+	dir, paused, completed := twoOutcomes(t)
+	url := startUI(t, dir)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(url+"/session/"+paused), visible(`body[data-loaded]`),
+		chromedp.Click(chromedp.CSS(`#diff-link`)),
+		chromedp.WaitReady(chromedp.CSS(fmt.Sprintf(`#b option[value=%q]`, completed))),
+		chromedp.SetValue(chromedp.CSS(`#b`), completed),
+		chromedp.Click(chromedp.CSS(`#pick button`)),
+		visible(`#diff-chart svg`))
+	sides := eval[[]string](t, ctx, `[...document.querySelectorAll("#diff-chart rect.bar")].map(r => r.dataset.phase + ":" + r.dataset.side + ":" + r.classList[2])`)
+	if strings.Join(sides, ",") != "design:a:paused,design:b:completed,build:a:pending,build:b:completed" {
+		t.Errorf("the bars: %q, want each phase of each side with its status", sides)
+	}
+	if a, b := text(t, ctx, `#side-a h2`), text(t, ctx, `#side-b h2`); !strings.Contains(a, paused) || !strings.Contains(b, completed) {
+		t.Errorf("the sides: %q and %q", a, b)
+	}
+	if div := text(t, ctx, `#divergence`); !strings.Contains(div, "Diverged at phase design") {
+		t.Errorf("the divergence shown: %q", div)
+	}
+	screenshot(t, ctx, "diff")
+}
