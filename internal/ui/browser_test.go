@@ -312,3 +312,33 @@ func TestBrowserDiffDrawsBothSessions(t *testing.T) {
 	}
 	screenshot(t, ctx, "diff")
 }
+
+// The analytics page draws its charts from the sessions: a bar per phase
+// run, a bar per pause reason, a point per session on the cost line.
+func TestBrowserAnalyticsDrawsTheCharts(t *testing.T) {
+	dir, paused, completed := twoOutcomes(t)
+	url := startUI(t, dir)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(url+"/"), visible(`body[data-loaded]`),
+		chromedp.Click(chromedp.CSS(`a[href="/analytics"]`)),
+		visible(`#chart-cost svg circle.point`))
+	for chart, want := range map[string]string{
+		"chart-time":    "demo · design,demo · build",
+		"chart-tokens":  "demo · design,demo · build",
+		"chart-retries": "demo · design,demo · build",
+		"chart-pauses":  "checkpoint",
+	} {
+		got := eval[[]string](t, ctx, `[...document.querySelectorAll("#`+chart+` rect.bar")].map(r => r.dataset.label)`)
+		if strings.Join(got, ",") != want {
+			t.Errorf("%s: bars %q, want %s", chart, got, want)
+		}
+	}
+	if widths := eval[[]float64](t, ctx, `[...document.querySelectorAll("#chart-tokens rect.bar")].map(r => +r.getAttribute("width"))`); len(widths) != 2 || widths[0] <= widths[1] {
+		t.Errorf("token bars' widths %v: design's (two sessions) should be the longer", widths)
+	}
+	points := eval[[]string](t, ctx, `[...document.querySelectorAll("#chart-cost circle.point")].map(c => c.dataset.session)`)
+	if strings.Join(points, ",") != paused+","+completed {
+		t.Errorf("cost points: %q, want %s then %s", points, paused, completed)
+	}
+	screenshot(t, ctx, "analytics")
+}

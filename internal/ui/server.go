@@ -112,6 +112,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/sessions/{id}/memory", s.sessionMemory)
 	s.mux.HandleFunc("GET /api/search", s.search)
 	s.mux.HandleFunc("GET /api/diff", s.diffSessions)
+	s.mux.HandleFunc("GET /api/analytics", s.analyticsOf)
 	s.mux.HandleFunc("GET /api/events", s.streamEvents)
 	s.mux.HandleFunc("POST /api/sessions/{id}/{action}", s.act)
 }
