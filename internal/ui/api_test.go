@@ -483,8 +483,9 @@ func TestAPIFork(t *testing.T) {
 	}
 	t.Cleanup(func() { exec.Command("git", "-C", dir, "worktree", "remove", "--force", worktree).Run() })
 	var status struct {
-		Status string `json:"status"`
-		Parent struct {
+		Status  string `json:"status"`
+		Attempt int    `json:"attempt"`
+		Parent  struct {
 			Session string `json:"session"`
 		} `json:"parent"`
 	}
@@ -501,5 +502,8 @@ func TestAPIFork(t *testing.T) {
 	}
 	if status.Parent.Session != id {
 		t.Errorf("the fork's parent: %+v, want %s", status.Parent, id)
+	}
+	if status.Attempt != 1 {
+		t.Errorf("the fork's attempt: %d, want 1 (its hand-over to the runner is not a retry)", status.Attempt)
 	}
 }
