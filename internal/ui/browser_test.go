@@ -235,6 +235,9 @@ func TestBrowserRewindAndAddATask(t *testing.T) {
 		visible(`body[data-status="completed"]`),
 		chromedp.SetValue(chromedp.CSS(`#phase-select`), "build"),
 		chromedp.Click(chromedp.CSS(`#rewind`)),
+		// The answer shows; the session's change may come first, by the
+		// event stream.
+		visible(`#result`),
 		visible(`body[data-status="paused"]`))
 	if phase := text(t, ctx, `#summary [data-field="phase"]`); !strings.Contains(phase, "build (2 of 2)") {
 		t.Errorf("the phase after rewind to build: %q", phase)
