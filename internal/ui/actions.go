@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
 )
 
@@ -20,8 +22,14 @@ type actionInput struct {
 	Notes string `json:"notes"`
 	// Text: the fact pin pins.
 	Text string `json:"text"`
-	// Force: complete's --force.
+	// Force: complete's and rewind's --force.
 	Force bool `json:"force"`
+	// Phase: resume's --phase, rewind's --to, fork's --at.
+	Phase string `json:"phase"`
+	// Worktree: fork's --worktree ("": beside the project).
+	Worktree string `json:"worktree"`
+	// ID: the number of the task done closes (or Text, its text).
+	ID int `json:"id"`
 }
 
 // runsFolder is where the runners resume starts write their output, in
@@ -45,7 +53,22 @@ var actions = map[string]func(s *Server, r *http.Request, p app.Pipeline, meta s
 		return app.Remember(r.Context(), app.RememberRequest{MemoryRequest: app.MemoryRequest{Pipeline: p, Session: meta.ID},
 			Note: engine.MemoryNote{Kind: engine.NoteFact, Text: in.Text}})
 	},
+	"task": func(_ *Server, r *http.Request, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
+		return app.Remember(r.Context(), app.RememberRequest{MemoryRequest: app.MemoryRequest{Pipeline: p, Session: meta.ID},
+			Note: engine.MemoryNote{Kind: engine.NoteTodo, Text: in.Text}})
+	},
+	"done": func(_ *Server, r *http.Request, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
+		return app.Remember(r.Context(), app.RememberRequest{MemoryRequest: app.MemoryRequest{Pipeline: p, Session: meta.ID},
+			Note: engine.MemoryNote{Kind: engine.NoteDone, Text: in.Text, ID: in.ID}})
+	},
+	"rewind": func(_ *Server, r *http.Request, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
+		return app.Rewind(r.Context(), app.RewindRequest{Pipeline: p, Session: meta.ID, To: in.Phase, Force: in.Force})
+	},
+	"fork": (*Server).fork,
 }
+
+// actionNames are the actions, as an unknown one's error lists them.
+const actionNames = "pause, resume, complete, pin, task, done, rewind and fork"
 
 func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	if why := s.crossSite(r); why != "" {
@@ -54,7 +77,7 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	}
 	do, ok := actions[r.PathValue("action")]
 	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no action %q: the actions are pause, resume, complete and pin", r.PathValue("action")))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no action %q: the actions are %s", r.PathValue("action"), actionNames))
 		return
 	}
 	var in actionInput
@@ -105,6 +128,7 @@ func (s *Server) resume(r *http.Request, p app.Pipeline, meta store.Meta, in act
 		return nil, err
 	}
 	state, _, err := ref.State()
+	plan := ref.Plan
 	ref.Close()
 	if err != nil {
 		return nil, err
@@ -112,16 +136,64 @@ func (s *Server) resume(r *http.Request, p app.Pipeline, meta store.Meta, in act
 	if state.Status == engine.StatusCompleted {
 		return nil, app.Usagef("session %s is completed: there is nothing to resume", meta.ID)
 	}
+	if in.Phase != "" && plan != nil && !slices.ContainsFunc(plan.Phases, func(p spec.PhasePlan) bool { return p.Name == in.Phase }) {
+		return nil, app.Usagef("--phase %q is not a phase of %s (%s)%s", in.Phase, meta.File, session.PhaseNames(plan), session.PhaseHint(plan, in.Phase))
+	}
 	app.SettleRunner(st, meta.Key)
 	dir, args := app.CommandArgs(p.StateDir, p.File)
 	args = append([]string{"resume", meta.ID}, args...)
 	if in.Notes != "" {
 		args = append(args, "--notes="+in.Notes)
 	}
-	l, err := app.LaunchRunner(r.Context(), app.LaunchRequest{Store: st, Key: meta.Key, Binary: s.binary,
+	if in.Phase != "" {
+		args = append(args, "--phase="+in.Phase)
+	}
+	return s.launch(r, st, meta.Key, dir, args)
+}
+
+// launch starts args as a detached runner of the session key in st.
+func (s *Server) launch(r *http.Request, st *store.Store, key, dir string, args []string) (resumed, error) {
+	l, err := app.LaunchRunner(r.Context(), app.LaunchRequest{Store: st, Key: key, Binary: s.binary,
 		Dir: dir, Args: args, Env: s.env, Folder: runsFolder})
+	if err != nil {
+		return resumed{}, err
+	}
+	return resumed{Session: l.Session, Status: l.Status, PID: l.PID, Log: l.Log, ExitCode: l.ExitCode}, nil
+}
+
+// forked is what POST .../fork answers: the fork's git worktree and its
+// session, which a detached runner runs.
+type forked struct {
+	resumed
+	Parent   string `json:"parent"`
+	Worktree string `json:"worktree"`
+}
+
+// fork makes the fork here (app.PrepareFork: its worktree and its
+// session, started from the checkpoint), then hands the session to a
+// detached runner, a resume in the fork's folder, which outlives the
+// request as resume's does.
+func (s *Server) fork(r *http.Request, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
+	f, err := app.PrepareFork(r.Context(), app.ForkRequest{Pipeline: p, Session: meta.ID, At: in.Phase, Worktree: in.Worktree})
 	if err != nil {
 		return nil, err
 	}
-	return resumed{Session: l.Session, Status: l.Status, PID: l.PID, Log: l.Log, ExitCode: l.ExitCode}, nil
+	sess, st := f.Session, f.Session.Store
+	defer st.Close()
+	id, key, file := sess.ID(), sess.X.Meta.Key, sess.X.Meta.File
+	// The Started event records the parent and the checkpoint; the
+	// runner that takes the session then runs it from there.
+	_, err = sess.Apply(f.First)
+	if closeErr := sess.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		return nil, app.StoreWriteFailed(err)
+	}
+	dir, args := app.CommandArgs(st.Root, st.Abs(file))
+	l, err := s.launch(r, st, key, dir, append([]string{"resume", id}, args...))
+	if err != nil {
+		return nil, err
+	}
+	return forked{resumed: l, Parent: meta.ID, Worktree: f.Worktree}, nil
 }

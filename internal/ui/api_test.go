@@ -358,3 +358,152 @@ func TestCloseEndsTheEventStreams(t *testing.T) {
 		t.Fatalf("the stream was still open %s after Close", testwait.Failsafe)
 	}
 }
+
+// gitProject is project in a git repository with one commit: the
+// sessions take checkpoints, which rewind and fork need.
+func gitProject(t *testing.T) string {
+	t.Helper()
+	dir := project(t)
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."},
+		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "start"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return dir
+}
+
+// Resume at a phase jumps to it, as pipeline resume --phase: the agent's
+// only prompt after the pause is the build phase's.
+func TestAPIResumeAtAPhase(t *testing.T) {
+	dir := project(t)
+	id := pausedSession(t, dir)
+	srv, hs := serve(t, ui.Options{Root: dir})
+	token := map[string]string{ui.TokenHeader: srv.Token()}
+	events := openEvents(t, hs.URL)
+	os.Remove(filepath.Join(dir, "prompts.txt"))
+	if code, out := post(t, hs.URL+"/api/sessions/"+id+"/resume", token, `{"phase": "nowhere"}`); code == 200 {
+		t.Fatalf("resume at a phase that is not one: %d %v, want a refusal", code, out)
+	}
+	if code, out := post(t, hs.URL+"/api/sessions/"+id+"/resume", token, `{"phase": "build"}`); code != 200 || out["session"] != id {
+		t.Fatalf("resume at build: %d %v", code, out)
+	}
+	events.await(t, id, "completed")
+	prompts, _ := os.ReadFile(filepath.Join(dir, "prompts.txt"))
+	if strings.Contains(string(prompts), "Design the greeting") || !strings.Contains(string(prompts), "Build the greeting") {
+		t.Errorf("the agent's prompts after resume at build:\n%s\nwant build's only", prompts)
+	}
+}
+
+// Rewind sets a completed session back to a phase, as pipeline rewind; a
+// phase that is not one is refused with the command's message.
+func TestAPIRewind(t *testing.T) {
+	dir := gitProject(t)
+	id := pausedSession(t, dir)
+	pipeline(t, dir, 0, "resume", id)
+	srv, hs := serve(t, ui.Options{Root: dir})
+	token := map[string]string{ui.TokenHeader: srv.Token()}
+	base := hs.URL + "/api/sessions/" + id
+	if code, out := post(t, base+"/rewind", token, `{"phase": "nowhere"}`); code != 400 || !strings.Contains(out["error"].(string), "nowhere") || out["exit_code"] != float64(2) {
+		t.Errorf("rewind to a phase that is not one: %d %v, want 400 with the command's message", code, out)
+	}
+	if code, out := post(t, base+"/rewind", token, `{}`); code != 400 || out["error"] != "rewind needs --to PHASE" {
+		t.Errorf("rewind to no phase: %d %v, want 400 with the command's message", code, out)
+	}
+	if code, out := post(t, base+"/rewind", token, `{"phase": "build"}`); code != 200 || out["session"] != id {
+		t.Fatalf("rewind to build: %d %v", code, out)
+	}
+	var status struct {
+		Status string `json:"status"`
+		Phase  string `json:"phase"`
+	}
+	getJSON(t, base, &status)
+	if status.Status != "paused" || status.Phase != "build" {
+		t.Errorf("after rewind to build: %+v, want paused at build", status)
+	}
+}
+
+// A task added shows in the working set; done closes it by number; an
+// empty task is refused with the command's message.
+func TestAPITaskAddAndDone(t *testing.T) {
+	dir := project(t)
+	id := pausedSession(t, dir)
+	srv, hs := serve(t, ui.Options{Root: dir})
+	token := map[string]string{ui.TokenHeader: srv.Token()}
+	base := hs.URL + "/api/sessions/" + id
+	if code, out := post(t, base+"/task", token, `{"text": ""}`); code != 400 || out["error"] != "the task is empty" {
+		t.Errorf("an empty task: %d %v, want 400 with the command's message", code, out)
+	}
+	code, out := post(t, base+"/task", token, `{"text": "translate the greeting"}`)
+	item, _ := out["item"].(map[string]any)
+	if code != 200 || item == nil || item["text"] != "translate the greeting" {
+		t.Fatalf("task: %d %v", code, out)
+	}
+	type tasks struct {
+		Open []struct{ Text string } `json:"open_tasks"`
+		Done []struct{ Text string } `json:"done_tasks"`
+	}
+	var m tasks
+	getJSON(t, base+"/memory", &m)
+	if len(m.Open) != 1 || m.Open[0].Text != "translate the greeting" {
+		t.Fatalf("open tasks after task: %+v", m.Open)
+	}
+	body, _ := json.Marshal(map[string]any{"id": item["id"]})
+	if code, out := post(t, base+"/done", token, string(body)); code != 200 {
+		t.Fatalf("done: %d %v", code, out)
+	}
+	m = tasks{}
+	getJSON(t, base+"/memory", &m)
+	if len(m.Open) != 0 || len(m.Done) != 1 {
+		t.Errorf("after done: open %+v, done %+v; want it done", m.Open, m.Done)
+	}
+	if code, out := post(t, base+"/done", token, `{"id": 99}`); code != 400 {
+		t.Errorf("done of no such task: %d %v, want 400", code, out)
+	}
+}
+
+// Fork makes a git worktree from the checkpoint before the phase and a
+// session there, run by a detached runner: it pauses at design's
+// checkpoint as its parent did, and records its parent.
+func TestAPIFork(t *testing.T) {
+	dir := gitProject(t)
+	id := pausedSession(t, dir)
+	srv, hs := serve(t, ui.Options{Root: dir})
+	token := map[string]string{ui.TokenHeader: srv.Token()}
+	base := hs.URL + "/api/sessions/" + id
+	if code, out := post(t, base+"/fork", token, `{"phase": "nowhere"}`); code != 400 || !strings.Contains(out["error"].(string), "is not a phase") {
+		t.Errorf("fork at a phase that is not one: %d %v, want 400 with the command's message", code, out)
+	}
+	worktree := filepath.Join(t.TempDir(), "fork")
+	body, _ := json.Marshal(map[string]string{"phase": "design", "worktree": worktree})
+	code, out := post(t, base+"/fork", token, string(body))
+	forkID, _ := out["session"].(string)
+	if code != 200 || forkID == "" || forkID == id || out["worktree"] != worktree || out["parent"] != id {
+		t.Fatalf("fork: %d %v", code, out)
+	}
+	t.Cleanup(func() { exec.Command("git", "-C", dir, "worktree", "remove", "--force", worktree).Run() })
+	var status struct {
+		Status  string `json:"status"`
+		Attempt int    `json:"attempt"`
+		Parent  struct {
+			Session string `json:"session"`
+		} `json:"parent"`
+	}
+	// Polled: the fork's store is outside the served folder, which the
+	// event stream follows.
+	for deadline := time.Now().Add(testwait.Failsafe); ; time.Sleep(50 * time.Millisecond) {
+		out := pipeline(t, worktree, 0, "status", forkID, "-o", "json")
+		if json.Unmarshal([]byte(out), &status) == nil && status.Status == "paused" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fork did not pause within %s: %s", testwait.Failsafe, out)
+		}
+	}
+	if status.Parent.Session != id {
+		t.Errorf("the fork's parent: %+v, want %s", status.Parent, id)
+	}
+	if status.Attempt != 1 {
+		t.Errorf("the fork's attempt: %d, want 1 (its hand-over to the runner is not a retry)", status.Attempt)
+	}
+}

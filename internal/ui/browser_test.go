@@ -222,3 +222,126 @@ func TestBrowserPostWithoutTheTokenIsRefused(t *testing.T) {
 		t.Errorf("after the refusal: %s", status)
 	}
 }
+
+// Rewind from the page sets a completed session back to the phase chosen,
+// and a task added shows in the working set, with a button that closes it.
+func TestBrowserRewindAndAddATask(t *testing.T) {
+	dir := gitProject(t)
+	id := pausedSession(t, dir)
+	pipeline(t, dir, 0, "resume", id)
+	url := startUI(t, dir)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(url+"/session/"+id),
+		visible(`body[data-status="completed"]`),
+		chromedp.SetValue(chromedp.CSS(`#phase-select`), "build"),
+		chromedp.Click(chromedp.CSS(`#rewind`)),
+		// The answer shows; the session's change may come first, by the
+		// event stream.
+		visible(`#result`),
+		visible(`body[data-status="paused"]`))
+	if phase := text(t, ctx, `#summary [data-field="phase"]`); !strings.Contains(phase, "build (2 of 2)") {
+		t.Errorf("the phase after rewind to build: %q", phase)
+	}
+	if result := text(t, ctx, `#result`); !strings.Contains(result, "rewind") {
+		t.Errorf("the result shown: %q", result)
+	}
+	do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#task`), "translate the greeting"),
+		chromedp.Click(chromedp.CSS(`#add-task`)),
+		visible(`ul[data-list="open tasks"] li button[data-done]`))
+	if task := text(t, ctx, `ul[data-list="open tasks"] li`); !strings.Contains(task, "translate the greeting") {
+		t.Errorf("the open task shown: %q", task)
+	}
+	screenshot(t, ctx, "session-rewound")
+	if m := pipeline(t, dir, 0, "memory", id, "-o", "json"); !strings.Contains(m, "translate the greeting") {
+		t.Errorf("pipeline memory after the task was added on the page: %s", m)
+	}
+}
+
+// The filter by pipeline keeps that pipeline's sessions; the search box
+// lists pipeline search's hits of those, each a link to its session.
+func TestBrowserSessionsFilterAndSearch(t *testing.T) {
+	root, demo, other := twoPipelines(t)
+	url := startUI(t, root)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(url+"/"),
+		visible(fmt.Sprintf(`tr[data-id=%q]`, demo)), visible(fmt.Sprintf(`tr[data-id=%q]`, other)),
+		chromedp.SetValue(chromedp.CSS(`#pipeline-filter`), "other"))
+	// SetValue fires no change event: the page is told as a user's choice
+	// would tell it.
+	eval[bool](t, ctx, `document.getElementById("pipeline-filter").dispatchEvent(new Event("change"))`)
+	rows := eval[[]string](t, ctx, `[...document.querySelectorAll("#sessions tbody tr")].map(r => r.dataset.id)`)
+	if strings.Join(rows, ",") != other {
+		t.Errorf("rows of pipeline other: %q, want %s only", rows, other)
+	}
+	do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#search`), "drafting"),
+		chromedp.Click(chromedp.CSS(`#search-form button`)),
+		visible(`#search-results li[data-session] mark`))
+	hits := eval[[]string](t, ctx, `[...document.querySelectorAll("#hits li[data-session]")].map(li => li.dataset.session)`)
+	if len(hits) == 0 || strings.Join(hits, ",") != strings.Repeat(other+",", len(hits)-1)+other {
+		t.Errorf("hits shown: %q, want only session %s's", hits, other)
+	}
+	if mark := text(t, ctx, `#hits mark`); mark != "drafting" {
+		t.Errorf("the match shown: %q", mark)
+	}
+	screenshot(t, ctx, "sessions-search")
+	do(t, ctx, chromedp.Click(chromedp.CSS(`#hits li[data-session] a`)),
+		visible(`body[data-loaded] #gantt svg`))
+	if shown := text(t, ctx, `#session-id`); shown != other {
+		t.Errorf("the hit's link opened session %q, want %s", shown, other)
+	}
+}
+
+// From a session's page, "Compare with…" opens the diff page; with the
+// other session chosen, it draws both side by side.
+func TestBrowserDiffDrawsBothSessions(t *testing.T) {
+	dir, paused, completed := twoOutcomes(t)
+	url := startUI(t, dir)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(url+"/session/"+paused), visible(`body[data-loaded]`),
+		chromedp.Click(chromedp.CSS(`#diff-link`)),
+		chromedp.WaitReady(chromedp.CSS(fmt.Sprintf(`#b option[value=%q]`, completed))),
+		chromedp.SetValue(chromedp.CSS(`#b`), completed),
+		chromedp.Click(chromedp.CSS(`#pick button`)),
+		visible(`#diff-chart svg`))
+	sides := eval[[]string](t, ctx, `[...document.querySelectorAll("#diff-chart rect.bar")].map(r => r.dataset.phase + ":" + r.dataset.side + ":" + r.classList[2])`)
+	if strings.Join(sides, ",") != "design:a:paused,design:b:completed,build:a:pending,build:b:completed" {
+		t.Errorf("the bars: %q, want each phase of each side with its status", sides)
+	}
+	if a, b := text(t, ctx, `#side-a h2`), text(t, ctx, `#side-b h2`); !strings.Contains(a, paused) || !strings.Contains(b, completed) {
+		t.Errorf("the sides: %q and %q", a, b)
+	}
+	if div := text(t, ctx, `#divergence`); !strings.Contains(div, "Diverged at phase design") {
+		t.Errorf("the divergence shown: %q", div)
+	}
+	screenshot(t, ctx, "diff")
+}
+
+// The analytics page draws its charts from the sessions: a bar per phase
+// run, a bar per pause reason, a point per session on the cost line.
+func TestBrowserAnalyticsDrawsTheCharts(t *testing.T) {
+	dir, paused, completed := twoOutcomes(t)
+	url := startUI(t, dir)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(url+"/"), visible(`body[data-loaded]`),
+		chromedp.Click(chromedp.CSS(`a[href="/analytics"]`)),
+		visible(`#chart-cost svg circle.point`))
+	for chart, want := range map[string]string{
+		"chart-time":    "demo · design,demo · build",
+		"chart-tokens":  "demo · design,demo · build",
+		"chart-retries": "demo · design,demo · build",
+		"chart-pauses":  "checkpoint",
+	} {
+		got := eval[[]string](t, ctx, `[...document.querySelectorAll("#`+chart+` rect.bar")].map(r => r.dataset.label)`)
+		if strings.Join(got, ",") != want {
+			t.Errorf("%s: bars %q, want %s", chart, got, want)
+		}
+	}
+	if widths := eval[[]float64](t, ctx, `[...document.querySelectorAll("#chart-tokens rect.bar")].map(r => +r.getAttribute("width"))`); len(widths) != 2 || widths[0] <= widths[1] {
+		t.Errorf("token bars' widths %v: design's (two sessions) should be the longer", widths)
+	}
+	points := eval[[]string](t, ctx, `[...document.querySelectorAll("#chart-cost circle.point")].map(c => c.dataset.session)`)
+	if strings.Join(points, ",") != paused+","+completed {
+		t.Errorf("cost points: %q, want %s then %s", points, paused, completed)
+	}
+	screenshot(t, ctx, "analytics")
+}

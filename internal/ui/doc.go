@@ -1,7 +1,8 @@
 // Package ui is pipeline's web dashboard (pipeline ui): an HTTP API over
 // the product's one API (package app) for the sessions of every pipeline
 // below a folder, server-sent events when a session changes, the actions
-// (pause, resume, complete, pin) a button asks for, and the pages that use
+// (pause, resume at a phase, complete, pin, add or close a task, rewind,
+// fork) a button asks for, and the pages that use
 // them, plain HTML, CSS and JavaScript embedded in the binary.
 //
 // Safety: a page's POST must carry the server's token (X-Pipeline-Token,

@@ -9,6 +9,7 @@ async function load() {
   try {
     const [status, memory, logs] = await Promise.all([api(base), api(base + "/memory"), api(base + "/logs")]);
     summary(status);
+    phaseChoices(status.phases || [], status.phase);
     gantt(status.phases || []);
     phases(status.phases || []);
     workingSet(memory);
@@ -95,10 +96,31 @@ function workingSet(m) {
   const out = [];
   for (const [name, items] of lists) {
     if (!items || !items.length) continue;
-    out.push(el("h3", {}, name), el("ul", { "data-list": name.toLowerCase() }, ...items.map((it) => el("li", {}, it.text))));
+    out.push(el("h3", {}, name), el("ul", { "data-list": name.toLowerCase() }, ...items.map((it) => item(name, it))));
   }
   if (!out.length) out.push(el("p", { class: "none" }, "Nothing in the working set yet."));
   document.getElementById("memory").replaceChildren(...out);
+}
+
+// item is a line of the working set; an open task has a button that
+// closes it.
+function item(list, it) {
+  const li = el("li", { "data-id": it.id }, it.text);
+  if (list === "Open tasks") {
+    const done = el("button", { class: "small", "data-done": it.id }, "Done");
+    done.addEventListener("click", () => run("done", { id: it.id }));
+    li.append(" ", done);
+  }
+  return li;
+}
+
+// phaseChoices fills the phase the phase buttons act on, keeping the
+// one chosen.
+function phaseChoices(list, current) {
+  const select = document.getElementById("phase-select");
+  const chosen = select.value || current || "";
+  select.replaceChildren(...list.map((p) => el("option", { value: p.name }, p.name)));
+  if (list.some((p) => p.name === chosen)) select.value = chosen;
 }
 
 function transcript(pieces) {
@@ -126,7 +148,9 @@ async function run(action, body) {
   const result = document.getElementById("result");
   try {
     const r = await act(id, action, body);
-    result.textContent = action + ": " + (r.result || r.status || "done");
+    result.replaceChildren(action + ": " + (r.result || r.status || "done"));
+    if (r.phase) result.append(" (phase " + r.phase + ")");
+    if (r.worktree) result.append(" — session " + r.session + " in " + r.worktree);
     result.hidden = false;
     showError(null);
     load();
@@ -141,6 +165,17 @@ document.getElementById("pin").addEventListener("click", () => {
   const fact = document.getElementById("fact");
   run("pin", { text: fact.value }).then(() => { fact.value = ""; });
 });
+
+document.getElementById("add-task").addEventListener("click", () => {
+  const task = document.getElementById("task");
+  run("task", { text: task.value }).then(() => { task.value = ""; });
+});
+const phaseSelect = document.getElementById("phase-select");
+const force = document.getElementById("force");
+document.getElementById("resume-at").addEventListener("click", () => run("resume", { notes: notes.value, phase: phaseSelect.value }));
+document.getElementById("rewind").addEventListener("click", () => run("rewind", { phase: phaseSelect.value, force: force.checked }));
+document.getElementById("fork").addEventListener("click", () => run("fork", { phase: phaseSelect.value }));
+document.getElementById("diff-link").href = "/diff?a=" + encodeURIComponent(id);
 
 let pending = null;
 follow((c) => {
