@@ -136,6 +136,23 @@ func (s *Server) sessionMemory(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
+// sessionResumeContext is the resume context the session's next agent
+// step would get, as pipeline resume --dry-run -o json prints it; a
+// session that cannot be resumed answers why.
+func (s *Server) sessionResumeContext(w http.ResponseWriter, r *http.Request) {
+	p, meta, err := s.pipelineOf(r.PathValue("id"))
+	if err != nil {
+		writeFailure(w, err)
+		return
+	}
+	resp, err := app.PreviewResume(r.Context(), app.ResumeRequest{Pipeline: p, Session: meta.ID})
+	if err != nil {
+		writeFailure(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
 // logPiece is one transcript or prompt of a session, rendered as pipeline
 // logs renders it.
 type logPiece struct {

@@ -507,3 +507,29 @@ func TestAPIFork(t *testing.T) {
 		t.Errorf("the fork's attempt: %d, want 1 (its hand-over to the runner is not a retry)", status.Attempt)
 	}
 }
+
+// The resume context the next agent step would get is what pipeline
+// resume --dry-run -o json prints; a completed session answers why it has
+// none.
+func TestAPIResumeContextIsTheDryRun(t *testing.T) {
+	dir := project(t)
+	id := pausedSession(t, dir)
+	_, hs := serve(t, ui.Options{Root: dir})
+	var got, want map[string]any
+	getJSON(t, hs.URL+"/api/sessions/"+id+"/resume-context", &got)
+	if err := json.Unmarshal([]byte(pipeline(t, dir, 0, "resume", id, "--dry-run", "-o", "json")), &want); err != nil {
+		t.Fatal(err)
+	}
+	if got["resume_context"] == nil || got["resume_context"] != want["resume_context"] || got["phase"] != want["phase"] {
+		t.Errorf("resume context %v, want %v as resume --dry-run says", got, want)
+	}
+	pipeline(t, dir, 0, "complete", id)
+	res, err := http.Get(hs.URL + "/api/sessions/" + id + "/resume-context")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusBadRequest && res.StatusCode != http.StatusConflict {
+		t.Errorf("a completed session's resume context: %s, want a refusal", res.Status)
+	}
+}

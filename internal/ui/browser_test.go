@@ -160,6 +160,10 @@ func TestBrowserSessionPageDrawsABarPerPhase(t *testing.T) {
 	if transcript := text(t, ctx, "#logs"); !strings.Contains(transcript, "drafting the greeting design") {
 		t.Errorf("the transcript shown: %q", transcript)
 	}
+	// What the next step would be told: the resume context, with why.
+	if context := text(t, ctx, "#resume-context"); !strings.Contains(context, "design") {
+		t.Errorf("the resume context shown: %q", context)
+	}
 	screenshot(t, ctx, "session")
 }
 

@@ -110,6 +110,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/sessions/{id}", s.sessionStatus)
 	s.mux.HandleFunc("GET /api/sessions/{id}/logs", s.sessionLogs)
 	s.mux.HandleFunc("GET /api/sessions/{id}/memory", s.sessionMemory)
+	s.mux.HandleFunc("GET /api/sessions/{id}/resume-context", s.sessionResumeContext)
 	s.mux.HandleFunc("GET /api/search", s.search)
 	s.mux.HandleFunc("GET /api/diff", s.diffSessions)
 	s.mux.HandleFunc("GET /api/analytics", s.analyticsOf)

@@ -14,6 +14,7 @@ async function load() {
     phases(status.phases || []);
     workingSet(memory);
     transcript(logs);
+    await resumeContext(id);
     showError(null);
     document.body.dataset.status = status.status;
     document.body.dataset.loaded = String(Date.now());
@@ -87,7 +88,18 @@ function phases(list) {
     el("td", {}, p.name), el("td", {}, statusBadge(p.status || "pending")), el("td", { class: "num" }, p.attempts),
     el("td", { class: "num" }, p.retries), el("td", { class: "num" }, p.tokens), el("td", { class: "num" }, money(p.cost_usd)),
     el("td", { class: "num" }, p.duration || "-"),
+    el("td", { class: "num", title: (p.files_changed || []).join("\n") }, (p.files_changed || []).length),
+    el("td", { class: "mono" }, (p.checkpoint || "").slice(0, 12)),
     el("td", {}, (p.triggers_fired || []).map((f) => f.reason).join(", ")))));
+}
+
+// resumeContext shows what the next agent step would be told, or why
+// the session cannot be resumed.
+async function resumeContext(id) {
+  const out = document.getElementById("resume-context");
+  const r = await fetch(`/api/sessions/${encodeURIComponent(id)}/resume-context`, { headers: { Accept: "application/json" } });
+  const body = await r.json().catch(() => ({}));
+  out.textContent = r.ok ? (body.resume_context || "(the next step is not an agent's: no resume context)") : (body.error || "");
 }
 
 function workingSet(m) {
