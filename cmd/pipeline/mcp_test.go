@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/pipeline-dev/pipeline/internal/proctest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -374,6 +375,10 @@ func (c *mcpClient) runToCheckpoint(t *testing.T) mcpStatus {
 	})
 	c.subscribe(t, started.Session)
 	s, _ := c.awaitStatus(t, started.Session, "paused")
+	// The session says paused before its runner has made its last writes
+	// (the snapshot, the index) and gone: the test's folder goes when the
+	// test ends, and the runner must be gone first.
+	proctest.AwaitExit(t, started.PID)
 	if s.ID != started.Session || s.PauseReason != "checkpoint" || s.Phase != "design" ||
 		s.Pause == nil || !strings.Contains(s.Pause.Note, "design drafted; review it") || s.RunExitCode == nil || *s.RunExitCode != 3 {
 		t.Fatalf("after run: %+v (pause %+v)", s, s.Pause)
