@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"github.com/pipeline-dev/pipeline/internal/proctest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pipeline-dev/pipeline/internal/mcpserver"
+	"github.com/pipeline-dev/pipeline/internal/proctest"
 )
 
 // The MCP server (pipeline mcp) with the SDK's own client: in process over
