@@ -67,20 +67,16 @@ phases:
 		_, err := driver.Run(ctx, sess, sess.Start(time.Now()))
 		ran <- errors.Join(err, sess.Close())
 	}()
-	// The step has printed its first line (polled: the test has no
-	// other word of it).
-	logs := filepath.Join(p.dir, ".pipeline", "sessions", id, "transcripts", "build", "*.log")
-	for deadline := time.Now().Add(testwait.Failsafe); ; time.Sleep(20 * time.Millisecond) {
-		paths, _ := filepath.Glob(logs)
-		if len(paths) == 1 {
-			if text, _ := os.ReadFile(paths[0]); strings.Contains(string(text), "before") {
-				break
-			}
+	// The step has printed its first line.
+	transcripts := filepath.Join(p.dir, ".pipeline", "sessions", id, "transcripts")
+	testwait.Written(t, transcripts, "the step's first line", func() bool {
+		paths, _ := filepath.Glob(filepath.Join(transcripts, "build", "*.log"))
+		if len(paths) != 1 {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the step never printed its first line")
-		}
-	}
+		text, _ := os.ReadFile(paths[0])
+		return strings.Contains(string(text), "before")
+	})
 	var out lockedBuffer
 	following := make(chan struct{})
 	followed := make(chan error, 1)

@@ -14,26 +14,20 @@ import (
 	"github.com/pipeline-dev/pipeline/internal/testwait"
 )
 
-// awaitFile waits until the file exists.
+// awaitFile waits until the file exists, on the events of its folder.
 func awaitFile(t *testing.T, file string) {
 	t.Helper()
-	deadline := time.Now().Add(testwait.Failsafe)
-	for {
-		if _, err := os.Stat(file); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never appeared", file)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Written(t, filepath.Dir(file), file, func() bool {
+		_, err := os.Stat(file)
+		return err == nil
+	})
 }
 
-// awaitRecorded waits until the session's log holds an event of type typ.
+// awaitRecorded waits until the session's log holds an event of type typ,
+// on the events of the session's folder.
 func awaitRecorded(t *testing.T, h *harness, typ string) {
 	t.Helper()
-	deadline := time.Now().Add(testwait.Failsafe)
-	for {
+	testwait.Written(t, h.sess.X.Dir, "a "+typ+" recorded", func() bool {
 		found := false
 		if err := h.sess.X.Events(0, func(_ int64, got string, _ []byte) error {
 			found = found || got == typ
@@ -41,14 +35,8 @@ func awaitRecorded(t *testing.T, h *harness, typ string) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if found {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s was recorded", typ)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return found
+	})
 }
 
 // TestALateTriggerDoesNotStopTheNextStep is issue 22's regression: a

@@ -489,17 +489,12 @@ func TestAPIFork(t *testing.T) {
 			Session string `json:"session"`
 		} `json:"parent"`
 	}
-	// Polled: the fork's store is outside the served folder, which the
-	// event stream follows.
-	for deadline := time.Now().Add(testwait.Failsafe); ; time.Sleep(50 * time.Millisecond) {
+	// The fork's store is outside the served folder, which the event
+	// stream follows: its own files say when it paused.
+	testwait.Written(t, filepath.Join(worktree, ".pipeline"), "the fork paused", func() bool {
 		out := pipeline(t, worktree, 0, "status", forkID, "-o", "json")
-		if json.Unmarshal([]byte(out), &status) == nil && status.Status == "paused" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the fork did not pause within %s: %s", testwait.Failsafe, out)
-		}
-	}
+		return json.Unmarshal([]byte(out), &status) == nil && status.Status == "paused"
+	})
 	if status.Parent.Session != id {
 		t.Errorf("the fork's parent: %+v, want %s", status.Parent, id)
 	}
