@@ -2,9 +2,11 @@
 # quickstart) and `make test` (every test). Both fetch Go modules as needed.
 GO       ?= go
 BIN      := bin/pipeline
-# The build with the Temporal backend (--backend temporal, pipeline worker):
-# pipeline runs it, found beside itself or on PATH, so that no local command
-# pays the start-up of the Temporal SDK, gRPC and protobuf.
+# The full build (-tags temporal): the Temporal backend (--backend temporal,
+# pipeline worker) and the commands that are servers or need heavy
+# libraries (mcp, search, ui). pipeline runs it for them, found beside
+# itself or on PATH, so that no local command pays the start-up of the
+# Temporal SDK, gRPC, protobuf, the MCP SDK and SQLite.
 FLEET_BIN := bin/pipeline-temporal
 PKGS     := ./...
 FUZZTIME ?= 20s
@@ -120,6 +122,7 @@ test-build-race:
 
 test-build-pipeline: | vet-tags
 	@$(STAGE) "tests: build the pipeline the tests run" $(GO) build -o $(TESTBIN)/pipeline ./cmd/pipeline
+	@$(STAGE) "tests: build pipeline-temporal beside it" $(GO) build -tags temporal -o $(TESTBIN)/pipeline-temporal ./cmd/pipeline
 
 test-packages: test-build-race
 	@$(STAGE) "tests: go test -race, the packages that run no installed program" sh -c '\

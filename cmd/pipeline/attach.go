@@ -13,20 +13,6 @@ import (
 	"github.com/pipeline-dev/pipeline/internal/cireport"
 )
 
-// attachLong is attach's help.
-const attachLong = `Follow SESSION (or the latest session of the pipeline and spec) while it
-runs, whoever started it: pipeline watch, the MCP server, another
-terminal. It shows what run shows: the live block on a terminal, plain
-lines elsewhere; the running step from its last lines, each step after
-it as it starts, what it writes (an agent's turn as logs renders it) and
-how it ends. Ctrl+C detaches and leaves the run going. attach ends when
-the session pauses, fails or completes, with run's exit status: 0
-completed, 3 paused, 1 failed. A session that is not running is said as
-it stands, with the same status.`
-
-const attachExample = `  pipeline attach
-  pipeline attach 20261125-093000123-a1b2c3`
-
 // attachOptions are attach's flags.
 type attachOptions struct {
 	flags *storeFlags
@@ -38,8 +24,8 @@ func attachCommand() *cobra.Command {
 	cmd := newCommand(&cobra.Command{
 		Use:     "attach [SESSION]",
 		Short:   "Follow a running session's live view from any terminal",
-		Long:    attachLong,
-		Example: attachExample,
+		Long:    helpText("attach"),
+		Example: helpText("attach.example"),
 		Args:    cobra.MaximumNArgs(1),
 	}, o.run)
 	o.flags = addStoreFlags(cmd, true)

@@ -19,26 +19,6 @@ import (
 // exitDiverged is diff's exit when the sessions diverge, as diff(1)'s 1.
 const exitDiverged = 1
 
-const diffHelp = `Show sessions A and B side by side, phase by phase: status, attempts,
-tokens, cost, duration, exit codes, the triggers that fired, the files
-changed (those B changed and A did not, +, and the other way round, -),
-the working set's decisions, and a unified diff of the phase summaries.
-Phases are matched by name, so sessions of different pipelines compare
-too; a phase only one has is listed as such.
-
-The divergence is the first phase (in A's order) where the status, the
-attempts, the exit codes, the triggers fired (their reasons, in order)
-or the decisions differ, or that only one session has. Tokens, cost,
-time, files and summaries are shown, not judged: two runs of the same
-work never spend the same.
-
-The sessions are looked for in the store of --file or --state-dir, then
-in every store below the current folder (as sessions --all finds them).
-
-Exit status, as diff(1): 0 the sessions do not diverge, 1 they diverge,
-2 a session was not found (or another usage error). -o json prints the
-comparison as one object (see README) with the same exit status.`
-
 // diffOptions are the flags of diff.
 type diffOptions struct {
 	flags  *storeFlags
@@ -48,12 +28,11 @@ type diffOptions struct {
 func diffCommand() *cobra.Command {
 	o := &diffOptions{}
 	cmd := newCommand(&cobra.Command{
-		Use:   "diff A B",
-		Short: "Compare two sessions phase by phase, and say where they diverged",
-		Long:  diffHelp,
-		Example: `  pipeline diff 20261125-093000123-a1b2c3 20261125-101500456-d4e5f6
-  pipeline diff ORIGINAL REPLAY -o json | jq .divergence`,
-		Args: cobra.ExactArgs(2),
+		Use:     "diff A B",
+		Short:   "Compare two sessions phase by phase, and say where they diverged",
+		Long:    helpText("diff"),
+		Example: helpText("diff.example"),
+		Args:    cobra.ExactArgs(2),
 	}, o.run)
 	o.flags = addStoreFlags(cmd, false)
 	o.output = addOutputFlag(cmd)

@@ -20,31 +20,6 @@ import (
 	"github.com/pipeline-dev/pipeline/steps"
 )
 
-// doctorLong is doctor's help.
-const doctorLong = `Check, for each agent CLI the phases of FILE (default ./phases.yaml) use,
-that it is on PATH, that its version is one the adapter works with
-(claude 2.1.332, gemini 0.61.0, codex 0.169.0 or newer), and whether its
-credentials are set: a key variable (ANTHROPIC_API_KEY, GEMINI_API_KEY,
-OPENAI_API_KEY and the like, in the environment or the agent's env:) or
-the CLI's own login file. Credentials are named, never shown. A kind:
-command agent's program is looked for too.
-
-It also looks for pipeline-temporal, the build with the Temporal backend
-that --backend temporal and pipeline worker run (beside pipeline, else on
-PATH), and checks that it is the same build as this one. Local runs do
-not need it; a pipeline whose backend is temporal (backend: block,
-PIPELINE_BACKEND, PIPELINE_TEMPORAL) does.
-
-pipeline validate --preflight runs the same checks.
-
-Exit status: 0 when every CLI can run (credentials not found are a
-warning), 2 when one is missing, too old or broken, or when the backend
-is temporal and pipeline-temporal is missing or broken (another version
-of it is a warning).`
-
-const doctorExample = `  pipeline doctor
-  pipeline doctor -o json examples/spec-workflow/phases.yaml`
-
 // doctorOptions are doctor's flags.
 type doctorOptions struct {
 	output   *outputFlag
@@ -56,8 +31,8 @@ func doctorCommand() *cobra.Command {
 	cmd := newCommand(&cobra.Command{
 		Use:     "doctor [FILE]",
 		Short:   "Check that the agent CLIs the pipeline uses are installed, recent enough and have credentials",
-		Long:    doctorLong,
-		Example: doctorExample,
+		Long:    helpText("doctor"),
+		Example: helpText("doctor.example"),
 		Args:    cobra.MaximumNArgs(1),
 	}, o.run)
 	o.output = addOutputFlag(cmd)
@@ -222,7 +197,7 @@ func checkFleetBinary(ctx context.Context, needed bool) fleetCheck {
 // print writes the check as doctor's text: one line, then its problem
 // and hint.
 func (c fleetCheck) print(w io.Writer) {
-	use := "local runs do not need it; --backend temporal and pipeline worker do"
+	use := "local runs do not need it; --backend temporal, pipeline worker, mcp, search and ui do"
 	if c.Needed {
 		use = "this pipeline runs on the Temporal backend and needs it"
 	}

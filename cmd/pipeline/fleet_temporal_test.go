@@ -33,17 +33,6 @@ import (
 	"github.com/pipeline-dev/pipeline/internal/temporaltest"
 )
 
-// The built pipeline hands --backend temporal and worker to
-// pipeline-temporal, found beside it.
-func init() {
-	alsoBuild = append(alsoBuild, func(dir string) error {
-		if err := goBuild(filepath.Join(dir, fleetBinary), "-tags", "temporal"); err != nil {
-			return fmt.Errorf("building %s: %w", fleetBinary, err)
-		}
-		return nil
-	})
-}
-
 // fleetShared is the dev server the fleet tests share (one start for
 // the file, not one per test): each test has task queues and folders of
 // its own, so the tests stay independent. It is stopped after the last

@@ -6,12 +6,55 @@ import (
 	"path/filepath"
 )
 
-// fleetBinary is the build of pipeline with the Temporal backend (go
-// build -tags temporal): the client of --backend temporal and pipeline
-// worker. The build people run for local work hands those commands to it
-// (handoff.go), so that no local command pays the package init of the
-// Temporal SDK, gRPC and protobuf.
+// fleetBinary is the full build of pipeline (go build -tags temporal):
+// the client of --backend temporal, and the commands that are servers or
+// need heavy libraries: pipeline worker (the Temporal SDK), mcp (the MCP
+// SDK), search (SQLite) and ui (its search box is search). The build
+// people run for local work hands those commands to it (handoff.go), so
+// that the commands run in a loop (run, status, plan...) do not pay the
+// package init of the Temporal SDK, gRPC, protobuf, the MCP SDK and
+// SQLite at every start.
+//
+// Its name stays that of its build tag, which is how it is built, and
+// what scripts, CI jobs and fleets that run pipeline-temporal worker
+// already call; the hand-off and doctor say what else it carries.
 const fleetBinary = "pipeline-temporal"
+
+// companionCommands are the commands only the full build has, which the
+// local build hands to it whole: their flags, --help, help NAME and
+// shell completion included. Their one-line help is here, so that both
+// builds list them alike.
+var companionCommands = map[string]string{
+	"mcp":    mcpShort,
+	"search": searchShort,
+	"ui":     uiShort,
+	"worker": workerShort,
+}
+
+const (
+	mcpShort    = "Serve the pipelines of this folder to agents (Model Context Protocol)"
+	searchShort = "Search the transcripts, prompts, notes and working sets of all sessions"
+	uiShort     = "Serve a dashboard of the sessions in the browser"
+	workerShort = "Run the sessions' steps of a Temporal fleet"
+)
+
+// companionCommandIn names the command of a command line that only the
+// full build has ("" if none): its first word, or the word after help
+// or cobra's completion request.
+func companionCommandIn(args []string) string {
+	if len(args) > 1 {
+		switch args[0] {
+		case "help", "__complete", "__completeNoDesc":
+			args = args[1:]
+		}
+	}
+	if len(args) > 0 {
+		if _, ok := companionCommands[args[0]]; ok {
+			return args[0]
+		}
+	}
+	return ""
+}
 
 // handedOffEnv marks a process that a pipeline without the Temporal
 // backend started as its pipeline-temporal: if that process has no

@@ -9,20 +9,6 @@ import (
 	"github.com/pipeline-dev/pipeline/app"
 )
 
-const forkHelp = `Make a git worktree at DIR (by default a folder beside the project, named
-<project>-fork-<phase>-<n>) from the checkpoint taken before PHASE in
-SESSION, or in the latest session of the pipeline and spec, and run a new
-session there from PHASE on, as run --from would. The new session records
-its parent; status shows it. The fork has its own files, its own .pipeline
-folder and its own lock: forks run at once, beside the parent and beside
-each other. The worktree's HEAD is the checkpoint's commit, detached;
-remove it with git worktree remove DIR.
-
-The agent's native session is forked where the CLI can: the first turn
-in the fork resumes the parent's conversation as PHASE started as a new
-session (Claude: --resume ID --fork-session; Codex: codex exec fork ID);
-Gemini CLI starts a fresh one.`
-
 // forkOptions are the flags of fork.
 type forkOptions struct {
 	flags    *storeFlags
@@ -36,12 +22,11 @@ type forkOptions struct {
 func forkCommand() *cobra.Command {
 	o := &forkOptions{}
 	cmd := newCommand(&cobra.Command{
-		Use:   "fork [SESSION] --at PHASE [--worktree DIR]",
-		Short: "Start a new session from the checkpoint before a phase, in a git worktree of its own",
-		Long:  forkHelp,
-		Example: `  pipeline fork --at implementation
-  pipeline fork 20261125-093000123-a1b2c3 --at design --worktree ../try-another-design`,
-		Args: cobra.MaximumNArgs(1),
+		Use:     "fork [SESSION] --at PHASE [--worktree DIR]",
+		Short:   "Start a new session from the checkpoint before a phase, in a git worktree of its own",
+		Long:    helpText("fork"),
+		Example: helpText("fork.example"),
+		Args:    cobra.MaximumNArgs(1),
 	}, o.run)
 	o.flags = addStoreFlags(cmd, true)
 	o.output = addOutputFlag(cmd)

@@ -18,8 +18,9 @@ import (
 // withTemporal: this build has the Temporal backend.
 const withTemporal = false
 
-// This build has no Temporal backend: a session command that chose it,
-// and pipeline worker, hand the whole command line to pipeline-temporal
+// This build has no Temporal backend, MCP server, search or dashboard: a
+// session command that chose the Temporal backend, and pipeline worker,
+// mcp, search and ui, hand the whole command line to pipeline-temporal
 // (execFleet), which parses it again and does the work. The functions
 // below stand for those of fleet.go: the fleet's app.Backend
 // (fleet.backend) is the hand-off, so no command acts on a fleet, nor
@@ -32,18 +33,39 @@ func followFleet(context.Context, *cobra.Command, app.Started, followOptions) er
 	return handOff("--backend temporal")
 }
 
-func workerCommand() *cobra.Command {
+// The commands of the full build stand here for their help listing
+// only: a command line that names one is handed over before cobra reads
+// it (handOffCompanion), so its flags, --help, help NAME and completion
+// are the full build's.
+func mcpCommand() *cobra.Command    { return companionCommand("mcp") }
+func searchCommand() *cobra.Command { return companionCommand("search") }
+func uiCommand() *cobra.Command     { return companionCommand("ui") }
+func workerCommand() *cobra.Command { return companionCommand("worker") }
+
+func companionCommand(name string) *cobra.Command {
 	return newCommand(&cobra.Command{
-		Use:   "worker",
-		Short: "Run the sessions' steps of a Temporal fleet (runs pipeline-temporal)",
-		Long: `Run a worker of the Temporal backend. The worker is part of
-pipeline-temporal, the build of pipeline with the Temporal backend; this
-one runs it with the same arguments: pipeline-temporal beside this
-executable, else on PATH. pipeline worker --help shows its flags.`,
-		Example: `  pipeline worker --temporal 127.0.0.1:7233`,
-		// Its flags are pipeline-temporal's to parse.
+		Use:   name,
+		Short: companionCommands[name],
+		Long: companionCommands[name] + `.
+
+This command is part of pipeline-temporal, the full build of pipeline,
+which this one runs with the same arguments: pipeline-temporal beside
+this executable, else on PATH. pipeline ` + name + ` --help shows its flags.`,
 		DisableFlagParsing: true,
-	}, func(*cobra.Command, []string) error { return handOff("pipeline worker") })
+	}, func(*cobra.Command, []string) error { return handOff("pipeline " + name) })
+}
+
+// handOffCompanion hands a command line that names a command of the full
+// build to pipeline-temporal; done is false for any other command line.
+// It returns only when the hand-off cannot be made, with the exit code.
+func handOffCompanion(args []string) (code int, done bool) {
+	name := companionCommandIn(args)
+	if name == "" {
+		return 0, false
+	}
+	err := handOff("pipeline " + name)
+	printError(os.Stderr, "pipeline: "+err.Error()+"\n")
+	return exitCode(err), true
 }
 
 // handOff runs pipeline-temporal in this process's place, with this
@@ -61,7 +83,7 @@ func handOff(what string) error {
 		if exe, err := os.Executable(); err == nil {
 			dest = filepath.Join(filepath.Dir(exe), fleetBinary)
 		}
-		return usagef("%s needs %s, the build of pipeline with the Temporal backend, and it is not here (looked at %s); local runs do not need it. Install both with make install (or make build, into bin/), or build it beside this one: go build -tags temporal -o %s ./cmd/pipeline",
+		return usagef("%s needs %s, the full build of pipeline (the Temporal backend, the MCP server, search, the dashboard), and it is not here (looked at %s); local runs do not need it. Install both with make install (or make build, into bin/), or build it beside this one: go build -tags temporal -o %s ./cmd/pipeline",
 			what, fleetBinary, strings.Join(looked, ", "), dest)
 	}
 	self, _ := os.Executable()

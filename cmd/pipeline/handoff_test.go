@@ -96,6 +96,12 @@ func TestHandOffRunsPipelineTemporalInPlace(t *testing.T) {
 		{"PIPELINE_TEMPORAL", []string{"PIPELINE_TEMPORAL=127.0.0.1:7233"}, []string{"pause", "--notes", "--help"}},
 		{"backend: block", nil, []string{"resume", "--file", "fleet.yaml", "--notes", "it's fine"}},
 		{"worker", nil, []string{"worker", "--help", "--task-queue", "q"}},
+		{"mcp", nil, []string{"mcp", "--http", "127.0.0.1:0"}},
+		{"search", nil, []string{"search", "-o", "json", "--", "--help"}},
+		{"ui", nil, []string{"ui", "--addr", "127.0.0.1:0"}},
+		{"help search", nil, []string{"help", "search"}},
+		{"search --help", nil, []string{"search", "--help"}},
+		{"completion of search", nil, []string{"__complete", "search", "--ph"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, pid := runBinary(t, pipelinePath, project, append(env, c.env...), c.args...)
@@ -147,9 +153,12 @@ func TestHandOffWithoutPipelineTemporal(t *testing.T) {
 	}{
 		{[]string{"run", "--backend", "temporal"}, "--backend temporal"},
 		{[]string{"worker", "--temporal", "127.0.0.1:7233"}, "pipeline worker"},
+		{[]string{"mcp"}, "pipeline mcp"},
+		{[]string{"search", "flaky"}, "pipeline search"},
+		{[]string{"help", "ui"}, "pipeline ui"},
 	} {
 		r, _ := runBinary(t, pipelinePath, project, env, c.args...)
-		want := "pipeline: " + c.what + " needs pipeline-temporal, the build of pipeline with the Temporal backend, and it is not here (looked at " +
+		want := "pipeline: " + c.what + " needs pipeline-temporal, the full build of pipeline (the Temporal backend, the MCP server, search, the dashboard), and it is not here (looked at " +
 			filepath.Join(bin, "pipeline-temporal") + ", PATH); local runs do not need it. Install both with make install (or make build, into bin/), or build it beside this one: go build -tags temporal -o " +
 			filepath.Join(bin, "pipeline-temporal") + " ./cmd/pipeline\n"
 		if r.code != 2 || r.stderr != want {
@@ -204,7 +213,7 @@ func TestDoctorChecksPipelineTemporal(t *testing.T) {
 
 	got, text := doctor("phases.yaml", 0)
 	if got.Temporal.Status != "missing" || got.Temporal.Needed || !got.OK ||
-		!strings.Contains(text, "pipeline-temporal: not found (looked at "+sibling+", PATH); local runs do not need it; --backend temporal and pipeline worker do\n"+
+		!strings.Contains(text, "pipeline-temporal: not found (looked at "+sibling+", PATH); local runs do not need it; --backend temporal, pipeline worker, mcp, search and ui do\n"+
 			"  hint: make install builds pipeline and pipeline-temporal side by side; or go build -tags temporal -o "+sibling+" ./cmd/pipeline\n") {
 		t.Errorf("%+v\n%s", got, text)
 	}

@@ -9,18 +9,6 @@ import (
 	"github.com/pipeline-dev/pipeline/app"
 )
 
-const importHelp = `Read a session written by pipeline export (FILE, or - for standard input)
-into the store of this project (.pipeline beside phases.yaml, or
---state-dir). Its phases.yaml and spec are those of this checkout, at the
-same place in the project as where it was exported. Then pipeline resume
-continues it; pipeline resume --session-file FILE does both.
-
-The archive is checked before anything is written: only the files a
-session has, as regular files (no absolute path, no "..", no link or
-device), each the size and SHA-256 its manifest says, within --max-size
-together. The same session already in the store is left as it is;
-another version of it is refused unless --replace (never while it runs).`
-
 // importOptions are the flags of import.
 type importOptions struct {
 	flags   *storeFlags
@@ -32,13 +20,11 @@ type importOptions struct {
 func importCommand() *cobra.Command {
 	o := &importOptions{}
 	cmd := newCommand(&cobra.Command{
-		Use:   "import FILE",
-		Short: "Read an exported session into the store",
-		Long:  importHelp,
-		Example: `  pipeline import session.tar.gz
-  pipeline import --replace --state-dir ci-state session.tar.gz
-  pipeline export -o - | ssh build-host pipeline import -`,
-		Args: cobra.ExactArgs(1),
+		Use:     "import FILE",
+		Short:   "Read an exported session into the store",
+		Long:    helpText("import"),
+		Example: helpText("import.example"),
+		Args:    cobra.ExactArgs(1),
 	}, o.run)
 	o.flags = addStoreFlags(cmd, false)
 	o.output = addOutputFlag(cmd)

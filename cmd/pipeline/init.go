@@ -50,11 +50,8 @@ instead (pipeline templates lists them: built-in, the user's and the
 project's own in .pipeline/templates/NAME/). --spec SPEC writes only a
 phases.yaml for an existing spec: the template its frontmatter names
 (pipeline: {template: NAME}), or --template's, with spec: set to SPEC.`,
-		Example: `  pipeline init
-  pipeline init --template bugfix
-  pipeline init --spec specs/012-login-timeout/README.md
-  pipeline init my-project && pipeline validate my-project/phases.yaml`,
-		Args: cobra.MaximumNArgs(1),
+		Example: helpText("init.example"),
+		Args:    cobra.MaximumNArgs(1),
 	}, func(cmd *cobra.Command, args []string) error {
 		dir := "."
 		if len(args) == 1 {

@@ -11,29 +11,6 @@ import (
 	"github.com/pipeline-dev/pipeline/internal/transcript"
 )
 
-// logsLong is logs's help.
-const logsLong = `Print the transcripts of SESSION (or of the latest session of the pipeline
-and spec), phase by phase, attempt by attempt, each headed by its file.
---phase keeps one phase. -f keeps printing what the steps write until the
-session stops running. --prompts prints, before each agent step's
-transcript, the prompt it was sent as it was sent (the resume context
-included), headed by its file (<attempt>-<step>.prompt).
-
-An agent step's transcript reads as a conversation: what the assistant
-said, each tool call on a line of its own (▸ Edit src/wc.py, ▸ Bash go
-test ./...), the first lines of each result under it, and the turn's
-tokens and cost. --verbose shows the model's thinking too; --raw prints
-what the agent CLI wrote (Claude Code's and Gemini CLI's stream-json,
-Codex CLI's exec --json). With -o json, each piece read is an object with
-its rendered text and its items (kind: text, thinking, tool_call,
-tool_result, usage, error, output).`
-
-const logsExample = `  pipeline logs
-  pipeline logs 20261125-093000123-a1b2c3 --phase implementation
-  pipeline logs --prompts --phase design
-  pipeline logs -f
-  pipeline logs --raw --phase design`
-
 // logsOptions are logs's flags.
 type logsOptions struct {
 	flags   *storeFlags
@@ -51,8 +28,8 @@ func logsCommand() *cobra.Command {
 	cmd := newCommand(&cobra.Command{
 		Use:     "logs [SESSION]",
 		Short:   "Print the transcripts of a session",
-		Long:    logsLong,
-		Example: logsExample,
+		Long:    helpText("logs"),
+		Example: helpText("logs.example"),
 		Args:    cobra.MaximumNArgs(1),
 	}, o.run)
 	o.flags = addStoreFlags(cmd, true)

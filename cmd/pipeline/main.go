@@ -32,6 +32,9 @@ func main() {
 }
 
 func run(args []string) int {
+	if code, done := handOffCompanion(args); done {
+		return code
+	}
 	// PIPELINE_CPUPROFILE=FILE writes a CPU profile, for work on the hot
 	// paths (see make bench).
 	if path := os.Getenv("PIPELINE_CPUPROFILE"); path != "" {

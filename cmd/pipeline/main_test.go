@@ -35,8 +35,30 @@ var binary string
 var outerCI = []string{"CI", "GITHUB_ACTIONS", "GITLAB_CI", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT", "GITHUB_WORKSPACE"}
 
 // alsoBuild builds, beside the pipeline command, the programs it runs
-// that the tests of a file need (pipeline-temporal, for the fleet tests).
+// that the tests of a file need.
 var alsoBuild []func(dir string) error
+
+// The built pipeline hands --backend temporal, worker, mcp, search and ui
+// to pipeline-temporal, found beside it: make test builds it beside
+// PIPELINE_TEST_BINARY; else it is built here.
+func init() {
+	alsoBuild = append(alsoBuild, func(dir string) error {
+		if built := os.Getenv("PIPELINE_TEST_BINARY"); built != "" {
+			if beside := filepath.Join(filepath.Dir(built), fleetBinary); fileExists(beside) {
+				return copyExecutable(beside, filepath.Join(dir, fleetBinary))
+			}
+		}
+		if err := goBuild(filepath.Join(dir, fleetBinary), "-tags", "temporal"); err != nil {
+			return fmt.Errorf("building %s: %w", fleetBinary, err)
+		}
+		return nil
+	})
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
 
 // afterTests stops what the tests of a file share (the Temporal dev server
 // of the fleet tests), once every test has run; an error fails the run.

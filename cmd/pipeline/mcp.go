@@ -1,3 +1,5 @@
+//go:build temporal
+
 package main
 
 import (
@@ -16,30 +18,6 @@ import (
 	"github.com/pipeline-dev/pipeline/internal/mcpserver"
 )
 
-// mcpLong is mcp's help.
-const mcpLong = `Serve the pipelines under the current folder (or --root) as an MCP server:
-on standard input and output (what Claude Code, Gemini CLI and Codex start
-from their MCP configuration), or on streamable HTTP with --http.
-
-Tools: validate, plan, run, resume, pause, status, sessions, logs, memory,
-search. run and resume start the runner in the background and return the
-session id at once. Resources: each session as pipeline://sessions/<id>
-(its status JSON; subscribe to be told when its state changes) and its
-transcripts. Prompts: resume-with-notes, explain-pause.
-
-Only the pipelines under the folder are exposed: a file or a session
-outside it (by .., an absolute path, a symbolic link) is refused.
-
---http listens on a loopback address only (127.0.0.1:PORT, [::1]:PORT,
-localhost:PORT): the server has no authentication, and whoever reaches it
-can start and stop runs, that is run commands, on this machine.
---allow-non-loopback lifts that, for a network you trust.`
-
-const mcpExample = `  pipeline mcp
-  pipeline mcp --root ~/work/project
-  pipeline mcp --http 127.0.0.1:8765
-  claude mcp add pipeline -- pipeline mcp`
-
 // mcpOptions are mcp's flags.
 type mcpOptions struct {
 	root        string
@@ -51,9 +29,9 @@ func mcpCommand() *cobra.Command {
 	o := &mcpOptions{}
 	cmd := newCommand(&cobra.Command{
 		Use:     "mcp",
-		Short:   "Serve the pipelines of this folder to agents (Model Context Protocol)",
-		Long:    mcpLong,
-		Example: mcpExample,
+		Short:   mcpShort,
+		Long:    helpText("mcp"),
+		Example: helpText("mcp.example"),
 		Args:    cobra.NoArgs,
 	}, o.run)
 	cmd.Flags().StringVar(&o.root, "root", "", "the folder whose pipelines are exposed (default: the current folder)")

@@ -44,26 +44,11 @@ func (f *memoryFlags) backend(cmd *cobra.Command) (app.Backend, error) {
 func memoryCommand() *cobra.Command {
 	var flags *memoryFlags
 	cmd := newCommand(&cobra.Command{
-		Use:   "memory [SESSION]",
-		Short: "Show a session's working set, or the project's memory",
-		Long: `Show the working set of SESSION, or of the latest session of the pipeline and
-spec: the summary of each phase, the pinned facts, the decisions, the open
-and done tasks and the files touched, each with its number, phase, source
-and time. With --project, the facts pinned for every session of the project.
-
-The working set is fed by the markers an agent prints at the start of a
-line of its output ([DECISION] …, [FACT] …, [TODO] …, [DONE] … closes the
-open task it names, [SUMMARY] …), by the files each phase changed, by the
-phase summaries, by compaction, and by you (memory pin, unpin, task). The
-resume context draws on it: the pinned facts, the decisions and the open
-tasks reach the agent after every resume, restart and compaction.`,
-		Example: `  pipeline memory
-  pipeline memory 20261125-093000123-a1b2c3 -o json
-  pipeline memory pin "the staging database is read-only"
-  pipeline memory pin --project "use pnpm, never npm"
-  pipeline memory task add "document the retry flag"
-  pipeline memory task done 7`,
-		Args: cobra.MaximumNArgs(1),
+		Use:     "memory [SESSION]",
+		Short:   "Show a session's working set, or the project's memory",
+		Long:    helpText("memory"),
+		Example: helpText("memory.example"),
+		Args:    cobra.MaximumNArgs(1),
 	}, func(cmd *cobra.Command, args []string) error {
 		if err := flags.output.check(); err != nil {
 			return err
@@ -90,11 +75,8 @@ func memoryPinCommand() *cobra.Command {
 	cmd := newCommand(&cobra.Command{
 		Use:   "pin TEXT",
 		Short: "Pin a fact: the resume context always carries it",
-		Long: `Pin a fact to the working set of a session (the latest of the pipeline and
-spec, or --session), or with --project to every session of the project.
-A pinned fact goes into every resume context; it is cut from it last but
-for the open tasks. A running session takes it before its next step.`,
-		Args: cobra.ExactArgs(1),
+		Long:  helpText("memory-pin"),
+		Args:  cobra.ExactArgs(1),
 	}, func(cmd *cobra.Command, args []string) error {
 		text := strings.TrimSpace(args[0])
 		if text == "" {

@@ -9,15 +9,6 @@ import (
 	"github.com/pipeline-dev/pipeline/app"
 )
 
-// pauseLong is pause's help.
-const pauseLong = `Pause SESSION, or the latest running session of the pipeline and spec: its
-runner stops the running step gracefully at once and records the pause,
-with your notes. On a paused session, the notes are added for the next
-resume; the agent sees them in its resume context.`
-
-const pauseExample = `  pipeline pause --notes "the API changed: read the new spec section 3"
-  pipeline pause 20261125-093000123-a1b2c3`
-
 // pauseOptions are pause's flags.
 type pauseOptions struct {
 	flags  *storeFlags
@@ -32,8 +23,8 @@ func pauseCommand() *cobra.Command {
 	cmd := newCommand(&cobra.Command{
 		Use:     "pause [SESSION]",
 		Short:   "Pause a running session, or leave notes on a paused one",
-		Long:    pauseLong,
-		Example: pauseExample,
+		Long:    helpText("pause"),
+		Example: helpText("pause.example"),
 		Args:    cobra.MaximumNArgs(1),
 	}, o.run)
 	o.flags = addStoreFlags(cmd, true)
@@ -73,21 +64,11 @@ func completeCommand() *cobra.Command {
 		force  bool
 	)
 	cmd := newCommand(&cobra.Command{
-		Use:   "complete [SESSION]",
-		Short: "Mark a paused or failed session as completed",
-		Long: `Mark SESSION, or the latest paused or failed session of the pipeline
-and spec, as completed by hand: the work is done (or abandoned) and run
-starts a fresh session next time; status shows it as "completed (by
-hand)". A running session must be paused first. SESSION is a session id
-(20261125-093000123-a1b2c3), its start or its end (a1b2c3, as watch shows it).
-
-A spec with a LeanSpec status is set to complete, as the session's own
-completion sets it; unchecked "- [ ]" items in its body leave it
-in-progress, and are listed, unless --force.`,
-		Example: `  pipeline complete
-  pipeline complete --force
-  pipeline complete 20261125-093000123-a1b2c3`,
-		Args: cobra.MaximumNArgs(1),
+		Use:     "complete [SESSION]",
+		Short:   "Mark a paused or failed session as completed",
+		Long:    helpText("complete"),
+		Example: helpText("complete.example"),
+		Args:    cobra.MaximumNArgs(1),
 	}, func(cmd *cobra.Command, args []string) error {
 		id, be, err := sessionBackend(cmd, args, output, bf, flags.file, "state-dir")
 		if err != nil {

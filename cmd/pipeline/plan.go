@@ -18,16 +18,6 @@ import (
 	"github.com/pipeline-dev/pipeline/internal/termsafe"
 )
 
-// planLong is plan's help.
-const planLong = `Merge the built-in defaults, phases.yaml and the spec's frontmatter, and
-show the result: every phase with its steps, triggers and policies, each
-value marked with its origin (built-in default, phases.yaml:line:col, or
-the spec's frontmatter). FILE defaults to ./phases.yaml.`
-
-const planExample = `  pipeline plan
-  pipeline plan examples/spec-workflow/phases.yaml --spec specs/045-dashboard/README.md
-  pipeline plan -o json`
-
 // planOptions are plan's flags.
 type planOptions struct {
 	output   *outputFlag
@@ -39,8 +29,8 @@ func planCommand() *cobra.Command {
 	cmd := newCommand(&cobra.Command{
 		Use:     "plan [FILE]",
 		Short:   "Show the phases, triggers and policies as they will run, and where each came from",
-		Long:    planLong,
-		Example: planExample,
+		Long:    helpText("plan"),
+		Example: helpText("plan.example"),
 		Args:    cobra.MaximumNArgs(1),
 	}, o.run)
 	o.output = addOutputFlag(cmd)

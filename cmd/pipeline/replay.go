@@ -13,38 +13,6 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/spec"
 )
 
-const replayHelp = `Start a new session that replays SESSION: the same phases.yaml, the spec as
-it was when SESSION started, and, where SESSION stopped and a human
-resumed it, the same notes at the same point. The replay runs unattended:
-it resumes itself there, in this process, with what the human gave.
-
-A point is the n-th stop of the session at a phase and step for one
-reason: "the 1st stop at design/agent (checkpoint)". The reason is the
-pause's (a trigger, checkpoint, needs-human, phase-complete for
-auto_advance: false, out-of-scope …) or "failed". What the human gave
-there: the notes of pause --notes and of notes on the paused session, the
-working-set changes (memory pin, task add …), and the resume's --notes
-and --phase. A pause by hand or Ctrl+C is no point (a replay cannot stop
-where a human stopped it); its notes go with the next point.
-
-A stop of the replay that the original did not have stays a stop (exit 3
-for a pause); the original's interventions still to give are kept in the
-replay, and pipeline resume gives each at its point.
-
---model replaces the model of every agent step; --agent replaces the kind
-(claude, gemini, codex or command; the agent CLI must be there, as
-doctor checks). --from starts at PHASE (the phases before it skipped),
-as run --from. The replay runs in the project as it is now: it does not
-restore the work tree to the original's start.
-
-The replay records replay_of (the original, the model and agent given):
-status shows it, sessions marks it. pipeline diff ORIGINAL REPLAY
-compares them.
-
-Exit status as for run: 0 completed, 1 failed, 2 usage, spec or
-environment error (the phases are not the original's, an unknown kind),
-3 paused.`
-
 // replayOptions are the flags of replay.
 type replayOptions struct {
 	flags  *storeFlags
@@ -59,13 +27,11 @@ type replayOptions struct {
 func replayCommand() *cobra.Command {
 	o := &replayOptions{}
 	cmd := newCommand(&cobra.Command{
-		Use:   "replay SESSION [--model M] [--agent KIND] [--from PHASE]",
-		Short: "Run a session again: the same plan, spec and human notes at the same points; another model or agent if asked",
-		Long:  replayHelp,
-		Example: `  pipeline replay 20261125-093000123-a1b2c3 --model haiku
-  pipeline replay 20261125-093000123-a1b2c3 --agent gemini --model gemini-2.5-flash
-  pipeline replay 20261125-093000123-a1b2c3 --from implementation -o json`,
-		Args: cobra.ExactArgs(1),
+		Use:     "replay SESSION [--model M] [--agent KIND] [--from PHASE]",
+		Short:   "Run a session again: the same plan, spec and human notes at the same points; another model or agent if asked",
+		Long:    helpText("replay"),
+		Example: helpText("replay.example"),
+		Args:    cobra.ExactArgs(1),
 	}, o.run)
 	o.flags = addStoreFlags(cmd, false)
 	o.output = addOutputFlag(cmd)

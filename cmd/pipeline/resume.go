@@ -11,32 +11,6 @@ import (
 	"github.com/pipeline-dev/pipeline/internal/termsafe"
 )
 
-// resumeLong is resume's help.
-const resumeLong = `Continue SESSION, or the latest paused (or failed) session of the
-pipeline and spec, at the step that paused; a failed session retries the
-step that failed, as a new attempt, without running the phases before it
-again. --phase starts at another phase; the phases it jumps over show as
-skipped. The agent's native session is reused unless a restart policy
-dropped it. The first agent prompt gets the resume context:
-the phase, what was done, the files changed, the human notes and what
-changed in the spec since the pause. A session whose runner died (killed,
-crashed) is continued the same way.
-
---dry-run prints the resume context that would go before the first agent
-prompt, and the step it would resume, and stops there: nothing is sent,
-started or written (the store's files stay as they were).
-
-In CI mode (--ci, or CI=true, 1 or yes) the run is shown as run shows
-it, and leaves the same summary, outputs and --junit report behind.
-
-Exit status as for run: 0 completed, 1 failed, 2 usage, spec or
-environment error, 3 paused (1 with --fail-on-pause).`
-
-const resumeExample = `  pipeline resume
-  pipeline resume 20261125-093000123-a1b2c3 --notes "use the v2 endpoint"
-  pipeline resume --phase implementation
-  pipeline resume --dry-run --notes "use the v2 endpoint"`
-
 // resumeOptions are resume's flags.
 type resumeOptions struct {
 	flags  *storeFlags
@@ -55,8 +29,8 @@ func resumeCommand() *cobra.Command {
 	cmd := newCommand(&cobra.Command{
 		Use:     "resume [SESSION]",
 		Short:   "Continue a paused or failed session",
-		Long:    resumeLong,
-		Example: resumeExample,
+		Long:    helpText("resume"),
+		Example: helpText("resume.example"),
 		Args:    cobra.MaximumNArgs(1),
 	}, o.run)
 	o.flags = addStoreFlags(cmd, true)

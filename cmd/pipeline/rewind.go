@@ -8,21 +8,6 @@ import (
 	"github.com/pipeline-dev/pipeline/app"
 )
 
-const rewindHelp = `Restore the work tree to the checkpoint taken before PHASE (when the phase
-before it completed, or when the session started), and set SESSION, or the
-latest paused, failed or completed session of the pipeline and spec, back
-to the start of PHASE as a new attempt; pipeline resume then runs it. The
-history is kept: the rewind is recorded as an intervention, nothing is
-deleted. HEAD, the branch, the index and the stash are left alone: the
-restored files show as changes in git status.
-
-The rewind refuses when the work tree holds changes that no checkpoint of
-the session holds; --force first keeps them under
-refs/pipeline/<session>/rescued-<n>. The agent's native session goes
-back too where the CLI can: Claude (--fork-session) and Codex (codex exec
-fork) resume the conversation as PHASE started as a new session; Gemini
-CLI starts a fresh one. The next agent step gets the resume context.`
-
 // rewindOptions are the flags of rewind.
 type rewindOptions struct {
 	flags  *storeFlags
@@ -34,12 +19,11 @@ type rewindOptions struct {
 func rewindCommand() *cobra.Command {
 	o := &rewindOptions{}
 	cmd := newCommand(&cobra.Command{
-		Use:   "rewind [SESSION] --to PHASE",
-		Short: "Restore the work tree to the checkpoint before a phase and run it again",
-		Long:  rewindHelp,
-		Example: `  pipeline rewind --to implementation
-  pipeline rewind 20261125-093000123-a1b2c3 --to design --force`,
-		Args: cobra.MaximumNArgs(1),
+		Use:     "rewind [SESSION] --to PHASE",
+		Short:   "Restore the work tree to the checkpoint before a phase and run it again",
+		Long:    helpText("rewind"),
+		Example: helpText("rewind.example"),
+		Args:    cobra.MaximumNArgs(1),
 	}, o.run)
 	o.flags = addStoreFlags(cmd, false)
 	o.output = addOutputFlag(cmd)

@@ -20,62 +20,6 @@ import (
 	"github.com/pipeline-dev/pipeline/internal/termview"
 )
 
-// runLong is run's help.
-const runLong = `Run the phases of FILE (default ./phases.yaml) in order: each phase's
-steps, with its pause_when triggers evaluated live and its retry, restart
-and done_when policies applied after every step.
-
-When the latest session of this pipeline and spec is paused (or its runner
-died), run resumes it and says so; --new starts a fresh session instead.
---from PHASE starts a fresh session at PHASE (the phases before it are
-skipped), --only PHASE one that runs PHASE alone. When the latest session
-failed, run starts a fresh one and says how to resume the failed one
-(pipeline resume retries the step that failed).
-One run per pipeline and spec at a time: a second is refused, naming the
-first.
-
---spec 'specs/*/README.md' (a glob, or --spec given more than once) runs
-one session per spec side by side, at most --max-parallel at once
-(default: the number of cores); --status planned runs only the specs
-whose frontmatter status is planned. On a terminal the view is a table,
-a row per spec; elsewhere each line is prefixed with its spec. Exit 0
-when all completed, 1 when any failed (or could not start), 3 when any
-paused and none failed.
-
-On a terminal a live view shows the phase, the step, the time and tokens
-against their limits, and the last lines of output (a failed step's last
-10 stay on screen; NO_COLOR drops its colours, TERM=dumb gets plain
-lines); --quiet prints only how the run ended, --verbose adds each
-trigger that fired with its values; otherwise, or in CI
-mode (--ci, or CI=true, 1 or yes), every line is printed with a
-timestamp. In CI mode on GitHub Actions and GitLab CI each step is a
-collapsible group, and the reason a run stopped is an annotation at the
-trigger's line in phases.yaml; $GITHUB_STEP_SUMMARY and $GITHUB_OUTPUT,
-when set, get a table of the phases and the session's id and status;
---junit writes a JUnit XML report. Ctrl+C (or SIGTERM, a
-closed terminal, a closed output as in pipeline run | head) stops the
-running step gracefully and pauses; a second Ctrl+C, or SIGQUIT (Ctrl+\),
-kills it at once.
-
-Steps run without a terminal: standard input is empty (or the agent's
-prompt), and a program that asks on /dev/tty (a git, ssh or sudo prompt)
-fails at once. Nothing a step starts outlives it: when its own process
-exits, what it left running is killed, daemons included (they are known
-by PIPELINE_SESSION in their environment).
-
-Exit status: 0 completed, 1 failed, 2 usage, spec or environment error
-(nothing ran), 3 paused (a store that cannot be written pauses too; 1
-with --fail-on-pause).`
-
-const runExample = `  pipeline run
-  pipeline run examples/quickstart/phases.yaml
-  pipeline run --new --spec specs/045-dashboard/README.md
-  pipeline run --from testing
-  pipeline run --only documentation
-  pipeline run --spec 'specs/*/README.md' --max-parallel 2 --status planned
-  CI=true pipeline run phases.yaml
-  pipeline run --ci --junit pipeline-junit.xml --no-human-gates --fail-on-pause`
-
 // runOptions are run's flags.
 type runOptions struct {
 	flags  *storeFlags
@@ -100,8 +44,8 @@ func runCommand() *cobra.Command {
 	cmd := newCommand(&cobra.Command{
 		Use:     "run [FILE]",
 		Short:   "Run the phases of a pipeline (resuming its paused session, if any)",
-		Long:    runLong,
-		Example: runExample,
+		Long:    helpText("run"),
+		Example: helpText("run.example"),
 		Args:    cobra.MaximumNArgs(1),
 	}, o.run)
 	o.flags = addStoreFlags(cmd, true)

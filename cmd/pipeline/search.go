@@ -1,3 +1,5 @@
+//go:build temporal
+
 package main
 
 import (
@@ -9,39 +11,17 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pipeline-dev/pipeline/app"
+	"github.com/pipeline-dev/pipeline/app/appsearch"
 	"github.com/pipeline-dev/pipeline/engine/search"
 	"github.com/pipeline-dev/pipeline/internal/termsafe"
 )
 
 // Markers of a match in a snippet where there is no colour: on a pipe,
-// in a file, under NO_COLOR (see app.MatchOpen).
+// in a file, under NO_COLOR (see appsearch.MatchOpen).
 const (
-	matchOpen  = app.MatchOpen
-	matchClose = app.MatchClose
+	matchOpen  = appsearch.MatchOpen
+	matchClose = appsearch.MatchClose
 )
-
-// searchLong is search's help.
-const searchLong = `Search everything the sessions of the store kept: the steps' transcripts
-and prompts, the human notes and phase summaries, the working sets. Hits
-come best first (BM25), each with its session, phase, attempt, step, kind,
-the line of its file, and a snippet with the matches marked.
-
-The words of QUERY must all match, in any order; "quoted words" match as a
-phrase (quote the quotes for the shell); a word ending in * matches as a
-prefix. Nothing else in a query is syntax.
-
-The index lives in the store's folder (search/index.db, SQLite FTS5) and
-is brought up to date by each search: only what is new is read. It is a
-cache: deleted or corrupt, it is built again from the sessions.
-
-Exit status, as grep's: 0 when something was found, 1 when nothing was,
-2 for a usage or store error.`
-
-const searchExample = `  pipeline search flaky test
-  pipeline search '"connection refused"' --phase implementation
-  pipeline search migrat* --since 3d -o json
-  pipeline search timeout --session 20261125-093000123-a1b2c3 --since 2026-11-20`
 
 // searchOptions are search's flags.
 type searchOptions struct {
@@ -56,9 +36,9 @@ func searchCommand() *cobra.Command {
 	o := &searchOptions{}
 	cmd := newCommand(&cobra.Command{
 		Use:     "search QUERY...",
-		Short:   "Search the transcripts, prompts, notes and working sets of all sessions",
-		Long:    searchLong,
-		Example: searchExample,
+		Short:   searchShort,
+		Long:    helpText("search"),
+		Example: helpText("search.example"),
 		Args:    cobra.ArbitraryArgs,
 	}, o.run)
 	o.flags = addStoreFlags(cmd, false)
@@ -82,16 +62,16 @@ func (o *searchOptions) run(cmd *cobra.Command, args []string) error {
 	if o.limit < 1 {
 		return usagef("--limit must be 1 or more, not %d", o.limit)
 	}
-	req := app.SearchRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), Query: text, Session: o.sessionID, Phase: o.phase, Limit: o.limit,
+	req := appsearch.SearchRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), Query: text, Session: o.sessionID, Phase: o.phase, Limit: o.limit,
 		Warn: cmd.ErrOrStderr()}
 	if o.since != "" {
-		at, err := app.ParseSince(o.since, time.Now())
+		at, err := appsearch.ParseSince(o.since, time.Now())
 		if err != nil {
 			return err
 		}
 		req.Since = at
 	}
-	r, err := app.Search(cmd.Context(), req)
+	r, err := appsearch.Search(cmd.Context(), req)
 	if err != nil {
 		return err
 	}
@@ -110,7 +90,7 @@ func (o *searchOptions) run(cmd *cobra.Command, args []string) error {
 // printHits writes each hit as a heading (session, where, kind and line)
 // and its snippet, indented. On a terminal with colour the matches are
 // bold, elsewhere between « and ».
-func printHits(w io.Writer, query string, hits []app.Hit) {
+func printHits(w io.Writer, query string, hits []appsearch.Hit) {
 	if len(hits) == 0 {
 		fmt.Fprintf(w, "no hits for %s\n", termsafe.Line(query))
 		return
@@ -128,7 +108,7 @@ func printHits(w io.Writer, query string, hits []app.Hit) {
 
 // hitPlace says where a hit is: "design · attempt 1 · agent · transcript
 // line 12", "design · note (human 1)", "working-set decisions #3".
-func hitPlace(h app.Hit) string {
+func hitPlace(h appsearch.Hit) string {
 	var parts []string
 	if h.Phase != "" {
 		parts = append(parts, h.Phase)
@@ -160,7 +140,7 @@ func hitPlace(h app.Hit) string {
 
 // markedLine is the snippet with its matches marked, each piece of it
 // made safe for a terminal when it goes to one (the markers are ours).
-func markedLine(h app.Hit, open, close string, tty bool) string {
+func markedLine(h appsearch.Hit, open, close string, tty bool) string {
 	safe := func(s string) string {
 		if tty {
 			return termsafe.Line(s)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -13,16 +14,6 @@ import (
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/internal/termview"
 )
-
-var sessionsHelp = `List the sessions of the store (.pipeline beside phases.yaml, or
---state-dir), newest first. --active keeps those not finished (running or
-paused); --status keeps one status; --spec keeps the sessions of one spec.
---all lists the sessions of every pipeline below the current folder (the
-.pipeline folders found there, .git and node_modules skipped, at most
-` + fmt.Sprint(maxStoreDepth) + ` folders deep), with the phases.yaml of each.
-
-A spec named README.md (or index.md), as LeanSpec names every spec, is
-shown with its folder: 045-dashboard/README.md.`
 
 // sessionsOptions are the flags of sessions.
 type sessionsOptions struct {
@@ -38,14 +29,11 @@ type sessionsOptions struct {
 func sessionsCommand() *cobra.Command {
 	o := &sessionsOptions{}
 	cmd := newCommand(&cobra.Command{
-		Use:   "sessions",
-		Short: "List the sessions kept beside phases.yaml",
-		Long:  sessionsHelp,
-		Example: `  pipeline sessions
-  pipeline sessions --active
-  pipeline sessions --all --active
-  pipeline sessions --status paused -o json`,
-		Args: cobra.NoArgs,
+		Use:     "sessions",
+		Short:   "List the sessions kept beside phases.yaml",
+		Long:    strings.ReplaceAll(helpText("sessions"), "MAX_STORE_DEPTH", strconv.Itoa(maxStoreDepth)),
+		Example: helpText("sessions.example"),
+		Args:    cobra.NoArgs,
 	}, o.run)
 	o.flags = addStoreFlags(cmd, false)
 	o.output = addOutputFlag(cmd)
@@ -144,10 +132,6 @@ func orDash(s string) string {
 	return s
 }
 
-const cleanHelp = `Delete the completed and failed sessions not updated for --older-than,
-keeping the newest --keep sessions of each pipeline and spec whatever their
-age. Running and paused sessions are never deleted.`
-
 // cleanOptions are clean's flags.
 type cleanOptions struct {
 	flags     *storeFlags
@@ -160,12 +144,11 @@ type cleanOptions struct {
 func cleanCommand() *cobra.Command {
 	o := &cleanOptions{}
 	cmd := newCommand(&cobra.Command{
-		Use:   "clean",
-		Short: "Delete old finished sessions",
-		Long:  cleanHelp,
-		Example: `  pipeline clean --older-than 7d
-  pipeline clean --older-than 30d --keep 1 --dry-run`,
-		Args: cobra.NoArgs,
+		Use:     "clean",
+		Short:   "Delete old finished sessions",
+		Long:    helpText("clean"),
+		Example: helpText("clean.example"),
+		Args:    cobra.NoArgs,
 	}, o.run)
 	o.flags = addStoreFlags(cmd, false)
 	o.output = addOutputFlag(cmd)

@@ -21,27 +21,6 @@ import (
 	"github.com/pipeline-dev/pipeline/internal/termview"
 )
 
-// statusLong is status's help.
-const statusLong = `Show SESSION, or the latest session of the pipeline and spec: its status,
-phase, step, attempt, why it paused or failed (the trigger, its
-expression and the values it read; the phase's summary), tokens, cost
-and time. While a runner runs the session, tokens, time and the step are
-live (updated every second). --watch shows it again every second (on a
-terminal, in place; -o json, one object per line) until the session stops
-running. --verbose adds
-the history of every phase: attempts, tokens, cost, duration, retries,
-restarts, human interventions, triggers fired, files changed.
---output markdown prints the table of phases a run in GitHub Actions
-appends to the job summary.
-
-A session whose runner died while running shows as paused, reason
-runner-died: resume continues it.`
-
-const statusExample = `  pipeline status
-  pipeline status --verbose
-  pipeline status 20261125-093000123-a1b2c3 -o json
-  pipeline status -o markdown >> "$GITHUB_STEP_SUMMARY"`
-
 // statusOptions are status's flags.
 type statusOptions struct {
 	flags   *storeFlags
@@ -56,8 +35,8 @@ func statusCommand() *cobra.Command {
 	cmd := newCommand(&cobra.Command{
 		Use:     "status [SESSION]",
 		Short:   "Show where a session stands",
-		Long:    statusLong,
-		Example: statusExample,
+		Long:    helpText("status"),
+		Example: helpText("status.example"),
 		Args:    cobra.MaximumNArgs(1),
 	}, o.run)
 	o.flags = addStoreFlags(cmd, true)

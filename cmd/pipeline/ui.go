@@ -1,3 +1,5 @@
+//go:build temporal
+
 package main
 
 import (
@@ -18,21 +20,6 @@ import (
 	"github.com/pipeline-dev/pipeline/internal/ui"
 )
 
-const uiLong = `Serve a dashboard of the sessions of every pipeline below the current
-folder (or --root), as sessions --all lists them: a page of all sessions,
-live, and a page per session (its phases on a time axis, its working set,
-its transcript, and buttons to resume with notes, pause, complete and pin a
-fact). The pages and their HTTP API are described in README.md.
-
-It listens on a loopback address only: whoever reaches it can resume runs,
-that is run commands, on this machine. --allow-remote lets it listen on
-another address, and then every request needs a token: $PIPELINE_UI_TOKEN,
-or one it generates and prints in the URL.`
-
-const uiExample = `  pipeline ui
-  pipeline ui --addr 127.0.0.1:9000 --open
-  PIPELINE_UI_TOKEN=secret pipeline ui --addr 0.0.0.0:9000 --allow-remote`
-
 // uiOptions are ui's flags.
 type uiOptions struct {
 	root        string
@@ -45,9 +32,9 @@ func uiCommand() *cobra.Command {
 	o := &uiOptions{}
 	cmd := newCommand(&cobra.Command{
 		Use:     "ui",
-		Short:   "Serve a dashboard of the sessions in the browser",
-		Long:    uiLong,
-		Example: uiExample,
+		Short:   uiShort,
+		Long:    helpText("ui"),
+		Example: helpText("ui.example"),
 		Args:    cobra.NoArgs,
 	}, o.run)
 	cmd.Flags().StringVar(&o.root, "root", "", "the folder whose pipelines are shown (default: the current folder)")

@@ -13,17 +13,6 @@ import (
 // validation is the outcome for one file, as --output json prints it.
 type validation = app.Validation
 
-// validateLong is validate's help.
-const validateLong = `Check each FILE and report every problem found, each with file:line:col,
-the offending line and what to do. A .md FILE is checked as a spec (its
-frontmatter); any other FILE as a phases.yaml, together with the spec it
-names. Without FILE, ./phases.yaml is checked. --preflight also checks,
-as pipeline doctor does, that the agent CLIs each pipeline uses are
-installed and recent enough, and whether their credentials are set.
-
-Exit status: 0 when every file is valid (and, with --preflight, every
-agent CLI can run), 2 otherwise.`
-
 // validateOptions are validate's flags.
 type validateOptions struct {
 	output    *outputFlag
@@ -34,14 +23,10 @@ type validateOptions struct {
 func validateCommand() *cobra.Command {
 	o := &validateOptions{}
 	cmd := newCommand(&cobra.Command{
-		Use:   "validate [FILE...]",
-		Short: "Check phases.yaml files and spec frontmatter, reporting every problem",
-		Long:  validateLong,
-		Example: `  pipeline validate
-  pipeline validate examples/*/phases.yaml specs/045-dashboard/README.md
-  pipeline validate -o json phases.yaml
-  pipeline validate phases.yaml --spec specs/045-dashboard/README.md
-  pipeline validate --preflight`,
+		Use:     "validate [FILE...]",
+		Short:   "Check phases.yaml files and spec frontmatter, reporting every problem",
+		Long:    helpText("validate"),
+		Example: helpText("validate.example"),
 	}, o.run)
 	o.output = addOutputFlag(cmd)
 	cmd.Flags().StringVar(&o.specPath, "spec", "", "check each phases.yaml with this spec, in place of the one it names (as run --spec runs it)")

@@ -84,15 +84,11 @@ func (v versionInfo) sameBuild(w versionInfo) bool {
 func versionCommand() *cobra.Command {
 	var output *outputFlag
 	cmd := newCommand(&cobra.Command{
-		Use:   "version",
-		Short: "Print the version of pipeline",
-		Long: `Print the version of pipeline, the VCS revision it was built from (when
-built from a git checkout), the Go version and the platform, and "with the
-Temporal backend" for pipeline-temporal. pipeline --version prints the
-same line.`,
-		Example: `  pipeline version
-  pipeline version -o json`,
-		Args: cobra.NoArgs,
+		Use:     "version",
+		Short:   "Print the version of pipeline",
+		Long:    helpText("version"),
+		Example: helpText("version.example"),
+		Args:    cobra.NoArgs,
 	}, func(cmd *cobra.Command, _ []string) error {
 		if err := output.check(); err != nil {
 			return err

@@ -62,37 +62,6 @@ func (f *watchFlags) options(cmd *cobra.Command) (watch.Options, error) {
 	return o, nil
 }
 
-// watchLong is watch's help.
-const watchLong = `Watch one or more pipelines (default ./phases.yaml) and resume their paused
-sessions by themselves: when a session's spec changes, when a file one of
-the pipeline's watch: globs matches changes (every paused session of the
-pipeline), or when phases.yaml changes. A session paused by a rate limit
-is resumed at its resume_after, with no change needed, and not before.
-
-The resume context tells the agent what changed in the spec since the
-pause. A changed phases.yaml is validated first: an invalid one is
-reported with its file:line:col and the old plan kept; a valid one
-applies to every session from its next step, running ones included
-(a change of the list of phases is refused for a session that has
-started, with the reason). Running and completed sessions are left alone.
-
-Editors' ways of saving all count (a write in place, a temporary file
-renamed over the spec, delete then create); their swap and backup files
-do not. Bursts count once, after --debounce of quiet. Folders made after
-the watch began are watched as they appear.
-
-At most --max-parallel sessions run at once; the others wait in order,
-and pipeline sessions shows them as queued. Killed and started again,
-the watcher resumes the paused sessions whose spec or phases.yaml
-changed while it was down (a hash of the spec is kept at each pause).
-One watcher per folder of sessions: a second is refused.
-
-Each event is a line: the file, what changed, the session, and resumed
-or skipped with the reason (-o json: one JSON object per line, the
-sessions' own output on standard error). Ctrl+C or SIGTERM pauses what
-runs, then exits 3; a second Ctrl+C kills the running steps at once.
-pipeline pause SESSION pauses one session and the watch goes on.`
-
 // watchCmdOptions are watch's flags.
 type watchCmdOptions struct {
 	flags  *storeFlags
@@ -105,13 +74,10 @@ type watchCmdOptions struct {
 func watchCommand() *cobra.Command {
 	o := &watchCmdOptions{}
 	cmd := newCommand(&cobra.Command{
-		Use:   "watch [FILE...]",
-		Short: "Resume paused sessions by themselves when their spec changes",
-		Long:  watchLong,
-		Example: `  pipeline watch
-  pipeline watch api/phases.yaml web/phases.yaml --max-parallel 1
-  pipeline watch --reasons checkpoint,phase-complete --debounce 500ms
-  pipeline watch -o json | jq .`,
+		Use:     "watch [FILE...]",
+		Short:   "Resume paused sessions by themselves when their spec changes",
+		Long:    helpText("watch"),
+		Example: helpText("watch.example"),
 	}, o.run)
 	o.flags = addStoreFlags(cmd, false)
 	o.wf = addWatchFlags(cmd)

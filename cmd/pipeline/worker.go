@@ -22,32 +22,6 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/temporal"
 )
 
-// workerLong is worker's help.
-const workerLong = `Run a worker of the Temporal backend: it polls the task queue for the
-sessions' workflows (SessionWorkflow: the same decisions as a local run)
-and their steps (the RunStep and Compact activities), and runs the steps
-here, as a local run would, in the folder of the session's phases.yaml as
-the client that started the session named it: that folder must be here
-too (a checkout at the same path, or a shared volume). Transcripts and
-prompts go to the session store beside that phases.yaml, or under
---state-dir; pipeline logs --backend temporal finds them, or names the
-worker and folder that hold them.
-
---max-parallel bounds the steps this worker runs at once (default: the
-number of cores). SIGINT or SIGTERM stops the worker gracefully: it takes
-no new step, and the steps it runs are stopped as Ctrl+C stops a local
-one (interrupt, --grace, kill); their sessions pause with the reason
-worker-stopped, and pipeline resume --backend temporal runs the step
-again on a worker.
-
-The address is --temporal, else $PIPELINE_TEMPORAL, else 127.0.0.1:7233;
-the namespace and the task queue, --namespace and --task-queue, else
-$PIPELINE_TEMPORAL_NAMESPACE and $PIPELINE_TEMPORAL_TASK_QUEUE, else
-default and pipeline.`
-
-const workerExample = `  pipeline worker --temporal 127.0.0.1:7233
-  pipeline worker --temporal temporal.internal:7233 --namespace ci --task-queue pipeline --max-parallel 4`
-
 // workerOptions are worker's flags.
 type workerOptions struct {
 	target      temporal.Target
@@ -60,9 +34,9 @@ func workerCommand() *cobra.Command {
 	o := &workerOptions{}
 	cmd := newCommand(&cobra.Command{
 		Use:     "worker",
-		Short:   "Run the sessions' steps of a Temporal fleet",
-		Long:    workerLong,
-		Example: workerExample,
+		Short:   workerShort,
+		Long:    helpText("worker"),
+		Example: helpText("worker.example"),
 		Args:    cobra.NoArgs,
 	}, o.run)
 	cmd.Flags().StringVar(&o.target.Address, "temporal", "", "the Temporal frontend, HOST:PORT (default $PIPELINE_TEMPORAL, else "+temporal.DefaultAddress+")")

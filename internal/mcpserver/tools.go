@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pipeline-dev/pipeline/app"
+	"github.com/pipeline-dev/pipeline/app/appsearch"
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
@@ -433,7 +434,7 @@ func (s *Server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn
 	if strings.TrimSpace(in.Query) == "" {
 		return nil, out, fmt.Errorf("search needs a query: the words to look for, e.g. {\"query\": \"flaky test\"}")
 	}
-	req := app.SearchRequest{Query: in.Query, Phase: in.Phase, Limit: in.Limit}
+	req := appsearch.SearchRequest{Query: in.Query, Phase: in.Phase, Limit: in.Limit}
 	if in.Session != "" {
 		f, err := s.root.session(in.Session, in.File)
 		if err != nil {
@@ -452,13 +453,13 @@ func (s *Server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn
 		req.Pipeline = app.Pipeline{File: path, StateDir: dir}
 	}
 	if in.Since != "" {
-		at, err := app.ParseSince(in.Since, time.Now())
+		at, err := appsearch.ParseSince(in.Since, time.Now())
 		if err != nil {
 			return nil, out, err
 		}
 		req.Since = at
 	}
-	r, err := app.Search(ctx, req)
+	r, err := appsearch.Search(ctx, req)
 	if err != nil {
 		return nil, out, toolError(err, "")
 	}

@@ -38,11 +38,15 @@ func runTests(m *testing.M) int {
 		}
 		defer os.RemoveAll(dir)
 		binary = filepath.Join(dir, "pipeline")
-		build := exec.Command("go", "build", "-o", binary, "github.com/pipeline-dev/pipeline/cmd/pipeline")
-		build.Stderr = os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building pipeline:", err)
-			return 1
+		// pipeline hands ui to the full build, pipeline-temporal, beside
+		// it (make test builds it beside PIPELINE_TEST_BINARY).
+		for _, b := range [][]string{{"-o", binary}, {"-tags", "temporal", "-o", filepath.Join(dir, "pipeline-temporal")}} {
+			build := exec.Command("go", append(append([]string{"build"}, b...), "github.com/pipeline-dev/pipeline/cmd/pipeline")...)
+			build.Stderr = os.Stderr
+			if err := build.Run(); err != nil {
+				fmt.Fprintln(os.Stderr, "building pipeline:", err)
+				return 1
+			}
 		}
 	}
 	return m.Run()

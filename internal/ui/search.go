@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/pipeline-dev/pipeline/app"
+	"github.com/pipeline-dev/pipeline/app/appsearch"
 )
 
 // searchLimit bounds the hits GET /api/search answers when it is not
@@ -16,11 +17,11 @@ const searchLimit = 50
 // searchAnswer is what GET /api/search answers: pipeline search -o json's
 // hits of every store below the root, best first.
 type searchAnswer struct {
-	Query string    `json:"query"`
-	Hits  []app.Hit `json:"hits"`
+	Query string          `json:"query"`
+	Hits  []appsearch.Hit `json:"hits"`
 }
 
-// search runs the product's search (app.Search) over each store below
+// search runs the product's search (appsearch.Search) over each store below
 // the root and merges the hits by score.
 func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	query := r.URL.Query().Get("q")
@@ -38,9 +39,9 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, err)
 		return
 	}
-	out := searchAnswer{Query: query, Hits: []app.Hit{}}
+	out := searchAnswer{Query: query, Hits: []appsearch.Hit{}}
 	for _, dir := range dirs {
-		resp, err := app.Search(r.Context(), app.SearchRequest{Pipeline: app.Pipeline{StateDir: dir}, Query: query, Limit: limit})
+		resp, err := appsearch.Search(r.Context(), appsearch.SearchRequest{Pipeline: app.Pipeline{StateDir: dir}, Query: query, Limit: limit})
 		if err != nil {
 			writeFailure(w, err)
 			return
@@ -48,7 +49,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		out.Query = resp.Query
 		out.Hits = append(out.Hits, resp.Hits...)
 	}
-	slices.SortStableFunc(out.Hits, func(a, b app.Hit) int { return cmp.Compare(b.Score, a.Score) })
+	slices.SortStableFunc(out.Hits, func(a, b appsearch.Hit) int { return cmp.Compare(b.Score, a.Score) })
 	if len(out.Hits) > limit {
 		out.Hits = out.Hits[:limit]
 	}

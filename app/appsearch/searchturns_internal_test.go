@@ -1,4 +1,4 @@
-package app
+package appsearch
 
 import (
 	"path/filepath"

@@ -1,4 +1,9 @@
-package app
+// Package appsearch is the product's search operation (pipeline search,
+// the MCP search tool, the dashboard's search box). It is apart from
+// package app because its index is SQLite: the local pipeline, which
+// links app, hands search to the companion build and links no SQLite
+// (see cmd/pipeline/handoff.go).
+package appsearch
 
 import (
 	"context"
@@ -7,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine/search"
 	"github.com/pipeline-dev/pipeline/triggers"
 )
@@ -21,7 +27,7 @@ const (
 
 // SearchRequest is a query over the sessions of a pipeline's store.
 type SearchRequest struct {
-	Pipeline
+	app.Pipeline
 	// Query: the words must all match, in any order; "quoted words" as a
 	// phrase; word* as a prefix.
 	Query string `json:"query"`
@@ -58,17 +64,17 @@ type Hit struct {
 // Search brings the store's index up to date and queries it.
 func Search(ctx context.Context, req SearchRequest) (*SearchResponse, error) {
 	if strings.TrimSpace(req.Query) == "" {
-		return nil, Usagef("search needs a query: the words to look for, e.g. pipeline search flaky test")
+		return nil, app.Usagef("search needs a query: the words to look for, e.g. pipeline search flaky test")
 	}
 	if _, err := search.MatchExpression(req.Query); errors.Is(err, search.ErrNoWords) {
-		return nil, Usagef("the query %q has no words to search for: give letters or digits", req.Query)
+		return nil, app.Usagef("the query %q has no words to search for: give letters or digits", req.Query)
 	}
 	limit := req.Limit
 	if limit == 0 {
 		limit = search.DefaultLimit
 	}
 	if limit < 1 {
-		return nil, Usagef("--limit must be 1 or more, not %d", limit)
+		return nil, app.Usagef("--limit must be 1 or more, not %d", limit)
 	}
 	q := search.Query{Text: req.Query, Phase: req.Phase, Limit: limit, Since: req.Since}
 	st, err := req.Existing()
@@ -79,7 +85,7 @@ func Search(ctx context.Context, req SearchRequest) (*SearchResponse, error) {
 	if req.Session != "" {
 		meta, err := st.Find(req.Session)
 		if err != nil {
-			return nil, Usagef("--session: %v (pipeline sessions lists them)", err)
+			return nil, app.Usagef("--session: %v (pipeline sessions lists them)", err)
 		}
 		q.Session = meta.ID
 	}
@@ -89,9 +95,9 @@ func Search(ctx context.Context, req SearchRequest) (*SearchResponse, error) {
 	}
 	r, err := search.Search(ctx, st, q, search.Options{Warn: warn})
 	if err != nil {
-		return nil, StoreWriteFailed(err)
+		return nil, app.StoreWriteFailed(err)
 	}
-	red := environmentRedactor()
+	red := app.Redactor()
 	out := &SearchResponse{Query: red.String(req.Query), Hits: []Hit{}, Indexed: r.Indexed, Rebuilt: r.Rebuilt}
 	for _, h := range r.Hits {
 		// The store keeps what it indexes redacted; a secret of this
@@ -147,5 +153,5 @@ func ParseSince(text string, now time.Time) (time.Time, error) {
 	if at, err := time.Parse(time.RFC3339, text); err == nil {
 		return at, nil
 	}
-	return time.Time{}, Usagef("--since %q is neither a duration (2h, 3d, 1d12h) nor a date (2026-11-20, or 2026-11-20T15:04:05Z)", text)
+	return time.Time{}, app.Usagef("--since %q is neither a duration (2h, 3d, 1d12h) nor a date (2026-11-20, or 2026-11-20T15:04:05Z)", text)
 }
