@@ -511,30 +511,35 @@ func tokenClass(spec string) *[256]bool {
 	return &t
 }
 
-var redactRules = []*redactRule{
-	{name: "openai-anthropic", anchors: []string{"sk-"}, scan: 'k', boundary: true,
-		body: tokenClass("A-Za-z0-9_-"), re: lazyRegexp(`^sk-[A-Za-z0-9_-]{20,}`)},
-	{name: "stripe", anchors: []string{"sk_live_", "rk_live_"}, scan: 'k', boundary: true,
-		body: tokenClass("A-Za-z0-9"), re: lazyRegexp(`^[sr]k_live_[A-Za-z0-9]{16,}`)},
-	{name: "github", anchors: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, scan: 'g', boundary: true,
-		body: tokenClass("A-Za-z0-9"), re: lazyRegexp(`^gh[pousr]_[A-Za-z0-9]{36,}`)},
-	{name: "github-fine-grained", anchors: []string{"github_pat_"}, scan: 'g', boundary: true,
-		body: tokenClass("A-Za-z0-9_"), re: lazyRegexp(`^github_pat_[A-Za-z0-9_]{22,}`)},
-	{name: "aws", anchors: []string{"AKIA", "ASIA"}, scan: 'A', boundary: true,
-		body: tokenClass("A-Z0-9"), maxBody: 16, re: lazyRegexp(`^(?:AKIA|ASIA)[A-Z0-9]{16}`)},
-	{name: "slack", anchors: []string{"xox"}, scan: 'x', boundary: true,
-		body: tokenClass("A-Za-z0-9-"), re: lazyRegexp(`^xox[abprs]-[A-Za-z0-9-]{10,}`)},
-	{name: "google", anchors: []string{"AIza"}, scan: 'A', boundary: true,
-		body: tokenClass("A-Za-z0-9_-"), maxBody: 35, re: lazyRegexp(`^AIza[A-Za-z0-9_-]{35}`)},
-	{name: "gitlab", anchors: []string{"glpat-"}, scan: 'g', boundary: true,
-		body: tokenClass("A-Za-z0-9_-"), re: lazyRegexp(`^glpat-[A-Za-z0-9_-]{20,}`)},
-	{name: "jwt", anchors: []string{"eyJ"}, scan: 'J', boundary: true,
-		body: tokenClass("A-Za-z0-9_.-"), re: lazyRegexp(`^eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)},
-	{name: "bearer", anchors: []string{"Bearer "}, scan: 'B', boundary: true,
-		lead: tokenClass(" "), body: tokenClass("A-Za-z0-9._~+/=-"),
-		re: lazyRegexp(`^Bearer +[A-Za-z0-9._~+/-]+=*`), accept: acceptBearer},
-	{name: "private-key", anchors: []string{"-----BEGIN"}, scan: 'B', custom: matchPrivateKey},
-}
+// redactRules are built on first use (with the matcher): each rule's
+// classes and regular expression cost allocations that pipeline --version
+// and most commands need not pay.
+var redactRules = sync.OnceValue(func() []*redactRule {
+	return []*redactRule{
+		{name: "openai-anthropic", anchors: []string{"sk-"}, scan: 'k', boundary: true,
+			body: tokenClass("A-Za-z0-9_-"), re: lazyRegexp(`^sk-[A-Za-z0-9_-]{20,}`)},
+		{name: "stripe", anchors: []string{"sk_live_", "rk_live_"}, scan: 'k', boundary: true,
+			body: tokenClass("A-Za-z0-9"), re: lazyRegexp(`^[sr]k_live_[A-Za-z0-9]{16,}`)},
+		{name: "github", anchors: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, scan: 'g', boundary: true,
+			body: tokenClass("A-Za-z0-9"), re: lazyRegexp(`^gh[pousr]_[A-Za-z0-9]{36,}`)},
+		{name: "github-fine-grained", anchors: []string{"github_pat_"}, scan: 'g', boundary: true,
+			body: tokenClass("A-Za-z0-9_"), re: lazyRegexp(`^github_pat_[A-Za-z0-9_]{22,}`)},
+		{name: "aws", anchors: []string{"AKIA", "ASIA"}, scan: 'A', boundary: true,
+			body: tokenClass("A-Z0-9"), maxBody: 16, re: lazyRegexp(`^(?:AKIA|ASIA)[A-Z0-9]{16}`)},
+		{name: "slack", anchors: []string{"xox"}, scan: 'x', boundary: true,
+			body: tokenClass("A-Za-z0-9-"), re: lazyRegexp(`^xox[abprs]-[A-Za-z0-9-]{10,}`)},
+		{name: "google", anchors: []string{"AIza"}, scan: 'A', boundary: true,
+			body: tokenClass("A-Za-z0-9_-"), maxBody: 35, re: lazyRegexp(`^AIza[A-Za-z0-9_-]{35}`)},
+		{name: "gitlab", anchors: []string{"glpat-"}, scan: 'g', boundary: true,
+			body: tokenClass("A-Za-z0-9_-"), re: lazyRegexp(`^glpat-[A-Za-z0-9_-]{20,}`)},
+		{name: "jwt", anchors: []string{"eyJ"}, scan: 'J', boundary: true,
+			body: tokenClass("A-Za-z0-9_.-"), re: lazyRegexp(`^eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)},
+		{name: "bearer", anchors: []string{"Bearer "}, scan: 'B', boundary: true,
+			lead: tokenClass(" "), body: tokenClass("A-Za-z0-9._~+/=-"),
+			re: lazyRegexp(`^Bearer +[A-Za-z0-9._~+/-]+=*`), accept: acceptBearer},
+		{name: "private-key", anchors: []string{"-----BEGIN"}, scan: 'B', custom: matchPrivateKey},
+	}
+})
 
 // lazyRegexp compiles expr when a rule's anchor is first found: most
 // runs meet none, and compiling the rules at start-up cost every command
@@ -752,7 +757,7 @@ func buildRedactMatcher(secs []secretLiteral) *redactMatcher {
 	if len(encoded) > 0 {
 		m.encoded = newEncodedMatcher(m.lits, encoded)
 	}
-	for _, r := range redactRules {
+	for _, r := range redactRules() {
 		for _, a := range r.anchors {
 			m.lits = append(m.lits, redactLiteral{text: []byte(a), repl: redactedText, rule: r})
 		}
