@@ -7,6 +7,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/internal/render"
 )
 
 // addCompletions teaches the shell completion (pipeline completion bash,
@@ -58,7 +59,7 @@ func completeSessions(cmd *cobra.Command, args []string, _ string) ([]string, co
 	}
 	var ids []string
 	for _, s := range list {
-		ids = append(ids, fmt.Sprintf("%s\t%s, %s %s", s.ID, s.Status, s.Pipeline, orDash(s.Phase)))
+		ids = append(ids, fmt.Sprintf("%s\t%s, %s %s", s.ID, s.Status, s.Pipeline, render.OrDash(s.Phase)))
 	}
 	return ids, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder
 }

@@ -4,19 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/app"
-	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/internal/render"
 	"github.com/pipeline-dev/pipeline/steps"
 )
 
@@ -58,18 +56,18 @@ func (o *doctorOptions) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	temporal := checkFleetBinary(cmd.Context(), onFleet != nil)
-	ok := r.OK && temporal.ok()
+	ok := r.OK && temporal.OK()
 	if o.output.json() {
 		if err := writeJSON(cmd.OutOrStdout(), struct {
-			OK       bool             `json:"ok"`
-			Agents   []steps.CLICheck `json:"agents"`
-			Temporal fleetCheck       `json:"temporal"`
+			OK       bool                `json:"ok"`
+			Agents   []steps.CLICheck    `json:"agents"`
+			Temporal render.ProgramCheck `json:"temporal"`
 		}{ok, checks, temporal}); err != nil {
 			return err
 		}
 	} else {
-		printChecks(cmd.OutOrStdout(), file, checks)
-		temporal.print(cmd.OutOrStdout())
+		render.Checks(cmd.OutOrStdout(), file, checks)
+		temporal.Write(cmd.OutOrStdout())
 	}
 	if !ok {
 		return &exitStatus{code: exitUsage, printed: true}
@@ -83,75 +81,10 @@ var (
 	checksOK     = app.ChecksOK
 )
 
-// printChecks prints one line per CLI, then each problem and hint.
-func printChecks(w io.Writer, file string, checks []steps.CLICheck) {
-	if len(checks) == 0 {
-		fmt.Fprintf(w, "%s uses no agent CLI (its steps are run: lines)\n", file)
-		return
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, c := range checks {
-		name := c.Kind
-		if c.Kind == spec.KindCommand {
-			name = "command " + c.Program
-		}
-		version := c.Version
-		if version == "" {
-			version = "-"
-		}
-		where := c.Path
-		if where == "" {
-			where = "not found"
-		}
-		creds := "-"
-		if _, known := steps.CLIFor(c.Kind); known {
-			creds = "credentials: none found"
-			if len(c.Credentials) > 0 {
-				creds = "credentials: " + strings.Join(c.Credentials, ", ")
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Status, name, version, where, creds)
-	}
-	tw.Flush()
-	for _, c := range checks {
-		if c.Problem != "" {
-			fmt.Fprintf(w, "%s: %s\n", c.Kind, c.Problem)
-		}
-		if c.Hint != "" {
-			fmt.Fprintf(w, "  hint: %s\n", c.Hint)
-		}
-		if _, known := steps.CLIFor(c.Kind); known && c.OK() && len(c.Credentials) == 0 {
-			fmt.Fprintf(w, "%s: no credentials found: set %s, or log in with %s once\n", c.Kind, strings.Join(c.KeyVars, " or "), c.Program)
-		}
-	}
-}
-
-// fleetCheck is what doctor found of pipeline-temporal.
-type fleetCheck struct {
-	Program string `json:"program"`
-	// Path is where it was found; "" when it was not.
-	Path    string `json:"path,omitempty"`
-	Version string `json:"version,omitempty"`
-	// Status: ok, missing, other-version (not this build's version:
-	// a warning) or broken (it did not answer version, or has no
-	// Temporal backend).
-	Status string `json:"status"`
-	// Needed: the pipeline's backend is temporal.
-	Needed  bool   `json:"needed"`
-	Problem string `json:"problem,omitempty"`
-	Hint    string `json:"hint,omitempty"`
-}
-
-const fleetOtherVersion = "other-version"
-
-func (c fleetCheck) ok() bool {
-	return !c.Needed || c.Status == steps.CheckOK || c.Status == fleetOtherVersion
-}
-
 // checkFleetBinary looks for pipeline-temporal as --backend temporal
 // would, and asks its version. needed: the pipeline runs on the fleet.
-func checkFleetBinary(ctx context.Context, needed bool) fleetCheck {
-	c := fleetCheck{Program: fleetBinary, Needed: needed, Status: steps.CheckOK}
+func checkFleetBinary(ctx context.Context, needed bool) render.ProgramCheck {
+	c := render.ProgramCheck{Program: fleetBinary, Needed: needed, Status: steps.CheckOK}
 	self := buildVersion()
 	if withTemporal {
 		// This is pipeline-temporal.
@@ -187,28 +120,9 @@ func checkFleetBinary(ctx context.Context, needed bool) fleetCheck {
 	case !slices.Contains(its.Backends, "temporal"):
 		c.Status, c.Problem, c.Hint = steps.CheckBroken, path+" has no Temporal backend (a copy of pipeline?)", "build it with the temporal tag: "+build
 	case !its.sameBuild(self):
-		c.Status = fleetOtherVersion
+		c.Status = render.OtherVersion
 		c.Problem = fmt.Sprintf("%s is %q, this pipeline %q", path, its.String(), self.String())
 		c.Hint = "build both from one checkout: make install, or " + build
 	}
 	return c
-}
-
-// print writes the check as doctor's text: one line, then its problem
-// and hint.
-func (c fleetCheck) print(w io.Writer) {
-	use := "local runs do not need it; --backend temporal, pipeline worker, mcp, search and ui do"
-	if c.Needed {
-		use = "this pipeline runs on the Temporal backend and needs it"
-	}
-	switch c.Status {
-	case steps.CheckOK:
-		fmt.Fprintf(w, "%s: %s (%s)\n", fleetBinary, c.Path, c.Version)
-		return
-	case steps.CheckMissing:
-		fmt.Fprintf(w, "%s: %s; %s\n", fleetBinary, c.Problem, use)
-	default:
-		fmt.Fprintf(w, "%s: %s: %s; %s\n", fleetBinary, c.Status, c.Problem, use)
-	}
-	fmt.Fprintf(w, "  hint: %s\n", c.Hint)
 }

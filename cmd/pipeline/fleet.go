@@ -17,6 +17,7 @@ import (
 	"github.com/pipeline-dev/pipeline/app"
 	fleetapp "github.com/pipeline-dev/pipeline/app/fleet"
 	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/internal/render"
 	"github.com/pipeline-dev/pipeline/internal/termview"
 )
 
@@ -175,7 +176,7 @@ func (f *follower) show(r engine.StatusReport, err error, wait time.Duration) ti
 		return wait
 	}
 	f.failing = time.Time{}
-	line := fmt.Sprintf("phase %s, step %s, attempt %d: %s", r.Phase, orDash(r.Step), r.Attempt, r.Status)
+	line := fmt.Sprintf("phase %s, step %s, attempt %d: %s", r.Phase, render.OrDash(r.Step), r.Attempt, r.Status)
 	if line == f.last {
 		return min(wait*3/2, fleetapp.PollMax)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/internal/render"
 )
 
 // Issue 23, item 17: pipeline pause from another terminal showed in the
@@ -138,7 +139,7 @@ phases: [{name: design, prompt: Design it.}, {name: build, prompt: Build it.}]
 // replaced was shown as "-44.2% saved". No saving is negative: it says
 // how many tokens more than the history it was.
 func TestIssue23StatusHasNoNegativeSaving(t *testing.T) {
-	got := describeContextAccount(engine.ContextAccount{Sent: 1, SentTokens: 240, ReplacedTokens: 111})
+	got := render.ContextAccount(engine.ContextAccount{Sent: 1, SentTokens: 240, ReplacedTokens: 111})
 	if want := "1 resume context, 240 tokens in place of 111 of history (129 tokens more than the history it replaced)"; got != want {
 		t.Errorf("context account %q, want %q", got, want)
 	}

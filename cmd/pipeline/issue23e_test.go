@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pipeline-dev/pipeline/engine/compare"
+	"github.com/pipeline-dev/pipeline/internal/render"
 )
 
 // Issue 23, defect 22 (first part): pipeline run in an empty folder did
@@ -116,7 +117,7 @@ func TestIssue23DiffFilesInDeltaColumnAndKilledExplained(t *testing.T) {
 		FilesAdded:   []string{"new.go"},
 		FilesRemoved: []string{"old.go"}}}}
 	var b strings.Builder
-	if err := printDiff(&b, r); err != nil {
+	if err := render.Diff(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(b.String(), "\n")

@@ -16,11 +16,11 @@ import (
 	"github.com/creack/pty"
 )
 
-// render is what a terminal width columns wide shows after out: text
+// screenOf is what a terminal width columns wide shows after out: text
 // (wrapped at the width), carriage return, line feed, the cursor up (CSI
 // n A), erase below (CSI J) and to the end of the line (CSI K); colours
 // and other sequences change nothing shown.
-func render(out string, width int) []string {
+func screenOf(out string, width int) []string {
 	var (
 		screen   = [][]rune{nil}
 		row, col int
@@ -82,12 +82,12 @@ func render(out string, width int) []string {
 }
 
 func TestRender(t *testing.T) {
-	got := render("one\r\ntwo\r\n\x1b[1mblock\x1b[0m\r\n^C\r\x1b[1A\x1b[Jnext\r\n", 80)
+	got := screenOf("one\r\ntwo\r\n\x1b[1mblock\x1b[0m\r\n^C\r\x1b[1A\x1b[Jnext\r\n", 80)
 	if want := []string{"one", "two", "next", ""}; strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	// Without the carriage return the erase starts after the "^C".
-	if got := render("block\r\n^C\x1b[1A\x1b[Jnext\r\n", 80); got[0] != "blnext" {
+	if got := screenOf("block\r\n^C\x1b[1A\x1b[Jnext\r\n", 80); got[0] != "blnext" {
 		t.Errorf("got %q", got)
 	}
 }
@@ -108,7 +108,7 @@ func TestCtrlCLeavesNoStrayCharacters(t *testing.T) {
 	if code := term.exit(t); code != exitPaused {
 		t.Fatalf("exit %d, want %d (paused)", code, exitPaused)
 	}
-	screen := render(term.shown(), 120)
+	screen := screenOf(term.shown(), 120)
 	var said bool
 	for _, line := range screen {
 		if strings.Contains(line, "^C") || strings.Contains(line, "[1[") {
@@ -143,7 +143,7 @@ phases:
 	if code := term.exit(t); code != exitCompleted {
 		t.Fatalf("exit %d; the terminal shows:\n%s", code, term.shown())
 	}
-	screen := strings.Join(render(term.shown(), 120), "\n")
+	screen := strings.Join(screenOf(term.shown(), 120), "\n")
 	kept := "  test line 6\n"
 	for i := 7; i <= 15; i++ {
 		kept += fmt.Sprintf("  test line %d\n", i)
@@ -180,7 +180,7 @@ phases:
 	if code := term.exit(t); code != exitCompleted {
 		t.Fatalf("exit %d; the terminal shows:\n%s", code, term.shown())
 	}
-	screen := strings.Join(render(term.shown(), 120), "\n")
+	screen := strings.Join(screenOf(term.shown(), 120), "\n")
 	if strings.Contains(screen, "starts in") {
 		t.Errorf("the countdown stays on screen:\n%s", screen)
 	}

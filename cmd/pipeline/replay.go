@@ -8,9 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/app"
-	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/internal/render"
 )
 
 // replayOptions are the flags of replay.
@@ -60,7 +60,7 @@ func (o *replayOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	defer r.Session.Store.Close()
 	of := r.First.ReplayOf
-	fmt.Fprintf(cmd.ErrOrStderr(), "replaying session %s as session %s%s: %s\n", of.Session, r.Session.ID(), describeOverrides(of), describeCues(r.Cues))
+	fmt.Fprintf(cmd.ErrOrStderr(), "replaying session %s as session %s%s: %s\n", of.Session, r.Session.ID(), render.Overrides(of), describeCues(r.Cues))
 	l := o.cf.launch(&launch{cmd: cmd, grace: o.grace, json: o.output.json()})
 	return l.run(r.Session, r.First)
 }
@@ -77,28 +77,10 @@ func checkReplayAgent(cmd *cobra.Command, plan *spec.Plan, kind string) error {
 	}
 	checks := doctorChecks(cmd.Context(), plan)
 	if !checksOK(checks) {
-		printChecks(cmd.ErrOrStderr(), plan.File, checks)
+		render.Checks(cmd.ErrOrStderr(), plan.File, checks)
 		return usagef("--agent %s: the agent CLI cannot run here (see above; pipeline doctor checks it)", kind)
 	}
 	return nil
-}
-
-// describeOverrides says what a replay runs differently.
-func describeOverrides(of *engine.ReplayOf) string {
-	var parts []string
-	if of.Agent != "" {
-		parts = append(parts, "agent "+of.Agent)
-	}
-	if of.Model != "" {
-		parts = append(parts, "model "+of.Model)
-	}
-	if of.Spec != "" {
-		parts = append(parts, "the spec as it started")
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // describeCues says what the replay will give at which points.

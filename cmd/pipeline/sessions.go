@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
-	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/app"
-	"github.com/pipeline-dev/pipeline/internal/termview"
+	"github.com/pipeline-dev/pipeline/internal/render"
 )
 
 // sessionsOptions are the flags of sessions.
@@ -74,63 +70,11 @@ func (o *sessionsOptions) run(cmd *cobra.Command, _ []string) error {
 	if len(r.Sessions) == 0 && none == "" {
 		none = fmt.Sprintf("no sessions yet; start one with: pipeline run%s\n", fileArg(cmd))
 	}
-	return printSessions(cmd.OutOrStdout(), r.Sessions, o.all, none)
-}
-
-// printSessions prints the sessions as aligned rows, then none (why
-// there are none, or ""). Names and reasons came from files: they are
-// made safe for a terminal first.
-func printSessions(w io.Writer, out []sessionLine, all bool, none string) error {
-	var b bytes.Buffer
-	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	safe := termview.NewScreenText().Line
-	header := "SESSION\tPIPELINE\tSPEC\tSTATUS\tPHASE\tTOKENS\tCOST\tUPDATED"
-	if all {
-		header += "\tFILE"
-	}
-	fmt.Fprintln(tw, header)
-	for _, s := range out {
-		state := s.Status
-		if s.Fleet != nil {
-			state = "runs on " + s.Fleet.Where()
-		}
-		if s.PauseReason != "" {
-			state += " (" + s.PauseReason + ")"
-		}
-		if s.ByHand {
-			state += " (by hand)"
-		}
-		if s.Queued {
-			state += ", queued"
-		}
-		if s.ReplayOf != "" {
-			state += ", replay of " + s.ReplayOf
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t$%.4f\t%s", safe(s.ID), safe(s.Pipeline), safe(specLabel(s.Spec)), safe(state),
-			safe(orDash(s.Phase)), s.Tokens, s.CostUSD, s.Updated.Local().Format("2006-01-02 15:04"))
-		if all {
-			fmt.Fprintf(tw, "\t%s", safe(relativeToHere(s.File)))
-		}
-		fmt.Fprintln(tw)
-		for _, f := range s.Forks {
-			fmt.Fprintf(tw, "  └ fork %s\t(at %s)\t%s\t%s\t%s\t\t\t\n", safe(f.ID), safe(f.At), safe(f.Dir), safe(f.Status), safe(orDash(f.Phase)))
-		}
-	}
-	tw.Flush()
-	b.WriteString(none)
-	_, err := w.Write(b.Bytes())
-	return err
+	return render.Sessions(cmd.OutOrStdout(), r.Sessions, o.all, none)
 }
 
 // sessionLine is a session as pipeline sessions shows it.
 type sessionLine = app.SessionLine
-
-func orDash(s string) string {
-	if s == "" || s == "." {
-		return "-"
-	}
-	return s
-}
 
 // cleanOptions are clean's flags.
 type cleanOptions struct {
@@ -172,7 +116,7 @@ func (o *cleanOptions) run(cmd *cobra.Command, _ []string) error {
 		return writeJSON(out, r)
 	}
 	if r != nil {
-		printCleaned(out, r) // on an error too: what went before it
+		render.Cleaned(out, r) // on an error too: what went before it
 	}
 	if err != nil {
 		return err
@@ -185,35 +129,11 @@ func (o *cleanOptions) run(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-// printCleaned says, a line each, which sessions clean removed.
-func printCleaned(w io.Writer, r *app.CleanResponse) {
-	verb := "removed"
-	if r.DryRun {
-		verb = "would remove"
-	}
-	for _, s := range r.Sessions {
-		fmt.Fprintf(w, "%s %s (%s, %s)\n", verb, s.ID, s.Status, s.Updated.Local().Format("2006-01-02"))
-	}
-}
-
 // parseAge reads --older-than (app.ParseAge).
 var parseAge = app.ParseAge
 
 // maxStoreDepth bounds the walk of sessions --all (app.FindStores).
 const maxStoreDepth = app.MaxStoreDepth
-
-// specLabel is how sessions names a spec: its file name, or with its
-// folder when the name says nothing (LeanSpec's specs are all README.md).
-func specLabel(spec string) string {
-	base := filepath.Base(spec)
-	switch strings.ToLower(base) {
-	case "readme.md", "index.md", "spec.md":
-		if dir := filepath.Base(filepath.Dir(spec)); dir != "." && dir != string(filepath.Separator) {
-			return dir + "/" + base
-		}
-	}
-	return orDash(base)
-}
 
 // relativeToHere is path relative to the current folder when it is below
 // it, else as it is (app.RelativeToHere).

@@ -14,6 +14,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/internal/render"
 )
 
 // The views' own escape sequences, which the text they show is wrapped in.
@@ -24,7 +25,7 @@ func TestPrintStatusMakesTextSafe(t *testing.T) {
 	r := engine.StatusReport{ID: "s1", Pipeline: "p\x1b]0;t\x07", Status: "paused", PauseReason: "checkpoint",
 		PauseNote: "look \x1b[2Jhere\nnow", Phase: "design", Step: "agent", Attempt: 1,
 		Phases: []engine.PhaseReport{{Name: "design", Status: "paused", Notes: []string{"human \x1b[31mnote\x1b[0m"}}}}
-	if err := printStatus(&out, liveStatus{StatusReport: r}, true); err != nil {
+	if err := render.Status(&out, liveStatus{StatusReport: r}, true); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/internal/render"
 )
 
 // validation is the outcome for one file, as --output json prints it.
@@ -68,7 +69,7 @@ func printValidations(cmd *cobra.Command, results []validation) {
 		switch {
 		case r.Err == nil && r.Agents != nil:
 			fmt.Fprintf(out, "%s  %s: %s\n", map[bool]string{true: "ok", false: "not ready"}[r.Valid], r.File, spec.Count(r.Phases, "phase"))
-			printChecks(out, r.File, r.Agents)
+			render.Checks(out, r.File, r.Agents)
 		case r.Valid && r.Phases > 0 && r.Spec != "":
 			fmt.Fprintf(out, "ok  %s: %s, with spec %s\n", r.File, spec.Count(r.Phases, "phase"), r.Spec)
 		case r.Valid && r.Phases > 0:

@@ -23,6 +23,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/watch"
 	"github.com/pipeline-dev/pipeline/internal/clock"
 	"github.com/pipeline-dev/pipeline/internal/redact"
+	"github.com/pipeline-dev/pipeline/internal/render"
 	"github.com/pipeline-dev/pipeline/internal/termsafe"
 	"github.com/pipeline-dev/pipeline/internal/termview"
 )
@@ -292,7 +293,7 @@ func writeWatchTable(w io.Writer, list []watch.Watched, text termview.ScreenText
 		if s.Queued {
 			status = "queued"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", text.Line(s.ID), text.Line(orDash(s.Spec)), text.Line(status), text.Line(orDash(s.Reason)))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", text.Line(s.ID), text.Line(render.OrDash(s.Spec)), text.Line(status), text.Line(render.OrDash(s.Reason)))
 	}
 	tw.Flush()
 	w.Write(b.Bytes())
