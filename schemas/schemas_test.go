@@ -77,7 +77,7 @@ func frontmatter(t *testing.T, content []byte) []byte {
 
 func TestExamplesMatchPhasesSchema(t *testing.T) {
 	schema := compile(t, "phases.schema.json", schemas.Phases)
-	for _, path := range files(t, "../examples/*/phases.yaml", "../cmd/pipeline/starter/phases.yaml") {
+	for _, path := range files(t, "../examples/*/phases.yaml", "../app/starter/phases.yaml") {
 		content, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
@@ -90,7 +90,7 @@ func TestExamplesMatchPhasesSchema(t *testing.T) {
 
 func TestSpecsMatchFrontmatterSchema(t *testing.T) {
 	schema := compile(t, "frontmatter.schema.json", schemas.Frontmatter)
-	paths := files(t, "../examples/*/spec.md", "../examples/*/specs/*/README.md", "../cmd/pipeline/starter/spec.md")
+	paths := files(t, "../examples/*/spec.md", "../examples/*/specs/*/README.md", "../app/starter/spec.md")
 	for _, path := range paths {
 		content, err := os.ReadFile(path)
 		if err != nil {

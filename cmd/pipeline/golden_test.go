@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/aymanbagabas/go-udiff"
+
+	"github.com/pipeline-dev/pipeline/internal/render"
 )
 
 // Golden files for what the user reads: the text and -o json of status
@@ -223,7 +225,7 @@ func (s *goldenScene) normalise(text string) string {
 	text = strings.ReplaceAll(text, s.root, "<tmp>")
 	for id, label := range s.labels {
 		text = strings.ReplaceAll(text, id, "yyyymmdd-hhmmssmmm-"+label)
-		text = strings.ReplaceAll(text, "["+shortID(id)+"]", "["+label+"]")
+		text = strings.ReplaceAll(text, "["+render.ShortID(id)+"]", "["+label+"]")
 	}
 	for _, r := range append(goldenRules[:len(goldenRules):len(goldenRules)], s.rules...) {
 		text = r.apply(text)

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/internal/testwait"
 	"github.com/pipeline-dev/pipeline/schemas"
 )
@@ -372,7 +373,7 @@ func TestInitWritesAValidStarterAndRefusesToOverwrite(t *testing.T) {
 	if r := pipeline(t, dir, "validate"); r.code != 0 {
 		t.Fatalf("the starter does not validate: %s", r.stderr)
 	}
-	if r := pipeline(t, dir, "validate", starterSpecPath); r.code != 0 {
+	if r := pipeline(t, dir, "validate", app.StarterSpecPath); r.code != 0 {
 		t.Fatalf("the starter spec does not validate: %s", r.stderr)
 	}
 	// The schema phases.yaml's first line names is there.
@@ -385,7 +386,7 @@ func TestInitWritesAValidStarterAndRefusesToOverwrite(t *testing.T) {
 		t.Errorf("the schema reference %s does not resolve to the schema: %v", ref[1], err)
 	}
 	// A second init, with only the spec gone: nothing is written.
-	specPath := filepath.Join(dir, filepath.FromSlash(starterSpecPath))
+	specPath := filepath.Join(dir, filepath.FromSlash(app.StarterSpecPath))
 	if err := os.Remove(specPath); err != nil {
 		t.Fatal(err)
 	}

@@ -285,11 +285,11 @@ func newManyViews(cmd *cobra.Command, specs []string, quiet bool) *manyViews {
 		v.table.Draw()
 		return v
 	}
-	to := &lockedWriter{w: out}
+	to := &termview.LockedWriter{W: out}
 	for _, s := range specs {
 		var view local.View = local.Discard
 		if !v.quiet {
-			view = termview.NewQueued(termview.NewPlain(&prefixWriter{to: to, prefix: "[" + s + "] "}, time.Now))
+			view = termview.NewQueued(termview.NewPlain(&termview.PrefixWriter{To: to, Prefix: "[" + s + "] "}, time.Now))
 		}
 		v.plain = append(v.plain, view)
 	}

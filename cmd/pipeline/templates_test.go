@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pipeline-dev/pipeline/app"
 )
 
 // templateInfo is a line of pipeline templates -o json.
@@ -68,7 +70,7 @@ func TestInitTemplateBugfixDiffersFromFeature(t *testing.T) {
 		if got := planPhases(t, dir); !slices.Equal(got, phases) {
 			t.Errorf("%s's phases are %v, want %v", name, got, phases)
 		}
-		skeleton := fileContent(t, filepath.Join(dir, filepath.FromSlash(starterSpecPath)))
+		skeleton := fileContent(t, filepath.Join(dir, filepath.FromSlash(app.StarterSpecPath)))
 		if !strings.Contains(skeleton, "status: planned\n") || !strings.Contains(skeleton, "template: "+name+"\n") || strings.Contains(skeleton, "{{today}}") {
 			t.Errorf("%s's spec skeleton:\n%s", name, skeleton)
 		}
@@ -112,10 +114,10 @@ func runTemplateToFirstPause(t *testing.T, name string) {
 	if name == "spike" {
 		script += "; echo x > scratch.txt"
 	}
-	specPath := filepath.Join(dir, filepath.FromSlash(starterSpecPath))
+	specPath := filepath.Join(dir, filepath.FromSlash(app.StarterSpecPath))
 	scripted := strings.Replace(fileContent(t, specPath), "pipeline:\n",
 		"pipeline:\n  agent: {kind: command, command: [sh, -c, '"+script+"'], args: []}\n", 1)
-	write(t, dir, filepath.FromSlash(starterSpecPath), scripted)
+	write(t, dir, filepath.FromSlash(app.StarterSpecPath), scripted)
 	gitOut(t, dir, env, "add", ".")
 	gitOut(t, dir, env, "commit", "-qm", "init --template "+name)
 	if r := pipelineEnv(t, dir, env, "validate"); r.code != 0 {

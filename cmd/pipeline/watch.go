@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
-	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -165,40 +162,40 @@ func (o *watchCmdOptions) localPipelines(files []string, wo *watch.Options) erro
 // (or JSON) on standard output, the sessions' runs as prefixed lines.
 // Interrupted, it exits 3: what ran is paused.
 func runWatch(cmd *cobra.Command, o watch.Options, asJSON bool) error {
-	out := &lockedWriter{w: cmd.OutOrStdout()}
+	out := &termview.LockedWriter{W: cmd.OutOrStdout()}
 	runsTo := cmd.OutOrStdout()
 	if asJSON {
 		runsTo = cmd.ErrOrStderr()
 	}
 	runs := out
 	if asJSON {
-		runs = &lockedWriter{w: runsTo}
+		runs = &termview.LockedWriter{W: runsTo}
 	}
 	text := termview.NewScreenText()
 	table := !asJSON && termsafe.IsTerminal(cmd.OutOrStdout())
 	o.Report = func(e watch.Event) {
 		if asJSON {
 			e.Reason = app.Redactor().String(e.Reason)
-			out.write(func(w io.Writer) { writeJSONLine(w, e) })
+			out.Do(func(w io.Writer) { writeJSONLine(w, e) })
 			return
 		}
 		// A reason of several lines (an invalid phases.yaml's caret
 		// blocks, as validate shows them) follows its event's line,
 		// indented.
-		head, rest, _ := strings.Cut(describeWatchEvent(e), "\n")
+		head, rest, _ := strings.Cut(render.WatchEvent(e), "\n")
 		line := text.Line(head)
 		if rest != "" {
-			line += "\n" + indentBlock(strings.TrimRight(text.Text(rest), "\n"), "  ")
+			line += "\n" + render.Indent(strings.TrimRight(text.Text(rest), "\n"), "  ")
 		}
-		out.write(func(w io.Writer) { fmt.Fprintf(w, "%s %s\n", e.Time.Local().Format("15:04:05.000"), line) })
+		out.Do(func(w io.Writer) { fmt.Fprintf(w, "%s %s\n", e.Time.Local().Format("15:04:05.000"), line) })
 	}
 	if table {
 		o.Sessions = func(list []watch.Watched) {
-			out.write(func(w io.Writer) { writeWatchTable(w, list, text) })
+			out.Do(func(w io.Writer) { render.WatchTable(w, list, text) })
 		}
 	}
 	o.View = func(id string, r *redact.Redactor) local.View {
-		return termview.WithRedactor(termview.NewQueued(termview.NewPlain(&prefixWriter{to: runs, prefix: "[" + shortID(id) + "] "}, time.Now)), r)
+		return termview.WithRedactor(termview.NewQueued(termview.NewPlain(&termview.PrefixWriter{To: runs, Prefix: "[" + render.ShortID(id) + "] "}, time.Now)), r)
 	}
 	o.Clock = clock.Real{}
 	o.Signals = true
@@ -210,143 +207,10 @@ func runWatch(cmd *cobra.Command, o watch.Options, asJSON bool) error {
 	if errors.Is(err, watch.ErrInterrupted) {
 		var interrupted *watch.InterruptedError
 		errors.As(err, &interrupted)
-		printError(cmd.ErrOrStderr(), "pipeline watch: stopped; "+describeStopped(interrupted)+"\n")
+		printError(cmd.ErrOrStderr(), "pipeline watch: stopped; "+render.WatchStopped(interrupted)+"\n")
 		return &exitStatus{code: exitPaused, printed: true}
 	}
 	return err
-}
-
-// describeStopped says what stopping the watch did: the sessions it
-// paused, or that none was running.
-func describeStopped(e *watch.InterruptedError) string {
-	if e == nil || len(e.Paused) == 0 {
-		return "no session was running, so none was paused"
-	}
-	const shown = 5
-	ids := e.Paused[:min(len(e.Paused), shown)]
-	list := strings.Join(ids, ", ")
-	if len(e.Paused) > shown {
-		list += fmt.Sprintf(" and %d more", len(e.Paused)-shown)
-	}
-	if len(e.Paused) == 1 {
-		return "paused session " + list + ", which was running (pipeline watch or pipeline resume continues it)"
-	}
-	return fmt.Sprintf("paused %d sessions that were running: %s (pipeline watch or pipeline resume continues them)", len(e.Paused), list)
-}
-
-// describeWatchEvent is an event as a line of text.
-func describeWatchEvent(e watch.Event) string {
-	var b strings.Builder
-	if e.File != "" {
-		b.WriteString(e.File)
-		if e.Change != "" && e.Event == watch.EventChanged {
-			fmt.Fprintf(&b, " changed (%s)", e.Change)
-		}
-		b.WriteString(": ")
-	} else if e.Change != "" && e.Event != watch.EventChanged {
-		b.WriteString(e.Change + ": ")
-	}
-	if e.Session != "" {
-		fmt.Fprintf(&b, "session %s ", e.Session)
-	}
-	switch e.Event {
-	case watch.EventChanged:
-		return strings.TrimSuffix(b.String(), ": ")
-	case watch.EventResumed:
-		b.WriteString("resumed")
-		if e.Reason != "" {
-			b.WriteString(" (it was paused: " + e.Reason + ")")
-		}
-		return b.String()
-	case watch.EventReady:
-		return "watching: " + e.Reason
-	case watch.EventFollowed:
-		return b.String() + "(" + e.Status + ") is watched from now on"
-	case watch.EventInvalid:
-		return strings.TrimSpace(b.String() + "invalid, not applied:\n" + e.Reason)
-	}
-	b.WriteString(e.Event)
-	if e.Reason != "" {
-		b.WriteString(": " + e.Reason)
-	}
-	return b.String()
-}
-
-// indentBlock puts prefix before every line of text but the empty ones.
-func indentBlock(text, prefix string) string {
-	lines := strings.Split(text, "\n")
-	for i, l := range lines {
-		if l != "" {
-			lines[i] = prefix + l
-		}
-	}
-	return strings.Join(lines, "\n")
-}
-
-// writeWatchTable prints the watched sessions, for a terminal.
-func writeWatchTable(w io.Writer, list []watch.Watched, text termview.ScreenText) {
-	var b bytes.Buffer
-	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  SESSION\tSPEC\tSTATUS\tREASON")
-	for _, s := range list {
-		status := s.Status
-		if s.Queued {
-			status = "queued"
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", text.Line(s.ID), text.Line(render.OrDash(s.Spec)), text.Line(status), text.Line(render.OrDash(s.Reason)))
-	}
-	tw.Flush()
-	w.Write(b.Bytes())
-}
-
-// shortID is the random tail of a session id, enough to tell the
-// sessions of one watch apart.
-func shortID(id string) string {
-	if i := strings.LastIndexByte(id, '-'); i >= 0 {
-		return id[i+1:]
-	}
-	return id
-}
-
-// lockedWriter serializes whole writes to one output.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) write(fn func(io.Writer)) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fn(l.w)
-}
-
-// prefixWriter puts prefix before every line and writes whole lines only,
-// so that the lines of sessions running at once do not interleave.
-type prefixWriter struct {
-	to      *lockedWriter
-	prefix  string
-	partial []byte
-}
-
-func (p *prefixWriter) Write(b []byte) (int, error) {
-	n := len(b)
-	last := bytes.LastIndexByte(b, '\n')
-	if last < 0 {
-		p.partial = append(p.partial, b...)
-		return n, nil
-	}
-	var out bytes.Buffer
-	lines := append(p.partial, b[:last+1]...)
-	p.partial = append([]byte(nil), b[last+1:]...)
-	for len(lines) > 0 {
-		i := bytes.IndexByte(lines, '\n')
-		out.WriteString(p.prefix)
-		out.Write(lines[:i+1])
-		lines = lines[i+1:]
-	}
-	var err error
-	p.to.write(func(w io.Writer) { _, err = w.Write(out.Bytes()) })
-	return n, err
 }
 
 // watchAfterRun is run --watch once its session paused: the session is

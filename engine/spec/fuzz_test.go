@@ -47,7 +47,7 @@ func checkProblems(t *testing.T, err error) {
 }
 
 func FuzzParsePipeline(f *testing.F) {
-	seedFiles(f, "../../examples/*/phases.yaml", "../../cmd/pipeline/starter/phases.yaml")
+	seedFiles(f, "../../examples/*/phases.yaml", "../../app/starter/phases.yaml")
 	for _, seed := range []string{
 		"",
 		"version: 1\nphases: []\n",
@@ -95,7 +95,7 @@ func FuzzParsePipeline(f *testing.F) {
 const fuzzTimeLimit = 2 * time.Second
 
 func FuzzParseSpec(f *testing.F) {
-	seedFiles(f, "../../examples/*/spec.md", "../../examples/*/specs/*/README.md", "../../cmd/pipeline/starter/spec.md")
+	seedFiles(f, "../../examples/*/spec.md", "../../examples/*/specs/*/README.md", "../../app/starter/spec.md")
 	for _, seed := range []string{
 		"# no frontmatter\n",
 		"---\n",
