@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"strings"
 
 	"golang.org/x/term"
 
@@ -15,6 +12,8 @@ import (
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
 	"github.com/pipeline-dev/pipeline/internal/cireport"
+	"github.com/pipeline-dev/pipeline/internal/render"
+	"github.com/pipeline-dev/pipeline/internal/termask"
 	"github.com/pipeline-dev/pipeline/internal/termsafe"
 )
 
@@ -45,7 +44,7 @@ func (l *launch) answer(id string, s engine.State) (resume bool, notes string, e
 	}
 	for {
 		fmt.Fprint(w, answerMenu)
-		key, err := readKey()
+		key, err := termask.Key()
 		fmt.Fprintln(w)
 		if err != nil {
 			return false, "", nil // no key to read: left paused
@@ -54,7 +53,7 @@ func (l *launch) answer(id string, s engine.State) (resume bool, notes string, e
 		case 'r', 'R':
 			return true, "", nil
 		case 'n', 'N':
-			notes, ok := readNotes(w)
+			notes, ok := termask.Notes(w)
 			if ok {
 				return true, notes, nil
 			}
@@ -68,68 +67,6 @@ func (l *launch) answer(id string, s engine.State) (resume bool, notes string, e
 	}
 }
 
-// readKey reads one key from the terminal on standard input, without
-// waiting for Enter.
-func readKey() (byte, error) {
-	fd := int(os.Stdin.Fd())
-	old, err := term.MakeRaw(fd)
-	if err != nil {
-		return 0, err
-	}
-	defer term.Restore(fd, old)
-	var b [1]byte
-	if _, err := os.Stdin.Read(b[:]); err != nil {
-		return 0, err
-	}
-	return b[0], nil
-}
-
-// readNotes reads the notes for the resume: a line, or, when the line is
-// empty and $EDITOR is set, what the person writes in the editor. ok is
-// false when there are none (back to the question).
-func readNotes(w io.Writer) (string, bool) {
-	editor := os.Getenv("VISUAL")
-	if editor == "" {
-		editor = os.Getenv("EDITOR")
-	}
-	hint := ""
-	if editor != "" {
-		hint = " (Enter on an empty line opens " + editor + ")"
-	}
-	fmt.Fprintf(w, "notes for the agent%s: ", hint)
-	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
-	if line = strings.TrimSpace(line); line != "" {
-		return line, true
-	}
-	if err != nil || editor == "" {
-		return "", false
-	}
-	notes, err := editNotes(editor)
-	if err != nil {
-		fmt.Fprintf(w, "pipeline: %s: %v\n", editor, err)
-		return "", false
-	}
-	return notes, notes != ""
-}
-
-// editNotes opens a file in the person's editor and returns what they
-// wrote in it.
-func editNotes(editor string) (string, error) {
-	f, err := os.CreateTemp("", "pipeline-notes-*.md")
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(f.Name())
-	f.Close()
-	cmd := exec.Command("sh", "-c", editor+` "$1"`, "sh", f.Name())
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", err
-	}
-	content, err := os.ReadFile(f.Name())
-	return strings.TrimSpace(string(content)), err
-}
-
 // showChanges shows the files changed since the phase started and the
 // spec's own diff, from the checkpoint git took as the phase began.
 func (l *launch) showChanges(w io.Writer, id string) {
@@ -138,17 +75,7 @@ func (l *launch) showChanges(w io.Writer, id string) {
 		fmt.Fprintf(w, "%s\n", err)
 		return
 	}
-	fmt.Fprintf(w, "files changed since phase %s began (checkpoint %.12s): %d\n", r.Phase, r.Since, len(r.Files))
-	for _, f := range r.Files {
-		fmt.Fprintf(w, "  %s\n", f)
-	}
-	switch {
-	case r.Spec == "":
-	case r.SpecDiff == "":
-		fmt.Fprintf(w, "the spec %s is unchanged\n", r.Spec)
-	default:
-		io.WriteString(w, r.SpecDiff)
-	}
+	render.Changes(w, r)
 }
 
 // showLastLines shows the end of the step's transcript, as logs renders it.
@@ -158,9 +85,7 @@ func (l *launch) showLastLines(w io.Writer, id string) {
 		fmt.Fprintf(w, "%s\n", err)
 		return
 	}
-	for _, t := range r.Transcripts {
-		fmt.Fprintf(w, "==> %s <==\n%s", t.Transcript, t.Text)
-	}
+	render.Tail(w, r)
 }
 
 // resumeHere resumes the session that paused in this process, as

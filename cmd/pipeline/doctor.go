@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/app"
+	"github.com/pipeline-dev/pipeline/internal/buildinfo"
 	"github.com/pipeline-dev/pipeline/internal/render"
 	"github.com/pipeline-dev/pipeline/steps"
 )
@@ -107,7 +108,7 @@ func checkFleetBinary(ctx context.Context, needed bool) render.ProgramCheck {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, path, "version", "-o", "json").Output()
-	var its versionInfo
+	var its buildinfo.Info
 	if err == nil {
 		err = json.Unmarshal(out, &its)
 	}
@@ -119,7 +120,7 @@ func checkFleetBinary(ctx context.Context, needed bool) render.ProgramCheck {
 	switch {
 	case !slices.Contains(its.Backends, "temporal"):
 		c.Status, c.Problem, c.Hint = steps.CheckBroken, path+" has no Temporal backend (a copy of pipeline?)", "build it with the temporal tag: "+build
-	case !its.sameBuild(self):
+	case !its.SameBuild(self):
 		c.Status = render.OtherVersion
 		c.Problem = fmt.Sprintf("%s is %q, this pipeline %q", path, its.String(), self.String())
 		c.Hint = "build both from one checkout: make install, or " + build
