@@ -129,14 +129,14 @@ func (o *runOptions) manySpecs(cmd *cobra.Command) (many bool, err error) {
 	if len(o.specs.values) <= 1 && !globbed && o.status == "" {
 		return false, nil
 	}
-	specs, err := expandSpecs(o.specs.values)
+	specs, err := app.ExpandSpecs(o.specs.values)
 	if err != nil {
 		return true, err
 	}
 	if len(specs) == 0 {
 		return true, usagef("--status %s picks among specs: give them with --spec (a glob such as 'specs/*/README.md', or the flag more than once)", o.status)
 	}
-	kept := withStatus(specs, o.status)
+	kept := app.SpecsWithStatus(specs, o.status)
 	switch len(kept) {
 	case 0:
 		fmt.Fprintf(cmd.ErrOrStderr(), "none of the %d specs has status %s: nothing to run\n", len(specs), o.status)

@@ -5,20 +5,15 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
-	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/internal/termview"
 )
 
@@ -37,49 +32,6 @@ func (s *specList) Set(v string) error {
 	s.values = append(s.values, v)
 	*s.last = v
 	return nil
-}
-
-// expandSpecs is the specs the --spec flags name, each glob expanded (in
-// order, each once). A glob that matches nothing is a usage error.
-func expandSpecs(given []string) ([]string, error) {
-	var specs []string
-	seen := map[string]bool{}
-	for _, g := range given {
-		matches := []string{g}
-		if strings.ContainsAny(g, "*?[") {
-			var err error
-			if matches, err = filepath.Glob(g); err != nil {
-				return nil, usagef("--spec %q is not a valid glob: %v", g, err)
-			}
-			if len(matches) == 0 {
-				return nil, usagef("--spec %q matches no file: give a spec file, or a glob such as 'specs/*/README.md' that matches some", g)
-			}
-		}
-		for _, m := range matches {
-			if !seen[m] {
-				seen[m] = true
-				specs = append(specs, m)
-			}
-		}
-	}
-	return specs, nil
-}
-
-// withStatus keeps the specs whose frontmatter status is status (all
-// when it is ""). A spec whose frontmatter cannot be read is kept: its
-// run reports why it cannot start.
-func withStatus(specs []string, status string) []string {
-	if status == "" {
-		return specs
-	}
-	var kept []string
-	for _, s := range specs {
-		fm, err := spec.LoadSpec(s)
-		if err != nil || fmt.Sprint(fm.Values["status"]) == status {
-			kept = append(kept, s)
-		}
-	}
-	return kept
 }
 
 // refuseForMany refuses what run takes for one session but not for
@@ -116,7 +68,7 @@ func (o *runOptions) runMany(cmd *cobra.Command, specs []string) error {
 	if err := o.refuseForMany(cmd, len(specs)); err != nil {
 		return err
 	}
-	views := newManyViews(cmd, specs, o.cf.quiet)
+	views := termview.NewMany(cmd.OutOrStdout(), specs, o.cf.quiet)
 	outcomes := make([]manyOutcome, len(specs))
 	parallel := o.wf.maxParallel
 	if parallel == 0 {
@@ -130,20 +82,20 @@ func (o *runOptions) runMany(cmd *cobra.Command, specs []string) error {
 		// others wait in order.
 		if !takeSlot(slots, stopped) {
 			outcomes[i] = manyOutcome{spec: s, line: "not started: the run was stopped"}
-			views.finish(i, outcomes[i])
+			views.Finish(i, string(outcomes[i].status))
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			outcomes[i] = o.runOne(cmd, s, views.view(i))
-			views.finish(i, outcomes[i])
+			outcomes[i] = o.runOne(cmd, s, views.View(i))
+			views.Finish(i, string(outcomes[i].status))
 		}()
 	}
 	wg.Wait()
 	stopWatching()
-	views.close()
+	views.Close()
 	return manyExit(cmd, outcomes, o.cf.failOnPause)
 }
 
@@ -258,66 +210,4 @@ func manyExit(cmd *cobra.Command, outcomes []manyOutcome, failOnPause bool) erro
 		return &exitStatus{code: exitPaused, printed: true}
 	}
 	return nil
-}
-
-// manyViews are the views of the sessions run runs side by side: a
-// table on a terminal, and elsewhere plain lines, each prefixed with its
-// spec (as pipeline watch prefixes its sessions' lines).
-type manyViews struct {
-	table *termview.Table
-	rows  []*termview.TableRow
-	plain []local.View
-	quiet bool
-}
-
-func newManyViews(cmd *cobra.Command, specs []string, quiet bool) *manyViews {
-	v := &manyViews{quiet: quiet}
-	out := cmd.OutOrStdout()
-	if f, ok := out.(*os.File); ok && !v.quiet && term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb" {
-		width, _, err := term.GetSize(int(f.Fd()))
-		if err != nil {
-			width = 80
-		}
-		v.table = termview.NewTable(f, width, time.Now)
-		for _, s := range specs {
-			v.rows = append(v.rows, v.table.Row(s))
-		}
-		v.table.Draw()
-		return v
-	}
-	to := &termview.LockedWriter{W: out}
-	for _, s := range specs {
-		var view local.View = local.Discard
-		if !v.quiet {
-			view = termview.NewQueued(termview.NewPlain(&termview.PrefixWriter{To: to, Prefix: "[" + s + "] "}, time.Now))
-		}
-		v.plain = append(v.plain, view)
-	}
-	return v
-}
-
-func (v *manyViews) view(i int) local.View {
-	if v.table != nil {
-		return v.rows[i]
-	}
-	return v.plain[i]
-}
-
-// finish shows how session i ended.
-func (v *manyViews) finish(i int, oc manyOutcome) {
-	if v.table != nil {
-		status := string(oc.status)
-		if status == "" {
-			status = "not started"
-		}
-		v.rows[i].Finish(status)
-		return
-	}
-	v.plain[i].Close()
-}
-
-func (v *manyViews) close() {
-	if v.table != nil {
-		v.table.Draw()
-	}
 }
