@@ -39,7 +39,7 @@ func (o *diffOptions) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	if o.output.json() {
-		err = writeJSON(cmd.OutOrStdout(), r)
+		err = render.JSON(cmd.OutOrStdout(), r)
 	} else {
 		err = render.Diff(cmd.OutOrStdout(), r.Result)
 	}

@@ -59,7 +59,7 @@ func (o *doctorOptions) run(cmd *cobra.Command, args []string) error {
 	temporal := checkFleetBinary(cmd.Context(), onFleet != nil)
 	ok := r.OK && temporal.OK()
 	if o.output.json() {
-		if err := writeJSON(cmd.OutOrStdout(), struct {
+		if err := render.JSON(cmd.OutOrStdout(), struct {
 			OK       bool                `json:"ok"`
 			Agents   []steps.CLICheck    `json:"agents"`
 			Temporal render.ProgramCheck `json:"temporal"`

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pipeline-dev/pipeline/internal/render"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -61,7 +62,7 @@ func followFleet(ctx context.Context, cmd *cobra.Command, s app.Started, o follo
 // when asked, the resume command at a pause, and run's exit status.
 func fleetEnded(cmd *cobra.Command, on app.Remote, r engine.StatusReport, o followOptions) error {
 	if o.json {
-		if err := writeJSON(cmd.OutOrStdout(), liveStatus{StatusReport: r}); err != nil {
+		if err := render.JSON(cmd.OutOrStdout(), liveStatus{StatusReport: r}); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/pipeline-dev/pipeline/internal/render"
 	"strconv"
 	"strings"
 
@@ -47,7 +48,7 @@ func (o *importOptions) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	if o.output.json() {
-		return writeJSON(cmd.OutOrStdout(), r)
+		return render.JSON(cmd.OutOrStdout(), r)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pipeline-dev/pipeline/internal/render"
 	"io"
 	"os/signal"
 	"path/filepath"
@@ -16,7 +17,6 @@ import (
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
 	"github.com/pipeline-dev/pipeline/engine/session"
-	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/internal/cireport"
 	"github.com/pipeline-dev/pipeline/internal/termview"
@@ -103,7 +103,7 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 		return err
 	}
 	if l.quiet {
-		printError(viewOut, termview.ScreenText{Redactor: sess.Redactor()}.Line(outcome(sess.Plan, state))+"\n")
+		printError(viewOut, termview.ScreenText{Redactor: sess.Redactor()}.Line(render.Outcome(sess.Plan, state))+"\n")
 	}
 	if !l.watchNext {
 		l.report(sess, state, viewOut)
@@ -118,7 +118,7 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 		return storeWriteFailed(closeErr)
 	}
 	if l.json && !(l.watchNext && state.Status == engine.StatusPaused) {
-		if err := writeJSON(l.cmd.OutOrStdout(), app.SessionReport(sess, state)); err != nil {
+		if err := render.JSON(l.cmd.OutOrStdout(), app.SessionReport(sess, state)); err != nil {
 			return err
 		}
 	}
@@ -151,7 +151,7 @@ func (l *launch) storeFailed(sess *session.Session, state engine.State, storeErr
 			sess.ID(), state.Pause.Note, sess.Store.Root, resumeLine(l.cmd, sess.ID()))
 	}
 	if l.json {
-		if err := writeJSON(l.cmd.OutOrStdout(), app.SessionReport(sess, state)); err != nil {
+		if err := render.JSON(l.cmd.OutOrStdout(), app.SessionReport(sess, state)); err != nil {
 			return err
 		}
 	}
@@ -174,19 +174,6 @@ func resumeLine(cmd *cobra.Command, id string) string {
 
 // shellQuote quotes s for a POSIX shell when it needs it.
 func shellQuote(s string) string { return app.ShellQuote(s) }
-
-// outcome is the line that says how a run ended, as the views say it.
-func outcome(plan *spec.Plan, s engine.State) string {
-	switch {
-	case s.Status == engine.StatusPaused && s.Pause != nil:
-		return "paused: " + local.DescribeFiring(*s.Pause)
-	case s.Status == engine.StatusCompleted:
-		return engine.CompletedLine(s)
-	case s.Status == engine.StatusFailed:
-		return "failed: " + s.FailReason
-	}
-	return string(s.Status)
-}
 
 // paused is the exit of a run that paused: 3, or 1 with --fail-on-pause
 // (the session stays paused and resumable all the same).

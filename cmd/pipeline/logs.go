@@ -1,14 +1,12 @@
 package main
 
 import (
-	"fmt"
-	"io"
+	"github.com/pipeline-dev/pipeline/internal/render"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/internal/termsafe"
-	"github.com/pipeline-dev/pipeline/internal/transcript"
 )
 
 // logsOptions are logs's flags.
@@ -52,34 +50,5 @@ func (o *logsOptions) run(cmd *cobra.Command, args []string) error {
 	defer be.Close()
 	req := app.LogsRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), Session: id, Phase: o.phase, Prompts: o.prompts, Follow: o.follow,
 		Raw: o.raw, Verbose: o.verbose}
-	return be.Logs(cmd.Context(), req, logPrinter(termsafe.Output(cmd.OutOrStdout()), o.output.json()))
-}
-
-// logPiece is a piece of a transcript or a prompt, as -o json prints it.
-type logPiece struct {
-	Transcript string            `json:"transcript,omitempty"`
-	Prompt     string            `json:"prompt,omitempty"`
-	Text       string            `json:"text"`
-	Items      []transcript.Item `json:"items,omitempty"`
-}
-
-// logPrinter prints the pieces of transcripts read: each file headed by
-// its name; as JSON, one object per piece read: {"transcript":
-// "phase/1-step.log", "text": ..., "items": [...]} (no items with --raw),
-// or {"prompt": "phase/1-step.prompt", "text": ...}.
-func logPrinter(w io.Writer, asJSON bool) func(app.LogChunk) error {
-	return func(c app.LogChunk) error {
-		if asJSON {
-			piece := logPiece{Transcript: c.File, Text: string(c.Text), Items: c.Items}
-			if c.Prompt {
-				piece.Prompt, piece.Transcript = c.File, ""
-			}
-			return writeJSONLine(w, piece)
-		}
-		if c.First {
-			fmt.Fprintf(w, "==> %s <==\n", c.File)
-		}
-		_, err := w.Write(c.Text)
-		return err
-	}
+	return be.Logs(cmd.Context(), req, render.LogPrinter(termsafe.Output(cmd.OutOrStdout()), o.output.json()))
 }

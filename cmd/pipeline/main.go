@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/pipeline-dev/pipeline/internal/render"
 	"io"
 	"os"
 	"runtime/pprof"
@@ -52,7 +53,7 @@ func run(args []string) int {
 	}
 	if wantsJSON(cmd, args) && !alreadyPrinted(err) {
 		// The text on standard error stays, for a person reading the log.
-		writeJSON(os.Stdout, errorJSON(err))
+		render.JSON(os.Stdout, errorJSON(err))
 	}
 	var specErr *spec.Error
 	switch {

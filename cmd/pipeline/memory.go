@@ -176,7 +176,7 @@ func editProjectMemory(cmd *cobra.Command, flags *memoryFlags, edit func(app.Pip
 		return err
 	}
 	if flags.output.json() {
-		return writeJSON(cmd.OutOrStdout(), r)
+		return render.JSON(cmd.OutOrStdout(), r)
 	}
 	_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: #%d %s\n", r.Result, r.Item.ID, r.Item.Text)
 	return err
@@ -189,7 +189,7 @@ func showProjectMemory(cmd *cobra.Command, flags *memoryFlags) error {
 		return err
 	}
 	if flags.output.json() {
-		return writeJSON(cmd.OutOrStdout(), r)
+		return render.JSON(cmd.OutOrStdout(), r)
 	}
 	return render.ProjectMemory(cmd.OutOrStdout(), r)
 }
@@ -207,7 +207,7 @@ func showWorkingSet(cmd *cobra.Command, flags *memoryFlags, id string) error {
 		return err
 	}
 	if flags.output.json() {
-		return writeJSON(cmd.OutOrStdout(), r)
+		return render.JSON(cmd.OutOrStdout(), r)
 	}
 	return render.WorkingSet(cmd.OutOrStdout(), r)
 }
@@ -232,7 +232,7 @@ func editWorkingSet(cmd *cobra.Command, flags *memoryFlags, note engine.MemoryNo
 		return err
 	}
 	if flags.output.json() {
-		return writeJSON(cmd.OutOrStdout(), r)
+		return render.JSON(cmd.OutOrStdout(), r)
 	}
 	result := r.Result
 	if r.Item != nil {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -11,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/engine/spec"
-	"github.com/pipeline-dev/pipeline/internal/termsafe"
 )
 
 // outputFlag is the --output flag shared by every command that prints data.
@@ -43,30 +40,6 @@ func (o *outputFlag) check() error {
 }
 
 func (o *outputFlag) json() bool { return o.format == "json" }
-
-func writeJSON(w io.Writer, v any) error {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	_, err := w.Write(termsafe.EscapeJSON(b.Bytes()))
-	return err
-}
-
-// writeJSONLine writes v as one line of JSON, for streams of objects.
-func writeJSONLine(w io.Writer, v any) error {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	_, err := w.Write(termsafe.EscapeJSON(b.Bytes()))
-	return err
-}
 
 // printWarnings prints what a plan runs with but likely not as meant, each
 // at its place, on w (standard error).

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/pipeline-dev/pipeline/internal/render"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -43,7 +44,7 @@ func (o *pauseOptions) run(cmd *cobra.Command, args []string) error {
 	defer be.Close()
 	say := func(what string) error {
 		if o.output.json() {
-			return writeJSON(cmd.OutOrStdout(), map[string]string{"session": id, "result": what})
+			return render.JSON(cmd.OutOrStdout(), map[string]string{"session": id, "result": what})
 		}
 		_, err := fmt.Fprintf(cmd.OutOrStdout(), "session %s %s\n", id, what)
 		return err
@@ -80,7 +81,7 @@ func completeCommand() *cobra.Command {
 			return err
 		}
 		if output.json() {
-			return writeJSON(cmd.OutOrStdout(), r)
+			return render.JSON(cmd.OutOrStdout(), r)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "session %s completed\n", r.Session)
 		return nil

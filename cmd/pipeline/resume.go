@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/pipeline-dev/pipeline/internal/render"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -117,7 +118,7 @@ func resumeDryRun(cmd *cobra.Command, flags *storeFlags, output *outputFlag, id,
 		printError(cmd.ErrOrStderr(), "pipeline: "+p.Warning+"\n")
 	}
 	if output.json() {
-		return writeJSON(cmd.OutOrStdout(), p)
+		return render.JSON(cmd.OutOrStdout(), p)
 	}
 	w := cmd.ErrOrStderr()
 	fmt.Fprintf(w, "dry run: session %s would resume phase %s, step %s (attempt %d); nothing was sent or written\n",

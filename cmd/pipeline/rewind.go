@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/pipeline-dev/pipeline/internal/render"
 
 	"github.com/spf13/cobra"
 
@@ -45,7 +46,7 @@ func (o *rewindOptions) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	if o.output.json() {
-		return writeJSON(cmd.OutOrStdout(), r)
+		return render.JSON(cmd.OutOrStdout(), r)
 	}
 	out := cmd.OutOrStdout()
 	if r.Rescued != "" {

@@ -5,14 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine/local"
@@ -244,50 +240,11 @@ var checkAdapters = app.CheckAdapters
 
 // newView picks the live view on a terminal, and plain lines elsewhere, in
 // CI mode, or on a terminal that cannot move its cursor (TERM=dumb), with
-// the CI system's groups.
+// the CI system's groups (termview.ForOutput).
 func newView(out io.Writer, ci cireport.Settings) local.View {
-	if f, ok := out.(*os.File); ok && !ci.Enabled && term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb" {
-		width, _, err := term.GetSize(int(f.Fd()))
-		if err != nil {
-			width = 80
-		}
-		live := termview.NewLive(f, width, colourWanted())
-		live.StopResize = followResize(f, live)
-		return termview.NewQueued(live)
-	}
 	var marks termview.LogMarkers
 	if ci.Enabled {
 		marks = cireport.NewLogMarkers(ci, time.Now)
 	}
-	return termview.NewQueued(termview.NewPlain(out, time.Now).WithMarks(marks))
-}
-
-// colourWanted: no colour under NO_COLOR (set to anything but "", see
-// no-color.org) or on a dumb terminal.
-func colourWanted() bool {
-	return os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
-}
-
-// followResize redraws the live view at the terminal's new width on
-// SIGWINCH, until the returned function is called.
-func followResize(f *os.File, live *termview.Live) (stop func()) {
-	winch := make(chan os.Signal, 1)
-	signal.Notify(winch, syscall.SIGWINCH)
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-done:
-				return
-			case <-winch:
-				if width, _, err := term.GetSize(int(f.Fd())); err == nil {
-					live.Resize(width)
-				}
-			}
-		}
-	}()
-	return func() {
-		signal.Stop(winch)
-		close(done)
-	}
+	return termview.ForOutput(out, ci.Enabled, marks)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/pipeline-dev/pipeline/internal/render"
 	"os"
 	"os/signal"
 	"runtime"
@@ -165,7 +166,7 @@ func (o *runOptions) drive(opened *app.Opened, view local.View, out manyOutcome)
 	state, err := app.Drive(context.Background(), sess, opened.Events,
 		app.DriveOptions{View: view, Grace: o.grace, Signals: true, Verbose: o.cf.verbose})
 	closeErr := sess.Close()
-	out.status, out.line = state.Status, outcome(sess.Plan, state)
+	out.status, out.line = state.Status, render.Outcome(sess.Plan, state)
 	if err == nil {
 		err = closeErr
 	}

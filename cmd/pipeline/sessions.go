@@ -64,7 +64,7 @@ func (o *sessionsOptions) run(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	if o.output.json() {
-		return writeJSON(cmd.OutOrStdout(), r.Sessions)
+		return render.JSON(cmd.OutOrStdout(), r.Sessions)
 	}
 	none := r.NoneMatch(o.all && fl == nil, "pipeline run"+fileArg(cmd))
 	if len(r.Sessions) == 0 && none == "" {
@@ -113,7 +113,7 @@ func (o *cleanOptions) run(cmd *cobra.Command, _ []string) error {
 		if err != nil {
 			return err
 		}
-		return writeJSON(out, r)
+		return render.JSON(out, r)
 	}
 	if r != nil {
 		render.Cleaned(out, r) // on an error too: what went before it

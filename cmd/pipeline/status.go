@@ -58,9 +58,9 @@ func (o *statusOptions) run(cmd *cobra.Command, args []string) error {
 		switch o.output.format {
 		case "json":
 			if o.watch {
-				return running, writeJSONLine(w, report)
+				return running, render.JSONLine(w, report)
 			}
-			return running, writeJSON(w, report)
+			return running, render.JSON(w, report)
 		case "markdown":
 			_, err := w.Write(cireport.Markdown(report.StatusReport, termview.NewScreenText().Line))
 			return running, err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/pipeline-dev/pipeline/internal/render"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -31,7 +32,7 @@ func templatesCommand() *cobra.Command {
 			return err
 		}
 		if output.json() {
-			return writeJSON(cmd.OutOrStdout(), list)
+			return render.JSON(cmd.OutOrStdout(), list)
 		}
 		safe := termview.NewScreenText().Line
 		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)

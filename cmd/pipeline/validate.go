@@ -50,7 +50,7 @@ func (o *validateOptions) run(cmd *cobra.Command, files []string) error {
 		}
 	}
 	if o.output.json() {
-		if err := writeJSON(cmd.OutOrStdout(), r); err != nil {
+		if err := render.JSON(cmd.OutOrStdout(), r); err != nil {
 			return err
 		}
 	} else {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/pipeline-dev/pipeline/internal/render"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
@@ -36,7 +37,7 @@ func versionCommand() *cobra.Command {
 			return err
 		}
 		if output.json() {
-			return writeJSON(cmd.OutOrStdout(), buildVersion())
+			return render.JSON(cmd.OutOrStdout(), buildVersion())
 		}
 		_, err := fmt.Fprintln(cmd.OutOrStdout(), buildVersion())
 		return err

@@ -176,7 +176,7 @@ func runWatch(cmd *cobra.Command, o watch.Options, asJSON bool) error {
 	o.Report = func(e watch.Event) {
 		if asJSON {
 			e.Reason = app.Redactor().String(e.Reason)
-			out.Do(func(w io.Writer) { writeJSONLine(w, e) })
+			out.Do(func(w io.Writer) { render.JSONLine(w, e) })
 			return
 		}
 		// A reason of several lines (an invalid phases.yaml's caret
