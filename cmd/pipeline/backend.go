@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,14 +41,10 @@ type fleet struct {
 	heartbeat time.Duration
 }
 
-// resolve chooses the backend: each setting from the flag, else the
-// environment, else the backend: block of phases.yaml (file), else the
-// default; the kind from --backend, else --temporal (temporal), else
-// PIPELINE_BACKEND, else PIPELINE_TEMPORAL (temporal), else backend.kind,
-// else local. nil: local. plan, when the command loaded it, is read for
-// the block; otherwise file is read for it, and a file that cannot be
-// read or has problems gives no block (the command reports it, if it
-// needs the file).
+// resolve chooses the backend (app.ChooseBackend). nil: local. plan,
+// when the command loaded it, is read for the backend: block; otherwise
+// file is read for it, and a file that cannot be read or has problems
+// gives no block (the command reports it, if it needs the file).
 func (f *backendFlags) resolve(file string, plan *spec.Plan) (*fleet, error) {
 	var block spec.Backend
 	if plan != nil {
@@ -57,48 +52,11 @@ func (f *backendFlags) resolve(file string, plan *spec.Plan) (*fleet, error) {
 	} else if doc, _ := spec.LoadFile(file); doc != nil && doc.Pipeline.Backend != nil {
 		block = *doc.Pipeline.Backend
 	}
-	kind := f.kind
-	switch {
-	case kind != "":
-	case f.target.Address != "":
-		kind = spec.BackendTemporal
-	case os.Getenv("PIPELINE_BACKEND") != "":
-		kind = os.Getenv("PIPELINE_BACKEND")
-	case os.Getenv("PIPELINE_TEMPORAL") != "":
-		kind = spec.BackendTemporal
-	case block.Kind != "":
-		kind = block.Kind
-	default:
-		kind = spec.BackendLocal
+	chosen, err := app.ChooseBackend(app.BackendChoice{Kind: f.kind, Flags: f.target, Block: block})
+	if chosen == nil || err != nil {
+		return nil, err
 	}
-	switch kind {
-	case spec.BackendLocal:
-		if f.target.Address != "" || f.target.Namespace != "" || f.target.TaskQueue != "" {
-			return nil, usagef("--temporal, --namespace and --task-queue are for the temporal backend; this command runs with the local one (--backend local or PIPELINE_BACKEND=local)")
-		}
-		return nil, nil
-	case spec.BackendTemporal:
-	default:
-		return nil, usagef("backend %q is not a backend: use local or temporal (from --backend, or PIPELINE_BACKEND)", kind)
-	}
-	t := f.target
-	for _, v := range []struct {
-		to         *string
-		env, block string
-	}{{&t.Address, "PIPELINE_TEMPORAL", block.Address}, {&t.Namespace, "PIPELINE_TEMPORAL_NAMESPACE", block.Namespace},
-		{&t.TaskQueue, "PIPELINE_TEMPORAL_TASK_QUEUE", block.TaskQueue}} {
-		if *v.to == "" {
-			*v.to = os.Getenv(v.env)
-		}
-		if *v.to == "" {
-			*v.to = v.block
-		}
-	}
-	fl := &fleet{target: t.WithDefaults()}
-	if block.HeartbeatTimeout != nil {
-		fl.heartbeat = time.Duration(*block.HeartbeatTimeout)
-	}
-	return fl, nil
+	return &fleet{target: chosen.Target, heartbeat: chosen.Heartbeat}, nil
 }
 
 // followOptions are how run and resume show a session they follow on the

@@ -7,15 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/internal/mcpserver"
+	"github.com/pipeline-dev/pipeline/internal/serve"
 )
 
 // mcpOptions are mcp's flags.
@@ -44,12 +43,11 @@ func mcpCommand() *cobra.Command {
 func (o *mcpOptions) run(cmd *cobra.Command, _ []string) error {
 	var addr string
 	if o.httpAddr != "" {
-		host, _, err := net.SplitHostPort(o.httpAddr)
+		loopback, err := serve.Loopback(o.httpAddr)
 		if err != nil {
 			return usagef("--http %s: %v; give HOST:PORT, e.g. 127.0.0.1:8765", o.httpAddr, err)
 		}
-		ip := net.ParseIP(host)
-		if !o.allowRemote && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		if !o.allowRemote && !loopback {
 			return usagef("--http %s is not a loopback address: the MCP server has no authentication, and whoever reaches it can start and stop runs (run commands) on this machine; listen on 127.0.0.1:PORT, or pass --allow-non-loopback on a network you trust", o.httpAddr)
 		}
 		addr = o.httpAddr
@@ -72,16 +70,6 @@ func (o *mcpOptions) run(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return usagef("--http %s: %v", addr, err)
 	}
-	hs := &http.Server{Handler: srv.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(cmd.ErrOrStderr(), "pipeline mcp: serving %s on http://%s (Ctrl+C to stop)\n", srv.Root(), ln.Addr())
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		hs.Shutdown(shutdown)
-	}()
-	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return serve.HTTP(ctx, ln, srv.HTTPHandler(), nil)
 }

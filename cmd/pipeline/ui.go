@@ -3,20 +3,17 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"runtime"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline-dev/pipeline/internal/serve"
 	"github.com/pipeline-dev/pipeline/internal/ui"
 )
 
@@ -46,12 +43,10 @@ func uiCommand() *cobra.Command {
 }
 
 func (o *uiOptions) run(cmd *cobra.Command, _ []string) error {
-	host, _, err := net.SplitHostPort(o.addr)
+	loopback, err := serve.Loopback(o.addr)
 	if err != nil {
 		return usagef("--addr %s: %v; give HOST:PORT, e.g. 127.0.0.1:8642", o.addr, err)
 	}
-	ip := net.ParseIP(host)
-	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
 	if !loopback && !o.allowRemote {
 		return usagef("--addr %s is not a loopback address: whoever reaches the dashboard can resume runs (run commands) on this machine; listen on 127.0.0.1:PORT, or pass --allow-remote, which asks every request for a token", o.addr)
 	}
@@ -80,18 +75,8 @@ func (o *uiOptions) run(cmd *cobra.Command, _ []string) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		srv.Close() // ends the event streams, which Shutdown would wait for
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		hs.Shutdown(shutdown)
-	}()
-	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	// srv.Close ends the event streams, which Shutdown would wait for.
+	return serve.HTTP(ctx, ln, srv, func() { srv.Close() })
 }
 
 // openBrowser opens url with the system's opener; a failure is said, not

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
 	"github.com/pipeline-dev/pipeline/engine/session"
-	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/engine/watch"
 	"github.com/pipeline-dev/pipeline/internal/clock"
@@ -110,52 +108,16 @@ func (o *watchCmdOptions) run(cmd *cobra.Command, args []string) error {
 		}
 	}
 	if wo.Backend = be.Watch(); wo.Backend != nil {
-		if wo.Pipelines, err = watchedFiles(args); err != nil {
+		if wo.Pipelines, err = app.WatchedFiles(args); err != nil {
 			return err
 		}
 		return runWatch(cmd, wo, o.output.json())
 	}
-	if err := o.localPipelines(args, &wo); err != nil {
+	if wo.Pipelines, err = app.WatchedPipelines(args, o.flags.stateDir); err != nil {
 		return err
 	}
 	wo.Grace = o.grace
 	return runWatch(cmd, wo, o.output.json())
-}
-
-// localPipelines adds the pipelines at files, with their stores, to the
-// watch. Every file is loaded before anything is written: a bad one
-// makes no store.
-func (o *watchCmdOptions) localPipelines(files []string, wo *watch.Options) error {
-	var problems spec.Error
-	for _, file := range files {
-		_, err := spec.Load(file, "")
-		var specErr *spec.Error
-		if errors.As(err, &specErr) {
-			problems.Problems = append(problems.Problems, specErr.Problems...)
-		} else if err != nil {
-			return err
-		}
-	}
-	if len(problems.Problems) > 0 {
-		return &problems
-	}
-	seen := map[string]bool{}
-	for _, file := range files {
-		abs, err := filepath.Abs(file)
-		if err != nil {
-			return err
-		}
-		if seen[abs] {
-			continue // named twice
-		}
-		seen[abs] = true
-		st, err := (&storeFlags{file: file, stateDir: o.flags.stateDir}).open()
-		if err != nil {
-			return err
-		}
-		wo.Pipelines = append(wo.Pipelines, watch.Pipeline{File: file, Store: st})
-	}
-	return nil
 }
 
 // runWatch runs the watch driver with the command's output: event lines
@@ -242,22 +204,4 @@ func watchAfterRun(cmd *cobra.Command, wf *watchFlags, st *store.Store, file, ke
 		return &exitStatus{code: exitFailed, printed: true}
 	}
 	return nil
-}
-
-// watchedFiles are the pipelines at files, absolute, each once, as a
-// watch of a backend's sessions takes them (no store here).
-func watchedFiles(files []string) ([]watch.Pipeline, error) {
-	var out []watch.Pipeline
-	seen := map[string]bool{}
-	for _, file := range files {
-		abs, err := filepath.Abs(file)
-		if err != nil {
-			return nil, err
-		}
-		if !seen[abs] {
-			seen[abs] = true
-			out = append(out, watch.Pipeline{File: abs})
-		}
-	}
-	return out, nil
 }
