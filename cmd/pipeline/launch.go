@@ -185,40 +185,11 @@ func (l *launch) paused() error {
 	return &exitStatus{code: exitPaused, printed: true}
 }
 
-// report leaves what a CI job reads of a run that ended: in CI mode the
-// annotation that says why it stopped (on out, after the view's last
-// line); the job summary and the step outputs when $GITHUB_STEP_SUMMARY
-// and $GITHUB_OUTPUT are set; the JUnit report with --junit. A file that
-// cannot be written is a warning: the exit status is the run's.
+// report leaves what a CI job reads of a run that ended (cireport.Leave).
 func (l *launch) report(sess *session.Session, s engine.State, out io.Writer) {
-	switch s.Status {
-	case engine.StatusPaused, engine.StatusFailed, engine.StatusCompleted:
-	default:
-		return
-	}
-	stderr := l.cmd.ErrOrStderr()
-	text := termview.ScreenText{Redactor: sess.Redactor()}
-	if l.ci.Enabled {
-		cireport.Annotation(out, l.ci, sess.Plan, s, resumeLine(l.cmd, sess.ID()), l.failOnPause, text)
-	}
-	r := app.SessionReport(sess, s)
-	transcripts := filepath.Join(sess.X.Dir, "transcripts")
-	summary := append(cireport.Markdown(r, text.Line), cireport.FailureTail(sess.Plan, s, transcripts, text.Line)...)
-	cireport.AppendEnvFile(stderr, "GITHUB_STEP_SUMMARY", summary)
-	cireport.AppendEnvFile(stderr, "GITHUB_OUTPUT", cireport.GitHubOutputs(r, text))
-	if l.junit == "" {
-		return
-	}
-	report, err := cireport.JUnit(sess.Plan, s, r, transcripts, text)
-	if err == nil {
-		err = writeFileAtomic(l.junit, 0o644, func(w io.Writer) error {
-			_, err := w.Write(report)
-			return err
-		})
-	}
-	if err != nil {
-		printError(stderr, fmt.Sprintf("pipeline: warning: --junit %s: %v\n", l.junit, err))
-	}
+	cireport.Leave(out, l.cmd.ErrOrStderr(), l.ci, cireport.Run{Plan: sess.Plan, State: s, Report: app.SessionReport(sess, s),
+		Transcripts: filepath.Join(sess.X.Dir, "transcripts"), Text: termview.ScreenText{Redactor: sess.Redactor()},
+		ResumeLine: resumeLine(l.cmd, sess.ID()), FailOnPause: l.failOnPause, JUnit: l.junit, Warn: printError})
 }
 
 // sayTo prints the session service's remarks on standard error.
