@@ -28,6 +28,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine/temporal"
 	"github.com/pipeline-dev/pipeline/internal/proctest"
 	"github.com/pipeline-dev/pipeline/internal/temporaltest"
@@ -192,7 +193,7 @@ func fleetStatusJSON(t *testing.T, dir string, env []string, args ...string) sta
 // awaitListed asks sessions until it lists id: the server's list is
 // eventually consistent, and no event says when it has caught up (so it
 // asks again every 100ms, up to failsafe).
-func awaitListed(t *testing.T, dir string, env []string, id string, args ...string) []sessionLine {
+func awaitListed(t *testing.T, dir string, env []string, id string, args ...string) []app.SessionLine {
 	t.Helper()
 	deadline := time.Now().Add(failsafe)
 	for {
@@ -200,7 +201,7 @@ func awaitListed(t *testing.T, dir string, env []string, id string, args ...stri
 		if r.code != 0 {
 			t.Fatalf("sessions: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
-		var list []sessionLine
+		var list []app.SessionLine
 		if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
 			t.Fatalf("sessions -o json: %v\n%s", err, r.stdout)
 		}

@@ -38,24 +38,6 @@ const (
 	workerShort = "Run the sessions' steps of a Temporal fleet"
 )
 
-// companionCommandIn names the command of a command line that only the
-// full build has ("" if none): its first word, or the word after help
-// or cobra's completion request.
-func companionCommandIn(args []string) string {
-	if len(args) > 1 {
-		switch args[0] {
-		case "help", "__complete", "__completeNoDesc":
-			args = args[1:]
-		}
-	}
-	if len(args) > 0 {
-		if _, ok := companionCommands[args[0]]; ok {
-			return args[0]
-		}
-	}
-	return ""
-}
-
 // handedOffEnv marks a process that a pipeline without the Temporal
 // backend started as its pipeline-temporal: if that process has no
 // Temporal backend either (a copy of the local build under that name),

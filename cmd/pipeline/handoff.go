@@ -100,3 +100,21 @@ func handOff(what string) error {
 func execFleet(path string, argv, env []string) error {
 	return syscall.Exec(path, argv, env)
 }
+
+// companionCommandIn names the command of a command line that only the
+// full build has ("" if none): its first word, or the word after help
+// or cobra's completion request.
+func companionCommandIn(args []string) string {
+	if len(args) > 1 {
+		switch args[0] {
+		case "help", "__complete", "__completeNoDesc":
+			args = args[1:]
+		}
+	}
+	if len(args) > 0 {
+		if _, ok := companionCommands[args[0]]; ok {
+			return args[0]
+		}
+	}
+	return ""
+}

@@ -49,9 +49,6 @@ func storeDir(file, flag string) string {
 	return app.Pipeline{File: file, StateDir: flag}.StoreDir()
 }
 
-// open opens (making) the store.
-func (f *storeFlags) open() (*store.Store, error) { return f.pipeline(nil).Open() }
-
 // storeWriteFailed: see app.StoreWriteFailed.
 var storeWriteFailed = app.StoreWriteFailed
 

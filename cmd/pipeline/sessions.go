@@ -73,9 +73,6 @@ func (o *sessionsOptions) run(cmd *cobra.Command, _ []string) error {
 	return render.Sessions(cmd.OutOrStdout(), r.Sessions, o.all, none)
 }
 
-// sessionLine is a session as pipeline sessions shows it.
-type sessionLine = app.SessionLine
-
 // cleanOptions are clean's flags.
 type cleanOptions struct {
 	flags     *storeFlags
@@ -134,10 +131,6 @@ var parseAge = app.ParseAge
 
 // maxStoreDepth bounds the walk of sessions --all (app.FindStores).
 const maxStoreDepth = app.MaxStoreDepth
-
-// relativeToHere is path relative to the current folder when it is below
-// it, else as it is (app.RelativeToHere).
-func relativeToHere(path string) string { return app.RelativeToHere(path) }
 
 // fileArg is the FILE a command was given with --file, as a next command
 // takes it, or "" for the default.
