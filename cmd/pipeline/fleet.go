@@ -32,7 +32,7 @@ const withTemporal = true
 func init() { os.Unsetenv(handedOffEnv) }
 
 // handOffCompanion: this build has every command, and hands none over.
-func handOffCompanion([]string) (code int, done bool) { return 0, false }
+func handOffCompanion([]string) (done bool, _ error) { return false, nil }
 
 // dial connects to the fleet's server.
 func (fl *fleet) dial(cmd *cobra.Command) (*fleetapp.Backend, error) {

@@ -57,15 +57,13 @@ this executable, else on PATH. pipeline ` + name + ` --help shows its flags.`,
 
 // handOffCompanion hands a command line that names a command of the full
 // build to pipeline-temporal; done is false for any other command line.
-// It returns only when the hand-off cannot be made, with the exit code.
-func handOffCompanion(args []string) (code int, done bool) {
+// It returns only when the hand-off cannot be made, with why.
+func handOffCompanion(args []string) (done bool, _ error) {
 	name := companionCommandIn(args)
 	if name == "" {
-		return 0, false
+		return false, nil
 	}
-	err := handOff("pipeline " + name)
-	printError(os.Stderr, "pipeline: "+err.Error()+"\n")
-	return exitCode(err), true
+	return true, handOff("pipeline " + name)
 }
 
 // handOff runs pipeline-temporal in this process's place, with this

@@ -165,6 +165,16 @@ func TestHandOffWithoutPipelineTemporal(t *testing.T) {
 			t.Errorf("%s: exit %d:\n%s\nwant exit 2:\n%s", c.args, r.code, r.stderr, want)
 		}
 	}
+	// Asked for JSON, the error is JSON too, as any command's.
+	r, _ := runBinary(t, pipelinePath, project, env, "search", "-o", "json", "flaky")
+	var report struct {
+		Error string `json:"error"`
+		Code  int    `json:"code"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &report); err != nil || r.code != 2 || report.Code != 2 ||
+		!strings.HasPrefix(report.Error, "pipeline search needs pipeline-temporal") {
+		t.Errorf("search -o json: exit %d, %v: %s", r.code, err, r.stdout)
+	}
 	if r, _ := runBinary(t, pipelinePath, project, env, "validate"); r.code != 0 {
 		t.Errorf("validate: exit %d: %s", r.code, r.stderr)
 	}

@@ -33,8 +33,8 @@ func main() {
 }
 
 func run(args []string) int {
-	if code, done := handOffCompanion(args); done {
-		return code
+	if done, err := handOffCompanion(args); done {
+		return failed(nil, args, err)
 	}
 	// PIPELINE_CPUPROFILE=FILE writes a CPU profile, for work on the hot
 	// paths (see make bench).
@@ -51,6 +51,13 @@ func run(args []string) int {
 	if err == nil {
 		return exitCompleted
 	}
+	return failed(cmd, args, err)
+}
+
+// failed reports the error a command line ended with (as JSON too when
+// it asked for -o json) and is its exit code. cmd is the command that
+// ran, nil when none did.
+func failed(cmd *cobra.Command, args []string, err error) int {
 	if wantsJSON(cmd, args) && !alreadyPrinted(err) {
 		// The text on standard error stays, for a person reading the log.
 		render.JSON(os.Stdout, errorJSON(err))
