@@ -164,7 +164,7 @@ var malformedCases = []malformedCase{
 		name: "unknown top-level key with no near key",
 		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\ncolour: blue\n",
 		wants: []malformedProblem{{line: 5, col: 1, msg: `unknown key "colour" at the top level`,
-			hint: "the keys allowed here are agent, backend, checkpoint, compact_prompt, defaults, name, notify, on, phases, resume_context, spec, spec_status, version, watch, watch_debounce"}},
+			hint: "the keys allowed here are agent, backend, checkpoint, compact_prompt, defaults, name, notify, on, phases, resume_context, spec, spec_status, telemetry, version, watch, watch_debounce"}},
 	},
 	{
 		name: "checkpoint that is not a mode",
