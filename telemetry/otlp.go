@@ -119,7 +119,6 @@ func resourceAttrs(resource map[string]string) []attr {
 	return out
 }
 
-
 // scope is the instrumentation scope of everything exported here.
 func scope(m *pb, field int, version string) {
 	m.msg(field, func(s *pb) {
