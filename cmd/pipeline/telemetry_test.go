@@ -1,0 +1,203 @@
+package main
+
+import (
+	"encoding/hex"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// The tests' own pipelines export only where they say: a developer's
+// OTEL_* variables are not theirs.
+func init() {
+	outerCI = append(outerCI, "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+		"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_SDK_DISABLED", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES",
+		"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_HEADERS", "TRACEPARENT")
+}
+
+// otlpCollector is an OTLP/HTTP collector on 127.0.0.1 that keeps the
+// spans it is sent, decoded with opentelemetry-proto's types.
+type otlpCollector struct {
+	*httptest.Server
+	mu      sync.Mutex
+	spans   []*tracepb.Span
+	metrics int
+}
+
+func newOTLPCollector(t *testing.T) *otlpCollector {
+	c := &otlpCollector{}
+	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		switch r.URL.Path {
+		case "/v1/traces":
+			var req coltracepb.ExportTraceServiceRequest
+			if err := proto.Unmarshal(body, &req); err != nil {
+				t.Errorf("the traces sent are not OTLP: %v", err)
+			}
+			for _, rs := range req.GetResourceSpans() {
+				for _, ss := range rs.GetScopeSpans() {
+					c.spans = append(c.spans, ss.GetSpans()...)
+				}
+			}
+		case "/v1/metrics":
+			c.metrics++
+		default:
+			t.Errorf("unexpected path %s", r.URL.Path)
+		}
+	}))
+	t.Cleanup(c.Close)
+	return c
+}
+
+func (c *otlpCollector) spanNamed(name string) []*tracepb.Span {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*tracepb.Span
+	for _, s := range c.spans {
+		if s.GetName() == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// A step sees TRACEPARENT naming its own span: the trace of the run, and
+// the span exported for that step.
+func TestTelemetryStepSeesTraceparentOfItsOwnSpan(t *testing.T) {
+	collector := newOTLPCollector(t)
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", `version: 1
+name: tp
+phases:
+  - name: only
+    steps:
+      - {name: first, run: 'echo "$TRACEPARENT" > first.txt'}
+      - {name: second, run: 'echo "$TRACEPARENT" > second.txt'}
+`)
+	r := pipelineEnv(t, dir, append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL), "run")
+	if r.code != 0 || strings.Contains(r.stderr, "telemetry") {
+		t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	roots := collector.spanNamed("session tp")
+	if len(roots) != 1 {
+		t.Fatalf("want one session span, got %d", len(roots))
+	}
+	for _, step := range []string{"first", "second"} {
+		content, err := os.ReadFile(filepath.Join(dir, step+".txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := strings.Split(strings.TrimSpace(string(content)), "-")
+		if len(parts) != 4 || parts[0] != "00" || parts[3] != "01" {
+			t.Fatalf("step %s saw TRACEPARENT %q", step, content)
+		}
+		spans := collector.spanNamed("step " + step)
+		if len(spans) != 1 {
+			t.Fatalf("want one span of step %s, got %d", step, len(spans))
+		}
+		if got := hex.EncodeToString(spans[0].GetSpanId()); got != parts[2] {
+			t.Errorf("step %s saw span %s, its span is %s", step, parts[2], got)
+		}
+		if got := hex.EncodeToString(spans[0].GetTraceId()); got != parts[1] || got != hex.EncodeToString(roots[0].GetTraceId()) {
+			t.Errorf("step %s saw trace %s; its span's is %s, the session's %x", step, parts[1], got, roots[0].GetTraceId())
+		}
+	}
+}
+
+// An endpoint where nothing answers never holds the run up: it ends as
+// it would have, at most ExportTimeout (2 s) after its steps, with one
+// warning — whether the port is closed or something there takes the
+// connection and says nothing.
+func TestTelemetryUnreachableCollectorIsOneWarning(t *testing.T) {
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedURL := "http://" + closed.Addr().String()
+	closed.Close()
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	for name, endpoint := range map[string]string{"closed port": closedURL, "silent server": "http://" + silent.Addr().String()} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, "phases.yaml", `version: 1
+name: unreachable
+phases:
+  - name: one
+    steps: [{name: a, run: "echo one"}]
+  - name: two
+    steps: [{name: b, run: 'echo two; date +%s.%N > ended.txt'}]
+`)
+			r := pipelineEnv(t, dir, append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="+endpoint), "run")
+			exited := time.Now()
+			if r.code != 0 {
+				t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			content, err := os.ReadFile(filepath.Join(dir, "ended.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			secs, err := strconv.ParseFloat(strings.TrimSpace(string(content)), 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ended := time.Unix(0, int64(secs*1e9))
+			if after := exited.Sub(ended); after > 3*time.Second {
+				t.Errorf("the run exited %s after its last step ended", after)
+			}
+			if n := strings.Count(r.stderr, "pipeline: telemetry:"); n != 1 {
+				t.Errorf("want one warning, got %d:\n%s", n, r.stderr)
+			}
+			if !strings.Contains(r.stderr, strings.TrimPrefix(endpoint, "http://")) {
+				t.Errorf("the warning does not say where:\n%s", r.stderr)
+			}
+		})
+	}
+}
+
+// Without an endpoint, telemetry is off: nothing is kept for it.
+func TestTelemetryOffKeepsNothing(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", "version: 1\nname: off\nphases:\n  - name: one\n    steps: [{name: a, run: 'echo \"[$TRACEPARENT]\"'}]\n")
+	r := pipeline(t, dir, "run")
+	if r.code != 0 || !strings.Contains(r.stdout, "[]") || strings.Contains(r.stderr, "telemetry") {
+		t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, ".pipeline", "*", "*", "telemetry-trace"))
+	more, _ := filepath.Glob(filepath.Join(dir, ".pipeline", "*", "telemetry-trace"))
+	if len(matches)+len(more) != 0 {
+		t.Errorf("telemetry off kept %v %v", matches, more)
+	}
+}
