@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pipeline-dev/pipeline/engine"
@@ -51,12 +52,17 @@ type trace struct {
 	redact                   func(string) string
 }
 
+// installed is the Telemetry of the process, for the Temporal client's
+// interceptor (TemporalInterceptors).
+var installed atomic.Pointer[Telemetry]
+
 // Install makes a Telemetry the observer of this process's sessions.
 // Until a session records an event it does nothing; when that session's
 // plan and the environment configure no endpoint, it stays so.
 func Install(version string, warn io.Writer) *Telemetry {
 	t := &Telemetry{Version: version, Warn: warn}
 	session.SetObserver(t)
+	installed.Store(t)
 	return t
 }
 
