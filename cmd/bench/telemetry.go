@@ -91,4 +91,3 @@ func benchCollector() (net.Listener, *atomic.Int64) {
 	}()
 	return l, &n
 }
-

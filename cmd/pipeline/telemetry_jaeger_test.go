@@ -162,4 +162,3 @@ func deadlineOutput(t *testing.T, jaeger *jaegertest.Jaeger, names ...string) {
 		return true
 	})
 }
-
