@@ -140,7 +140,7 @@ test-pipeline-agents: test-build xmllint agent-clis
 test-pipeline-fleet: test-build temporal
 	@$(call PIPELINE_TESTS,the fleet on the dev server (-tags temporal)) '-test.run=$(call tests_under,temporal)'
 
-test-pipeline-jaeger: test-build xmllint jaeger
+test-pipeline-jaeger: test-build xmllint jaeger chromium
 	@$(call PIPELINE_TESTS,telemetry into Jaeger (-tags jaeger)) '-test.run=$(call tests_under,jaeger)'
 
 test-steps: test-build-race agent-clis

@@ -396,8 +396,10 @@ func (t *Telemetry) endStep(s *session.Session, tr *trace, res engine.StepResult
 	sp := tr.step
 	tr.step = nil
 	sp.set("process.exit.code", int64(res.ExitCode))
-	sp.set("gen_ai.usage.input_tokens", int64(res.InputTokens))
-	sp.set("gen_ai.usage.output_tokens", int64(res.OutputTokens))
+	if sp.get("gen_ai.operation.name") != nil {
+		sp.set("gen_ai.usage.input_tokens", int64(res.InputTokens))
+		sp.set("gen_ai.usage.output_tokens", int64(res.OutputTokens))
+	}
 	sp.set("pipeline.tokens", int64(res.Tokens))
 	sp.set("pipeline.cost_usd", res.CostUSD)
 	sp.set("pipeline.files_changed", int64(res.FilesChanged))

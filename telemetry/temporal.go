@@ -100,7 +100,7 @@ func fromSDKAttrs(kvs []attribute.KeyValue) []attr {
 		case attribute.STRINGSLICE:
 			v = kv.Value.AsStringSlice()
 		default:
-			v = kv.Value.Emit()
+			v = kv.Value.String()
 		}
 		out = append(out, attr{string(kv.Key), v})
 	}

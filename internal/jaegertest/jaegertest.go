@@ -213,6 +213,9 @@ type Span struct {
 	SpanID        string      `json:"spanID"`
 	OperationName string      `json:"operationName"`
 	References    []Reference `json:"references"`
+	// StartTime and Duration are in microseconds.
+	StartTime int64 `json:"startTime"`
+	Duration  int64 `json:"duration"`
 	Tags          []KeyValue  `json:"tags"`
 	Logs          []struct {
 		Fields []KeyValue `json:"fields"`
