@@ -190,7 +190,8 @@ jaeger:
 # compaction (the quickstart, and a long session of the real Claude Code
 # CLI against the mock); then the Temporal fleet (100 short pipelines at
 # once on a dev server and two workers, against the local engine 8 at a
-# time).
+# time); then the cost of telemetry (start-up, one-step runs and
+# throughput with the OTLP export off and on).
 bench: build agent-clis temporal
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	$(GO) run ./cmd/bench -pipeline $(BIN)
@@ -200,6 +201,7 @@ bench: build agent-clis temporal
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -search
 	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) $(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -context
 	PIPELINE_TEMPORAL_CLI=$(TEMPORAL_CLI) $(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -fleet
+	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -telemetry
 
 # gofmt; go.mod and go.sum as go mod tidy leaves them; go vet once per set
 # of build tags; for macOS, go vet (test files included) and a
