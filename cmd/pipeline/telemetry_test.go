@@ -34,6 +34,8 @@ type otlpCollector struct {
 	mu      sync.Mutex
 	spans   []*tracepb.Span
 	metrics int
+	// services are the service.name of the resources sent.
+	services []string
 }
 
 func newOTLPCollector(t *testing.T) *otlpCollector {
@@ -49,6 +51,11 @@ func newOTLPCollector(t *testing.T) *otlpCollector {
 				t.Errorf("the traces sent are not OTLP: %v", err)
 			}
 			for _, rs := range req.GetResourceSpans() {
+				for _, kv := range rs.GetResource().GetAttributes() {
+					if kv.GetKey() == "service.name" {
+						c.services = append(c.services, kv.GetValue().GetStringValue())
+					}
+				}
 				for _, ss := range rs.GetScopeSpans() {
 					c.spans = append(c.spans, ss.GetSpans()...)
 				}
@@ -199,5 +206,41 @@ func TestTelemetryOffKeepsNothing(t *testing.T) {
 	more, _ := filepath.Glob(filepath.Join(dir, ".pipeline", "*", "telemetry-trace"))
 	if len(matches)+len(more) != 0 {
 		t.Errorf("telemetry off kept %v %v", matches, more)
+	}
+}
+
+// The telemetry: block of phases.yaml configures the export when no
+// OTEL_* variable does: its endpoint, service name and resource; the
+// metrics go there too.
+func TestTelemetryFromPhasesYAML(t *testing.T) {
+	collector := newOTLPCollector(t)
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", `version: 1
+name: configured
+telemetry:
+  endpoint: `+collector.URL+`
+  service_name: from-yaml
+phases:
+  - name: only
+    steps: [{name: a, run: "echo hi"}]
+`)
+	if r := pipeline(t, dir, "run"); r.code != 0 || strings.Contains(r.stderr, "pipeline: telemetry:") {
+		t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	collector.mu.Lock()
+	services, metrics := collector.services, collector.metrics
+	collector.mu.Unlock()
+	if len(services) != 1 || services[0] != "from-yaml" || metrics != 1 {
+		t.Errorf("want one export of traces from service from-yaml and one of metrics, got %v and %d", services, metrics)
+	}
+	if len(collector.spanNamed("step a")) != 1 {
+		t.Errorf("no span of step a")
+	}
+	// OTEL_SDK_DISABLED=true goes over the block: nothing is sent.
+	r := pipelineEnv(t, dir, append(os.Environ(), "OTEL_SDK_DISABLED=true"), "run", "--new")
+	collector.mu.Lock()
+	defer collector.mu.Unlock()
+	if r.code != 0 || len(collector.services) != 1 || collector.metrics != 1 {
+		t.Errorf("with OTEL_SDK_DISABLED=true: exit %d, exports %v and %d", r.code, collector.services, collector.metrics)
 	}
 }

@@ -167,6 +167,16 @@ var malformedCases = []malformedCase{
 			hint: "the keys allowed here are agent, backend, checkpoint, compact_prompt, defaults, name, notify, on, phases, resume_context, spec, spec_status, telemetry, version, watch, watch_debounce"}},
 	},
 	{
+		name:  "telemetry endpoint that is no URL",
+		yaml:  "version: 1\nagent: {kind: claude}\ntelemetry:\n  endpoint: 127.0.0.1:4318\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 4, col: 13, msg: `telemetry.endpoint "127.0.0.1:4318" is not an http(s) URL`, hint: "http://127.0.0.1:4318"}},
+	},
+	{
+		name:  "telemetry protocol not spoken",
+		yaml:  "version: 1\nagent: {kind: claude}\ntelemetry: {endpoint: 'http://c:4318', protocol: grpc}\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 3, col: 50, msg: `telemetry.protocol "grpc" is not spoken`, hint: "http/protobuf"}},
+	},
+	{
 		name: "checkpoint that is not a mode",
 		yaml: "version: 1\nagent: {kind: claude}\ncheckpoint: ref\nphases:\n  - name: build\n",
 		wants: []malformedProblem{{line: 3, col: 13, msg: `checkpoint "ref" is not a checkpoint mode`,
