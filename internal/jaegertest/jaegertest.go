@@ -214,10 +214,10 @@ type Span struct {
 	OperationName string      `json:"operationName"`
 	References    []Reference `json:"references"`
 	// StartTime and Duration are in microseconds.
-	StartTime int64 `json:"startTime"`
-	Duration  int64 `json:"duration"`
-	Tags          []KeyValue  `json:"tags"`
-	Logs          []struct {
+	StartTime int64      `json:"startTime"`
+	Duration  int64      `json:"duration"`
+	Tags      []KeyValue `json:"tags"`
+	Logs      []struct {
 		Fields []KeyValue `json:"fields"`
 	} `json:"logs"`
 }
