@@ -62,3 +62,10 @@ func TestTraceparentRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// A warning names the endpoint without its password.
+func TestShownURLMasksThePassword(t *testing.T) {
+	if got := shownURL("https://user:s3cret@collector:4318/v1/traces"); got != "https://user:xxxxx@collector:4318/v1/traces" {
+		t.Errorf("shown as %s", got)
+	}
+}

@@ -3,9 +3,11 @@ package telemetry
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"sync"
 	"time"
 )
@@ -97,21 +99,36 @@ func (t *Telemetry) Export(ctx context.Context) {
 func (t *Telemetry) post(ctx context.Context, client *http.Client, cfg Config, url string, body []byte) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		t.warn(fmt.Sprintf("the OTLP endpoint %s cannot be used: %v", url, err))
+		t.warn(fmt.Sprintf("the OTLP endpoint %s cannot be used: %v", shownURL(url), err))
 		return
 	}
 	req.Header.Set("Content-Type", "application/x-protobuf")
 	for k, v := range cfg.Headers {
 		req.Header.Set(k, v)
 	}
+	where := shownURL(url)
 	resp, err := client.Do(req)
 	if err != nil {
-		t.warn(fmt.Sprintf("cannot export to %s: %v", url, err))
+		var urlErr *neturl.Error
+		if errors.As(err, &urlErr) {
+			err = urlErr.Err // it repeats the URL, password included
+		}
+		t.warn(fmt.Sprintf("cannot export to %s: %v", where, err))
 		return
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	if resp.StatusCode/100 != 2 {
-		t.warn(fmt.Sprintf("the collector at %s refused the export: %s %s", url, resp.Status, bytes.TrimSpace(answer)))
+		t.warn(fmt.Sprintf("the collector at %s refused the export: %s %s", where, resp.Status, bytes.TrimSpace(answer)))
 	}
+}
+
+// shownURL is an endpoint as a warning shows it: a password in it
+// masked.
+func shownURL(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return "(an endpoint that is no URL)"
+	}
+	return u.Redacted()
 }
