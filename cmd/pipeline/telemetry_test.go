@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -36,6 +37,9 @@ type otlpCollector struct {
 	metrics int
 	// services are the service.name of the resources sent.
 	services []string
+	// totals are the last export's metrics: a sum's total over its
+	// series, a histogram's count.
+	totals map[string]float64
 }
 
 func newOTLPCollector(t *testing.T) *otlpCollector {
@@ -62,6 +66,23 @@ func newOTLPCollector(t *testing.T) *otlpCollector {
 			}
 		case "/v1/metrics":
 			c.metrics++
+			var req colmetricpb.ExportMetricsServiceRequest
+			if err := proto.Unmarshal(body, &req); err != nil {
+				t.Errorf("the metrics sent are not OTLP: %v", err)
+			}
+			c.totals = map[string]float64{}
+			for _, rm := range req.GetResourceMetrics() {
+				for _, sm := range rm.GetScopeMetrics() {
+					for _, m := range sm.GetMetrics() {
+						for _, p := range m.GetSum().GetDataPoints() {
+							c.totals[m.GetName()] += float64(p.GetAsInt()) + p.GetAsDouble()
+						}
+						for _, p := range m.GetHistogram().GetDataPoints() {
+							c.totals[m.GetName()] += float64(p.GetCount())
+						}
+					}
+				}
+			}
 		default:
 			t.Errorf("unexpected path %s", r.URL.Path)
 		}
@@ -235,6 +256,12 @@ phases:
 	}
 	if len(collector.spanNamed("step a")) != 1 {
 		t.Errorf("no span of step a")
+	}
+	collector.mu.Lock()
+	totals := collector.totals
+	collector.mu.Unlock()
+	if totals["pipeline.steps"] != 1 || totals["pipeline.step.duration"] != 1 || totals["pipeline.phase.duration"] != 1 || totals["pipeline.pauses"] != 0 {
+		t.Errorf("metrics: %v", totals)
 	}
 	// OTEL_SDK_DISABLED=true goes over the block: nothing is sent.
 	r := pipelineEnv(t, dir, append(os.Environ(), "OTEL_SDK_DISABLED=true"), "run", "--new")
