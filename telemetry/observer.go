@@ -79,7 +79,7 @@ func (t *Telemetry) Recorded(s *session.Session, ev engine.Event, before, after 
 	defer t.mu.Unlock()
 	tr, known := t.sessions[s]
 	if !known {
-		tr = t.begin(s, before)
+		tr = t.begin(s, ev, before)
 		if t.sessions == nil {
 			t.sessions = map[*session.Session]*trace{}
 		}
@@ -110,9 +110,10 @@ func (t *Telemetry) Closed(s *session.Session) {
 	delete(t.sessions, s)
 }
 
-// begin starts the spans of a session's run, when telemetry is on for
-// it; nil when it is off.
-func (t *Telemetry) begin(s *session.Session, before engine.State) *trace {
+// begin starts the spans of a session's run (or of the command that
+// records its first event in this process, ev: complete, rewind), when
+// telemetry is on for it; nil when it is off.
+func (t *Telemetry) begin(s *session.Session, ev engine.Event, before engine.State) *trace {
 	cfg, ok := Resolve(t.Getenv, s.Plan.Telemetry)
 	if !ok {
 		return nil
@@ -129,6 +130,10 @@ func (t *Telemetry) begin(s *session.Session, before engine.State) *trace {
 		invocation = "run"
 	case s.Crashed:
 		invocation = "recover"
+	case isEvent[engine.Completed](ev):
+		invocation = "complete"
+	case isEvent[engine.Rewound](ev):
+		invocation = "rewind"
 	}
 	root := &span{ctx: SpanContext{Trace: newTraceID(), Span: newSpanID()}, name: "session " + tr.pipeline,
 		kind: kindInternal, start: now}
@@ -151,6 +156,11 @@ func (t *Telemetry) begin(s *session.Session, before engine.State) *trace {
 	}
 	tr.root = root
 	return tr
+}
+
+func isEvent[E engine.Event](ev engine.Event) bool {
+	_, ok := ev.(E)
+	return ok
 }
 
 func (t *Telemetry) getenv(name string) string {
