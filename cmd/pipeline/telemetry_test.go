@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/hex"
 	"io"
 	"net"
@@ -269,5 +270,61 @@ phases:
 	defer collector.mu.Unlock()
 	if r.code != 0 || len(collector.services) != 1 || collector.metrics != 1 {
 		t.Errorf("with OTEL_SDK_DISABLED=true: exit %d, exports %v and %d", r.code, collector.services, collector.metrics)
+	}
+}
+
+// A retry is a new attempt: its own span under the phase, the retry
+// scheduled an event of the attempt that failed, a failed step's span an
+// error; the retries counted.
+func TestTelemetryRetryIsANewAttempt(t *testing.T) {
+	collector := newOTLPCollector(t)
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", `version: 1
+name: retries
+defaults:
+  retry:
+    when: exit_code != 0
+    backoff: duration("10ms")
+    escalate_when: attempt > 5
+phases:
+  - name: flaky
+    steps: [{name: try, run: 'if [ -f once ]; then exit 0; fi; touch once; exit 1'}]
+`)
+	r := pipelineEnv(t, dir, append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL), "run")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	phase := collector.spanNamed("phase flaky")
+	first, second := collector.spanNamed("attempt 1"), collector.spanNamed("attempt 2")
+	if len(phase) != 1 || len(first) != 1 || len(second) != 1 {
+		t.Fatalf("want one phase span and two attempts, got %d, %d, %d", len(phase), len(first), len(second))
+	}
+	for _, a := range []*tracepb.Span{first[0], second[0]} {
+		if !bytes.Equal(a.GetParentSpanId(), phase[0].GetSpanId()) {
+			t.Errorf("%s is not under the phase", a.GetName())
+		}
+	}
+	scheduled := false
+	for _, ev := range first[0].GetEvents() {
+		scheduled = scheduled || ev.GetName() == "retry scheduled"
+	}
+	if !scheduled {
+		t.Errorf("attempt 1 has no retry scheduled event: %v", first[0].GetEvents())
+	}
+	tries := collector.spanNamed("step try")
+	if len(tries) != 2 {
+		t.Fatalf("want two spans of step try, got %d", len(tries))
+	}
+	failed := 0
+	for _, s := range tries {
+		if s.GetStatus().GetCode() == tracepb.Status_STATUS_CODE_ERROR {
+			failed++
+		}
+	}
+	collector.mu.Lock()
+	retries := collector.totals["pipeline.retries"]
+	collector.mu.Unlock()
+	if failed != 1 || retries != 1 {
+		t.Errorf("want one failed step and one retry, got %d and %v", failed, retries)
 	}
 }
