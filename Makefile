@@ -16,15 +16,18 @@ FUZZTIME ?= 20s
 # also builds the Temporal backend into cmd/pipeline (pipeline-temporal), so
 # that vet and staticcheck with these tags see it; LOCAL_TAGS, without it,
 # are for the files of the local build that hand the backend over.
-TAGS     := agentclis,xmllint,temporal,browser
+TAGS     := agentclis,xmllint,temporal,browser,jaeger
 LOCAL_TAGS := agentclis,xmllint
+# The telemetry tests against a real Jaeger (-tags jaeger) start the
+# Jaeger built once from the module proxy into .cache/bin by
+# scripts/install-jaeger.sh (about 6 minutes of CPU the first time).
 # The dashboard's browser tests (internal/ui, -tags browser) drive Debian's
 # Chromium, installed by scripts/install-chromium.sh when it is missing.
 # The schema generator is a module of its own (its dependencies stay out of
 # ours); make test and make lint run its test and checks there.
 GEN      := schemas/gen
 
-.PHONY: all build install run test bench lint fuzz schema clean agent-clis xmllint temporal chromium soak man
+.PHONY: all build install run test bench lint fuzz schema clean agent-clis xmllint temporal jaeger chromium soak man
 
 all: build
 
@@ -76,6 +79,8 @@ run: build
 AGENT_CLIS := $(CURDIR)/.cache/npm/node_modules/.bin
 # The version is the one pinned in scripts/install-temporal.sh.
 TEMPORAL_CLI := $(CURDIR)/.cache/bin/temporal-1.5.1/temporal
+# The version is the one pinned in scripts/install-jaeger.sh.
+JAEGER := $(CURDIR)/.cache/bin/jaeger-1.76.0/jaeger
 STAGE := $(CURDIR)/scripts/stage.sh
 # When make started (a sub-make keeps its parent's): each stage's line says
 # how long after it.
@@ -90,23 +95,23 @@ TEST_TIMEOUT := 30m
 TESTBIN := $(CURDIR)/bin/test
 # The packages whose tests run an installed program; the others' tests
 # start at once.
-TOOL_PKGS := cmd/pipeline steps internal/temporaltest engine/temporal internal/ui
+TOOL_PKGS := cmd/pipeline steps internal/temporaltest engine/temporal internal/ui internal/jaegertest
 # cmd/pipeline's tests in its files under the build tag $(1), as a pattern
 # of test names for -test.run and -test.skip.
 tests_under = ^($(shell sed -n 's/^func \(Test[A-Za-z0-9_]*\).*/\1/p' $$(grep -l '^//go:build $(1)$$' cmd/pipeline/*_test.go) | paste -sd'|' -))$$
 PIPELINE_TESTS = cd cmd/pipeline && $(STAGE) "tests: cmd/pipeline, $(1)" env PIPELINE_TEST_BINARY=$(TESTBIN)/pipeline \
-	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) PIPELINE_TEMPORAL_CLI=$(TEMPORAL_CLI) \
+	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) PIPELINE_TEMPORAL_CLI=$(TEMPORAL_CLI) PIPELINE_JAEGER=$(JAEGER) \
 	$(TESTBIN)/pipeline.test -test.timeout=$(TEST_TIMEOUT)
 
 .PHONY: lint-src vet vet-tags vet-man vet-gen vet-darwin staticcheck test-stages test-build \
 	test-build-race test-build-pipeline test-packages test-pipeline test-pipeline-agents \
-	test-pipeline-fleet test-steps test-temporaltest test-engine-temporal test-gen test-ui
+	test-pipeline-fleet test-pipeline-jaeger test-steps test-temporaltest test-engine-temporal test-gen test-ui
 
 test:
 	@$(STAGE) "make test" sh -c '$(MAKE) --no-print-directory lint-src && $(MAKE) --no-print-directory -j8 test-stages'
 
 test-stages: vet vet-darwin staticcheck test-packages test-pipeline test-pipeline-agents \
-	test-pipeline-fleet test-steps test-temporaltest test-engine-temporal test-gen test-ui
+	test-pipeline-fleet test-pipeline-jaeger test-steps test-temporaltest test-engine-temporal test-gen test-ui
 
 # cmd/pipeline's test binary, built once for its three runs; and the
 # pipeline its tests run (PIPELINE_TEST_BINARY; under go test alone,
@@ -130,13 +135,16 @@ test-packages: test-build-race
 		$$($(GO) list ./... | grep -v $(TOOL_PKGS:%=-e /%$$))'
 
 test-pipeline: test-build xmllint
-	@$(call PIPELINE_TESTS,all but the agent CLIs' and the fleet's) '-test.skip=$(call tests_under,agentclis)|$(call tests_under,temporal)'
+	@$(call PIPELINE_TESTS,all but the agent CLIs' and the fleet's and Jaeger's) '-test.skip=$(call tests_under,agentclis)|$(call tests_under,temporal)|$(call tests_under,jaeger)'
 
 test-pipeline-agents: test-build xmllint agent-clis
 	@$(call PIPELINE_TESTS,the agent CLIs (-tags agentclis)) '-test.run=$(call tests_under,agentclis)'
 
 test-pipeline-fleet: test-build temporal
 	@$(call PIPELINE_TESTS,the fleet on the dev server (-tags temporal)) '-test.run=$(call tests_under,temporal)'
+
+test-pipeline-jaeger: test-build xmllint jaeger chromium
+	@$(call PIPELINE_TESTS,telemetry into Jaeger (-tags jaeger)) '-test.run=$(call tests_under,jaeger)'
 
 test-steps: test-build-race agent-clis
 	@$(STAGE) "tests: steps (the agent CLIs)" env PIPELINE_AGENT_CLIS=$(AGENT_CLIS) \
@@ -171,6 +179,9 @@ chromium:
 temporal:
 	@$(STAGE) "install: Temporal dev server (once)" env GO=$(GO) ./scripts/install-temporal.sh
 
+jaeger:
+	@$(STAGE) "install: Jaeger (once)" env GO=$(GO) ./scripts/install-jaeger.sh
+
 # Go benchmarks, then the side-by-side figures of cmd/bench: throughput
 # against tee, checkpoint-to-interrupt latency; then start-up, on the
 # project's disk (pipeline --version beside a binary of cobra alone,
@@ -182,7 +193,8 @@ temporal:
 # compaction (the quickstart, and a long session of the real Claude Code
 # CLI against the mock); then the Temporal fleet (100 short pipelines at
 # once on a dev server and two workers, against the local engine 8 at a
-# time).
+# time); then the cost of telemetry (start-up, one-step runs and
+# throughput with the OTLP export off and on).
 bench: build agent-clis temporal
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	$(GO) run ./cmd/bench -pipeline $(BIN)
@@ -192,6 +204,7 @@ bench: build agent-clis temporal
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -search
 	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) $(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -context
 	PIPELINE_TEMPORAL_CLI=$(TEMPORAL_CLI) $(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -fleet
+	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -telemetry
 
 # gofmt; go.mod and go.sum as go mod tidy leaves them; go vet once per set
 # of build tags; for macOS, go vet (test files included) and a

@@ -71,6 +71,8 @@ type StepResult struct {
 	TimedOut       bool          `json:"timed_out,omitempty"`
 	Stopped        bool          `json:"stopped,omitempty"`
 	Tokens         int           `json:"tokens"`
+	InputTokens    int           `json:"input_tokens,omitempty"`  // of Tokens, what the agent read
+	OutputTokens   int           `json:"output_tokens,omitempty"` // of Tokens, what it wrote
 	ContextTokens  int           `json:"context_tokens,omitempty"`
 	CostUSD        float64       `json:"cost_usd,omitempty"`
 	Elapsed        time.Duration `json:"elapsed"`

@@ -106,6 +106,8 @@ type Result struct {
 	TimedOut       bool
 	Stopped        bool
 	Tokens         int
+	InputTokens    int // of Tokens, what the agent read (its prompt, its context)
+	OutputTokens   int // of Tokens, what it wrote
 	ContextTokens  int
 	CostUSD        float64
 	Elapsed        time.Duration
@@ -552,12 +554,12 @@ func (r *Running) finish(readers *sync.WaitGroup) Result {
 	if r.markers != nil {
 		r.markers.EndLine()
 	}
-	tokenCount := r.usage.InputTokens + r.usage.OutputTokens
+	input, output := r.usage.InputTokens, r.usage.OutputTokens
 	if r.tokens != nil {
-		tokenCount = r.step.PromptTokens + r.tokens.Close()
+		input, output = r.step.PromptTokens, r.tokens.Close()
 	}
 	result := Result{ExitCode: code, TimedOut: r.timedOut, Stopped: r.stopped && !r.timedOut,
-		Tokens: tokenCount, ContextTokens: r.usage.ContextTokens, CostUSD: r.usage.CostUSD, SessionID: r.sessionID,
+		Tokens: input + output, InputTokens: input, OutputTokens: output, ContextTokens: r.usage.ContextTokens, CostUSD: r.usage.CostUSD, SessionID: r.sessionID,
 		Elapsed: r.clock.Now().Sub(r.started), Output: r.scanner.Tail(),
 		Checkpoint: r.scanner.Checkpoint, CheckpointNote: r.scanner.CheckpointNote(),
 		Error: r.errText, RateLimited: r.rateLimited, ResumeAfter: r.resumeAfter, Leftovers: left, OutputHeld: held}

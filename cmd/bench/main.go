@@ -90,6 +90,10 @@ func main() {
 		searchFigures(pipeline, work, *searchBytes, *searchQueries)
 		return
 	}
+	if *telemetryOnly {
+		telemetryFigures(pipeline, self, work, *startupN)
+		return
+	}
 	if *startupOnly {
 		against := *startupAgainst
 		if against != "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/internal/termsafe"
+	"github.com/pipeline-dev/pipeline/telemetry"
 )
 
 // Exit codes are documented in README.md and stable.
@@ -45,6 +46,9 @@ func run(args []string) int {
 			}
 		}
 	}
+	// Off (and costing nothing) unless a session's plan or OTEL_* set an
+	// endpoint; then exported as the command ends, within 2 s.
+	defer telemetry.Install(version, os.Stderr).Finish()
 	root := rootFor(args)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()

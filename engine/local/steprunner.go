@@ -169,6 +169,8 @@ func (r *StepRunner) prepareTurn(a engine.StartStep, s engine.State, step *spec.
 	if r.Plan.Spec != "" {
 		env = append(env, "PIPELINE_SPEC="+r.specPath(false))
 	}
+	// TRACEPARENT and the like: the step joins the session's trace.
+	env = append(env, r.Session.StepEnv()...)
 	// The session's mark comes last, so that no agent env can replace it:
 	// by it the step's daemons are found when the step ends.
 	mark := session.StepMark(r.Session.ID())
@@ -390,7 +392,7 @@ func (r *StepRunner) Start(ctx context.Context, a engine.StartStep, s engine.Sta
 			r.say("pipeline: closing the transcript: %v", err)
 		}
 		result := engine.StepResult{ExitCode: res.ExitCode, TimedOut: res.TimedOut, Stopped: res.Stopped,
-			Tokens: res.Tokens, ContextTokens: res.ContextTokens, CostUSD: res.CostUSD, Elapsed: res.Elapsed,
+			Tokens: res.Tokens, InputTokens: res.InputTokens, OutputTokens: res.OutputTokens, ContextTokens: res.ContextTokens, CostUSD: res.CostUSD, Elapsed: res.Elapsed,
 			Output: res.Output, Checkpoint: res.Checkpoint, CheckpointNote: res.CheckpointNote, SessionID: res.SessionID,
 			Agent: t.agentName, SessionLost: res.SessionLost, RateLimited: res.RateLimited, ResumeAfter: res.ResumeAfter,
 			Error: res.Error, OutputHeld: res.OutputHeld, ContextSent: t.contextSent, ContextReplaced: t.contextReplaced}

@@ -552,10 +552,13 @@ func (s *Session) Record(ev engine.Event, next engine.State) error {
 	if s.broken != nil {
 		return s.broken
 	}
-	before, status := s.X.Seq(), s.state.Status
+	before, status, was := s.X.Seq(), s.state.Status, s.state
 	err := s.recorder.Record(ev, next)
 	if s.X.Seq() != before {
 		s.state = next
+		if o := observing(); o != nil {
+			o.Recorded(s, ev, was, next)
+		}
 	}
 	if err != nil {
 		s.broken = err
@@ -679,6 +682,9 @@ func (s *Session) Close() error {
 		return nil
 	}
 	s.closed = true
+	if o := observing(); o != nil {
+		defer o.Closed(s)
+	}
 	if s.broken != nil {
 		return errors.Join(s.X.Close(), s.lock.Release())
 	}

@@ -128,6 +128,7 @@ func (doc *Document) check(root ast.Node) {
 	}
 	checkBackend(d, p.Backend)
 	checkNotify(d, p.Notify, "notify")
+	checkTelemetry(d, p.Telemetry)
 	if rc := p.ResumeContext; rc != nil {
 		if rc.Budget < 0 {
 			d.reportAt(d.positions["resume_context.budget"], "resume_context.budget must be a number of tokens above 0", "")
@@ -138,6 +139,23 @@ func (doc *Document) check(root ast.Node) {
 	}
 	checkCompactPrompt(d, p.CompactPrompt, "compact_prompt")
 	checkPhases(d, p.Phases, "phases")
+}
+
+// checkTelemetry reports an endpoint that is no http(s) URL and a
+// protocol that is not spoken.
+func checkTelemetry(d *decoder, t *Telemetry) {
+	if t == nil {
+		return
+	}
+	if e := strings.TrimSpace(t.Endpoint); e != "" && !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") &&
+		!d.reportedAt(d.positions["telemetry.endpoint"]) {
+		d.reportAt(d.positions["telemetry.endpoint"], fmt.Sprintf("telemetry.endpoint %q is not an http(s) URL", t.Endpoint),
+			"write the collector's OTLP/HTTP base URL, e.g. http://127.0.0.1:4318")
+	}
+	if t.Protocol != "" && t.Protocol != "http/protobuf" && !d.reportedAt(d.positions["telemetry.protocol"]) {
+		d.reportAt(d.positions["telemetry.protocol"], fmt.Sprintf("telemetry.protocol %q is not spoken", t.Protocol),
+			"write http/protobuf (OTLP over HTTP, the collector's port 4318), or leave it out")
+	}
 }
 
 // checkNotify reports a webhook without a URL that can be posted to, a

@@ -164,7 +164,17 @@ var malformedCases = []malformedCase{
 		name: "unknown top-level key with no near key",
 		yaml: "version: 1\nagent: {kind: claude}\nphases:\n  - name: build\ncolour: blue\n",
 		wants: []malformedProblem{{line: 5, col: 1, msg: `unknown key "colour" at the top level`,
-			hint: "the keys allowed here are agent, backend, checkpoint, compact_prompt, defaults, name, notify, on, phases, resume_context, spec, spec_status, version, watch, watch_debounce"}},
+			hint: "the keys allowed here are agent, backend, checkpoint, compact_prompt, defaults, name, notify, on, phases, resume_context, spec, spec_status, telemetry, version, watch, watch_debounce"}},
+	},
+	{
+		name:  "telemetry endpoint that is no URL",
+		yaml:  "version: 1\nagent: {kind: claude}\ntelemetry:\n  endpoint: 127.0.0.1:4318\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 4, col: 13, msg: `telemetry.endpoint "127.0.0.1:4318" is not an http(s) URL`, hint: "http://127.0.0.1:4318"}},
+	},
+	{
+		name:  "telemetry protocol not spoken",
+		yaml:  "version: 1\nagent: {kind: claude}\ntelemetry: {endpoint: 'http://c:4318', protocol: grpc}\nphases:\n  - name: build\n",
+		wants: []malformedProblem{{line: 3, col: 50, msg: `telemetry.protocol "grpc" is not spoken`, hint: "http/protobuf"}},
 	},
 	{
 		name: "checkpoint that is not a mode",

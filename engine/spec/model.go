@@ -30,6 +30,9 @@ type Pipeline struct {
 	Backend *Backend `yaml:"backend" json:"backend,omitempty" jsonschema_description:"where sessions run: local (the default: this process) or temporal (workflows on a Temporal server, steps on pipeline worker processes); --backend and PIPELINE_BACKEND go over it"`
 	// Notify tells people when a session stops, without a hook.
 	Notify *Notify `yaml:"notify" json:"notify,omitempty" jsonschema_description:"notifications when a session pauses, needs a human, fails or completes: on the desktop, and to webhooks (Slack, Discord, ntfy, or the status as JSON); a failure to notify is a warning, never the session's outcome"`
+	// Telemetry is what a project wants of OpenTelemetry always; the
+	// OTEL_* variables go over it.
+	Telemetry *Telemetry `yaml:"telemetry" json:"telemetry,omitempty" jsonschema_description:"OpenTelemetry traces and metrics of the sessions, exported with OTLP over HTTP (protobuf) when an endpoint is set here or in OTEL_EXPORTER_OTLP_ENDPOINT; the OTEL_* variables go over what is written here, and OTEL_SDK_DISABLED=true turns it off"`
 	// On are the hooks: commands run when a session stops.
 	On *Hooks `yaml:"on" json:"on,omitempty" jsonschema_description:"hooks: shell lines run when a session pauses, fails, completes or needs a human; PIPELINE_SESSION, PIPELINE_PHASE, PIPELINE_STATUS, PIPELINE_REASON and PIPELINE_NOTE are set and the status JSON is on standard input"`
 	// CompactPrompt replaces DefaultCompactPrompt; "" when not written
@@ -112,6 +115,14 @@ func (h *Hooks) For(event string) Commands {
 		return h.NeedsHuman
 	}
 	return nil
+}
+
+// Telemetry is the telemetry: block.
+type Telemetry struct {
+	Endpoint           string            `yaml:"endpoint" json:"endpoint,omitempty" jsonschema:"pattern=^https?://" jsonschema_description:"the collector's OTLP/HTTP base URL, such as http://127.0.0.1:4318 (/v1/traces and /v1/metrics are appended); OTEL_EXPORTER_OTLP_ENDPOINT goes over it"`
+	Protocol           string            `yaml:"protocol" json:"protocol,omitempty" jsonschema:"enum=http/protobuf" jsonschema_description:"the OTLP protocol: http/protobuf, the only one spoken; OTEL_EXPORTER_OTLP_PROTOCOL goes over it"`
+	ServiceName        string            `yaml:"service_name" json:"service_name,omitempty" jsonschema_description:"service.name of the exported telemetry; default pipeline; OTEL_SERVICE_NAME goes over it"`
+	ResourceAttributes map[string]string `yaml:"resource_attributes" json:"resource_attributes,omitempty" jsonschema_description:"more attributes of the resource, such as deployment.environment.name: ci; OTEL_RESOURCE_ATTRIBUTES goes over them, key by key"`
 }
 
 // Notify is the notify: block.

@@ -107,6 +107,9 @@ type Plan struct {
 	Hooks Hooks `json:"on"`
 	// Notify is phases.yaml's notify: block, or the spec's in its place.
 	Notify Notify `json:"notify"`
+	// Telemetry is phases.yaml's telemetry: block (nil: none); a spec's
+	// frontmatter cannot set it.
+	Telemetry *Telemetry `json:"telemetry,omitempty"`
 	// CompactPrompt is what a compaction asks the agent:
 	// DefaultCompactPrompt, or phases.yaml's compact_prompt, or the
 	// spec's pipeline.compact_prompt over it.
@@ -359,6 +362,7 @@ func (r *resolver) plan() *Plan {
 	if p.Notify != nil {
 		plan.Notify = *p.Notify
 	}
+	plan.Telemetry = p.Telemetry
 	if r.fm != nil && r.fm.Pipeline != nil && r.fm.Pipeline.Notify != nil {
 		plan.Notify = *r.fm.Pipeline.Notify
 	}

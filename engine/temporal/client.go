@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/log"
 
 	"github.com/pipeline-dev/pipeline/engine"
@@ -40,6 +41,10 @@ const WorkflowType = "SessionWorkflow"
 // lives in engine/temporal/target, which the local binary can import.
 type Target = fleet.Target
 
+// Interceptors, when set, are the client's interceptors: telemetry's
+// tracing interceptor, which the workers made from the client inherit.
+var Interceptors func() []interceptor.ClientInterceptor
+
 // Dial connects to the target's server. logger nil: the SDK's own lines
 // are dropped but for warnings and errors, on standard error.
 func Dial(ctx context.Context, t Target, logger log.Logger) (client.Client, error) {
@@ -47,7 +52,11 @@ func Dial(ctx context.Context, t Target, logger log.Logger) (client.Client, erro
 	if logger == nil {
 		logger = QuietLogger(nil)
 	}
-	c, err := client.DialContext(ctx, client.Options{HostPort: t.Address, Namespace: t.Namespace, Logger: logger})
+	options := client.Options{HostPort: t.Address, Namespace: t.Namespace, Logger: logger}
+	if Interceptors != nil {
+		options.Interceptors = Interceptors()
+	}
+	c, err := client.DialContext(ctx, options)
 	if err != nil {
 		return nil, fmt.Errorf("the Temporal server at %s (namespace %s) cannot be reached: %w", t.Address, t.Namespace, err)
 	}
