@@ -22,15 +22,12 @@
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -59,6 +56,9 @@ func main() {
 		return
 	case *stampFIFO != "":
 		stampChild(*stampFIFO, started)
+		return
+	case *bareMonitor:
+		runBareMonitor(flag.Args())
 		return
 	}
 	self, err := os.Executable()
@@ -90,6 +90,10 @@ func main() {
 		searchFigures(pipeline, work, *searchBytes, *searchQueries)
 		return
 	}
+	if *checkpointOnly {
+		checkpointFigures(pipeline, absOrEmpty(*checkpointAt), self, work, *latencyN)
+		return
+	}
 	if *startupOnly {
 		against := *startupAgainst
 		if against != "" {
@@ -105,7 +109,17 @@ func main() {
 	}
 	fmt.Printf("pipeline bench: %s, %d cores, files in %s, output to %s\n\n", pipeline, numCPU(), work, where)
 	throughput(pipeline, self, work, *size)
-	latency(pipeline, self, work, *latencyN)
+	checkpointFigures(pipeline, absOrEmpty(*checkpointAt), self, work, *latencyN)
+}
+
+// absOrEmpty is path made absolute, or "" for "".
+func absOrEmpty(path string) string {
+	if path == "" {
+		return ""
+	}
+	abs, err := filepath.Abs(path)
+	check(err)
+	return abs
 }
 
 // toPipe sends the shown output to a pipe that the bench drains, as a CI
@@ -233,63 +247,6 @@ func runFlood(pipeline, self, dir string, size int64) (time.Duration, int64) {
 		check(fmt.Errorf("the transcript holds %d bytes, not %d", info.Size(), size))
 	}
 	return d, rss
-}
-
-// checkpointChild prints the marker and writes to report how long after
-// its write the interrupt arrived.
-func checkpointChild(report string) {
-	interrupts := make(chan os.Signal, 1)
-	signal.Notify(interrupts, syscall.SIGINT)
-	out := bufio.NewWriter(os.Stdout)
-	out.WriteString("working\n")
-	out.Flush()
-	start := time.Now()
-	os.Stdout.WriteString("[CHECKPOINT] measured\n")
-	select {
-	case <-interrupts:
-		took := time.Since(start)
-		f, err := os.OpenFile(report, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-		check(err)
-		fmt.Fprintln(f, took.Nanoseconds())
-		f.Close()
-	case <-time.After(10 * time.Second):
-		os.Exit(1)
-	}
-}
-
-const latencyYAML = `version: 1
-agent: {kind: command, command: [%q, -checkpoint-child, %q]}
-phases: [{name: measure}]
-`
-
-func latency(pipeline, self, work string, runs int) {
-	fmt.Printf("2. checkpoint latency: [CHECKPOINT] written → SIGINT received by the step, %d runs\n", runs)
-	dir := filepath.Join(work, "latency")
-	check(os.MkdirAll(dir, 0o755))
-	report := filepath.Join(dir, "report")
-	file := filepath.Join(dir, "phases.yaml")
-	check(os.WriteFile(file, []byte(fmt.Sprintf(latencyYAML, self, report)), 0o644))
-	for i := 0; i < runs; i++ {
-		cmd := exec.Command(pipeline, "run", file)
-		cmd.Env = append(os.Environ(), "CI=true")
-		if err := cmd.Run(); err == nil || cmd.ProcessState.ExitCode() != 3 {
-			check(fmt.Errorf("run %d: want a pause (exit 3), got %v", i, err))
-		}
-	}
-	content, err := os.ReadFile(report)
-	check(err)
-	var samples []time.Duration
-	for _, line := range strings.Fields(string(content)) {
-		n, err := strconv.ParseInt(line, 10, 64)
-		check(err)
-		samples = append(samples, time.Duration(n))
-	}
-	if len(samples) != runs {
-		check(fmt.Errorf("%d of %d runs reported", len(samples), runs))
-	}
-	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
-	fmt.Printf("   p50 %v   p99 %v   max %v   (target: p99 under 5ms)\n\n",
-		pct(samples, 50), pct(samples, 99), samples[len(samples)-1])
 }
 
 func pct(sorted []time.Duration, p int) time.Duration {
