@@ -193,10 +193,12 @@ func (p *Process) Stop(grace time.Duration) {
 	p.Interrupt()
 	p.stopOnce.Do(func() {
 		pgid := -p.cmd.Process.Pid
-		// Which processes the SIGINT reached is read after it was sent:
-		// read before, it would put a scan of /proc (0.05–0.2 ms) between
-		// a checkpoint and its interrupt.
-		reached := groupReached(p.cmd.Process.Pid, p.interruptedAt)
+		// Which processes the SIGINT reached is read at the first late
+		// look, by their start times: read before the SIGINT, it would put
+		// a scan of /proc (0.05–0.2 ms) between a checkpoint and its
+		// interrupt; read at once after it, it would take a core from the
+		// processes taking the signal on a busy machine.
+		var reached map[int]string
 		timer := time.NewTimer(grace)
 		defer timer.Stop()
 		again := time.NewTimer(interruptLate[0])
@@ -206,6 +208,9 @@ func (p *Process) Stop(grace time.Duration) {
 			case <-p.done:
 				return
 			case <-again.C:
+				if reached == nil {
+					reached = groupReached(p.cmd.Process.Pid, p.interruptedAt)
+				}
 				interruptNew(p.cmd.Process.Pid, reached)
 				if late < len(interruptLate) {
 					again.Reset(interruptLate[late])

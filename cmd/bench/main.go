@@ -1,11 +1,16 @@
 // Command bench measures pipeline against the same work without it, side
-// by side in one run, and prints each figure with its ratio:
+// by side in one run, in turns so that the load weighs on each alike, and
+// prints each figure with its peer's and the machine's load average: a
+// figure in the README is one this command prints.
+//
+// Without a mode flag it measures:
 //
 //  1. throughput: 1 GB of 100-byte lines from a step, through pipeline run
 //     (shown, kept in the transcript, five live triggers) against
 //     PRODUCER | tee FILE >/dev/null; and the peak memory at two sizes;
 //  2. latency from an agent writing [CHECKPOINT] to its process group
-//     receiving the interrupt, p50 and p99.
+//     receiving the interrupt, p50, p90 and p99, beside bare monitors
+//     (checkpoint.go; -checkpoint measures it alone).
 //
 // With -startup it measures start-up alone (startup.go): pipeline
 // --version beside a binary of cobra alone, and pipeline run of one
@@ -13,10 +18,14 @@
 // -watch it measures pipeline watch alone (watch.go): a spec written
 // to the resumed step started, beside go-task's task --watch, and the
 // watcher's idle cost. With -search, pipeline search alone (search.go):
-// indexing 1 GB of transcripts, and queries over that index. With
-// -fleet, the Temporal backend alone (fleet.go): 100 short pipelines at
-// once on a dev server and two workers, against the local engine 8 at a
-// time.
+// indexing 1 GB of transcripts, and queries over that index, beside grep
+// -r. With -fleet, the Temporal backend alone (fleet.go): 100 short
+// pipelines at once on a dev server and two workers, against the local
+// engine 8 at a time. Each mode lives in a file of its own, with its
+// flags; main dispatches on its one flag.
+//
+// Every figure is printed with a "load average" line (loadAverage) beside
+// it, taken when it was measured: a figure taken under load says so.
 //
 // Run it with make bench, or go run ./cmd/bench -h for its flags.
 package main
@@ -191,7 +200,8 @@ phases: [{name: flood}]
 `
 
 func throughput(pipeline, self, work string, size int64) {
-	fmt.Printf("1. throughput: %s of 100-byte lines\n", human(size))
+	fmt.Printf("1. throughput: %s of 100-byte lines, pipeline run beside tee, in turns\n", human(size))
+	fmt.Printf("   load average before: %s\n", loadAverage())
 	dir := filepath.Join(work, "throughput")
 	check(os.MkdirAll(dir, 0o755))
 	var teeBest, pipeBest time.Duration
@@ -219,8 +229,9 @@ func throughput(pipeline, self, work string, size int64) {
 	fmt.Printf("   pipeline run (5 live triggers)  %8.1f MB/s  (%v, best of 3)\n", pipeRate/1e6, pipeBest.Round(time.Millisecond))
 	fmt.Printf("   ratio                           %8.1f %%  of tee (target: at least 90 %%)\n", 100*pipeRate/teeRate)
 	_, smallRSS := runFlood(pipeline, self, dir, size/8)
-	fmt.Printf("   peak memory of pipeline run     %8s for %s, %s for %s (flat: target)\n\n",
+	fmt.Printf("   peak memory of pipeline run     %8s for %s, %s for %s (flat: target)\n",
 		human(smallRSS), human(size/8), human(pipeRSS), human(size))
+	fmt.Printf("   load average after: %s\n\n", loadAverage())
 }
 
 // runFlood runs one pipeline whose step prints size bytes, output shown

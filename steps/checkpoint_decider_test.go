@@ -1,0 +1,55 @@
+package steps
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// decider is a recorder that stops the step at every checkpoint, and
+// keeps the order in which it was asked and shown the marker's output.
+type decider struct {
+	*recorder
+	mu    sync.Mutex
+	order []string
+}
+
+func (d *decider) Checkpoint(note string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.order = append(d.order, "decided: "+note)
+	return true
+}
+
+func (d *decider) Output(text []byte) {
+	if bytes.Contains(text, CheckpointMarker) {
+		d.mu.Lock()
+		d.order = append(d.order, "shown")
+		d.mu.Unlock()
+	}
+	d.recorder.Output(text)
+}
+
+// A CheckpointDecider that says stop has the step interrupted by the
+// executor itself, from the read of the marker's line: before the line is
+// shown, and with nobody calling Stop. The step ends by that interrupt,
+// as a stopped step.
+func TestCheckpointDeciderInterruptsBeforeTheOutputGoesOn(t *testing.T) {
+	obs := &decider{recorder: newRecorder()}
+	step := shellStep(`trap 'echo interrupted; exit 0' INT; echo "[CHECKPOINT] halfway"; while :; do sleep 0.01; done`, testMark())
+	res := execute(t, context.Background(), step, obs)
+	obs.mu.Lock()
+	order := strings.Join(obs.order, ", ")
+	obs.mu.Unlock()
+	if order != "decided: halfway, shown" {
+		t.Errorf("order %q, want the decision before the line was shown", order)
+	}
+	if !res.Stopped || !res.Checkpoint || res.CheckpointNote != "halfway" {
+		t.Errorf("result %+v: want a stopped step with the checkpoint halfway", res)
+	}
+	if !strings.Contains(res.Output, "interrupted") {
+		t.Errorf("output %q: the step's trap did not run", res.Output)
+	}
+}
