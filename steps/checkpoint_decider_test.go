@@ -53,3 +53,39 @@ func TestCheckpointDeciderInterruptsBeforeTheOutputGoesOn(t *testing.T) {
 		t.Errorf("output %q: the step's trap did not run", res.Output)
 	}
 }
+
+// countingDecider says no, and counts what it was asked.
+type countingDecider struct {
+	*recorder
+	asked int
+}
+
+func (d *countingDecider) Checkpoint(string) bool { d.asked++; return false }
+
+// From a chunk read to the decision, the only allocation is the text of a
+// new note (the checkpoint_note the triggers read): the scan and the
+// decider's call allocate nothing, and a marker line repeated is not asked
+// about again.
+func TestCheckpointReadPathAllocatesOnlyTheNote(t *testing.T) {
+	d := &countingDecider{recorder: newRecorder()}
+	r := &Running{obs: d}
+	chunks := [][]byte{[]byte("working\n[CHECKPOINT] one\n"), []byte("more\n[CHECKPOINT] two\n")}
+	allocs := testing.AllocsPerRun(100, func() {
+		for _, chunk := range chunks {
+			r.scanner.Write(chunk)
+			r.decideCheckpoint()
+		}
+	})
+	if allocs > float64(len(chunks)) {
+		t.Errorf("%v allocations for %d new notes, want at most one each", allocs, len(chunks))
+	}
+	asked := d.asked
+	r.scanner.Write([]byte("[CHECKPOINT] two\n"))
+	r.decideCheckpoint()
+	if d.asked != asked {
+		t.Errorf("the same note again was asked about")
+	}
+	if asked < 2*100 {
+		t.Errorf("asked %d times over 100 runs of two new notes", asked)
+	}
+}
