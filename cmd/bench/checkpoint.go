@@ -99,7 +99,7 @@ type latencyPeer struct {
 // that the load weighs on each alike.
 func checkpointFigures(pipeline, against, self, work string, runs int) {
 	fmt.Printf("checkpoint latency: [CHECKPOINT] written → SIGINT received by the step, %d runs each, in turns (the step works %s before it)\n", runs, *checkpointWork)
-	fmt.Printf("   load average before: %s\n", loadAverage())
+	loadLine("before")
 	dir := filepath.Join(work, "latency")
 	check(os.MkdirAll(dir, 0o755))
 	peers := []*latencyPeer{pipelinePeer("pipeline run", pipeline, self, dir, "ours")}
@@ -129,7 +129,8 @@ func checkpointFigures(pipeline, against, self, work string, runs int) {
 		fmt.Printf("   %-36s p50 %8v   p90 %8v   p99 %8v   max %8v\n", p.name, pct(s, 50), pct(s, 90), pct(s, 99), s[len(s)-1])
 	}
 	fmt.Printf("   (goal: p50 at or under the bare monitor's, p99 under 2ms on a quiet machine)\n")
-	fmt.Printf("   load average after: %s\n\n", loadAverage())
+	loadLine("after")
+	fmt.Println()
 }
 
 func pipelinePeer(name, pipeline, self, dir, tag string) *latencyPeer {

@@ -24,7 +24,7 @@
 // engine 8 at a time. Each mode lives in a file of its own, with its
 // flags; main dispatches on its one flag.
 //
-// Every figure is printed with a "load average" line (loadAverage) beside
+// Every figure is printed with a "load average" line (loadLine) beside
 // it, taken when it was measured: a figure taken under load says so.
 //
 // Run it with make bench, or go run ./cmd/bench -h for its flags.
@@ -83,6 +83,8 @@ func main() {
 	work, err := os.MkdirTemp(tmp, "pipeline-bench-")
 	check(err)
 	defer os.RemoveAll(work)
+	// One mode a run: each is a file of its own (its flags, its figures,
+	// a loadLine before and after each figure), called from one if here.
 	if *watchOnly {
 		watchFigures(pipeline, self, work)
 		return
@@ -120,6 +122,10 @@ func main() {
 	throughput(pipeline, self, work, *size)
 	checkpointFigures(pipeline, absOrEmpty(*checkpointAt), self, work, *latencyN)
 }
+
+// loadLine prints the line that goes with every figure: the machine's
+// load average before or after (when) it was measured.
+func loadLine(when string) { fmt.Printf("   load average %s: %s\n", when, loadAverage()) }
 
 // absOrEmpty is path made absolute, or "" for "".
 func absOrEmpty(path string) string {
@@ -201,7 +207,7 @@ phases: [{name: flood}]
 
 func throughput(pipeline, self, work string, size int64) {
 	fmt.Printf("1. throughput: %s of 100-byte lines, pipeline run beside tee, in turns\n", human(size))
-	fmt.Printf("   load average before: %s\n", loadAverage())
+	loadLine("before")
 	dir := filepath.Join(work, "throughput")
 	check(os.MkdirAll(dir, 0o755))
 	var teeBest, pipeBest time.Duration
@@ -231,7 +237,8 @@ func throughput(pipeline, self, work string, size int64) {
 	_, smallRSS := runFlood(pipeline, self, dir, size/8)
 	fmt.Printf("   peak memory of pipeline run     %8s for %s, %s for %s (flat: target)\n",
 		human(smallRSS), human(size/8), human(pipeRSS), human(size))
-	fmt.Printf("   load average after: %s\n\n", loadAverage())
+	loadLine("after")
+	fmt.Println()
 }
 
 // runFlood runs one pipeline whose step prints size bytes, output shown
