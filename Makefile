@@ -182,21 +182,30 @@ temporal:
 jaeger:
 	@$(STAGE) "install: Jaeger (once)" env GO=$(GO) ./scripts/install-jaeger.sh
 
-# Go benchmarks, then the side-by-side figures of cmd/bench: throughput
-# against tee, checkpoint-to-interrupt latency; then start-up, on the
-# project's disk (pipeline --version beside a binary of cobra alone,
-# pipeline run of one true step beside /bin/true); then
-# pipeline watch (spec written to resumed step, beside go-task's
-# task --watch, built once into .cache/bin; idle cost), on the project's disk;
-# then pipeline search (indexing 1 GB of transcripts, queries over it), on
-# the project's disk too; then the token account of resume contexts and
-# compaction (the quickstart, and a long session of the real Claude Code
-# CLI against the mock); then the Temporal fleet (100 short pipelines at
-# once on a dev server and two workers, against the local engine 8 at a
-# time); then the cost of telemetry (start-up, one-step runs and
-# throughput with the OTLP export off and on).
+# Every figure of the README's Figures table, each printed beside its peer
+# measured in the same run and the machine's load average (a figure taken
+# under load says so): the Go benchmarks (the load before and after them),
+# then cmd/bench, one line a mode. Its first two lines measure throughput
+# against tee and the checkpoint-to-interrupt latency beside bare monitors
+# (python3 when present, and one in Go): files in memory (/dev/shm) with
+# the shown output to /dev/null, then on the project's disk with the shown
+# output to a pipe. Then, on the project's disk: start-up (pipeline
+# --version beside a binary of cobra alone, pipeline run of one true step
+# beside /bin/true); pipeline watch (spec written to resumed step, beside
+# go-task's task --watch, built once into .cache/bin; idle cost); pipeline
+# search (indexing 1 GB of transcripts, queries over it, beside grep -r);
+# the token account of resume contexts and compaction (the quickstart, and
+# a long session of the real Claude Code CLI against the mock); the
+# Temporal fleet (100 short pipelines at once on a dev server and two
+# workers, against the local engine 8 at a time); the cost of telemetry
+# (start-up, one-step runs and throughput with the OTLP export off and on).
+# A new mode is a file of its own under cmd/bench, its flag in main.go's
+# dispatch, and its line here.
+LOADAVG = echo "load average: $$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
 bench: build agent-clis temporal
+	@echo "make bench: $$(nproc) cores"; $(LOADAVG)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+	@$(LOADAVG)
 	$(GO) run ./cmd/bench -pipeline $(BIN)
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -pipe
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -startup

@@ -100,6 +100,16 @@ type Observer interface {
 	Warn(message string)
 }
 
+// CheckpointDecider is an Observer that decides on a checkpoint line the
+// moment it ends, before the output that ended it is kept, shown or
+// counted: when Checkpoint reports true, the executor interrupts the step
+// at once, from the goroutine that read the line. The Observe that follows
+// sees the checkpoint as set; that is where the decision is reported. It
+// must not block, and should not allocate: it is the latency of a pause.
+type CheckpointDecider interface {
+	Checkpoint(note string) (stop bool)
+}
+
 // Result is what a step left behind.
 type Result struct {
 	ExitCode       int
@@ -259,17 +269,24 @@ func (r *Running) Pid() int { return r.proc.Pid() }
 // long the first one gave it.
 func (r *Running) Stop(grace time.Duration) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopLocked(grace)
+}
+
+// stopLocked is Stop, called with r.mu held: the first SIGINT is sent
+// before it returns.
+func (r *Running) stopLocked(grace time.Duration) {
 	first := !r.stopped
 	r.stopped = true
 	killNow := !first && grace == 0 && !r.killed
 	if killNow || (first && grace == 0) {
 		r.killed = true
 	}
-	r.mu.Unlock()
 	switch {
 	case killNow:
 		_ = syscall.Kill(-r.proc.Pid(), syscall.SIGKILL)
 	case first:
+		r.proc.Interrupt()
 		go r.proc.Stop(grace)
 	}
 }
@@ -335,13 +352,16 @@ func (r *Running) read(which int, src io.Reader, size int, done *sync.WaitGroup)
 func (r *Running) consume(chunk []byte, lines *lineWriter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// The checkpoint first: a pause it causes interrupts the step before
+	// the chunk goes to the transcript, the view or the tokenizer.
+	r.scanner.Write(chunk)
+	r.decideCheckpoint()
 	if lines != nil {
 		lines.Write(chunk)
 	} else {
 		r.transcript.Write(chunk)
 	}
 	r.obs.Output(chunk)
-	r.scanner.Write(chunk)
 	if r.markers != nil && (lines == nil || lines == r.outLines) && !r.done {
 		r.markers.Write(chunk)
 	}
@@ -361,7 +381,6 @@ func (r *Running) consume(chunk []byte, lines *lineWriter) {
 func (r *Running) consumeLines(chunk []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.outLines.Write(chunk)
 	r.lastOutput = r.clock.Now()
 	r.lines = append(r.lines, chunk...)
 	for {
@@ -379,8 +398,9 @@ func (r *Running) consumeLines(chunk []byte) {
 					}
 				}
 				text := []byte(ev.Text)
-				r.obs.Output(text)
 				r.scanner.Write(text)
+				r.decideCheckpoint()
+				r.obs.Output(text)
 				r.scanned = r.lastOutput
 				if r.markers != nil && !r.done {
 					// An error is the CLI's or the vendor's words, not
@@ -408,8 +428,43 @@ func (r *Running) consumeLines(chunk []byte) {
 		r.lines = r.lines[i+1:]
 	}
 	r.lines = append([]byte(nil), r.lines...)
+	// Kept after it was read for a checkpoint: the parse is what the
+	// decision waits for, the transcript is not.
+	r.outLines.Write(chunk)
 	r.observe(true)
 }
+
+// decideCheckpoint asks a CheckpointDecider about a checkpoint line that
+// has just ended (a new one, or a new note), and interrupts the step when
+// it says so. Called with r.mu held.
+func (r *Running) decideCheckpoint() {
+	if !r.scanner.Checkpoint || r.done {
+		return
+	}
+	note := r.scanner.CheckpointNote()
+	if r.live.Checkpoint && note == r.live.CheckpointNote {
+		return
+	}
+	decider, ok := r.obs.(CheckpointDecider)
+	if !ok {
+		return
+	}
+	r.live.Checkpoint, r.live.CheckpointNote = true, note
+	if decider.Checkpoint(note) {
+		r.stopLocked(r.step.Grace)
+		// What follows the interrupt (the chunk kept and shown, the
+		// firing recorded by the loop) waits: on a busy machine it took
+		// the core that the step's processes needed to take the signal.
+		time.Sleep(interruptHeadStart)
+	}
+}
+
+// interruptHeadStart is how long the reader that interrupted a step for a
+// checkpoint holds back before it goes on. Measured on 2 cores at load 17
+// (go run ./cmd/bench -checkpoint): the SIGINT received p50 0.57 ms
+// without it, 0.35 ms with it, as a bare monitor's (0.38 ms); on a quiet
+// machine it costs a pause 1 ms of its record, nothing of its latency.
+const interruptHeadStart = time.Millisecond
 
 // observe hands the live values to the observer. Called with r.mu held.
 func (r *Running) observe(newOutput bool) {

@@ -22,8 +22,10 @@ const maxNote = 1024
 // the note, and keeps the tail. It is not safe for concurrent use.
 type OutputScanner struct {
 	tail []byte
-	// carry is the end of the previous chunk, for a marker split in two.
-	carry []byte
+	// carry is the end of the previous chunk, for a marker split in two;
+	// joined is carry and the start of the next chunk, a buffer kept so
+	// that the scan of a chunk allocates nothing.
+	carry, joined []byte
 	// open is set from a marker to the end of its line; building is the
 	// note so far.
 	open     bool
@@ -44,8 +46,8 @@ func (s *OutputScanner) Write(chunk []byte) (int, error) {
 	// A marker split across the boundary: join the carried end with the
 	// start of this chunk.
 	if len(s.carry) > 0 {
-		joined := append(s.carry[:len(s.carry):len(s.carry)], chunk[:min(len(chunk), len(CheckpointMarker)-1)]...)
-		if i := bytes.LastIndex(joined, CheckpointMarker); i >= 0 {
+		s.joined = append(append(s.joined[:0], s.carry...), chunk[:min(len(chunk), len(CheckpointMarker)-1)]...)
+		if i := bytes.LastIndex(s.joined, CheckpointMarker); i >= 0 {
 			s.mark(chunk[i+len(CheckpointMarker)-len(s.carry):])
 		}
 	}

@@ -237,6 +237,44 @@ func groupMembers(pgid int) map[int]string {
 	return members
 }
 
+// groupReached are the processes of the group pgid that a SIGINT sent at
+// sentAt (bootClock) reached for sure, read after it was sent: those that
+// had started youngProcess before it. A younger one may have been forked
+// after it, or may have taken it while it still ran the program its parent
+// forked it as (a shell's child between fork and exec catches it, and
+// forgets it on exec): it is left out, so that interruptNew interrupts it
+// at the first late look if it is still there.
+func groupReached(pgid int, sentAt time.Duration) map[int]string {
+	members := map[int]string{}
+	for _, pid := range descendants(pgid, nil) {
+		info, ok := readStat(pid)
+		if ok && info.pgid == pgid && info.state != 'Z' && info.started+statTick <= sentAt-youngProcess {
+			members[pid] = info.comm
+		}
+	}
+	return members
+}
+
+// youngProcess is how long before a SIGINT a process must have started to
+// count as reached by it: a fork and its exec lie within it, on a busy
+// machine too. A process that started later, took the SIGINT and is still
+// there at the first late look (interruptLate) gets a second one.
+const youngProcess = 50 * time.Millisecond
+
+// statTick is the unit of a process's start time in /proc/PID/stat
+// (USER_HZ, 100 on every Linux).
+const statTick = 10 * time.Millisecond
+
+// bootClock is the time since boot (CLOCK_BOOTTIME), the clock of a
+// process's start time in /proc/PID/stat.
+func bootClock() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}
+
 // interruptNew sends SIGINT to each process of the group pgid that is not
 // in reached, or that ran another program since (a shell's child forked
 // before the SIGINT and started its program after), and adds it there.
@@ -255,6 +293,8 @@ type procStat struct {
 	ppid  int
 	pgid  int
 	comm  string
+	// started is when the process started, since boot, to a statTick.
+	started time.Duration
 }
 
 func readStat(pid int) (procStat, bool) {
@@ -279,7 +319,14 @@ func readStat(pid int) (procStat, bool) {
 	if err != nil {
 		return procStat{}, false
 	}
-	return procStat{state: fields[0][0], ppid: ppid, pgid: pgid, comm: string(stat[open+1 : end])}, true
+	info := procStat{state: fields[0][0], ppid: ppid, pgid: pgid, comm: string(stat[open+1 : end])}
+	// Field 22 of the line, the 20th after the command's name.
+	if len(fields) > 19 {
+		if ticks, err := strconv.ParseInt(string(fields[19]), 10, 64); err == nil {
+			info.started = time.Duration(ticks) * statTick
+		}
+	}
+	return info, true
 }
 
 // zombieLeader reports whether pid is a dead process, not yet reaped, that

@@ -5,6 +5,7 @@ package steps
 import (
 	"os"
 	"syscall"
+	"time"
 )
 
 // The portable fallback of process_linux.go (macOS and the BSDs). What it
@@ -67,8 +68,11 @@ func stoppedProcess(int) (Leftover, bool) { return Leftover{}, false }
 // to read a process's state.
 func zombieLeader(int) bool { return false }
 
-// groupMembers cannot list a group's processes without /proc.
-func groupMembers(int) map[int]string { return map[int]string{} }
+// groupReached cannot list a group's processes without /proc.
+func groupReached(int, time.Duration) map[int]string { return map[int]string{} }
+
+// bootClock is not needed where groupReached reads nothing.
+func bootClock() time.Duration { return 0 }
 
 // interruptNew interrupts the whole group again, once.
 func interruptNew(pgid int, reached map[int]string) {

@@ -69,6 +69,10 @@ type Expression struct {
 	// literal is a duration written bare (10s): the program is
 	// duration("10s"), whose offsets are not Source's.
 	literal bool
+	// flag is, for a condition that is one boolean variable (checkpoint,
+	// timed_out), 1 + the index of its field in Env, read without the
+	// machine (whose read of a field allocates); 0 otherwise.
+	flag int
 }
 
 // EvalError is an expression that failed at run time: it is an error, never
@@ -174,7 +178,7 @@ func Compile(source string, kind Kind) (*Expression, error) {
 				Hint: hintFor(kind)}
 		}
 	}
-	e := &Expression{Source: source, Kind: kind, program: program, literal: text != source}
+	e := &Expression{Source: source, Kind: kind, program: program, literal: text != source, flag: boolField(program.Node())}
 	if text == source {
 		v := inspect(program.Node())
 		e.Reads, e.StepRefs, e.PhaseRefs, e.SpecRefs = v.reads, v.refs, v.phaseRefs, v.specRefs
@@ -194,6 +198,22 @@ func Compile(source string, kind Kind) (*Expression, error) {
 		}
 	}
 	return e, nil
+}
+
+// boolField is 1 + the index in Env of the boolean field that node reads
+// when the expression is that variable alone, or 0.
+func boolField(node ast.Node) int {
+	ident, ok := node.(*ast.IdentifierNode)
+	if !ok {
+		return 0
+	}
+	env := reflect.TypeFor[Env]()
+	for i := range env.NumField() {
+		if f := env.Field(i); f.Tag.Get("expr") == ident.Value && f.Type.Kind() == reflect.Bool {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // durationLiteral is what reads as a duration written bare, well formed
@@ -718,7 +738,17 @@ func (v *inspector) Visit(node *ast.Node) {
 // Eval runs a condition against env. A run-time error is returned as an
 // *EvalError, never folded into false.
 func (e *Expression) Eval(env *Env) (bool, error) {
-	out, err := expr.Run(e.program, env)
+	var machine vm.VM
+	return e.evalOn(&machine, env)
+}
+
+// evalOn is Eval on a machine of the caller's, which a caller that
+// evaluates often keeps: its stack is then allocated once.
+func (e *Expression) evalOn(machine *vm.VM, env *Env) (bool, error) {
+	if e.flag > 0 {
+		return reflect.ValueOf(env).Elem().Field(e.flag - 1).Bool(), nil
+	}
+	out, err := machine.Run(e.program, env)
 	if err != nil {
 		return false, e.evalError(err)
 	}

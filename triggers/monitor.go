@@ -3,6 +3,8 @@ package triggers
 import (
 	"fmt"
 	"time"
+
+	"github.com/expr-lang/expr/vm"
 )
 
 // Var is a bit set of Env's variables, in the order of Variables.
@@ -70,6 +72,10 @@ type Monitor struct {
 	// Reads is the union of what the triggers read: the owner can skip
 	// computing a variable (output, say) that no trigger reads.
 	Reads Var
+	// machine runs every evaluation: a machine of its own for each would
+	// allocate its stack each time, on the path from a checkpoint to the
+	// step's interrupt.
+	machine vm.VM
 }
 
 // NewMonitor watches triggers, first in the list first.
@@ -103,7 +109,7 @@ func (m *Monitor) Check() (*Named, error) {
 			continue
 		}
 		m.Evaluated++
-		yes, err := t.Expr.Eval(&m.Env)
+		yes, err := t.Expr.evalOn(&m.machine, &m.Env)
 		if err != nil {
 			return &m.triggers[i], fmt.Errorf("pause_when.%s: %w", t.Name, err)
 		}

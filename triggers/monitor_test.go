@@ -248,3 +248,39 @@ func TestEnvValues(t *testing.T) {
 		t.Errorf("output %q: want … and its last 200 characters", out)
 	}
 }
+
+// The checkpoint decision is on the latency of every pause: a Check of the
+// default checkpoint trigger (the variable alone, read without expr's
+// machine) allocates nothing, and gives what the machine gives beside a
+// trigger the machine runs.
+func TestCheckpointCheckAllocatesNothing(t *testing.T) {
+	m := monitor(t, "tokens: tokens > 1000", "checkpoint: checkpoint")
+	m.Check()
+	m.Env.Checkpoint, m.Env.CheckpointNote = true, "design drafted"
+	var named *triggers.Named
+	allocs := testing.AllocsPerRun(100, func() {
+		m.Changed(triggers.VarCheckpoint)
+		named, _ = m.Check()
+	})
+	if named == nil || named.Name != "checkpoint" {
+		t.Fatalf("fired %v, want checkpoint", named)
+	}
+	if allocs != 0 {
+		t.Errorf("%v allocations per Check, want 0", allocs)
+	}
+	both := monitor(t, "later: checkpoint && checkpoint_note == \"later\"", "checkpoint: checkpoint")
+	for _, c := range []struct {
+		checkpoint bool
+		note, want string
+	}{{false, "", ""}, {true, "design drafted", "checkpoint"}, {true, "later", "later"}} {
+		both.Env.Checkpoint, both.Env.CheckpointNote = c.checkpoint, c.note
+		both.Changed(triggers.VarCheckpoint)
+		named, err := both.Check()
+		if got := ""; err != nil || (named == nil) != (c.want == "") || (named != nil && named.Name != c.want) {
+			if named != nil {
+				got = named.Name
+			}
+			t.Errorf("checkpoint %v, note %q: fired %q (%v), want %q", c.checkpoint, c.note, got, err, c.want)
+		}
+	}
+}

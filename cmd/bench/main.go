@@ -1,11 +1,16 @@
 // Command bench measures pipeline against the same work without it, side
-// by side in one run, and prints each figure with its ratio:
+// by side in one run, in turns so that the load weighs on each alike, and
+// prints each figure with its peer's and the machine's load average: a
+// figure in the README is one this command prints.
+//
+// Without a mode flag it measures:
 //
 //  1. throughput: 1 GB of 100-byte lines from a step, through pipeline run
 //     (shown, kept in the transcript, five live triggers) against
 //     PRODUCER | tee FILE >/dev/null; and the peak memory at two sizes;
 //  2. latency from an agent writing [CHECKPOINT] to its process group
-//     receiving the interrupt, p50 and p99.
+//     receiving the interrupt, p50, p90 and p99, beside bare monitors
+//     (checkpoint.go; -checkpoint measures it alone).
 //
 // With -startup it measures start-up alone (startup.go): pipeline
 // --version beside a binary of cobra alone, and pipeline run of one
@@ -13,24 +18,25 @@
 // -watch it measures pipeline watch alone (watch.go): a spec written
 // to the resumed step started, beside go-task's task --watch, and the
 // watcher's idle cost. With -search, pipeline search alone (search.go):
-// indexing 1 GB of transcripts, and queries over that index. With
-// -fleet, the Temporal backend alone (fleet.go): 100 short pipelines at
-// once on a dev server and two workers, against the local engine 8 at a
-// time.
+// indexing 1 GB of transcripts, and queries over that index, beside grep
+// -r. With -fleet, the Temporal backend alone (fleet.go): 100 short
+// pipelines at once on a dev server and two workers, against the local
+// engine 8 at a time. Each mode lives in a file of its own, with its
+// flags; main dispatches on its one flag.
+//
+// Every figure is printed with a "load average" line (loadLine) beside
+// it, taken when it was measured: a figure taken under load says so.
 //
 // Run it with make bench, or go run ./cmd/bench -h for its flags.
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -60,6 +66,9 @@ func main() {
 	case *stampFIFO != "":
 		stampChild(*stampFIFO, started)
 		return
+	case *bareMonitor:
+		runBareMonitor(flag.Args())
+		return
 	}
 	self, err := os.Executable()
 	check(err)
@@ -74,6 +83,8 @@ func main() {
 	work, err := os.MkdirTemp(tmp, "pipeline-bench-")
 	check(err)
 	defer os.RemoveAll(work)
+	// One mode a run: each is a file of its own (its flags, its figures,
+	// a loadLine before and after each figure), called from one if here.
 	if *watchOnly {
 		watchFigures(pipeline, self, work)
 		return
@@ -94,6 +105,10 @@ func main() {
 		telemetryFigures(pipeline, self, work, *startupN)
 		return
 	}
+	if *checkpointOnly {
+		checkpointFigures(pipeline, absOrEmpty(*checkpointAt), self, work, *latencyN)
+		return
+	}
 	if *startupOnly {
 		against := *startupAgainst
 		if against != "" {
@@ -109,7 +124,21 @@ func main() {
 	}
 	fmt.Printf("pipeline bench: %s, %d cores, files in %s, output to %s\n\n", pipeline, numCPU(), work, where)
 	throughput(pipeline, self, work, *size)
-	latency(pipeline, self, work, *latencyN)
+	checkpointFigures(pipeline, absOrEmpty(*checkpointAt), self, work, *latencyN)
+}
+
+// loadLine prints the line that goes with every figure: the machine's
+// load average before or after (when) it was measured.
+func loadLine(when string) { fmt.Printf("   load average %s: %s\n", when, loadAverage()) }
+
+// absOrEmpty is path made absolute, or "" for "".
+func absOrEmpty(path string) string {
+	if path == "" {
+		return ""
+	}
+	abs, err := filepath.Abs(path)
+	check(err)
+	return abs
 }
 
 // toPipe sends the shown output to a pipe that the bench drains, as a CI
@@ -181,7 +210,8 @@ phases: [{name: flood}]
 `
 
 func throughput(pipeline, self, work string, size int64) {
-	fmt.Printf("1. throughput: %s of 100-byte lines\n", human(size))
+	fmt.Printf("1. throughput: %s of 100-byte lines, pipeline run beside tee, in turns\n", human(size))
+	loadLine("before")
 	dir := filepath.Join(work, "throughput")
 	check(os.MkdirAll(dir, 0o755))
 	var teeBest, pipeBest time.Duration
@@ -209,8 +239,10 @@ func throughput(pipeline, self, work string, size int64) {
 	fmt.Printf("   pipeline run (5 live triggers)  %8.1f MB/s  (%v, best of 3)\n", pipeRate/1e6, pipeBest.Round(time.Millisecond))
 	fmt.Printf("   ratio                           %8.1f %%  of tee (target: at least 90 %%)\n", 100*pipeRate/teeRate)
 	_, smallRSS := runFlood(pipeline, self, dir, size/8)
-	fmt.Printf("   peak memory of pipeline run     %8s for %s, %s for %s (flat: target)\n\n",
+	fmt.Printf("   peak memory of pipeline run     %8s for %s, %s for %s (flat: target)\n",
 		human(smallRSS), human(size/8), human(pipeRSS), human(size))
+	loadLine("after")
+	fmt.Println()
 }
 
 // runFlood runs one pipeline whose step prints size bytes, output shown
@@ -237,63 +269,6 @@ func runFlood(pipeline, self, dir string, size int64) (time.Duration, int64) {
 		check(fmt.Errorf("the transcript holds %d bytes, not %d", info.Size(), size))
 	}
 	return d, rss
-}
-
-// checkpointChild prints the marker and writes to report how long after
-// its write the interrupt arrived.
-func checkpointChild(report string) {
-	interrupts := make(chan os.Signal, 1)
-	signal.Notify(interrupts, syscall.SIGINT)
-	out := bufio.NewWriter(os.Stdout)
-	out.WriteString("working\n")
-	out.Flush()
-	start := time.Now()
-	os.Stdout.WriteString("[CHECKPOINT] measured\n")
-	select {
-	case <-interrupts:
-		took := time.Since(start)
-		f, err := os.OpenFile(report, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-		check(err)
-		fmt.Fprintln(f, took.Nanoseconds())
-		f.Close()
-	case <-time.After(10 * time.Second):
-		os.Exit(1)
-	}
-}
-
-const latencyYAML = `version: 1
-agent: {kind: command, command: [%q, -checkpoint-child, %q]}
-phases: [{name: measure}]
-`
-
-func latency(pipeline, self, work string, runs int) {
-	fmt.Printf("2. checkpoint latency: [CHECKPOINT] written → SIGINT received by the step, %d runs\n", runs)
-	dir := filepath.Join(work, "latency")
-	check(os.MkdirAll(dir, 0o755))
-	report := filepath.Join(dir, "report")
-	file := filepath.Join(dir, "phases.yaml")
-	check(os.WriteFile(file, []byte(fmt.Sprintf(latencyYAML, self, report)), 0o644))
-	for i := 0; i < runs; i++ {
-		cmd := exec.Command(pipeline, "run", file)
-		cmd.Env = append(os.Environ(), "CI=true")
-		if err := cmd.Run(); err == nil || cmd.ProcessState.ExitCode() != 3 {
-			check(fmt.Errorf("run %d: want a pause (exit 3), got %v", i, err))
-		}
-	}
-	content, err := os.ReadFile(report)
-	check(err)
-	var samples []time.Duration
-	for _, line := range strings.Fields(string(content)) {
-		n, err := strconv.ParseInt(line, 10, 64)
-		check(err)
-		samples = append(samples, time.Duration(n))
-	}
-	if len(samples) != runs {
-		check(fmt.Errorf("%d of %d runs reported", len(samples), runs))
-	}
-	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
-	fmt.Printf("   p50 %v   p99 %v   max %v   (target: p99 under 5ms)\n\n",
-		pct(samples, 50), pct(samples, 99), samples[len(samples)-1])
 }
 
 func pct(sorted []time.Duration, p int) time.Duration {

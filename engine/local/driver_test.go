@@ -651,3 +651,23 @@ phases:
 		t.Errorf("said %q", said)
 	}
 }
+
+// A checkpoint is decided where its line is read (steps.CheckpointDecider):
+// the step is interrupted from there, and the firing reaches the record
+// once, with its note, however many markers follow it.
+func TestRunCheckpointDecidedOnTheReadPathFiresOnce(t *testing.T) {
+	h := newHarness(t, `version: 1
+agent: {kind: command, command: [sh, -c, 'trap "echo interrupted; exit 0" INT; echo "[CHECKPOINT] first"; echo "[CHECKPOINT] second"; while :; do sleep 0.01; done']}
+phases: [{name: design}]
+`, clock.Real{})
+	s := h.await(h.start())
+	if s.Status != engine.StatusPaused || s.Pause.Reason != "checkpoint" {
+		t.Fatalf("state %+v, pause %+v", s, s.Pause)
+	}
+	if fired := s.Phases[0].Fired; len(fired) != 1 || fired[0].Reason != "checkpoint" || fired[0].Note == "" {
+		t.Errorf("fired %+v: want one checkpoint firing with its note", fired)
+	}
+	if got := transcript(t, h, "design", "1-agent.log"); !strings.Contains(got, "interrupted") {
+		t.Errorf("transcript %q: the step's trap did not run", got)
+	}
+}

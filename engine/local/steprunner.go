@@ -457,7 +457,11 @@ type observer struct {
 	costBefore                 float64
 	phaseBefore, sessionBefore time.Duration
 	fired                      bool
-	tailWanting                bool
+	// decided is the trigger (or the error) that Checkpoint found, for
+	// the next Observe to report.
+	decided     *triggers.Named
+	decidedErr  error
+	tailWanting bool
 	// execution is the step's number (StartStep.Execution), which its
 	// firing carries.
 	execution int
@@ -517,6 +521,10 @@ func (o *observer) Observe(live *steps.Live) {
 			StepTokens: m.Env.Tokens, TotalTokens: m.Env.TotalTokens, CostUSD: m.Env.CostUSD,
 			StepElapsed: live.Elapsed, SessionElapsed: m.Env.SessionElapsed})
 	}
+	if o.decided != nil {
+		o.report(o.decided, o.decidedErr)
+		o.decided, o.decidedErr = nil, nil
+	}
 	if o.fired {
 		return
 	}
@@ -525,6 +533,32 @@ func (o *observer) Observe(live *steps.Live) {
 		return
 	}
 	o.fired = true
+	o.report(named, err)
+}
+
+// Checkpoint decides on a checkpoint line as it ends, before the output
+// goes on (steps.CheckpointDecider): the triggers that read checkpoint are
+// evaluated, and a firing stops the step at once, as Decide does with any
+// firing of the running step. The firing is reported by the next Observe,
+// once the step is interrupted.
+func (o *observer) Checkpoint(note string) bool {
+	if o.fired {
+		return false
+	}
+	m := o.monitor
+	m.Env.Checkpoint, m.Env.CheckpointNote = true, note
+	m.Changed(triggers.VarCheckpoint)
+	named, err := m.Check()
+	if named == nil && err == nil {
+		return false
+	}
+	o.fired, o.decided, o.decidedErr = true, named, err
+	return true
+}
+
+// report tells the loop that the trigger named fired (or failed with err).
+func (o *observer) report(named *triggers.Named, err error) {
+	m := o.monitor
 	f := engine.Firing{Reason: engine.ReasonExpressionError, At: o.r.Clock.Now()}
 	if err != nil {
 		f.Note = err.Error()
