@@ -40,31 +40,36 @@ const runsFolder = "ui-runs"
 // pause's default.
 const pauseWait = time.Minute
 
+// action is one of POST /api/sessions/{id}/{action}: be is the backend
+// that knows the session (its fleet's, for a fleet session the server
+// can reach).
+type action func(s *Server, r *http.Request, be app.Backend, p app.Pipeline, meta store.Meta, in actionInput) (any, error)
+
 // actions are what POST /api/sessions/{id}/{action} does, by name.
-var actions = map[string]func(s *Server, r *http.Request, p app.Pipeline, meta store.Meta, in actionInput) (any, error){
-	"pause": func(_ *Server, r *http.Request, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
-		return app.Pause(r.Context(), app.PauseRequest{Pipeline: p, Session: meta.ID, Notes: in.Notes, Wait: pauseWait})
+var actions = map[string]action{
+	"pause": func(_ *Server, r *http.Request, be app.Backend, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
+		return be.Pause(r.Context(), app.PauseRequest{Pipeline: p, Session: meta.ID, Notes: in.Notes, Wait: pauseWait})
 	},
 	"resume": (*Server).resume,
-	"complete": func(_ *Server, r *http.Request, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
-		return app.Complete(r.Context(), app.CompleteRequest{Pipeline: p, Session: meta.ID, Force: in.Force})
+	"complete": func(_ *Server, r *http.Request, be app.Backend, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
+		return be.Complete(r.Context(), app.CompleteRequest{Pipeline: p, Session: meta.ID, Force: in.Force})
 	},
-	"pin": func(_ *Server, r *http.Request, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
-		return app.Remember(r.Context(), app.RememberRequest{MemoryRequest: app.MemoryRequest{Pipeline: p, Session: meta.ID},
-			Note: engine.MemoryNote{Kind: engine.NoteFact, Text: in.Text}})
-	},
-	"task": func(_ *Server, r *http.Request, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
-		return app.Remember(r.Context(), app.RememberRequest{MemoryRequest: app.MemoryRequest{Pipeline: p, Session: meta.ID},
-			Note: engine.MemoryNote{Kind: engine.NoteTodo, Text: in.Text}})
-	},
-	"done": func(_ *Server, r *http.Request, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
-		return app.Remember(r.Context(), app.RememberRequest{MemoryRequest: app.MemoryRequest{Pipeline: p, Session: meta.ID},
-			Note: engine.MemoryNote{Kind: engine.NoteDone, Text: in.Text, ID: in.ID}})
-	},
-	"rewind": func(_ *Server, r *http.Request, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
+	"pin":  remember(engine.NoteFact),
+	"task": remember(engine.NoteTodo),
+	"done": remember(engine.NoteDone),
+	"rewind": func(_ *Server, r *http.Request, _ app.Backend, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
 		return app.Rewind(r.Context(), app.RewindRequest{Pipeline: p, Session: meta.ID, To: in.Phase, Force: in.Force})
 	},
 	"fork": (*Server).fork,
+}
+
+// remember is the action that adds a note of kind to the working set
+// (pipeline memory pin, task add, task done).
+func remember(kind string) action {
+	return func(_ *Server, r *http.Request, be app.Backend, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
+		return be.Remember(r.Context(), app.RememberRequest{MemoryRequest: app.MemoryRequest{Pipeline: p, Session: meta.ID},
+			Note: engine.MemoryNote{Kind: kind, Text: in.Text, ID: in.ID}})
+	}
 }
 
 // actionNames are the actions, as an unknown one's error lists them.
@@ -94,7 +99,12 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, err)
 		return
 	}
-	out, err := do(s, r, p, meta, in)
+	be, err := s.backendOf(r.Context(), meta)
+	if err != nil {
+		writeFailure(w, err)
+		return
+	}
+	out, err := do(s, r, be, p, meta, in)
 	if err != nil {
 		writeFailure(w, err)
 		return
@@ -115,7 +125,10 @@ type resumed struct {
 
 // resume starts pipeline resume as a detached runner, as the MCP server's
 // resume tool does: the run outlives the request.
-func (s *Server) resume(r *http.Request, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
+func (s *Server) resume(r *http.Request, be app.Backend, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
+	if _, local := be.(app.Local); !local {
+		return resumeOnFleet(r, be, p, meta, in)
+	}
 	st, err := store.OpenExisting(p.StateDir)
 	if err != nil {
 		return nil, err
@@ -173,7 +186,7 @@ type forked struct {
 // session, started from the checkpoint), then hands the session to a
 // detached runner, a resume in the fork's folder, which outlives the
 // request as resume's does.
-func (s *Server) fork(r *http.Request, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
+func (s *Server) fork(r *http.Request, _ app.Backend, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
 	f, err := app.PrepareFork(r.Context(), app.ForkRequest{Pipeline: p, Session: meta.ID, At: in.Phase, Worktree: in.Worktree})
 	if err != nil {
 		return nil, err
