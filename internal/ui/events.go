@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/pipeline-dev/pipeline/app"
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/store"
 )
 
 // change is one line of GET /api/events: a session whose status, phase
@@ -17,16 +19,23 @@ type change = app.SessionState
 // events follow the stores below the root (app.StoreWatcher, as the MCP
 // server's subscriptions do): on each change of a store, its sessions are
 // read again, and each one that changed is sent to every open stream.
+// Each store is kept open, so that reading it again reads only the lines
+// its index gained (store.List): a change of one of 10,000 sessions costs
+// the new lines, not the whole index.
 type events struct {
-	w       *app.StoreWatcher
-	mu      sync.Mutex
-	stores  map[string]map[string]change
+	w      *app.StoreWatcher
+	mu     sync.Mutex
+	stores map[string]map[string]change
+	open   map[string]*store.Store
+	// gen counts the changes seen: a listing read at one generation is
+	// out of date at the next.
+	gen     uint64
 	streams map[chan change]bool
 	done    chan struct{}
 }
 
 func newEvents(root string) (*events, error) {
-	e := &events{stores: map[string]map[string]change{}, streams: map[chan change]bool{}, done: make(chan struct{})}
+	e := &events{stores: map[string]map[string]change{}, open: map[string]*store.Store{}, streams: map[chan change]bool{}, done: make(chan struct{})}
 	var err error
 	if e.w, err = app.NewStoreWatcher(e.changed); err != nil {
 		return nil, err
@@ -37,28 +46,66 @@ func newEvents(root string) (*events, error) {
 
 // follow watches the stores below root not watched yet.
 func (e *events) follow(root string) {
-	dirs, err := app.FindStores(root)
-	if err != nil {
-		return
+	if dirs, err := app.FindStores(root); err == nil {
+		e.followDirs(dirs)
 	}
+}
+
+// followDirs watches the stores in dirs not watched yet.
+func (e *events) followDirs(dirs []string) {
 	for _, dir := range dirs {
 		dir = filepath.Clean(dir)
-		// Read before it is watched: a change from then on is told.
-		states := app.SessionStates(dir)
 		e.mu.Lock()
 		if _, ok := e.stores[dir]; !ok {
-			e.stores[dir] = states
+			// Read before it is watched: a change from then on is told.
+			e.stores[dir] = e.states(dir)
+			e.gen++
 		}
 		e.mu.Unlock()
 		e.w.Add(dir)
 	}
 }
 
+// states is each session's state in the store in dir, as its index
+// line says and as pipeline sessions shows it (app.SessionStates): running
+// with no runner is paused, runner-died. None when the store cannot be
+// read. The caller holds e.mu.
+func (e *events) states(dir string) map[string]change {
+	st, ok := e.open[dir]
+	if !ok {
+		var err error
+		if st, err = store.OpenExisting(dir); err != nil {
+			return map[string]change{}
+		}
+		st.Warn = nil
+		e.open[dir] = st
+	}
+	list, err := st.List()
+	if err != nil {
+		// A store gone or broken is read anew next time.
+		st.Close()
+		delete(e.open, dir)
+		return map[string]change{}
+	}
+	out := make(map[string]change, len(list))
+	for _, sum := range list {
+		switch {
+		case sum.Key == store.FleetKey(sum.ID):
+			sum.Status, sum.PauseReason = app.StatusOnFleet, ""
+		case sum.Status == string(engine.StatusRunning) && !st.Held(sum.Key):
+			sum.Status, sum.PauseReason = string(engine.StatusPaused), engine.ReasonRunnerDied
+		}
+		out[sum.ID] = change{ID: sum.ID, Status: sum.Status, Phase: sum.Phase, PauseReason: sum.PauseReason}
+	}
+	return out
+}
+
 // changed reads the store in dir again and sends what changed.
 func (e *events) changed(dir string) {
-	now := app.SessionStates(dir)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	now := e.states(dir)
+	e.gen++
 	before := e.stores[dir]
 	e.stores[dir] = now
 	for id, c := range now {
@@ -72,6 +119,13 @@ func (e *events) changed(dir string) {
 			}
 		}
 	}
+}
+
+// generation is the count of changes seen so far.
+func (e *events) generation() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.gen
 }
 
 func (e *events) subscribe() chan change {
@@ -97,7 +151,12 @@ func (e *events) close() error {
 	default:
 	}
 	close(e.done)
-	return e.w.Close()
+	err := e.w.Close()
+	for _, st := range e.open {
+		st.Close()
+	}
+	e.open = map[string]*store.Store{}
+	return err
 }
 
 // streamEvents is GET /api/events: server-sent events, a data line of a

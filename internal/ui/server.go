@@ -56,6 +56,7 @@ type Server struct {
 	remote      bool
 	events      *events
 	attempts    *attemptCache
+	listing     *listingCache
 	fleets      *fleets
 	mux         *http.ServeMux
 }
@@ -79,7 +80,7 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	s := &Server{root: root, binary: o.Binary, env: app.RunnerEnv(), token: NewToken(),
-		accessToken: o.AccessToken, remote: o.Remote, attempts: newAttemptCache(root), fleets: &fleets{dial: o.Fleet}}
+		accessToken: o.AccessToken, remote: o.Remote, attempts: newAttemptCache(root), listing: &listingCache{}, fleets: &fleets{dial: o.Fleet}}
 	if s.events, err = newEvents(root); err != nil {
 		return nil, err
 	}

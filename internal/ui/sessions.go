@@ -3,9 +3,13 @@ package ui
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -165,14 +169,59 @@ func pageOf(lines []app.SessionLine, f listFilter) []app.SessionLine {
 }
 
 // allSessions lists the sessions below the root, as sessions --all, and
-// follows their stores for /api/events.
+// follows their stores for /api/events. The listing is kept while no
+// store below the root changed (its index the same size and time, no
+// event from its watch since) for at most listingTTL: 10,000 sessions
+// cost app.Sessions tens of milliseconds each time, and a page reads
+// them on every load and after every change.
 func (s *Server) allSessions(ctx context.Context) ([]app.SessionLine, error) {
+	dirs, err := app.FindStores(s.root)
+	if err != nil {
+		return nil, err
+	}
+	s.events.followDirs(dirs)
+	stamp, gen := indexStamp(dirs), s.events.generation()
+	c := s.listing
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lines != nil && c.stamp == stamp && c.gen == gen && time.Since(c.at) < listingTTL {
+		return slices.Clone(c.lines), nil
+	}
 	resp, err := app.Sessions(ctx, app.SessionsRequest{All: true, Root: s.root})
 	if err != nil {
 		return nil, err
 	}
-	s.events.follow(s.root)
-	return resp.Sessions, nil
+	c.lines, c.stamp, c.gen, c.at = resp.Sessions, stamp, gen, time.Now()
+	return slices.Clone(resp.Sessions), nil
+}
+
+// listingTTL bounds how long a listing is kept: a runner killed outside
+// (kill -9) changes no file, only whether its lock is held, and shows as
+// paused (runner-died) once the listing is read again.
+const listingTTL = 2 * time.Second
+
+// listingCache is the last listing of the sessions below the root, and
+// what it was read at.
+type listingCache struct {
+	mu    sync.Mutex
+	lines []app.SessionLine
+	stamp string
+	gen   uint64
+	at    time.Time
+}
+
+// indexStamp says what the stores' indexes are now: each one's size and
+// time. Every change of a session appends to its store's index.
+func indexStamp(dirs []string) string {
+	var b strings.Builder
+	for _, dir := range dirs {
+		b.WriteString(dir)
+		if info, err := os.Stat(filepath.Join(dir, store.IndexName)); err == nil {
+			fmt.Fprintf(&b, " %d %d", info.Size(), info.ModTime().UnixNano())
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // rows makes the lines rows: their plan's phases, their attempts, and a
