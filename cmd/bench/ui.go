@@ -95,8 +95,8 @@ func uiFigures(pipeline, work string) {
 		check(err)
 		servers = append(servers, uiServer{name: "against", url: startUIServer(against, dir)})
 	}
-	uiAPIFigure(servers[0].url)
 	uiLoadFigure(ctx, servers, n)
+	uiAPIFigure(servers[0].url)
 	uiChangeFigure(ctx, servers[0].url, dir)
 }
 
@@ -235,7 +235,7 @@ func stopUIServers() {
 // process: a page of 100 rows, and the whole listing as GET
 // /api/sessions answers it.
 func uiAPIFigure(url string) {
-	fmt.Printf("2. the API over them (Go's HTTP client, %d requests each)\n", *uiRuns)
+	fmt.Printf("3. the API over them (Go's HTTP client, %d requests each)\n", *uiRuns)
 	fmt.Printf("   %-34s %9s %9s %9s %s\n", "", "median", "p90", "max", "bytes")
 	for _, path := range []string{"/api/list?limit=100", "/api/sessions"} {
 		var took []time.Duration
@@ -260,7 +260,7 @@ func uiAPIFigure(url string) {
 // (the page's data-loaded mark, set once its rows are in the DOM), as
 // the page's own clock says, and the rows it drew.
 func uiLoadFigure(ctx context.Context, servers []uiServer, sessions int) {
-	fmt.Printf("3. the sessions page of %d sessions: navigation start → the list rendered in the DOM (headless Chromium), %d loads each, interleaved; the first load is a server's first listing\n",
+	fmt.Printf("2. the sessions page of %d sessions: navigation start → the list rendered in the DOM (headless Chromium), %d loads each, interleaved; the first load is a server's first listing\n",
 		sessions, *uiRuns)
 	loads := make([][]time.Duration, len(servers))
 	rows := make([]int, len(servers))

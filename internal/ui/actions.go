@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/pipeline-dev/pipeline/app"
@@ -26,7 +28,8 @@ type actionInput struct {
 	Force bool `json:"force"`
 	// Phase: resume's --phase, rewind's --to, fork's --at.
 	Phase string `json:"phase"`
-	// Worktree: fork's --worktree ("": beside the project).
+	// Worktree: fork's --worktree, relative to the folder served ("":
+	// beside the project, when that is inside the folder served).
 	Worktree string `json:"worktree"`
 	// ID: the number of the task done closes (or Text, its text).
 	ID int `json:"id"`
@@ -129,6 +132,13 @@ func (s *Server) resume(r *http.Request, be app.Backend, p app.Pipeline, meta st
 	if _, local := be.(app.Local); !local {
 		return resumeOnFleet(r, be, p, meta, in)
 	}
+	if f := meta.OnFleet(); f != nil {
+		// Refused here, with the command to use: the runner would refuse
+		// it too, after the answer.
+		return nil, &app.Error{Code: app.ExitUsage,
+			Message: fmt.Sprintf("session %s runs on %s, not here: this dashboard does not reach that fleet", meta.ID, f.Where()),
+			Hint:    "use: " + app.FleetCommand("resume", *f, meta.ID)}
+	}
 	st, err := store.OpenExisting(p.StateDir)
 	if err != nil {
 		return nil, err
@@ -187,6 +197,11 @@ type forked struct {
 // detached runner, a resume in the fork's folder, which outlives the
 // request as resume's does.
 func (s *Server) fork(r *http.Request, _ app.Backend, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
+	worktree, err := s.forkFolder(p, in)
+	if err != nil {
+		return nil, err
+	}
+	in.Worktree = worktree
 	f, err := app.PrepareFork(r.Context(), app.ForkRequest{Pipeline: p, Session: meta.ID, At: in.Phase, Worktree: in.Worktree})
 	if err != nil {
 		return nil, err
@@ -209,4 +224,37 @@ func (s *Server) fork(r *http.Request, _ app.Backend, p app.Pipeline, meta store
 		return nil, err
 	}
 	return forked{resumed: l, Parent: meta.ID, Worktree: f.Worktree}, nil
+}
+
+// forkFolder is the fork's folder, which must be inside the folder
+// served: a fork elsewhere would not be listed here. A folder given is
+// taken relative to the folder served; none is the command's own choice,
+// beside the project's work tree, when that lies inside it.
+func (s *Server) forkFolder(p app.Pipeline, in actionInput) (string, error) {
+	if in.Worktree != "" {
+		dir := in.Worktree
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(s.root, dir)
+		}
+		dir = filepath.Clean(dir)
+		if !inside(s.root, dir) || dir == s.root {
+			return "", app.Usagef("the fork's folder %s is not inside the folder this dashboard serves (%s), where it would not be listed: name a folder inside it", in.Worktree, s.root)
+		}
+		return dir, nil
+	}
+	git := session.GitFor(filepath.Dir(p.File))
+	if git == nil {
+		return "", nil // the fork refuses it, with the command's message
+	}
+	if beside := filepath.Dir(git.Root()); !inside(s.root, beside) {
+		return "", app.Usagef("a fork goes beside the project (in %s), outside the folder this dashboard serves (%s), where it would not be listed: name a folder for it inside %s, or serve a folder above the project (pipeline ui --root %s)",
+			beside, s.root, s.root, beside)
+	}
+	return "", nil
+}
+
+// inside tells whether path is dir or below it.
+func inside(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

@@ -16,6 +16,8 @@ import (
 type errorBody struct {
 	Error    string `json:"error"`
 	ExitCode int    `json:"exit_code"`
+	// Hint says what to do, as the command prints it under its error.
+	Hint string `json:"hint,omitempty"`
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -39,7 +41,8 @@ func writeFailure(w http.ResponseWriter, err error) {
 	case app.ExitCode(err) == app.ExitUsage:
 		code = http.StatusBadRequest
 	}
-	writeJSON(w, code, errorBody{Error: err.Error(), ExitCode: app.ExitCode(err)})
+	report := app.Report(err)
+	writeJSON(w, code, errorBody{Error: report.Error, ExitCode: report.Code, Hint: report.Hint})
 }
 
 // pipelineOf is the pipeline whose store holds session id, below the root.

@@ -110,7 +110,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	}
 	kept := slices.DeleteFunc(lines, func(l app.SessionLine) bool { return !f.keeps(l) })
 	w.Header().Set("X-Total-Count", strconv.Itoa(len(kept)))
-	writeJSON(w, http.StatusOK, s.rows(r.Context(), pageOf(kept, f)))
+	writeJSON(w, http.StatusOK, s.rows(pageOf(kept, f)))
 }
 
 // listPage is GET /api/list: the sessions page's view, a page of rows
@@ -141,7 +141,7 @@ func (s *Server) listPage(w http.ResponseWriter, r *http.Request) {
 	}
 	out.Matched = len(kept)
 	out.Pipelines, out.Specs = sortedKeys(pipelines), sortedKeys(specs)
-	out.Sessions = s.rows(r.Context(), pageOf(kept, f))
+	out.Sessions = s.rows(pageOf(kept, f))
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -185,14 +185,29 @@ func (s *Server) allSessions(ctx context.Context) ([]app.SessionLine, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.lines != nil && c.stamp == stamp && c.gen == gen && time.Since(c.at) < listingTTL {
-		return slices.Clone(c.lines), nil
+		return s.withFleets(ctx, slices.Clone(c.lines)), nil
 	}
 	resp, err := app.Sessions(ctx, app.SessionsRequest{All: true, Root: s.root})
 	if err != nil {
 		return nil, err
 	}
 	c.lines, c.stamp, c.gen, c.at = resp.Sessions, stamp, gen, time.Now()
-	return slices.Clone(resp.Sessions), nil
+	return s.withFleets(ctx, slices.Clone(resp.Sessions)), nil
+}
+
+// withFleets is the lines with each fleet session's as its fleet says,
+// when the server can ask it (never kept: the fleet's state changes
+// without a local store knowing).
+func (s *Server) withFleets(ctx context.Context, lines []app.SessionLine) []app.SessionLine {
+	if s.fleets.dial == nil {
+		return lines
+	}
+	for i, line := range lines {
+		if line.Fleet != nil {
+			lines[i] = s.fleetLine(ctx, line)
+		}
+	}
+	return lines
 }
 
 // listingTTL bounds how long a listing is kept: a runner killed outside
@@ -224,15 +239,14 @@ func indexStamp(dirs []string) string {
 	return b.String()
 }
 
-// rows makes the lines rows: their plan's phases, their attempts, and a
-// fleet session's state from its fleet when the server has one.
-func (s *Server) rows(ctx context.Context, lines []app.SessionLine) []sessionRow {
+// rows makes the lines rows: their plan's phases and their attempts.
+func (s *Server) rows(lines []app.SessionLine) []sessionRow {
 	plans, opened := planCache{}, openStores{}
 	defer opened.close()
 	rows := make([]sessionRow, len(lines))
 	for i, line := range lines {
 		if line.Fleet != nil {
-			line, rows[i].OnFleet = s.fleetLine(ctx, line), line.Fleet.Where()
+			rows[i].OnFleet = line.Fleet.Where()
 		}
 		rows[i].SessionLine = line
 		if names := plans.phases(line.File, line.Spec); len(names) > 0 {
