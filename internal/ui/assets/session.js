@@ -253,7 +253,8 @@ const phaseSelect = document.getElementById("phase-select");
 const force = document.getElementById("force");
 document.getElementById("resume-at").addEventListener("click", () => run("resume", { notes: notes.value, phase: phaseSelect.value }));
 document.getElementById("rewind").addEventListener("click", () => run("rewind", { phase: phaseSelect.value, force: force.checked }));
-document.getElementById("fork").addEventListener("click", () => run("fork", { phase: phaseSelect.value }));
+document.getElementById("fork").addEventListener("click", () =>
+  run("fork", { phase: phaseSelect.value, worktree: document.getElementById("fork-folder").value }));
 document.getElementById("diff-link").href = "/diff?a=" + encodeURIComponent(id);
 
 let pending = null;

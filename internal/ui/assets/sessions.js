@@ -13,7 +13,7 @@ const view = {
   offset: Math.max(0, parseInt(params.get("offset") || "0", 10) || 0),
 };
 filter.value = view.status;
-const pageLength = 100;
+const pageLength = Math.min(Math.max(parseInt(params.get("limit") || "100", 10) || 100, 1), 1000);
 // loading counts the listings asked; only the last one's answer is drawn.
 let loading = 0;
 let shownIDs = new Set();
@@ -78,7 +78,7 @@ function phaseCell(s) {
 
 function stateCell(s) {
   const cell = el("td", { class: "state" }, statusBadge(s.status, s.pause_reason));
-  if (s.on_fleet || s.fleet) cell.append(" ", el("span", { class: "fleet", title: "runs on " + (s.on_fleet || "a fleet") }, "fleet"));
+  if (s.on_fleet || s.fleet) cell.append(" ", el("span", { class: "on-fleet", title: "runs on " + (s.on_fleet || "a fleet") }, "fleet"));
   return cell;
 }
 
@@ -105,7 +105,9 @@ function changed(c) {
   const tr = document.querySelector(`#sessions tr[data-id="${CSS.escape(c.id)}"]`);
   if (!tr) return;
   tr.dataset.status = c.status;
-  tr.querySelector("td.state").replaceChildren(statusBadge(c.status, c.pause_reason));
+  // The badge only: a fleet session keeps its mark.
+  const state = tr.querySelector("td.state");
+  state.firstChild.replaceWith(statusBadge(c.status, c.pause_reason));
   const phase = tr.querySelector("td.phase");
   if (c.phase && phase.firstChild && phase.firstChild.nodeType === Node.TEXT_NODE) phase.firstChild.textContent = c.phase;
   tr.dataset.changed = String(Date.now());
