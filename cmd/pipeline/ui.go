@@ -33,6 +33,10 @@ const uiExample = `  pipeline ui
   pipeline ui --addr 127.0.0.1:9000 --open
   PIPELINE_UI_TOKEN=secret pipeline ui --addr 0.0.0.0:9000 --allow-remote`
 
+// uiFleet reaches the fleets that sessions run on: nil in the local
+// binary, which shows them as its stores know them (ui_fleet.go).
+var uiFleet ui.FleetBackend
+
 // uiOptions are ui's flags.
 type uiOptions struct {
 	root        string
@@ -68,7 +72,7 @@ func (o *uiOptions) run(cmd *cobra.Command, _ []string) error {
 	if !loopback && !o.allowRemote {
 		return usagef("--addr %s is not a loopback address: whoever reaches the dashboard can resume runs (run commands) on this machine; listen on 127.0.0.1:PORT, or pass --allow-remote, which asks every request for a token", o.addr)
 	}
-	opts := ui.Options{Root: o.root, Remote: o.allowRemote}
+	opts := ui.Options{Root: o.root, Remote: o.allowRemote, Fleet: uiFleet}
 	if o.allowRemote {
 		if opts.AccessToken = os.Getenv("PIPELINE_UI_TOKEN"); opts.AccessToken == "" {
 			opts.AccessToken = ui.NewToken()
