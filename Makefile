@@ -180,13 +180,14 @@ temporal:
 # CLI against the mock); then the Temporal fleet (100 short pipelines at
 # once on a dev server and two workers, against the local engine 8 at a
 # time).
-bench: build agent-clis temporal
+bench: build agent-clis temporal chromium
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	$(GO) run ./cmd/bench -pipeline $(BIN)
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -pipe
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -startup
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -watch
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -search
+	$(GO) run ./cmd/bench -pipeline $(BIN) -ui
 	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) $(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -context
 	PIPELINE_TEMPORAL_CLI=$(TEMPORAL_CLI) $(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -fleet
 
