@@ -100,10 +100,7 @@ func uiFigures(pipeline, work string) {
 	uiChangeFigure(ctx, servers[0].url, dir)
 }
 
-type uiServer struct {
-	name, url string
-	cmd       *exec.Cmd
-}
+type uiServer struct{ name, url string }
 
 // makeUISessions runs the two template sessions, then copies them until
 // the store holds n sessions; it returns how many it holds.

@@ -76,13 +76,13 @@ func TestBrowserSessionsPageColumnsAndPages(t *testing.T) {
 	if attempts, phase := text(t, ctx, row+" td.attempts"), text(t, ctx, row+" td.phase"); attempts != "3" || !strings.Contains(phase, "build (2 of 2)") {
 		t.Errorf("the retried session's attempts %q and phase %q: want 3, build (2 of 2)", attempts, phase)
 	}
+	screenshot(t, ctx, "sessions-pages")
 	do(t, ctx, chromedp.SetValue(chromedp.CSS(`#status-filter`), "paused"))
 	eval[bool](t, ctx, `document.getElementById("status-filter").dispatchEvent(new Event("change"))`)
 	do(t, ctx, visible(fmt.Sprintf(`tr[data-id=%q]`, newest)))
 	if count := text(t, ctx, `#count`); !strings.HasPrefix(count, "2 of 3 session(s)") {
 		t.Errorf("the count with status paused: %q", count)
 	}
-	screenshot(t, ctx, "sessions-pages")
 }
 
 // A session that runs on a fleet is listed with the local ones, marked
