@@ -89,18 +89,21 @@ func uiFigures(pipeline, work string) {
 	}
 	ctx, stop := uiBrowser(exe)
 	defer stop()
-	servers := []uiServer{{name: "this", url: startUIServer(pipeline, dir)}}
+	servers := []uiServer{startUIServer("this", pipeline, dir)}
 	if *uiAgainst != "" {
 		against, err := filepath.Abs(*uiAgainst)
 		check(err)
-		servers = append(servers, uiServer{name: "against", url: startUIServer(against, dir)})
+		servers = append(servers, startUIServer("against", against, dir))
 	}
 	uiLoadFigure(ctx, servers, n)
 	uiAPIFigure(servers[0].url)
 	uiChangeFigure(ctx, servers[0].url, dir)
 }
 
-type uiServer struct{ name, url string }
+type uiServer struct {
+	name, url string
+	pid       int
+}
 
 // makeUISessions runs the two template sessions, then copies them until
 // the store holds n sessions; it returns how many it holds.
@@ -202,8 +205,8 @@ func uiBrowser(exe string) (context.Context, func()) {
 	return tab, func() { cancelTab(); cancelAlloc() }
 }
 
-// startUIServer runs binary's pipeline ui over dir and returns its URL.
-func startUIServer(binary, dir string) string {
+// startUIServer runs binary's pipeline ui over dir.
+func startUIServer(name, binary, dir string) uiServer {
 	cmd := exec.Command(binary, "ui", "--addr", "127.0.0.1:0", "--root", dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := cmd.StdoutPipe()
@@ -215,7 +218,7 @@ func startUIServer(binary, dir string) string {
 	if err != nil || url == "" {
 		check(fmt.Errorf("%s ui printed %q: %v", binary, line, err))
 	}
-	return url
+	return uiServer{name: name, url: url, pid: cmd.Process.Pid}
 }
 
 // uiStarted are the dashboards the bench started, stopped at its end.
@@ -261,9 +264,18 @@ func uiLoadFigure(ctx context.Context, servers []uiServer, sessions int) {
 		sessions, *uiRuns)
 	loads := make([][]time.Duration, len(servers))
 	rows := make([]int, len(servers))
+	cpu := make([]int64, len(servers))
+	for i, s := range servers {
+		ticks, err := cpuTicks(s.pid)
+		check(err)
+		cpu[i] = -ticks
+	}
 	for r := 0; r < *uiRuns; r++ {
 		for i, s := range servers {
-			check(chromedp.Do(ctx, chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.CSS(`body[data-loaded] #sessions tbody tr`))))
+			// From a blank page: the last page's teardown (10,000 rows
+			// of another dashboard's) is not this load's.
+			check(chromedp.Do(ctx, chromedp.Navigate("about:blank"), chromedp.Navigate(s.url+"/"),
+				chromedp.WaitVisible(chromedp.CSS(`body[data-loaded] #sessions tbody tr`))))
 			took, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`Number(document.body.dataset.loaded) - performance.timeOrigin`))
 			check(err)
 			rows[i], err = chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#sessions tbody tr").length`))
@@ -271,11 +283,16 @@ func uiLoadFigure(ctx context.Context, servers []uiServer, sessions int) {
 			loads[i] = append(loads[i], time.Duration(took*float64(time.Millisecond)))
 		}
 	}
-	fmt.Printf("   %-34s %9s %9s %9s %9s %s\n", "", "first", "median", "p90", "max", "rows drawn")
+	fmt.Printf("   %-34s %9s %9s %9s %9s %11s %s\n", "", "first", "median", "p90", "max", "server CPU", "rows drawn")
+	tick := clockTick()
 	for i, s := range servers {
+		ticks, err := cpuTicks(s.pid)
+		check(err)
+		perLoad := time.Duration(cpu[i]+ticks) * tick / time.Duration(*uiRuns)
 		d := loads[i]
 		rest := sorted(d[1:])
-		fmt.Printf("   %-34s %9s %9s %9s %9s %d   (load %s)\n", s.name+" ("+s.url+")", ms(d[0]), ms(pct(rest, 50)), ms(pct(rest, 90)), ms(rest[len(rest)-1]), rows[i], loadAverage())
+		fmt.Printf("   %-34s %9s %9s %9s %9s %11s %d   (load %s)\n", s.name+" ("+s.url+")", ms(d[0]), ms(pct(rest, 50)), ms(pct(rest, 90)), ms(rest[len(rest)-1]),
+			ms(perLoad)+"/load", rows[i], loadAverage())
 	}
 	fmt.Println()
 }

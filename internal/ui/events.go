@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine"
@@ -29,19 +30,45 @@ type events struct {
 	open   map[string]*store.Store
 	// gen counts the changes seen: a listing read at one generation is
 	// out of date at the next.
-	gen     uint64
+	gen uint64
+	// initial: the stores found as the server starts are being read;
+	// those found later have sessions to tell.
+	initial bool
 	streams map[chan change]bool
 	done    chan struct{}
 }
 
 func newEvents(root string) (*events, error) {
-	e := &events{stores: map[string]map[string]change{}, open: map[string]*store.Store{}, streams: map[chan change]bool{}, done: make(chan struct{})}
+	e := &events{initial: true, stores: map[string]map[string]change{}, open: map[string]*store.Store{}, streams: map[chan change]bool{}, done: make(chan struct{})}
 	var err error
 	if e.w, err = app.NewStoreWatcher(e.changed); err != nil {
 		return nil, err
 	}
 	e.follow(root)
+	e.mu.Lock()
+	e.initial = false
+	e.mu.Unlock()
+	go e.rescan(root)
 	return e, nil
+}
+
+// storeRescan is how often the folder served is walked again for stores
+// made since (a pipeline's first run): fsnotify follows the stores, not
+// every folder below the root.
+const storeRescan = 2 * time.Second
+
+// rescan follows the stores made below root, until the events close.
+func (e *events) rescan(root string) {
+	tick := time.NewTicker(storeRescan)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			e.follow(root)
+		case <-e.done:
+			return
+		}
+	}
 }
 
 // follow watches the stores below root not watched yet.
@@ -60,6 +87,13 @@ func (e *events) followDirs(dirs []string) {
 			// Read before it is watched: a change from then on is told.
 			e.stores[dir] = e.states(dir)
 			e.gen++
+			if !e.initial {
+				// A store made since the server started: its sessions
+				// are new to the pages.
+				for _, c := range e.stores[dir] {
+					e.send(c)
+				}
+			}
 		}
 		e.mu.Unlock()
 		e.w.Add(dir)
@@ -112,11 +146,16 @@ func (e *events) changed(dir string) {
 		if before[id] == c {
 			continue
 		}
-		for stream := range e.streams {
-			select {
-			case stream <- c:
-			default: // a stream that does not read loses lines, not the server
-			}
+		e.send(c)
+	}
+}
+
+// send gives c to every open stream; the caller holds e.mu.
+func (e *events) send(c change) {
+	for stream := range e.streams {
+		select {
+		case stream <- c:
+		default: // a stream that does not read loses lines, not the server
 		}
 	}
 }

@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/internal/testwait"
 	"github.com/pipeline-dev/pipeline/internal/ui"
 )
 
@@ -306,4 +309,51 @@ func TestAPIFleetSessions(t *testing.T) {
 	if code != 200 || len(fleet.paused) != 1 || fleet.paused[0] != onFleet+": wait for review" {
 		t.Errorf("pause through the fleet: %d %v; the fleet was asked %v", code, out, fleet.paused)
 	}
+}
+
+// A runner killed outside (kill -9) changes no file: the listing the
+// server keeps while a session runs is read again soon, and the session
+// shows paused, runner-died, as pipeline sessions shows it.
+func TestAPIListSeesARunnerKilled(t *testing.T) {
+	dir := t.TempDir()
+	phases := "version: 1\nname: slow\nphases:\n  - name: wait\n    steps: [{run: \"sleep 60\"}]\n"
+	if err := os.WriteFile(filepath.Join(dir, "phases.yaml"), []byte(phases), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, hs := serve(t, ui.Options{Root: dir})
+	events := openEvents(t, hs.URL)
+	run := exec.Command(binary, "run", "--new")
+	run.Dir = dir
+	run.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	t.Cleanup(func() {
+		if !killed {
+			syscall.Kill(-run.Process.Pid, syscall.SIGKILL)
+			run.Wait()
+		}
+	})
+	id := events.awaitAny(t, "running")
+	var page listPage
+	getJSON(t, hs.URL+"/api/list", &page)
+	if len(page.Sessions) != 1 || page.Sessions[0].ID != id || page.Sessions[0].Status != "running" {
+		t.Fatalf("while it runs: %+v", page.Sessions)
+	}
+	syscall.Kill(-run.Process.Pid, syscall.SIGKILL)
+	run.Wait()
+	killed = true
+	start := time.Now()
+	for {
+		getJSON(t, hs.URL+"/api/list", &page)
+		if r := page.Sessions[0]; r.Status == "paused" && r.PauseReason == "runner-died" {
+			break
+		}
+		if time.Since(start) > testwait.Failsafe {
+			t.Fatalf("after kill -9 of its runner: %+v, want paused (runner-died)", page.Sessions)
+		}
+		time.Sleep(50 * time.Millisecond) // polling a condition: a killed runner writes nothing to wait on
+	}
+	t.Logf("the killed runner's session showed paused (runner-died) %s after the kill", time.Since(start))
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pipeline-dev/pipeline/app"
+	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
 )
@@ -171,9 +172,10 @@ func pageOf(lines []app.SessionLine, f listFilter) []app.SessionLine {
 // allSessions lists the sessions below the root, as sessions --all, and
 // follows their stores for /api/events. The listing is kept while no
 // store below the root changed (its index the same size and time, no
-// event from its watch since) for at most listingTTL: 10,000 sessions
-// cost app.Sessions tens of milliseconds each time, and a page reads
-// them on every load and after every change.
+// event from its watch since), and while it lists a running session for
+// at most listingTTL: 10,000 sessions cost app.Sessions tens of
+// milliseconds each time, and a page reads them on every load and after
+// every change.
 func (s *Server) allSessions(ctx context.Context) ([]app.SessionLine, error) {
 	dirs, err := app.FindStores(s.root)
 	if err != nil {
@@ -184,7 +186,7 @@ func (s *Server) allSessions(ctx context.Context) ([]app.SessionLine, error) {
 	c := s.listing
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.lines != nil && c.stamp == stamp && c.gen == gen && time.Since(c.at) < listingTTL {
+	if c.lines != nil && c.stamp == stamp && c.gen == gen && (!c.running || time.Since(c.at) < listingTTL) {
 		return s.withFleets(ctx, slices.Clone(c.lines)), nil
 	}
 	resp, err := app.Sessions(ctx, app.SessionsRequest{All: true, Root: s.root})
@@ -192,6 +194,7 @@ func (s *Server) allSessions(ctx context.Context) ([]app.SessionLine, error) {
 		return nil, err
 	}
 	c.lines, c.stamp, c.gen, c.at = resp.Sessions, stamp, gen, time.Now()
+	c.running = slices.ContainsFunc(c.lines, func(l app.SessionLine) bool { return l.Status == string(engine.StatusRunning) })
 	return s.withFleets(ctx, slices.Clone(resp.Sessions)), nil
 }
 
@@ -210,9 +213,10 @@ func (s *Server) withFleets(ctx context.Context, lines []app.SessionLine) []app.
 	return lines
 }
 
-// listingTTL bounds how long a listing is kept: a runner killed outside
-// (kill -9) changes no file, only whether its lock is held, and shows as
-// paused (runner-died) once the listing is read again.
+// listingTTL bounds how long a listing with a running session is kept: a
+// runner killed outside (kill -9) changes no file, only whether its lock
+// is held, and shows as paused (runner-died) once the listing is read
+// again.
 const listingTTL = 2 * time.Second
 
 // listingCache is the last listing of the sessions below the root, and
@@ -223,6 +227,9 @@ type listingCache struct {
 	stamp string
 	gen   uint64
 	at    time.Time
+	// running: a session in it was running, and its runner may die
+	// without a trace.
+	running bool
 }
 
 // indexStamp says what the stores' indexes are now: each one's size and
