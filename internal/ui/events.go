@@ -27,7 +27,9 @@ type events struct {
 	w      *app.StoreWatcher
 	mu     sync.Mutex
 	stores map[string]map[string]change
-	open   map[string]*store.Store
+	// seen is the time of the newest index line read of each store.
+	seen map[string]time.Time
+	open map[string]*store.Store
 	// gen counts the changes seen: a listing read at one generation is
 	// out of date at the next.
 	gen uint64
@@ -39,7 +41,7 @@ type events struct {
 }
 
 func newEvents(root string) (*events, error) {
-	e := &events{initial: true, stores: map[string]map[string]change{}, open: map[string]*store.Store{}, streams: map[chan change]bool{}, done: make(chan struct{})}
+	e := &events{initial: true, stores: map[string]map[string]change{}, seen: map[string]time.Time{}, open: map[string]*store.Store{}, streams: map[chan change]bool{}, done: make(chan struct{})}
 	var err error
 	if e.w, err = app.NewStoreWatcher(e.changed); err != nil {
 		return nil, err
@@ -85,7 +87,7 @@ func (e *events) followDirs(dirs []string) {
 		e.mu.Lock()
 		if _, ok := e.stores[dir]; !ok {
 			// Read before it is watched: a change from then on is told.
-			e.stores[dir] = e.states(dir)
+			e.stores[dir], e.seen[dir] = e.states(dir, time.Time{})
 			e.gen++
 			if !e.initial {
 				// A store made since the server started: its sessions
@@ -100,16 +102,18 @@ func (e *events) followDirs(dirs []string) {
 	}
 }
 
-// states is each session's state in the store in dir, as its index
-// line says and as pipeline sessions shows it (app.SessionStates): running
-// with no runner is paused, runner-died. None when the store cannot be
-// read. The caller holds e.mu.
-func (e *events) states(dir string) map[string]change {
+// states is the state of each session of the store in dir changed since
+// (its index line written then or after, or running: its runner may have
+// died since), as its index line says and as pipeline sessions shows it
+// (app.SessionStates): running with no runner is paused, runner-died; a
+// fleet session's copy is on the fleet. It also returns the time of the
+// newest line. None when the store cannot be read. The caller holds e.mu.
+func (e *events) states(dir string, since time.Time) (map[string]change, time.Time) {
 	st, ok := e.open[dir]
 	if !ok {
 		var err error
 		if st, err = store.OpenExisting(dir); err != nil {
-			return map[string]change{}
+			return map[string]change{}, since
 		}
 		st.Warn = nil
 		e.open[dir] = st
@@ -119,10 +123,19 @@ func (e *events) states(dir string) map[string]change {
 		// A store gone or broken is read anew next time.
 		st.Close()
 		delete(e.open, dir)
-		return map[string]change{}
+		return map[string]change{}, since
 	}
-	out := make(map[string]change, len(list))
+	out, newest := map[string]change{}, since
+	// Two writers may append in another order than their clocks read:
+	// the lines of the moments before the newest are read again.
+	since = since.Add(-appendSkew)
 	for _, sum := range list {
+		if sum.Updated.Before(since) && sum.Status != string(engine.StatusRunning) {
+			continue
+		}
+		if sum.Updated.After(newest) {
+			newest = sum.Updated
+		}
 		switch {
 		case sum.Key == store.FleetKey(sum.ID):
 			sum.Status, sum.PauseReason = app.StatusOnFleet, ""
@@ -131,22 +144,32 @@ func (e *events) states(dir string) map[string]change {
 		}
 		out[sum.ID] = change{ID: sum.ID, Status: sum.Status, Phase: sum.Phase, PauseReason: sum.PauseReason}
 	}
-	return out
+	return out, newest
 }
 
-// changed reads the store in dir again and sends what changed.
+// appendSkew is how much older than the newest line read a line
+// appended after it may say it is.
+const appendSkew = 5 * time.Second
+
+// changed reads the store in dir again and sends what changed: only the
+// sessions whose lines are new, so that a change among 10,000 sessions
+// costs a scan of the listing, not a map of it.
 func (e *events) changed(dir string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	now := e.states(dir)
+	now, newest := e.states(dir, e.seen[dir])
 	e.gen++
-	before := e.stores[dir]
-	e.stores[dir] = now
+	e.seen[dir] = newest
+	known := e.stores[dir]
+	if known == nil {
+		known = map[string]change{}
+		e.stores[dir] = known
+	}
 	for id, c := range now {
-		if before[id] == c {
-			continue
+		if known[id] != c {
+			known[id] = c
+			e.send(c)
 		}
-		e.send(c)
 	}
 }
 
