@@ -183,6 +183,19 @@ func (e *events) send(c change) {
 	}
 }
 
+// storeOf is the folder of the followed store that holds session id, or
+// "".
+func (e *events) storeOf(id string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for dir, sessions := range e.stores {
+		if _, ok := sessions[id]; ok {
+			return dir
+		}
+	}
+	return ""
+}
+
 // generation is the count of changes seen so far.
 func (e *events) generation() uint64 {
 	e.mu.Lock()

@@ -80,10 +80,11 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	s := &Server{root: root, binary: o.Binary, env: app.RunnerEnv(), token: NewToken(),
-		accessToken: o.AccessToken, remote: o.Remote, attempts: newAttemptCache(root), listing: &listingCache{}, fleets: &fleets{dial: o.Fleet}}
+		accessToken: o.AccessToken, remote: o.Remote, listing: &listingCache{}, fleets: &fleets{dial: o.Fleet}}
 	if s.events, err = newEvents(root); err != nil {
 		return nil, err
 	}
+	s.attempts = newAttemptCache(s.events.storeOf)
 	s.routes()
 	return s, nil
 }

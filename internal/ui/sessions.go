@@ -287,12 +287,11 @@ func (c planCache) phases(file, specPath string) []string {
 // line's time: the index does not hold them, and the snapshot that does
 // is read once per change of the session, not once per listing.
 type attemptCache struct {
-	root string
-	mu   sync.Mutex
-	// stores are the stores below the root, by the session ids they
-	// hold, found again when an id is not among them.
-	stores map[string]string
-	known  map[string]attemptsAt
+	// storeOf is the folder of the store that holds a session, "" when
+	// none below the root does.
+	storeOf func(id string) string
+	mu      sync.Mutex
+	known   map[string]attemptsAt
 }
 
 type attemptsAt struct {
@@ -303,8 +302,8 @@ type attemptsAt struct {
 // maxAttemptsKept bounds the cache; past it, it starts again.
 const maxAttemptsKept = 100000
 
-func newAttemptCache(root string) *attemptCache {
-	return &attemptCache{root: root, stores: map[string]string{}, known: map[string]attemptsAt{}}
+func newAttemptCache(storeOf func(id string) string) *attemptCache {
+	return &attemptCache{storeOf: storeOf, known: map[string]attemptsAt{}}
 }
 
 // of is the session's attempts, read from its snapshot when the cache
@@ -315,37 +314,12 @@ func (c *attemptCache) of(sum store.Summary, opened openStores) int {
 	if k, ok := c.known[sum.ID]; ok && k.updated.Equal(sum.Updated) {
 		return k.attempts
 	}
-	dir, ok := c.stores[sum.ID]
-	if !ok {
-		c.findStores()
-		dir = c.stores[sum.ID]
-	}
-	n := snapshotAttempts(opened.open(dir), sum.ID)
+	n := snapshotAttempts(opened.open(c.storeOf(sum.ID)), sum.ID)
 	if len(c.known) >= maxAttemptsKept {
 		c.known = map[string]attemptsAt{}
 	}
 	c.known[sum.ID] = attemptsAt{updated: sum.Updated, attempts: n}
 	return n
-}
-
-// findStores maps each session id below the root to its store.
-func (c *attemptCache) findStores() {
-	dirs, err := app.FindStores(c.root)
-	if err != nil {
-		return
-	}
-	for _, dir := range dirs {
-		st, err := store.OpenExisting(dir)
-		if err != nil {
-			continue
-		}
-		st.Warn = nil
-		list, _ := st.List()
-		st.Close()
-		for _, sum := range list {
-			c.stores[sum.ID] = dir
-		}
-	}
 }
 
 // openStores are the stores a listing opened, by folder, each opened
