@@ -135,7 +135,11 @@ func TestBrowserActionsFromThePage(t *testing.T) {
 		t.Errorf("the fork's refusal shown: %q", msg)
 	}
 	do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#notes`), "mind the exclamation mark"),
-		chromedp.Click(chromedp.CSS(`#pause`)), visible(`#result`))
+		chromedp.Click(chromedp.CSS(`#pause`)))
+	// The pause's answer, not the task's still shown.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("result").textContent.startsWith("pause")`)); err != nil {
+		t.Fatalf("waiting for the pause's answer: %v", err)
+	}
 	// The notes box emptied: the notes that reach build come from the
 	// pause, not from the resume.
 	eval[bool](t, ctx, `document.getElementById("notes").value = "", true`)
