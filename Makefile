@@ -194,6 +194,8 @@ jaeger:
 # beside /bin/true); pipeline watch (spec written to resumed step, beside
 # go-task's task --watch, built once into .cache/bin; idle cost); pipeline
 # search (indexing 1 GB of transcripts, queries over it, beside grep -r);
+# the dashboard (10,000 sessions: the sessions page in Chromium, a change
+# reaching an open page);
 # the token account of resume contexts and compaction (the quickstart, and
 # a long session of the real Claude Code CLI against the mock); the
 # Temporal fleet (100 short pipelines at once on a dev server and two
@@ -202,7 +204,7 @@ jaeger:
 # A new mode is a file of its own under cmd/bench, its flag in main.go's
 # dispatch, and its line here.
 LOADAVG = echo "load average: $$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
-bench: build agent-clis temporal
+bench: build agent-clis temporal chromium
 	@echo "make bench: $$(nproc) cores"; $(LOADAVG)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	@$(LOADAVG)
@@ -211,6 +213,7 @@ bench: build agent-clis temporal
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -startup
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -watch
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -search
+	$(GO) run ./cmd/bench -pipeline $(BIN) -ui
 	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) $(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -context
 	PIPELINE_TEMPORAL_CLI=$(TEMPORAL_CLI) $(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -fleet
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -telemetry

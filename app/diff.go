@@ -19,6 +19,9 @@ type DiffRequest struct {
 	Pipeline
 	A string `json:"a"`
 	B string `json:"b"`
+	// Below is the folder whose stores are searched for a session that
+	// is not in the pipeline's store; "": the current folder.
+	Below string `json:"-"`
 }
 
 // DiffResponse is `pipeline diff -o json`: the sessions side by side,
@@ -30,11 +33,15 @@ type DiffResponse struct {
 
 // Diff compares two sessions. It reads: no lock, nothing written.
 func Diff(_ context.Context, req DiffRequest) (*DiffResponse, error) {
-	a, err := diffSide(req.Pipeline, req.A)
+	below := req.Below
+	if below == "" {
+		below = "."
+	}
+	a, err := diffSide(req.Pipeline, req.A, below)
 	if err != nil {
 		return nil, err
 	}
-	b, err := diffSide(req.Pipeline, req.B)
+	b, err := diffSide(req.Pipeline, req.B, below)
 	if err != nil {
 		return nil, err
 	}
@@ -44,15 +51,15 @@ func Diff(_ context.Context, req DiffRequest) (*DiffResponse, error) {
 
 // diffSide reads session id for the comparison, redacted with its own
 // plan's secrets: from the store of p, or else from a store below the
-// current folder.
-func diffSide(p Pipeline, id string) (compare.Side, error) {
+// folder below.
+func diffSide(p Pipeline, id, below string) (compare.Side, error) {
 	if err := session.CheckRef(id); err != nil {
 		return compare.Side{}, Usagef("%v", err)
 	}
 	ref, err := p.FindSession(id)
 	var ambiguous *store.AmbiguousError
 	if err != nil && !errors.As(err, &ambiguous) {
-		if ref, err = findBelow(".", id, err); err != nil {
+		if ref, err = findBelow(below, id, err); err != nil {
 			return compare.Side{}, err
 		}
 	}

@@ -97,6 +97,10 @@ func main() {
 		fleetFigures(pipeline, work)
 		return
 	}
+	if *uiOnly {
+		uiFigures(pipeline, work)
+		return
+	}
 	if *searchOnly {
 		searchFigures(pipeline, work, *searchBytes, *searchQueries)
 		return

@@ -17,6 +17,10 @@ import (
 	"github.com/pipeline-dev/pipeline/internal/ui"
 )
 
+// uiFleet reaches the fleets that sessions run on (ui_fleet.go), so that
+// the dashboard shows where they stand there and acts on them there.
+var uiFleet ui.FleetBackend
+
 // uiOptions are ui's flags.
 type uiOptions struct {
 	root        string
@@ -50,7 +54,7 @@ func (o *uiOptions) run(cmd *cobra.Command, _ []string) error {
 	if !loopback && !o.allowRemote {
 		return usagef("--addr %s is not a loopback address: whoever reaches the dashboard can resume runs (run commands) on this machine; listen on 127.0.0.1:PORT, or pass --allow-remote, which asks every request for a token", o.addr)
 	}
-	opts := ui.Options{Root: o.root, Remote: o.allowRemote}
+	opts := ui.Options{Root: o.root, Remote: o.allowRemote, Fleet: uiFleet}
 	if o.allowRemote {
 		if opts.AccessToken = os.Getenv("PIPELINE_UI_TOKEN"); opts.AccessToken == "" {
 			opts.AccessToken = ui.NewToken()

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/pipeline-dev/pipeline/app"
@@ -26,7 +28,8 @@ type actionInput struct {
 	Force bool `json:"force"`
 	// Phase: resume's --phase, rewind's --to, fork's --at.
 	Phase string `json:"phase"`
-	// Worktree: fork's --worktree ("": beside the project).
+	// Worktree: fork's --worktree, relative to the folder served ("":
+	// beside the project, when that is inside the folder served).
 	Worktree string `json:"worktree"`
 	// ID: the number of the task done closes (or Text, its text).
 	ID int `json:"id"`
@@ -40,31 +43,36 @@ const runsFolder = "ui-runs"
 // pause's default.
 const pauseWait = time.Minute
 
+// action is one of POST /api/sessions/{id}/{action}: be is the backend
+// that knows the session (its fleet's, for a fleet session the server
+// can reach).
+type action func(s *Server, r *http.Request, be app.Backend, p app.Pipeline, meta store.Meta, in actionInput) (any, error)
+
 // actions are what POST /api/sessions/{id}/{action} does, by name.
-var actions = map[string]func(s *Server, r *http.Request, p app.Pipeline, meta store.Meta, in actionInput) (any, error){
-	"pause": func(_ *Server, r *http.Request, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
-		return app.Pause(r.Context(), app.PauseRequest{Pipeline: p, Session: meta.ID, Notes: in.Notes, Wait: pauseWait})
+var actions = map[string]action{
+	"pause": func(_ *Server, r *http.Request, be app.Backend, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
+		return be.Pause(r.Context(), app.PauseRequest{Pipeline: p, Session: meta.ID, Notes: in.Notes, Wait: pauseWait})
 	},
 	"resume": (*Server).resume,
-	"complete": func(_ *Server, r *http.Request, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
-		return app.Complete(r.Context(), app.CompleteRequest{Pipeline: p, Session: meta.ID, Force: in.Force})
+	"complete": func(_ *Server, r *http.Request, be app.Backend, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
+		return be.Complete(r.Context(), app.CompleteRequest{Pipeline: p, Session: meta.ID, Force: in.Force})
 	},
-	"pin": func(_ *Server, r *http.Request, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
-		return app.Remember(r.Context(), app.RememberRequest{MemoryRequest: app.MemoryRequest{Pipeline: p, Session: meta.ID},
-			Note: engine.MemoryNote{Kind: engine.NoteFact, Text: in.Text}})
-	},
-	"task": func(_ *Server, r *http.Request, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
-		return app.Remember(r.Context(), app.RememberRequest{MemoryRequest: app.MemoryRequest{Pipeline: p, Session: meta.ID},
-			Note: engine.MemoryNote{Kind: engine.NoteTodo, Text: in.Text}})
-	},
-	"done": func(_ *Server, r *http.Request, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
-		return app.Remember(r.Context(), app.RememberRequest{MemoryRequest: app.MemoryRequest{Pipeline: p, Session: meta.ID},
-			Note: engine.MemoryNote{Kind: engine.NoteDone, Text: in.Text, ID: in.ID}})
-	},
-	"rewind": func(_ *Server, r *http.Request, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
+	"pin":  remember(engine.NoteFact),
+	"task": remember(engine.NoteTodo),
+	"done": remember(engine.NoteDone),
+	"rewind": func(_ *Server, r *http.Request, _ app.Backend, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
 		return app.Rewind(r.Context(), app.RewindRequest{Pipeline: p, Session: meta.ID, To: in.Phase, Force: in.Force})
 	},
 	"fork": (*Server).fork,
+}
+
+// remember is the action that adds a note of kind to the working set
+// (pipeline memory pin, task add, task done).
+func remember(kind string) action {
+	return func(_ *Server, r *http.Request, be app.Backend, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
+		return be.Remember(r.Context(), app.RememberRequest{MemoryRequest: app.MemoryRequest{Pipeline: p, Session: meta.ID},
+			Note: engine.MemoryNote{Kind: kind, Text: in.Text, ID: in.ID}})
+	}
 }
 
 // actionNames are the actions, as an unknown one's error lists them.
@@ -94,7 +102,12 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, err)
 		return
 	}
-	out, err := do(s, r, p, meta, in)
+	be, err := s.backendOf(r.Context(), meta)
+	if err != nil {
+		writeFailure(w, err)
+		return
+	}
+	out, err := do(s, r, be, p, meta, in)
 	if err != nil {
 		writeFailure(w, err)
 		return
@@ -115,7 +128,17 @@ type resumed struct {
 
 // resume starts pipeline resume as a detached runner, as the MCP server's
 // resume tool does: the run outlives the request.
-func (s *Server) resume(r *http.Request, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
+func (s *Server) resume(r *http.Request, be app.Backend, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
+	if _, local := be.(app.Local); !local {
+		return resumeOnFleet(r, be, p, meta, in)
+	}
+	if f := meta.OnFleet(); f != nil {
+		// Refused here, with the command to use: the runner would refuse
+		// it too, after the answer.
+		return nil, &app.Error{Code: app.ExitUsage,
+			Message: fmt.Sprintf("session %s runs on %s, not here: this dashboard does not reach that fleet", meta.ID, f.Where()),
+			Hint:    "use: " + app.FleetCommand("resume", *f, meta.ID)}
+	}
 	st, err := store.OpenExisting(p.StateDir)
 	if err != nil {
 		return nil, err
@@ -173,7 +196,12 @@ type forked struct {
 // session, started from the checkpoint), then hands the session to a
 // detached runner, a resume in the fork's folder, which outlives the
 // request as resume's does.
-func (s *Server) fork(r *http.Request, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
+func (s *Server) fork(r *http.Request, _ app.Backend, p app.Pipeline, meta store.Meta, in actionInput) (any, error) {
+	worktree, err := s.forkFolder(p, in)
+	if err != nil {
+		return nil, err
+	}
+	in.Worktree = worktree
 	f, err := app.PrepareFork(r.Context(), app.ForkRequest{Pipeline: p, Session: meta.ID, At: in.Phase, Worktree: in.Worktree})
 	if err != nil {
 		return nil, err
@@ -196,4 +224,37 @@ func (s *Server) fork(r *http.Request, p app.Pipeline, meta store.Meta, in actio
 		return nil, err
 	}
 	return forked{resumed: l, Parent: meta.ID, Worktree: f.Worktree}, nil
+}
+
+// forkFolder is the fork's folder, which must be inside the folder
+// served: a fork elsewhere would not be listed here. A folder given is
+// taken relative to the folder served; none is the command's own choice,
+// beside the project's work tree, when that lies inside it.
+func (s *Server) forkFolder(p app.Pipeline, in actionInput) (string, error) {
+	if in.Worktree != "" {
+		dir := in.Worktree
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(s.root, dir)
+		}
+		dir = filepath.Clean(dir)
+		if !inside(s.root, dir) || dir == s.root {
+			return "", app.Usagef("the fork's folder %s is not inside the folder this dashboard serves (%s), where it would not be listed: name a folder inside it", in.Worktree, s.root)
+		}
+		return dir, nil
+	}
+	git := session.GitFor(filepath.Dir(p.File))
+	if git == nil {
+		return "", nil // the fork refuses it, with the command's message
+	}
+	if beside := filepath.Dir(git.Root()); !inside(s.root, beside) {
+		return "", app.Usagef("a fork goes beside the project (in %s), outside the folder this dashboard serves (%s), where it would not be listed: name a folder for it inside %s, or serve a folder above the project (pipeline ui --root %s)",
+			beside, s.root, s.root, beside)
+	}
+	return "", nil
+}
+
+// inside tells whether path is dir or below it.
+func inside(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

@@ -5,28 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
 	"sync"
 
 	"github.com/pipeline-dev/pipeline/app"
-	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/internal/transcript"
 )
-
-// sessionRow is a session as GET /api/sessions lists it: the line of
-// pipeline sessions --all -o json, with where its phase stands in its
-// plan (phase_number of phases; 0 when the plan cannot be read).
-type sessionRow struct {
-	app.SessionLine
-	PhaseNumber int `json:"phase_number"`
-	Phases      int `json:"phases"`
-}
 
 // errorBody is an operation's error as the API answers it.
 type errorBody struct {
 	Error    string `json:"error"`
 	ExitCode int    `json:"exit_code"`
+	// Hint says what to do, as the command prints it under its error.
+	Hint string `json:"hint,omitempty"`
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -50,44 +41,8 @@ func writeFailure(w http.ResponseWriter, err error) {
 	case app.ExitCode(err) == app.ExitUsage:
 		code = http.StatusBadRequest
 	}
-	writeJSON(w, code, errorBody{Error: err.Error(), ExitCode: app.ExitCode(err)})
-}
-
-func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
-	resp, err := app.Sessions(r.Context(), app.SessionsRequest{All: true, Root: s.root, Status: r.URL.Query().Get("status")})
-	if err != nil {
-		writeFailure(w, err)
-		return
-	}
-	s.events.follow(s.root)
-	plans := planCache{}
-	rows := make([]sessionRow, len(resp.Sessions))
-	for i, line := range resp.Sessions {
-		rows[i] = sessionRow{SessionLine: line}
-		if names := plans.phases(line.File, line.Spec); len(names) > 0 {
-			rows[i].Phases = len(names)
-			rows[i].PhaseNumber = slices.Index(names, line.Phase) + 1
-		}
-	}
-	writeJSON(w, http.StatusOK, rows)
-}
-
-// planCache reads each pipeline and spec's phase names once per listing.
-type planCache map[[2]string][]string
-
-func (c planCache) phases(file, specPath string) []string {
-	key := [2]string{file, specPath}
-	if names, ok := c[key]; ok {
-		return names
-	}
-	var names []string
-	if plan, err := spec.Load(file, specPath); err == nil {
-		for _, p := range plan.Phases {
-			names = append(names, p.Name)
-		}
-	}
-	c[key] = names
-	return names
+	report := app.Report(err)
+	writeJSON(w, code, errorBody{Error: report.Error, ExitCode: report.Code, Hint: report.Hint})
 }
 
 // pipelineOf is the pipeline whose store holds session id, below the root.
@@ -114,7 +69,12 @@ func (s *Server) sessionStatus(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, err)
 		return
 	}
-	resp, err := app.Status(r.Context(), app.StatusRequest{Pipeline: p, Session: meta.ID})
+	be, err := s.backendOf(r.Context(), meta)
+	if err != nil {
+		writeFailure(w, err)
+		return
+	}
+	resp, err := be.Status(r.Context(), app.StatusRequest{Pipeline: p, Session: meta.ID})
 	if err != nil {
 		writeFailure(w, err)
 		return
@@ -128,7 +88,12 @@ func (s *Server) sessionMemory(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, err)
 		return
 	}
-	resp, err := app.WorkingSet(r.Context(), app.MemoryRequest{Pipeline: p, Session: meta.ID})
+	be, err := s.backendOf(r.Context(), meta)
+	if err != nil {
+		writeFailure(w, err)
+		return
+	}
+	resp, err := be.WorkingSet(r.Context(), app.MemoryRequest{Pipeline: p, Session: meta.ID})
 	if err != nil {
 		writeFailure(w, err)
 		return
@@ -168,9 +133,14 @@ func (s *Server) sessionLogs(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, err)
 		return
 	}
+	be, err := s.backendOf(r.Context(), meta)
+	if err != nil {
+		writeFailure(w, err)
+		return
+	}
 	pieces := []*logPiece{}
 	var mu sync.Mutex
-	err = app.Logs(r.Context(), app.LogsRequest{Pipeline: p, Session: meta.ID, Prompts: r.URL.Query().Get("prompts") != ""},
+	err = be.Logs(r.Context(), app.LogsRequest{Pipeline: p, Session: meta.ID, Prompts: r.URL.Query().Get("prompts") != ""},
 		func(c app.LogChunk) error {
 			mu.Lock()
 			defer mu.Unlock()

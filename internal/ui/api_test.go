@@ -27,6 +27,9 @@ type sessionRow struct {
 	PauseReason string `json:"pause_reason"`
 	PhaseNumber int    `json:"phase_number"`
 	Phases      int    `json:"phases"`
+	Attempts    int    `json:"attempts"`
+	OnFleet     string `json:"on_fleet"`
+	TokenCount  int    `json:"tokens"`
 }
 
 // post POSTs body to the action with the given headers, and returns the
@@ -471,12 +474,18 @@ func TestAPIFork(t *testing.T) {
 	srv, hs := serve(t, ui.Options{Root: dir})
 	token := map[string]string{ui.TokenHeader: srv.Token()}
 	base := hs.URL + "/api/sessions/" + id
-	if code, out := post(t, base+"/fork", token, `{"phase": "nowhere"}`); code != 400 || !strings.Contains(out["error"].(string), "is not a phase") {
+	if code, out := post(t, base+"/fork", token, `{"phase": "nowhere", "worktree": "fork"}`); code != 400 || !strings.Contains(out["error"].(string), "is not a phase") {
 		t.Errorf("fork at a phase that is not one: %d %v, want 400 with the command's message", code, out)
 	}
-	worktree := filepath.Join(t.TempDir(), "fork")
-	body, _ := json.Marshal(map[string]string{"phase": "design", "worktree": worktree})
-	code, out := post(t, base+"/fork", token, string(body))
+	// Beside the project is outside the folder served: refused, as a
+	// folder named outside it is.
+	for _, body := range []string{`{"phase": "design"}`, `{"phase": "design", "worktree": "../elsewhere"}`} {
+		if code, out := post(t, base+"/fork", token, body); code != 400 || !strings.Contains(out["error"].(string), "where it would not be listed") {
+			t.Errorf("fork %s: %d %v, want 400 saying why", body, code, out)
+		}
+	}
+	worktree := filepath.Join(dir, "forks", "fork")
+	code, out := post(t, base+"/fork", token, `{"phase": "design", "worktree": "forks/fork"}`)
 	forkID, _ := out["session"].(string)
 	if code != 200 || forkID == "" || forkID == id || out["worktree"] != worktree || out["parent"] != id {
 		t.Fatalf("fork: %d %v", code, out)
@@ -489,12 +498,16 @@ func TestAPIFork(t *testing.T) {
 			Session string `json:"session"`
 		} `json:"parent"`
 	}
-	// The fork's store is outside the served folder, which the event
-	// stream follows: its own files say when it paused.
 	testwait.Written(t, filepath.Join(worktree, ".pipeline"), "the fork paused", func() bool {
 		out := pipeline(t, worktree, 0, "status", forkID, "-o", "json")
 		return json.Unmarshal([]byte(out), &status) == nil && status.Status == "paused"
 	})
+	// Inside the folder served, the fork is listed with the others.
+	var rows []sessionRow
+	getJSON(t, hs.URL+"/api/sessions", &rows)
+	if len(rows) != 2 || (rows[0].ID != forkID && rows[1].ID != forkID) {
+		t.Errorf("the sessions listed after the fork: %+v, want %s and its fork %s", rows, id, forkID)
+	}
 	if status.Parent.Session != id {
 		t.Errorf("the fork's parent: %+v, want %s", status.Parent, id)
 	}

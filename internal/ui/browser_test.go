@@ -273,6 +273,8 @@ func TestBrowserSessionsFilterAndSearch(t *testing.T) {
 	// SetValue fires no change event: the page is told as a user's choice
 	// would tell it.
 	eval[bool](t, ctx, `document.getElementById("pipeline-filter").dispatchEvent(new Event("change"))`)
+	// The page asks the server for the pipeline's sessions.
+	do(t, ctx, chromedp.WaitNotPresent(chromedp.CSS(fmt.Sprintf(`tr[data-id=%q]`, demo))))
 	rows := eval[[]string](t, ctx, `[...document.querySelectorAll("#sessions tbody tr")].map(r => r.dataset.id)`)
 	if strings.Join(rows, ",") != other {
 		t.Errorf("rows of pipeline other: %q, want %s only", rows, other)

@@ -7,8 +7,8 @@ import (
 )
 
 // diffSessions answers GET /api/diff?a=ID&b=ID: pipeline diff A B -o
-// json (app.Diff). B is looked for in A's store, then below the folder
-// the server runs in, as the command looks.
+// json (app.Diff). B is looked for in A's store, then in the stores below
+// the folder served (--root), wherever the server runs.
 func (s *Server) diffSessions(w http.ResponseWriter, r *http.Request) {
 	a, b := r.URL.Query().Get("a"), r.URL.Query().Get("b")
 	if a == "" || b == "" {
@@ -23,7 +23,7 @@ func (s *Server) diffSessions(w http.ResponseWriter, r *http.Request) {
 	if _, metaB, err := s.pipelineOf(b); err == nil {
 		b = metaB.ID
 	}
-	resp, err := app.Diff(r.Context(), app.DiffRequest{Pipeline: p, A: meta.ID, B: b})
+	resp, err := app.Diff(r.Context(), app.DiffRequest{Pipeline: p, A: meta.ID, B: b, Below: s.root})
 	if err != nil {
 		writeFailure(w, err)
 		return

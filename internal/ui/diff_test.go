@@ -57,3 +57,20 @@ func TestAPIDiffIsTheDiffJSON(t *testing.T) {
 		}
 	}
 }
+
+// B in another store below the folder served is found there, wherever
+// the server runs (these tests run in internal/ui, far from the root).
+func TestAPIDiffAcrossStores(t *testing.T) {
+	root, demo, other := twoPipelines(t)
+	_, hs := serve(t, ui.Options{Root: root})
+	var d struct {
+		A, B struct {
+			ID       string `json:"id"`
+			Pipeline string `json:"pipeline"`
+		}
+	}
+	getJSON(t, hs.URL+"/api/diff?a="+demo+"&b="+other, &d)
+	if d.A.ID != demo || d.B.ID != other || d.A.Pipeline != "demo" || d.B.Pipeline != "other" {
+		t.Errorf("the sides: %+v and %+v, want %s of demo and %s of other", d.A, d.B, demo, other)
+	}
+}

@@ -226,3 +226,24 @@ func (e *eventStream) await(t *testing.T, id, status string) time.Time {
 		}
 	}
 }
+
+// awaitAny reads the stream until a line says a session has status, and
+// returns its id.
+func (e *eventStream) awaitAny(t *testing.T, status string) string {
+	t.Helper()
+	timeout := time.After(testwait.Failsafe)
+	for {
+		select {
+		case line, ok := <-e.lines:
+			if !ok {
+				t.Fatalf("the event stream ended before a session was %s", status)
+			}
+			var c change
+			if json.Unmarshal([]byte(line), &c) == nil && c.Status == status {
+				return c.ID
+			}
+		case <-timeout:
+			t.Fatalf("no session was %s within %s", status, testwait.Failsafe)
+		}
+	}
+}

@@ -41,6 +41,9 @@ type Options struct {
 	// Remote: the server may be reached by another host name than a
 	// loopback one (with AccessToken).
 	Remote bool
+	// Fleet reaches the fleets that sessions run on; nil: fleet sessions
+	// show as the local stores know them.
+	Fleet FleetBackend
 }
 
 // Server serves the dashboard. Close it when done.
@@ -52,6 +55,9 @@ type Server struct {
 	accessToken string
 	remote      bool
 	events      *events
+	attempts    *attemptCache
+	listing     *listingCache
+	fleets      *fleets
 	mux         *http.ServeMux
 }
 
@@ -74,10 +80,11 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	s := &Server{root: root, binary: o.Binary, env: app.RunnerEnv(), token: NewToken(),
-		accessToken: o.AccessToken, remote: o.Remote}
+		accessToken: o.AccessToken, remote: o.Remote, listing: &listingCache{}, fleets: &fleets{dial: o.Fleet}}
 	if s.events, err = newEvents(root); err != nil {
 		return nil, err
 	}
+	s.attempts = newAttemptCache(s.events.storeOf)
 	s.routes()
 	return s, nil
 }
@@ -96,7 +103,10 @@ func (s *Server) Token() string { return s.token }
 func (s *Server) Root() string { return s.root }
 
 // Close stops following the stores; open event streams end.
-func (s *Server) Close() error { return s.events.close() }
+func (s *Server) Close() error {
+	s.fleets.close()
+	return s.events.close()
+}
 
 func (s *Server) routes() {
 	s.mux = http.NewServeMux()
@@ -107,6 +117,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /diff", s.page("diff.html"))
 	s.mux.HandleFunc("GET /analytics", s.page("analytics.html"))
 	s.mux.HandleFunc("GET /api/sessions", s.listSessions)
+	s.mux.HandleFunc("GET /api/list", s.listPage)
+	s.mux.HandleFunc("GET /api/sessions/{id}/timeline", s.sessionTimeline)
 	s.mux.HandleFunc("GET /api/sessions/{id}", s.sessionStatus)
 	s.mux.HandleFunc("GET /api/sessions/{id}/logs", s.sessionLogs)
 	s.mux.HandleFunc("GET /api/sessions/{id}/memory", s.sessionMemory)

@@ -7,7 +7,8 @@ async function api(path, options) {
   const res = await fetch(path, options);
   const body = await res.json().catch(() => ({ error: res.status + " " + res.statusText }));
   if (!res.ok) {
-    const err = new Error(body.error || res.statusText);
+    // The command's message, and what it says to do.
+    const err = new Error((body.error || res.statusText) + (body.hint ? "\n" + body.hint : ""));
     err.status = res.status;
     throw err;
   }

@@ -6,7 +6,8 @@ const pickA = document.getElementById("a"), pickB = document.getElementById("b")
 
 // sessionChoices fills both pickers with the sessions below the folder.
 async function sessionChoices() {
-  const rows = await api("/api/sessions");
+  // The newest thousand: a page of 10,000 options helps no one.
+  const rows = await api("/api/sessions?limit=1000");
   for (const [select, value] of [[pickA, params.get("a")], [pickB, params.get("b")]]) {
     select.replaceChildren(el("option", { value: "" }, "—"),
       ...rows.map((s) => el("option", { value: s.id }, s.id + " · " + s.pipeline + " · " + s.status)));
