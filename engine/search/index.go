@@ -23,7 +23,7 @@ import (
 
 // schemaVersion is the layout of index.db. An index of another version is
 // rebuilt, never misread: it is a cache of the sessions.
-const schemaVersion = "2"
+const schemaVersion = "3"
 
 const (
 	// FolderName is the index's folder in the store's folder.
@@ -41,13 +41,21 @@ const busyTimeoutMS = 60000
 // schema is the layout of index.db. files holds how far each file of
 // each session was indexed; docs the documents (a chunk of lines of a
 // transcript or prompt, a note, an item of a working set) with where they
-// come from; text the full-text index over docs.body (an external-content
-// FTS5 table: the text is kept once, in docs). FTS5 keeps what it indexes
-// in memory up to hashsize before it writes a segment: at 16 MB rather
-// than 1 MB there are 16 times fewer segments to merge, which was two
-// thirds of the indexing time. A document is added to text by its own
-// statement, not by a trigger on docs: a trigger's statement savepoint
-// makes FTS5 write a segment for every document.
+// come from; text the full-text index over them.
+//
+// text is contentless: the index keeps each text once, where the store
+// keeps it. A chunk of a transcript or prompt is the bytes [offset,
+// offset+length) of its file, read again (and its text extracted again)
+// for the few hits a search shows; only a note's or working-set item's
+// text, from a snapshot that is rewritten, is kept in docs.body.
+// contentless_delete lets a document leave the index by its rowid alone.
+//
+// FTS5 keeps what it indexes in memory up to hashsize before it writes a
+// segment: at 16 MB rather than 1 MB there are 16 times fewer segments
+// to merge, which was two thirds of the indexing time. A document is
+// added to text by its own statement, not by a trigger on docs: a
+// trigger's statement savepoint makes FTS5 write a segment for every
+// document.
 const schema = `
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE files(
@@ -72,13 +80,15 @@ CREATE TABLE docs(
 	item    INTEGER NOT NULL,
 	line    INTEGER NOT NULL,
 	at      INTEGER NOT NULL,
+	offset  INTEGER NOT NULL,
+	length  INTEGER NOT NULL,
 	body    TEXT NOT NULL);
 CREATE INDEX docs_file ON docs(file);
 CREATE INDEX docs_session ON docs(session);
-CREATE VIRTUAL TABLE text USING fts5(body, content='docs', content_rowid='id',
+CREATE VIRTUAL TABLE text USING fts5(body, content='', contentless_delete=1,
 	tokenize='unicode61 remove_diacritics 2');
 CREATE TRIGGER docs_removed AFTER DELETE ON docs BEGIN
-	INSERT INTO text(text, rowid, body) VALUES ('delete', old.id, old.body);
+	DELETE FROM text WHERE rowid = old.id;
 END;
 INSERT INTO text(text, rank) VALUES('hashsize', 16777216);
 INSERT INTO meta(key, value) VALUES('schema', '` + schemaVersion + `');
@@ -273,6 +283,8 @@ func (ix *Index) open() (problem string, err error) {
 			// lose the last commits, which the next search indexes again.
 			"synchronous(normal)",
 			"cache_size(-32768)",
+			// temp.marks, where the hits shown are highlighted (query.go).
+			"temp_store(memory)",
 		},
 		"_txlock": {"immediate"},
 	}.Encode()

@@ -2,6 +2,7 @@ package search
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -261,8 +262,8 @@ func statOf(f *os.File) (size, mtime int64, inode uint64, err error) {
 	return info.Size(), info.ModTime().UnixNano(), inode, nil
 }
 
-const insertDoc = `INSERT INTO docs(file, session, phase, attempt, step, kind, section, item, line, at, body)
-	VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+const insertDoc = `INSERT INTO docs(file, session, phase, attempt, step, kind, section, item, line, at, offset, length, body)
+	VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const insertText = `INSERT INTO text(rowid, body) VALUES(?, ?)`
 
@@ -283,8 +284,29 @@ func newInserter(ctx context.Context, tx *sql.Tx) (*inserter, error) {
 	return &inserter{doc: doc, text: text}, nil
 }
 
-func (in *inserter) add(ctx context.Context, file int64, session, phase string, attempt int, step, kind, section string, item int, line, at int64, body []byte) error {
-	res, err := in.doc.ExecContext(ctx, file, session, phase, attempt, step, kind, section, item, line, at, body)
+// document is one row of docs, with the text to index. A chunk of a
+// transcript or prompt keeps where it is in its file (offset, length)
+// and not its text, which is read from the file again for a hit; a note
+// or working-set item keeps its text (stored), small, from a snapshot
+// that is rewritten.
+type document struct {
+	file                int64
+	session, phase      string
+	attempt             int
+	step, kind, section string
+	item                int
+	line, at            int64
+	offset, length      int64
+	stored              []byte
+}
+
+func (in *inserter) add(ctx context.Context, d document, body []byte) error {
+	stored := d.stored
+	if stored == nil {
+		stored = []byte{}
+	}
+	res, err := in.doc.ExecContext(ctx, d.file, d.session, d.phase, d.attempt, d.step, d.kind, d.section, d.item,
+		d.line, d.at, d.offset, d.length, stored)
 	if err != nil {
 		return err
 	}
@@ -344,10 +366,12 @@ func (ix *Index) indexStepFile(ctx context.Context, session string, sf store.Ses
 				return err
 			}
 			defer insert.close()
-			c := chunker{final: final, emit: func(line int64, body []byte) error {
+			doc := document{file: row.id, session: session, phase: sf.Phase, attempt: sf.Attempt, step: sf.Step, kind: kind, at: mtime}
+			c := chunker{final: final, emit: func(line, offset, length int64, body []byte) error {
 				stats.Chunks++
-				return insert.add(ctx, row.id, session, sf.Phase, sf.Attempt, sf.Step, kind, "", 0, line, mtime, body)
-			}, line: row.lines + 1}
+				doc.line, doc.offset, doc.length = line, offset, length
+				return insert.add(ctx, doc, body)
+			}, line: row.lines + 1, offset: row.offset}
 			read, finished, err := c.read(io.NewSectionReader(f, row.offset, size-row.offset), batchBytes)
 			if err != nil {
 				return err
@@ -373,16 +397,18 @@ func (ix *Index) indexStepFile(ctx context.Context, session string, sf store.Ses
 }
 
 // chunker groups whole lines into documents and hands each to emit with
-// the number of its first line.
+// the number of its first line and the bytes of the file it is.
 type chunker struct {
-	emit  func(line int64, body []byte) error
-	final bool  // the file is written no more: a last line without its break is whole
-	line  int64 // the number of the next line
-	x     extractor
-	body  []byte
-	lines int   // in body
-	bytes int   // of the file, in body
-	first int64 // the line body starts with
+	emit   func(line, offset, length int64, body []byte) error
+	final  bool  // the file is written no more: a last line without its break is whole
+	line   int64 // the number of the next line
+	offset int64 // in the file, of the next line
+	x      extractor
+	body   []byte
+	lines  int   // in body
+	bytes  int   // of the file, in body
+	first  int64 // the line body starts with
+	start  int64 // the offset body starts at
 }
 
 // read reads whole lines from r until at least limit bytes were read, or
@@ -405,7 +431,7 @@ func (c *chunker) read(r io.Reader, limit int64) (n int64, finished bool, err er
 		}
 		if errors.Is(err, io.EOF) {
 			if c.final && len(line) > 0 {
-				if err := c.add(append(line, '\n')); err != nil {
+				if err := c.add(line, false); err != nil {
 					return n, true, err
 				}
 				n += int64(len(line))
@@ -415,7 +441,7 @@ func (c *chunker) read(r io.Reader, limit int64) (n int64, finished bool, err er
 		if err != nil {
 			return n, false, err
 		}
-		if err := c.add(line); err != nil {
+		if err := c.add(line, true); err != nil {
 			return n, false, err
 		}
 		n += int64(len(line))
@@ -427,36 +453,62 @@ func (c *chunker) read(r io.Reader, limit int64) (n int64, finished bool, err er
 	return n, errors.Is(err, io.EOF), nil
 }
 
-// add takes one line, with its line break.
-func (c *chunker) add(line []byte) error {
+// add takes one line, with its line break if broken.
+func (c *chunker) add(line []byte, broken bool) error {
 	if c.lines > 0 && (c.lines == chunkLines || c.bytes+len(line) > chunkBytes) {
 		if err := c.flush(); err != nil {
 			return err
 		}
 	}
 	if c.lines == 0 {
-		c.first = c.line
+		c.first, c.start = c.line, c.offset
 	} else {
 		c.body = append(c.body, '\n')
 	}
-	text := line[:len(line)-1]
-	if len(text) > 0 && text[len(text)-1] == '\r' {
-		text = text[:len(text)-1]
+	text := line
+	if broken {
+		text = line[:len(line)-1]
 	}
-	c.body = c.x.appendLineText(c.body, text)
+	c.body = c.x.appendLineText(c.body, trimCR(text))
 	c.lines++
 	c.bytes += len(line)
 	c.line++
+	c.offset += int64(len(line))
 	return nil
+}
+
+func trimCR(text []byte) []byte {
+	if len(text) > 0 && text[len(text)-1] == '\r' {
+		return text[:len(text)-1]
+	}
+	return text
 }
 
 func (c *chunker) flush() error {
 	if c.lines == 0 {
 		return nil
 	}
-	err := c.emit(c.first, c.body)
+	err := c.emit(c.first, c.start, int64(c.bytes), c.body)
 	c.body, c.lines, c.bytes = c.body[:0], 0, 0
 	return err
+}
+
+// chunkText is the indexed text of a chunk's bytes, as the chunker made
+// it: each line's text (extract.go), one line per line.
+func chunkText(raw []byte) []byte {
+	var (
+		x   extractor
+		out []byte
+	)
+	for i := 0; len(raw) > 0; i++ {
+		line, rest, _ := bytes.Cut(raw, []byte{'\n'})
+		if i > 0 {
+			out = append(out, '\n')
+		}
+		out = x.appendLineText(out, trimCR(line))
+		raw = rest
+	}
+	return out
 }
 
 // snapshotState is what the index reads of a session's snapshot: the
@@ -602,7 +654,8 @@ func (ix *Index) indexState(ctx context.Context, session string) (Stats, error) 
 				at = was
 			}
 			body := appendPlain(nil, []byte(d.body))
-			if err := insert.add(ctx, row.id, session, d.phase, 0, "", d.kind, d.section, d.item, 0, at, body); err != nil {
+			doc := document{file: row.id, session: session, phase: d.phase, kind: d.kind, section: d.section, item: d.item, at: at, stored: body}
+			if err := insert.add(ctx, doc, body); err != nil {
 				return err
 			}
 			stats.Chunks++
