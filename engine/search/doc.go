@@ -7,9 +7,9 @@
 // pure-Go modernc.org/sqlite, at <store>/search/index.db. Why SQLite FTS5:
 //
 //   - one file beside the sessions, and nothing to run;
-//   - transactions: indexing commits file by file (and every 32 MiB of a
-//     large file), so a kill in the middle loses nothing already
-//     committed, and the next search goes on from there; two searches at
+//   - transactions: indexing commits every 32 MiB of transcripts (of one
+//     file or several) and at its end, so a kill in the middle loses
+//     nothing already committed, and the next search goes on from there; two searches at
 //     once wait for each other (a busy timeout) instead of corrupting it;
 //   - BM25 ranking (bm25()) and highlighting (highlight()) built in;
 //   - corruption is detected (the file's header, its schema version, the

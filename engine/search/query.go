@@ -2,6 +2,7 @@ package search
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -92,6 +93,22 @@ var ErrNoWords = errors.New("the query has no words to search for (letters or di
 // dropped (the tokenizer would find nothing in it). A query with no word
 // left is ErrNoWords.
 func MatchExpression(text string) (string, error) {
+	terms := parseTerms(text)
+	if len(terms) == 0 {
+		return "", ErrNoWords
+	}
+	return expression(terms), nil
+}
+
+// term is a word or a quoted phrase of the user's, as FTS5 gets it; a
+// prefix term matches the words its last word begins.
+type term struct {
+	text   string
+	prefix bool
+}
+
+// parseTerms reads the user's words and phrases.
+func parseTerms(text string) []term {
 	// FTS5 reads its query as a C string: a NUL would end it inside a
 	// quoted term. No control character is text to search for.
 	text = strings.Map(func(r rune) rune {
@@ -100,16 +117,11 @@ func MatchExpression(text string) (string, error) {
 		}
 		return r
 	}, text)
-	var terms []string
-	add := func(term string, prefix bool) {
-		if !hasWord(term) {
-			return
+	var terms []term
+	add := func(text string, prefix bool) {
+		if hasWord(text) {
+			terms = append(terms, term{text, prefix})
 		}
-		quoted := `"` + strings.ReplaceAll(term, `"`, `""`) + `"`
-		if prefix {
-			quoted += "*"
-		}
-		terms = append(terms, quoted)
 	}
 	rest := text
 	for rest != "" {
@@ -134,10 +146,34 @@ func MatchExpression(text string) (string, error) {
 		// A prefix of a word ending in punctuation means the word.
 		add(word, prefix && endsInWord(word))
 	}
-	if len(terms) == 0 {
-		return "", ErrNoWords
+	return terms
+}
+
+// expression is terms as an FTS5 query: each an FTS5 string, which FTS5
+// reads as a phrase of the words the tokenizer finds in it.
+func expression(terms []term) string {
+	quoted := make([]string, len(terms))
+	for i, t := range terms {
+		quoted[i] = `"` + strings.ReplaceAll(t.text, `"`, `""`) + `"`
+		if t.prefix {
+			quoted[i] += "*"
+		}
 	}
-	return strings.Join(terms, " "), nil
+	return strings.Join(quoted, " ")
+}
+
+// words splits the phrases of terms into their words (at what is not a
+// letter or digit, as the tokenizer does); phrase says whether a term
+// had more than one.
+func words(terms []term) (out []term, phrase bool) {
+	for _, t := range terms {
+		parts := strings.FieldsFunc(t.text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
+		phrase = phrase || len(parts) > 1
+		for i, p := range parts {
+			out = append(out, term{p, t.prefix && i == len(parts)-1})
+		}
+	}
+	return out, phrase
 }
 
 // hasWord tells whether s has a character the tokenizer keeps (letters
@@ -157,21 +193,22 @@ func endsInWord(s string) bool {
 // before the best 20 are kept (300-440 ms at 1 GB); FTS5 walks the
 // matches by rowid, newest first, and stops at the bound. A query with
 // fewer matches has them all scored.
-const candidates = 2000
+var candidates = 1000 // a variable for the tests
 
 // Find returns the hits of q, best first: the best by BM25 among the
 // most recent matches (see candidates). It reads the index as it is:
 // Update first to see what is new.
 func (ix *Index) Find(ctx context.Context, q Query) ([]Hit, error) {
-	match, err := MatchExpression(q.Text)
-	if err != nil {
-		return nil, err
+	terms := parseTerms(q.Text)
+	if len(terms) == 0 {
+		return nil, ErrNoWords
 	}
 	limit := q.Limit
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	found, err := ix.rank(ctx, q, match, limit)
+	match := expression(terms)
+	found, err := ix.rank(ctx, q, terms, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -186,29 +223,69 @@ type ranked struct {
 }
 
 // rank finds the best limit documents among the most recent matches of
-// match that pass q's filters. It reads the ids and scores alone.
-func (ix *Index) rank(ctx context.Context, q Query, match string, limit int) ([]ranked, error) {
-	where := []string{"text MATCH ?"}
-	args := []any{match}
+// terms that pass q's filters. It reads the ids and scores alone.
+//
+// FTS5's bm25() counts, the first time, the documents each phrase of the
+// query matches, in the whole index: for a word, a walk of its list of
+// documents; for a phrase of several words, the phrase's query over all
+// of them, as slow as scoring every match. A query with a phrase is then
+// ranked in two steps: its most recent matches, then bm25() of its words
+// (the phrases' words each on its own) over those.
+func (ix *Index) rank(ctx context.Context, q Query, terms []term, limit int) ([]ranked, error) {
+	from, where, args := filtered(q, expression(terms))
+	bound := max(candidates, limit)
+	split, phrase := words(terms)
+	if !phrase {
+		return ix.scored(ctx, `SELECT id, score FROM (SELECT text.rowid AS id, bm25(text) AS score FROM `+from+`
+			WHERE `+where+` ORDER BY text.rowid DESC LIMIT ?)
+			ORDER BY score LIMIT ?`, append(args, bound, limit)...)
+	}
+	ids, err := ix.ids(ctx, `SELECT text.rowid FROM `+from+` WHERE `+where+` ORDER BY text.rowid DESC LIMIT ?`,
+		append(args, bound)...)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	// ids are newest first: the words' matches between the oldest and the
+	// newest, scored, are kept where they are ids.
+	all, err := ix.scored(ctx, `SELECT rowid, bm25(text) FROM text WHERE text MATCH ? AND rowid BETWEEN ? AND ?`,
+		expression(split), ids[len(ids)-1], ids[0])
+	if err != nil {
+		return nil, err
+	}
+	keep := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		keep[id] = true
+	}
+	found := slices.DeleteFunc(all, func(r ranked) bool { return !keep[r.id] })
+	slices.SortStableFunc(found, func(a, b ranked) int { return cmp.Compare(a.score, b.score) })
+	return found[:min(limit, len(found))], nil
+}
+
+// filtered is the FROM and WHERE of a query of match with q's filters.
+// Without a filter the full-text table alone is read: a join would look
+// up every match's row in docs.
+func filtered(q Query, match string) (from, where string, args []any) {
+	conditions := []string{"text MATCH ?"}
+	args = []any{match}
 	if q.Session != "" {
-		where, args = append(where, "d.session = ?"), append(args, q.Session)
+		conditions, args = append(conditions, "d.session = ?"), append(args, q.Session)
 	}
 	if q.Phase != "" {
-		where, args = append(where, "d.phase = ?"), append(args, q.Phase)
+		conditions, args = append(conditions, "d.phase = ?"), append(args, q.Phase)
 	}
 	if !q.Since.IsZero() {
-		where, args = append(where, "d.at >= ?"), append(args, q.Since.UnixNano())
+		conditions, args = append(conditions, "d.at >= ?"), append(args, q.Since.UnixNano())
 	}
-	// Without a filter the full-text table alone ranks: a join would look
-	// up every match's row in docs.
-	from := "text"
-	if len(where) > 1 {
+	from = "text"
+	if len(conditions) > 1 {
 		from = "text JOIN docs d ON d.id = text.rowid"
 	}
-	ranking := `SELECT id, score FROM (SELECT text.rowid AS id, bm25(text) AS score FROM ` + from + `
-		WHERE ` + strings.Join(where, " AND ") + ` ORDER BY text.rowid DESC LIMIT ?)
-		ORDER BY score LIMIT ?`
-	rows, err := ix.db.QueryContext(ctx, ranking, append(args, max(candidates, limit), limit)...)
+	return from, strings.Join(conditions, " AND "), args
+}
+
+// scored runs a query of ids and scores.
+func (ix *Index) scored(ctx context.Context, query string, args ...any) ([]ranked, error) {
+	rows, err := ix.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -222,6 +299,24 @@ func (ix *Index) rank(ctx context.Context, q Query, match string, limit int) ([]
 		found = append(found, r)
 	}
 	return found, rows.Err()
+}
+
+// ids runs a query of ids.
+func (ix *Index) ids(ctx context.Context, query string, args ...any) ([]int64, error) {
+	rows, err := ix.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // hits makes the documents found into hits: where each comes from, and

@@ -34,9 +34,9 @@ const (
 	chunkBytes = 4 << 10
 )
 
-// batchBytes is how much of a file one transaction indexes: what a kill
-// in the middle of a large file loses, and how long another search waits
-// for the write lock. (A variable for the tests.)
+// batchBytes is how much one transaction indexes (of one file or of
+// several): what a kill in the middle loses, and how long another search
+// waits for the write lock. (A variable for the tests.)
 var batchBytes int64 = 32 << 20
 
 // Stats says what an Update did.
@@ -79,6 +79,15 @@ func (r fileRow) same(f store.SessionFile) bool {
 // working sets of the sessions whose snapshot changed, the sessions that
 // appeared; and removes the sessions that are gone.
 func (ix *Index) Update(ctx context.Context) (Stats, error) {
+	stats, err := ix.update(ctx)
+	if err != nil {
+		ix.rollback()
+		return stats, err
+	}
+	return stats, ix.commit()
+}
+
+func (ix *Index) update(ctx context.Context) (Stats, error) {
 	var stats Stats
 	list, err := ix.st.List()
 	if err != nil {
@@ -101,15 +110,31 @@ func (ix *Index) Update(ctx context.Context) (Stats, error) {
 			stats.Removed++
 		}
 	}
+	// The snapshots come after the transcripts: indexing one deletes its
+	// documents from before, and a statement that deletes from the
+	// full-text index makes FTS5 write what it holds in memory as a
+	// segment; between transcripts that would be a small segment per
+	// session, to merge.
+	var snapshots []string
 	for _, s := range list {
 		if err := ctx.Err(); err != nil {
 			return stats, err
 		}
 		// A session that is not running writes no more: its files' last
 		// lines are whole, line break or not.
-		got, err := ix.updateSession(ctx, s.ID, known[s.ID], s.Status != "running")
+		got, snapshot, err := ix.updateSession(ctx, s.ID, known[s.ID], s.Status != "running")
 		stats.add(got)
 		if err != nil {
+			return stats, err
+		}
+		if snapshot {
+			snapshots = append(snapshots, s.ID)
+		}
+	}
+	for _, id := range snapshots {
+		got, err := ix.indexState(ctx, id)
+		stats.add(got)
+		if err := skipGone(err); err != nil {
 			return stats, err
 		}
 	}
@@ -152,18 +177,18 @@ func (ix *Index) removeSession(ctx context.Context, id string) error {
 	})
 }
 
-// updateSession indexes what changed in one session's files.
-func (ix *Index) updateSession(ctx context.Context, id string, known map[string]fileRow, final bool) (Stats, error) {
-	var stats Stats
+// updateSession indexes what changed in one session's transcripts and
+// prompts; snapshot says its snapshot changed, for indexState.
+func (ix *Index) updateSession(ctx context.Context, id string, known map[string]fileRow, final bool) (stats Stats, snapshot bool, err error) {
 	files, err := ix.st.StepFiles(id)
 	if err != nil {
-		return stats, skipGone(err)
+		return stats, false, skipGone(err)
 	}
 	state, err := ix.st.StatSessionFile(id, store.StateFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return stats, skipGone(err)
+		return stats, false, skipGone(err)
 	default:
 		files = append(files, state)
 	}
@@ -173,25 +198,24 @@ func (ix *Index) updateSession(ctx context.Context, id string, known map[string]
 		if row, ok := known[f.Rel]; ok && row.same(f) {
 			continue
 		}
-		var got Stats
 		if f.Rel == store.StateFile {
-			got, err = ix.indexState(ctx, id)
-		} else {
-			got, err = ix.indexStepFile(ctx, id, f, final)
+			snapshot = true
+			continue
 		}
+		got, err := ix.indexStepFile(ctx, id, f, final)
 		stats.add(got)
 		if err != nil {
-			return stats, skipGone(err)
+			return stats, false, skipGone(err)
 		}
 	}
 	for rel, row := range known {
 		if !seen[rel] {
 			if err := ix.removeFile(ctx, row.id); err != nil {
-				return stats, err
+				return stats, false, err
 			}
 		}
 	}
-	return stats, nil
+	return stats, snapshot, nil
 }
 
 // skipGone makes a file (or session) removed while it was being indexed
@@ -213,18 +237,45 @@ func (ix *Index) removeFile(ctx context.Context, id int64) error {
 	})
 }
 
-// inTx runs fn in a write transaction (BEGIN IMMEDIATE: another search
-// indexing waits, up to the busy timeout) and commits it.
+// inTx runs fn in the update's write transaction, begun if none is
+// (BEGIN IMMEDIATE: another search indexing waits, up to the busy
+// timeout). The transaction spans files: it commits once batchBytes
+// were indexed in it (or the update ends), so that FTS5 writes its
+// segments at hashsize, not one per file, and merges fewer. An error
+// rolls it back: what it held is indexed again by the next update.
 func (ix *Index) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := ix.db.BeginTx(ctx, nil)
-	if err != nil {
+	if ix.tx == nil {
+		tx, err := ix.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		ix.tx = tx
+	}
+	if err := fn(ix.tx); err != nil {
+		ix.rollback()
 		return err
 	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
+	if ix.filled >= batchBytes {
+		return ix.commit()
 	}
-	return tx.Commit()
+	return nil
+}
+
+// commit commits the update's transaction, if one is open.
+func (ix *Index) commit() error {
+	if ix.tx == nil {
+		return nil
+	}
+	err := ix.tx.Commit()
+	ix.tx, ix.filled = nil, 0
+	return err
+}
+
+func (ix *Index) rollback() {
+	if ix.tx != nil {
+		ix.tx.Rollback()
+	}
+	ix.tx, ix.filled = nil, 0
 }
 
 // fileRowTx reads (making it, empty) the row of a file in a transaction.
@@ -301,12 +352,8 @@ type document struct {
 }
 
 func (in *inserter) add(ctx context.Context, d document, body []byte) error {
-	stored := d.stored
-	if stored == nil {
-		stored = []byte{}
-	}
 	res, err := in.doc.ExecContext(ctx, d.file, d.session, d.phase, d.attempt, d.step, d.kind, d.section, d.item,
-		d.line, d.at, d.offset, d.length, stored)
+		d.line, d.at, d.offset, d.length, string(d.stored))
 	if err != nil {
 		return err
 	}
@@ -349,8 +396,10 @@ func (ix *Index) indexStepFile(ctx context.Context, session string, sf store.Ses
 			if err != nil {
 				return err
 			}
-			if row.inode != inode || size < row.offset {
-				// Replaced, or cut: all of it again.
+			if row.offset > 0 && (row.inode != inode || size < row.offset) {
+				// Replaced, or cut: all of it again. (Only then: the
+				// statement would make FTS5 write a segment; a new file
+				// has no documents.)
 				if _, err := tx.ExecContext(ctx, `DELETE FROM docs WHERE file = ?`, row.id); err != nil {
 					return err
 				}
@@ -372,10 +421,11 @@ func (ix *Index) indexStepFile(ctx context.Context, session string, sf store.Ses
 				doc.line, doc.offset, doc.length = line, offset, length
 				return insert.add(ctx, doc, body)
 			}, line: row.lines + 1, offset: row.offset}
-			read, finished, err := c.read(io.NewSectionReader(f, row.offset, size-row.offset), batchBytes)
+			read, finished, err := c.read(io.NewSectionReader(f, row.offset, size-row.offset), batchBytes-ix.filled)
 			if err != nil {
 				return err
 			}
+			ix.filled += read
 			row.offset += read
 			row.lines = c.line - 1
 			stats.Bytes += read
