@@ -140,3 +140,45 @@ func TestFilesShareATransaction(t *testing.T) {
 		t.Errorf("indexed again: %+v", stats)
 	}
 }
+
+// readAhead hands over each document as it was emitted (the chunker
+// reuses its buffer), in order; an error of add stops the reading and is
+// returned.
+func TestReadAhead(t *testing.T) {
+	emitAll := func(n int, emitted *int) func(emit emitFunc) (int64, bool, error) {
+		return func(emit emitFunc) (int64, bool, error) {
+			buf := make([]byte, 0, 16)
+			for i := range n {
+				buf = fmt.Appendf(buf[:0], "doc %d", i)
+				if err := emit(int64(i), 0, 0, buf); err != nil {
+					return int64(i), false, err
+				}
+				*emitted = i + 1
+			}
+			return int64(n), true, nil
+		}
+	}
+	var emitted, added int
+	n, finished, err := readAhead(emitAll(500, &emitted), func(ch chunk) error {
+		if want := fmt.Sprintf("doc %d", added); string(ch.body) != want || ch.line != int64(added) {
+			t.Fatalf("got %q (line %d), want %q", ch.body, ch.line, want)
+		}
+		added++
+		return nil
+	})
+	if err != nil || !finished || n != 500 || added != 500 {
+		t.Errorf("read %d, finished %v, err %v, added %d", n, finished, err, added)
+	}
+	failed := fmt.Errorf("the index failed")
+	emitted, added = 0, 0
+	_, _, err = readAhead(emitAll(100000, &emitted), func(chunk) error {
+		added++
+		if added == 3 {
+			return failed
+		}
+		return nil
+	})
+	if err != failed || emitted >= 100000 {
+		t.Errorf("err %v after %d emitted: want the add's error, reading stopped", err, emitted)
+	}
+}

@@ -416,12 +416,15 @@ func (ix *Index) indexStepFile(ctx context.Context, session string, sf store.Ses
 			}
 			defer insert.close()
 			doc := document{file: row.id, session: session, phase: sf.Phase, attempt: sf.Attempt, step: sf.Step, kind: kind, at: mtime}
-			c := chunker{final: final, emit: func(line, offset, length int64, body []byte) error {
+			c := chunker{final: final, line: row.lines + 1, offset: row.offset}
+			read, finished, err := readAhead(func(emit emitFunc) (int64, bool, error) {
+				c.emit = emit
+				return c.read(io.NewSectionReader(f, row.offset, size-row.offset), batchBytes-ix.filled)
+			}, func(ch chunk) error {
 				stats.Chunks++
-				doc.line, doc.offset, doc.length = line, offset, length
-				return insert.add(ctx, doc, body)
-			}, line: row.lines + 1, offset: row.offset}
-			read, finished, err := c.read(io.NewSectionReader(f, row.offset, size-row.offset), batchBytes-ix.filled)
+				doc.line, doc.offset, doc.length = ch.line, ch.offset, ch.length
+				return insert.add(ctx, doc, ch.body)
+			})
 			if err != nil {
 				return err
 			}
@@ -446,10 +449,77 @@ func (ix *Index) indexStepFile(ctx context.Context, session string, sf store.Ses
 	return stats, nil
 }
 
+// emitFunc takes a document of a file: the number of its first line, the
+// bytes of the file it is, and its text (which is the caller's only
+// until emitFunc returns).
+type emitFunc func(line, offset, length int64, body []byte) error
+
+// chunk is a document of a file on its way from the chunker to the
+// index.
+type chunk struct {
+	line, offset, length int64
+	body                 []byte
+}
+
+// readAhead runs read (a chunker's: the file read and its text
+// extracted) on a goroutine of its own, and hands each document it
+// emits to add on this one: the next documents are read while the index
+// takes this one, on a second core. An error of add stops read; read's
+// results are returned when it has stopped.
+func readAhead(read func(emit emitFunc) (n int64, finished bool, err error), add func(chunk) error) (int64, bool, error) {
+	const ahead = 32
+	chunks := make(chan chunk, ahead)
+	free := make(chan []byte, ahead+2) // the texts' buffers, again
+	stop := make(chan struct{})
+	type result struct {
+		n        int64
+		finished bool
+		err      error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, finished, err := read(func(line, offset, length int64, body []byte) error {
+			var buf []byte
+			select {
+			case buf = <-free:
+			default:
+			}
+			select {
+			case chunks <- chunk{line, offset, length, append(buf[:0], body...)}:
+				return nil
+			case <-stop:
+				return errStopped
+			}
+		})
+		close(chunks)
+		done <- result{n, finished, err}
+	}()
+	var addErr error
+	for ch := range chunks {
+		if addErr == nil {
+			if addErr = add(ch); addErr != nil {
+				close(stop)
+			}
+		}
+		select {
+		case free <- ch.body:
+		default:
+		}
+	}
+	r := <-done
+	if addErr != nil {
+		return r.n, r.finished, addErr
+	}
+	return r.n, r.finished, r.err
+}
+
+// errStopped stops a chunker whose documents are no longer taken.
+var errStopped = errors.New("stopped")
+
 // chunker groups whole lines into documents and hands each to emit with
 // the number of its first line and the bytes of the file it is.
 type chunker struct {
-	emit   func(line, offset, length int64, body []byte) error
+	emit   emitFunc
 	final  bool  // the file is written no more: a last line without its break is whole
 	line   int64 // the number of the next line
 	offset int64 // in the file, of the next line
