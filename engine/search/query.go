@@ -195,6 +195,10 @@ func endsInWord(s string) bool {
 // fewer matches has them all scored.
 var candidates = 1000 // a variable for the tests
 
+// wordMatches bounds, in candidates, the matches of a phrase's words
+// scored to rank the phrase's matches (see rank).
+const wordMatches = 2
+
 // Find returns the hits of q, best first: the best by BM25 among the
 // most recent matches (see candidates). It reads the index as it is:
 // Update first to see what is new.
@@ -246,9 +250,12 @@ func (ix *Index) rank(ctx context.Context, q Query, terms []term, limit int) ([]
 		return nil, err
 	}
 	// ids are newest first: the words' matches between the oldest and the
-	// newest, scored, are kept where they are ids.
-	all, err := ix.scored(ctx, `SELECT rowid, bm25(text) FROM text WHERE text MATCH ? AND rowid BETWEEN ? AND ?`,
-		expression(split), ids[len(ids)-1], ids[0])
+	// newest, scored, are kept where they are ids. The words match more
+	// documents than the phrase: the scoring stops after wordMatches of
+	// them (a phrase's older matches, among many more of its words, are
+	// left out).
+	all, err := ix.scored(ctx, `SELECT rowid, bm25(text) FROM text WHERE text MATCH ? AND rowid BETWEEN ? AND ?
+		ORDER BY rowid DESC LIMIT ?`, expression(split), ids[len(ids)-1], ids[0], wordMatches*bound)
 	if err != nil {
 		return nil, err
 	}

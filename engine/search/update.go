@@ -168,6 +168,7 @@ func (ix *Index) knownFiles(ctx context.Context) (map[string]map[string]fileRow,
 }
 
 func (ix *Index) removeSession(ctx context.Context, id string) error {
+	removePlaces(ix.st, id)
 	return ix.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM docs WHERE session = ?`, id); err != nil {
 			return err
