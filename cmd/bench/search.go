@@ -59,25 +59,31 @@ func searchFigures(pipeline, work string, total int64, queries int) {
 	check(err)
 	ix, err := search.Open(st, search.Options{Warn: os.Stderr})
 	check(err)
-	inProcess := timeQueries(qs, func(q search.Query) int {
+	inProcess := timeQueries(qs, func(q search.Query) (int, time.Duration) {
+		before := selfCPU()
 		found, err := ix.Find(context.Background(), q)
 		check(err)
-		return len(found)
+		return len(found), selfCPU() - before
 	})
 	check(ix.Close())
 	check(st.Close())
 	printQueryFigures("in this process (the index alone)", inProcess)
 	fmt.Println()
-	viaBinary := timeQueries(qs, func(q search.Query) int {
+	viaBinary := timeQueries(qs, func(q search.Query) (int, time.Duration) {
 		args := []string{"search", "--state-dir", root, "-o", "json", q.Text}
 		if q.Phase != "" {
 			args = append(args, "--phase", q.Phase)
 		}
-		out, err := exec.Command(pipeline, args...).CombinedOutput()
+		cmd := exec.Command(pipeline, args...)
+		out, err := cmd.CombinedOutput()
 		if !foundOrNot(err) {
 			check(fmt.Errorf("pipeline %s: %v: %s", strings.Join(args, " "), err, out))
 		}
-		return strings.Count(string(out), `"session":`)
+		var cpu time.Duration
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
+		return strings.Count(string(out), `"session":`), cpu
 	})
 	printQueryFigures("pipeline search (the binary, start to end)", viaBinary)
 	fmt.Printf("   load average after: %s\n\n", loadAverage())
@@ -150,32 +156,51 @@ func indexSize(root string) int64 {
 	return size
 }
 
-// queryTimes are the durations and hit counts of queries, by kind.
+// queryTimes are the durations (wall and CPU) and hit counts of
+// queries, by kind.
 type queryTimes struct {
-	byClass map[string][]time.Duration
-	hits    map[string]int
-	all     []time.Duration
+	byClass, cpuByClass map[string][]time.Duration
+	hits                map[string]int
+	all, cpu            []time.Duration
 }
 
-func timeQueries(qs []benchQuery, run func(search.Query) int) queryTimes {
-	t := queryTimes{byClass: map[string][]time.Duration{}, hits: map[string]int{}}
+// timeQueries runs each query; run returns its hits and CPU time.
+func timeQueries(qs []benchQuery, run func(search.Query) (int, time.Duration)) queryTimes {
+	t := queryTimes{byClass: map[string][]time.Duration{}, cpuByClass: map[string][]time.Duration{}, hits: map[string]int{}}
 	for _, q := range qs {
 		start := time.Now()
-		n := run(q.query)
+		n, cpu := run(q.query)
 		d := time.Since(start)
 		t.byClass[q.class] = append(t.byClass[q.class], d)
+		t.cpuByClass[q.class] = append(t.cpuByClass[q.class], cpu)
 		t.all = append(t.all, d)
+		t.cpu = append(t.cpu, cpu)
 		t.hits[q.class] += n
 	}
 	return t
 }
 
+// printQueryFigures prints the wall times of each kind of query, and
+// their CPU times' p50 and p99, which the machine's load distorts less.
 func printQueryFigures(label string, t queryTimes) {
-	fmt.Printf("   %-47s %9s %9s %9s   %s\n", label, "p50", "p99", "max", "hits (mean)")
-	for _, class := range queryClasses {
-		printDurations("     "+class, t.byClass[class], fmt.Sprintf("  %.1f", float64(t.hits[class])/float64(len(t.byClass[class]))))
+	fmt.Printf("   %-47s %9s %9s %9s   %s\n", label, "p50", "p99", "max", "hits (mean); CPU p50, p99")
+	cpu := func(d []time.Duration) string {
+		s := sorted(d)
+		return fmt.Sprintf("; CPU %s, %s", ms(pct(s, 50)), ms(pct(s, 99)))
 	}
-	printDurations("     all", t.all, "  (target: p50 under 50 ms, p99 under 150 ms)")
+	for _, class := range queryClasses {
+		printDurations("     "+class, t.byClass[class], fmt.Sprintf("  %.1f%s", float64(t.hits[class])/float64(len(t.byClass[class])), cpu(t.cpuByClass[class])))
+	}
+	printDurations("     all", t.all, "  "+cpu(t.cpu)[2:]+" (target: p50 under 50 ms, p99 under 150 ms)")
+}
+
+// selfCPU is this process's CPU time so far (user and system).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 var queryClasses = []string{"common word", "middling word", "rare word", "two words", "phrase"}

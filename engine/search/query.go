@@ -193,7 +193,7 @@ func endsInWord(s string) bool {
 // before the best 20 are kept (300-440 ms at 1 GB); FTS5 walks the
 // matches by rowid, newest first, and stops at the bound. A query with
 // fewer matches has them all scored.
-var candidates = 1000 // a variable for the tests
+var candidates = 500 // a variable for the tests
 
 // wordMatches bounds, in candidates, the matches of a phrase's words
 // scored to rank the phrase's matches (see rank).

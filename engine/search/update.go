@@ -712,9 +712,9 @@ func stateDocs(content []byte) ([]stateDoc, error) {
 }
 
 // indexState indexes a session's notes, phase summaries and working set
-// again from its snapshot, in one transaction. A snapshot that cannot be
-// read (of a format this pipeline does not read) indexes nothing, until
-// it changes.
+// again from its snapshot, in the update's transaction. A snapshot that
+// cannot be read (of a format this pipeline does not read) indexes
+// nothing, until it changes.
 func (ix *Index) indexState(ctx context.Context, session string) (Stats, error) {
 	var stats Stats
 	f, err := ix.st.OpenSessionFile(session, store.StateFile)
