@@ -1,7 +1,9 @@
 package appsearch
 
 import (
+	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -54,12 +56,57 @@ func TestPlaceInFileWithinItsBudget(t *testing.T) {
 		t.Errorf("placed: result %+v, text %+v; want the result in turn 1, call 1 (Bash), the text in turn 2", result, text)
 	}
 
-	early, late := hit(4), hit(6)
+	// The places the rendering found are kept: the next search reads
+	// nothing of the transcript, and places its hits the same.
+	again := []*Hit{hit(4), hit(5), hit(6), hit(1)}
+	slices.SortFunc(again, func(a, b *Hit) int { return a.Line - b.Line })
+	if read := placeInFile(st, id, rel, again, 1<<20); read != 0 {
+		t.Errorf("read %d bytes with the places kept", read)
+	}
+	byLine := map[int]*Hit{}
+	for _, h := range again {
+		byLine[h.Line] = h
+	}
+	if h := byLine[4]; h.Turn != 1 || h.Call != 1 || h.Tool != "Bash" {
+		t.Errorf("the call from the places kept: %+v", h)
+	}
+	if h := byLine[5]; h.Turn != 1 || h.Call != 1 || h.Tool != "Bash" {
+		t.Errorf("the result from the places kept: %+v", h)
+	}
+	if h := byLine[6]; h.Turn != 2 || h.Call != 0 || h.Tool != "" {
+		t.Errorf("the text from the places kept: %+v", h)
+	}
+	if h := byLine[1]; h.Turn != 0 || h.Call != 0 {
+		t.Errorf("the first line from the places kept: %+v", h)
+	}
+	// A hit past the lines kept (the transcript grew) renders it again.
+	appendLine(t, x.TranscriptPath("design", 1, "agent"), `{"type":"assistant","message":{"id":"m3","content":[{"type":"tool_use","id":"t2","name":"Read","input":{"file_path":"a.go"}}]}}`)
+	grown := hit(7)
+	if read := placeInFile(st, id, rel, []*Hit{grown}, 1<<20); read == 0 || grown.Turn != 2 || grown.Call != 2 || grown.Tool != "Read" {
+		t.Errorf("a hit past the places kept: read %d, %+v", read, grown)
+	}
+	if err := os.RemoveAll(filepath.Join(st.Root, search.FolderName)); err != nil {
+		t.Fatal(err)
+	}
+
+	early, late := hit(4), hit(7)
 	budget := int64(len(lines[0]) + len(lines[1]) + len(lines[2]) + len(lines[3]) + 4)
 	if read := placeInFile(st, id, rel, []*Hit{early, late}, budget); read != budget {
 		t.Errorf("read %d bytes with a budget of %d", read, budget)
 	}
 	if early.Call != 1 || late.Turn != 0 {
 		t.Errorf("within the budget %+v, past it %+v; want the first placed, the second not", early, late)
+	}
+}
+
+func appendLine(t *testing.T, path, line string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(line + "\n"); err != nil {
+		t.Fatal(err)
 	}
 }

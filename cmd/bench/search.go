@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pipeline-dev/pipeline/engine/search"
@@ -20,7 +22,7 @@ import (
 var (
 	searchOnly    = flag.Bool("search", false, "measure only pipeline search: indexing -search-bytes of generated transcripts, then queries over that index")
 	searchBytes   = flag.Int64("search-bytes", 1<<30, "bytes of transcripts for -search")
-	searchQueries = flag.Int("search-queries", 300, "queries for the -search latency figures; a tenth of them through the binary")
+	searchQueries = flag.Int("search-queries", 300, "queries for the -search latency figures, in the bench's process and through the binary")
 )
 
 // sessionBytes is the size of one generated session's transcripts: two
@@ -28,20 +30,71 @@ var (
 const sessionBytes = 20 << 20
 
 // searchFigures writes total bytes of transcripts as sessions of a store
-// in work, indexes them (in this process, as the first pipeline search
-// does), then measures queries: in this process (the index alone), and
-// through the binary (what a user waits for: start-up, the check for
-// anything new across every file, the query).
+// in work, indexes them through the binary (the first pipeline search,
+// with its CPU time and peak memory), then measures queries: in this
+// process (the index alone), and through the binary (what a user waits
+// for: start-up, the check for anything new across every file, the
+// query), each kind of query on its own line, with the load average.
 func searchFigures(pipeline, work string, total int64, queries int) {
 	root := filepath.Join(work, ".pipeline")
+	fmt.Printf("pipeline search bench: %d cores, files in %s; load average %s\n\n", numCPU(), work, loadAverage())
+	start := time.Now()
+	written, sessions, files := writeTranscripts(root, total)
+	fmt.Printf("1. generated %s of stream-json transcripts: %d sessions, %d files, in %s\n\n", mb(written), sessions, files, ms(time.Since(start)))
+
+	// The first search indexes everything.
+	load := loadAverage()
+	took, cpu, rss := runSearch(pipeline, root, "indexing")
+	size := indexSize(root)
+	fmt.Printf("2. indexing (the first pipeline search): %s in %s: %.1f MB/s; CPU %s: %.1f MB per CPU second; peak memory %s\n",
+		mb(written), ms(took), float64(written)/1e6/took.Seconds(), ms(cpu), float64(written)/1e6/cpu.Seconds(), kb(rss))
+	fmt.Printf("   the index: %s (%.0f%% of the text); load average before %s, after %s\n", mb(size),
+		100*float64(size)/float64(written), load, loadAverage())
+	took, cpu, rss = runSearch(pipeline, root, "indexing")
+	fmt.Printf("   a search with nothing new (%d sessions, %d files): %s, CPU %s, peak memory %s\n\n", sessions, files, ms(took), ms(cpu), kb(rss))
+
+	qs := benchQueries(queries)
+	fmt.Printf("3. queries: %d, varied (common, middling and rare words, two words, phrases; a fifth with --phase); load average %s\n", len(qs), loadAverage())
+	st, err := store.Open(root)
+	check(err)
+	ix, err := search.Open(st, search.Options{Warn: os.Stderr})
+	check(err)
+	inProcess := timeQueries(qs, func(q search.Query) (int, time.Duration) {
+		before := selfCPU()
+		found, err := ix.Find(context.Background(), q)
+		check(err)
+		return len(found), selfCPU() - before
+	})
+	check(ix.Close())
+	check(st.Close())
+	printQueryFigures("in this process (the index alone)", inProcess)
+	fmt.Println()
+	viaBinary := timeQueries(qs, func(q search.Query) (int, time.Duration) {
+		args := []string{"search", "--state-dir", root, "-o", "json", q.Text}
+		if q.Phase != "" {
+			args = append(args, "--phase", q.Phase)
+		}
+		cmd := exec.Command(pipeline, args...)
+		out, err := cmd.CombinedOutput()
+		if !foundOrNot(err) {
+			check(fmt.Errorf("pipeline %s: %v: %s", strings.Join(args, " "), err, out))
+		}
+		var cpu time.Duration
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
+		return strings.Count(string(out), `"session":`), cpu
+	})
+	printQueryFigures("pipeline search (the binary, start to end)", viaBinary)
+	fmt.Printf("   load average after: %s\n\n", loadAverage())
+}
+
+// writeTranscripts writes total bytes of generated transcripts as
+// sessions of the store at root.
+func writeTranscripts(root string, total int64) (written int64, sessions, files int) {
 	st, err := store.Open(root)
 	check(err)
 	defer st.Close()
-	fmt.Printf("pipeline search bench: %d cores, files in %s\n\n", numCPU(), work)
-
-	start := time.Now()
-	sessions, files := 0, 0
-	var written int64
 	gen := transcriptgen.New(42)
 	for written < total {
 		id := fmt.Sprintf("20261120-%09d-bench", sessions)
@@ -64,66 +117,90 @@ func searchFigures(pipeline, work string, total int64, queries int) {
 		check(x.Close())
 		sessions++
 	}
-	fmt.Printf("1. generated %s of stream-json transcripts: %d sessions, %d files, in %s\n\n", mb(written), sessions, files, ms(time.Since(start)))
+	return written, sessions, files
+}
 
-	ctx := context.Background()
-	ix, err := search.Open(st, search.Options{Warn: os.Stderr})
-	check(err)
-	start = time.Now()
-	stats, err := ix.Update(ctx)
-	check(err)
-	took := time.Since(start)
-	info, err := os.Stat(search.Path(root))
-	check(err)
-	fmt.Printf("2. indexing (the first search): %s in %s: %.1f MB/s; %d documents; index.db %s (%.0f%% of the text); peak memory %s\n",
-		mb(stats.Bytes), ms(took), float64(stats.Bytes)/1e6/took.Seconds(), stats.Chunks, mb(info.Size()),
-		100*float64(info.Size())/float64(stats.Bytes), peakRSS())
-	start = time.Now()
-	again, err := ix.Update(ctx)
-	check(err)
-	fmt.Printf("   a search's check for anything new (%d sessions, %d files, nothing new: %d bytes): %s\n\n",
-		again.Sessions, files, again.Bytes, ms(time.Since(start)))
+// runSearch runs one pipeline search, and reports its wall time, its
+// CPU time (user and system) and its peak resident memory in kB.
+func runSearch(pipeline, root, query string) (took, cpu time.Duration, rssKB int64) {
+	cmd := exec.Command(pipeline, "search", "--state-dir", root, "-o", "json", query)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	took = time.Since(start)
+	if !foundOrNot(err) {
+		check(fmt.Errorf("pipeline search: %v: %s", err, out))
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		rssKB = ru.Maxrss
+	}
+	return took, cpu, rssKB
+}
 
-	qs := benchQueries(queries)
-	fmt.Printf("3. queries over that index: %d, varied (common, middling and rare words, two words, phrases; a fifth with --phase)\n", len(qs))
-	fmt.Printf("   %-42s %9s %9s %9s   %s\n", "", "p50", "p99", "max", "hits (mean)")
-	byClass := map[string][]time.Duration{}
-	var all []time.Duration
-	hits := map[string]int{}
+// foundOrNot tells whether a pipeline search ended well: 0 found
+// something, 1 nothing (as grep).
+func foundOrNot(err error) bool {
+	var exit *exec.ExitError
+	return err == nil || errors.As(err, &exit) && exit.ExitCode() == 1
+}
+
+// indexSize is the size of the index's files: the database and its
+// write-ahead log.
+func indexSize(root string) int64 {
+	var size int64
+	for _, suffix := range []string{"", "-wal"} {
+		if info, err := os.Stat(search.Path(root) + suffix); err == nil {
+			size += info.Size()
+		}
+	}
+	return size
+}
+
+// queryTimes are the durations (wall and CPU) and hit counts of
+// queries, by kind.
+type queryTimes struct {
+	byClass, cpuByClass map[string][]time.Duration
+	hits                map[string]int
+	all, cpu            []time.Duration
+}
+
+// timeQueries runs each query; run returns its hits and CPU time.
+func timeQueries(qs []benchQuery, run func(search.Query) (int, time.Duration)) queryTimes {
+	t := queryTimes{byClass: map[string][]time.Duration{}, cpuByClass: map[string][]time.Duration{}, hits: map[string]int{}}
 	for _, q := range qs {
 		start := time.Now()
-		found, err := ix.Find(ctx, q.query)
-		check(err)
+		n, cpu := run(q.query)
 		d := time.Since(start)
-		byClass[q.class] = append(byClass[q.class], d)
-		all = append(all, d)
-		hits[q.class] += len(found)
+		t.byClass[q.class] = append(t.byClass[q.class], d)
+		t.cpuByClass[q.class] = append(t.cpuByClass[q.class], cpu)
+		t.all = append(t.all, d)
+		t.cpu = append(t.cpu, cpu)
+		t.hits[q.class] += n
+	}
+	return t
+}
+
+// printQueryFigures prints the wall times of each kind of query, and
+// their CPU times' p50 and p99, which the machine's load distorts less.
+func printQueryFigures(label string, t queryTimes) {
+	fmt.Printf("   %-47s %9s %9s %9s   %s\n", label, "p50", "p99", "max", "hits (mean); CPU p50, p99")
+	cpu := func(d []time.Duration) string {
+		s := sorted(d)
+		return fmt.Sprintf("; CPU %s, %s", ms(pct(s, 50)), ms(pct(s, 99)))
 	}
 	for _, class := range queryClasses {
-		printDurations("   "+class, byClass[class], fmt.Sprintf("  %.1f", float64(hits[class])/float64(len(byClass[class]))))
+		printDurations("     "+class, t.byClass[class], fmt.Sprintf("  %.1f%s", float64(t.hits[class])/float64(len(t.byClass[class])), cpu(t.cpuByClass[class])))
 	}
-	printDurations("   all, in this process (the index alone)", all, "  (target: p50 under 50 ms)")
-	check(ix.Close())
+	printDurations("     all", t.all, "  "+cpu(t.cpu)[2:]+" (target: p50 under 50 ms, p99 under 150 ms)")
+}
 
-	// Through the binary: a tenth of the queries, of every class.
-	var viaBinary []time.Duration
-	for i, q := range qs {
-		if i%10 != (i/10)%10 {
-			continue
-		}
-		args := []string{"search", "--state-dir", root, "-o", "json", q.query.Text}
-		if q.query.Phase != "" {
-			args = append(args, "--phase", q.query.Phase)
-		}
-		start := time.Now()
-		out, err := exec.Command(pipeline, args...).CombinedOutput()
-		if err != nil {
-			check(fmt.Errorf("pipeline %s: %v: %s", strings.Join(args, " "), err, out))
-		}
-		viaBinary = append(viaBinary, time.Since(start))
+// selfCPU is this process's CPU time so far (user and system).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
 	}
-	printDurations("   pipeline search (the binary, start to end)", viaBinary, "")
-	fmt.Println()
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 var queryClasses = []string{"common word", "middling word", "rare word", "two words", "phrase"}
@@ -165,16 +242,5 @@ func benchQueries(n int) []benchQuery {
 
 func mb(n int64) string { return fmt.Sprintf("%.0f MB", float64(n)/1e6) }
 
-// peakRSS is this process's peak resident memory (VmHWM), or "?".
-func peakRSS() string {
-	content, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return "?"
-	}
-	for _, line := range strings.Split(string(content), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			return strings.TrimSpace(rest)
-		}
-	}
-	return "?"
-}
+// kb prints a size in kB (as rusage gives it) in MiB.
+func kb(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/1024) }

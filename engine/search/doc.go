@@ -1,17 +1,22 @@
 // Package search is the full-text index over the past work of a store's
 // sessions: the transcripts and prompts of their steps, the human notes
 // and phase summaries, and the working sets. pipeline search uses it:
-// each search first indexes what is new, then ranks the hits by BM25.
+// each search first indexes what is new, then ranks by BM25 the most
+// recent matches (a bound: query.go's candidates) and shows the best.
 //
 // The index is one SQLite database with an FTS5 table, through the
 // pure-Go modernc.org/sqlite, at <store>/search/index.db. Why SQLite FTS5:
 //
 //   - one file beside the sessions, and nothing to run;
-//   - transactions: indexing commits file by file (and every 32 MiB of a
-//     large file), so a kill in the middle loses nothing already
-//     committed, and the next search goes on from there; two searches at
+//   - transactions: indexing commits every 32 MiB of transcripts (of one
+//     file or several) and at its end, so a kill in the middle loses
+//     nothing already committed, and the next search goes on from there; two searches at
 //     once wait for each other (a busy timeout) instead of corrupting it;
 //   - BM25 ranking (bm25()) and highlighting (highlight()) built in;
+//   - a contentless full-text table: the index holds no copy of the
+//     text (about a third of the transcripts' size); a hit's text is read
+//     again from its transcript, at the offset the index keeps, and
+//     highlighted by FTS5 in a table in memory;
 //   - corruption is detected (the file's header, its schema version, the
 //     errors SQLite reports), and the index is then moved aside and
 //     rebuilt from the sessions, which remain the record;
@@ -31,8 +36,8 @@
 //     bytes after it; a file that shrank or whose inode changed is
 //     indexed again whole; an unfinished last line waits for its end;
 //   - lines are grouped into documents of up to 32 lines or 4 KiB (the
-//     first line's number is kept), and the line of the best match in a
-//     document is found when a hit is shown;
+//     first line's number, byte offset and length are kept), and the line
+//     of the best match in a document is found when a hit is shown;
 //   - a JSON line (stream-json) is indexed as its string values, any
 //     other line as it is (extract.go);
 //   - a session's notes, phase summaries and working set come from its
@@ -41,4 +46,8 @@
 //     removed from the search index.
 //
 // Text is indexed as the sessions keep it, already redacted.
+//
+// Beside the index, places/ keeps per transcript the turns and tool calls
+// of its lines as a search's rendering found them (places.go), so that
+// the next searches place their hits without rendering it again.
 package search

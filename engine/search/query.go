@@ -2,10 +2,13 @@ package search
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -90,6 +93,22 @@ var ErrNoWords = errors.New("the query has no words to search for (letters or di
 // dropped (the tokenizer would find nothing in it). A query with no word
 // left is ErrNoWords.
 func MatchExpression(text string) (string, error) {
+	terms := parseTerms(text)
+	if len(terms) == 0 {
+		return "", ErrNoWords
+	}
+	return expression(terms), nil
+}
+
+// term is a word or a quoted phrase of the user's, as FTS5 gets it; a
+// prefix term matches the words its last word begins.
+type term struct {
+	text   string
+	prefix bool
+}
+
+// parseTerms reads the user's words and phrases.
+func parseTerms(text string) []term {
 	// FTS5 reads its query as a C string: a NUL would end it inside a
 	// quoted term. No control character is text to search for.
 	text = strings.Map(func(r rune) rune {
@@ -98,16 +117,11 @@ func MatchExpression(text string) (string, error) {
 		}
 		return r
 	}, text)
-	var terms []string
-	add := func(term string, prefix bool) {
-		if !hasWord(term) {
-			return
+	var terms []term
+	add := func(text string, prefix bool) {
+		if hasWord(text) {
+			terms = append(terms, term{text, prefix})
 		}
-		quoted := `"` + strings.ReplaceAll(term, `"`, `""`) + `"`
-		if prefix {
-			quoted += "*"
-		}
-		terms = append(terms, quoted)
 	}
 	rest := text
 	for rest != "" {
@@ -132,10 +146,34 @@ func MatchExpression(text string) (string, error) {
 		// A prefix of a word ending in punctuation means the word.
 		add(word, prefix && endsInWord(word))
 	}
-	if len(terms) == 0 {
-		return "", ErrNoWords
+	return terms
+}
+
+// expression is terms as an FTS5 query: each an FTS5 string, which FTS5
+// reads as a phrase of the words the tokenizer finds in it.
+func expression(terms []term) string {
+	quoted := make([]string, len(terms))
+	for i, t := range terms {
+		quoted[i] = `"` + strings.ReplaceAll(t.text, `"`, `""`) + `"`
+		if t.prefix {
+			quoted[i] += "*"
+		}
 	}
-	return strings.Join(terms, " "), nil
+	return strings.Join(quoted, " ")
+}
+
+// words splits the phrases of terms into their words (at what is not a
+// letter or digit, as the tokenizer does); phrase says whether a term
+// had more than one.
+func words(terms []term) (out []term, phrase bool) {
+	for _, t := range terms {
+		parts := strings.FieldsFunc(t.text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
+		phrase = phrase || len(parts) > 1
+		for i, p := range parts {
+			out = append(out, term{p, t.prefix && i == len(parts)-1})
+		}
+	}
+	return out, phrase
 }
 
 // hasWord tells whether s has a character the tokenizer keeps (letters
@@ -149,69 +187,253 @@ func endsInWord(s string) bool {
 	return unicode.IsLetter(r) || unicode.IsNumber(r)
 }
 
-// Find returns the hits of q, best first. It reads the index as it is:
+// candidates bounds the matches a search scores: the most recent ones
+// (the documents indexed last), of which the best Limit are returned. A
+// word in every document would otherwise have every document scored
+// before the best 20 are kept (300-440 ms at 1 GB); FTS5 walks the
+// matches by rowid, newest first, and stops at the bound. A query with
+// fewer matches has them all scored.
+var candidates = 500 // a variable for the tests
+
+// wordMatches bounds, in candidates, the matches of a phrase's words
+// scored to rank the phrase's matches (see rank).
+const wordMatches = 2
+
+// Find returns the hits of q, best first: the best by BM25 among the
+// most recent matches (see candidates). It reads the index as it is:
 // Update first to see what is new.
 func (ix *Index) Find(ctx context.Context, q Query) ([]Hit, error) {
-	match, err := MatchExpression(q.Text)
-	if err != nil {
-		return nil, err
+	terms := parseTerms(q.Text)
+	if len(terms) == 0 {
+		return nil, ErrNoWords
 	}
 	limit := q.Limit
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	where := []string{"text MATCH ?"}
-	args := []any{match}
-	if q.Session != "" {
-		where, args = append(where, "d.session = ?"), append(args, q.Session)
-	}
-	if q.Phase != "" {
-		where, args = append(where, "d.phase = ?"), append(args, q.Phase)
-	}
-	if !q.Since.IsZero() {
-		where, args = append(where, "d.at >= ?"), append(args, q.Since.UnixNano())
-	}
-	// The ranking reads the ids and scores alone: the highlighted text is
-	// made for the hits kept, not for every match.
-	// Without a filter the full-text table alone ranks: a join would look
-	// up every match's row in docs before the sort.
-	ranking := `SELECT rowid, rank FROM text WHERE text MATCH ? ORDER BY rank LIMIT ?`
-	if len(where) > 1 {
-		ranking = `SELECT d.id, rank FROM text JOIN docs d ON d.id = text.rowid
-		WHERE ` + strings.Join(where, " AND ") + ` ORDER BY rank LIMIT ?`
-	}
-	rows, err := ix.db.QueryContext(ctx, ranking, append(args, limit)...)
+	match := expression(terms)
+	found, err := ix.rank(ctx, q, terms, limit)
 	if err != nil {
 		return nil, err
 	}
-	type ranked struct {
-		id    int64
-		score float64
+	return ix.hits(ctx, match, found)
+}
+
+// ranked is a match's document and its BM25 score (FTS5's: lower is
+// better).
+type ranked struct {
+	id    int64
+	score float64
+}
+
+// rank finds the best limit documents among the most recent matches of
+// terms that pass q's filters. It reads the ids and scores alone.
+//
+// FTS5's bm25() counts, the first time, the documents each phrase of the
+// query matches, in the whole index: for a word, a walk of its list of
+// documents; for a phrase of several words, the phrase's query over all
+// of them, as slow as scoring every match. A query with a phrase is then
+// ranked in two steps: its most recent matches, then bm25() of its words
+// (the phrases' words each on its own) over those.
+func (ix *Index) rank(ctx context.Context, q Query, terms []term, limit int) ([]ranked, error) {
+	from, where, args := filtered(q, expression(terms))
+	bound := max(candidates, limit)
+	split, phrase := words(terms)
+	if !phrase {
+		return ix.scored(ctx, `SELECT id, score FROM (SELECT text.rowid AS id, bm25(text) AS score FROM `+from+`
+			WHERE `+where+` ORDER BY text.rowid DESC LIMIT ?)
+			ORDER BY score LIMIT ?`, append(args, bound, limit)...)
 	}
+	ids, err := ix.ids(ctx, `SELECT text.rowid FROM `+from+` WHERE `+where+` ORDER BY text.rowid DESC LIMIT ?`,
+		append(args, bound)...)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	// ids are newest first: the words' matches between the oldest and the
+	// newest, scored, are kept where they are ids. The words match more
+	// documents than the phrase: the scoring stops after wordMatches of
+	// them (a phrase's older matches, among many more of its words, are
+	// left out).
+	all, err := ix.scored(ctx, `SELECT rowid, bm25(text) FROM text WHERE text MATCH ? AND rowid BETWEEN ? AND ?
+		ORDER BY rowid DESC LIMIT ?`, expression(split), ids[len(ids)-1], ids[0], wordMatches*bound)
+	if err != nil {
+		return nil, err
+	}
+	keep := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		keep[id] = true
+	}
+	found := slices.DeleteFunc(all, func(r ranked) bool { return !keep[r.id] })
+	slices.SortStableFunc(found, func(a, b ranked) int { return cmp.Compare(a.score, b.score) })
+	return found[:min(limit, len(found))], nil
+}
+
+// filtered is the FROM and WHERE of a query of match with q's filters.
+// Without a filter the full-text table alone is read: a join would look
+// up every match's row in docs.
+func filtered(q Query, match string) (from, where string, args []any) {
+	conditions := []string{"text MATCH ?"}
+	args = []any{match}
+	if q.Session != "" {
+		conditions, args = append(conditions, "d.session = ?"), append(args, q.Session)
+	}
+	if q.Phase != "" {
+		conditions, args = append(conditions, "d.phase = ?"), append(args, q.Phase)
+	}
+	if !q.Since.IsZero() {
+		conditions, args = append(conditions, "d.at >= ?"), append(args, q.Since.UnixNano())
+	}
+	from = "text"
+	if len(conditions) > 1 {
+		from = "text JOIN docs d ON d.id = text.rowid"
+	}
+	return from, strings.Join(conditions, " AND "), args
+}
+
+// scored runs a query of ids and scores.
+func (ix *Index) scored(ctx context.Context, query string, args ...any) ([]ranked, error) {
+	rows, err := ix.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
 	var found []ranked
 	for rows.Next() {
 		var r ranked
 		if err := rows.Scan(&r.id, &r.score); err != nil {
-			rows.Close()
 			return nil, err
 		}
 		found = append(found, r)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	return found, rows.Err()
+}
+
+// ids runs a query of ids.
+func (ix *Index) ids(ctx context.Context, query string, args ...any) ([]int64, error) {
+	rows, err := ix.db.QueryContext(ctx, query, args...)
+	if err != nil {
 		return nil, err
 	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// hits makes the documents found into hits: where each comes from, and
+// its text, read from its file (or docs, for a note or working-set
+// item), with the matches marked.
+func (ix *Index) hits(ctx context.Context, match string, found []ranked) ([]Hit, error) {
 	hits := make([]Hit, 0, len(found))
+	texts := make([]string, 0, len(found))
+	starts := make([]int64, 0, len(found))
 	for _, r := range found {
-		h, err := ix.hit(ctx, match, r.id)
+		h, line, text, err := ix.document(ctx, r.id)
 		if err != nil {
 			return nil, err
 		}
 		// FTS5's bm25() is lower for better: the score shown is higher.
 		h.Score = -r.score
 		hits = append(hits, h)
+		texts = append(texts, text)
+		starts = append(starts, line)
+	}
+	marked, err := ix.highlight(ctx, match, texts)
+	if err != nil {
+		return nil, err
+	}
+	for i := range hits {
+		best, offset := bestLine(marked[i])
+		if starts[i] > 0 {
+			hits[i].Line = int(starts[i]) + offset
+		}
+		hits[i].Snippet, hits[i].Marks = snippet(best, snippetBytes)
 	}
 	return hits, nil
+}
+
+// document reads one document's row and its text; line is the number
+// of its first line in its file (0 for a note or working-set item).
+func (ix *Index) document(ctx context.Context, id int64) (h Hit, line int64, text string, err error) {
+	var (
+		at, offset, length int64
+		file               sql.NullString
+		stored             string
+	)
+	err = ix.db.QueryRowContext(ctx, `SELECT d.session, d.phase, d.attempt, d.step, d.kind, d.section, d.item, d.line, d.at,
+		d.offset, d.length, d.body, f.rel
+		FROM docs d LEFT JOIN files f ON f.id = d.file WHERE d.id = ?`, id).Scan(
+		&h.Session, &h.Phase, &h.Attempt, &h.Step, &h.Kind, &h.Section, &h.Item, &line, &at,
+		&offset, &length, &stored, &file)
+	if err != nil {
+		return h, 0, "", err
+	}
+	h.File = file.String
+	h.At = time.Unix(0, at)
+	if h.Kind != KindTranscript && h.Kind != KindPrompt {
+		return h, line, stored, nil
+	}
+	return h, line, ix.chunkFromFile(h.Session, h.File, offset, length), nil
+}
+
+// chunkFromFile is the text of a chunk of a transcript or prompt, read
+// from its file; "" when the file is gone (the next search removes it
+// from the index).
+func (ix *Index) chunkFromFile(session, rel string, offset, length int64) string {
+	f, err := ix.st.OpenSessionFile(session, rel)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	raw := make([]byte, length)
+	n, err := f.ReadAt(raw, offset)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return ""
+	}
+	return string(chunkText(raw[:n]))
+}
+
+// highlight marks the matches of match in each text, as FTS5 finds them:
+// the texts go to a full-text table in memory (temp.marks, of the same
+// tokenizer) for highlight(), and leave it. A text with no match (its
+// file changed since it was indexed) comes back unmarked.
+func (ix *Index) highlight(ctx context.Context, match string, texts []string) ([]string, error) {
+	out := slices.Clone(texts)
+	if len(texts) == 0 {
+		return out, nil
+	}
+	if _, err := ix.db.ExecContext(ctx, `CREATE VIRTUAL TABLE IF NOT EXISTS temp.marks USING fts5(body,
+		tokenize='unicode61 remove_diacritics 2')`); err != nil {
+		return nil, err
+	}
+	defer ix.db.ExecContext(context.WithoutCancel(ctx), `DELETE FROM temp.marks`)
+	for i, text := range texts {
+		if _, err := ix.db.ExecContext(ctx, `INSERT INTO temp.marks(rowid, body) VALUES(?, ?)`, i, text); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := ix.db.QueryContext(ctx, `SELECT rowid, highlight(marks, 0, char(1), char(2)) FROM temp.marks WHERE marks MATCH ?`, match)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			i      int
+			marked string
+		)
+		if err := rows.Scan(&i, &marked); err != nil {
+			return nil, err
+		}
+		out[i] = marked
+	}
+	return out, rows.Err()
 }
 
 // Markers of the matches in highlight()'s text: control characters,
@@ -220,33 +442,6 @@ const (
 	markOpen  = '\x01'
 	markClose = '\x02'
 )
-
-// hit reads one document with its matches marked, and finds its best
-// line.
-func (ix *Index) hit(ctx context.Context, match string, id int64) (Hit, error) {
-	var (
-		h         Hit
-		line, at  int64
-		file      sql.NullString
-		highlight string
-	)
-	err := ix.db.QueryRowContext(ctx, `SELECT d.session, d.phase, d.attempt, d.step, d.kind, d.section, d.item, d.line, d.at, f.rel,
-		highlight(text, 0, char(1), char(2))
-		FROM text JOIN docs d ON d.id = text.rowid LEFT JOIN files f ON f.id = d.file
-		WHERE text MATCH ? AND text.rowid = ?`, match, id).Scan(
-		&h.Session, &h.Phase, &h.Attempt, &h.Step, &h.Kind, &h.Section, &h.Item, &line, &at, &file, &highlight)
-	if err != nil {
-		return h, err
-	}
-	h.File = file.String
-	h.At = time.Unix(0, at)
-	best, offset := bestLine(highlight)
-	if line > 0 {
-		h.Line = int(line) + offset
-	}
-	h.Snippet, h.Marks = snippet(best, snippetBytes)
-	return h, nil
-}
 
 // bestLine is the line of a highlighted text with the most matches (the
 // first of those), and its index.

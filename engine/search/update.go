@@ -2,6 +2,7 @@ package search
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -33,9 +34,9 @@ const (
 	chunkBytes = 4 << 10
 )
 
-// batchBytes is how much of a file one transaction indexes: what a kill
-// in the middle of a large file loses, and how long another search waits
-// for the write lock. (A variable for the tests.)
+// batchBytes is how much one transaction indexes (of one file or of
+// several): what a kill in the middle loses, and how long another search
+// waits for the write lock. (A variable for the tests.)
 var batchBytes int64 = 32 << 20
 
 // Stats says what an Update did.
@@ -78,6 +79,15 @@ func (r fileRow) same(f store.SessionFile) bool {
 // working sets of the sessions whose snapshot changed, the sessions that
 // appeared; and removes the sessions that are gone.
 func (ix *Index) Update(ctx context.Context) (Stats, error) {
+	stats, err := ix.update(ctx)
+	if err != nil {
+		ix.rollback()
+		return stats, err
+	}
+	return stats, ix.commit()
+}
+
+func (ix *Index) update(ctx context.Context) (Stats, error) {
 	var stats Stats
 	list, err := ix.st.List()
 	if err != nil {
@@ -100,15 +110,31 @@ func (ix *Index) Update(ctx context.Context) (Stats, error) {
 			stats.Removed++
 		}
 	}
+	// The snapshots come after the transcripts: indexing one deletes its
+	// documents from before, and a statement that deletes from the
+	// full-text index makes FTS5 write what it holds in memory as a
+	// segment; between transcripts that would be a small segment per
+	// session, to merge.
+	var snapshots []string
 	for _, s := range list {
 		if err := ctx.Err(); err != nil {
 			return stats, err
 		}
 		// A session that is not running writes no more: its files' last
 		// lines are whole, line break or not.
-		got, err := ix.updateSession(ctx, s.ID, known[s.ID], s.Status != "running")
+		got, snapshot, err := ix.updateSession(ctx, s.ID, known[s.ID], s.Status != "running")
 		stats.add(got)
 		if err != nil {
+			return stats, err
+		}
+		if snapshot {
+			snapshots = append(snapshots, s.ID)
+		}
+	}
+	for _, id := range snapshots {
+		got, err := ix.indexState(ctx, id)
+		stats.add(got)
+		if err := skipGone(err); err != nil {
 			return stats, err
 		}
 	}
@@ -142,6 +168,7 @@ func (ix *Index) knownFiles(ctx context.Context) (map[string]map[string]fileRow,
 }
 
 func (ix *Index) removeSession(ctx context.Context, id string) error {
+	removePlaces(ix.st, id)
 	return ix.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM docs WHERE session = ?`, id); err != nil {
 			return err
@@ -151,18 +178,18 @@ func (ix *Index) removeSession(ctx context.Context, id string) error {
 	})
 }
 
-// updateSession indexes what changed in one session's files.
-func (ix *Index) updateSession(ctx context.Context, id string, known map[string]fileRow, final bool) (Stats, error) {
-	var stats Stats
+// updateSession indexes what changed in one session's transcripts and
+// prompts; snapshot says its snapshot changed, for indexState.
+func (ix *Index) updateSession(ctx context.Context, id string, known map[string]fileRow, final bool) (stats Stats, snapshot bool, err error) {
 	files, err := ix.st.StepFiles(id)
 	if err != nil {
-		return stats, skipGone(err)
+		return stats, false, skipGone(err)
 	}
 	state, err := ix.st.StatSessionFile(id, store.StateFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return stats, skipGone(err)
+		return stats, false, skipGone(err)
 	default:
 		files = append(files, state)
 	}
@@ -172,25 +199,24 @@ func (ix *Index) updateSession(ctx context.Context, id string, known map[string]
 		if row, ok := known[f.Rel]; ok && row.same(f) {
 			continue
 		}
-		var got Stats
 		if f.Rel == store.StateFile {
-			got, err = ix.indexState(ctx, id)
-		} else {
-			got, err = ix.indexStepFile(ctx, id, f, final)
+			snapshot = true
+			continue
 		}
+		got, err := ix.indexStepFile(ctx, id, f, final)
 		stats.add(got)
 		if err != nil {
-			return stats, skipGone(err)
+			return stats, false, skipGone(err)
 		}
 	}
 	for rel, row := range known {
 		if !seen[rel] {
 			if err := ix.removeFile(ctx, row.id); err != nil {
-				return stats, err
+				return stats, false, err
 			}
 		}
 	}
-	return stats, nil
+	return stats, snapshot, nil
 }
 
 // skipGone makes a file (or session) removed while it was being indexed
@@ -212,18 +238,45 @@ func (ix *Index) removeFile(ctx context.Context, id int64) error {
 	})
 }
 
-// inTx runs fn in a write transaction (BEGIN IMMEDIATE: another search
-// indexing waits, up to the busy timeout) and commits it.
+// inTx runs fn in the update's write transaction, begun if none is
+// (BEGIN IMMEDIATE: another search indexing waits, up to the busy
+// timeout). The transaction spans files: it commits once batchBytes
+// were indexed in it (or the update ends), so that FTS5 writes its
+// segments at hashsize, not one per file, and merges fewer. An error
+// rolls it back: what it held is indexed again by the next update.
 func (ix *Index) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := ix.db.BeginTx(ctx, nil)
-	if err != nil {
+	if ix.tx == nil {
+		tx, err := ix.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		ix.tx = tx
+	}
+	if err := fn(ix.tx); err != nil {
+		ix.rollback()
 		return err
 	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
+	if ix.filled >= batchBytes {
+		return ix.commit()
 	}
-	return tx.Commit()
+	return nil
+}
+
+// commit commits the update's transaction, if one is open.
+func (ix *Index) commit() error {
+	if ix.tx == nil {
+		return nil
+	}
+	err := ix.tx.Commit()
+	ix.tx, ix.filled = nil, 0
+	return err
+}
+
+func (ix *Index) rollback() {
+	if ix.tx != nil {
+		ix.tx.Rollback()
+	}
+	ix.tx, ix.filled = nil, 0
 }
 
 // fileRowTx reads (making it, empty) the row of a file in a transaction.
@@ -261,8 +314,8 @@ func statOf(f *os.File) (size, mtime int64, inode uint64, err error) {
 	return info.Size(), info.ModTime().UnixNano(), inode, nil
 }
 
-const insertDoc = `INSERT INTO docs(file, session, phase, attempt, step, kind, section, item, line, at, body)
-	VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+const insertDoc = `INSERT INTO docs(file, session, phase, attempt, step, kind, section, item, line, at, offset, length, body)
+	VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const insertText = `INSERT INTO text(rowid, body) VALUES(?, ?)`
 
@@ -283,8 +336,25 @@ func newInserter(ctx context.Context, tx *sql.Tx) (*inserter, error) {
 	return &inserter{doc: doc, text: text}, nil
 }
 
-func (in *inserter) add(ctx context.Context, file int64, session, phase string, attempt int, step, kind, section string, item int, line, at int64, body []byte) error {
-	res, err := in.doc.ExecContext(ctx, file, session, phase, attempt, step, kind, section, item, line, at, body)
+// document is one row of docs, with the text to index. A chunk of a
+// transcript or prompt keeps where it is in its file (offset, length)
+// and not its text, which is read from the file again for a hit; a note
+// or working-set item keeps its text (stored), small, from a snapshot
+// that is rewritten.
+type document struct {
+	file                int64
+	session, phase      string
+	attempt             int
+	step, kind, section string
+	item                int
+	line, at            int64
+	offset, length      int64
+	stored              []byte
+}
+
+func (in *inserter) add(ctx context.Context, d document, body []byte) error {
+	res, err := in.doc.ExecContext(ctx, d.file, d.session, d.phase, d.attempt, d.step, d.kind, d.section, d.item,
+		d.line, d.at, d.offset, d.length, string(d.stored))
 	if err != nil {
 		return err
 	}
@@ -327,8 +397,10 @@ func (ix *Index) indexStepFile(ctx context.Context, session string, sf store.Ses
 			if err != nil {
 				return err
 			}
-			if row.inode != inode || size < row.offset {
-				// Replaced, or cut: all of it again.
+			if row.offset > 0 && (row.inode != inode || size < row.offset) {
+				// Replaced, or cut: all of it again. (Only then: the
+				// statement would make FTS5 write a segment; a new file
+				// has no documents.)
 				if _, err := tx.ExecContext(ctx, `DELETE FROM docs WHERE file = ?`, row.id); err != nil {
 					return err
 				}
@@ -344,14 +416,20 @@ func (ix *Index) indexStepFile(ctx context.Context, session string, sf store.Ses
 				return err
 			}
 			defer insert.close()
-			c := chunker{final: final, emit: func(line int64, body []byte) error {
+			doc := document{file: row.id, session: session, phase: sf.Phase, attempt: sf.Attempt, step: sf.Step, kind: kind, at: mtime}
+			c := chunker{final: final, line: row.lines + 1, offset: row.offset}
+			read, finished, err := readAhead(func(emit emitFunc) (int64, bool, error) {
+				c.emit = emit
+				return c.read(io.NewSectionReader(f, row.offset, size-row.offset), batchBytes-ix.filled)
+			}, func(ch chunk) error {
 				stats.Chunks++
-				return insert.add(ctx, row.id, session, sf.Phase, sf.Attempt, sf.Step, kind, "", 0, line, mtime, body)
-			}, line: row.lines + 1}
-			read, finished, err := c.read(io.NewSectionReader(f, row.offset, size-row.offset), batchBytes)
+				doc.line, doc.offset, doc.length = ch.line, ch.offset, ch.length
+				return insert.add(ctx, doc, ch.body)
+			})
 			if err != nil {
 				return err
 			}
+			ix.filled += read
 			row.offset += read
 			row.lines = c.line - 1
 			stats.Bytes += read
@@ -372,17 +450,86 @@ func (ix *Index) indexStepFile(ctx context.Context, session string, sf store.Ses
 	return stats, nil
 }
 
+// emitFunc takes a document of a file: the number of its first line, the
+// bytes of the file it is, and its text (which is the caller's only
+// until emitFunc returns).
+type emitFunc func(line, offset, length int64, body []byte) error
+
+// chunk is a document of a file on its way from the chunker to the
+// index.
+type chunk struct {
+	line, offset, length int64
+	body                 []byte
+}
+
+// readAhead runs read (a chunker's: the file read and its text
+// extracted) on a goroutine of its own, and hands each document it
+// emits to add on this one: the next documents are read while the index
+// takes this one, on a second core. An error of add stops read; read's
+// results are returned when it has stopped.
+func readAhead(read func(emit emitFunc) (n int64, finished bool, err error), add func(chunk) error) (int64, bool, error) {
+	const ahead = 32
+	chunks := make(chan chunk, ahead)
+	free := make(chan []byte, ahead+2) // the texts' buffers, again
+	stop := make(chan struct{})
+	type result struct {
+		n        int64
+		finished bool
+		err      error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, finished, err := read(func(line, offset, length int64, body []byte) error {
+			var buf []byte
+			select {
+			case buf = <-free:
+			default:
+			}
+			select {
+			case chunks <- chunk{line, offset, length, append(buf[:0], body...)}:
+				return nil
+			case <-stop:
+				return errStopped
+			}
+		})
+		close(chunks)
+		done <- result{n, finished, err}
+	}()
+	var addErr error
+	for ch := range chunks {
+		if addErr == nil {
+			if addErr = add(ch); addErr != nil {
+				close(stop)
+			}
+		}
+		select {
+		case free <- ch.body:
+		default:
+		}
+	}
+	r := <-done
+	if addErr != nil {
+		return r.n, r.finished, addErr
+	}
+	return r.n, r.finished, r.err
+}
+
+// errStopped stops a chunker whose documents are no longer taken.
+var errStopped = errors.New("stopped")
+
 // chunker groups whole lines into documents and hands each to emit with
-// the number of its first line.
+// the number of its first line and the bytes of the file it is.
 type chunker struct {
-	emit  func(line int64, body []byte) error
-	final bool  // the file is written no more: a last line without its break is whole
-	line  int64 // the number of the next line
-	x     extractor
-	body  []byte
-	lines int   // in body
-	bytes int   // of the file, in body
-	first int64 // the line body starts with
+	emit   emitFunc
+	final  bool  // the file is written no more: a last line without its break is whole
+	line   int64 // the number of the next line
+	offset int64 // in the file, of the next line
+	x      extractor
+	body   []byte
+	lines  int   // in body
+	bytes  int   // of the file, in body
+	first  int64 // the line body starts with
+	start  int64 // the offset body starts at
 }
 
 // read reads whole lines from r until at least limit bytes were read, or
@@ -405,7 +552,7 @@ func (c *chunker) read(r io.Reader, limit int64) (n int64, finished bool, err er
 		}
 		if errors.Is(err, io.EOF) {
 			if c.final && len(line) > 0 {
-				if err := c.add(append(line, '\n')); err != nil {
+				if err := c.add(line, false); err != nil {
 					return n, true, err
 				}
 				n += int64(len(line))
@@ -415,7 +562,7 @@ func (c *chunker) read(r io.Reader, limit int64) (n int64, finished bool, err er
 		if err != nil {
 			return n, false, err
 		}
-		if err := c.add(line); err != nil {
+		if err := c.add(line, true); err != nil {
 			return n, false, err
 		}
 		n += int64(len(line))
@@ -427,36 +574,62 @@ func (c *chunker) read(r io.Reader, limit int64) (n int64, finished bool, err er
 	return n, errors.Is(err, io.EOF), nil
 }
 
-// add takes one line, with its line break.
-func (c *chunker) add(line []byte) error {
+// add takes one line, with its line break if broken.
+func (c *chunker) add(line []byte, broken bool) error {
 	if c.lines > 0 && (c.lines == chunkLines || c.bytes+len(line) > chunkBytes) {
 		if err := c.flush(); err != nil {
 			return err
 		}
 	}
 	if c.lines == 0 {
-		c.first = c.line
+		c.first, c.start = c.line, c.offset
 	} else {
 		c.body = append(c.body, '\n')
 	}
-	text := line[:len(line)-1]
-	if len(text) > 0 && text[len(text)-1] == '\r' {
-		text = text[:len(text)-1]
+	text := line
+	if broken {
+		text = line[:len(line)-1]
 	}
-	c.body = c.x.appendLineText(c.body, text)
+	c.body = c.x.appendLineText(c.body, trimCR(text))
 	c.lines++
 	c.bytes += len(line)
 	c.line++
+	c.offset += int64(len(line))
 	return nil
+}
+
+func trimCR(text []byte) []byte {
+	if len(text) > 0 && text[len(text)-1] == '\r' {
+		return text[:len(text)-1]
+	}
+	return text
 }
 
 func (c *chunker) flush() error {
 	if c.lines == 0 {
 		return nil
 	}
-	err := c.emit(c.first, c.body)
+	err := c.emit(c.first, c.start, int64(c.bytes), c.body)
 	c.body, c.lines, c.bytes = c.body[:0], 0, 0
 	return err
+}
+
+// chunkText is the indexed text of a chunk's bytes, as the chunker made
+// it: each line's text (extract.go), one line per line.
+func chunkText(raw []byte) []byte {
+	var (
+		x   extractor
+		out []byte
+	)
+	for i := 0; len(raw) > 0; i++ {
+		line, rest, _ := bytes.Cut(raw, []byte{'\n'})
+		if i > 0 {
+			out = append(out, '\n')
+		}
+		out = x.appendLineText(out, trimCR(line))
+		raw = rest
+	}
+	return out
 }
 
 // snapshotState is what the index reads of a session's snapshot: the
@@ -539,9 +712,9 @@ func stateDocs(content []byte) ([]stateDoc, error) {
 }
 
 // indexState indexes a session's notes, phase summaries and working set
-// again from its snapshot, in one transaction. A snapshot that cannot be
-// read (of a format this pipeline does not read) indexes nothing, until
-// it changes.
+// again from its snapshot, in the update's transaction. A snapshot that
+// cannot be read (of a format this pipeline does not read) indexes
+// nothing, until it changes.
 func (ix *Index) indexState(ctx context.Context, session string) (Stats, error) {
 	var stats Stats
 	f, err := ix.st.OpenSessionFile(session, store.StateFile)
@@ -602,7 +775,8 @@ func (ix *Index) indexState(ctx context.Context, session string) (Stats, error) 
 				at = was
 			}
 			body := appendPlain(nil, []byte(d.body))
-			if err := insert.add(ctx, row.id, session, d.phase, 0, "", d.kind, d.section, d.item, 0, at, body); err != nil {
+			doc := document{file: row.id, session: session, phase: d.phase, kind: d.kind, section: d.section, item: d.item, at: at, stored: body}
+			if err := insert.add(ctx, doc, body); err != nil {
 				return err
 			}
 			stats.Chunks++
