@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -195,7 +194,7 @@ var builtInPolicy = sync.OnceValue(func() Policy {
 		if err != nil {
 			panic(fmt.Sprintf("built-in expression %q: %v", source, err))
 		}
-		return &Expr{Source: source, Kind: kind, Compiled: compiled}
+		return &Expr{Source: source, Kind: kind, program: compiledProgram(compiled)}
 	}
 	yes := true
 	return Policy{
@@ -228,16 +227,16 @@ type policyLayer struct {
 // phases.yaml. Every problem of both files is reported together as *Error.
 // Relative paths are from the working directory.
 func Load(path, specPath string) (*Plan, error) {
-	doc, err := LoadFile(path)
-	if doc == nil {
-		return nil, err
-	}
-	// Without a working directory (it was removed) relative paths stay
-	// relative, as filepath.Abs would fail and leave them.
-	base, _ := os.Getwd()
+	return LoadCached(path, specPath, "")
+}
+
+// load reads the spec of doc and merges both into a Plan, whose warnings
+// lack those of the programs named by a path: those are refs, looked at
+// by checkPrograms.
+func load(doc *Document, specPath, base string) (*Plan, []programRef, error) {
 	var specOrigin Position
 	if specPath == "" && doc.Pipeline.Spec != "" {
-		specPath = filepath.Join(filepath.Dir(path), filepath.FromSlash(doc.Pipeline.Spec))
+		specPath = filepath.Join(filepath.Dir(doc.Path), filepath.FromSlash(doc.Pipeline.Spec))
 		specOrigin = doc.dec.positions["spec"]
 	}
 	var fm *Frontmatter
@@ -249,14 +248,14 @@ func Load(path, specPath string) (*Plan, error) {
 			doc.dec.reportAt(specOrigin, fmt.Sprintf("spec file %s does not exist", doc.Pipeline.Spec),
 				"fix the path (it is relative to phases.yaml), or remove spec:")
 		case fm == nil && specErr != nil && !isSpecError(specErr):
-			return nil, specErr
+			return nil, nil, specErr
 		}
 	}
 	plan, err := Resolve(doc, fm, base)
-	if plan != nil {
-		plan.Warnings = append(plan.Warnings, missingPrograms(doc, fm, base)...)
+	if err != nil {
+		return nil, nil, err
 	}
-	return plan, err
+	return plan, programRefs(doc, fm), nil
 }
 
 func isSpecError(err error) bool {
@@ -782,7 +781,7 @@ func (r *resolver) step(s phaseSource, step Step, i int, origin func(string) Ori
 // the phase.
 func (r *resolver) checkStepRefs(plan PhasePlan) {
 	e := plan.DoneWhen.Value
-	if e.Compiled == nil {
+	if e.Program() == nil {
 		return
 	}
 	var names []string
@@ -791,7 +790,7 @@ func (r *resolver) checkStepRefs(plan PhasePlan) {
 	}
 	var missing []triggers.StepRef
 	var offsets []int
-	for _, ref := range e.Compiled.StepRefs {
+	for _, ref := range e.Program().StepRefs {
 		if !slices.Contains(names, ref.Name) {
 			missing, offsets = append(missing, ref), append(offsets, ref.Offset)
 		}
@@ -834,7 +833,7 @@ func (r *resolver) checkPhaseRefs(phases []PhasePlan) {
 // when the when: is decided, and a name of no phase is a mistake.
 func (r *resolver) checkWhenRefs(phases []PhasePlan, i int) {
 	when := phases[i].When
-	if when == nil || when.Value.Compiled == nil {
+	if when == nil || when.Value.Program() == nil {
 		return
 	}
 	var earlier, all []string
@@ -845,7 +844,7 @@ func (r *resolver) checkWhenRefs(phases []PhasePlan, i int) {
 		}
 	}
 	dec := r.decoderOf(when.From)
-	for _, ref := range when.Value.Compiled.PhaseRefs {
+	for _, ref := range when.Value.Program().PhaseRefs {
 		if slices.Contains(earlier, ref.Name) || dec.problems.full() {
 			continue
 		}

@@ -1,0 +1,292 @@
+package spec
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// The plan cache: a plan loaded once is kept, checked and merged, under
+// the digest of what it was made from, so that the commands that load a
+// session's plan at each call (status, resume, logs, the watcher) do not
+// parse and compile a phases.yaml of a thousand phases each time.
+//
+// An entry is never trusted: its name is a digest of this binary's build
+// ID, phases.yaml's path and bytes, the spec asked for and the working
+// folder; it holds that digest again, the digest of the spec's
+// frontmatter it was made with, and a checksum of the plan. Any of those
+// that differs, a spec whose frontmatter changed, a file that is not
+// ours, a payload cut short or one that does not decode: the plan is
+// loaded from the files, as without a cache, and the entry written
+// again. The program warnings look at the file system, so they are
+// checked at each load, not cached; the expressions compile at their
+// first use (see Expr.Program).
+
+// cacheMagic starts every entry; its version changes with the layout.
+const cacheMagic = "pipeline plan cache 1\n"
+
+// maxCacheEntries is how many plans a cache folder keeps; the oldest go
+// first.
+const maxCacheEntries = 64
+
+// LoadCached is Load with the plan cache in dir: a plan cached there from
+// the same files is read rather than made, and a plan made is cached
+// there. dir "" is no cache. A cache that cannot be read or written is
+// never an error: the plan is loaded as Load loads it.
+func LoadCached(path, specPath, dir string) (*Plan, error) {
+	// Without a working directory (it was removed) relative paths stay
+	// relative, as filepath.Abs would fail and leave them.
+	base, _ := os.Getwd()
+	content, size, err := readHead(path, maxYAMLBytes)
+	if err != nil {
+		return nil, err
+	}
+	if size < 0 || int64(len(content)) < size {
+		dec := newDecoder(path, content, 0)
+		dec.tooLarge(size, "the file")
+		return nil, dec.problems.err()
+	}
+	entry := cacheEntry{dir: dir, file: path, content: content}
+	if dir != "" {
+		entry.key = cacheKey(path, specPath, base, content)
+	}
+	if plan := entry.read(base); plan != nil {
+		return plan, nil
+	}
+	doc, err := Parse(path, content)
+	if doc == nil {
+		return nil, err
+	}
+	plan, refs, err := load(doc, specPath, base)
+	if err != nil {
+		return nil, err
+	}
+	entry.write(plan, refs)
+	plan.Warnings = append(plan.Warnings, checkPrograms(refs, path, base)...)
+	return plan, nil
+}
+
+// cacheKey names an entry: what Load makes a plan of, but the spec's
+// frontmatter, which the entry records (phases.yaml names the spec).
+func cacheKey(path, specPath, base string, content []byte) string {
+	id := buildID()
+	if id == "" {
+		return "" // no way to tell this binary's plans from another's
+	}
+	h := sha256.New()
+	for _, part := range []string{cacheMagic, id, path, specPath, base} {
+		fmt.Fprintf(h, "%d %s\n", len(part), part)
+	}
+	h.Write(content)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// cacheEntry is the entry of one phases.yaml in a cache folder.
+type cacheEntry struct {
+	dir, key, file string
+	content        []byte
+}
+
+// header is what an entry holds before its plan: the key, the digest of
+// the spec's frontmatter (zero without a spec) and the plan's checksum.
+const headerSize = len(cacheMagic) + sha256.Size + sha256.Size + 4
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// read is the cached plan, or nil when there is none to trust.
+func (c cacheEntry) read(base string) *Plan {
+	if c.key == "" {
+		return nil
+	}
+	raw := readOwnFile(filepath.Join(c.dir, c.key))
+	if len(raw) < headerSize || string(raw[:len(cacheMagic)]) != cacheMagic {
+		return nil
+	}
+	header := raw[len(cacheMagic):headerSize]
+	key, specSum, sum := header[:sha256.Size], header[sha256.Size:2*sha256.Size], header[2*sha256.Size:]
+	payload := raw[headerSize:]
+	if hex.EncodeToString(key) != c.key || crc32.Checksum(payload, castagnoli) != beUint32(sum) {
+		return nil
+	}
+	sources := map[string]func() []string{c.file: linesOnce(c.content)}
+	plan, refs, ok := decodePlan(string(payload), func(file string) func() []string {
+		if lines, ok := sources[file]; ok {
+			return lines
+		}
+		return func() []string { return nil }
+	})
+	if !ok {
+		return nil
+	}
+	var specContent []byte
+	if plan.Spec != "" {
+		var err error
+		if specContent, _, err = readHead(plan.Spec, maxYAMLBytes+frontmatterSlack); err != nil {
+			return nil
+		}
+		block, _, _ := frontmatterBlock(specContent)
+		if got := frontmatterSum(block); !bytes.Equal(got[:], specSum) {
+			return nil
+		}
+		sources[plan.Spec] = linesOnce(specContent)
+	} else if !bytes.Equal(specSum, make([]byte, sha256.Size)) {
+		return nil
+	}
+	plan.redigest = redigester(c.content, plan.File, plan.Spec, base)
+	plan.Warnings = append(plan.Warnings, checkPrograms(refs, plan.File, base)...)
+	return plan
+}
+
+// write caches plan, made from the entry's files; refs are its programs.
+func (c cacheEntry) write(plan *Plan, refs []programRef) {
+	if c.key == "" {
+		return
+	}
+	payload, err := encodePlan(plan, refs)
+	if err != nil {
+		return
+	}
+	var specSum [sha256.Size]byte
+	if plan.Spec != "" {
+		content, _, err := readHead(plan.Spec, maxYAMLBytes+frontmatterSlack)
+		if err != nil {
+			return
+		}
+		block, _, _ := frontmatterBlock(content)
+		specSum = frontmatterSum(block)
+	}
+	key, _ := hex.DecodeString(c.key)
+	out := make([]byte, 0, headerSize+len(payload))
+	out = append(out, cacheMagic...)
+	out = append(out, key...)
+	out = append(out, specSum[:]...)
+	out = appendUint32(out, crc32.Checksum(payload, castagnoli))
+	out = append(out, payload...)
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		return
+	}
+	// No fsync: an entry lost in a crash is made again, and one cut short
+	// fails its checksum.
+	f, err := os.CreateTemp(c.dir, ".plan-*")
+	if err != nil {
+		return
+	}
+	_, err = f.Write(out)
+	if err = errors.Join(err, f.Close()); err == nil {
+		err = os.Rename(f.Name(), filepath.Join(c.dir, c.key))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return
+	}
+	evictOldEntries(c.dir)
+}
+
+// frontmatterSum is the digest of a spec's frontmatter block; a spec
+// without one has the digest of no bytes, never zero.
+func frontmatterSum(block []byte) [sha256.Size]byte {
+	return sha256.Sum256(append([]byte("frontmatter\n"), block...))
+}
+
+// readOwnFile reads a regular file of the current user that nobody else
+// may write; nil for any other (or none).
+func readOwnFile(path string) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil || !info.Mode().IsRegular() || info.Mode().Perm()&0o022 != 0 || !ownedByMe(info) || info.Size() > 64<<20 {
+		return nil
+	}
+	raw, err := io.ReadAll(f)
+	if err != nil {
+		return nil
+	}
+	return raw
+}
+
+// evictOldEntries keeps the newest maxCacheEntries entries of dir.
+func evictOldEntries(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) <= maxCacheEntries {
+		return
+	}
+	type aged struct {
+		name string
+		mod  int64
+	}
+	var all []aged
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+			all = append(all, aged{e.Name(), info.ModTime().UnixNano()})
+		}
+	}
+	slices.SortFunc(all, func(a, b aged) int { return int(b.mod>>20 - a.mod>>20) })
+	for _, e := range all[min(maxCacheEntries, len(all)):] {
+		os.Remove(filepath.Join(dir, e.name))
+	}
+}
+
+// linesOnce splits content into lines at the first call.
+func linesOnce(content []byte) func() []string {
+	return sync.OnceValue(func() []string {
+		return strings.Split(strings.TrimPrefix(string(content), byteOrderMark), "\n")
+	})
+}
+
+func appendUint32(b []byte, v uint32) []byte {
+	return append(b, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+}
+
+func beUint32(b []byte) uint32 {
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+// buildID is this binary's Go build ID, which changes with any change of
+// its code: a plan cached by another build is never read. "" when it
+// cannot be found.
+var buildID = sync.OnceValue(func() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	head := make([]byte, 64<<10)
+	n, _ := io.ReadFull(f, head)
+	return findBuildID(head[:n])
+})
+
+// findBuildID finds the Go build ID in the first bytes of an executable:
+// in its ELF note (namesz 4, descsz, type 4, "Go\0\0", the ID), or after
+// the marker the linker writes at the start of the text of other formats.
+func findBuildID(head []byte) string {
+	if i := bytes.Index(head, []byte("\x04\x00\x00\x00Go\x00\x00")); i >= 4 {
+		size := int(head[i-4]) | int(head[i-3])<<8
+		if start := i + 8; start+size <= len(head) && size > 0 {
+			return string(head[start : start+size])
+		}
+	}
+	const marker = "\xff Go build ID: \""
+	if i := bytes.Index(head, []byte(marker)); i >= 0 {
+		rest := head[i+len(marker):]
+		if end := bytes.IndexByte(rest, '"'); end > 0 {
+			return string(rest[:end])
+		}
+	}
+	return ""
+}
