@@ -90,6 +90,10 @@ func main() {
 		searchFigures(pipeline, work, *searchBytes, *searchQueries)
 		return
 	}
+	if *statusOnly {
+		statusFigures(pipeline, againstBinary(), work, *statusRuns)
+		return
+	}
 	if *startupOnly {
 		against := *startupAgainst
 		if against != "" {

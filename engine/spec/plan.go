@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -232,8 +233,9 @@ func Load(path, specPath string) (*Plan, error) {
 
 // load reads the spec of doc and merges both into a Plan, whose warnings
 // lack those of the programs named by a path: those are refs, looked at
-// by checkPrograms.
-func load(doc *Document, specPath, base string) (*Plan, []programRef, error) {
+// by checkPrograms. specSum is the digest of the spec's frontmatter as
+// read, zero without a spec.
+func load(doc *Document, specPath, base string) (plan *Plan, refs []programRef, specSum [sha256.Size]byte, err error) {
 	var specOrigin Position
 	if specPath == "" && doc.Pipeline.Spec != "" {
 		specPath = filepath.Join(filepath.Dir(doc.Path), filepath.FromSlash(doc.Pipeline.Spec))
@@ -248,14 +250,16 @@ func load(doc *Document, specPath, base string) (*Plan, []programRef, error) {
 			doc.dec.reportAt(specOrigin, fmt.Sprintf("spec file %s does not exist", doc.Pipeline.Spec),
 				"fix the path (it is relative to phases.yaml), or remove spec:")
 		case fm == nil && specErr != nil && !isSpecError(specErr):
-			return nil, nil, specErr
+			return nil, nil, specSum, specErr
 		}
 	}
-	plan, err := Resolve(doc, fm, base)
-	if err != nil {
-		return nil, nil, err
+	if plan, err = Resolve(doc, fm, base); err != nil {
+		return nil, nil, specSum, err
 	}
-	return plan, programRefs(doc, fm), nil
+	if fm != nil {
+		specSum = frontmatterSum(fm.block)
+	}
+	return plan, programRefs(doc, fm), specSum, nil
 }
 
 func isSpecError(err error) bool {

@@ -59,20 +59,98 @@ func LoadCached(path, specPath, dir string) (*Plan, error) {
 	if dir != "" {
 		entry.key = cacheKey(path, specPath, base, content)
 	}
-	if plan := entry.read(base); plan != nil {
-		return plan, nil
+	if m := loaded.get(entry.key); m != nil {
+		return m.plan(base), nil
 	}
-	doc, err := Parse(path, content)
-	if doc == nil {
-		return nil, err
+	plan, refs, specSum := entry.read(base)
+	if plan == nil {
+		doc, err := Parse(path, content)
+		if doc == nil {
+			return nil, err
+		}
+		if plan, refs, specSum, err = load(doc, specPath, base); err != nil {
+			return nil, err
+		}
+		entry.write(plan, refs, specSum)
 	}
-	plan, refs, err := load(doc, specPath, base)
+	m := &memo{made: plan, refs: refs, specSum: specSum}
+	loaded.put(entry.key, m)
+	return m.plan(base), nil
+}
+
+// memo is a plan this process has loaded through the cache, without the
+// warnings of its programs. A plan is never changed once made (the
+// methods that change one, such as WithoutHumanGates, copy it), so the
+// commands that load it twice (the session's key, then the session) and
+// the watcher share it.
+type memo struct {
+	made    *Plan
+	refs    []programRef
+	specSum [sha256.Size]byte
+}
+
+// plan is a copy of the memo's plan with the program warnings of now.
+func (m *memo) plan(base string) *Plan {
+	p := *m.made
+	p.Warnings = append(slices.Clip(m.made.Warnings), checkPrograms(m.refs, p.File, base)...)
+	return &p
+}
+
+// memos are the plans a process loaded through the cache, by key; a
+// spec whose frontmatter has changed since is loaded again.
+type memos struct {
+	mu   sync.Mutex
+	byID map[string]*memo
+}
+
+var loaded = &memos{byID: map[string]*memo{}}
+
+// maxMemos bounds what a long-lived process (the watcher) keeps.
+const maxMemos = 16
+
+func (ms *memos) get(key string) *memo {
+	if key == "" {
+		return nil
+	}
+	ms.mu.Lock()
+	m := ms.byID[key]
+	ms.mu.Unlock()
+	if m == nil || !m.specUnchanged() {
+		return nil
+	}
+	return m
+}
+
+func (ms *memos) put(key string, m *memo) {
+	if key == "" {
+		return
+	}
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if len(ms.byID) >= maxMemos {
+		clear(ms.byID)
+	}
+	ms.byID[key] = m
+}
+
+// specUnchanged reports whether the memo's spec has the frontmatter it
+// was made with.
+func (m *memo) specUnchanged() bool {
+	if m.made.Spec == "" {
+		return true
+	}
+	sum, ok := specSumOf(m.made.Spec)
+	return ok && sum == m.specSum
+}
+
+// specSumOf is the digest of the frontmatter of the spec at path.
+func specSumOf(path string) (sum [sha256.Size]byte, ok bool) {
+	content, _, err := readHead(path, maxYAMLBytes+frontmatterSlack)
 	if err != nil {
-		return nil, err
+		return sum, false
 	}
-	entry.write(plan, refs)
-	plan.Warnings = append(plan.Warnings, checkPrograms(refs, path, base)...)
-	return plan, nil
+	block, _, _ := frontmatterBlock(content)
+	return frontmatterSum(block), true
 }
 
 // cacheKey names an entry: what Load makes a plan of, but the spec's
@@ -102,20 +180,23 @@ const headerSize = len(cacheMagic) + sha256.Size + sha256.Size + 4
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// read is the cached plan, or nil when there is none to trust.
-func (c cacheEntry) read(base string) *Plan {
+// read is the cached plan, its programs and the digest of its spec's
+// frontmatter; a nil plan when there is none to trust.
+func (c cacheEntry) read(base string) (*Plan, []programRef, [sha256.Size]byte) {
+	var none [sha256.Size]byte
 	if c.key == "" {
-		return nil
+		return nil, nil, none
 	}
 	raw := readOwnFile(filepath.Join(c.dir, c.key))
 	if len(raw) < headerSize || string(raw[:len(cacheMagic)]) != cacheMagic {
-		return nil
+		return nil, nil, none
 	}
 	header := raw[len(cacheMagic):headerSize]
-	key, specSum, sum := header[:sha256.Size], header[sha256.Size:2*sha256.Size], header[2*sha256.Size:]
+	key, sum := header[:sha256.Size], header[2*sha256.Size:]
+	specSum := [sha256.Size]byte(header[sha256.Size : 2*sha256.Size])
 	payload := raw[headerSize:]
 	if hex.EncodeToString(key) != c.key || crc32.Checksum(payload, castagnoli) != beUint32(sum) {
-		return nil
+		return nil, nil, none
 	}
 	sources := map[string]func() []string{c.file: linesOnce(c.content)}
 	plan, refs, ok := decodePlan(string(payload), func(file string) func() []string {
@@ -125,44 +206,34 @@ func (c cacheEntry) read(base string) *Plan {
 		return func() []string { return nil }
 	})
 	if !ok {
-		return nil
+		return nil, nil, none
 	}
-	var specContent []byte
 	if plan.Spec != "" {
-		var err error
-		if specContent, _, err = readHead(plan.Spec, maxYAMLBytes+frontmatterSlack); err != nil {
-			return nil
+		specContent, _, err := readHead(plan.Spec, maxYAMLBytes+frontmatterSlack)
+		if err != nil {
+			return nil, nil, none
 		}
 		block, _, _ := frontmatterBlock(specContent)
-		if got := frontmatterSum(block); !bytes.Equal(got[:], specSum) {
-			return nil
+		if frontmatterSum(block) != specSum {
+			return nil, nil, none
 		}
 		sources[plan.Spec] = linesOnce(specContent)
-	} else if !bytes.Equal(specSum, make([]byte, sha256.Size)) {
-		return nil
+	} else if specSum != none {
+		return nil, nil, none
 	}
 	plan.redigest = redigester(c.content, plan.File, plan.Spec, base)
-	plan.Warnings = append(plan.Warnings, checkPrograms(refs, plan.File, base)...)
-	return plan
+	return plan, refs, specSum
 }
 
-// write caches plan, made from the entry's files; refs are its programs.
-func (c cacheEntry) write(plan *Plan, refs []programRef) {
+// write caches plan, made from the entry's files and a spec of the
+// frontmatter digest specSum; refs are its programs.
+func (c cacheEntry) write(plan *Plan, refs []programRef, specSum [sha256.Size]byte) {
 	if c.key == "" {
 		return
 	}
 	payload, err := encodePlan(plan, refs)
 	if err != nil {
 		return
-	}
-	var specSum [sha256.Size]byte
-	if plan.Spec != "" {
-		content, _, err := readHead(plan.Spec, maxYAMLBytes+frontmatterSlack)
-		if err != nil {
-			return
-		}
-		block, _, _ := frontmatterBlock(content)
-		specSum = frontmatterSum(block)
 	}
 	key, _ := hex.DecodeString(c.key)
 	out := make([]byte, 0, headerSize+len(payload))
@@ -209,8 +280,8 @@ func readOwnFile(path string) []byte {
 	if err != nil || !info.Mode().IsRegular() || info.Mode().Perm()&0o022 != 0 || !ownedByMe(info) || info.Size() > 64<<20 {
 		return nil
 	}
-	raw, err := io.ReadAll(f)
-	if err != nil {
+	raw := make([]byte, info.Size())
+	if _, err := io.ReadFull(f, raw); err != nil {
 		return nil
 	}
 	return raw

@@ -81,6 +81,7 @@ func renderWarnings(list []Problem) string {
 // came from it: a cached plan's expressions are not compiled yet.
 func loadCached(t *testing.T, dir string) (*Plan, bool) {
 	t.Helper()
+	forgetLoaded()
 	plan, err := LoadCached("phases.yaml", "", dir)
 	if err != nil {
 		t.Fatal(err)
@@ -176,6 +177,38 @@ func TestPlanCacheIsRebuiltWhenItsSourcesChange(t *testing.T) {
 	os.Remove("spec.md")
 	if _, err := LoadCached("phases.yaml", "", cache); err == nil || !strings.Contains(err.Error(), "spec file spec.md does not exist") {
 		t.Errorf("a missing spec through the cache: %v", err)
+	}
+}
+
+// forgetLoaded empties the process's memo of plans, so that a load reads
+// the cache folder.
+func forgetLoaded() {
+	loaded.mu.Lock()
+	clear(loaded.byID)
+	loaded.mu.Unlock()
+}
+
+func TestPlanLoadedTwiceInAProcessIsDecodedOnce(t *testing.T) {
+	cachedPipeline(t)
+	cache := t.TempDir()
+	first, _ := loadCached(t, cache)
+	second, err := LoadCached("phases.yaml", "", cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &first.Phases[0] != &second.Phases[0] || planJSON(t, first) != planJSON(t, second) {
+		t.Error("the second load in the process made its plan again")
+	}
+	write(t, "check.sh", "#!/bin/sh\n")
+	os.Chmod("check.sh", 0o755)
+	third, _ := LoadCached("phases.yaml", "", cache)
+	if strings.Contains(renderWarnings(third.Warnings), "check.sh") || !strings.Contains(renderWarnings(first.Warnings), "check.sh") {
+		t.Errorf("the warnings of a plan loaded again are not of now: %s", renderWarnings(third.Warnings))
+	}
+	write(t, "spec.md", "---\nbudget: 9\n---\n")
+	fourth, err := LoadCached("phases.yaml", "", cache)
+	if err != nil || fmt.Sprint(fourth.SpecValues["budget"]) != "9" {
+		t.Errorf("a spec whose frontmatter changed: %v %v", fourth.SpecValues, err)
 	}
 }
 

@@ -21,9 +21,13 @@ import (
 var errCodec = errors.New("the cached plan does not decode")
 
 type planEncoder struct {
-	buf    []byte
-	exprs  map[*Expr]int
-	agents map[string]int
+	buf []byte
+	// symbols are the strings that repeat (files, layers), written once
+	// in a table and then by their number.
+	symbols     map[string]int
+	symbolTable []byte
+	exprs       map[*Expr]int
+	agents      map[string]int
 	// tables are written before the plan, which refers to their entries.
 	exprTable, agentTable []byte
 	nExprs, nAgents       int
@@ -58,12 +62,25 @@ func (e *planEncoder) strings(list []string) {
 	}
 }
 
+// symbol writes a string that repeats by its number in the table.
+func (e *planEncoder) symbol(s string) {
+	i, ok := e.symbols[s]
+	if !ok {
+		table := &planEncoder{buf: e.symbolTable}
+		table.str(s)
+		e.symbolTable = table.buf
+		i = len(e.symbols)
+		e.symbols[s] = i
+	}
+	e.uint(uint64(i))
+}
+
 func (e *planEncoder) position(p Position) {
-	e.str(p.File)
+	e.symbol(p.File)
 	e.int(int64(p.Line))
 	e.int(int64(p.Column))
 }
-func (e *planEncoder) origin(o Origin) { e.str(string(o.Layer)); e.position(o.Position) }
+func (e *planEncoder) origin(o Origin) { e.symbol(string(o.Layer)); e.position(o.Position) }
 
 func (e *planEncoder) settingString(s Setting[string])     { e.str(s.Value); e.origin(s.From) }
 func (e *planEncoder) settingBool(s Setting[bool])         { e.bool(s.Value); e.origin(s.From) }
@@ -78,12 +95,12 @@ func (e *planEncoder) expr(x *Expr) {
 	}
 	i, ok := e.exprs[x]
 	if !ok {
-		table := &planEncoder{buf: e.exprTable}
+		table := &planEncoder{buf: e.exprTable, symbols: e.symbols, symbolTable: e.symbolTable}
 		table.str(x.Source)
 		table.int(int64(x.Kind))
 		table.position(x.At)
 		table.int(int64(x.quote))
-		e.exprTable = table.buf
+		e.exprTable, e.symbolTable = table.buf, table.symbolTable
 		e.nExprs++
 		i = e.nExprs
 		e.exprs[x] = i
@@ -94,7 +111,7 @@ func (e *planEncoder) expr(x *Expr) {
 // agent writes an agent's entry in the table: agents equal in every value
 // share one.
 func (e *planEncoder) agent(a Setting[Agent]) {
-	one := &planEncoder{}
+	one := &planEncoder{symbols: e.symbols, symbolTable: e.symbolTable}
 	one.str(a.Value.Kind)
 	one.str(a.Value.Model)
 	one.strings(a.Value.Command)
@@ -102,6 +119,7 @@ func (e *planEncoder) agent(a Setting[Agent]) {
 	one.stringMap(a.Value.Env)
 	one.str(a.Value.Feature)
 	one.origin(a.From)
+	e.symbolTable = one.symbolTable
 	i, ok := e.agents[string(one.buf)]
 	if !ok {
 		e.agentTable = append(e.agentTable, one.buf...)
@@ -189,7 +207,7 @@ func (e *planEncoder) problems(list []Problem) {
 // encodePlan writes plan and the program references its warnings are
 // checked from at each load.
 func encodePlan(plan *Plan, refs []programRef) ([]byte, error) {
-	e := &planEncoder{exprs: map[*Expr]int{}, agents: map[string]int{}}
+	e := &planEncoder{symbols: map[string]int{}, exprs: map[*Expr]int{}, agents: map[string]int{}}
 	e.str(plan.File)
 	e.settingString(plan.Name)
 	e.str(plan.Spec)
@@ -236,7 +254,9 @@ func encodePlan(plan *Plan, refs []programRef) ([]byte, error) {
 	if e.err != nil {
 		return nil, e.err
 	}
-	out := binary.AppendUvarint(nil, uint64(e.nExprs)+1)
+	out := binary.AppendUvarint(nil, uint64(len(e.symbols))+1)
+	out = append(out, e.symbolTable...)
+	out = binary.AppendUvarint(out, uint64(e.nExprs)+1)
 	out = append(out, e.exprTable...)
 	out = binary.AppendUvarint(out, uint64(e.nAgents)+1)
 	out = append(out, e.agentTable...)

@@ -10,11 +10,12 @@ import (
 // written by someone else leaves err set and never panics: every length
 // is checked against what is left before anything is made of it.
 type planDecoder struct {
-	s      string
-	off    int
-	failed bool
-	exprs  []*Expr
-	agents []Setting[Agent]
+	s       string
+	off     int
+	failed  bool
+	symbols []string
+	exprs   []*Expr
+	agents  []Setting[Agent]
 	// linesOf gives the lines of a file an expression is written in, for
 	// the position of its run-time errors.
 	linesOf func(file string) func() []string
@@ -88,11 +89,33 @@ func (d *planDecoder) strings() []string {
 	return out
 }
 
-func (d *planDecoder) position() Position {
-	return Position{File: d.str(), Line: d.small(), Column: d.small()}
+func (d *planDecoder) symbol() string {
+	i := d.uint()
+	if i >= uint64(len(d.symbols)) {
+		d.failed = true
+		return ""
+	}
+	return d.symbols[i]
 }
 
-func (d *planDecoder) origin() Origin { return Origin{Layer: Layer(d.str()), Position: d.position()} }
+func (d *planDecoder) symbolTable() {
+	n := d.length()
+	if n < 0 {
+		n = 0
+	}
+	d.symbols = make([]string, n)
+	for i := range d.symbols {
+		d.symbols[i] = d.str()
+	}
+}
+
+func (d *planDecoder) position() Position {
+	return Position{File: d.symbol(), Line: d.small(), Column: d.small()}
+}
+
+func (d *planDecoder) origin() Origin {
+	return Origin{Layer: Layer(d.symbol()), Position: d.position()}
+}
 
 func (d *planDecoder) settingString() Setting[string] { return Setting[string]{d.str(), d.origin()} }
 func (d *planDecoder) settingBool() Setting[bool]     { return Setting[bool]{d.bool(), d.origin()} }
@@ -227,6 +250,7 @@ func (d *planDecoder) problems() []Problem {
 // bytes encodePlan did not write.
 func decodePlan(payload string, linesOf func(file string) func() []string) (*Plan, []programRef, bool) {
 	d := &planDecoder{s: payload, linesOf: linesOf}
+	d.symbolTable()
 	d.exprTable()
 	d.agentTable()
 	plan := &Plan{File: d.str(), Name: d.settingString(), Spec: d.str(), SpecValues: d.valueMap(0)}
