@@ -136,7 +136,7 @@ func (p Pipeline) LoadPlan() (*spec.Plan, error) {
 	if _, err := os.Stat(p.file()); errors.Is(err, fs.ErrNotExist) {
 		return nil, &Error{Code: ExitUsage, Message: fmt.Sprintf("%s: no such file", p.file()), Hint: NoPipelineHint}
 	}
-	return spec.LoadCached(p.file(), p.Spec, p.planCache())
+	return spec.LoadCached(p.file(), p.Spec, spec.CacheDir())
 }
 
 // BackendBlock is the backend: block of phases.yaml, nil when it has none
@@ -144,7 +144,7 @@ func (p Pipeline) LoadPlan() (*spec.Plan, error) {
 // there, and otherwise from the file alone, even one with problems
 // elsewhere.
 func (p Pipeline) BackendBlock() *spec.Backend {
-	if plan, err := spec.LoadCached(p.file(), p.Spec, p.planCache()); err == nil {
+	if plan, err := spec.LoadCached(p.file(), p.Spec, spec.CacheDir()); err == nil {
 		if plan.Backend.From.Layer == spec.LayerDefault {
 			return nil
 		}
@@ -154,16 +154,6 @@ func (p Pipeline) BackendBlock() *spec.Backend {
 		return doc.Pipeline.Backend
 	}
 	return nil
-}
-
-// planCache is the plan cache of the pipeline's store; "" (none) while
-// the store is not made: loading a plan makes no store.
-func (p Pipeline) planCache() string {
-	dir := p.StoreDir()
-	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
-		return ""
-	}
-	return store.PlanCacheOf(dir)
 }
 
 // NoPipelineHint is what to do where there is no phases.yaml.

@@ -30,13 +30,30 @@ import (
 // again. The program warnings look at the file system, so they are
 // checked at each load, not cached; the expressions compile at their
 // first use (see Expr.Program).
+//
+// What reads or writes files here is written as functions, not methods:
+// the engine's purity test takes every method of this package for one
+// the engine may call.
+
+// CacheDir is the folder of the plan cache the commands share:
+// pipeline/plans in the user's cache folder ($XDG_CACHE_HOME or
+// ~/.cache, ~/Library/Caches on macOS); "" (no cache) when there is
+// none. Outside the sessions' store, so that status, logs and sessions
+// write nothing there.
+func CacheDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "pipeline", "plans")
+}
 
 // cacheMagic starts every entry; its version changes with the layout.
 const cacheMagic = "pipeline plan cache 1\n"
 
 // maxCacheEntries is how many plans a cache folder keeps; the oldest go
 // first.
-const maxCacheEntries = 64
+const maxCacheEntries = 256
 
 // LoadCached is Load with the plan cache in dir: a plan cached there from
 // the same files is read rather than made, and a plan made is cached
@@ -59,10 +76,10 @@ func LoadCached(path, specPath, dir string) (*Plan, error) {
 	if dir != "" {
 		entry.key = cacheKey(path, specPath, base, content)
 	}
-	if m := loaded.get(entry.key); m != nil {
-		return m.plan(base), nil
+	if m := recall(loaded, entry.key); m != nil {
+		return withWarnings(m, base), nil
 	}
-	plan, refs, specSum := entry.read(base)
+	plan, refs, specSum := readEntry(entry, base)
 	if plan == nil {
 		doc, err := Parse(path, content)
 		if doc == nil {
@@ -71,11 +88,11 @@ func LoadCached(path, specPath, dir string) (*Plan, error) {
 		if plan, refs, specSum, err = load(doc, specPath, base); err != nil {
 			return nil, err
 		}
-		entry.write(plan, refs, specSum)
+		writeEntry(entry, plan, refs, specSum)
 	}
 	m := &memo{made: plan, refs: refs, specSum: specSum}
-	loaded.put(entry.key, m)
-	return m.plan(base), nil
+	remember(loaded, entry.key, m)
+	return withWarnings(m, base), nil
 }
 
 // memo is a plan this process has loaded through the cache, without the
@@ -89,8 +106,8 @@ type memo struct {
 	specSum [sha256.Size]byte
 }
 
-// plan is a copy of the memo's plan with the program warnings of now.
-func (m *memo) plan(base string) *Plan {
+// withWarnings is a copy of the memo's plan with the program warnings of now.
+func withWarnings(m *memo, base string) *Plan {
 	p := *m.made
 	p.Warnings = append(slices.Clip(m.made.Warnings), checkPrograms(m.refs, p.File, base)...)
 	return &p
@@ -108,20 +125,20 @@ var loaded = &memos{byID: map[string]*memo{}}
 // maxMemos bounds what a long-lived process (the watcher) keeps.
 const maxMemos = 16
 
-func (ms *memos) get(key string) *memo {
+func recall(ms *memos, key string) *memo {
 	if key == "" {
 		return nil
 	}
 	ms.mu.Lock()
 	m := ms.byID[key]
 	ms.mu.Unlock()
-	if m == nil || !m.specUnchanged() {
+	if m == nil || !specUnchanged(m) {
 		return nil
 	}
 	return m
 }
 
-func (ms *memos) put(key string, m *memo) {
+func remember(ms *memos, key string, m *memo) {
 	if key == "" {
 		return
 	}
@@ -135,7 +152,7 @@ func (ms *memos) put(key string, m *memo) {
 
 // specUnchanged reports whether the memo's spec has the frontmatter it
 // was made with.
-func (m *memo) specUnchanged() bool {
+func specUnchanged(m *memo) bool {
 	if m.made.Spec == "" {
 		return true
 	}
@@ -180,9 +197,9 @@ const headerSize = len(cacheMagic) + sha256.Size + sha256.Size + 4
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// read is the cached plan, its programs and the digest of its spec's
+// readEntry is the cached plan, its programs and the digest of its spec's
 // frontmatter; a nil plan when there is none to trust.
-func (c cacheEntry) read(base string) (*Plan, []programRef, [sha256.Size]byte) {
+func readEntry(c cacheEntry, base string) (*Plan, []programRef, [sha256.Size]byte) {
 	var none [sha256.Size]byte
 	if c.key == "" {
 		return nil, nil, none
@@ -225,9 +242,9 @@ func (c cacheEntry) read(base string) (*Plan, []programRef, [sha256.Size]byte) {
 	return plan, refs, specSum
 }
 
-// write caches plan, made from the entry's files and a spec of the
+// writeEntry caches plan, made from the entry's files and a spec of the
 // frontmatter digest specSum; refs are its programs.
-func (c cacheEntry) write(plan *Plan, refs []programRef, specSum [sha256.Size]byte) {
+func writeEntry(c cacheEntry, plan *Plan, refs []programRef, specSum [sha256.Size]byte) {
 	if c.key == "" {
 		return
 	}
@@ -327,7 +344,17 @@ func beUint32(b []byte) uint32 {
 // buildID is this binary's Go build ID, which changes with any change of
 // its code: a plan cached by another build is never read. "" when it
 // cannot be found.
-var buildID = sync.OnceValue(func() string {
+func buildID() string {
+	ownBuildID.once.Do(func() { ownBuildID.id = readBuildID() })
+	return ownBuildID.id
+}
+
+var ownBuildID struct {
+	once sync.Once
+	id   string
+}
+
+func readBuildID() string {
 	exe, err := os.Executable()
 	if err != nil {
 		return ""
@@ -340,7 +367,7 @@ var buildID = sync.OnceValue(func() string {
 	head := make([]byte, 64<<10)
 	n, _ := io.ReadFull(f, head)
 	return findBuildID(head[:n])
-})
+}
 
 // findBuildID finds the Go build ID in the first bytes of an executable:
 // in its ELF note (namesz 4, descsz, type 4, "Go\0\0", the ID), or after

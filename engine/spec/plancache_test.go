@@ -370,3 +370,49 @@ func compare(t *testing.T, path string, want, got reflect.Value) {
 		}
 	}
 }
+
+// BenchmarkLoadCached is a load of plans of 100 and 1,000 phases from
+// the plan cache, as a command's first load in its process, beside
+// Load's from the files.
+func BenchmarkLoadCached(b *testing.B) {
+	for _, n := range []int{100, 1000} {
+		dir := b.TempDir()
+		b.Chdir(dir)
+		content := manyPhasesYAML(n)
+		if err := os.WriteFile("phases.yaml", []byte(content), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		cache := filepath.Join(dir, "plans")
+		b.Run(fmt.Sprintf("phases=%d/cache", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				forgetLoaded()
+				plan, err := LoadCached("phases.yaml", "", cache)
+				if err != nil || len(plan.Phases) != n {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("phases=%d/files", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Load("phases.yaml", ""); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// manyPhasesYAML is cmd/bench -status's plan of n phases.
+func manyPhasesYAML(n int) string {
+	var b strings.Builder
+	b.WriteString("version: 1\nname: big\ndefaults:\n  auto_advance: false\n  pause_when:\n    tokens: tokens > 15000\n" +
+		"    time: elapsed > duration(\"30m\")\n  restart_when:\n    errors: consecutive_errors >= 3\n  retry:\n" +
+		"    when: exit_code != 0 || timed_out\n    backoff: duration(\"10s\") * consecutive_errors\nphases:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  - name: p%d\n    steps: [{name: t, run: \"true\"}]\n    pause_when: {cost: cost_usd > %d.5 && spec.priority != \"high\"}\n"+
+			"    done_when: steps.t.exit_code == 0\n", i, i)
+	}
+	return b.String()
+}

@@ -19,6 +19,36 @@ type planDecoder struct {
 	// linesOf gives the lines of a file an expression is written in, for
 	// the position of its run-time errors.
 	linesOf func(file string) func() []string
+	// The phases' lists and settings come from a few large arrays rather
+	// than an allocation each: a thousand phases made 9,000 allocations.
+	triggerPool pool[TriggerPlan]
+	stepPool    pool[StepPlan]
+	exprPool    pool[Setting[*Expr]]
+	promptPool  pool[Setting[string]]
+}
+
+// pool hands out slices of one backing array. Each is capped at its
+// length, so that an append to one copies it rather than write into the
+// next.
+type pool[T any] struct{ free []T }
+
+func (p *pool[T]) take(n int) []T {
+	if n == 0 {
+		return []T{}
+	}
+	if n > len(p.free) {
+		p.free = make([]T, max(n, 128))
+	}
+	s := p.free[:n:n]
+	p.free = p.free[n:]
+	return s
+}
+
+// one is a pointer to a new T of the pool.
+func (p *pool[T]) one(v T) *T {
+	s := p.take(1)
+	s[0] = v
+	return &s[0]
 }
 
 func (d *planDecoder) uint() uint64 {
@@ -143,9 +173,12 @@ func (d *planDecoder) exprTable() {
 		n = 0
 	}
 	d.exprs = make([]*Expr, n)
+	exprs, programs := make([]Expr, n), make([]program, n)
 	for i := range d.exprs {
-		x := &Expr{Source: d.str(), Kind: triggers.Kind(d.int()), At: d.position(), quote: rune(d.int())}
-		x.program = &program{lines: d.linesOf(x.At.File)}
+		x := &exprs[i]
+		*x = Expr{Source: d.str(), Kind: triggers.Kind(d.int()), At: d.position(), quote: rune(d.int())}
+		programs[i].lines = d.linesOf(x.At.File)
+		x.program = &programs[i]
 		d.exprs[i] = x
 	}
 }
@@ -308,7 +341,7 @@ func (d *planDecoder) backend() Setting[Backend] {
 func (d *planDecoder) phase(p *PhasePlan) {
 	p.Name, p.From, p.Prompt = d.str(), d.origin(), d.settingString()
 	if n := d.length(); n >= 0 {
-		p.Steps = make([]StepPlan, n)
+		p.Steps = d.stepPool.take(n)
 		var prompt *Setting[string]
 		for i := range p.Steps {
 			d.step(&p.Steps[i], p.Prompt, &prompt)
@@ -319,10 +352,10 @@ func (d *planDecoder) phase(p *PhasePlan) {
 	p.Retry = RetryPlan{When: d.settingExpr(), Backoff: d.settingExpr(), EscalateWhen: d.settingExpr()}
 	p.Timeout, p.IdleTimeout, p.AutoAdvance = d.settingDuration(), d.settingDuration(), d.settingBool()
 	if d.bool() {
-		p.DoneWhen = ptr(d.settingExpr())
+		p.DoneWhen = d.exprPool.one(d.settingExpr())
 	}
 	if d.bool() {
-		p.When = ptr(d.settingExpr())
+		p.When = d.exprPool.one(d.settingExpr())
 	}
 	if d.bool() {
 		p.Writes = &Setting[[]string]{d.strings(), d.origin()}
@@ -335,7 +368,7 @@ func (d *planDecoder) triggers() []TriggerPlan {
 	if n < 0 {
 		return nil
 	}
-	out := make([]TriggerPlan, n)
+	out := d.triggerPool.take(n)
 	for i := range out {
 		out[i] = TriggerPlan{Name: d.str(), Expr: d.expr(), From: d.origin()}
 	}
@@ -360,11 +393,11 @@ func (d *planDecoder) step(s *StepPlan, prompt Setting[string], shared **Setting
 	case noPrompt:
 	case phasePrompt:
 		if *shared == nil {
-			*shared = ptr(prompt)
+			*shared = d.promptPool.one(prompt)
 		}
 		s.Prompt = *shared
 	case ownPrompt:
-		s.Prompt = ptr(d.settingString())
+		s.Prompt = d.promptPool.one(d.settingString())
 	default:
 		d.failed = true
 	}

@@ -993,9 +993,3 @@ func key(file, spec string) string {
 	h.Write([]byte(file + "\x00" + spec))
 	return strconv.FormatUint(h.Sum64(), 36)
 }
-
-// PlanCache is the folder of the store's plan cache (see spec.LoadCached).
-func (s *Store) PlanCache() string { return PlanCacheOf(s.Root) }
-
-// PlanCacheOf is the folder of the plan cache of the store at root.
-func PlanCacheOf(root string) string { return filepath.Join(root, "plans") }
