@@ -270,7 +270,7 @@ func TestPlanCacheNeverTrustsABrokenEntry(t *testing.T) {
 	}
 }
 
-func crc32Of(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+func crc32Of(b []byte) uint32 { return crc32.Checksum(b, castagnoli()) }
 
 // TestPlanCodecCoversEveryField fills every field of a Plan, and of what
 // it holds, with a value of its own, and fails for each that does not

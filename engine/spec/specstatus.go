@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/goccy/go-yaml/ast"
@@ -146,7 +147,11 @@ func decideStatus(edit *StatusEdit, to string, body []byte, force bool) string {
 	return StatusInProgress
 }
 
-var uncheckedItem = regexp.MustCompile(`^\s*(?:[-*+]|\d+[.)])\s+\[ \]\s+(.*\S)`)
+// It is compiled at its first use: compiled as the package starts, it cost
+// every command 0.1 ms and 15 KB.
+var uncheckedItem = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\s*(?:[-*+]|\d+[.)])\s+\[ \]\s+(.*\S)`)
+})
 
 // UncheckedItems are the texts of a markdown body's unchecked "- [ ]"
 // items, outside fenced code blocks.
@@ -167,7 +172,7 @@ func UncheckedItems(body []byte) []string {
 		if fence != "" {
 			continue
 		}
-		if m := uncheckedItem.FindStringSubmatch(line); m != nil {
+		if m := uncheckedItem().FindStringSubmatch(line); m != nil {
 			items = append(items, m[1])
 		}
 	}
