@@ -366,9 +366,18 @@ func readBuildID() string {
 		return ""
 	}
 	defer f.Close()
-	head := make([]byte, 64<<10)
-	n, _ := io.ReadFull(f, head)
-	return findBuildID(head[:n])
+	// The ID is in the first pages (an ELF note ends before 4 KiB): the
+	// first 8 KiB are read, and more only when it is not there.
+	var head []byte
+	for _, size := range []int{8 << 10, 64 << 10} {
+		more := make([]byte, size-len(head))
+		n, _ := io.ReadFull(f, more)
+		head = append(head, more[:n]...)
+		if id := findBuildID(head); id != "" || n < len(more) {
+			return id
+		}
+	}
+	return ""
 }
 
 // findBuildID finds the Go build ID in the first bytes of an executable:

@@ -371,11 +371,11 @@ func compare(t *testing.T, path string, want, got reflect.Value) {
 	}
 }
 
-// BenchmarkLoadCached is a load of plans of 100 and 1,000 phases from
+// BenchmarkLoadCached is a load of plans of 1, 100 and 1,000 phases from
 // the plan cache, as a command's first load in its process, beside
 // Load's from the files.
 func BenchmarkLoadCached(b *testing.B) {
-	for _, n := range []int{100, 1000} {
+	for _, n := range []int{1, 100, 1000} {
 		dir := b.TempDir()
 		b.Chdir(dir)
 		content := manyPhasesYAML(n)
@@ -415,4 +415,15 @@ func manyPhasesYAML(n int) string {
 			"    done_when: steps.t.exit_code == 0\n", i, i)
 	}
 	return b.String()
+}
+
+// BenchmarkReadBuildID is what finding the binary's build ID costs, once
+// per process that uses the cache.
+func BenchmarkReadBuildID(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if readBuildID() == "" {
+			b.Fatal("no build ID")
+		}
+	}
 }

@@ -2,7 +2,6 @@ package spec
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -16,9 +15,6 @@ import (
 // shared by the phases that use them, as the resolver shares them. A
 // field added to Plan, PhasePlan or StepPlan must be added here:
 // TestPlanCodecCoversEveryField fails until it is.
-
-// errCodec is a payload that does not decode: the cache is rebuilt.
-var errCodec = errors.New("the cached plan does not decode")
 
 type planEncoder struct {
 	buf []byte

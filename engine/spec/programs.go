@@ -65,13 +65,6 @@ func (d *decoder) shellProgram(line string, at Position, what string) {
 	d.programs = append(d.programs, programRef{path: word, at: d.skipSpace(at), what: what})
 }
 
-// missingPrograms looks for the programs phases.yaml and the spec name by
-// a path, from the folder of phases.yaml, where steps and hooks run, and
-// warns of each that is not there, is a folder, or cannot be run.
-func missingPrograms(doc *Document, fm *Frontmatter, base string) []Problem {
-	return checkPrograms(programRefs(doc, fm), doc.Path, base)
-}
-
 // programRefs are the programs phases.yaml and the spec name by a path,
 // in the order they are written, each once, with its snippet.
 func programRefs(doc *Document, fm *Frontmatter) []programRef {
@@ -96,7 +89,8 @@ func programRefs(doc *Document, fm *Frontmatter) []programRef {
 }
 
 // checkPrograms warns of each program of refs that is not there, is a
-// folder, or cannot be run. It looks at the file system at each load: a
+// folder, or cannot be run, from the folder of phases.yaml (file), where
+// steps and hooks run. It looks at the file system at each load: a
 // cached plan keeps refs, not their warnings.
 func checkPrograms(refs []programRef, file, base string) []Problem {
 	dir := filepath.Dir(file)
