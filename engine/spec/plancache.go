@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
 	"os"
@@ -63,6 +64,16 @@ func LoadCached(path, specPath, dir string) (*Plan, error) {
 	// Without a working directory (it was removed) relative paths stay
 	// relative, as filepath.Abs would fail and leave them.
 	base, _ := os.Getwd()
+	if dir != "" {
+		// A plan this process has made already is found by the file's
+		// digest alone, not read into memory again: status loads its
+		// plan three times.
+		if key := fileKey(path, specPath, base); key != "" {
+			if m := recall(loaded, key); m != nil {
+				return withWarnings(m, base), nil
+			}
+		}
+	}
 	content, size, err := readHead(path, maxYAMLBytes)
 	if err != nil {
 		return nil, err
@@ -173,16 +184,46 @@ func specSumOf(path string) (sum [sha256.Size]byte, ok bool) {
 // cacheKey names an entry: what Load makes a plan of, but the spec's
 // frontmatter, which the entry records (phases.yaml names the spec).
 func cacheKey(path, specPath, base string, content []byte) string {
+	h := keyHash(path, specPath, base)
+	if h == nil {
+		return ""
+	}
+	h.Write(content)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// fileKey is cacheKey of the file at path as it is now, read through the
+// digest rather than into memory; "" when it cannot be read whole (the
+// file is then loaded as without a cache, and its problems said).
+func fileKey(path, specPath, base string) string {
+	h := keyHash(path, specPath, base)
+	if h == nil {
+		return ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if n, err := io.Copy(h, io.LimitReader(f, maxYAMLBytes+1)); err != nil || n > maxYAMLBytes {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// keyHash is the digest of a key's parts before phases.yaml's bytes; nil
+// when this binary's build ID is not known: no way then to tell its plans
+// from another's.
+func keyHash(path, specPath, base string) hash.Hash {
 	id := buildID()
 	if id == "" {
-		return "" // no way to tell this binary's plans from another's
+		return nil
 	}
 	h := sha256.New()
 	for _, part := range []string{cacheMagic, id, path, specPath, base} {
 		fmt.Fprintf(h, "%d %s\n", len(part), part)
 	}
-	h.Write(content)
-	return hex.EncodeToString(h.Sum(nil))
+	return h
 }
 
 // cacheEntry is the entry of one phases.yaml in a cache folder.
