@@ -185,6 +185,7 @@ bench: build agent-clis temporal
 	$(GO) run ./cmd/bench -pipeline $(BIN)
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -pipe
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -startup
+	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -status
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -watch
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -search
 	PIPELINE_AGENT_CLIS=$(AGENT_CLIS) $(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -context
