@@ -36,8 +36,8 @@ type Template struct {
 	Spec   []byte `json:"-"`
 }
 
-// templateName and specLine are compiled at their first use, not as
-// every command starts.
+// templateName and specLine are compiled on first use, not at every
+// start of pipeline.
 var templateName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 
 // Templates lists the templates the project in dir can use, by name: a

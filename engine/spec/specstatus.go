@@ -147,11 +147,8 @@ func decideStatus(edit *StatusEdit, to string, body []byte, force bool) string {
 	return StatusInProgress
 }
 
-// It is compiled at its first use: compiled as the package starts, it cost
-// every command 0.1 ms and 15 KB.
-var uncheckedItem = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^\s*(?:[-*+]|\d+[.)])\s+\[ \]\s+(.*\S)`)
-})
+// uncheckedItem is compiled on first use, not at every start.
+var uncheckedItem = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*(?:[-*+]|\d+[.)])\s+\[ \]\s+(.*\S)`) })
 
 // UncheckedItems are the texts of a markdown body's unchecked "- [ ]"
 // items, outside fenced code blocks.
