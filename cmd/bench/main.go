@@ -82,16 +82,16 @@ func main() {
 		contextFigures(pipeline, work)
 		return
 	}
+	if *statusOnly {
+		statusFigures(pipeline, againstBinary(), work, *statusRuns)
+		return
+	}
 	if *fleetOnly {
 		fleetFigures(pipeline, work)
 		return
 	}
 	if *searchOnly {
 		searchFigures(pipeline, work, *searchBytes, *searchQueries)
-		return
-	}
-	if *statusOnly {
-		statusFigures(pipeline, againstBinary(), work, *statusRuns)
 		return
 	}
 	if *startupOnly {
