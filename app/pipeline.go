@@ -136,7 +136,24 @@ func (p Pipeline) LoadPlan() (*spec.Plan, error) {
 	if _, err := os.Stat(p.file()); errors.Is(err, fs.ErrNotExist) {
 		return nil, &Error{Code: ExitUsage, Message: fmt.Sprintf("%s: no such file", p.file()), Hint: NoPipelineHint}
 	}
-	return spec.Load(p.file(), p.Spec)
+	return spec.LoadCached(p.file(), p.Spec, spec.CacheDir())
+}
+
+// BackendBlock is the backend: block of phases.yaml, nil when it has none
+// or cannot be read. It is read from the plan cache when the plan is
+// there, and otherwise from the file alone, even one with problems
+// elsewhere.
+func (p Pipeline) BackendBlock() *spec.Backend {
+	if plan, err := spec.LoadCached(p.file(), p.Spec, spec.CacheDir()); err == nil {
+		if plan.Backend.From.Layer == spec.LayerDefault {
+			return nil
+		}
+		return &plan.Backend.Value
+	}
+	if doc, _ := spec.LoadFile(p.file()); doc != nil {
+		return doc.Pipeline.Backend
+	}
+	return nil
 }
 
 // NoPipelineHint is what to do where there is no phases.yaml.

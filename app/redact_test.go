@@ -1,6 +1,8 @@
 package app
 
 import (
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -36,5 +38,31 @@ func TestRedactedCopiesEveryStringAndLeavesTheOriginal(t *testing.T) {
 	}
 	if notes[0] != "use "+secret || !strings.Contains(v.Note, secret) {
 		t.Errorf("the original was changed: %q %q", notes[0], v.Note)
+	}
+}
+
+func TestRedactedOwnedCopiesOnlyWhatASecretIsIn(t *testing.T) {
+	const secret = "s3cr3t-value-that-is-long-enough"
+	r := redact.New([]string{"MY_API_TOKEN=" + secret})
+	type phase struct{ Notes []string }
+	type response struct {
+		Phases []phase
+		Env    map[string]string
+		Any    any
+	}
+	clean := response{Phases: []phase{{Notes: []string{"fine"}}}, Env: map[string]string{"K": "v"}, Any: []string{"x"}}
+	if got := redactedOwned(r, clean); &got.Phases[0] != &clean.Phases[0] {
+		t.Error("a value without a secret was copied")
+	}
+	for name, v := range map[string]response{
+		"in a slice of a slice": {Phases: []phase{{Notes: []string{"a", "use " + secret}}}},
+		"in a map's value":      {Env: map[string]string{"K": secret}},
+		"in a map's key":        {Env: map[string]string{secret: "v"}},
+		"behind an interface":   {Any: []string{secret}},
+	} {
+		got := redactedOwned(r, v)
+		if want := redacted(r, v); !reflect.DeepEqual(got, want) || strings.Contains(fmt.Sprint(got), secret) {
+			t.Errorf("%s: %+v, redacted gives %+v", name, got, want)
+		}
 	}
 }

@@ -49,12 +49,13 @@ func Status(_ context.Context, req StatusRequest) (*StatusResponse, error) {
 	r := StatusResponse{StatusReport: StatusReport(ref.X.Meta, ref.Plan, s), Running: ref.Running()}
 	if f := ref.X.Meta.OnFleet(); f != nil {
 		r.Status, r.PauseReason, r.Fleet = StatusOnFleet, "", f
-		return ptr(redacted(session.NewRedactor(ref.Plan), r)), nil
+		return ptr(redactedOwned(session.NewRedactor(ref.Plan), r)), nil
 	}
 	if live, ok := ref.Live(); ok && s.StepRunning && !crashed {
 		r.withLive(live)
 	}
-	r = redacted(session.NewRedactor(ref.Plan), r)
+	// The report is made from a state read for it alone.
+	r = redactedOwned(session.NewRedactor(ref.Plan), r)
 	return &r, nil
 }
 

@@ -464,11 +464,11 @@ func (d *decider) env(r StepResult) *triggers.Env {
 // done_when: its exit code is judged there, not by the retry policy.
 func (d *decider) isCheck() bool {
 	done := d.phase().DoneWhen
-	if done == nil || done.Value.Compiled == nil {
+	if done == nil || done.Value.Program() == nil {
 		return false
 	}
 	name := d.step().Name
-	return slices.ContainsFunc(done.Value.Compiled.StepRefs, func(r triggers.StepRef) bool { return r.Name == name })
+	return slices.ContainsFunc(done.Value.Program().StepRefs, func(r triggers.StepRef) bool { return r.Name == name })
 }
 
 func (d *decider) stepFinished(r StepResult) {
@@ -878,9 +878,9 @@ func (d *decider) restart(env *triggers.Env) bool {
 func (d *decider) retry(env *triggers.Env, note string) {
 	s, phase := d.s, d.phase()
 	var wait time.Duration
-	if backoff := phase.Retry.Backoff.Value; backoff != nil && backoff.Compiled != nil {
+	if backoff := phase.Retry.Backoff.Value; backoff != nil && backoff.Program() != nil {
 		var err error
-		if wait, err = backoff.Compiled.EvalDuration(env); err != nil {
+		if wait, err = backoff.Program().EvalDuration(env); err != nil {
 			d.expressionError(err)
 			return
 		}
@@ -903,10 +903,10 @@ func (d *decider) retry(env *triggers.Env, note string) {
 // condition evaluates one expression; ok is false when it failed and the
 // session paused with reason expression-error.
 func (d *decider) condition(setting spec.Setting[*spec.Expr], env *triggers.Env) (value, ok bool) {
-	if setting.Value == nil || setting.Value.Compiled == nil {
+	if setting.Value == nil || setting.Value.Program() == nil {
 		return false, true
 	}
-	value, err := setting.Value.Compiled.Eval(env)
+	value, err := setting.Value.Program().Eval(env)
 	if err != nil {
 		// An error placed in the file already names the expression and
 		// where it was written.
@@ -936,8 +936,8 @@ func (d *decider) firstTrigger(list []spec.TriggerPlan, env *triggers.Env) (*Fir
 
 func (d *decider) firing(reason string, e *spec.Expr, env *triggers.Env) Firing {
 	f := Firing{Reason: reason, Expression: e.Source, At: d.now}
-	if e.Compiled != nil {
-		f.Values = env.Values(e.Compiled.Reads)
+	if e.Program() != nil {
+		f.Values = env.Values(e.Program().Reads)
 	}
 	if reason == "checkpoint" || env.Checkpoint {
 		f.Note = env.CheckpointNote

@@ -109,7 +109,7 @@ type PhaseReport struct {
 func Report(plan *spec.Plan, s State) StatusReport {
 	r := StatusReport{Status: string(s.Status), Attempt: s.Attempt, Tokens: s.TotalTokens, CostUSD: s.CostUSD,
 		Elapsed: s.SessionElapsed.Round(time.Second).String(), ElapsedMS: s.SessionElapsed.Milliseconds(), FailReason: s.FailReason,
-		Parent: s.Parent, ReplayOf: s.ReplayOf, ByHand: s.ByHand, SpecStatus: s.SpecStatus, Phases: []PhaseReport{}}
+		Parent: s.Parent, ReplayOf: s.ReplayOf, ByHand: s.ByHand, SpecStatus: s.SpecStatus, Phases: make([]PhaseReport, 0, len(s.Phases))}
 	if s.Status == "" {
 		r.Status = string(StatusRunning)
 	}

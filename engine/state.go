@@ -182,14 +182,16 @@ type State struct {
 	LastContext map[string]int `json:"last_context,omitempty"`
 }
 
-// PhaseRecord is the history of one phase.
+// PhaseRecord is the history of one phase. Its zeros are left out of the
+// snapshot, so that the phases not reached of a plan of a thousand do
+// not weigh on every status.
 type PhaseRecord struct {
 	Name      string        `json:"name"`
 	Status    Status        `json:"status,omitempty"`
-	Attempts  int           `json:"attempts"`
-	Tokens    int           `json:"tokens"`
-	CostUSD   float64       `json:"cost_usd"`
-	Duration  time.Duration `json:"duration"`
+	Attempts  int           `json:"attempts,omitempty"`
+	Tokens    int           `json:"tokens,omitempty"`
+	CostUSD   float64       `json:"cost_usd,omitempty"`
+	Duration  time.Duration `json:"duration,omitempty"`
 	ExitCodes []int         `json:"exit_codes,omitempty"`
 	Fired     []Firing      `json:"fired,omitempty"`
 	Restarts  int           `json:"restarts,omitempty"`
@@ -209,8 +211,8 @@ type PhaseRecord struct {
 	TreeBefore string    `json:"tree_before,omitempty"`
 	HeadAfter  string    `json:"head_after,omitempty"`
 	Files      []string  `json:"files_changed,omitempty"`
-	Started    time.Time `json:"started,omitempty"`
-	Ended      time.Time `json:"ended,omitempty"`
+	Started    time.Time `json:"started,omitzero"`
+	Ended      time.Time `json:"ended,omitzero"`
 	Summary    string    `json:"summary,omitempty"`
 	// Checkpoint is the commit that keeps the work tree as the phase left
 	// it when it completed (see Checkpointed).

@@ -18,7 +18,7 @@ const ReasonWhen = "when"
 // when the expression failed and the session paused at the phase.
 func (d *decider) when(i int) (run, ok bool) {
 	when := d.plan.Phases[i].When
-	if when == nil || when.Value == nil || when.Value.Compiled == nil {
+	if when == nil || when.Value == nil || when.Value.Program() == nil {
 		return true, true
 	}
 	s := d.s
@@ -29,7 +29,7 @@ func (d *decider) when(i int) (run, ok bool) {
 		return run, ok
 	}
 	f := Firing{Reason: ReasonWhen, Expression: when.Value.Source, At: d.now,
-		Values: whenValues(env, when.Value.Compiled)}
+		Values: whenValues(env, when.Value.Program())}
 	f.Note = fmt.Sprintf("phase %q skipped: when (%s) is false", d.plan.Phases[i].Name, when.Value.Source)
 	rec := d.record()
 	rec.Status, rec.Ended = StatusSkipped, d.now

@@ -93,6 +93,10 @@ func main() {
 		contextFigures(pipeline, work)
 		return
 	}
+	if *statusOnly {
+		statusFigures(pipeline, againstBinary(), work, *statusRuns)
+		return
+	}
 	if *fleetOnly {
 		fleetFigures(pipeline, work)
 		return

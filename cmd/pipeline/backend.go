@@ -49,8 +49,8 @@ func (f *backendFlags) resolve(file string, plan *spec.Plan) (*fleet, error) {
 	var block spec.Backend
 	if plan != nil {
 		block = plan.Backend.Value
-	} else if doc, _ := spec.LoadFile(file); doc != nil && doc.Pipeline.Backend != nil {
-		block = *doc.Pipeline.Backend
+	} else if written := (app.Pipeline{File: file}).BackendBlock(); written != nil {
+		block = *written
 	}
 	chosen, err := app.ChooseBackend(app.BackendChoice{Kind: f.kind, Flags: f.target, Block: block})
 	if chosen == nil || err != nil {

@@ -470,8 +470,8 @@ type observer struct {
 func (r *StepRunner) observer(a engine.StartStep, s engine.State, phase *spec.PhasePlan, step *spec.StepPlan, current *StepRun) *observer {
 	var list []triggers.Named
 	for _, t := range phase.PauseWhen {
-		if t.Expr.Compiled != nil {
-			list = append(list, triggers.Named{Name: t.Name, Expr: t.Expr.Compiled})
+		if t.Expr.Program() != nil {
+			list = append(list, triggers.Named{Name: t.Name, Expr: t.Expr.Program()})
 		}
 	}
 	m := triggers.NewMonitor(list)

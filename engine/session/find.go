@@ -48,7 +48,7 @@ func Find(st *store.Store, o Options) (*Ref, error) {
 	if err != nil {
 		return nil, &RefusedError{Message: err.Error(), Err: err}
 	}
-	plan, err := spec.Load(x.Meta.File, x.Meta.Spec)
+	plan, err := spec.LoadCached(x.Meta.File, x.Meta.Spec, spec.CacheDir())
 	if err != nil {
 		x.Close()
 		return nil, err

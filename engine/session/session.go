@@ -179,7 +179,7 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 			return nil, refused("the name %s is session %s's, of %s: name this run otherwise, or run that pipeline", o.Name, id, meta.File)
 		}
 		if plan == nil {
-			if plan, err = spec.Load(meta.File, meta.Spec); err != nil {
+			if plan, err = spec.LoadCached(meta.File, meta.Spec, spec.CacheDir()); err != nil {
 				return nil, err
 			}
 		}

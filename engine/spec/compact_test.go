@@ -80,7 +80,7 @@ pipeline:
 		{"total_tokens > 400000", "spec.md:5:19 (spec frontmatter)"},
 	})
 	// A condition compiled against the variables of restart_when.
-	fired, err := plan.Phases[2].CompactWhen.Value.Compiled.Eval(&triggers.Env{ContextTokens: 90001})
+	fired, err := plan.Phases[2].CompactWhen.Value.Program().Eval(&triggers.Env{ContextTokens: 90001})
 	if err != nil || !fired {
 		t.Errorf("context_tokens > 90000 at 90001 gave %v, %v", fired, err)
 	}
@@ -93,7 +93,7 @@ func checkCompactWhen(t *testing.T, what string, plan *spec.Plan, want []struct{
 	}
 	for i, w := range want {
 		got := plan.Phases[i].CompactWhen
-		if got.Value == nil || got.Value.Source != w.source || got.Value.Compiled == nil || got.From.String() != w.from {
+		if got.Value == nil || got.Value.Source != w.source || got.Value.Program() == nil || got.From.String() != w.from {
 			t.Errorf("%s: phase %s compact_when %v from %s, want %q from %s", what, plan.Phases[i].Name, got.Value, got.From, w.source, w.from)
 		}
 	}

@@ -844,7 +844,7 @@ func (d *decoder) decodeExpr(node ast.Node, out *Expr, path string, kind trigger
 		return
 	}
 	compiled.Locate = d.locator(*out)
-	out.Compiled = compiled
+	out.program = compiledProgram(compiled)
 }
 
 // textPlace is where the text of a scalar node starts in the file and how

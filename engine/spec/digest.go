@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sync"
 )
 
 // digest is the hex SHA-256 of what a plan is made from:
@@ -31,6 +32,15 @@ import (
 // checkouts, so the folder of the checkout is left out, and line ends are
 // read as \n so that a Windows checkout (CRLF) names the same plan.
 func digest(doc *Document, fm *Frontmatter, base string) string {
+	if fm == nil {
+		return digestOf(doc.content, "", nil)
+	}
+	return digestOf(doc.content, relativePath(base, filepath.Dir(doc.Path), fm.Path), fm.block)
+}
+
+// digestOf is digest of phases.yaml's content and, when spec is not "",
+// the spec's path relative to phases.yaml's folder and its frontmatter.
+func digestOf(content []byte, spec string, frontmatter []byte) string {
 	h := sha256.New()
 	part := func(name string, content []byte) {
 		// Each part is named and measured, so that no two different sets
@@ -39,14 +49,28 @@ func digest(doc *Document, fm *Frontmatter, base string) string {
 		h.Write(content)
 	}
 	part("pipeline plan digest", []byte("1"))
-	part("built-in defaults", builtInDefaults())
-	part("phases.yaml", canonicalText(doc.content))
-	if fm != nil {
-		part("spec", []byte(relativePath(base, filepath.Dir(doc.Path), fm.Path)))
-		part("frontmatter", canonicalText(fm.block))
+	part("built-in defaults", builtInDefaultsText())
+	part("phases.yaml", canonicalText(content))
+	if spec != "" {
+		part("spec", []byte(spec))
+		part("frontmatter", canonicalText(frontmatter))
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// redigester is Plan.redigest of a plan read from the cache: the digest
+// with another frontmatter, from phases.yaml's content; nil without a
+// spec, as Resolve leaves it.
+func redigester(content []byte, file, spec, base string) func(block []byte) string {
+	if spec == "" {
+		return nil
+	}
+	rel := relativePath(base, filepath.Dir(file), spec)
+	return func(block []byte) string { return digestOf(content, rel, block) }
+}
+
+// builtInDefaultsText is builtInDefaults, written once.
+var builtInDefaultsText = sync.OnceValue(builtInDefaults)
 
 // builtInDefaults writes the built-in values a plan starts from.
 func builtInDefaults() []byte {

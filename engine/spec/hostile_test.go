@@ -320,7 +320,7 @@ func TestIssue9RunTimeErrorsPointIntoTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	phase := plan.Phases[0]
-	_, err = phase.PauseWhen[1].Expr.Compiled.Eval(&triggers.Env{Attempt: 0})
+	_, err = phase.PauseWhen[1].Expr.Program().Eval(&triggers.Env{Attempt: 0})
 	var evalErr *triggers.EvalError
 	if !errors.As(err, &evalErr) {
 		t.Fatalf("Eval gave %v, want a *triggers.EvalError", err)
@@ -329,7 +329,7 @@ func TestIssue9RunTimeErrorsPointIntoTheFile(t *testing.T) {
 	if want := path + ":6:21: tokens % attempt > 1: runtime error: integer divide by zero"; err.Error() != want {
 		t.Errorf("the error reads\n%s\nwant\n%s", err, want)
 	}
-	_, err = phase.Retry.Backoff.Value.Compiled.EvalDuration(&triggers.Env{Spec: map[string]any{"factor": "x"}})
+	_, err = phase.Retry.Backoff.Value.Program().EvalDuration(&triggers.Env{Spec: map[string]any{"factor": "x"}})
 	// int( on line 10 of the block scalar.
 	if want := path + ":10:11: "; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("the back-off's error reads %v, want it to start with %s", err, want)

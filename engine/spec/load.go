@@ -47,10 +47,16 @@ func readHead(path string, limit int) (head []byte, size int64, err error) {
 		return nil, 0, err
 	}
 	defer f.Close()
-	head, err = io.ReadAll(io.LimitReader(f, int64(limit)+1))
-	if err != nil {
+	// Read in one piece when the size is known: io.ReadAll's doublings
+	// cost a 1,000-phase status a tenth of its time.
+	var buf bytes.Buffer
+	if info, err := f.Stat(); err == nil && info.Mode().IsRegular() && info.Size() <= int64(limit) {
+		buf.Grow(int(info.Size()) + bytes.MinRead)
+	}
+	if _, err = buf.ReadFrom(io.LimitReader(f, int64(limit)+1)); err != nil {
 		return nil, 0, err
 	}
+	head = buf.Bytes()
 	if len(head) <= limit {
 		return head, int64(len(head)), nil
 	}

@@ -254,14 +254,15 @@ type Trigger struct {
 type Triggers []Trigger
 
 // Expr is an expression as written, where it was written, and its compiled
-// form.
+// form (see Program).
 type Expr struct {
 	Source string
 	Kind   triggers.Kind
 	At     Position
-	// Compiled is set once the expression compiled without error.
-	Compiled *triggers.Expression
 	// quote is the YAML quote around the expression, if any: its escapes
 	// shift columns.
 	quote rune
+	// program is the compiled form: compiled as the file is decoded, or,
+	// for a plan read from the plan cache, at its first use.
+	program *program
 }

@@ -1,11 +1,11 @@
 package spec
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -198,7 +198,7 @@ var builtInPolicy = sync.OnceValue(func() Policy {
 		if err != nil {
 			panic(fmt.Sprintf("built-in expression %q: %v", source, err))
 		}
-		return &Expr{Source: source, Kind: kind, Compiled: compiled}
+		return &Expr{Source: source, Kind: kind, program: compiledProgram(compiled)}
 	}
 	yes := true
 	return Policy{
@@ -231,16 +231,17 @@ type policyLayer struct {
 // phases.yaml. Every problem of both files is reported together as *Error.
 // Relative paths are from the working directory.
 func Load(path, specPath string) (*Plan, error) {
-	doc, err := LoadFile(path)
-	if doc == nil {
-		return nil, err
-	}
-	// Without a working directory (it was removed) relative paths stay
-	// relative, as filepath.Abs would fail and leave them.
-	base, _ := os.Getwd()
+	return LoadCached(path, specPath, "")
+}
+
+// load reads the spec of doc and merges both into a Plan, whose warnings
+// lack those of the programs named by a path: those are refs, looked at
+// by checkPrograms. specSum is the digest of the spec's frontmatter as
+// read, zero without a spec.
+func load(doc *Document, specPath, base string) (plan *Plan, refs []programRef, specSum [sha256.Size]byte, err error) {
 	var specOrigin Position
 	if specPath == "" && doc.Pipeline.Spec != "" {
-		specPath = filepath.Join(filepath.Dir(path), filepath.FromSlash(doc.Pipeline.Spec))
+		specPath = filepath.Join(filepath.Dir(doc.Path), filepath.FromSlash(doc.Pipeline.Spec))
 		specOrigin = doc.dec.positions["spec"]
 	}
 	var fm *Frontmatter
@@ -252,14 +253,16 @@ func Load(path, specPath string) (*Plan, error) {
 			doc.dec.reportAt(specOrigin, fmt.Sprintf("spec file %s does not exist", doc.Pipeline.Spec),
 				"fix the path (it is relative to phases.yaml), or remove spec:")
 		case fm == nil && specErr != nil && !isSpecError(specErr):
-			return nil, specErr
+			return nil, nil, specSum, specErr
 		}
 	}
-	plan, err := Resolve(doc, fm, base)
-	if plan != nil {
-		plan.Warnings = append(plan.Warnings, missingPrograms(doc, fm, base)...)
+	if plan, err = Resolve(doc, fm, base); err != nil {
+		return nil, nil, specSum, err
 	}
-	return plan, err
+	if fm != nil {
+		specSum = frontmatterSum(fm.block)
+	}
+	return plan, programRefs(doc, fm), specSum, nil
 }
 
 func isSpecError(err error) bool {
@@ -786,7 +789,7 @@ func (r *resolver) step(s phaseSource, step Step, i int, origin func(string) Ori
 // the phase.
 func (r *resolver) checkStepRefs(plan PhasePlan) {
 	e := plan.DoneWhen.Value
-	if e.Compiled == nil {
+	if e.Program() == nil {
 		return
 	}
 	var names []string
@@ -795,7 +798,7 @@ func (r *resolver) checkStepRefs(plan PhasePlan) {
 	}
 	var missing []triggers.StepRef
 	var offsets []int
-	for _, ref := range e.Compiled.StepRefs {
+	for _, ref := range e.Program().StepRefs {
 		if !slices.Contains(names, ref.Name) {
 			missing, offsets = append(missing, ref), append(offsets, ref.Offset)
 		}
@@ -838,7 +841,7 @@ func (r *resolver) checkPhaseRefs(phases []PhasePlan) {
 // when the when: is decided, and a name of no phase is a mistake.
 func (r *resolver) checkWhenRefs(phases []PhasePlan, i int) {
 	when := phases[i].When
-	if when == nil || when.Value.Compiled == nil {
+	if when == nil || when.Value.Program() == nil {
 		return
 	}
 	var earlier, all []string
@@ -849,7 +852,7 @@ func (r *resolver) checkWhenRefs(phases []PhasePlan, i int) {
 		}
 	}
 	dec := r.decoderOf(when.From)
-	for _, ref := range when.Value.Compiled.PhaseRefs {
+	for _, ref := range when.Value.Program().PhaseRefs {
 		if slices.Contains(earlier, ref.Name) || dec.problems.full() {
 			continue
 		}

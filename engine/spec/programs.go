@@ -26,6 +26,10 @@ type programRef struct {
 	at   Position
 	// what names the value: agent.command, phases[1].steps[0].run.
 	what string
+	// source and caret are the snippet of the line it is written on (see
+	// Problem), filled in by programRefs.
+	source string
+	caret  int
 }
 
 // program records command[0] of an agent when it is a path: a name alone
@@ -61,23 +65,37 @@ func (d *decoder) shellProgram(line string, at Position, what string) {
 	d.programs = append(d.programs, programRef{path: word, at: d.skipSpace(at), what: what})
 }
 
-// missingPrograms looks for the programs phases.yaml and the spec name by
-// a path, from the folder of phases.yaml, where steps and hooks run, and
-// warns of each that is not there, is a folder, or cannot be run.
-func missingPrograms(doc *Document, fm *Frontmatter, base string) []Problem {
+// programRefs are the programs phases.yaml and the spec name by a path,
+// in the order they are written, each once, with its snippet.
+func programRefs(doc *Document, fm *Frontmatter) []programRef {
 	refs := slices.Clone(doc.dec.programs)
 	slices.SortStableFunc(refs, func(a, b programRef) int { return cmp.Or(a.at.Line-b.at.Line, a.at.Column-b.at.Column) })
 	if fm != nil {
 		refs = append(refs, fm.dec.programs...)
 	}
-	dir := filepath.Dir(doc.Path)
 	seen := map[Position]bool{}
-	var warnings []Problem
+	out := refs[:0]
 	for _, ref := range refs {
 		if seen[ref.at] {
 			continue
 		}
 		seen[ref.at] = true
+		if d := decoderFor(doc, fm, ref.at.File); d != nil {
+			ref.source, ref.caret = snippet(d.sourceLine(ref.at.Line), ref.at.Column)
+		}
+		out = append(out, ref)
+	}
+	return out
+}
+
+// checkPrograms warns of each program of refs that is not there, is a
+// folder, or cannot be run, from the folder of phases.yaml (file), where
+// steps and hooks run. It looks at the file system at each load: a
+// cached plan keeps refs, not their warnings.
+func checkPrograms(refs []programRef, file, base string) []Problem {
+	dir := filepath.Dir(file)
+	var warnings []Problem
+	for _, ref := range refs {
 		abs := filepath.FromSlash(ref.path)
 		if !filepath.IsAbs(abs) {
 			abs = filepath.Join(dir, abs)
@@ -100,12 +118,8 @@ func missingPrograms(doc *Document, fm *Frontmatter, base string) []Problem {
 		default:
 			continue
 		}
-		source, caret := "", 0
-		if d := decoderFor(doc, fm, ref.at.File); d != nil {
-			source, caret = snippet(d.sourceLine(ref.at.Line), ref.at.Column)
-		}
 		warnings = append(warnings, Problem{Position: ref.at, Message: fmt.Sprintf("%s: %s %s (%s)", ref.what, ref.path, problem, abs),
-			Hint: hint, Source: source, caret: caret})
+			Hint: hint, Source: ref.source, caret: ref.caret})
 	}
 	return warnings
 }

@@ -26,7 +26,7 @@ func TestWhenMergesFromTheSpec(t *testing.T) {
 		filepath.Base(when.From.File) != "spec.md" || when.From.Line != 7 {
 		t.Fatalf("docs when %+v, want the spec's, from spec.md:7", when)
 	}
-	if refs := when.Value.Compiled.PhaseRefs; len(refs) != 1 || refs[0].Name != "design" {
+	if refs := when.Value.Program().PhaseRefs; len(refs) != 1 || refs[0].Name != "design" {
 		t.Errorf("phase refs %+v", refs)
 	}
 }

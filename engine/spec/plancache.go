@@ -1,0 +1,442 @@
+package spec
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// The plan cache: a plan loaded once is kept, checked and merged, under
+// the digest of what it was made from, so that the commands that load a
+// session's plan at each call (status, resume, logs, the watcher) do not
+// parse and compile a phases.yaml of a thousand phases each time.
+//
+// An entry is never trusted: its name is a digest of this binary's build
+// ID, phases.yaml's path and bytes, the spec asked for and the working
+// folder; it holds that digest again, the digest of the spec's
+// frontmatter it was made with, and a checksum of the plan. Any of those
+// that differs, a spec whose frontmatter changed, a file that is not
+// ours, a payload cut short or one that does not decode: the plan is
+// loaded from the files, as without a cache, and the entry written
+// again. The program warnings look at the file system, so they are
+// checked at each load, not cached; the expressions compile at their
+// first use (see Expr.Program).
+//
+// What reads or writes files here is written as functions, not methods:
+// the engine's purity test takes every method of this package for one
+// the engine may call.
+
+// CacheDir is the folder of the plan cache the commands share:
+// pipeline/plans in the user's cache folder ($XDG_CACHE_HOME or
+// ~/.cache, ~/Library/Caches on macOS); "" (no cache) when there is
+// none. Outside the sessions' store, so that status, logs and sessions
+// write nothing there.
+func CacheDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "pipeline", "plans")
+}
+
+// cacheMagic starts every entry; its version changes with the layout.
+const cacheMagic = "pipeline plan cache 1\n"
+
+// maxCacheEntries is how many plans a cache folder keeps; the oldest go
+// first.
+const maxCacheEntries = 256
+
+// LoadCached is Load with the plan cache in dir: a plan cached there from
+// the same files is read rather than made, and a plan made is cached
+// there. dir "" is no cache. A cache that cannot be read or written is
+// never an error: the plan is loaded as Load loads it.
+func LoadCached(path, specPath, dir string) (*Plan, error) {
+	// Without a working directory (it was removed) relative paths stay
+	// relative, as filepath.Abs would fail and leave them.
+	base, _ := os.Getwd()
+	if dir != "" {
+		// A plan this process has made already is found by the file's
+		// digest alone, not read into memory again: status loads its
+		// plan three times.
+		if key := fileKey(path, specPath, base); key != "" {
+			if m := recall(loaded, key); m != nil {
+				return withWarnings(m, base), nil
+			}
+		}
+	}
+	content, size, err := readHead(path, maxYAMLBytes)
+	if err != nil {
+		return nil, err
+	}
+	if size < 0 || int64(len(content)) < size {
+		dec := newDecoder(path, content, 0)
+		dec.tooLarge(size, "the file")
+		return nil, dec.problems.err()
+	}
+	entry := cacheEntry{dir: dir, file: path, content: content}
+	if dir != "" {
+		entry.key = cacheKey(path, specPath, base, content)
+	}
+	if m := recall(loaded, entry.key); m != nil {
+		return withWarnings(m, base), nil
+	}
+	plan, refs, specSum := readEntry(entry, base)
+	if plan == nil {
+		doc, err := Parse(path, content)
+		if doc == nil {
+			return nil, err
+		}
+		if plan, refs, specSum, err = load(doc, specPath, base); err != nil {
+			return nil, err
+		}
+		writeEntry(entry, plan, refs, specSum)
+	}
+	m := &memo{made: plan, refs: refs, specSum: specSum}
+	remember(loaded, entry.key, m)
+	return withWarnings(m, base), nil
+}
+
+// memo is a plan this process has loaded through the cache, without the
+// warnings of its programs. A plan is never changed once made (the
+// methods that change one, such as WithoutHumanGates, copy it), so the
+// commands that load it twice (the session's key, then the session) and
+// the watcher share it.
+type memo struct {
+	made    *Plan
+	refs    []programRef
+	specSum [sha256.Size]byte
+}
+
+// withWarnings is a copy of the memo's plan with the program warnings of now.
+func withWarnings(m *memo, base string) *Plan {
+	p := *m.made
+	p.Warnings = append(slices.Clip(m.made.Warnings), checkPrograms(m.refs, p.File, base)...)
+	return &p
+}
+
+// memos are the plans a process loaded through the cache, by key; a
+// spec whose frontmatter has changed since is loaded again.
+type memos struct {
+	mu   sync.Mutex
+	byID map[string]*memo
+}
+
+var loaded = &memos{byID: map[string]*memo{}}
+
+// maxMemos bounds what a long-lived process (the watcher) keeps.
+const maxMemos = 16
+
+func recall(ms *memos, key string) *memo {
+	if key == "" {
+		return nil
+	}
+	ms.mu.Lock()
+	m := ms.byID[key]
+	ms.mu.Unlock()
+	if m == nil || !specUnchanged(m) {
+		return nil
+	}
+	return m
+}
+
+func remember(ms *memos, key string, m *memo) {
+	if key == "" {
+		return
+	}
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if len(ms.byID) >= maxMemos {
+		clear(ms.byID)
+	}
+	ms.byID[key] = m
+}
+
+// specUnchanged reports whether the memo's spec has the frontmatter it
+// was made with.
+func specUnchanged(m *memo) bool {
+	if m.made.Spec == "" {
+		return true
+	}
+	sum, ok := specSumOf(m.made.Spec)
+	return ok && sum == m.specSum
+}
+
+// specSumOf is the digest of the frontmatter of the spec at path.
+func specSumOf(path string) (sum [sha256.Size]byte, ok bool) {
+	content, _, err := readHead(path, maxYAMLBytes+frontmatterSlack)
+	if err != nil {
+		return sum, false
+	}
+	block, _, _ := frontmatterBlock(content)
+	return frontmatterSum(block), true
+}
+
+// cacheKey names an entry: what Load makes a plan of, but the spec's
+// frontmatter, which the entry records (phases.yaml names the spec).
+func cacheKey(path, specPath, base string, content []byte) string {
+	h := keyHash(path, specPath, base)
+	if h == nil {
+		return ""
+	}
+	h.Write(content)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// fileKey is cacheKey of the file at path as it is now, read through the
+// digest rather than into memory; "" when it cannot be read whole (the
+// file is then loaded as without a cache, and its problems said).
+func fileKey(path, specPath, base string) string {
+	h := keyHash(path, specPath, base)
+	if h == nil {
+		return ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if n, err := io.Copy(h, io.LimitReader(f, maxYAMLBytes+1)); err != nil || n > maxYAMLBytes {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// keyHash is the digest of a key's parts before phases.yaml's bytes; nil
+// when this binary's build ID is not known: no way then to tell its plans
+// from another's.
+func keyHash(path, specPath, base string) hash.Hash {
+	id := buildID()
+	if id == "" {
+		return nil
+	}
+	h := sha256.New()
+	for _, part := range []string{cacheMagic, id, path, specPath, base} {
+		fmt.Fprintf(h, "%d %s\n", len(part), part)
+	}
+	return h
+}
+
+// cacheEntry is the entry of one phases.yaml in a cache folder.
+type cacheEntry struct {
+	dir, key, file string
+	content        []byte
+}
+
+// header is what an entry holds before its plan: the key, the digest of
+// the spec's frontmatter (zero without a spec) and the plan's checksum.
+const headerSize = len(cacheMagic) + sha256.Size + sha256.Size + 4
+
+// castagnoli is made at the first use: its tables cost every command's
+// start 0.1 ms.
+var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
+
+// readEntry is the cached plan, its programs and the digest of its spec's
+// frontmatter; a nil plan when there is none to trust.
+func readEntry(c cacheEntry, base string) (*Plan, []programRef, [sha256.Size]byte) {
+	var none [sha256.Size]byte
+	if c.key == "" {
+		return nil, nil, none
+	}
+	raw := readOwnFile(filepath.Join(c.dir, c.key))
+	if len(raw) < headerSize || string(raw[:len(cacheMagic)]) != cacheMagic {
+		return nil, nil, none
+	}
+	header := raw[len(cacheMagic):headerSize]
+	key, sum := header[:sha256.Size], header[2*sha256.Size:]
+	specSum := [sha256.Size]byte(header[sha256.Size : 2*sha256.Size])
+	payload := raw[headerSize:]
+	if hex.EncodeToString(key) != c.key || crc32.Checksum(payload, castagnoli()) != beUint32(sum) {
+		return nil, nil, none
+	}
+	sources := map[string]func() []string{c.file: linesOnce(c.content)}
+	plan, refs, ok := decodePlan(string(payload), func(file string) func() []string {
+		if lines, ok := sources[file]; ok {
+			return lines
+		}
+		return func() []string { return nil }
+	})
+	if !ok {
+		return nil, nil, none
+	}
+	if plan.Spec != "" {
+		specContent, _, err := readHead(plan.Spec, maxYAMLBytes+frontmatterSlack)
+		if err != nil {
+			return nil, nil, none
+		}
+		block, _, _ := frontmatterBlock(specContent)
+		if frontmatterSum(block) != specSum {
+			return nil, nil, none
+		}
+		sources[plan.Spec] = linesOnce(specContent)
+	} else if specSum != none {
+		return nil, nil, none
+	}
+	plan.redigest = redigester(c.content, plan.File, plan.Spec, base)
+	return plan, refs, specSum
+}
+
+// writeEntry caches plan, made from the entry's files and a spec of the
+// frontmatter digest specSum; refs are its programs.
+func writeEntry(c cacheEntry, plan *Plan, refs []programRef, specSum [sha256.Size]byte) {
+	if c.key == "" {
+		return
+	}
+	payload, err := encodePlan(plan, refs)
+	if err != nil {
+		return
+	}
+	key, _ := hex.DecodeString(c.key)
+	out := make([]byte, 0, headerSize+len(payload))
+	out = append(out, cacheMagic...)
+	out = append(out, key...)
+	out = append(out, specSum[:]...)
+	out = appendUint32(out, crc32.Checksum(payload, castagnoli()))
+	out = append(out, payload...)
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		return
+	}
+	// No fsync: an entry lost in a crash is made again, and one cut short
+	// fails its checksum.
+	f, err := os.CreateTemp(c.dir, ".plan-*")
+	if err != nil {
+		return
+	}
+	_, err = f.Write(out)
+	if err = errors.Join(err, f.Close()); err == nil {
+		err = os.Rename(f.Name(), filepath.Join(c.dir, c.key))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return
+	}
+	evictOldEntries(c.dir)
+}
+
+// frontmatterSum is the digest of a spec's frontmatter block; a spec
+// without one has the digest of no bytes, never zero.
+func frontmatterSum(block []byte) [sha256.Size]byte {
+	return sha256.Sum256(append([]byte("frontmatter\n"), block...))
+}
+
+// readOwnFile reads a regular file of the current user that nobody else
+// may write; nil for any other (or none).
+func readOwnFile(path string) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil || !info.Mode().IsRegular() || info.Mode().Perm()&0o022 != 0 || !ownedByMe(info) || info.Size() > 64<<20 {
+		return nil
+	}
+	raw := make([]byte, info.Size())
+	if _, err := io.ReadFull(f, raw); err != nil {
+		return nil
+	}
+	return raw
+}
+
+// evictOldEntries keeps the newest maxCacheEntries entries of dir.
+func evictOldEntries(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) <= maxCacheEntries {
+		return
+	}
+	type aged struct {
+		name string
+		mod  int64
+	}
+	var all []aged
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+			all = append(all, aged{e.Name(), info.ModTime().UnixNano()})
+		}
+	}
+	slices.SortFunc(all, func(a, b aged) int { return int(b.mod>>20 - a.mod>>20) })
+	for _, e := range all[min(maxCacheEntries, len(all)):] {
+		os.Remove(filepath.Join(dir, e.name))
+	}
+}
+
+// linesOnce splits content into lines at the first call.
+func linesOnce(content []byte) func() []string {
+	return sync.OnceValue(func() []string {
+		return strings.Split(strings.TrimPrefix(string(content), byteOrderMark), "\n")
+	})
+}
+
+func appendUint32(b []byte, v uint32) []byte {
+	return append(b, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+}
+
+func beUint32(b []byte) uint32 {
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+// buildID is this binary's Go build ID, which changes with any change of
+// its code: a plan cached by another build is never read. "" when it
+// cannot be found.
+func buildID() string {
+	ownBuildID.once.Do(func() { ownBuildID.id = readBuildID() })
+	return ownBuildID.id
+}
+
+var ownBuildID struct {
+	once sync.Once
+	id   string
+}
+
+func readBuildID() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	// The ID is in the first pages (an ELF note ends before 4 KiB): the
+	// first 8 KiB are read, and more only when it is not there.
+	var head []byte
+	for _, size := range []int{8 << 10, 64 << 10} {
+		more := make([]byte, size-len(head))
+		n, _ := io.ReadFull(f, more)
+		head = append(head, more[:n]...)
+		if id := findBuildID(head); id != "" || n < len(more) {
+			return id
+		}
+	}
+	return ""
+}
+
+// findBuildID finds the Go build ID in the first bytes of an executable:
+// in its ELF note (namesz 4, descsz, type 4, "Go\0\0", the ID), or after
+// the marker the linker writes at the start of the text of other formats.
+func findBuildID(head []byte) string {
+	if i := bytes.Index(head, []byte("\x04\x00\x00\x00Go\x00\x00")); i >= 4 {
+		size := int(head[i-4]) | int(head[i-3])<<8
+		if start := i + 8; start+size <= len(head) && size > 0 {
+			return string(head[start : start+size])
+		}
+	}
+	const marker = "\xff Go build ID: \""
+	if i := bytes.Index(head, []byte(marker)); i >= 0 {
+		rest := head[i+len(marker):]
+		if end := bytes.IndexByte(rest, '"'); end > 0 {
+			return string(rest[:end])
+		}
+	}
+	return ""
+}
