@@ -52,7 +52,7 @@ phases:
 // the 3-phase plan's (the goal: 1,000 phases within 2× of 3).
 func statusFigures(pipeline, against, work string, runs int) {
 	fmt.Printf("pipeline bench -status: %s, %d cores, files in %s\n", pipeline, numCPU(), work)
-	fmt.Printf("load average before: %s\n", loadAverage())
+	loadLine("before")
 	binaries := []string{pipeline}
 	if against != "" {
 		binaries = append(binaries, against)
@@ -87,8 +87,8 @@ func statusFigures(pipeline, against, work string, runs int) {
 				ratio(pct(t.wall[c], 50), pct(t.wall[base], 50)), ratio(pct(t.cpu[c], 50), pct(t.cpu[base], 50)))
 		}
 	}
-	fmt.Printf("   (goal: 1,000 phases within 2× of 3; load %s)\n", loadAverage())
-	fmt.Printf("\nload average after: %s\n", loadAverage())
+	fmt.Printf("   (goal: 1,000 phases within 2× of 3)\n")
+	loadLine("after")
 }
 
 // againstBinary is -startup-against made absolute, "" when not given.
