@@ -235,6 +235,7 @@ func encodePlan(plan *Plan, refs []programRef) ([]byte, error) {
 		e.str(w.Format)
 		e.strings(w.On)
 	}
+	e.telemetry(plan.Telemetry)
 	e.settingString(plan.CompactPrompt)
 	e.settingBool(plan.SpecStatus)
 	e.str(plan.Digest)
@@ -257,6 +258,16 @@ func encodePlan(plan *Plan, refs []programRef) ([]byte, error) {
 	out = binary.AppendUvarint(out, uint64(e.nAgents)+1)
 	out = append(out, e.agentTable...)
 	return append(out, e.buf...), nil
+}
+
+func (e *planEncoder) telemetry(t *Telemetry) {
+	e.bool(t != nil)
+	if t != nil {
+		e.str(t.Endpoint)
+		e.str(t.Protocol)
+		e.str(t.ServiceName)
+		e.stringMap(t.ResourceAttributes)
+	}
 }
 
 func (e *planEncoder) backend(b Setting[Backend]) {

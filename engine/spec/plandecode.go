@@ -314,6 +314,9 @@ func decodePlan(payload string, linesOf func(file string) func() []string) (*Pla
 			plan.Notify.Webhook[i] = Webhook{URL: d.str(), Format: d.str(), On: d.strings()}
 		}
 	}
+	if d.bool() {
+		plan.Telemetry = &Telemetry{Endpoint: d.str(), Protocol: d.str(), ServiceName: d.str(), ResourceAttributes: d.stringMap()}
+	}
 	plan.CompactPrompt, plan.SpecStatus = d.settingString(), d.settingBool()
 	plan.Digest = d.str()
 	plan.Warnings = d.problems()
