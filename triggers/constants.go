@@ -97,8 +97,7 @@ func negativeConstant(root ast.Node) *refusal {
 // from its text. A part whose text does not compile on its own (a
 // constant the optimizer made, say) is left alone: ok is false.
 func evalConstant(node ast.Node) (out any, ok bool, err error) {
-	options := append([]expr.Option{expr.Env(Env{}), durationFunction, dateFunction}, disabledBuiltins...)
-	program, err := expr.Compile(node.String(), options...)
+	program, err := expr.Compile(node.String(), compileOptions()...)
 	if err != nil {
 		return nil, false, nil
 	}

@@ -5,6 +5,7 @@ package triggers
 
 import (
 	"reflect"
+	"sync"
 	"time"
 )
 
@@ -101,14 +102,14 @@ var Variables = []Variable{
 }
 
 // envFields maps each expr name of Env to its field index.
-var envFields = func() map[string]int {
+var envFields = sync.OnceValue(func() map[string]int {
 	t := reflect.TypeOf(Env{})
 	fields := make(map[string]int, t.NumField())
 	for i := 0; i < t.NumField(); i++ {
 		fields[t.Field(i).Tag.Get("expr")] = i
 	}
 	return fields
-}()
+})
 
 // Values returns the values of the named variables, for the record of a
 // trigger that fired. Long text is cut to its last 200 characters.
@@ -116,7 +117,7 @@ func (e *Env) Values(names []string) map[string]any {
 	v := reflect.ValueOf(e).Elem()
 	out := make(map[string]any, len(names))
 	for _, name := range names {
-		i, ok := envFields[name]
+		i, ok := envFields()[name]
 		if !ok {
 			continue
 		}

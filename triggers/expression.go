@@ -164,7 +164,7 @@ func Compile(source string, kind Kind) (*Expression, error) {
 		return nil, &CompileError{Line: line, Column: column, Message: fmt.Sprintf("the expression nests more than %d levels deep here", maxNesting),
 			Hint: "split it into several triggers, or use fewer brackets and prefix operators"}
 	}
-	options := append([]expr.Option{expr.Env(Env{}), durationFunction, dateFunction}, disabledBuiltins...)
+	options := slices.Clone(compileOptions())
 	if kind != Duration {
 		options = append(options, expr.AsBool())
 	}
@@ -222,9 +222,11 @@ var durationLiteral = sync.OnceValue(func() *regexp.Regexp { return regexp.MustC
 
 // durationFunction replaces expr's duration() so that expressions read
 // durations as phases.yaml does, days included.
-var durationFunction = expr.Function("duration", func(params ...any) (any, error) {
-	return ParseDuration(params[0].(string))
-}, new(func(string) time.Duration))
+func durationFunction() expr.Option {
+	return expr.Function("duration", func(params ...any) (any, error) {
+		return ParseDuration(params[0].(string))
+	}, new(func(string) time.Duration))
+}
 
 // nonDeterministic lists the expr built-ins an expression may not call, and
 // why. A session is replayed from its events (and Decide may run as a
@@ -246,13 +248,20 @@ var nonDeterministic = map[string]refusal{
 
 // disabledBuiltins removes the non-deterministic built-ins, so that a call
 // to one is a compile error at its place.
-var disabledBuiltins = func() []expr.Option {
+func disabledBuiltins() []expr.Option {
 	var options []expr.Option
 	for name := range nonDeterministic {
 		options = append(options, expr.DisableBuiltin(name))
 	}
 	return options
-}()
+}
+
+// compileOptions are the options every expression compiles with: built on
+// first use, not at every command's start (expr.Function reflects on its
+// types). Callers append to a copy.
+var compileOptions = sync.OnceValue(func() []expr.Option {
+	return append([]expr.Option{expr.Env(Env{}), durationFunction(), dateFunction()}, disabledBuiltins()...)
+})
 
 // dateLayouts are the layouts date() tries, expr's own.
 var dateLayouts = []string{"2006-01-02", "15:04:05", "2006-01-02 15:04:05", time.RFC3339, time.RFC822, time.RFC850, time.RFC1123}
@@ -262,25 +271,27 @@ var dateLayouts = []string{"2006-01-02", "15:04:05", "2006-01-02 15:04:05", time
 // a machine in Paris) and loads a named zone from the machine's zone
 // database. Ours reads every date in UTC unless it carries a numeric
 // offset, and takes no zone name.
-var dateFunction = expr.Function("date", func(params ...any) (any, error) {
-	text, ok := params[0].(string)
-	if !ok {
-		return nil, fmt.Errorf("date() takes text, not %T", params[0])
-	}
-	if len(params) == 2 {
-		layout, ok := params[1].(string)
+func dateFunction() expr.Option {
+	return expr.Function("date", func(params ...any) (any, error) {
+		text, ok := params[0].(string)
 		if !ok {
-			return nil, fmt.Errorf("date(): the layout must be text, not %T", params[1])
+			return nil, fmt.Errorf("date() takes text, not %T", params[0])
 		}
-		return time.ParseInLocation(layout, text, time.UTC)
-	}
-	for _, layout := range dateLayouts {
-		if t, err := time.ParseInLocation(layout, text, time.UTC); err == nil {
-			return t, nil
+		if len(params) == 2 {
+			layout, ok := params[1].(string)
+			if !ok {
+				return nil, fmt.Errorf("date(): the layout must be text, not %T", params[1])
+			}
+			return time.ParseInLocation(layout, text, time.UTC)
 		}
-	}
-	return nil, fmt.Errorf("%q is not a date: write 2006-01-02, 2006-01-02 15:04:05 or 2006-01-02T15:04:05Z07:00", text)
-}, new(func(string) time.Time), new(func(string, string) time.Time))
+		for _, layout := range dateLayouts {
+			if t, err := time.ParseInLocation(layout, text, time.UTC); err == nil {
+				return t, nil
+			}
+		}
+		return nil, fmt.Errorf("%q is not a date: write 2006-01-02, 2006-01-02 15:04:05 or 2006-01-02T15:04:05Z07:00", text)
+	}, new(func(string) time.Time), new(func(string, string) time.Time))
+}
 
 // lineColumn turns a rune offset in source into expr's 1-based line and
 // 0-based column.
