@@ -38,7 +38,7 @@ func (b *Backend) start(ctx context.Context, req app.RunRequest) (*app.Started, 
 	}
 	live, err := b.Client.Live(ctx, key)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the open sessions of %s on the Temporal fleet (%s) cannot be listed: %w", req.File, b.Where(), err)
 	}
 	for _, s := range live {
 		if st, err := b.takeOver(ctx, req, &src, s.ID); st != nil || err != nil {
@@ -89,8 +89,11 @@ func (b *Backend) takeOver(ctx context.Context, req app.RunRequest, src *tempora
 func (b *Backend) lease(ctx context.Context, req app.RunRequest, src *temporal.PlanSource, key, id string) (*temporal.RunLease, *app.Started, error) {
 	for tries := 0; ; tries++ {
 		taken, held, err := b.Client.TakeRunLease(ctx, key, id)
-		if err != nil || taken != nil {
-			return taken, nil, err
+		if err != nil {
+			return nil, nil, fmt.Errorf("the run lease of %s on the Temporal fleet (%s) cannot be taken: %w", req.File, b.Where(), err)
+		}
+		if taken != nil {
+			return taken, nil, nil
 		}
 		r, err := b.Client.Status(ctx, held.Session)
 		if err != nil || (tries == 1 && !Stopped(r)) || r.Status == string(engine.StatusRunning) {
@@ -190,15 +193,20 @@ func (b *Backend) signalResume(ctx context.Context, id, notes, phase string, src
 // The follow of a session a run or resume set going: app.Remote.
 var _ app.Remote = (*Backend)(nil)
 
-// Report is where session id stands, as its workflow answers (a worker
-// answers the query).
+// Report is where session id stands, for its follower, who asks again
+// and again: while the session runs, its headline as the history the
+// server pushes says it (status, phase, step, attempt), with no worker
+// asked; once it stopped, the whole report as its workflow answers
+// (temporal.Client.Progress).
 func (b *Backend) Report(ctx context.Context, id string) (engine.StatusReport, error) {
-	return b.Client.Status(ctx, id)
+	b.Client.Watch(id)
+	return b.Client.Progress(ctx, id)
 }
 
 // Output writes to w what session id's running steps print from now on,
 // as their workers report it, until ctx ends.
 func (b *Backend) Output(ctx context.Context, id string, w io.Writer) error {
+	b.Client.Watch(id) // one read of the history for Report, Output and AwaitEnd
 	return b.Client.FollowOutput(ctx, id, w)
 }
 
@@ -206,7 +214,8 @@ func (b *Backend) Output(ctx context.Context, id string, w io.Writer) error {
 // completed, its on: hooks run on a worker), long-polled from the server
 // with no worker asked, or ctx ends.
 func (b *Backend) AwaitEnd(ctx context.Context, id string) error {
-	return b.Client.C.GetWorkflow(ctx, id, "").Get(ctx, nil)
+	b.Client.Watch(id)
+	return b.Client.AwaitEnd(ctx, id)
 }
 
 // AwaitIdle returns once session id's workflow runs no activity (a
