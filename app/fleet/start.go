@@ -36,7 +36,7 @@ func (b *Backend) start(ctx context.Context, req app.RunRequest) (*app.Started, 
 	if err != nil {
 		return nil, err
 	}
-	live, err := b.Client.Live(ctx, key)
+	live, err := busyRetry(ctx, func() ([]temporal.Summary, error) { return b.Client.Live(ctx, key) })
 	if err != nil {
 		return nil, fmt.Errorf("the open sessions of %s on the Temporal fleet (%s) cannot be listed: %w", req.File, b.Where(), err)
 	}
@@ -59,6 +59,29 @@ func (b *Backend) start(ctx context.Context, req app.RunRequest) (*app.Started, 
 		_ = b.Client.ReleaseRunLease(context.WithoutCancel(ctx), key, lease)
 	}
 	return st, err
+}
+
+// busyWait bounds how long a run waits for a busy server to answer the
+// list of open sessions: a hundred runs started at once on a dev server
+// have seen it take over the client's ten seconds.
+const busyWait = 2 * time.Minute
+
+// busyRetry calls list again while the server is only busy (its answer
+// past the deadline, unavailable, exhausted), for up to busyWait, a
+// second more between tries each time.
+func busyRetry[T any](ctx context.Context, list func() (T, error)) (T, error) {
+	deadline := time.Now().Add(busyWait)
+	for wait := time.Second; ; wait += time.Second {
+		v, err := list()
+		if err == nil || !temporal.Transient(err) || ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // takeOver is what a run does about the open session id of its pipeline

@@ -331,7 +331,7 @@ func (f *follower) loop(ctx context.Context, events <-chan historyEvent, readErr
 			f.event(e)
 		case <-ticker.C:
 			until, stopped, err := f.look(ctx)
-			if err != nil && transient(err) && ctx.Err() == nil {
+			if err != nil && Transient(err) && ctx.Err() == nil {
 				continue // the next look may find the server back
 			}
 			if err != nil {
@@ -464,7 +464,7 @@ func (c *Client) readHistory(ctx context.Context, id, run string, events chan<- 
 	last := int64(0)
 	for run != "" {
 		next, err := c.readRun(ctx, id, run, &last, events)
-		if err != nil && !(transient(err) && ctx.Err() == nil) {
+		if err != nil && !(Transient(err) && ctx.Err() == nil) {
 			return err
 		}
 		if err != nil {
@@ -505,9 +505,9 @@ func (c *Client) readRun(ctx context.Context, id, run string, last *int64, event
 	return next, nil
 }
 
-// transient tells whether err is the server away or busy for a while (a
-// restart, a loaded frontend): the follow tries again.
-func transient(err error) bool {
+// Transient tells whether err is the server away or busy for a while (a
+// restart, a loaded frontend): the caller may try again.
+func Transient(err error) bool {
 	var unavailable *serviceerror.Unavailable
 	var deadline *serviceerror.DeadlineExceeded
 	var exhausted *serviceerror.ResourceExhausted
