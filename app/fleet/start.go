@@ -4,9 +4,12 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
+
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine"
@@ -66,14 +69,14 @@ func (b *Backend) start(ctx context.Context, req app.RunRequest) (*app.Started, 
 // have seen it take over the client's ten seconds.
 const busyWait = 2 * time.Minute
 
-// busyRetry calls list again while the server is only busy (its answer
-// past the deadline, unavailable, exhausted), for up to busyWait, a
-// second more between tries each time.
-func busyRetry[T any](ctx context.Context, list func() (T, error)) (T, error) {
+// busyRetry calls call again while the server is only busy (its answer
+// past the client's deadline, unavailable, exhausted), for up to
+// busyWait, a second more between tries each time.
+func busyRetry[T any](ctx context.Context, call func() (T, error)) (T, error) {
 	deadline := time.Now().Add(busyWait)
 	for wait := time.Second; ; wait += time.Second {
-		v, err := list()
-		if err == nil || !temporal.Transient(err) || ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
+		v, err := call()
+		if err == nil || !busy(ctx, err) || time.Now().Add(wait).After(deadline) {
 			return v, err
 		}
 		select {
@@ -82,6 +85,28 @@ func busyRetry[T any](ctx context.Context, list func() (T, error)) (T, error) {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// busy tells whether err is the server too busy to answer in time, and
+// not ctx ending: a call cut at the client's deadline mid-answer ends
+// as cancelled.
+func busy(ctx context.Context, err error) bool {
+	var canceled *serviceerror.Canceled
+	return ctx.Err() == nil && (temporal.Transient(err) || errors.As(err, &canceled))
+}
+
+// takeRunLease takes the run lease of key for session id, asking a busy
+// server again; a lease held for id itself is this run's (a try the
+// server was slow to answer took it).
+func (b *Backend) takeRunLease(ctx context.Context, key, id string) (taken, held *temporal.RunLease, err error) {
+	_, err = busyRetry(ctx, func() (struct{}, error) {
+		taken, held, err = b.Client.TakeRunLease(ctx, key, id)
+		return struct{}{}, err
+	})
+	if held != nil && held.Session == id {
+		return held, nil, err
+	}
+	return taken, held, err
 }
 
 // takeOver is what a run does about the open session id of its pipeline
@@ -111,7 +136,7 @@ func (b *Backend) takeOver(ctx context.Context, req app.RunRequest, src *tempora
 // ended and taken again (once: a run that took it meanwhile wins).
 func (b *Backend) lease(ctx context.Context, req app.RunRequest, src *temporal.PlanSource, key, id string) (*temporal.RunLease, *app.Started, error) {
 	for tries := 0; ; tries++ {
-		taken, held, err := b.Client.TakeRunLease(ctx, key, id)
+		taken, held, err := b.takeRunLease(ctx, key, id)
 		if err != nil {
 			return nil, nil, fmt.Errorf("the run lease of %s on the Temporal fleet (%s) cannot be taken: %w", req.File, b.Where(), err)
 		}
@@ -150,7 +175,18 @@ func (b *Backend) startNew(ctx context.Context, req app.RunRequest, src temporal
 	in := temporal.SessionInput{SessionID: id, Plan: src,
 		Events:  []temporal.EventRecord{temporal.MustRecord(engine.Started{At: now.UTC(), Plan: plan.Digest, From: req.From + req.Only, Only: req.Only != ""})},
 		Options: temporal.Options{HeartbeatTimeout: b.Heartbeat}}
-	if err := b.Client.Start(ctx, in, temporal.Memo{Pipeline: plan.Name.Value, File: src.File, Spec: src.Spec, Key: key}); err != nil {
+	memo := temporal.Memo{Pipeline: plan.Name.Value, File: src.File, Spec: src.Spec, Key: key}
+	tries := 0
+	_, err = busyRetry(ctx, func() (struct{}, error) {
+		tries++
+		err := b.Client.Start(ctx, in, memo)
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if tries > 1 && errors.As(err, &started) {
+			err = nil // the id is this run's own: the try the server was slow to answer started it
+		}
+		return struct{}{}, err
+	})
+	if err != nil {
 		unmark()
 		return nil, fmt.Errorf("session %s cannot start on the Temporal fleet (%s): %w", id, b.Where(), err)
 	}
