@@ -239,7 +239,8 @@ func (w *sessionWatch) unsubscribe(sub *subscription) {
 // runs, a report of the headline's fields; else the last answer of the
 // workflow while no workflow task completed since. A workflow no worker
 // has taken up yet is not asked: its query would wait for a worker, and
-// a follower that asks again would only add to the queue. ok false: the
+// a follower that asks again would only add to the queue; it answers an
+// error that says so, which a follower shows only if it lasts. ok false: the
 // watch cannot tell (it failed, or the workflow closed), and the caller
 // asks the server itself.
 func (w *sessionWatch) status(ctx context.Context) (r engine.StatusReport, ok bool, err error) {
@@ -254,7 +255,11 @@ func (w *sessionWatch) status(ctx context.Context) (r engine.StatusReport, ok bo
 		w.mu.Unlock()
 		return engine.StatusReport{ID: w.id, Status: h.Status, Phase: h.Phase, Step: h.Step, Attempt: h.Attempt}, true, nil
 	}
-	if usable && w.headline == nil && decided == 0 {
+	// A workflow that publishes its headline does so in its first task;
+	// before that is read (a moment after the task completed), nothing
+	// is asked. One that publishes none (a worker of an older version)
+	// is asked from its second task on.
+	if usable && w.headline == nil && decided < 2 {
 		w.mu.Unlock()
 		return r, true, fmt.Errorf("session %s: no worker has taken it up yet (is a pipeline worker polling task queue %s?)", w.id, w.c.Target.TaskQueue)
 	}
