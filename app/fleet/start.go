@@ -4,9 +4,12 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
+
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine"
@@ -36,9 +39,9 @@ func (b *Backend) start(ctx context.Context, req app.RunRequest) (*app.Started, 
 	if err != nil {
 		return nil, err
 	}
-	live, err := b.Client.Live(ctx, key)
+	live, err := busyRetry(ctx, func() ([]temporal.Summary, error) { return b.Client.Live(ctx, key) })
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the open sessions of %s on the Temporal fleet (%s) cannot be listed: %w", req.File, b.Where(), err)
 	}
 	for _, s := range live {
 		if st, err := b.takeOver(ctx, req, &src, s.ID); st != nil || err != nil {
@@ -59,6 +62,51 @@ func (b *Backend) start(ctx context.Context, req app.RunRequest) (*app.Started, 
 		_ = b.Client.ReleaseRunLease(context.WithoutCancel(ctx), key, lease)
 	}
 	return st, err
+}
+
+// busyWait bounds how long a run waits for a busy server to answer the
+// list of open sessions: a hundred runs started at once on a dev server
+// have seen it take over the client's ten seconds.
+const busyWait = 2 * time.Minute
+
+// busyRetry calls call again while the server is only busy (its answer
+// past the client's deadline, unavailable, exhausted), for up to
+// busyWait, a second more between tries each time.
+func busyRetry[T any](ctx context.Context, call func() (T, error)) (T, error) {
+	deadline := time.Now().Add(busyWait)
+	for wait := time.Second; ; wait += time.Second {
+		v, err := call()
+		if err == nil || !busy(ctx, err) || time.Now().Add(wait).After(deadline) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(wait):
+		}
+	}
+}
+
+// busy tells whether err is the server too busy to answer in time, and
+// not ctx ending: a call cut at the client's deadline mid-answer ends
+// as cancelled.
+func busy(ctx context.Context, err error) bool {
+	var canceled *serviceerror.Canceled
+	return ctx.Err() == nil && (temporal.Transient(err) || errors.As(err, &canceled))
+}
+
+// takeRunLease takes the run lease of key for session id, asking a busy
+// server again; a lease held for id itself is this run's (a try the
+// server was slow to answer took it).
+func (b *Backend) takeRunLease(ctx context.Context, key, id string) (taken, held *temporal.RunLease, err error) {
+	_, err = busyRetry(ctx, func() (struct{}, error) {
+		taken, held, err = b.Client.TakeRunLease(ctx, key, id)
+		return struct{}{}, err
+	})
+	if held != nil && held.Session == id {
+		return held, nil, err
+	}
+	return taken, held, err
 }
 
 // takeOver is what a run does about the open session id of its pipeline
@@ -88,9 +136,12 @@ func (b *Backend) takeOver(ctx context.Context, req app.RunRequest, src *tempora
 // ended and taken again (once: a run that took it meanwhile wins).
 func (b *Backend) lease(ctx context.Context, req app.RunRequest, src *temporal.PlanSource, key, id string) (*temporal.RunLease, *app.Started, error) {
 	for tries := 0; ; tries++ {
-		taken, held, err := b.Client.TakeRunLease(ctx, key, id)
-		if err != nil || taken != nil {
-			return taken, nil, err
+		taken, held, err := b.takeRunLease(ctx, key, id)
+		if err != nil {
+			return nil, nil, fmt.Errorf("the run lease of %s on the Temporal fleet (%s) cannot be taken: %w", req.File, b.Where(), err)
+		}
+		if taken != nil {
+			return taken, nil, nil
 		}
 		r, err := b.Client.Status(ctx, held.Session)
 		if err != nil || (tries == 1 && !Stopped(r)) || r.Status == string(engine.StatusRunning) {
@@ -124,7 +175,18 @@ func (b *Backend) startNew(ctx context.Context, req app.RunRequest, src temporal
 	in := temporal.SessionInput{SessionID: id, Plan: src,
 		Events:  []temporal.EventRecord{temporal.MustRecord(engine.Started{At: now.UTC(), Plan: plan.Digest, From: req.From + req.Only, Only: req.Only != ""})},
 		Options: temporal.Options{HeartbeatTimeout: b.Heartbeat}}
-	if err := b.Client.Start(ctx, in, temporal.Memo{Pipeline: plan.Name.Value, File: src.File, Spec: src.Spec, Key: key}); err != nil {
+	memo := temporal.Memo{Pipeline: plan.Name.Value, File: src.File, Spec: src.Spec, Key: key}
+	tries := 0
+	_, err = busyRetry(ctx, func() (struct{}, error) {
+		tries++
+		err := b.Client.Start(ctx, in, memo)
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if tries > 1 && errors.As(err, &started) {
+			err = nil // the id is this run's own: the try the server was slow to answer started it
+		}
+		return struct{}{}, err
+	})
+	if err != nil {
 		unmark()
 		return nil, fmt.Errorf("session %s cannot start on the Temporal fleet (%s): %w", id, b.Where(), err)
 	}
@@ -190,15 +252,20 @@ func (b *Backend) signalResume(ctx context.Context, id, notes, phase string, src
 // The follow of a session a run or resume set going: app.Remote.
 var _ app.Remote = (*Backend)(nil)
 
-// Report is where session id stands, as its workflow answers (a worker
-// answers the query).
+// Report is where session id stands, for its follower, who asks again
+// and again: while the session runs, its headline as the history the
+// server pushes says it (status, phase, step, attempt), with no worker
+// asked; once it stopped, the whole report as its workflow answers
+// (temporal.Client.Progress).
 func (b *Backend) Report(ctx context.Context, id string) (engine.StatusReport, error) {
-	return b.Client.Status(ctx, id)
+	b.Client.Watch(id)
+	return b.Client.Progress(ctx, id)
 }
 
 // Output writes to w what session id's running steps print from now on,
 // as their workers report it, until ctx ends.
 func (b *Backend) Output(ctx context.Context, id string, w io.Writer) error {
+	b.Client.Watch(id) // one read of the history for Report, Output and AwaitEnd
 	return b.Client.FollowOutput(ctx, id, w)
 }
 
@@ -206,7 +273,8 @@ func (b *Backend) Output(ctx context.Context, id string, w io.Writer) error {
 // completed, its on: hooks run on a worker), long-polled from the server
 // with no worker asked, or ctx ends.
 func (b *Backend) AwaitEnd(ctx context.Context, id string) error {
-	return b.Client.C.GetWorkflow(ctx, id, "").Get(ctx, nil)
+	b.Client.Watch(id)
+	return b.Client.AwaitEnd(ctx, id)
 }
 
 // AwaitIdle returns once session id's workflow runs no activity (a

@@ -69,6 +69,12 @@ func (o *workerOptions) run(cmd *cobra.Command, _ []string) error {
 	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo})))
 	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 	c, err := temporal.Dial(ctx, o.target, logger)
+	if err == nil {
+		// Runs find the sessions of their pipeline by it.
+		if err := temporal.RegisterKeyAttribute(ctx, c, o.target.Namespace); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "pipeline worker: %v\n", err)
+		}
+	}
 	cancel()
 	if err != nil {
 		return err

@@ -303,7 +303,8 @@ func awaitTurn[T any](ctx context.Context, a *Activities, w *worker, current *lo
 
 // heartbeats sends a turn's heartbeats: on the ticker, and when output
 // comes, no closer together than heartbeatGap (the SDK throttles them
-// further, to the worker's HeartbeatThrottle).
+// further, to the worker's HeartbeatThrottle), the first no sooner than
+// heartbeatQuiet after the turn started.
 type heartbeats struct {
 	ctx     context.Context
 	w       *worker
@@ -316,7 +317,11 @@ type heartbeats struct {
 }
 
 func (h *heartbeats) outputArrived() {
-	if wait := heartbeatGap - time.Since(h.last); wait > 0 {
+	wait := heartbeatGap - time.Since(h.last)
+	if h.last.IsZero() {
+		wait = heartbeatQuiet - time.Since(h.started)
+	}
+	if wait > 0 {
 		if h.paced == nil {
 			h.timer = time.NewTimer(wait)
 			h.paced = h.timer.C

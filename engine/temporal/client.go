@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -22,6 +23,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/log"
+	sdktemporal "go.temporal.io/sdk/temporal"
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/fleet"
@@ -90,10 +92,20 @@ func Key(file, spec string) string {
 }
 
 // Client is the session commands' side of a fleet: start a session's
-// workflow, signal it, ask it where it stands, list the sessions.
+// workflow, signal it, ask it where it stands, list the sessions. It is
+// safe for concurrent use.
 type Client struct {
 	C      client.Client
 	Target Target
+	// reports keeps each open session's last status answer (see Status).
+	reports reportCache
+	// watches are the sessions followed (see Watch).
+	watchMu sync.Mutex
+	watches map[string]*sessionWatch
+	// keyHas: the namespace has KeyAttribute, once keyKnown.
+	keyMu    sync.Mutex
+	keyKnown bool
+	keyHas   bool
 }
 
 // NewClient dials the target.
@@ -106,20 +118,37 @@ func NewClient(ctx context.Context, t Target) (*Client, error) {
 	return &Client{C: c, Target: t}, nil
 }
 
-// Close closes the connection.
-func (c *Client) Close() { c.C.Close() }
+// Close stops the watches and closes the connection.
+func (c *Client) Close() {
+	c.stopWatches()
+	c.C.Close()
+}
 
 // Start starts the workflow of a new session, id: its input and memo.
 // A workflow of that id that exists already is an error.
 func (c *Client) Start(ctx context.Context, in SessionInput, memo Memo) error {
-	_, err := c.C.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	return c.startSession(ctx, client.StartWorkflowOptions{
 		ID: in.SessionID, TaskQueue: c.Target.TaskQueue,
 		Memo:                     map[string]any{"session": memo},
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		// A running workflow of the id is an error, not a handle on it.
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, SessionWorkflow, in)
+	}, memo.Key, in)
+}
+
+// startSession starts a session's workflow with the search attribute of
+// its key when the namespace has it. A server that refuses the attribute
+// (added a moment ago, not known to its frontend yet) is asked again
+// without it: the session is then listed by its memo.
+func (c *Client) startSession(ctx context.Context, o client.StartWorkflowOptions, key string, in SessionInput) error {
+	o.TypedSearchAttributes = c.keyAttributes(ctx, key)
+	_, err := c.C.ExecuteWorkflow(ctx, o, SessionWorkflow, in)
+	var invalid *serviceerror.InvalidArgument
+	if errors.As(err, &invalid) && o.TypedSearchAttributes.Size() > 0 {
+		o.TypedSearchAttributes = sdktemporal.SearchAttributes{}
+		_, err = c.C.ExecuteWorkflow(ctx, o, SessionWorkflow, in)
+	}
 	return err
 }
 
@@ -184,7 +213,7 @@ func QueueQuery(queue string) string {
 
 // Live lists the open sessions of key, newest first.
 func (c *Client) Live(ctx context.Context, key string) ([]Summary, error) {
-	list, err := c.List(ctx, "ExecutionStatus = 'Running'")
+	list, err := c.List(ctx, "ExecutionStatus = 'Running'"+c.keyQuery(ctx, key))
 	if err != nil {
 		return nil, err
 	}
@@ -213,6 +242,13 @@ var ErrNoSession = errors.New("no such session on the Temporal server")
 // result, decided with its last plan), so that no worker is needed. A
 // workflow that failed, was terminated or timed out is a failed session,
 // with what the server says as the reason.
+//
+// The query is asked only when the history has grown since the last
+// answer: the workflow's state changes only as it takes events, each of
+// which lengthens its history, so an answer holds until then. A follower
+// that asks every few hundred milliseconds costs the server a describe,
+// and the workers nothing, while the session does nothing new (and
+// Progress, with a Watch, not even the describe).
 func (c *Client) Status(ctx context.Context, id string) (engine.StatusReport, error) {
 	desc, err := c.C.DescribeWorkflow(ctx, id, "")
 	var notFound *serviceerror.NotFound
@@ -222,20 +258,94 @@ func (c *Client) Status(ctx context.Context, id string) (engine.StatusReport, er
 	if err != nil {
 		return engine.StatusReport{}, err
 	}
-	if desc.RawResponse.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		v, err := c.C.QueryWorkflow(ctx, id, "", QueryStatus)
-		if err != nil {
-			return engine.StatusReport{}, fmt.Errorf("session %s: the status query found no worker to answer it (is a pipeline worker polling task queue %s?): %w",
-				id, c.Target.TaskQueue, err)
+	info := desc.RawResponse.GetWorkflowExecutionInfo()
+	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		at := historyPoint{run: info.GetExecution().GetRunId(), length: info.GetHistoryLength()}
+		if r, ok := c.reports.get(id, at); ok {
+			return r, nil
 		}
-		var r engine.StatusReport
-		return r, v.Get(&r)
+		r, err := c.queryStatus(ctx, id)
+		if err != nil {
+			return r, err
+		}
+		c.reports.put(id, at, r)
+		return r, nil
 	}
+	c.reports.drop(id)
 	h, err := c.History(ctx, id)
 	if err != nil {
 		return engine.StatusReport{}, err
 	}
 	return h.Report()
+}
+
+// queryStatus asks the open workflow of session id where it stands.
+func (c *Client) queryStatus(ctx context.Context, id string) (engine.StatusReport, error) {
+	var r engine.StatusReport
+	v, err := c.C.QueryWorkflow(ctx, id, "", QueryStatus)
+	if err != nil {
+		return r, fmt.Errorf("session %s: the status query found no worker to answer it (is a pipeline worker polling task queue %s?): %w",
+			id, c.Target.TaskQueue, err)
+	}
+	return r, v.Get(&r)
+}
+
+// AwaitEnd returns once session id's workflow has closed (failed or
+// completed), long-polled from the server with no worker asked, or ctx
+// ends: from its Watch when there is one.
+func (c *Client) AwaitEnd(ctx context.Context, id string) error {
+	if w := c.watchOf(id); w != nil {
+		err := w.awaitClose(ctx)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+	}
+	return c.C.GetWorkflow(ctx, id, "").Get(ctx, nil)
+}
+
+// historyPoint is how far a workflow's history went: its run and length.
+type historyPoint struct {
+	run    string
+	length int64
+}
+
+// reportCache keeps the last status answer of each open session, and
+// the point of its history it was asked at.
+type reportCache struct {
+	mu   sync.Mutex
+	last map[string]cachedReport
+}
+
+type cachedReport struct {
+	at     historyPoint
+	report engine.StatusReport
+}
+
+// get returns the answer asked at the point at of the history: it
+// holds until the history grows.
+func (c *reportCache) get(id string, at historyPoint) (engine.StatusReport, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.last[id]
+	if !ok || r.at != at {
+		return engine.StatusReport{}, false
+	}
+	return r.report, true
+}
+
+func (c *reportCache) put(id string, at historyPoint, r engine.StatusReport) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last == nil {
+		c.last = map[string]cachedReport{}
+	}
+	c.last[id] = cachedReport{at: at, report: r}
+}
+
+func (c *reportCache) drop(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.last, id)
 }
 
 // Pause signals the session to pause, with notes and the reason (""
@@ -498,12 +608,11 @@ func (c *Client) Restart(ctx context.Context, h *History, plan PlanSource, notes
 		in.Events = append([]EventRecord{MustRecord(engine.PlanChanged{At: now.UTC(), Plan: p.Digest})}, in.Events...)
 	}
 	memo := Memo{File: plan.File, Spec: plan.Spec, Pipeline: p.Name.Value, Key: Key(plan.File, plan.Spec)}
-	_, err = c.C.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	return c.startSession(ctx, client.StartWorkflowOptions{
 		ID: h.ID, TaskQueue: c.Target.TaskQueue, Memo: map[string]any{"session": memo},
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		// A running workflow of the id is an error, not a handle on it.
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, SessionWorkflow, in)
-	return err
+	}, memo.Key, in)
 }

@@ -36,6 +36,13 @@ const OutputTailSize = 64 << 10
 // is 0: about the delay before a follower sees a line the step printed.
 const DefaultHeartbeatThrottle = time.Second
 
+// heartbeatQuiet is how long a step runs before its output is sent in
+// heartbeats, and before a follower asks the server for them: the
+// output of a step that ends sooner comes with its result, in the
+// history, at no cost more; each heartbeat is a write on the server,
+// and each look a describe.
+const heartbeatQuiet = time.Second
+
 // heartbeatGap is the least time between two heartbeats the activity
 // hands the SDK on new output: each one encodes up to OutputTailSize, and
 // a step printing all the time would otherwise encode it for every chunk.
@@ -229,14 +236,22 @@ func (v streamView) Output(chunk []byte) {
 func (c *Client) FollowOutput(ctx context.Context, id string, w io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if sw := c.watchOf(id); sw != nil {
+		if sub, ok := sw.subscribe(ctx); ok {
+			// The watch reads the history for both.
+			defer sw.unsubscribe(sub)
+			f := newFollower(c, id, w, sub.from)
+			f.scheduled = sub.pending
+			f.seen[sub.from.run] = sub.from.event
+			return f.loop(ctx, sub.events, sub.readErr)
+		}
+	}
 	desc, err := c.describe(ctx, id)
 	if err != nil {
 		return err
 	}
 	run := desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
-	f := &follower{c: c, id: id, w: w, atLineStart: true, steps: map[stepKey]*followedStep{},
-		scheduled: map[runEvent]scheduledStep{}, seen: map[string]int64{},
-		from: runEvent{run: run, event: desc.GetWorkflowExecutionInfo().GetHistoryLength()}}
+	f := newFollower(c, id, w, runEvent{run: run, event: desc.GetWorkflowExecutionInfo().GetHistoryLength()})
 	events := make(chan historyEvent)
 	readErr := make(chan error, 1)
 	go func() { readErr <- c.readHistory(ctx, id, run, events) }()
@@ -246,6 +261,11 @@ func (c *Client) FollowOutput(ctx context.Context, id string, w io.Writer) error
 		}
 	}()
 	return f.loop(ctx, events, readErr)
+}
+
+func newFollower(c *Client, id string, w io.Writer, from runEvent) *follower {
+	return &follower{c: c, id: id, w: w, atLineStart: true, steps: map[stepKey]*followedStep{},
+		scheduled: map[runEvent]scheduledStep{}, seen: map[string]int64{}, from: from}
 }
 
 // stepKey names one step's activity: its run and activity id.
@@ -265,6 +285,8 @@ type historyEvent struct {
 
 type scheduledStep struct {
 	activity, kind string
+	// seen is when the follower read that it was scheduled.
+	seen time.Time
 }
 
 // followedStep is what was written of one step.
@@ -309,7 +331,7 @@ func (f *follower) loop(ctx context.Context, events <-chan historyEvent, readErr
 			f.event(e)
 		case <-ticker.C:
 			until, stopped, err := f.look(ctx)
-			if err != nil && transient(err) && ctx.Err() == nil {
+			if err != nil && Transient(err) && ctx.Err() == nil {
 				continue // the next look may find the server back
 			}
 			if err != nil {
@@ -351,8 +373,25 @@ func (f *follower) drain(ctx context.Context, events <-chan historyEvent, until 
 
 // look writes what the running steps' last heartbeats carry that was not
 // written yet. stopped: the session stopped running, its history ending
-// at until.
+// at until. The server is asked for the heartbeats only while the
+// history shows a step scheduled and not ended for heartbeatQuiet (one
+// that ends sooner has its output in its result); else, no more than
+// once a statusPoll, whether the session stopped.
 func (f *follower) look(ctx context.Context) (until runEvent, stopped bool, err error) {
+	said := false // the session said it stopped
+	pending, heartbeating := f.stepPending()
+	if pending && !heartbeating {
+		return runEvent{}, false, nil
+	}
+	if !pending {
+		if time.Since(f.lastQuery) < statusPoll {
+			return runEvent{}, false, nil
+		}
+		f.lastQuery = time.Now()
+		if said = f.stoppedNow(ctx); !said {
+			return runEvent{}, false, nil
+		}
+	}
 	desc, err := f.c.describe(ctx, f.id)
 	if err != nil {
 		return runEvent{}, false, err
@@ -374,35 +413,33 @@ func (f *follower) look(ctx context.Context) (until runEvent, stopped bool, err 
 		}
 		f.show(stepKey{until.run, pa.GetActivityId()}, p.Tail)
 	}
-	if running || time.Since(f.lastQuery) < statusPoll {
-		return until, false, nil
-	}
-	f.lastQuery = time.Now()
-	if !f.stoppedNow(ctx) {
-		return until, false, nil
-	}
-	// The history as it stands after the answer holds every step's end
-	// before the session stopped.
-	desc, err = f.c.describe(ctx, f.id)
-	if err != nil || len(desc.GetPendingActivities()) > 0 {
-		return until, false, err
-	}
-	info = desc.GetWorkflowExecutionInfo()
-	return runEvent{run: info.GetExecution().GetRunId(), event: info.GetHistoryLength()}, true, nil
+	// A session that said it stopped and runs no step: the history as it
+	// stands after the answer holds every step's end before it stopped.
+	return until, said && !running, nil
 }
 
-// stoppedNow asks the workflow whether the session is paused, completed
-// or failed. No answer (no worker polls the queue) is not an answer: the
-// follow goes on.
+// stepPending tells whether the history read so far shows a step (or a
+// compaction turn) scheduled and not ended; heartbeating, whether one of
+// them was so for heartbeatQuiet.
+func (f *follower) stepPending() (pending, heartbeating bool) {
+	for _, s := range f.scheduled {
+		if s.kind == ActivityRunStep || s.kind == ActivityCompact {
+			pending = true
+			heartbeating = heartbeating || time.Since(s.seen) >= heartbeatQuiet
+		}
+	}
+	return pending, heartbeating
+}
+
+// stoppedNow asks whether the session is paused, completed or failed
+// (Progress: the workflow is queried only when it may have changed since
+// the last answer). No answer (no worker polls the queue) is not an answer:
+// the follow goes on.
 func (f *follower) stoppedNow(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	v, err := f.c.C.QueryWorkflow(ctx, f.id, "", QueryStatus)
-	if err != nil {
-		return false
-	}
-	var r engine.StatusReport
-	return v.Get(&r) == nil && Stopped(r)
+	r, err := f.c.Progress(ctx, f.id)
+	return err == nil && Stopped(r)
 }
 
 // describe describes the session's workflow (its current run).
@@ -427,7 +464,7 @@ func (c *Client) readHistory(ctx context.Context, id, run string, events chan<- 
 	last := int64(0)
 	for run != "" {
 		next, err := c.readRun(ctx, id, run, &last, events)
-		if err != nil && !(transient(err) && ctx.Err() == nil) {
+		if err != nil && !(Transient(err) && ctx.Err() == nil) {
 			return err
 		}
 		if err != nil {
@@ -468,9 +505,9 @@ func (c *Client) readRun(ctx context.Context, id, run string, last *int64, event
 	return next, nil
 }
 
-// transient tells whether err is the server away or busy for a while (a
-// restart, a loaded frontend): the follow tries again.
-func transient(err error) bool {
+// Transient tells whether err is the server away or busy for a while (a
+// restart, a loaded frontend): the caller may try again.
+func Transient(err error) bool {
 	var unavailable *serviceerror.Unavailable
 	var deadline *serviceerror.DeadlineExceeded
 	var exhausted *serviceerror.ResourceExhausted
@@ -484,7 +521,7 @@ func (f *follower) event(h historyEvent) {
 	e := runEvent{h.run, ev.GetEventId()}
 	f.seen[e.run] = e.event
 	if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
-		f.scheduled[e] = scheduledStep{activity: a.GetActivityId(), kind: a.GetActivityType().GetName()}
+		f.scheduled[e] = scheduledStep{activity: a.GetActivityId(), kind: a.GetActivityType().GetName(), seen: time.Now()}
 		return
 	}
 	scheduledID, ended := endOf(ev)

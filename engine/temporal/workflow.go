@@ -128,7 +128,9 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) (engine.State, error
 		// replays without them: its commands are what it recorded.
 		effects: workflow.GetVersion(ctx, versionEffects, workflow.DefaultVersion, 1) >= 1,
 		// Before, a step a lost worker ran ran again as the same attempt.
-		lostCounts: workflow.GetVersion(ctx, versionLostAttempt, workflow.DefaultVersion, 1) >= 1}
+		lostCounts: workflow.GetVersion(ctx, versionLostAttempt, workflow.DefaultVersion, 1) >= 1,
+		// Before, followers had only the status query to go by.
+		headlines: workflow.GetVersion(ctx, versionHeadline, workflow.DefaultVersion, 1) >= 1}
 	for _, rec := range in.Events {
 		ev, err := rec.Event()
 		if err != nil {
@@ -147,6 +149,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) (engine.State, error
 			return f.state, f.continueAsNew()
 		}
 		if len(f.queue) == 0 {
+			f.publish()
 			f.wait()
 			continue
 		}
@@ -184,6 +187,10 @@ type flow struct {
 	effects bool
 	// lostCounts: a step a lost worker ran counts as an attempt.
 	lostCounts bool
+	// headlines: this run publishes where the session stands in its
+	// memo (see Headline); published is the last it did.
+	headlines bool
+	published Headline
 	// noGit: a worker found the pipeline's folder outside git; no more
 	// checkpoint is asked for until the next resume, as a local run
 	// looks for git once as it opens the session.
@@ -197,6 +204,51 @@ const versionEffects = "effects-as-actions"
 // versionLostAttempt marks the runs in which a step a lost worker ran
 // counts as an attempt.
 const versionLostAttempt = "lost-worker-attempt"
+
+// versionHeadline marks the runs that publish their Headline.
+const versionHeadline = "headline-memo"
+
+// MemoHeadline is the memo field of a session's workflow that holds its
+// Headline.
+const MemoHeadline = "headline"
+
+// Headline is where a session stands, as its workflow publishes it in
+// its memo each time it changes, before it waits for what comes next. A
+// follower reads it from the history the server pushes to it (a
+// WorkflowPropertiesModified event), so that following a session asks
+// no worker anything until it stops. Interventions counts the human
+// interventions (see Interventions): a resumed session has stopped again
+// once it grows.
+type Headline struct {
+	Status        string `json:"status"`
+	Phase         string `json:"phase"`
+	Step          string `json:"step,omitempty"`
+	Attempt       int    `json:"attempt"`
+	Interventions int    `json:"interventions"`
+}
+
+// HeadlineOf is the headline of a status report.
+func HeadlineOf(r engine.StatusReport) Headline {
+	return Headline{Status: r.Status, Phase: r.Phase, Step: r.Step, Attempt: r.Attempt, Interventions: Interventions(r)}
+}
+
+// publish upserts the session's headline in the memo when it changed.
+// The upsert is a command of the workflow task under way: no task more.
+func (f *flow) publish() {
+	if !f.headlines {
+		return
+	}
+	r, _ := f.status()
+	h := HeadlineOf(r)
+	if h == f.published {
+		return
+	}
+	if err := workflow.UpsertMemo(f.ctx, map[string]any{MemoHeadline: h}); err != nil {
+		workflow.GetLogger(f.ctx).Warn("the session's headline cannot be published", "error", err.Error())
+		return
+	}
+	f.published = h
+}
 
 func (f *flow) now() time.Time { return workflow.Now(f.ctx) }
 
