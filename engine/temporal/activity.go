@@ -281,6 +281,17 @@ func awaitTurn[T any](ctx context.Context, a *Activities, w *worker, current *lo
 	for {
 		select {
 		case r := <-done:
+			// The runner tells a firing before the result of the step it
+			// stopped; when both wait here, select may take the result
+			// first, and the firing must still go with it (or the stop
+			// would read as a failure, and be retried).
+			select {
+			case ev := <-w.fired:
+				if !stopped && stoppedBy != nil {
+					stoppedBy(ev.Firing)
+				}
+			default:
+			}
 			return r
 		case <-stopping:
 			stopping = nil
