@@ -56,6 +56,10 @@ func (t *Telemetry) Finish() {
 		}
 		delete(t.sessions, s)
 	}
+	for s, tr := range t.workerSteps {
+		t.endUnfinished(tr, now)
+		delete(t.workerSteps, s)
+	}
 	tk := t.ticker
 	t.ticker = nil
 	t.mu.Unlock()

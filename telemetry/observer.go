@@ -12,6 +12,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/session"
+	"github.com/pipeline-dev/pipeline/engine/spec"
 )
 
 // traceFile, in a session's folder, keeps the traceparent of the root
@@ -34,11 +35,14 @@ type Telemetry struct {
 	on       bool
 	cfg      Config
 	sessions map[*session.Session]*trace
-	ended    []*span
-	meters   *meters
-	client   *http.Client
-	warned   sync.Once
-	ticker   *ticker
+	// workerSteps are the steps a fleet worker runs (TemporalStep): only
+	// their step span, the activity's span above it.
+	workerSteps map[*session.Session]*trace
+	ended       []*span
+	meters      *meters
+	client      *http.Client
+	warned      sync.Once
+	ticker      *ticker
 }
 
 // trace is one session's spans in this process: the run, and the phase,
@@ -94,7 +98,11 @@ func (t *Telemetry) Recorded(s *session.Session, ev engine.Event, before, after 
 func (t *Telemetry) StepEnv(s *session.Session) []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if tr := t.sessions[s]; tr != nil && tr.step != nil {
+	tr := t.sessions[s]
+	if tr == nil {
+		tr = t.workerSteps[s]
+	}
+	if tr != nil && tr.step != nil {
 		return []string{"TRACEPARENT=" + tr.step.ctx.Traceparent()}
 	}
 	return nil
@@ -339,13 +347,19 @@ func (t *Telemetry) end(sp *span, now time.Time) {
 
 // endAll ends every span of the run still open.
 func (t *Telemetry) endAll(tr *trace, now time.Time) {
+	t.endUnfinished(tr, now)
+	t.endPhase(tr, now)
+	t.end(tr.root, now)
+}
+
+// endUnfinished ends the span of a step that has not finished: the
+// process ends first.
+func (t *Telemetry) endUnfinished(tr *trace, now time.Time) {
 	if tr.step != nil {
 		tr.step.set("pipeline.step.unfinished", true)
 		t.end(tr.step, now)
 		tr.step = nil
 	}
-	t.endPhase(tr, now)
-	t.end(tr.root, now)
 }
 
 // Names of GenAI systems (gen_ai.system) by agent kind.
@@ -381,10 +395,17 @@ func (t *Telemetry) startStep(s *session.Session, tr *trace, after engine.State,
 		tr.attempt.set("pipeline.phase", phase.Name)
 		tr.attempt.set("pipeline.attempt", int64(after.Attempt))
 	}
-	sp := tr.attempt.child("step "+step.Name, now)
+	tr.step = stepSpan(tr.attempt, s, phase, step, after.Attempt, tr.redact, now)
+}
+
+// stepSpan starts the span of a step under parent: its attributes say
+// which step of which phase and attempt, and the agent it invokes.
+func stepSpan(parent *span, s *session.Session, phase *spec.PhasePlan, step *spec.StepPlan, attempt int,
+	redact func(string) string, now time.Time) *span {
+	sp := parent.child("step "+step.Name, now)
 	sp.set("pipeline.phase", phase.Name)
 	sp.set("pipeline.step", step.Name)
-	sp.set("pipeline.attempt", int64(after.Attempt))
+	sp.set("pipeline.attempt", int64(attempt))
 	sp.set("pipeline.session.id", s.ID())
 	if step.Agent != nil {
 		agent := step.Agent.Value
@@ -396,9 +417,9 @@ func (t *Telemetry) startStep(s *session.Session, tr *trace, after engine.State,
 			sp.set("gen_ai.request.model", agent.Model)
 		}
 	} else {
-		sp.set("pipeline.step.run", tr.redact(step.Run))
+		sp.set("pipeline.step.run", redact(step.Run))
 	}
-	tr.step = sp
+	return sp
 }
 
 // endStep ends the step's span with what it left, and counts it.

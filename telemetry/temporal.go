@@ -9,8 +9,12 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	oteltrace "go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/contrib/opentelemetry"
 	"go.temporal.io/sdk/interceptor"
+
+	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/session"
 )
 
 // TemporalInterceptors are the Temporal client's interceptors when
@@ -44,6 +48,50 @@ func TemporalInterceptors() []interceptor.ClientInterceptor {
 		return nil
 	}
 	return []interceptor.ClientInterceptor{tracing}
+}
+
+// TemporalStep starts the span of a step that a fleet worker runs,
+// under the span of the activity running it (the tracing interceptor's,
+// which ctx carries), and makes it the step's TRACEPARENT (StepEnv): what
+// the step does joins the session's one trace. A step span rather than
+// the activity's own, as in a local run: it names the step, its phase,
+// attempt and agent, and ends with what the step left (exit code,
+// tokens, cost), while the activity's span also covers the worker's
+// opening of the session and is retried as a whole. The worker records
+// no event of the step (the workflow does), so its span is made here, not
+// from events; finished ends it with the step's result and counts the
+// step in the worker's metrics. A no-op when ctx carries no span
+// (telemetry off or not installed).
+func TemporalStep(ctx context.Context, s *session.Session, start engine.StartStep) (finished func(engine.StepResult)) {
+	noop := func(engine.StepResult) {}
+	t := installed.Load()
+	parent := oteltrace.SpanContextFromContext(ctx)
+	if t == nil || !parent.IsValid() || start.Phase < 0 || start.Phase >= len(s.Plan.Phases) ||
+		start.Step < 0 || start.Step >= len(s.Plan.Phases[start.Phase].Steps) {
+		return noop
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.on {
+		return noop
+	}
+	activity := &span{ctx: SpanContext{Trace: TraceID(parent.TraceID()), Span: SpanID(parent.SpanID())}}
+	phase := &s.Plan.Phases[start.Phase]
+	tr := &trace{pipeline: s.X.Meta.Pipeline, phaseIndex: -1, redact: s.Redactor().String}
+	tr.step = stepSpan(activity, s, phase, &phase.Steps[start.Step], start.Attempt, tr.redact, t.now())
+	if t.workerSteps == nil {
+		t.workerSteps = map[*session.Session]*trace{}
+	}
+	t.workerSteps[s] = tr
+	return func(res engine.StepResult) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.workerSteps[s] != tr {
+			return // Finish ended it: the worker stopped first
+		}
+		delete(t.workerSteps, s)
+		t.endStep(s, tr, res, t.now())
+	}
 }
 
 // sdkExporter hands the OpenTelemetry SDK's spans to the exporter here.

@@ -9,5 +9,9 @@ import (
 
 // The Temporal clients of pipeline-temporal (and the workers made from
 // them) carry telemetry's tracing interceptor when OTEL_* configure an
-// endpoint.
-func init() { temporal.Interceptors = telemetry.TemporalInterceptors }
+// endpoint, and a worker's steps get spans of their own under their
+// activities'.
+func init() {
+	temporal.Interceptors = telemetry.TemporalInterceptors
+	temporal.StepTraced = telemetry.TemporalStep
+}

@@ -41,14 +41,22 @@ type otlpCollector struct {
 	// totals are the last export's metrics: a sum's total over its
 	// series, a histogram's count.
 	totals map[string]float64
+	// arrived says that an export came (awaitSpans).
+	arrived chan struct{}
 }
 
 func newOTLPCollector(t *testing.T) *otlpCollector {
-	c := &otlpCollector{}
+	c := &otlpCollector{arrived: make(chan struct{}, 1)}
 	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		defer func() {
+			select {
+			case c.arrived <- struct{}{}:
+			default: // one unread is enough: the waiter looks at all
+			}
+		}()
 		switch r.URL.Path {
 		case "/v1/traces":
 			var req coltracepb.ExportTraceServiceRequest

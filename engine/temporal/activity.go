@@ -208,6 +208,13 @@ func (w *worker) markers() (string, []engine.MemoryNote) {
 	return w.phase, append([]engine.MemoryNote(nil), w.marks...)
 }
 
+// StepTraced, when set, is told of each step a worker is about to run,
+// with the activity's context, before the step's environment is built;
+// what it returns is given the step's result. pipeline-temporal sets it
+// to telemetry's: the step's span, under the activity's, is its
+// TRACEPARENT.
+var StepTraced func(ctx context.Context, s *session.Session, start engine.StartStep) (finished func(engine.StepResult))
+
 // RunStep runs one step on this worker: the StartStep the workflow's
 // decision asked for, through the same StepRunner as a local run, with
 // the phase's pause_when triggers evaluated here, live. A trigger that
@@ -222,12 +229,17 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (StepOutput, err
 		return StepOutput{}, err
 	}
 	defer w.sess.Close()
+	traced := func(engine.StepResult) {}
+	if StepTraced != nil {
+		traced = StepTraced(ctx, w.sess, in.Start)
+	}
 	done := make(chan engine.StepResult, 1)
 	current := w.runner.Start(context.WithoutCancel(ctx), in.Start, in.State, func(r engine.StepResult) { done <- r })
 	out := StepOutput{Worker: workerName()}
 	phase := w.runner.Plan.Phases[in.Start.Phase]
 	out.Transcript = filepath.Join(w.sess.X.Dir, "transcripts", phase.Name)
 	out.Result = awaitTurn(ctx, a, w, current, done, func(f engine.Firing) { out.Fired = &f })
+	traced(out.Result)
 	out.Phase, out.Markers = w.markers()
 	out.Tail = w.tail.unsent(a.settle(activity.GetInfo(ctx).HeartbeatTimeout))
 	return out, nil
