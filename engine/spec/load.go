@@ -25,6 +25,16 @@ type Document struct {
 // LoadFile reads and checks a phases.yaml. Problems in the file come back as
 // *Error; a file that cannot be read comes back as the os error.
 func LoadFile(path string) (*Document, error) {
+	content, err := readPhasesFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, content)
+}
+
+// readPhasesFile reads a phases.yaml whole; one over maxYAMLBytes is a
+// problem at its place, as Parse reports them.
+func readPhasesFile(path string) ([]byte, error) {
 	content, size, err := readHead(path, maxYAMLBytes)
 	if err != nil {
 		return nil, err
@@ -34,7 +44,7 @@ func LoadFile(path string) (*Document, error) {
 		dec.tooLarge(size, "the file")
 		return nil, dec.problems.err()
 	}
-	return Parse(path, content)
+	return content, nil
 }
 
 // readHead reads at most limit bytes of a file, and returns them with the

@@ -74,14 +74,9 @@ func LoadCached(path, specPath, dir string) (*Plan, error) {
 			}
 		}
 	}
-	content, size, err := readHead(path, maxYAMLBytes)
+	content, err := readPhasesFile(path)
 	if err != nil {
 		return nil, err
-	}
-	if size < 0 || int64(len(content)) < size {
-		dec := newDecoder(path, content, 0)
-		dec.tooLarge(size, "the file")
-		return nil, dec.problems.err()
 	}
 	entry := cacheEntry{dir: dir, file: path, content: content}
 	if dir != "" {

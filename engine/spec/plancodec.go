@@ -3,6 +3,7 @@ package spec
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 )
@@ -128,12 +129,7 @@ func (e *planEncoder) agent(a Setting[Agent]) {
 
 func (e *planEncoder) stringMap(m map[string]string) {
 	e.length(len(m), m == nil)
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		e.str(k)
 		e.str(m[k])
 	}
@@ -178,12 +174,7 @@ func (e *planEncoder) value(v any) {
 
 func (e *planEncoder) valueMap(m map[string]any) {
 	e.length(len(m), m == nil)
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		e.str(k)
 		e.value(m[k])
 	}
