@@ -336,12 +336,29 @@ func freePorts(n int) ([]int, error) {
 type output struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
+	// grew is closed and replaced at each write, so that a wait on the
+	// output wakes when Jaeger writes.
+	grew chan struct{}
 }
 
 func (o *output) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.grew != nil {
+		close(o.grew)
+		o.grew = nil
+	}
 	return o.buf.Write(p)
+}
+
+// next is closed at the next write.
+func (o *output) next() <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.grew == nil {
+		o.grew = make(chan struct{})
+	}
+	return o.grew
 }
 
 func (o *output) bytes() []byte {
@@ -358,15 +375,21 @@ func (o *output) tail() string {
 	return string(b)
 }
 
-// AwaitOutput polls Jaeger's output until ok holds of it, or fails the
-// test after a minute.
+// AwaitOutput waits until ok holds of Jaeger's output, looking again at
+// each write, or fails the test after a minute.
 func (j *Jaeger) AwaitOutput(t testing.TB, ok func(string) bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !ok(j.Output()) {
-		if time.Now().After(deadline) {
+	timeout := time.NewTimer(time.Minute)
+	defer timeout.Stop()
+	for {
+		wrote := j.out.next()
+		if ok(j.Output()) {
+			return
+		}
+		select {
+		case <-wrote:
+		case <-timeout.C:
 			t.Fatalf("jaeger's output never became what the test awaits:\n%s", j.out.tail())
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
