@@ -66,6 +66,9 @@ type Hit struct {
 	// the lines were indexed, a working-set item's own time, a note's
 	// first sight.
 	At time.Time `json:"at"`
+	// Place is, in an agent's transcript, the line's turn and tool call
+	// (see placer.go); its Line is 0 elsewhere.
+	Place Place `json:"-"`
 }
 
 // Marked is the snippet with each match between the markers open and
@@ -333,8 +336,9 @@ func (ix *Index) hits(ctx context.Context, match string, found []ranked) ([]Hit,
 	hits := make([]Hit, 0, len(found))
 	texts := make([]string, 0, len(found))
 	starts := make([]int64, 0, len(found))
+	places := make([][]byte, 0, len(found))
 	for _, r := range found {
-		h, line, text, err := ix.document(ctx, r.id)
+		h, line, text, kept, err := ix.document(ctx, r.id)
 		if err != nil {
 			return nil, err
 		}
@@ -343,6 +347,7 @@ func (ix *Index) hits(ctx context.Context, match string, found []ranked) ([]Hit,
 		hits = append(hits, h)
 		texts = append(texts, text)
 		starts = append(starts, line)
+		places = append(places, kept)
 	}
 	marked, err := ix.highlight(ctx, match, texts)
 	if err != nil {
@@ -353,33 +358,38 @@ func (ix *Index) hits(ctx context.Context, match string, found []ranked) ([]Hit,
 		if starts[i] > 0 {
 			hits[i].Line = int(starts[i]) + offset
 		}
+		if kept, ok := decodeChunkPlaces(places[i]); ok && places[i] != nil {
+			turn, call, tool := kept.at(offset)
+			hits[i].Place = Place{Line: hits[i].Line, Turn: turn, Call: call, Tool: tool}
+		}
 		hits[i].Snippet, hits[i].Marks = snippet(best, snippetBytes)
 	}
 	return hits, nil
 }
 
 // document reads one document's row and its text; line is the number
-// of its first line in its file (0 for a note or working-set item).
-func (ix *Index) document(ctx context.Context, id int64) (h Hit, line int64, text string, err error) {
+// of its first line in its file (0 for a note or working-set item);
+// places its lines' places (a transcript chunk's).
+func (ix *Index) document(ctx context.Context, id int64) (h Hit, line int64, text string, places []byte, err error) {
 	var (
 		at, offset, length int64
 		file               sql.NullString
 		stored             string
 	)
 	err = ix.db.QueryRowContext(ctx, `SELECT d.session, d.phase, d.attempt, d.step, d.kind, d.section, d.item, d.line, d.at,
-		d.offset, d.length, d.body, f.rel
+		d.offset, d.length, d.body, d.places, f.rel
 		FROM docs d LEFT JOIN files f ON f.id = d.file WHERE d.id = ?`, id).Scan(
 		&h.Session, &h.Phase, &h.Attempt, &h.Step, &h.Kind, &h.Section, &h.Item, &line, &at,
-		&offset, &length, &stored, &file)
+		&offset, &length, &stored, &places, &file)
 	if err != nil {
-		return h, 0, "", err
+		return h, 0, "", nil, err
 	}
 	h.File = file.String
 	h.At = time.Unix(0, at)
 	if h.Kind != KindTranscript && h.Kind != KindPrompt {
-		return h, line, stored, nil
+		return h, line, stored, nil, nil
 	}
-	return h, line, ix.chunkFromFile(h.Session, h.File, offset, length), nil
+	return h, line, ix.chunkFromFile(h.Session, h.File, offset, length), places, nil
 }
 
 // chunkFromFile is the text of a chunk of a transcript or prompt, read

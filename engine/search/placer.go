@@ -1,0 +1,478 @@
+package search
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+
+	"github.com/pipeline-dev/pipeline/internal/transcript"
+)
+
+// A hit in an agent's transcript is shown with its place in the step: the
+// model's turn, and on a tool call or its result the call's number and
+// tool. The place of each line is found when the line is indexed, on the
+// goroutine that reads the file (placer), and kept in its chunk's row of
+// docs (docs.places): a search reads it from the row, and never renders a
+// transcript.
+//
+// placer counts as transcript.Renderer does, over the lines that are not
+// transcript.Silent (as a search's rendering of a transcript counted
+// them before), but decodes only what a place needs: no tool arguments,
+// no texts kept. Its state is kept in the file's row (files.places), so
+// that the lines appended later are placed where the last ones left off.
+
+// placer follows a transcript's turns and tool calls, a line at a time.
+// Its fields are exported for its encoding in files.places.
+type placer struct {
+	Format transcript.Format `json:"format,omitempty"`
+	Turn   int               `json:"turn,omitempty"`
+	InTurn bool              `json:"in_turn,omitempty"`
+	Calls  int               `json:"calls,omitempty"`
+	// CallOf and NameOf number and name the calls by the CLI's own id.
+	CallOf map[string]int    `json:"call_of,omitempty"`
+	NameOf map[string]string `json:"name_of,omitempty"`
+	// GeminiSaid is set while Gemini streams a message that says
+	// something (not only spaces).
+	GeminiSaid bool `json:"gemini_said,omitempty"`
+}
+
+// loadPlacer is the placer of a file's state as kept ("": at its start).
+// A state that cannot be read starts again from nothing: places are a
+// cache of what the transcript says.
+func loadPlacer(kept []byte) *placer {
+	p := &placer{}
+	if len(kept) > 0 && json.Unmarshal(kept, p) != nil {
+		p = &placer{}
+	}
+	return p
+}
+
+func (p *placer) state() []byte {
+	b, _ := json.Marshal(p)
+	return b
+}
+
+// line places one line of the transcript (without its line break): the
+// turn it leaves the step in, and the call and tool of its last tool call
+// or result.
+func (p *placer) line(line []byte) (turn, call int, tool string) {
+	if !transcript.Silent(line) {
+		call, tool = p.items(bytes.TrimRight(line, "\r\n"))
+	}
+	return p.Turn, call, tool
+}
+
+// items follows transcript.Renderer.Line.
+func (p *placer) items(line []byte) (call int, tool string) {
+	if bytes.HasPrefix(line, []byte(transcript.StderrPrefix)) {
+		return 0, ""
+	}
+	trimmed := bytes.TrimSpace(line)
+	if p.Format == transcript.Plain || len(trimmed) == 0 || trimmed[0] != '{' {
+		return 0, ""
+	}
+	var head struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(trimmed, &head) != nil || head.Type == "" {
+		return 0, ""
+	}
+	if p.Format == transcript.Detect {
+		p.Format = detectFormat(head.Type, trimmed)
+	}
+	switch p.Format {
+	case transcript.Claude:
+		return p.claude(head.Type, trimmed)
+	case transcript.Gemini:
+		return p.gemini(head.Type, trimmed)
+	case transcript.Codex:
+		return p.codex(head.Type, trimmed)
+	}
+	return 0, ""
+}
+
+// detectFormat is transcript's detect.
+func detectFormat(typ string, line []byte) transcript.Format {
+	switch {
+	case strings.HasPrefix(typ, "thread.") || strings.HasPrefix(typ, "turn.") || strings.HasPrefix(typ, "item."):
+		return transcript.Codex
+	case typ == "stream_event" || typ == "system" || typ == "assistant" || typ == "user":
+		return transcript.Claude
+	case typ == "init" || typ == "message" || typ == "tool_use" || typ == "tool_result":
+		return transcript.Gemini
+	case typ == "result" && bytes.Contains(line, []byte(`"stats"`)):
+		return transcript.Gemini
+	case typ == "result":
+		return transcript.Claude
+	}
+	return transcript.Detect
+}
+
+// object stands for a JSON object whose content a place does not need:
+// it decodes (and fails) as the renderer's map[string]any does, and keeps
+// nothing.
+type object struct{}
+
+// said starts or continues the model's turn.
+func (p *placer) said() {
+	if !p.InTurn {
+		p.Turn++
+		p.InTurn = true
+	}
+}
+
+func (p *placer) called(id, tool string) (int, string) {
+	p.said()
+	p.Calls++
+	if id != "" {
+		if p.CallOf == nil {
+			p.CallOf, p.NameOf = map[string]int{}, map[string]string{}
+		}
+		p.CallOf[id], p.NameOf[id] = p.Calls, tool
+	}
+	return p.Calls, tool
+}
+
+func (p *placer) answered(id string) (int, string) {
+	p.InTurn = false
+	return p.CallOf[id], p.NameOf[id]
+}
+
+func (p *placer) text(text string) {
+	if strings.TrimSpace(text) != "" {
+		p.said()
+	}
+}
+
+// claudeLine is what a place needs of a line of Claude Code's, typed as
+// the renderer's, so that a line it cannot read is one the renderer
+// cannot either.
+type claudeLine struct {
+	Subtype           string          `json:"subtype"`
+	Cwd               string          `json:"cwd"`
+	APIMessageID      string          `json:"api_message_id"`
+	Event             json.RawMessage `json:"event"`
+	Message           json.RawMessage `json:"message"`
+	IsAPIErrorMessage bool            `json:"is_api_error_message"`
+	Attempt           int             `json:"attempt"`
+	MaxRetries        int             `json:"max_retries"`
+	ErrorStatus       int             `json:"error_status"`
+	IsError           bool            `json:"is_error"`
+	Result            string          `json:"result"`
+	Errors            []string        `json:"errors"`
+	TotalCostUSD      float64         `json:"total_cost_usd"`
+	Usage             *struct {
+		InputTokens              int `json:"input_tokens"`
+		OutputTokens             int `json:"output_tokens"`
+		CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	} `json:"usage"`
+}
+
+type claudeBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     object          `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+type claudeMessage struct {
+	ID      string          `json:"id"`
+	Content json.RawMessage `json:"content"`
+}
+
+func (p *placer) claude(typ string, line []byte) (call int, tool string) {
+	if typ == "stream_event" {
+		return 0, ""
+	}
+	var l claudeLine
+	if json.Unmarshal(line, &l) != nil {
+		return 0, ""
+	}
+	switch typ {
+	case "assistant":
+		var m claudeMessage
+		var blocks []claudeBlock
+		if json.Unmarshal(l.Message, &m) != nil || json.Unmarshal(m.Content, &blocks) != nil {
+			return 0, ""
+		}
+		for _, b := range blocks {
+			switch {
+			case l.IsAPIErrorMessage && b.Type == "text":
+			case b.Type == "text":
+				p.text(b.Text)
+			case b.Type == "thinking":
+				p.text(b.Thinking)
+			case b.Type == "tool_use":
+				call, tool = p.called(b.ID, b.Name)
+			}
+		}
+	case "user":
+		var m claudeMessage
+		var blocks []claudeBlock
+		if json.Unmarshal(l.Message, &m) != nil || json.Unmarshal(m.Content, &blocks) != nil {
+			return 0, ""
+		}
+		for _, b := range blocks {
+			if b.Type == "tool_result" {
+				call, tool = p.answered(b.ToolUseID)
+			}
+		}
+	case "result":
+		p.InTurn = false
+	}
+	return call, tool
+}
+
+type geminiLine struct {
+	Role       string `json:"role"`
+	Content    string `json:"content"`
+	Delta      bool   `json:"delta"`
+	ToolName   string `json:"tool_name"`
+	ToolID     string `json:"tool_id"`
+	Parameters object `json:"parameters"`
+	Status     string `json:"status"`
+	Output     string `json:"output"`
+	Message    string `json:"message"`
+	Error      *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Stats *struct {
+		InputTokens  int `json:"input_tokens"`
+		OutputTokens int `json:"output_tokens"`
+	} `json:"stats"`
+}
+
+func (p *placer) gemini(typ string, line []byte) (call int, tool string) {
+	var l geminiLine
+	if json.Unmarshal(line, &l) != nil {
+		return 0, ""
+	}
+	if typ == "message" && l.Role == "assistant" {
+		p.GeminiSaid = p.GeminiSaid || strings.TrimSpace(l.Content) != ""
+		if !l.Delta {
+			p.geminiFlush()
+		}
+		return 0, ""
+	}
+	p.geminiFlush()
+	switch typ {
+	case "tool_use":
+		return p.called(l.ToolID, l.ToolName)
+	case "tool_result":
+		return p.answered(l.ToolID)
+	case "result":
+		p.InTurn = false
+	}
+	return 0, ""
+}
+
+func (p *placer) geminiFlush() {
+	if p.GeminiSaid {
+		p.said()
+	}
+	p.GeminiSaid = false
+}
+
+type codexLine struct {
+	Item  *codexItem `json:"item"`
+	Usage *struct {
+		InputTokens  int `json:"input_tokens"`
+		OutputTokens int `json:"output_tokens"`
+	} `json:"usage"`
+	Message string `json:"message"`
+	Error   *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+type codexItem struct {
+	ID               string `json:"id"`
+	Type             string `json:"type"`
+	Text             string `json:"text"`
+	Command          string `json:"command"`
+	AggregatedOutput string `json:"aggregated_output"`
+	ExitCode         *int   `json:"exit_code"`
+	Status           string `json:"status"`
+	Server           string `json:"server"`
+	Tool             string `json:"tool"`
+	Arguments        object `json:"arguments"`
+	Result           *struct {
+		Content json.RawMessage `json:"content"`
+	} `json:"result"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+	Query   string `json:"query"`
+	Changes []struct {
+		Path string `json:"path"`
+		Kind string `json:"kind"`
+	} `json:"changes"`
+	Items []struct {
+		Text      string `json:"text"`
+		Completed bool   `json:"completed"`
+	} `json:"items"`
+	Message string `json:"message"`
+}
+
+func (p *placer) codex(typ string, line []byte) (call int, tool string) {
+	var l codexLine
+	if json.Unmarshal(line, &l) != nil {
+		return 0, ""
+	}
+	switch typ {
+	case "item.started":
+		if it := l.Item; it != nil && codexIsCall(it.Type) && (it.Type != "command_execution" || it.Command != "") {
+			return p.called(it.ID, codexTool(it))
+		}
+	case "item.completed":
+		if l.Item != nil {
+			return p.codexCompleted(l.Item)
+		}
+	case "turn.completed":
+		p.InTurn = false
+	}
+	return 0, ""
+}
+
+func codexIsCall(typ string) bool {
+	switch typ {
+	case "command_execution", "mcp_tool_call", "web_search", "file_change":
+		return true
+	}
+	return false
+}
+
+// codexTool is the tool the renderer names a call of Codex's.
+func codexTool(it *codexItem) string {
+	switch it.Type {
+	case "command_execution":
+		return "shell"
+	case "mcp_tool_call":
+		return it.Server + "." + it.Tool
+	case "web_search":
+		return "web_search"
+	}
+	return "edit"
+}
+
+func (p *placer) codexCompleted(it *codexItem) (call int, tool string) {
+	switch it.Type {
+	case "agent_message", "reasoning":
+		p.text(it.Text)
+		return 0, ""
+	case "todo_list":
+		return p.called(it.ID, "todo_list")
+	}
+	if !codexIsCall(it.Type) {
+		return 0, ""
+	}
+	if _, seen := p.CallOf[it.ID]; !seen {
+		call, tool = p.called(it.ID, codexTool(it))
+	}
+	failed := it.Status == "failed" || it.Status == "declined"
+	if (it.Type == "file_change" || it.Type == "web_search") && !failed {
+		p.InTurn = false
+		return call, tool
+	}
+	return p.answered(it.ID)
+}
+
+// chunkPlaces are the places of a chunk's lines: the turn before its
+// first line, and each line whose place is more than the turn of the
+// line before (a new turn, a call).
+type chunkPlaces struct {
+	start  int
+	points []Place // Line counts from the chunk's first line, 0
+}
+
+// at is the place of the chunk's line i (0 the first).
+func (c *chunkPlaces) at(i int) (turn, call int, tool string) {
+	turn = c.start
+	for _, pt := range c.points {
+		if pt.Line > i {
+			break
+		}
+		turn = pt.Turn
+		call, tool = 0, ""
+		if pt.Line == i {
+			call, tool = pt.Call, pt.Tool
+		}
+	}
+	return turn, call, tool
+}
+
+// encode writes the places as varints: the start turn, then per point
+// its line after the one before, turn, call, the tool's length and tool.
+// A chunk that is all of one turn is one byte.
+func (c *chunkPlaces) encode(b []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(c.start))
+	last := 0
+	for _, pt := range c.points {
+		b = binary.AppendUvarint(b, uint64(pt.Line-last))
+		b = binary.AppendUvarint(b, uint64(pt.Turn))
+		b = binary.AppendUvarint(b, uint64(pt.Call))
+		b = binary.AppendUvarint(b, uint64(len(pt.Tool)))
+		b = append(b, pt.Tool...)
+		last = pt.Line
+	}
+	return b
+}
+
+func decodeChunkPlaces(b []byte) (chunkPlaces, bool) {
+	var c chunkPlaces
+	r := &byteReader{b: b}
+	c.start = int(r.uvarint())
+	line := 0
+	for r.err == nil && len(r.b) > 0 {
+		line += int(r.uvarint())
+		pt := Place{Line: line, Turn: int(r.uvarint()), Call: int(r.uvarint())}
+		pt.Tool = string(r.bytes(int(r.uvarint())))
+		c.points = append(c.points, pt)
+	}
+	return c, r.err == nil
+}
+
+// Place is where a line of a transcript is in its step: the model's
+// turn, and on a tool call or its result the call's number and tool.
+type Place struct {
+	Line, Turn, Call int
+	Tool             string
+}
+
+var errPlaces = errors.New("not the places of a chunk")
+
+// byteReader reads varints from b; the first error stays.
+type byteReader struct {
+	b   []byte
+	err error
+}
+
+func (r *byteReader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err, r.b = errPlaces, nil
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *byteReader) bytes(n int) []byte {
+	if n < 0 || n > len(r.b) {
+		r.err, r.b = io.ErrUnexpectedEOF, nil
+		return nil
+	}
+	out := r.b[:n]
+	r.b = r.b[n:]
+	return out
+}
