@@ -74,24 +74,50 @@ func (p *placer) items(line []byte) (call int, tool string) {
 	if p.Format == transcript.Plain || len(trimmed) == 0 || trimmed[0] != '{' {
 		return 0, ""
 	}
-	var head struct {
-		Type string `json:"type"`
+	typ, ok := leadingType(trimmed)
+	if !ok || p.Format == transcript.Detect {
+		// Decoded whole, as the renderer reads every line's type; the
+		// CLIs write it first, where leadingType reads it without
+		// decoding the line.
+		var head struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(trimmed, &head) != nil {
+			return 0, ""
+		}
+		typ = head.Type
 	}
-	if json.Unmarshal(trimmed, &head) != nil || head.Type == "" {
+	if typ == "" {
 		return 0, ""
 	}
 	if p.Format == transcript.Detect {
-		p.Format = detectFormat(head.Type, trimmed)
+		p.Format = detectFormat(typ, trimmed)
 	}
+	// A line of a type that places nothing is not decoded: the renderer
+	// gives it no turn, nor a call, whatever it holds.
 	switch p.Format {
 	case transcript.Claude:
-		return p.claude(head.Type, trimmed)
+		return p.claude(typ, trimmed)
 	case transcript.Gemini:
-		return p.gemini(head.Type, trimmed)
+		return p.gemini(typ, trimmed)
 	case transcript.Codex:
-		return p.codex(head.Type, trimmed)
+		return p.codex(typ, trimmed)
 	}
 	return 0, ""
+}
+
+// leadingType is transcript's: the type of a line that starts
+// {"type":"…", as the three CLIs write every line.
+func leadingType(line []byte) (string, bool) {
+	rest, ok := bytes.CutPrefix(line, []byte(`{"type":"`))
+	if !ok {
+		return "", false
+	}
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return "", false
+	}
+	return string(rest[:end]), true
 }
 
 // detectFormat is transcript's detect.
@@ -111,10 +137,51 @@ func detectFormat(typ string, line []byte) transcript.Format {
 	return transcript.Detect
 }
 
-// object stands for a JSON object whose content a place does not need:
-// it decodes (and fails) as the renderer's map[string]any does, and keeps
-// nothing.
-type object struct{}
+// The renderer decodes whole lines into its types; a place needs few of
+// their values. These types stand for the others: each accepts, and
+// rejects, what the renderer's type there does, and keeps nothing of
+// it, so that a line the renderer cannot read is one the placer cannot
+// either, and the texts are not copied.
+type (
+	// object is a map[string]any: an object or null.
+	object struct{}
+	// anyValue is a json.RawMessage: any value.
+	anyValue struct{}
+	// str is a string: a string or null.
+	str struct{}
+	// saysWords is a string of which a place needs only whether it says
+	// anything (not only spaces).
+	saysWords bool
+)
+
+func (*anyValue) UnmarshalJSON([]byte) error { return nil }
+
+var errNotString = errors.New("not a string")
+
+func (*str) UnmarshalJSON(b []byte) error {
+	if b[0] != '"' && string(b) != "null" {
+		return errNotString
+	}
+	return nil
+}
+
+func (w *saysWords) UnmarshalJSON(b []byte) error {
+	switch {
+	case string(b) == "null":
+		return nil
+	case b[0] != '"':
+		return errNotString
+	case bytes.IndexByte(b, '\\') < 0:
+		*w = len(bytes.TrimSpace(b[1:len(b)-1])) > 0
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*w = strings.TrimSpace(s) != ""
+	return nil
+}
 
 // said starts or continues the model's turn.
 func (p *placer) said() {
@@ -141,29 +208,29 @@ func (p *placer) answered(id string) (int, string) {
 	return p.CallOf[id], p.NameOf[id]
 }
 
-func (p *placer) text(text string) {
-	if strings.TrimSpace(text) != "" {
+func (p *placer) text(says saysWords) {
+	if says {
 		p.said()
 	}
 }
 
-// claudeLine is what a place needs of a line of Claude Code's, typed as
-// the renderer's, so that a line it cannot read is one the renderer
-// cannot either.
-type claudeLine struct {
-	Subtype           string          `json:"subtype"`
-	Cwd               string          `json:"cwd"`
-	APIMessageID      string          `json:"api_message_id"`
-	Event             json.RawMessage `json:"event"`
-	Message           json.RawMessage `json:"message"`
-	IsAPIErrorMessage bool            `json:"is_api_error_message"`
-	Attempt           int             `json:"attempt"`
-	MaxRetries        int             `json:"max_retries"`
-	ErrorStatus       int             `json:"error_status"`
-	IsError           bool            `json:"is_error"`
-	Result            string          `json:"result"`
-	Errors            []string        `json:"errors"`
-	TotalCostUSD      float64         `json:"total_cost_usd"`
+// claudeLine is a line of Claude Code's, typed as the renderer's; its
+// message decoded in the same pass (any error there leaves the line's
+// place as it was, as the renderer's decoding it after does).
+type claudeLine[M any] struct {
+	Subtype           string   `json:"subtype"`
+	Cwd               string   `json:"cwd"`
+	APIMessageID      string   `json:"api_message_id"`
+	Event             anyValue `json:"event"`
+	Message           M        `json:"message"`
+	IsAPIErrorMessage bool     `json:"is_api_error_message"`
+	Attempt           int      `json:"attempt"`
+	MaxRetries        int      `json:"max_retries"`
+	ErrorStatus       int      `json:"error_status"`
+	IsError           bool     `json:"is_error"`
+	Result            str      `json:"result"`
+	Errors            []str    `json:"errors"`
+	TotalCostUSD      float64  `json:"total_cost_usd"`
 	Usage             *struct {
 		InputTokens              int `json:"input_tokens"`
 		OutputTokens             int `json:"output_tokens"`
@@ -172,76 +239,68 @@ type claudeLine struct {
 	} `json:"usage"`
 }
 
-type claudeBlock struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	Thinking  string          `json:"thinking"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Input     object          `json:"input"`
-	ToolUseID string          `json:"tool_use_id"`
-	Content   json.RawMessage `json:"content"`
-	IsError   bool            `json:"is_error"`
+type claudeMessage struct {
+	ID      string        `json:"id"`
+	Content []claudeBlock `json:"content"`
 }
 
-type claudeMessage struct {
-	ID      string          `json:"id"`
-	Content json.RawMessage `json:"content"`
+type claudeBlock struct {
+	Type      string    `json:"type"`
+	Text      saysWords `json:"text"`
+	Thinking  saysWords `json:"thinking"`
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Input     object    `json:"input"`
+	ToolUseID string    `json:"tool_use_id"`
+	Content   anyValue  `json:"content"`
+	IsError   bool      `json:"is_error"`
 }
 
 func (p *placer) claude(typ string, line []byte) (call int, tool string) {
-	if typ == "stream_event" {
-		return 0, ""
-	}
-	var l claudeLine
-	if json.Unmarshal(line, &l) != nil {
-		return 0, ""
-	}
 	switch typ {
-	case "assistant":
-		var m claudeMessage
-		var blocks []claudeBlock
-		if json.Unmarshal(l.Message, &m) != nil || json.Unmarshal(m.Content, &blocks) != nil {
-			return 0, ""
+	case "assistant", "user":
+	case "result":
+		// An error's result (the others are silent) ends the turn.
+		var l claudeLine[anyValue]
+		if json.Unmarshal(line, &l) == nil {
+			p.InTurn = false
 		}
-		for _, b := range blocks {
-			switch {
-			case l.IsAPIErrorMessage && b.Type == "text":
-			case b.Type == "text":
-				p.text(b.Text)
-			case b.Type == "thinking":
-				p.text(b.Thinking)
-			case b.Type == "tool_use":
-				call, tool = p.called(b.ID, b.Name)
-			}
-		}
-	case "user":
-		var m claudeMessage
-		var blocks []claudeBlock
-		if json.Unmarshal(l.Message, &m) != nil || json.Unmarshal(m.Content, &blocks) != nil {
-			return 0, ""
-		}
-		for _, b := range blocks {
+		return 0, ""
+	default:
+		return 0, ""
+	}
+	var l claudeLine[*claudeMessage]
+	if json.Unmarshal(line, &l) != nil || l.Message == nil {
+		return 0, ""
+	}
+	for _, b := range l.Message.Content {
+		switch {
+		case typ == "user":
 			if b.Type == "tool_result" {
 				call, tool = p.answered(b.ToolUseID)
 			}
+		case l.IsAPIErrorMessage && b.Type == "text":
+		case b.Type == "text":
+			p.text(b.Text)
+		case b.Type == "thinking":
+			p.text(b.Thinking)
+		case b.Type == "tool_use":
+			call, tool = p.called(b.ID, b.Name)
 		}
-	case "result":
-		p.InTurn = false
 	}
 	return call, tool
 }
 
 type geminiLine struct {
-	Role       string `json:"role"`
-	Content    string `json:"content"`
-	Delta      bool   `json:"delta"`
-	ToolName   string `json:"tool_name"`
-	ToolID     string `json:"tool_id"`
-	Parameters object `json:"parameters"`
-	Status     string `json:"status"`
-	Output     string `json:"output"`
-	Message    string `json:"message"`
+	Role       string    `json:"role"`
+	Content    saysWords `json:"content"`
+	Delta      bool      `json:"delta"`
+	ToolName   string    `json:"tool_name"`
+	ToolID     string    `json:"tool_id"`
+	Parameters object    `json:"parameters"`
+	Status     string    `json:"status"`
+	Output     str       `json:"output"`
+	Message    str       `json:"message"`
 	Error      *struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
@@ -258,7 +317,7 @@ func (p *placer) gemini(typ string, line []byte) (call int, tool string) {
 		return 0, ""
 	}
 	if typ == "message" && l.Role == "assistant" {
-		p.GeminiSaid = p.GeminiSaid || strings.TrimSpace(l.Content) != ""
+		p.GeminiSaid = p.GeminiSaid || bool(l.Content)
 		if !l.Delta {
 			p.geminiFlush()
 		}
@@ -289,25 +348,25 @@ type codexLine struct {
 		InputTokens  int `json:"input_tokens"`
 		OutputTokens int `json:"output_tokens"`
 	} `json:"usage"`
-	Message string `json:"message"`
+	Message str `json:"message"`
 	Error   *struct {
-		Message string `json:"message"`
+		Message str `json:"message"`
 	} `json:"error"`
 }
 
 type codexItem struct {
-	ID               string `json:"id"`
-	Type             string `json:"type"`
-	Text             string `json:"text"`
-	Command          string `json:"command"`
-	AggregatedOutput string `json:"aggregated_output"`
-	ExitCode         *int   `json:"exit_code"`
-	Status           string `json:"status"`
-	Server           string `json:"server"`
-	Tool             string `json:"tool"`
-	Arguments        object `json:"arguments"`
+	ID               string    `json:"id"`
+	Type             string    `json:"type"`
+	Text             saysWords `json:"text"`
+	Command          string    `json:"command"`
+	AggregatedOutput str       `json:"aggregated_output"`
+	ExitCode         *int      `json:"exit_code"`
+	Status           string    `json:"status"`
+	Server           string    `json:"server"`
+	Tool             string    `json:"tool"`
+	Arguments        object    `json:"arguments"`
 	Result           *struct {
-		Content json.RawMessage `json:"content"`
+		Content anyValue `json:"content"`
 	} `json:"result"`
 	Error *struct {
 		Message string `json:"message"`
