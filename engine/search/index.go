@@ -123,6 +123,8 @@ type Index struct {
 	// the bytes of transcripts indexed in it (see inTx).
 	tx     *sql.Tx
 	filled int64
+	// times times a search's parts (times.go); nil: not timed.
+	times *partTimes
 	// outdated says the index found is of another schema version: whole,
 	// but not read by this pipeline; it is rebuilt, not kept aside.
 	outdated bool
@@ -168,7 +170,7 @@ func Open(st *store.Store, o Options) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the search index's folder: %w", err)
 	}
-	ix := &Index{st: st, path: filepath.Join(dir, FileName), warn: o.Warn}
+	ix := &Index{st: st, path: filepath.Join(dir, FileName), warn: o.Warn, times: newPartTimes()}
 	if o.Warn == nil {
 		ix.warn = io.Discard
 	}
@@ -181,7 +183,9 @@ func Open(st *store.Store, o Options) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
+	ix.times.done("locks")
 	problem, err := ix.open()
+	ix.times.done("sqlite open and schema check")
 	if err == nil && problem == "" && uncleanClose {
 		problem = ix.checkWhole()
 	}

@@ -37,6 +37,8 @@ type placer struct {
 	// GeminiSaid is set while Gemini streams a message that says
 	// something (not only spaces).
 	GeminiSaid bool `json:"gemini_said,omitempty"`
+	// scanned is scanClaude's, reused from line to line.
+	scanned claudeScan
 }
 
 // loadPlacer is the placer of a file's state as kept ("": at its start).
@@ -75,6 +77,11 @@ func (p *placer) items(line []byte) (call int, tool string) {
 		return 0, ""
 	}
 	typ, ok := leadingType(trimmed)
+	if !ok && p.Format == transcript.Claude && scanClaude(trimmed, &p.scanned) {
+		// A line whose type is not first (json.Marshal sorts the keys):
+		// read whole by the scan.
+		return p.claudeScanned(&p.scanned)
+	}
 	if !ok || p.Format == transcript.Detect {
 		// Decoded whole, as the renderer reads every line's type; the
 		// CLIs write it first, where leadingType reads it without
@@ -269,6 +276,9 @@ func (p *placer) claude(typ string, line []byte) (call int, tool string) {
 	default:
 		return 0, ""
 	}
+	if scanClaude(line, &p.scanned) {
+		return p.claudeScanned(&p.scanned)
+	}
 	var l claudeLine[*claudeMessage]
 	if json.Unmarshal(line, &l) != nil || l.Message == nil {
 		return 0, ""
@@ -286,6 +296,33 @@ func (p *placer) claude(typ string, line []byte) (call int, tool string) {
 			p.text(b.Thinking)
 		case b.Type == "tool_use":
 			call, tool = p.called(b.ID, b.Name)
+		}
+	}
+	return call, tool
+}
+
+// claudeScanned places an assistant or user line as scanClaude read it,
+// as claude does a decoded one.
+func (p *placer) claudeScanned(l *claudeScan) (call int, tool string) {
+	typ := string(l.typ)
+	if typ != "assistant" && typ != "user" {
+		// No other type places (a result's has fields the scan leaves
+		// to encoding/json).
+		return 0, ""
+	}
+	for _, b := range l.blocks {
+		switch {
+		case typ == "user":
+			if string(b.typ) == "tool_result" {
+				call, tool = p.answered(string(b.toolUseID))
+			}
+		case l.apiError && string(b.typ) == "text":
+		case string(b.typ) == "text":
+			p.text(saysWords(b.saysText))
+		case string(b.typ) == "thinking":
+			p.text(saysWords(b.saysThinking))
+		case string(b.typ) == "tool_use":
+			call, tool = p.called(string(b.id), string(b.name))
 		}
 	}
 	return call, tool

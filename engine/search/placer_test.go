@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pipeline-dev/pipeline/internal/transcript"
+	"github.com/pipeline-dev/pipeline/internal/transcriptgen"
 )
 
 // renderedPlaces places each line as a search did before the index kept
@@ -88,6 +89,35 @@ not json at all
 {"type":"assistant","message":{"id":"m5","content":[{"type":"text","text":"Again."}]}}
 {"type":"user","message":{"content":"a plain answer"}}
 {"type":"result","subtype":"success","result":"done"}`,
+	// Lines the placer's scan must read as encoding/json does, or leave
+	// to it: keys in other case, twice, out of order; escapes; values of
+	// other types; lines that are not JSON.
+	"claude-scan": `{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"\n\t"}]}}
+{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"\u00a0"}]}}
+{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"\u0041"}]}}
+{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"x","content":"a"}]}}
+{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t\u0031","name":"Bash","input":{}}]}}
+{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"a"}]}}
+{"message":{"content":[{"text":"sorted keys","type":"text"}],"id":"m2"},"session_id":"s","type":"assistant"}
+{"message":{"content":[{"id":"t2","input":{"command":"ls"},"name":"Read","type":"tool_use"}]},"type":"assistant"}
+{"message":{"content":[{"content":"x","tool_use_id":"t2","type":"tool_result"}]},"type":"user"}
+{"type":"assistant","Message":{"id":"m3","content":[{"type":"text","text":"upper case key"}]}}
+{"type":"user","message":{"content":[{"Type":"tool_result","tool_use_id":"t2","content":"a"}]}}
+{"type":"assistant","message":{"id":"m3","content":[{"type":"tool_use","id":"t3","name":"Grep","input":{}}]},"message":{"content":[{"type":"text","text":"twice"}]}}
+{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t3","content":"a","is_error":"yes"}]}}
+{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t3","content":"a"}]}} trailing
+{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t3","content":"a"}]}
+{"type":"assistant","message":{"id":7,"content":[{"type":"text","text":"an id of a number"}]}}
+{"type":"assistant","message":{"id":"m4","content":[null,{"type":"text","text":"after a null"}]}}
+{"type":"assistant","message":{"id":"m4","content":[{"type":"tool_use","id":"t4","name":"Bash","input":null}]}}
+{"type":"user","message":{"content":null}}
+{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t4","content":[[[[1e5,-0.5,true,false,null,{"a":[]}]]]]}]}}
+{"type":"assistant","message":{"id":"m5","content":[{"type":"text","text":"bad number","x":01}]}}
+{"type":"assistant","message":{"id":"m5","content":[{"type":"text","text":"bad literal","x":tru}]}}
+{"type":"assistant","message":{"id":"m5","content":[{"type":"text","text":"a control char` + "\x01" + `"}]}}
+{"type":"assistant","message":{"id":"m6","content":[{"type":"text","text":"","thinking":"text is empty"}]}}
+{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t4","content":"done"}]}}
+{"type":"assistant","message":{"id":"m7","content":[{"type":"thinking","thinking":"deep"},{"type":"text","text":"last"}]}}`,
 	"codex-edges": `{"type":"thread.started","thread_id":"T"}
 {"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"Plan."}}
 {"type":"item.completed","item":{"id":"item_1","type":"file_change","changes":[{"path":"a.go","kind":"update"}],"status":"completed"}}
@@ -128,6 +158,13 @@ func TestPlacesAgreeWithTheRenderer(t *testing.T) {
 	for name, text := range edgeLines {
 		fixtures[name] = text
 	}
+	// Generated lines: their keys sorted, the type last.
+	gen := transcriptgen.New(5)
+	var generated []byte
+	for range 400 {
+		generated = gen.Line(generated, "s")
+	}
+	fixtures["generated"] = string(generated)
 	for name, text := range fixtures {
 		var lines [][]byte
 		for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
@@ -137,7 +174,7 @@ func TestPlacesAgreeWithTheRenderer(t *testing.T) {
 		if want[len(want)-1].Turn < 2 {
 			t.Fatalf("%s: the fixture has %d turns; the test wants more than one", name, want[len(want)-1].Turn)
 		}
-		for cut := range len(lines) + 1 {
+		for cut := 0; cut <= len(lines); cut += 1 + len(lines)/40 {
 			got := indexedPlaces(t, lines, cut)
 			if len(got) != len(want) {
 				t.Fatalf("%s, cut at %d: %d lines placed, want %d", name, cut, len(got), len(want))
@@ -233,4 +270,33 @@ func TestOutdatedIndexRebuiltOnce(t *testing.T) {
 	if warned.Len() != 0 || third.Rebuilt != "" {
 		t.Errorf("opened again: warned %q, rebuilt %q", warned.String(), third.Rebuilt)
 	}
+}
+
+// FuzzPlacesAgree: any line, after a tool call and before its result,
+// is placed by the index where the renderer places it.
+func FuzzPlacesAgree(f *testing.F) {
+	for _, name := range []string{"claude-edges", "claude-scan"} {
+		for _, l := range strings.Split(edgeLines[name], "\n") {
+			f.Add(l)
+		}
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		if strings.ContainsAny(line, "\r\n") {
+			return
+		}
+		lines := [][]byte{
+			[]byte(`{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}]}}`),
+			[]byte(`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"a"}]}}`),
+			[]byte(line),
+			[]byte(`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"a"}]}}`),
+			[]byte(`{"type":"assistant","message":{"id":"m","content":[{"type":"text","text":"after"}]}}`),
+		}
+		want := renderedPlaces(lines)
+		got := indexedPlaces(t, lines, 0)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("line %d placed %+v, the renderer %+v", i+1, got[i], want[i])
+			}
+		}
+	})
 }

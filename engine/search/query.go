@@ -219,6 +219,7 @@ func (ix *Index) Find(ctx context.Context, q Query) ([]Hit, error) {
 	if err != nil {
 		return nil, err
 	}
+	ix.times.done("rank")
 	return ix.hits(ctx, match, found)
 }
 
@@ -349,10 +350,12 @@ func (ix *Index) hits(ctx context.Context, match string, found []ranked) ([]Hit,
 		starts = append(starts, line)
 		places = append(places, kept)
 	}
+	ix.times.done("rows and texts")
 	marked, err := ix.highlight(ctx, match, texts)
 	if err != nil {
 		return nil, err
 	}
+	ix.times.done("highlight")
 	for i := range hits {
 		best, offset := bestLine(marked[i])
 		if starts[i] > 0 {
@@ -581,12 +584,18 @@ func Search(ctx context.Context, st *store.Store, q Query, o Options) (Result, e
 	if err != nil {
 		return Result{}, err
 	}
-	defer ix.Close()
+	times := ix.times
+	defer times.print()
+	defer func() {
+		ix.Close()
+		times.done("close")
+	}()
 	var r Result
 	for attempt := 1; ; attempt++ {
 		stats, err := ix.Update(ctx)
 		r.Indexed.add(stats)
 		r.Indexed.Sessions = stats.Sessions
+		times.done("update")
 		if err == nil {
 			r.Hits, err = ix.Find(ctx, q)
 		}
