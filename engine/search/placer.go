@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/pipeline-dev/pipeline/internal/transcript"
@@ -507,19 +508,36 @@ func (c *chunkPlaces) at(i int) (turn, call int, tool string) {
 	return turn, call, tool
 }
 
-// encode writes the places as varints: the start turn, then per point
-// its line after the one before, turn, call, the tool's length and tool.
-// A chunk that is all of one turn is one byte.
+// encode writes the places as varints: the start turn, the tools named
+// (their number, then each one's length and name), then per point its
+// line after the one before, its turn after the one before (turns only
+// grow), its call against the one before (zigzag: a result's call is
+// often the line before's) and its tool's number in the list (0: none).
+// A chunk that is all of one turn is two bytes; a point, most often 4.
 func (c *chunkPlaces) encode(b []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(c.start))
-	last := 0
+	var tools []string
 	for _, pt := range c.points {
-		b = binary.AppendUvarint(b, uint64(pt.Line-last))
-		b = binary.AppendUvarint(b, uint64(pt.Turn))
-		b = binary.AppendUvarint(b, uint64(pt.Call))
-		b = binary.AppendUvarint(b, uint64(len(pt.Tool)))
-		b = append(b, pt.Tool...)
-		last = pt.Line
+		if pt.Tool != "" && !slices.Contains(tools, pt.Tool) {
+			tools = append(tools, pt.Tool)
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(tools)))
+	for _, t := range tools {
+		b = binary.AppendUvarint(b, uint64(len(t)))
+		b = append(b, t...)
+	}
+	line, turn, call := 0, c.start, 0
+	for _, pt := range c.points {
+		b = binary.AppendUvarint(b, uint64(pt.Line-line))
+		b = binary.AppendUvarint(b, uint64(pt.Turn-turn))
+		b = binary.AppendVarint(b, int64(pt.Call-call))
+		tool := 0
+		if pt.Tool != "" {
+			tool = slices.Index(tools, pt.Tool) + 1
+		}
+		b = binary.AppendUvarint(b, uint64(tool))
+		line, turn, call = pt.Line, pt.Turn, pt.Call
 	}
 	return b
 }
@@ -528,11 +546,25 @@ func decodeChunkPlaces(b []byte) (chunkPlaces, bool) {
 	var c chunkPlaces
 	r := &byteReader{b: b}
 	c.start = int(r.uvarint())
-	line := 0
+	n := r.uvarint()
+	if n > uint64(len(r.b)) { // each tool takes a byte at least
+		return c, false
+	}
+	tools := make([]string, n)
+	for i := range tools {
+		tools[i] = string(r.bytes(int(r.uvarint())))
+	}
+	line, turn, call := 0, c.start, 0
 	for r.err == nil && len(r.b) > 0 {
 		line += int(r.uvarint())
-		pt := Place{Line: line, Turn: int(r.uvarint()), Call: int(r.uvarint())}
-		pt.Tool = string(r.bytes(int(r.uvarint())))
+		turn += int(r.uvarint())
+		call += int(r.varint())
+		pt := Place{Line: line, Turn: turn, Call: call}
+		if i := r.uvarint(); i > 0 && i <= uint64(len(tools)) {
+			pt.Tool = tools[i-1]
+		} else if i > 0 {
+			r.err = errPlaces
+		}
 		c.points = append(c.points, pt)
 	}
 	return c, r.err == nil
@@ -555,6 +587,16 @@ type byteReader struct {
 
 func (r *byteReader) uvarint() uint64 {
 	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err, r.b = errPlaces, nil
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *byteReader) varint() int64 {
+	v, n := binary.Varint(r.b)
 	if n <= 0 {
 		r.err, r.b = errPlaces, nil
 		return 0

@@ -300,3 +300,32 @@ func FuzzPlacesAgree(f *testing.F) {
 		}
 	})
 }
+
+// A chunk's places are read back as written: calls that go back (a
+// result of an earlier call), tools named once, a chunk of one turn in
+// two bytes; places cut short are not read.
+func TestChunkPlacesEncoding(t *testing.T) {
+	c := chunkPlaces{start: 3, points: []Place{
+		{Line: 0, Turn: 4, Call: 7, Tool: "Bash"}, {Line: 1, Turn: 4, Call: 8, Tool: "Read"},
+		{Line: 2, Turn: 4, Call: 7, Tool: "Bash"}, {Line: 5, Turn: 5}, {Line: 31, Turn: 300, Call: 1000, Tool: "mcp.tool"},
+	}}
+	b := c.encode(nil)
+	got, ok := decodeChunkPlaces(b)
+	if !ok || got.start != c.start || len(got.points) != len(c.points) {
+		t.Fatalf("decoded %+v, %v; want %+v", got, ok, c)
+	}
+	for i := range c.points {
+		if got.points[i] != c.points[i] {
+			t.Errorf("point %d: %+v, want %+v", i, got.points[i], c.points[i])
+		}
+	}
+	if turn, call, tool := got.at(3); turn != 4 || call != 0 || tool != "" {
+		t.Errorf("line 3 (no point): %d %d %q", turn, call, tool)
+	}
+	if one := (&chunkPlaces{start: 9}).encode(nil); len(one) != 2 {
+		t.Errorf("a chunk of one turn takes %d bytes", len(one))
+	}
+	if _, ok := decodeChunkPlaces(b[:len(b)-3]); ok {
+		t.Error("places cut short were read")
+	}
+}
