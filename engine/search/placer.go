@@ -1,6 +1,7 @@
 package search
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
@@ -51,6 +52,49 @@ func loadPlacer(kept []byte) *placer {
 		p = &placer{}
 	}
 	return p
+}
+
+// keptState is what the file's row keeps of its placer: its state while
+// the session runs and the file grows; nothing once it is finished (the
+// tool calls' ids are most of a state, tens of bytes a call), which
+// resumePlacer makes again if the file grows after all (a session
+// resumed).
+func keptState(p *placer, final bool) []byte {
+	if final {
+		return nil
+	}
+	return p.state()
+}
+
+// resumePlacer is the placer of a file where its row's indexing left off
+// (row.offset): from the state kept, or, when none is, by placing the
+// lines indexed before again.
+func resumePlacer(f io.ReaderAt, row fileRow) (*placer, error) {
+	if row.offset == 0 || len(row.places) > 0 {
+		return loadPlacer(row.places), nil
+	}
+	p := &placer{}
+	lines := bufio.NewReaderSize(io.NewSectionReader(f, 0, row.offset), 256<<10)
+	for {
+		line, err := lines.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long := append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = lines.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if len(line) > 0 {
+			p.line(bytes.TrimSuffix(line, []byte{'\n'}))
+		}
+		if errors.Is(err, io.EOF) {
+			return p, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 func (p *placer) state() []byte {

@@ -190,10 +190,18 @@ func TestPlacesAgreeWithTheRenderer(t *testing.T) {
 
 // A search reads a hit's place from its chunk's row: a hit on a tool's
 // result in a transcript of more than a chunk is in its turn and call,
-// after the transcript grew, and with the transcript's file gone.
+// after the transcript grew (while its session ran: from the state kept;
+// after it finished: the lines before placed again), and with the
+// transcript's file gone.
 func TestHitPlacedFromTheIndex(t *testing.T) {
+	for _, status := range []string{"running", "completed"} {
+		t.Run(status, func(t *testing.T) { testHitPlacedFromTheIndex(t, status) })
+	}
+}
+
+func testHitPlacedFromTheIndex(t *testing.T, status string) {
 	p := newProject(t)
-	x := p.session("s1", "running", nil)
+	x := p.session("s1", status, nil)
 	var b strings.Builder
 	for i := range chunkLines + 5 {
 		b.WriteString(`{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"t` + string(rune('a'+i%26)) + `","name":"Bash","input":{"command":"ls"}}]}}` + "\n")
@@ -205,6 +213,13 @@ func TestHitPlacedFromTheIndex(t *testing.T) {
 	p.write(x, "build", 1, "agent", false, `{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"last","name":"Grep","input":{}}]}}`+"\n"+
 		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"last","content":"quokka"}]}}`+"\n")
 	update(t, ix)
+	var kept []byte
+	if err := ix.db.QueryRow(`SELECT places FROM files WHERE rel = ?`, "transcripts/build/1-agent.log").Scan(&kept); err != nil {
+		t.Fatal(err)
+	}
+	if (len(kept) > 0) != (status == "running") {
+		t.Errorf("a %s session's transcript keeps a state of %d bytes", status, len(kept))
+	}
 	hits := find(t, ix, Query{Text: "quokka"})
 	if len(hits) != 1 || hits[0].Place.Line == 0 {
 		t.Fatalf("hits %+v: want one, placed", hits)

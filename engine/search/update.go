@@ -424,7 +424,9 @@ func (ix *Index) indexStepFile(ctx context.Context, session string, sf store.Ses
 			doc := document{file: row.id, session: session, phase: sf.Phase, attempt: sf.Attempt, step: sf.Step, kind: kind, at: mtime}
 			c := chunker{final: final, line: row.lines + 1, offset: row.offset}
 			if kind == KindTranscript {
-				c.placer = loadPlacer(row.places)
+				if c.placer, err = resumePlacer(f, row); err != nil {
+					return err
+				}
 			}
 			read, finished, err := readAhead(func(emit emitFunc) (int64, bool, error) {
 				c.emit = emit
@@ -441,7 +443,7 @@ func (ix *Index) indexStepFile(ctx context.Context, session string, sf store.Ses
 			row.offset += read
 			row.lines = c.line - 1
 			if c.placer != nil {
-				row.places = c.placer.state()
+				row.places = keptState(c.placer, final)
 			}
 			stats.Bytes += read
 			indexedAny = indexedAny || read > 0
