@@ -109,7 +109,7 @@ func Search(ctx context.Context, req SearchRequest) (*SearchResponse, error) {
 		out.Hits = append(out.Hits, Hit{Hit: h, Marked: h.Marked(MatchOpen, MatchClose)})
 	}
 	out.Hits = onceEach(out.Hits)
-	placeInTurns(st, out.Hits)
+	placeInTurns(out.Hits)
 	return out, nil
 }
 

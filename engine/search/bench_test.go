@@ -91,3 +91,23 @@ func BenchmarkExtract(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPlace is the cost of placing lines in their turns as they are
+// indexed (placer.go), per byte of transcript.
+func BenchmarkPlace(b *testing.B) {
+	gen := transcriptgen.New(3)
+	var lines [][]byte
+	var size int64
+	for range 1000 {
+		line := gen.Line(nil, "session")
+		lines = append(lines, line[:len(line)-1])
+		size += int64(len(line))
+	}
+	b.SetBytes(size)
+	for b.Loop() {
+		p := &placer{}
+		for _, l := range lines {
+			p.line(l)
+		}
+	}
+}

@@ -23,7 +23,7 @@ import (
 
 // schemaVersion is the layout of index.db. An index of another version is
 // rebuilt, never misread: it is a cache of the sessions.
-const schemaVersion = "3"
+const schemaVersion = "4"
 
 const (
 	// FolderName is the index's folder in the store's folder.
@@ -50,6 +50,11 @@ const busyTimeoutMS = 60000
 // text, from a snapshot that is rewritten, is kept in docs.body.
 // contentless_delete lets a document leave the index by its rowid alone.
 //
+// A transcript chunk's row keeps its lines' places in their step (turn,
+// tool call: docs.places), and its file's row where the placer left off
+// (files.places): a search shows a hit's turn without rendering the
+// transcript (placer.go).
+//
 // FTS5 keeps what it indexes in memory up to hashsize before it writes a
 // segment, and merges segments of a size automerge at a time (crisismerge
 // at most of one size). Adding a token to that memory was half the
@@ -70,6 +75,7 @@ CREATE TABLE files(
 	inode   INTEGER NOT NULL,
 	offset  INTEGER NOT NULL,
 	lines   INTEGER NOT NULL,
+	places  BLOB,
 	UNIQUE(session, rel));
 CREATE TABLE docs(
 	id      INTEGER PRIMARY KEY,
@@ -85,7 +91,8 @@ CREATE TABLE docs(
 	at      INTEGER NOT NULL,
 	offset  INTEGER NOT NULL,
 	length  INTEGER NOT NULL,
-	body    TEXT NOT NULL);
+	body    TEXT NOT NULL,
+	places  BLOB);
 CREATE INDEX docs_file ON docs(file);
 CREATE INDEX docs_session ON docs(session);
 CREATE VIRTUAL TABLE text USING fts5(body, content='', contentless_delete=1,
@@ -116,6 +123,11 @@ type Index struct {
 	// the bytes of transcripts indexed in it (see inTx).
 	tx     *sql.Tx
 	filled int64
+	// times times a search's parts (times.go); nil: not timed.
+	times *partTimes
+	// outdated says the index found is of another schema version: whole,
+	// but not read by this pipeline; it is rebuilt, not kept aside.
+	outdated bool
 }
 
 // Beside index.db, three files keep searches that run at once from
@@ -141,8 +153,8 @@ const (
 
 // Options are how Open reports what it does on its own.
 type Options struct {
-	// Warn gets one line when the index is found corrupt and rebuilt
-	// (standard error); nil is quiet.
+	// Warn gets one line when the index is rebuilt, found corrupt or of
+	// another format (standard error); nil is quiet.
 	Warn io.Writer
 }
 
@@ -150,15 +162,15 @@ type Options struct {
 func Path(root string) string { return filepath.Join(root, FolderName, FileName) }
 
 // Open opens the index of st, making it if it is not there. An index that
-// is corrupt (not a database, cut short, of another schema version) is
-// moved aside to index.db.corrupt and built anew, with one line to
-// o.Warn.
+// is corrupt (not a database, cut short) is moved aside to
+// index.db.corrupt and built anew, one of another schema version
+// replaced by a new one; either with one line to o.Warn.
 func Open(st *store.Store, o Options) (*Index, error) {
 	dir, err := st.Folder(FolderName)
 	if err != nil {
 		return nil, fmt.Errorf("the search index's folder: %w", err)
 	}
-	ix := &Index{st: st, path: filepath.Join(dir, FileName), warn: o.Warn}
+	ix := &Index{st: st, path: filepath.Join(dir, FileName), warn: o.Warn, times: newPartTimes()}
 	if o.Warn == nil {
 		ix.warn = io.Discard
 	}
@@ -171,7 +183,9 @@ func Open(st *store.Store, o Options) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
+	ix.times.done("locks")
 	problem, err := ix.open()
+	ix.times.done("sqlite open and schema check")
 	if err == nil && problem == "" && uncleanClose {
 		problem = ix.checkWhole()
 	}
@@ -345,7 +359,8 @@ func (ix *Index) checkSchema(existed bool) (problem string, err error) {
 		return fmt.Sprintf("is not a search index of this pipeline (%v)", err), nil
 	}
 	if version != schemaVersion {
-		return fmt.Sprintf("is of schema version %s (this pipeline uses %s)", version, schemaVersion), nil
+		ix.outdated = true
+		return fmt.Sprintf("is of another format (schema %s; this pipeline's is %s)", version, schemaVersion), nil
 	}
 	// A cheap look at each table: a file cut short or overwritten fails
 	// here rather than in the middle of a search.
@@ -444,15 +459,18 @@ func (ix *Index) rebuildLocked(why string) error {
 			same = false
 		}
 	}
+	outdated := ix.outdated
+	ix.outdated = false
 	if same {
-		if err := os.Rename(ix.path, ix.path+asideSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := ix.setAside(outdated); err != nil {
 			return fmt.Errorf("the search index %s %s, and it cannot be moved aside: %w; remove it, and the next search builds it again", ix.path, why, err)
 		}
-		// The write-ahead log and its index belong to the file moved aside.
-		os.Remove(ix.path + "-wal")
-		os.Remove(ix.path + "-shm")
 	}
-	fmt.Fprintf(ix.warn, "pipeline: the search index %s %s: moved aside to %s, rebuilding it from the sessions\n", ix.path, why, filepath.Base(ix.path)+asideSuffix)
+	if outdated {
+		fmt.Fprintf(ix.warn, "pipeline: the search index %s %s: rebuilding it once from the sessions\n", ix.path, why)
+	} else {
+		fmt.Fprintf(ix.warn, "pipeline: the search index %s %s: moved aside to %s, rebuilding it from the sessions\n", ix.path, why, filepath.Base(ix.path)+asideSuffix)
+	}
 	ix.Rebuilt = why
 	ix.inode = 0
 	problem, err := ix.open()
@@ -462,6 +480,28 @@ func (ix *Index) rebuildLocked(why string) error {
 	if problem != "" {
 		return fmt.Errorf("the search index %s was rebuilt and %s: remove the folder %s", ix.path, problem, filepath.Dir(ix.path))
 	}
+	return nil
+}
+
+// setAside moves the index aside to index.db.corrupt for a look, or
+// removes it when it is whole but outdated (of another schema version:
+// nothing to look at). What schema 3 kept beside it (places/, the
+// places of hits per transcript) is in the index's rows since 4, and
+// goes too.
+func (ix *Index) setAside(outdated bool) error {
+	var err error
+	if outdated {
+		err = os.Remove(ix.path)
+		os.RemoveAll(filepath.Join(filepath.Dir(ix.path), "places"))
+	} else {
+		err = os.Rename(ix.path, ix.path+asideSuffix)
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	// The write-ahead log and its index belong to the file set aside.
+	os.Remove(ix.path + "-wal")
+	os.Remove(ix.path + "-shm")
 	return nil
 }
 

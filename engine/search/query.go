@@ -66,6 +66,9 @@ type Hit struct {
 	// the lines were indexed, a working-set item's own time, a note's
 	// first sight.
 	At time.Time `json:"at"`
+	// Place is, in an agent's transcript, the line's turn and tool call
+	// (see placer.go); its Line is 0 elsewhere.
+	Place Place `json:"-"`
 }
 
 // Marked is the snippet with each match between the markers open and
@@ -216,6 +219,7 @@ func (ix *Index) Find(ctx context.Context, q Query) ([]Hit, error) {
 	if err != nil {
 		return nil, err
 	}
+	ix.times.done("rank")
 	return ix.hits(ctx, match, found)
 }
 
@@ -333,8 +337,9 @@ func (ix *Index) hits(ctx context.Context, match string, found []ranked) ([]Hit,
 	hits := make([]Hit, 0, len(found))
 	texts := make([]string, 0, len(found))
 	starts := make([]int64, 0, len(found))
+	places := make([][]byte, 0, len(found))
 	for _, r := range found {
-		h, line, text, err := ix.document(ctx, r.id)
+		h, line, text, kept, err := ix.document(ctx, r.id)
 		if err != nil {
 			return nil, err
 		}
@@ -343,15 +348,22 @@ func (ix *Index) hits(ctx context.Context, match string, found []ranked) ([]Hit,
 		hits = append(hits, h)
 		texts = append(texts, text)
 		starts = append(starts, line)
+		places = append(places, kept)
 	}
+	ix.times.done("rows and texts")
 	marked, err := ix.highlight(ctx, match, texts)
 	if err != nil {
 		return nil, err
 	}
+	ix.times.done("highlight")
 	for i := range hits {
 		best, offset := bestLine(marked[i])
 		if starts[i] > 0 {
 			hits[i].Line = int(starts[i]) + offset
+		}
+		if kept, ok := decodeChunkPlaces(places[i]); ok && places[i] != nil {
+			turn, call, tool := kept.at(offset)
+			hits[i].Place = Place{Line: hits[i].Line, Turn: turn, Call: call, Tool: tool}
 		}
 		hits[i].Snippet, hits[i].Marks = snippet(best, snippetBytes)
 	}
@@ -359,27 +371,28 @@ func (ix *Index) hits(ctx context.Context, match string, found []ranked) ([]Hit,
 }
 
 // document reads one document's row and its text; line is the number
-// of its first line in its file (0 for a note or working-set item).
-func (ix *Index) document(ctx context.Context, id int64) (h Hit, line int64, text string, err error) {
+// of its first line in its file (0 for a note or working-set item);
+// places its lines' places (a transcript chunk's).
+func (ix *Index) document(ctx context.Context, id int64) (h Hit, line int64, text string, places []byte, err error) {
 	var (
 		at, offset, length int64
 		file               sql.NullString
 		stored             string
 	)
 	err = ix.db.QueryRowContext(ctx, `SELECT d.session, d.phase, d.attempt, d.step, d.kind, d.section, d.item, d.line, d.at,
-		d.offset, d.length, d.body, f.rel
+		d.offset, d.length, d.body, d.places, f.rel
 		FROM docs d LEFT JOIN files f ON f.id = d.file WHERE d.id = ?`, id).Scan(
 		&h.Session, &h.Phase, &h.Attempt, &h.Step, &h.Kind, &h.Section, &h.Item, &line, &at,
-		&offset, &length, &stored, &file)
+		&offset, &length, &stored, &places, &file)
 	if err != nil {
-		return h, 0, "", err
+		return h, 0, "", nil, err
 	}
 	h.File = file.String
 	h.At = time.Unix(0, at)
 	if h.Kind != KindTranscript && h.Kind != KindPrompt {
-		return h, line, stored, nil
+		return h, line, stored, nil, nil
 	}
-	return h, line, ix.chunkFromFile(h.Session, h.File, offset, length), nil
+	return h, line, ix.chunkFromFile(h.Session, h.File, offset, length), places, nil
 }
 
 // chunkFromFile is the text of a chunk of a transcript or prompt, read
@@ -571,12 +584,18 @@ func Search(ctx context.Context, st *store.Store, q Query, o Options) (Result, e
 	if err != nil {
 		return Result{}, err
 	}
-	defer ix.Close()
+	times := ix.times
+	defer times.print()
+	defer func() {
+		ix.Close()
+		times.done("close")
+	}()
 	var r Result
 	for attempt := 1; ; attempt++ {
 		stats, err := ix.Update(ctx)
 		r.Indexed.add(stats)
 		r.Indexed.Sessions = stats.Sessions
+		times.done("update")
 		if err == nil {
 			r.Hits, err = ix.Find(ctx, q)
 		}

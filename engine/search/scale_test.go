@@ -1,13 +1,10 @@
 package search
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -153,7 +150,7 @@ func TestReadAhead(t *testing.T) {
 			buf := make([]byte, 0, 16)
 			for i := range n {
 				buf = fmt.Appendf(buf[:0], "doc %d", i)
-				if err := emit(int64(i), 0, 0, buf); err != nil {
+				if err := emit(int64(i), 0, 0, buf, nil); err != nil {
 					return int64(i), false, err
 				}
 				*emitted = i + 1
@@ -184,72 +181,4 @@ func TestReadAhead(t *testing.T) {
 	if err != failed || emitted >= 100000 {
 		t.Errorf("err %v after %d emitted: want the add's error, reading stopped", err, emitted)
 	}
-}
-
-// The places kept of a transcript are read back as saved, for the same
-// file only: not for a file that replaced it, nor from a places file cut
-// short; a session removed from the store takes its places with it.
-func TestPlacesKeptPerFile(t *testing.T) {
-	p := newProject(t)
-	x := p.session("s1", "completed", nil)
-	p.write(x, "build", 1, "agent", false, "one\ntwo\nthree\n")
-	rel := "transcripts/build/1-agent.log"
-	open := func() *os.File {
-		f, err := p.st.OpenSessionFile("s1", rel)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { f.Close() })
-		return f
-	}
-	f := open()
-	info, _ := f.Stat()
-	saved := Places{Lines: 3, Bytes: info.Size(), Inode: inodeOf(t, f), Points: []Place{{Line: 2, Turn: 1}, {Line: 3, Turn: 1, Call: 4, Tool: "Bash"}}}
-	if err := SavePlaces(p.st, "s1", rel, saved); err != nil {
-		t.Fatal(err)
-	}
-	got, ok := LoadPlaces(p.st, "s1", rel, f)
-	if !ok || got.Lines != 3 || !slices.Equal(got.Points, saved.Points) {
-		t.Fatalf("loaded %+v, %v; want %+v", got, ok, saved)
-	}
-	for line, want := range map[int]Place{1: {}, 2: {Turn: 1}, 3: {Turn: 1, Call: 4, Tool: "Bash"}} {
-		if turn, call, tool := got.At(line); turn != want.Turn || call != want.Call || tool != want.Tool {
-			t.Errorf("line %d: %d %d %q, want %+v", line, turn, call, tool, want)
-		}
-	}
-	path, _ := placesPath(p.st, "s1", rel)
-	content, _ := os.ReadFile(path)
-	if _, ok := decodePlaces(content[:len(content)-3]); ok {
-		t.Error("a places file cut short was read")
-	}
-	// Replaced by another file: its places are not these.
-	tmp := x.TranscriptPath("build", 1, "agent") + ".new"
-	if err := os.WriteFile(tmp, []byte("one\ntwo\nthree\nfour\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, x.TranscriptPath("build", 1, "agent")); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := LoadPlaces(p.st, "s1", rel, open()); ok {
-		t.Error("the places of a replaced file were read")
-	}
-	ix := p.open()
-	update(t, ix)
-	x.Close()
-	if err := p.st.Remove("s1"); err != nil {
-		t.Fatal(err)
-	}
-	update(t, ix)
-	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("a removed session's places: %v", err)
-	}
-}
-
-func inodeOf(t *testing.T, f *os.File) uint64 {
-	t.Helper()
-	info, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.Sys().(*syscall.Stat_t).Ino
 }

@@ -68,6 +68,9 @@ type fileRow struct {
 	size, mtime   int64
 	inode         uint64
 	offset, lines int64
+	// places is the state of the file's placer after its lines indexed
+	// (placer.go).
+	places []byte
 }
 
 func (r fileRow) same(f store.SessionFile) bool {
@@ -168,7 +171,6 @@ func (ix *Index) knownFiles(ctx context.Context) (map[string]map[string]fileRow,
 }
 
 func (ix *Index) removeSession(ctx context.Context, id string) error {
-	removePlaces(ix.st, id)
 	return ix.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM docs WHERE session = ?`, id); err != nil {
 			return err
@@ -282,8 +284,8 @@ func (ix *Index) rollback() {
 // fileRowTx reads (making it, empty) the row of a file in a transaction.
 func fileRowTx(ctx context.Context, tx *sql.Tx, session, rel string) (fileRow, error) {
 	var r fileRow
-	err := tx.QueryRowContext(ctx, `SELECT id, size, mtime, inode, offset, lines FROM files WHERE session = ? AND rel = ?`,
-		session, rel).Scan(&r.id, &r.size, &r.mtime, &r.inode, &r.offset, &r.lines)
+	err := tx.QueryRowContext(ctx, `SELECT id, size, mtime, inode, offset, lines, places FROM files WHERE session = ? AND rel = ?`,
+		session, rel).Scan(&r.id, &r.size, &r.mtime, &r.inode, &r.offset, &r.lines, &r.places)
 	if errors.Is(err, sql.ErrNoRows) {
 		res, err := tx.ExecContext(ctx, `INSERT INTO files(session, rel, size, mtime, inode, offset, lines) VALUES(?, ?, 0, 0, 0, 0, 0)`,
 			session, rel)
@@ -297,8 +299,8 @@ func fileRowTx(ctx context.Context, tx *sql.Tx, session, rel string) (fileRow, e
 }
 
 func saveFileRow(ctx context.Context, tx *sql.Tx, r fileRow) error {
-	_, err := tx.ExecContext(ctx, `UPDATE files SET size = ?, mtime = ?, inode = ?, offset = ?, lines = ? WHERE id = ?`,
-		r.size, r.mtime, r.inode, r.offset, r.lines, r.id)
+	_, err := tx.ExecContext(ctx, `UPDATE files SET size = ?, mtime = ?, inode = ?, offset = ?, lines = ?, places = ? WHERE id = ?`,
+		r.size, r.mtime, r.inode, r.offset, r.lines, r.places, r.id)
 	return err
 }
 
@@ -314,8 +316,8 @@ func statOf(f *os.File) (size, mtime int64, inode uint64, err error) {
 	return info.Size(), info.ModTime().UnixNano(), inode, nil
 }
 
-const insertDoc = `INSERT INTO docs(file, session, phase, attempt, step, kind, section, item, line, at, offset, length, body)
-	VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+const insertDoc = `INSERT INTO docs(file, session, phase, attempt, step, kind, section, item, line, at, offset, length, body, places)
+	VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const insertText = `INSERT INTO text(rowid, body) VALUES(?, ?)`
 
@@ -350,11 +352,14 @@ type document struct {
 	line, at            int64
 	offset, length      int64
 	stored              []byte
+	// places are the places of a transcript chunk's lines
+	// (chunkPlaces.encode); nil for any other document.
+	places []byte
 }
 
 func (in *inserter) add(ctx context.Context, d document, body []byte) error {
 	res, err := in.doc.ExecContext(ctx, d.file, d.session, d.phase, d.attempt, d.step, d.kind, d.section, d.item,
-		d.line, d.at, d.offset, d.length, string(d.stored))
+		d.line, d.at, d.offset, d.length, string(d.stored), d.places)
 	if err != nil {
 		return err
 	}
@@ -404,7 +409,7 @@ func (ix *Index) indexStepFile(ctx context.Context, session string, sf store.Ses
 				if _, err := tx.ExecContext(ctx, `DELETE FROM docs WHERE file = ?`, row.id); err != nil {
 					return err
 				}
-				row.offset, row.lines = 0, 0
+				row.offset, row.lines, row.places = 0, 0, nil
 			}
 			row.size, row.mtime, row.inode = size, mtime, inode
 			if row.offset >= size {
@@ -418,12 +423,17 @@ func (ix *Index) indexStepFile(ctx context.Context, session string, sf store.Ses
 			defer insert.close()
 			doc := document{file: row.id, session: session, phase: sf.Phase, attempt: sf.Attempt, step: sf.Step, kind: kind, at: mtime}
 			c := chunker{final: final, line: row.lines + 1, offset: row.offset}
+			if kind == KindTranscript {
+				if c.placer, err = resumePlacer(f, row); err != nil {
+					return err
+				}
+			}
 			read, finished, err := readAhead(func(emit emitFunc) (int64, bool, error) {
 				c.emit = emit
 				return c.read(io.NewSectionReader(f, row.offset, size-row.offset), batchBytes-ix.filled)
 			}, func(ch chunk) error {
 				stats.Chunks++
-				doc.line, doc.offset, doc.length = ch.line, ch.offset, ch.length
+				doc.line, doc.offset, doc.length, doc.places = ch.line, ch.offset, ch.length, ch.places
 				return insert.add(ctx, doc, ch.body)
 			})
 			if err != nil {
@@ -432,6 +442,9 @@ func (ix *Index) indexStepFile(ctx context.Context, session string, sf store.Ses
 			ix.filled += read
 			row.offset += read
 			row.lines = c.line - 1
+			if c.placer != nil {
+				row.places = keptState(c.placer, final)
+			}
 			stats.Bytes += read
 			indexedAny = indexedAny || read > 0
 			done = finished
@@ -451,15 +464,15 @@ func (ix *Index) indexStepFile(ctx context.Context, session string, sf store.Ses
 }
 
 // emitFunc takes a document of a file: the number of its first line, the
-// bytes of the file it is, and its text (which is the caller's only
-// until emitFunc returns).
-type emitFunc func(line, offset, length int64, body []byte) error
+// bytes of the file it is, its text (which is the caller's only until
+// emitFunc returns) and its lines' places (a transcript's; the callee's).
+type emitFunc func(line, offset, length int64, body, places []byte) error
 
 // chunk is a document of a file on its way from the chunker to the
 // index.
 type chunk struct {
 	line, offset, length int64
-	body                 []byte
+	body, places         []byte
 }
 
 // readAhead runs read (a chunker's: the file read and its text
@@ -479,14 +492,14 @@ func readAhead(read func(emit emitFunc) (n int64, finished bool, err error), add
 	}
 	done := make(chan result, 1)
 	go func() {
-		n, finished, err := read(func(line, offset, length int64, body []byte) error {
+		n, finished, err := read(func(line, offset, length int64, body, places []byte) error {
 			var buf []byte
 			select {
 			case buf = <-free:
 			default:
 			}
 			select {
-			case chunks <- chunk{line, offset, length, append(buf[:0], body...)}:
+			case chunks <- chunk{line, offset, length, append(buf[:0], body...), places}:
 				return nil
 			case <-stop:
 				return errStopped
@@ -530,6 +543,10 @@ type chunker struct {
 	bytes  int   // of the file, in body
 	first  int64 // the line body starts with
 	start  int64 // the offset body starts at
+	// placer places a transcript's lines in their turns (nil for a
+	// prompt); places are those of body's lines.
+	placer *placer
+	places chunkPlaces
 }
 
 // read reads whole lines from r until at least limit bytes were read, or
@@ -590,6 +607,7 @@ func (c *chunker) add(line []byte, broken bool) error {
 	if broken {
 		text = line[:len(line)-1]
 	}
+	c.place(text)
 	c.body = c.x.appendLineText(c.body, trimCR(text))
 	c.lines++
 	c.bytes += len(line)
@@ -605,11 +623,30 @@ func trimCR(text []byte) []byte {
 	return text
 }
 
+// place finds the place of the chunk's next line, a transcript's.
+func (c *chunker) place(text []byte) {
+	if c.placer == nil {
+		return
+	}
+	if c.lines == 0 {
+		c.places = chunkPlaces{start: c.placer.Turn, points: c.places.points[:0]}
+	}
+	was := c.placer.Turn
+	turn, call, tool := c.placer.line(text)
+	if turn != was || call != 0 || tool != "" {
+		c.places.points = append(c.places.points, Place{Line: c.lines, Turn: turn, Call: call, Tool: tool})
+	}
+}
+
 func (c *chunker) flush() error {
 	if c.lines == 0 {
 		return nil
 	}
-	err := c.emit(c.first, c.start, int64(c.bytes), c.body)
+	var places []byte
+	if c.placer != nil {
+		places = c.places.encode(nil)
+	}
+	err := c.emit(c.first, c.start, int64(c.bytes), c.body, places)
 	c.body, c.lines, c.bytes = c.body[:0], 0, 0
 	return err
 }
