@@ -55,12 +55,24 @@ func ChooseBackend(req BackendChoice) (*ChosenFleet, error) {
 	default:
 		return nil, Usagef("backend %q is not a backend: use local or temporal (from --backend, or PIPELINE_BACKEND)", kind)
 	}
-	t := req.Flags
+	chosen := &ChosenFleet{Target: FleetTarget(req.Flags, req.Block)}
+	if req.Block.HeartbeatTimeout != nil {
+		chosen.Heartbeat = time.Duration(*req.Block.HeartbeatTimeout)
+	}
+	return chosen, nil
+}
+
+// FleetTarget is the fleet that flags name, each setting not given read
+// from the environment (PIPELINE_TEMPORAL, PIPELINE_TEMPORAL_NAMESPACE,
+// PIPELINE_TEMPORAL_TASK_QUEUE), else from the backend: block, else the
+// default.
+func FleetTarget(flags fleet.Target, block spec.Backend) fleet.Target {
+	t := flags
 	for _, v := range []struct {
 		to         *string
 		env, block string
-	}{{&t.Address, "PIPELINE_TEMPORAL", req.Block.Address}, {&t.Namespace, "PIPELINE_TEMPORAL_NAMESPACE", req.Block.Namespace},
-		{&t.TaskQueue, "PIPELINE_TEMPORAL_TASK_QUEUE", req.Block.TaskQueue}} {
+	}{{&t.Address, "PIPELINE_TEMPORAL", block.Address}, {&t.Namespace, "PIPELINE_TEMPORAL_NAMESPACE", block.Namespace},
+		{&t.TaskQueue, "PIPELINE_TEMPORAL_TASK_QUEUE", block.TaskQueue}} {
 		if *v.to == "" {
 			*v.to = os.Getenv(v.env)
 		}
@@ -68,9 +80,5 @@ func ChooseBackend(req BackendChoice) (*ChosenFleet, error) {
 			*v.to = v.block
 		}
 	}
-	chosen := &ChosenFleet{Target: t.WithDefaults()}
-	if req.Block.HeartbeatTimeout != nil {
-		chosen.Heartbeat = time.Duration(*req.Block.HeartbeatTimeout)
-	}
-	return chosen, nil
+	return t.WithDefaults()
 }

@@ -95,10 +95,8 @@ func wantsJSON(cmd *cobra.Command, args []string) bool {
 			return false
 		case a == "-ojson" || a == "--output=json" || a == "-o=json":
 			return true
-		case (a == "-o" || a == "--output") && i+1 < len(args):
-			if args[i+1] == "json" {
-				return true
-			}
+		case (a == "-o" || a == "--output") && i+1 < len(args) && args[i+1] == "json":
+			return true
 		}
 	}
 	return false

@@ -14,10 +14,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/pipeline-dev/pipeline/app"
+	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/engine/temporal"
 )
@@ -58,24 +61,14 @@ func (o *workerOptions) run(cmd *cobra.Command, _ []string) error {
 	if o.grace < 0 {
 		return usagef("--grace %s is negative: give the time a stopped step gets before it is killed, 0 to kill it at once", o.grace)
 	}
-	o.target = targetFromEnv(o.target)
+	o.target = app.FleetTarget(o.target, spec.Backend{})
+	var err error
 	if o.stateDir != "" {
-		abs, err := filepath.Abs(o.stateDir)
-		if err != nil {
+		if o.stateDir, err = filepath.Abs(o.stateDir); err != nil {
 			return err
 		}
-		o.stateDir = abs
 	}
-	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo})))
-	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-	c, err := temporal.Dial(ctx, o.target, logger)
-	if err == nil {
-		// Runs find the sessions of their pipeline by it.
-		if err := temporal.RegisterKeyAttribute(ctx, c, o.target.Namespace); err != nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "pipeline worker: %v\n", err)
-		}
-	}
-	cancel()
+	c, err := o.dial(cmd)
 	if err != nil {
 		return err
 	}
@@ -112,16 +105,18 @@ func (o *workerOptions) run(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-// targetFromEnv fills what the flags left empty from the environment,
-// then the defaults.
-func targetFromEnv(t temporal.Target) temporal.Target {
-	for _, f := range []struct {
-		v   *string
-		env string
-	}{{&t.Address, "PIPELINE_TEMPORAL"}, {&t.Namespace, "PIPELINE_TEMPORAL_NAMESPACE"}, {&t.TaskQueue, "PIPELINE_TEMPORAL_TASK_QUEUE"}} {
-		if *f.v == "" {
-			*f.v = os.Getenv(f.env)
-		}
+// dial connects to the fleet, and registers the search attribute by
+// which runs find the sessions of their pipeline.
+func (o *workerOptions) dial(cmd *cobra.Command) (client.Client, error) {
+	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo})))
+	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+	defer cancel()
+	c, err := temporal.Dial(ctx, o.target, logger)
+	if err != nil {
+		return nil, err
 	}
-	return t.WithDefaults()
+	if err := temporal.RegisterKeyAttribute(ctx, c, o.target.Namespace); err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "pipeline worker: %v\n", err)
+	}
+	return c, nil
 }
