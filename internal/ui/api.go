@@ -64,25 +64,20 @@ func (s *Server) pipelineOf(id string) (app.Pipeline, store.Meta, error) {
 }
 
 func (s *Server) sessionStatus(w http.ResponseWriter, r *http.Request) {
-	p, meta, err := s.pipelineOf(r.PathValue("id"))
-	if err != nil {
-		writeFailure(w, err)
-		return
-	}
-	be, err := s.backendOf(r.Context(), meta)
-	if err != nil {
-		writeFailure(w, err)
-		return
-	}
-	resp, err := be.Status(r.Context(), app.StatusRequest{Pipeline: p, Session: meta.ID})
-	if err != nil {
-		writeFailure(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, resp)
+	s.answerFromBackend(w, r, func(ctx context.Context, be app.Backend, p app.Pipeline, id string) (any, error) {
+		return be.Status(ctx, app.StatusRequest{Pipeline: p, Session: id})
+	})
 }
 
 func (s *Server) sessionMemory(w http.ResponseWriter, r *http.Request) {
+	s.answerFromBackend(w, r, func(ctx context.Context, be app.Backend, p app.Pipeline, id string) (any, error) {
+		return be.WorkingSet(ctx, app.MemoryRequest{Pipeline: p, Session: id})
+	})
+}
+
+// answerFromBackend answers a GET of the session in the path with what
+// ask gets from the session's backend (local, or the fleet it runs on).
+func (s *Server) answerFromBackend(w http.ResponseWriter, r *http.Request, ask func(context.Context, app.Backend, app.Pipeline, string) (any, error)) {
 	p, meta, err := s.pipelineOf(r.PathValue("id"))
 	if err != nil {
 		writeFailure(w, err)
@@ -93,7 +88,7 @@ func (s *Server) sessionMemory(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, err)
 		return
 	}
-	resp, err := be.WorkingSet(r.Context(), app.MemoryRequest{Pipeline: p, Session: meta.ID})
+	resp, err := ask(r.Context(), be, p, meta.ID)
 	if err != nil {
 		writeFailure(w, err)
 		return
