@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -143,16 +144,30 @@ func (g *Git) snapshotTree(head func() string) string {
 	}
 	name := tmp.Name()
 	defer os.Remove(name)
+	var written time.Time
 	if index := g.paths().index; index != "" {
 		if src, err := os.Open(index); err == nil {
 			_, err = io.Copy(tmp, src)
+			info, statErr := src.Stat()
 			src.Close()
 			if err != nil {
 				tmp.Truncate(0)
+			} else if statErr == nil {
+				// git trusts an entry's stat data only when the file
+				// changed before the index was written: it reads that
+				// from the index file's mtime (racy git). A copy made
+				// now would vouch for a file rewritten in the same
+				// second with the same size (seen: spec.md v1 → v2
+				// missed by a phase's first snapshot), so it keeps the
+				// original's time.
+				written = info.ModTime()
 			}
 		}
 	}
 	tmp.Close()
+	if !written.IsZero() {
+		os.Chtimes(name, written, written)
+	}
 	env := []string{"GIT_INDEX_FILE=" + name}
 	if info, err := os.Stat(name); err == nil && info.Size() == 0 {
 		os.Remove(name) // git reads an empty file as a broken index
