@@ -7,22 +7,17 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-
-	"github.com/pipeline-dev/pipeline/engine/temporal"
 	"github.com/pipeline-dev/pipeline/internal/temporaltest"
 )
 
@@ -32,6 +27,9 @@ var (
 	fleetLocal     = flag.Int("fleet-local", 8, "local pipeline run processes at once, for the comparison")
 	fleetWorkersN  = flag.Int("fleet-workers", 2, "pipeline worker processes")
 	fleetParallel  = flag.Int("fleet-parallel", 0, "each worker's --max-parallel (0: its default, the number of cores)")
+	fleetServer    = flag.String("fleet-server-flags", "", "more flags for the dev server's start-dev, space-separated")
+	fleetAgainst   = flag.String("fleet-against", "", "another pipeline build (its pipeline-temporal beside it) whose fleet is measured in turns with this one's")
+	fleetRounds    = flag.Int("fleet-rounds", 1, "rounds of the fleet figures (each build once a round, in turns)")
 	temporalCLI    = flag.String("temporal-cli", "", "the temporal CLI whose dev server the fleet figures start (default $PIPELINE_TEMPORAL_CLI, else .cache/bin/temporal-1.5.1/temporal)")
 )
 
@@ -53,9 +51,24 @@ phases:
 // pipelineRun is one pipeline's run: its wall time, from the exec of
 // pipeline run to its exit.
 type pipelineRun struct {
-	took time.Duration
-	err  error
-	out  string
+	start time.Time
+	took  time.Duration
+	cpu   time.Duration // user and system, the process's and its children's
+	err   error
+	out   string
+}
+
+// fleetRun is one measure of the fleet: a dev server of its own, the
+// workers and every pipeline run of one build.
+type fleetRun struct {
+	build    string
+	runs     []pipelineRun
+	wall     time.Duration
+	hist     historyFigures
+	cpu      [2]time.Duration // dev server, workers
+	peaks    []string
+	peakSrv  string
+	loadWhen string
 }
 
 func fleetFigures(pipeline, work string) {
@@ -68,7 +81,12 @@ func fleetFigures(pipeline, work string) {
 	}
 	n := *fleetPipelines
 	fmt.Printf("pipeline bench -fleet: %s, %d cores, files in %s\n", pipeline, numCPU(), work)
-	fmt.Printf("%d pipelines, each 3 run: steps of ~5 ms in 2 phases, a folder each\n\n", n)
+	fmt.Printf("%d pipelines, each 3 run: steps of ~5 ms in 2 phases, a folder each\n", n)
+	if *fleetServer != "" {
+		fmt.Printf("dev server flags: %s\n", *fleetServer)
+	}
+	loadLine("before")
+	fmt.Println()
 
 	// The local engine, -fleet-local pipeline run processes at once.
 	local := make([]string, n)
@@ -76,12 +94,62 @@ func fleetFigures(pipeline, work string) {
 		local[i] = project(work, fmt.Sprintf("local-%03d", i), fleetYAML(i))
 	}
 	localRuns, localWall := runAll(local, *fleetLocal, pipeline, "run")
+	loadLine("after the local runs")
 
-	// The fleet: a dev server, workers, every run at once.
-	server, err := temporaltest.StartCLI(cli, work)
+	// The fleet, in turns with the build of -fleet-against when given.
+	builds := []string{pipeline}
+	if *fleetAgainst != "" {
+		against, err := filepath.Abs(*fleetAgainst)
+		check(err)
+		builds = []string{against, pipeline}
+	}
+	var rounds []fleetRun
+	for round := range *fleetRounds {
+		for b, build := range builds {
+			r := fleetRound(cli, build, filepath.Join(work, fmt.Sprintf("fleet-%d-%d", round, b)), n)
+			rounds = append(rounds, r)
+		}
+	}
+
+	fmt.Printf("\n%-58s %9s %9s %9s %9s  %s\n", "", "pipes/s", "p50", "p99", "max", "load average after")
+	fleetRow(fmt.Sprintf("local: pipeline run, %d at a time", *fleetLocal), durations(localRuns), localWall, loadAverage())
+	for _, r := range rounds {
+		fleetRow(fmt.Sprintf("fleet %s: %d at once, %d workers", r.build, n, *fleetWorkersN), durations(r.runs), r.wall, r.loadWhen)
+		if len(r.hist.workflows) > 0 {
+			fleetRow("  of which the workflow, start to close (server)", r.hist.workflows, 0, "")
+		}
+	}
+	for _, r := range rounds {
+		r.print()
+	}
+	fmt.Println("\nrun --backend temporal follows its session from its history, which the server pushes (one long poll): its headline in the memo, its steps' ends and output; the status query only once it stopped.")
+	failed := failures(localRuns)
+	for _, r := range rounds {
+		failed = append(failed, failures(r.runs)...)
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(os.Stderr, "bench: %d pipelines did not complete; the first:\n%s\n", len(failed), failed[0])
+		os.Exit(1)
+	}
+}
+
+// fleetRow prints one line of figures: the pipelines' rate over wall (none
+// when wall is 0), and their times' p50, p99 and max.
+func fleetRow(label string, d []time.Duration, wall time.Duration, load string) {
+	s := sorted(d)
+	rate := "-"
+	if wall > 0 {
+		rate = fmt.Sprintf("%.1f", float64(len(d))/wall.Seconds())
+	}
+	fmt.Printf("%-58s %9s %9s %9s %9s  %s\n", label, rate, ms(pct(s, 50)), ms(pct(s, 99)), ms(s[len(s)-1]), load)
+}
+
+// fleetRound measures the fleet of one build: its dev server, its
+// workers, and n pipeline runs at once, in folders under dir.
+func fleetRound(cli, pipeline, dir string, n int) fleetRun {
+	server, err := temporaltest.StartCLI(cli, mkdir(dir), strings.Fields(*fleetServer)...)
 	check(err)
 	defer server.Stop()
-	fmt.Printf("temporal dev server %s on %s, ready in %v\n", cli, server.HostPort(), server.StartTime().Round(time.Millisecond))
 	queue := "bench"
 	var workers []*worker
 	for range *fleetWorkersN {
@@ -91,43 +159,55 @@ func fleetFigures(pipeline, work string) {
 	}
 	fleet := make([]string, n)
 	for i := range fleet {
-		fleet[i] = project(work, fmt.Sprintf("fleet-%03d", i), fleetYAML(i))
+		fleet[i] = project(dir, fmt.Sprintf("p-%03d", i), fleetYAML(i))
 	}
-	fleetRuns, fleetWall := runAll(fleet, n, pipeline, "run", "--backend", "temporal", "--temporal", server.HostPort(), "--task-queue", queue)
-	workflows, parts := workflowTimes(server.HostPort(), fleetRuns)
-	var peaks []string
+	r := fleetRun{build: pipeline}
+	before := fleetCPU(server, workers)
+	r.runs, r.wall = runAll(fleet, n, pipeline, "run", "--backend", "temporal", "--temporal", server.HostPort(), "--task-queue", queue)
+	after := fleetCPU(server, workers)
+	r.loadWhen = loadAverage()
+	r.cpu = [2]time.Duration{after[0] - before[0], after[1] - before[1]}
+	r.hist = workflowTimes(server.HostPort(), r.runs)
 	for _, w := range workers {
-		peaks = append(peaks, fmt.Sprintf("%s (pid %d)", vmHWM(w.pid()), w.pid()))
+		r.peaks = append(r.peaks, vmHWM(w.pid()))
 	}
-	serverPeak := vmHWM(server.PID())
+	r.peakSrv = vmHWM(server.PID())
 	for _, w := range workers {
 		w.stop()
 	}
+	return r
+}
 
-	fmt.Printf("\n%-54s %9s %9s %9s %9s\n", "", "pipes/s", "p50", "p99", "max")
-	row := func(label string, d []time.Duration, wall time.Duration) {
-		s := sorted(d)
-		rate := "-"
-		if wall > 0 {
-			rate = fmt.Sprintf("%.1f", float64(len(d))/wall.Seconds())
-		}
-		fmt.Printf("%-54s %9s %9s %9s %9s\n", label, rate, ms(pct(s, 50)), ms(pct(s, 99)), ms(s[len(s)-1]))
+func mkdir(dir string) string {
+	check(os.MkdirAll(dir, 0o755))
+	return dir
+}
+
+// print prints the round's parts, CPU time and memory.
+func (r fleetRun) print() {
+	fmt.Printf("\nfleet %s (wall %v, load average after: %s)\n", r.build, r.wall.Round(time.Millisecond), r.loadWhen)
+	if counts := r.hist.countsLine(); counts != "" {
+		fmt.Printf("per pipeline (median of its history): %s\n", counts)
 	}
-	row(fmt.Sprintf("local: pipeline run, %d at a time", *fleetLocal), durations(localRuns), localWall)
-	row(fmt.Sprintf("fleet: run --backend temporal, %d at once, %d workers", n, len(workers)), durations(fleetRuns), fleetWall)
-	if len(workflows) > 0 {
-		row("  of which the workflow, start to close (server)", workflows, 0)
+	r.hist.printParts(r.runs)
+	var clients time.Duration
+	for _, p := range r.runs {
+		clients += p.cpu
 	}
-	fmt.Printf("\nwall: local %v, fleet %v (from the first exec to the last exit)\n", localWall.Round(time.Millisecond), fleetWall.Round(time.Millisecond))
-	fmt.Printf("peak memory (VmHWM): workers %s; dev server %s\n", strings.Join(peaks, ", "), serverPeak)
-	if parts != "" {
-		fmt.Printf("per pipeline (median of its history): %s\n", parts)
+	fmt.Printf("CPU time (%d cores): dev server %v, workers %v, the %d pipeline run processes %v; per pipeline %v in all\n",
+		numCPU(), r.cpu[0].Round(time.Millisecond), r.cpu[1].Round(time.Millisecond), len(r.runs), clients.Round(time.Millisecond),
+		((r.cpu[0] + r.cpu[1] + clients) / time.Duration(max(1, len(r.runs)))).Round(100*time.Microsecond))
+	fmt.Printf("peak memory (VmHWM): workers %s; dev server %s\n", strings.Join(r.peaks, ", "), r.peakSrv)
+}
+
+// fleetCPU is the CPU time the dev server and the workers have used so
+// far.
+func fleetCPU(server *temporaltest.DevServer, workers []*worker) [2]time.Duration {
+	out := [2]time.Duration{cpuTime(server.PID())}
+	for _, w := range workers {
+		out[1] += cpuTime(w.pid())
 	}
-	fmt.Println("run --backend temporal follows its session from its history, which the server pushes (one long poll): its headline in the memo, its steps' ends and output; the status query only once it stopped.")
-	if failed := append(failures(localRuns), failures(fleetRuns)...); len(failed) > 0 {
-		fmt.Fprintf(os.Stderr, "bench: %d pipelines did not complete; the first:\n%s\n", len(failed), failed[0])
-		os.Exit(1)
-	}
+	return out
 }
 
 // project writes phases.yaml in a new folder of work.
@@ -154,7 +234,10 @@ func runAll(dirs []string, parallel int, pipeline string, args ...string) ([]pip
 				cmd.Stdout, cmd.Stderr = &out, &out
 				start := time.Now()
 				err := cmd.Run()
-				runs[i] = pipelineRun{took: time.Since(start), err: err, out: out.String()}
+				runs[i] = pipelineRun{start: start, took: time.Since(start), err: err, out: out.String()}
+				if st := cmd.ProcessState; st != nil {
+					runs[i].cpu = st.UserTime() + st.SystemTime()
+				}
 			}
 		})
 	}
@@ -255,72 +338,6 @@ func (s *sayWatch) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.buf.String()
-}
-
-// workflowTimes asks the server how long each session's workflow took,
-// start to close, and counts the parts of each one's history: its
-// workflow tasks, activities, local activities and other markers, memo
-// upserts, and events in all (the median of each).
-func workflowTimes(address string, runs []pipelineRun) ([]time.Duration, string) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c, err := temporal.NewClient(ctx, temporal.Target{Address: address})
-	if err != nil {
-		return nil, ""
-	}
-	defer c.Close()
-	var out []time.Duration
-	var counts [5][]int
-	for _, r := range runs {
-		id := sessionOf(r.out)
-		if id == "" {
-			continue
-		}
-		d, err := c.C.DescribeWorkflow(ctx, id, "")
-		if err != nil {
-			continue
-		}
-		info := d.RawResponse.GetWorkflowExecutionInfo()
-		if info.GetCloseTime() != nil {
-			out = append(out, info.GetCloseTime().AsTime().Sub(info.GetStartTime().AsTime()))
-		}
-		if n, err := historyParts(ctx, c, id); err == nil {
-			for i := range n {
-				counts[i] = append(counts[i], n[i])
-			}
-		}
-	}
-	if len(counts[4]) == 0 {
-		return out, ""
-	}
-	median := func(v []int) int { slices.Sort(v); return v[len(v)/2] }
-	return out, fmt.Sprintf("%d workflow tasks, %d activities, %d markers (local activities, versions), %d memo upserts, %d events",
-		median(counts[0]), median(counts[1]), median(counts[2]), median(counts[3]), median(counts[4]))
-}
-
-// historyParts counts the workflow tasks, activities, markers, memo
-// upserts and events of session id's history.
-func historyParts(ctx context.Context, c *temporal.Client, id string) ([5]int, error) {
-	var n [5]int
-	it := c.C.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			return n, err
-		}
-		n[4]++
-		switch ev.GetEventType() {
-		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-			n[0]++
-		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-			n[1]++
-		case enumspb.EVENT_TYPE_MARKER_RECORDED:
-			n[2]++
-		case enumspb.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
-			n[3]++
-		}
-	}
-	return n, nil
 }
 
 // sessionOf finds the session id run printed as it started.

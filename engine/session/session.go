@@ -262,7 +262,12 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 			}
 		}
 	}
-	if !s.Created {
+	// A fleet session's copy keeps no state of its own (its workflow
+	// does): it is never crashed, or each activity of a worker would scan
+	// every process of the machine for the session's mark as it opens the
+	// copy. What a lost worker's step left running is still swept: the
+	// step-process file it leaves says so.
+	if !s.Created && x.Meta.OnFleet() == nil {
 		s.Crashed = s.state.Status == engine.StatusRunning || s.state.Status == ""
 	}
 	s.X = x

@@ -102,10 +102,9 @@ type Client struct {
 	// watches are the sessions followed (see Watch).
 	watchMu sync.Mutex
 	watches map[string]*sessionWatch
-	// keyHas: the namespace has KeyAttribute, once keyKnown.
-	keyMu    sync.Mutex
-	keyKnown bool
-	keyHas   bool
+	// keyMissing: the server refused KeyAttribute (see keyIndexed).
+	keyMu      sync.Mutex
+	keyMissing bool
 }
 
 // NewClient dials the target.
@@ -142,10 +141,11 @@ func (c *Client) Start(ctx context.Context, in SessionInput, memo Memo) error {
 // (added a moment ago, not known to its frontend yet) is asked again
 // without it: the session is then listed by its memo.
 func (c *Client) startSession(ctx context.Context, o client.StartWorkflowOptions, key string, in SessionInput) error {
-	o.TypedSearchAttributes = c.keyAttributes(ctx, key)
+	o.TypedSearchAttributes = c.keyAttributes(key)
 	_, err := c.C.ExecuteWorkflow(ctx, o, SessionWorkflow, in)
 	var invalid *serviceerror.InvalidArgument
 	if errors.As(err, &invalid) && o.TypedSearchAttributes.Size() > 0 {
+		c.keyRefused()
 		o.TypedSearchAttributes = sdktemporal.SearchAttributes{}
 		_, err = c.C.ExecuteWorkflow(ctx, o, SessionWorkflow, in)
 	}
@@ -213,7 +213,13 @@ func QueueQuery(queue string) string {
 
 // Live lists the open sessions of key, newest first.
 func (c *Client) Live(ctx context.Context, key string) ([]Summary, error) {
-	list, err := c.List(ctx, "ExecutionStatus = 'Running'"+c.keyQuery(ctx, key))
+	narrow := c.keyQuery(key)
+	list, err := c.List(ctx, "ExecutionStatus = 'Running'"+narrow)
+	var invalid *serviceerror.InvalidArgument
+	if errors.As(err, &invalid) && narrow != "" {
+		c.keyRefused()
+		list, err = c.List(ctx, "ExecutionStatus = 'Running'")
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,8 @@ package temporal
 // KeyAttribute, when the namespace has it (pipeline worker registers it),
 // and the list asks for that key only, and for the sessions without it
 // (started before, or by a client that did not set it), which it checks
-// by their memo as before.
+// by their memo as before. A client takes the namespace to have it until
+// the server refuses it in a start or a list, and then does without.
 
 import (
 	"context"
@@ -54,25 +55,26 @@ func hasKeyAttribute(ctx context.Context, c client.Client, namespace string) (bo
 	return ok, nil
 }
 
-// keyIndexed tells whether the namespace has KeyAttribute, asked of the
-// server once per client; a server that cannot say is taken for no.
-func (c *Client) keyIndexed(ctx context.Context) bool {
+// keyIndexed tells whether the namespace is taken to have KeyAttribute:
+// yes until the server refuses it (keyRefused). Asking first was a round
+// trip more for every run, on a server a hundred runs at once keep busy.
+func (c *Client) keyIndexed() bool {
 	c.keyMu.Lock()
 	defer c.keyMu.Unlock()
-	if c.keyKnown {
-		return c.keyHas
-	}
-	ok, err := hasKeyAttribute(ctx, c.C, c.Target.Namespace)
-	if err != nil {
-		return false
-	}
-	c.keyKnown, c.keyHas = true, ok
-	return ok
+	return !c.keyMissing
+}
+
+// keyRefused notes that the server refused KeyAttribute: the namespace
+// lacks it (or its frontend does not know it yet).
+func (c *Client) keyRefused() {
+	c.keyMu.Lock()
+	defer c.keyMu.Unlock()
+	c.keyMissing = true
 }
 
 // keyAttributes are the search attributes a session of key starts with.
-func (c *Client) keyAttributes(ctx context.Context, key string) sdktemporal.SearchAttributes {
-	if key == "" || !c.keyIndexed(ctx) {
+func (c *Client) keyAttributes(key string) sdktemporal.SearchAttributes {
+	if key == "" || !c.keyIndexed() {
 		return sdktemporal.SearchAttributes{}
 	}
 	return sdktemporal.NewSearchAttributes(keyAttribute.ValueSet(key))
@@ -80,8 +82,8 @@ func (c *Client) keyAttributes(ctx context.Context, key string) sdktemporal.Sear
 
 // keyQuery narrows a list of sessions to those of key and those that
 // carry no key (their memo says which they are).
-func (c *Client) keyQuery(ctx context.Context, key string) string {
-	if !c.keyIndexed(ctx) {
+func (c *Client) keyQuery(key string) string {
+	if !c.keyIndexed() {
 		return ""
 	}
 	return fmt.Sprintf(" AND (%s = '%s' OR %s IS NULL)", KeyAttribute, key, KeyAttribute)

@@ -22,6 +22,14 @@ import (
 // for that): by then the list of open workflows, which the server
 // answers eventually, shows the session, and a later run finds it there.
 // A lease whose session has stopped is taken over at once.
+//
+// The lease's first workflow task is delayed past its timeout
+// (StartDelay), so no worker ever takes one: a lease costs the server a
+// workflow started and timed out, and the workers nothing. (Before, each
+// lease was a workflow task that set a timer, on the same workers and
+// task queue as the sessions: a hundred runs at once were a hundred tasks
+// more for them; a worker still registers RunLeaseWorkflow for the
+// leases of such older clients.)
 
 // RunLeaseType is the lease workflow's type, as workers register it.
 const RunLeaseType = "RunLease"
@@ -53,6 +61,7 @@ func (c *Client) TakeRunLease(ctx context.Context, key, id string) (taken, held 
 		ID: runLeaseID(key), TaskQueue: c.Target.TaskQueue,
 		Memo:                     map[string]any{"session": id},
 		WorkflowExecutionTimeout: RunLeaseTime,
+		StartDelay:               RunLeaseTime + time.Minute,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		// Without it the SDK answers a conflict with the running lease,

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	enumspb "go.temporal.io/api/enums/v1"
+
 	"github.com/pipeline-dev/pipeline/engine/temporal"
 	"github.com/pipeline-dev/pipeline/internal/temporaltest"
 	"github.com/pipeline-dev/pipeline/internal/testwait"
@@ -65,6 +67,18 @@ func TestRunLeaseOneTakerAtATime(t *testing.T) {
 	for _, h := range helds {
 		if h.Session != winner.Session {
 			t.Fatalf("a refusal names %q, the lease is %q's", h.Session, winner.Session)
+		}
+	}
+	// The lease is the server's alone: it asks no worker for anything
+	// (its first workflow task is delayed past its timeout).
+	it := c.C.GetWorkflowHistory(ctx, "pipeline-run-lease-"+key, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.GetEventType() != enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED {
+			t.Fatalf("the lease's history has a %v; want its start alone, no task for a worker", ev.GetEventType())
 		}
 	}
 	if taken, _, err := c.TakeRunLease(ctx, temporal.Key("/p/phases.yaml", "/p/other.md"), "z"); err != nil || taken == nil {

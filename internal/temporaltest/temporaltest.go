@@ -55,6 +55,8 @@ type DevServer struct {
 	cli    string
 	dbFile string
 	port   int
+	// flags are more flags of start-dev (StartCLI's).
+	flags []string
 
 	// The running process; nil between a stop and the next start.
 	cmd     *exec.Cmd
@@ -69,12 +71,13 @@ type DevServer struct {
 // StartDevServer starts a dev server for the test, waits until its frontend
 // answers a health check, and stops it when the test ends. It fails the
 // test when PIPELINE_TEMPORAL_CLI is not set or the server does not start.
-func StartDevServer(t testing.TB) *DevServer {
+// flags are more flags of start-dev (see StartCLI).
+func StartDevServer(t testing.TB, flags ...string) *DevServer {
 	t.Helper()
 	// Clean-ups run last registered first: the server's stop, registered
 	// after t.TempDir's removal, runs before it, so the server is gone
 	// before its database file is removed.
-	s, err := Start(t.TempDir())
+	s, err := Start(t.TempDir(), flags...)
 	if err != nil {
 		t.Fatalf("temporal dev server: %v", err)
 	}
@@ -88,22 +91,23 @@ func StartDevServer(t testing.TB) *DevServer {
 // after the last of them), or for a benchmark. It returns an error when
 // PIPELINE_TEMPORAL_CLI is not set or the server does not start; nothing
 // is left running then.
-func Start(dir string) (*DevServer, error) {
+func Start(dir string, flags ...string) (*DevServer, error) {
 	cli := os.Getenv(EnvCLI)
 	if cli == "" {
 		return nil, fmt.Errorf("%s is not set: the Temporal dev server is built by make test (once, into .cache/bin); "+
 			"by hand: ./scripts/install-temporal.sh && %s=$PWD/.cache/bin/temporal-1.5.1/temporal go test -tags temporal ./... in the module's root",
 			EnvCLI, EnvCLI)
 	}
-	return StartCLI(cli, dir)
+	return StartCLI(cli, dir, flags...)
 }
 
-// StartCLI is Start with the temporal binary named.
-func StartCLI(cli, dir string) (*DevServer, error) {
+// StartCLI is Start with the temporal binary named, and flags added to
+// its start-dev command line (such as --dynamic-config-value KEY=VALUE).
+func StartCLI(cli, dir string, flags ...string) (*DevServer, error) {
 	if info, err := os.Stat(cli); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
 		return nil, fmt.Errorf("%s is not an executable (%v): run make test, or ./scripts/install-temporal.sh", cli, err)
 	}
-	s := &DevServer{cli: cli, dbFile: filepath.Join(dir, "temporal.db")}
+	s := &DevServer{cli: cli, dbFile: filepath.Join(dir, "temporal.db"), flags: flags}
 	var err error
 	for try := 1; try <= portTries; try++ {
 		if s.port, err = freePort(); err != nil {
@@ -206,12 +210,13 @@ var errPortTaken = errors.New("port taken")
 func (s *DevServer) start() error {
 	begin := time.Now()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, s.cli, "server", "start-dev",
+	args := append([]string{"server", "start-dev",
 		"--headless",
 		"--ip", "127.0.0.1",
 		"--port", strconv.Itoa(s.port),
 		"--db-filename", s.dbFile,
-		"--log-level", "error")
+		"--log-level", "error"}, s.flags...)
+	cmd := exec.CommandContext(ctx, s.cli, args...)
 	// The server asks temporal.io for newer versions unless told not to: no
 	// network in a test.
 	cmd.Env = append(os.Environ(), "TEMPORAL_VERSION_CHECK_DISABLED=1")
