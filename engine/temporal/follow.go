@@ -19,6 +19,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -312,6 +313,9 @@ type follower struct {
 	// seen is the last event read of each run.
 	seen      map[string]int64
 	lastQuery time.Time
+	// quietUntil: no running step can have sent a heartbeat before then
+	// (see quietTill); the server is not asked for them till then.
+	quietUntil time.Time
 }
 
 // loop takes the history's events as they come and looks at the running
@@ -380,7 +384,7 @@ func (f *follower) drain(ctx context.Context, events <-chan historyEvent, until 
 func (f *follower) look(ctx context.Context) (until runEvent, stopped bool, err error) {
 	said := false // the session said it stopped
 	pending, heartbeating := f.stepPending()
-	if pending && !heartbeating {
+	if pending && (!heartbeating || time.Now().Before(f.quietUntil)) {
 		return runEvent{}, false, nil
 	}
 	if !pending {
@@ -402,6 +406,7 @@ func (f *follower) look(ctx context.Context) (until runEvent, stopped bool, err 
 		return until, true, nil
 	}
 	running := false
+	f.quietUntil = quietTill(time.Now(), desc.GetPendingActivities())
 	for _, pa := range desc.GetPendingActivities() {
 		if kind := pa.GetActivityType().GetName(); kind != ActivityRunStep && kind != ActivityCompact {
 			continue
@@ -416,6 +421,40 @@ func (f *follower) look(ctx context.Context) (until runEvent, stopped bool, err 
 	// A session that said it stopped and runs no step: the history as it
 	// stands after the answer holds every step's end before it stopped.
 	return until, said && !running, nil
+}
+
+// quietTill is the soonest a heartbeat may come from the steps pending
+// at now, as a describe shows them: a step sends none before it has run
+// for heartbeatQuiet, so one still waiting for a worker sends none before
+// now+heartbeatQuiet, one started at T none before T+heartbeatQuiet. On
+// a busy fleet a step waits for a worker for seconds, and its follower
+// described the workflow every followPoll meanwhile: a hundred runs at
+// once made those describes a tenth of the server's work.
+func quietTill(now time.Time, pending []*workflowpb.PendingActivityInfo) time.Time {
+	var till time.Time
+	for _, pa := range pending {
+		if kind := pa.GetActivityType().GetName(); kind != ActivityRunStep && kind != ActivityCompact {
+			continue
+		}
+		soonest := now
+		switch {
+		case pa.GetHeartbeatDetails() != nil:
+		case pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_SCHEDULED:
+			soonest = now.Add(heartbeatQuiet)
+		case pa.GetLastStartedTime() != nil:
+			// The server's clock: one ahead of this one delays no more
+			// than a step waiting for a worker does.
+			started := pa.GetLastStartedTime().AsTime()
+			if started.After(now) {
+				started = now
+			}
+			soonest = started.Add(heartbeatQuiet)
+		}
+		if till.IsZero() || soonest.Before(till) {
+			till = soonest
+		}
+	}
+	return till
 }
 
 // stepPending tells whether the history read so far shows a step (or a
