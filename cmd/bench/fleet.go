@@ -69,6 +69,7 @@ type fleetRun struct {
 	peaks    []string
 	peakSrv  string
 	loadWhen string
+	requests string // the server's requests per pipeline, by operation
 }
 
 func fleetFigures(pipeline, work string) {
@@ -147,7 +148,8 @@ func fleetRow(label string, d []time.Duration, wall time.Duration, load string) 
 // fleetRound measures the fleet of one build: its dev server, its
 // workers, and n pipeline runs at once, in folders under dir.
 func fleetRound(cli, pipeline, dir string, n int) fleetRun {
-	server, err := temporaltest.StartCLI(cli, mkdir(dir), strings.Fields(*fleetServer)...)
+	metrics := freeLocalPort()
+	server, err := temporaltest.StartCLI(cli, mkdir(dir), append(strings.Fields(*fleetServer), "--metrics-port", strconv.Itoa(metrics))...)
 	check(err)
 	defer server.Stop()
 	queue := "bench"
@@ -162,9 +164,10 @@ func fleetRound(cli, pipeline, dir string, n int) fleetRun {
 		fleet[i] = project(dir, fmt.Sprintf("p-%03d", i), fleetYAML(i))
 	}
 	r := fleetRun{build: pipeline}
-	before := fleetCPU(server, workers)
+	before, requests := fleetCPU(server, workers), frontendRequests(metrics)
 	r.runs, r.wall = runAll(fleet, n, pipeline, "run", "--backend", "temporal", "--temporal", server.HostPort(), "--task-queue", queue)
 	after := fleetCPU(server, workers)
+	r.requests = requestsLine(requests, frontendRequests(metrics), n)
 	r.loadWhen = loadAverage()
 	r.cpu = [2]time.Duration{after[0] - before[0], after[1] - before[1]}
 	r.hist = workflowTimes(server.HostPort(), r.runs)
@@ -190,6 +193,9 @@ func (r fleetRun) print() {
 		fmt.Printf("per pipeline (median of its history): %s\n", counts)
 	}
 	r.hist.printParts(r.runs)
+	if r.requests != "" {
+		fmt.Printf("requests to the server per pipeline: %s\n", r.requests)
+	}
 	var clients time.Duration
 	for _, p := range r.runs {
 		clients += p.cpu

@@ -47,6 +47,9 @@ type historyFigures struct {
 	workflows []time.Duration // start to close
 	parts     [nParts][]time.Duration
 	counts    [5][]int // workflow tasks, activities, markers, memo upserts, events
+	// timeouts counts the workflow tasks and activities that timed out,
+	// by event type: each is seconds of a pipeline's wall time.
+	timeouts map[string]int
 }
 
 // workflowTimes reads the history of each run's session.
@@ -110,6 +113,11 @@ func (f *historyFigures) take(r pipelineRun, events []*historypb.HistoryEvent) {
 			n[2]++
 		case enumspb.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
 			n[3]++
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT, enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED, enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
+			if f.timeouts == nil {
+				f.timeouts = map[string]int{}
+			}
+			f.timeouts[ev.GetEventType().String()]++
 		}
 	}
 	n[4] = len(events)
@@ -146,8 +154,12 @@ func (f *historyFigures) countsLine() string {
 		return ""
 	}
 	median := func(v []int) int { v = slices.Clone(v); slices.Sort(v); return v[len(v)/2] }
-	return fmt.Sprintf("%d workflow tasks, %d activities, %d markers (local activities, versions), %d memo upserts, %d events",
+	line := fmt.Sprintf("%d workflow tasks, %d activities, %d markers (local activities, versions), %d memo upserts, %d events",
 		median(f.counts[0]), median(f.counts[1]), median(f.counts[2]), median(f.counts[3]), median(f.counts[4]))
+	if len(f.timeouts) > 0 {
+		line += fmt.Sprintf("; in all the histories: %v", f.timeouts)
+	}
+	return line
 }
 
 // printParts prints where a pipeline's time went, part by part: the
