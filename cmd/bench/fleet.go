@@ -58,6 +58,10 @@ type pipelineRun struct {
 	out   string
 }
 
+// metricsLag is how long the bench lets the dev server's metrics catch
+// up with the calls it answered.
+const metricsLag = 3 * time.Second
+
 // fleetRun is one measure of the fleet: a dev server of its own, the
 // workers and every pipeline run of one build.
 type fleetRun struct {
@@ -167,6 +171,9 @@ func fleetRound(cli, pipeline, dir string, n int) fleetRun {
 	before, requests := fleetCPU(server, workers), frontendRequests(metrics)
 	r.runs, r.wall = runAll(fleet, n, pipeline, "run", "--backend", "temporal", "--temporal", server.HostPort(), "--task-queue", queue)
 	after := fleetCPU(server, workers)
+	// The server's metrics reach its /metrics a moment after the calls
+	// (its scope reports them every second).
+	time.Sleep(metricsLag)
 	r.requests = requestsLine(requests, frontendRequests(metrics), n)
 	r.loadWhen = loadAverage()
 	r.cpu = [2]time.Duration{after[0] - before[0], after[1] - before[1]}

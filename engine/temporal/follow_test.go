@@ -348,6 +348,13 @@ func heartbeatBounded(t *testing.T, s *temporaltest.DevServer) {
 	if err := os.WriteFile(filepath.Join(dir, "end"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The session ends before the test does: its worker is done writing
+	// in the test's folders when they are removed.
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Failsafe)
+	defer cancel()
+	if err := f.client.C.GetWorkflow(ctx, id, "").Get(ctx, nil); err != nil {
+		t.Fatalf("the session did not end: %v", err)
+	}
 }
 
 // lastHeartbeat reads the running step's last heartbeat, and the size of
