@@ -50,6 +50,30 @@ type historyFigures struct {
 	// timeouts counts the workflow tasks and activities that timed out,
 	// by event type: each is seconds of a pipeline's wall time.
 	timeouts map[string]int
+	// firstTimeout says what the first of them was.
+	firstTimeout string
+}
+
+// describeTimeout says what timed out: the event, its failure, and the
+// events of the task it ends (when, and which worker took it).
+func describeTimeout(ev *historypb.HistoryEvent, events []*historypb.HistoryEvent) string {
+	out := fmt.Sprintf("%v at %s", ev.GetEventType(), ev.GetEventTime().AsTime().Format("15:04:05.000"))
+	var scheduled, started int64
+	if a := ev.GetActivityTaskTimedOutEventAttributes(); a != nil {
+		out += ": " + a.GetFailure().GetMessage()
+		scheduled, started = a.GetScheduledEventId(), a.GetStartedEventId()
+	}
+	if a := ev.GetWorkflowTaskTimedOutEventAttributes(); a != nil {
+		out += ": " + a.GetTimeoutType().String()
+		scheduled, started = a.GetScheduledEventId(), a.GetStartedEventId()
+	}
+	for _, e := range events {
+		if id := e.GetEventId(); id == scheduled || id == started {
+			identity := e.GetActivityTaskStartedEventAttributes().GetIdentity() + e.GetWorkflowTaskStartedEventAttributes().GetIdentity()
+			out += fmt.Sprintf("; %v at %s %s", e.GetEventType(), e.GetEventTime().AsTime().Format("15:04:05.000"), identity)
+		}
+	}
+	return out
 }
 
 // workflowTimes reads the history of each run's session.
@@ -118,6 +142,9 @@ func (f *historyFigures) take(r pipelineRun, events []*historypb.HistoryEvent) {
 				f.timeouts = map[string]int{}
 			}
 			f.timeouts[ev.GetEventType().String()]++
+			if f.firstTimeout == "" {
+				f.firstTimeout = describeTimeout(ev, events)
+			}
 		}
 	}
 	n[4] = len(events)
@@ -157,7 +184,7 @@ func (f *historyFigures) countsLine() string {
 	line := fmt.Sprintf("%d workflow tasks, %d activities, %d markers (local activities, versions), %d memo upserts, %d events",
 		median(f.counts[0]), median(f.counts[1]), median(f.counts[2]), median(f.counts[3]), median(f.counts[4]))
 	if len(f.timeouts) > 0 {
-		line += fmt.Sprintf("; in all the histories: %v", f.timeouts)
+		line += fmt.Sprintf("; in all the histories: %v, the first: %s", f.timeouts, f.firstTimeout)
 	}
 	return line
 }
