@@ -76,15 +76,19 @@ type fleetRun struct {
 	requests string // the server's requests per pipeline, by operation
 }
 
+// temporalCLIPath is the temporal CLI whose dev server the figures start.
+func temporalCLIPath() string {
+	if *temporalCLI != "" {
+		return *temporalCLI
+	}
+	if cli := os.Getenv(temporaltest.EnvCLI); cli != "" {
+		return cli
+	}
+	return filepath.Join(".cache", "bin", "temporal-1.5.1", "temporal")
+}
+
 func fleetFigures(pipeline, work string) {
-	cli := *temporalCLI
-	if cli == "" {
-		cli = os.Getenv(temporaltest.EnvCLI)
-	}
-	if cli == "" {
-		cli = filepath.Join(".cache", "bin", "temporal-1.5.1", "temporal")
-	}
-	n := *fleetPipelines
+	cli, n := temporalCLIPath(), *fleetPipelines
 	fmt.Printf("pipeline bench -fleet: %s, %d cores, files in %s\n", pipeline, numCPU(), work)
 	fmt.Printf("%d pipelines, each 3 run: steps of ~5 ms in 2 phases, a folder each\n", n)
 	if *fleetServer != "" {
