@@ -109,6 +109,10 @@ func main() {
 		searchFigures(pipeline, work, *searchBytes, *searchQueries)
 		return
 	}
+	if *searchIndexOnly {
+		searchIndexFigures(pipeline, absOrEmpty(*searchIndexAgainst), work, *searchBytes, *searchIndexRounds)
+		return
+	}
 	if *telemetryOnly {
 		telemetryFigures(pipeline, self, work, *startupN)
 		return
