@@ -37,7 +37,8 @@ type Plain struct {
 	atStart bool
 	prefix  []byte
 	stamp   time.Time
-	// out gathers the lines of output and their prefixes for w.
+	// out gathers the lines of output and their prefixes for w; made
+	// with room for a block and a line, so that it rarely grows.
 	out    []byte
 	text   ScreenText
 	filter termsafe.Filter
@@ -63,7 +64,7 @@ const maxChangedLine = 64 << 10
 
 // NewPlain writes to w, each line stamped with the time now says.
 func NewPlain(w io.Writer, now func() time.Time) *Plain {
-	return &Plain{w: bufio.NewWriterSize(w, plainBlock), now: now, atStart: true, text: NewScreenText()}
+	return &Plain{w: bufio.NewWriterSize(w, plainBlock), out: make([]byte, 0, plainBlock+4<<10), now: now, atStart: true, text: NewScreenText()}
 }
 
 // WithMarks makes the view write a CI system's markers; nil: none.
