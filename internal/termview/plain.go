@@ -182,6 +182,11 @@ func (v *Plain) write(chunk []byte) {
 		v.atStart = true
 		chunk = chunk[i+1:]
 		if len(out) >= plainBlock {
+			// What the writer holds goes first, so that the block passes
+			// it without a copy.
+			if v.w.Buffered() > 0 {
+				v.w.Flush()
+			}
 			v.w.Write(out)
 			out = out[:0]
 		}
