@@ -117,6 +117,10 @@ func main() {
 		telemetryFigures(pipeline, self, work, *startupN)
 		return
 	}
+	if *throughputAgainst != "" {
+		throughputAgainstFigures(pipeline, absOrEmpty(*throughputAgainst), self, work, *size, *throughputRounds)
+		return
+	}
 	if *checkpointOnly {
 		checkpointFigures(pipeline, absOrEmpty(*checkpointAt), self, work, *latencyN)
 		return

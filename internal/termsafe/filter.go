@@ -32,6 +32,7 @@ package termsafe
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 )
 
 // Filter removes escape sequences from a stream of text and shows other
@@ -254,25 +255,20 @@ func nextSpecial(b []byte) int {
 }
 
 // nextSpecialByte returns the index of the first byte of b that is marked
-// in special, or len(b). It looks at eight bytes at a time: the output of
-// a step goes through it.
+// in special, or len(b). It looks at eight bytes at a time, with a quick
+// test that every byte is printable ASCII; a word that fails it (a line
+// feed, a tab, UTF-8) is looked at exactly, without a loop over its bytes:
+// the output of a step goes through it, and each of its lines ends in a
+// word that fails the quick test.
 func nextSpecialByte(b []byte) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	i := 0
 	for ; i+8 <= len(b); i += 8 {
 		x := binary.LittleEndian.Uint64(b[i : i+8])
-		// A byte below 0x20 (line feeds and tabs too), 0x7f or 0xc2: a
-		// byte below n sets its high bit in (x - n) &^ x; a zero byte
-		// of x ^ c is a byte equal to c.
-		del, c2 := x^(ones*0x7f), x^(ones*0xc2)
-		hits := (x-ones*0x20)&^x | (del-ones)&^del | (c2-ones)&^c2
-		if hits&highs == 0 {
+		if printable(x) {
 			continue
 		}
-		for j := i; j < i+8; j++ {
-			if special[b[j]] {
-				return j
-			}
+		if m := specialMask(x); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
 		}
 	}
 	for ; i < len(b); i++ {
@@ -282,3 +278,27 @@ func nextSpecialByte(b []byte) int {
 	}
 	return i
 }
+
+// printable is a quick test that every byte of x is printable ASCII: a
+// byte below 0x20 sets its high bit in (x - 0x20…) &^ x, a byte of 0x7f or
+// above in x | (x + 0x01…); a borrow or a carry across bytes comes only
+// from a byte that sets its own.
+func printable(x uint64) bool { return ((x-ones*0x20)&^x|x|(x+ones))&highs == 0 }
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+	low7  = 0x7f7f7f7f7f7f7f7f
+)
+
+// specialMask sets the high bit of each byte of x that is marked in
+// special, and of no other: each byte is tested on its own bits, without
+// a carry or a borrow from its neighbours.
+func specialMask(x uint64) uint64 {
+	below20 := ^((x&low7 + ones*(0x80-0x20)) | x) & highs
+	lineFeedOrTab := zeroBytes(x^(ones*'\n')) | zeroBytes(x^(ones*'\t'))
+	return below20&^lineFeedOrTab | zeroBytes(x^(ones*0x7f)) | zeroBytes(x^(ones*0xc2))
+}
+
+// zeroBytes sets the high bit of each byte of y that is zero, exactly.
+func zeroBytes(y uint64) uint64 { return ^((y&low7 + low7) | y) & highs }

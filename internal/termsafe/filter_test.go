@@ -2,6 +2,7 @@ package termsafe
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -223,5 +224,26 @@ func BenchmarkTerminalFilter(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// specialMask marks exactly the bytes that special marks, whatever their
+// neighbours: every pair of byte values, at every place in a word.
+func TestSpecialMaskIsExact(t *testing.T) {
+	for pair := range 1 << 16 {
+		a, b := byte(pair), byte(pair>>8)
+		for at := range 7 {
+			var word [8]byte
+			for i := range word {
+				word[i] = 'x'
+			}
+			word[at], word[at+1] = a, b
+			got := specialMask(binary.LittleEndian.Uint64(word[:]))
+			for i, c := range word {
+				if marked := got>>(8*i+7)&1 == 1; marked != special[c] {
+					t.Fatalf("byte %d of %q: marked %v, special %v", i, word, marked, special[c])
+				}
+			}
+		}
 	}
 }

@@ -37,8 +37,11 @@ type Plain struct {
 	atStart bool
 	prefix  []byte
 	stamp   time.Time
-	text    ScreenText
-	filter  termsafe.Filter
+	// out gathers the lines of output and their prefixes for w; made
+	// with room for a block and a line, so that it rarely grows.
+	out    []byte
+	text   ScreenText
+	filter termsafe.Filter
 	// changed holds the start of a line of output that the filter
 	// changed, until its end: the line is redacted again whole, for a
 	// secret split by an escape sequence. (The step's redaction holds a
@@ -51,12 +54,17 @@ type Plain struct {
 	marks LogMarkers
 }
 
+// plainBlock is how much output write gathers before it writes: the
+// size of the buffered writer, which passes a block that size on
+// without a copy.
+const plainBlock = 64 << 10
+
 // maxChangedLine bounds the line held in Plain.changed.
 const maxChangedLine = 64 << 10
 
 // NewPlain writes to w, each line stamped with the time now says.
 func NewPlain(w io.Writer, now func() time.Time) *Plain {
-	return &Plain{w: bufio.NewWriterSize(w, 64<<10), now: now, atStart: true, text: NewScreenText()}
+	return &Plain{w: bufio.NewWriterSize(w, plainBlock), out: make([]byte, 0, plainBlock+4<<10), now: now, atStart: true, text: NewScreenText()}
 }
 
 // WithMarks makes the view write a CI system's markers; nil: none.
@@ -145,7 +153,10 @@ func (v *Plain) endOutput() {
 	}
 }
 
-// write prints safe output, each line after the time.
+// write prints safe output, each line after the time. The lines and
+// their prefixes are gathered in out and handed to the buffered writer a
+// block at a time: two writes a line (the prefix, the line) cost more
+// than the bytes they copy.
 func (v *Plain) write(chunk []byte) {
 	if len(chunk) == 0 {
 		return
@@ -154,20 +165,34 @@ func (v *Plain) write(chunk []byte) {
 		v.stamp = now.Truncate(time.Second)
 		v.prefix = append(v.prefix[:0], now.Format("15:04:05")+" | "...)
 	}
+	out := v.out[:0]
 	for len(chunk) > 0 {
 		if v.atStart {
-			v.w.Write(v.prefix)
+			out = append(out, v.prefix...)
 			v.atStart = false
 		}
 		i := bytes.IndexByte(chunk, '\n')
 		if i < 0 {
+			v.w.Write(out)
+			out = out[:0]
 			v.w.Write(chunk)
-			return
+			break
 		}
-		v.w.Write(chunk[:i+1])
+		out = append(out, chunk[:i+1]...)
 		v.atStart = true
 		chunk = chunk[i+1:]
+		if len(out) >= plainBlock {
+			// What the writer holds goes first, so that the block passes
+			// it without a copy.
+			if v.w.Buffered() > 0 {
+				v.w.Flush()
+			}
+			v.w.Write(out)
+			out = out[:0]
+		}
 	}
+	v.w.Write(out)
+	v.out = out[:0]
 }
 
 // Progress is not shown in plain output: the lines carry the time.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"regexp"
 	"strings"
 	"testing"
@@ -50,6 +51,43 @@ func TestPlainMakesTextSafe(t *testing.T) {
 			t.Errorf("no %q in:\n%s", want, got)
 		}
 	}
+}
+
+// Each line of output gets its time once, at its start, however the
+// output is cut into chunks: a line split across chunks, a chunk ending at
+// a line's end, lines longer than the block the view gathers, a chunk of
+// many lines.
+func TestPlainStampsEachLineOnceWhateverTheChunks(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(28, 28))
+	var text, want strings.Builder
+	for range 3000 {
+		line := strings.Repeat(string(rune('a'+rnd.IntN(26))), rnd.IntN(200))
+		if rnd.IntN(100) == 0 {
+			line = strings.Repeat("long ", plainBlock/4)
+		}
+		text.WriteString(line + "\n")
+		want.WriteString("09:00:00 | " + line + "\n")
+	}
+	var out bytes.Buffer
+	v := NewPlain(&out, func() time.Time { return time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC) })
+	for rest := text.String(); len(rest) > 0; {
+		n := min(len(rest), 1+rnd.IntN(3*plainBlock))
+		v.Output([]byte(rest[:n]))
+		rest = rest[n:]
+	}
+	v.Close()
+	if got := out.String(); got != want.String() {
+		t.Fatalf("the output differs from the lines stamped, first at byte %d of %d", firstDifference(got, want.String()), len(got))
+	}
+}
+
+// firstDifference is where a and b first differ.
+func firstDifference(a, b string) int {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	return i
 }
 
 func TestLiveMakesTextSafe(t *testing.T) {

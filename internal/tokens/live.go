@@ -7,17 +7,18 @@ import (
 
 // Live counts the tokens of a step's output in a goroutine of
 // its own, so that the output path never waits for the tokenizer (which
-// runs at a few MB/s). Chunks that arrive while its queue is full are not
-// tokenized: their tokens are estimated from the tokens per byte of what
-// was counted. An agent prints far below the tokenizer's rate, so its count
-// is exact; only a flood (a build log, a benchmark) is partly estimated,
-// and Estimated says so.
+// runs at a few MB/s). Chunks that arrive while its queue is full, or
+// while liveBacklog bytes wait for it, are not tokenized: their tokens are
+// estimated from the tokens per byte of what was counted. An agent prints
+// far below the tokenizer's rate, so its count is exact; only a flood (a
+// build log, a benchmark) is partly estimated, and Estimated says so.
 type Live struct {
 	queue   chan *[]byte
 	buffers sync.Pool
 	exact   Counter
 	counted atomic.Int64 // bytes given to the exact counter
 	skipped atomic.Int64 // bytes left to the estimate
+	waiting atomic.Int64 // bytes queued for the tokenizer or in it
 	done    chan struct{}
 	closed  bool
 	writes  int
@@ -25,6 +26,13 @@ type Live struct {
 
 // liveQueue chunks may wait for the tokenizer; beyond, chunks are estimated.
 const liveQueue = 16
+
+// liveBacklog bounds the bytes waiting for the tokenizer, about 20 ms of
+// its time: a burst beyond it is a flood. Bounded by chunks alone, sixteen
+// reads of 256 KiB (4 MiB printed at once) were all tokenized, and the end
+// of the step waited 1.4 s for them on 2 cores; a first read of 256 KiB
+// cost 80 ms of CPU.
+const liveBacklog = 64 << 10
 
 // NewLive starts a counter; Close stops it.
 func NewLive() *Live {
@@ -41,6 +49,7 @@ func NewLive() *Live {
 			}
 			c.exact.Write(counted)
 			c.counted.Add(int64(len(counted)))
+			c.waiting.Add(-int64(len(chunk)))
 			*queued = chunk[:0]
 			c.buffers.Put(queued)
 		}
@@ -70,6 +79,17 @@ func (c *Live) Write(p []byte) (int, error) {
 		c.skipped.Add(int64(len(p) - floodSample))
 		p = p[:floodSample]
 	}
+	switch waiting := c.waiting.Load(); {
+	case waiting+int64(len(p)) <= liveBacklog:
+	case waiting == 0:
+		// One read bigger than the backlog is a flood of its own: a sample
+		// of it sets the estimate's ratio.
+		c.skipped.Add(int64(len(p) - floodSample))
+		p = p[:floodSample]
+	default:
+		c.skipped.Add(int64(len(p)))
+		return len(p), nil
+	}
 	// The pool holds pointers: a slice put in an interface would be
 	// allocated on every Put.
 	buf, _ := c.buffers.Get().(*[]byte)
@@ -80,9 +100,11 @@ func (c *Live) Write(p []byte) (int, error) {
 		*buf = make([]byte, 0, max(len(p), 64<<10))
 	}
 	*buf = append((*buf)[:0], p...)
+	c.waiting.Add(int64(len(p)))
 	select {
 	case c.queue <- buf:
 	default:
+		c.waiting.Add(-int64(len(p)))
 		c.skipped.Add(int64(len(p)))
 		*buf = (*buf)[:0]
 		c.buffers.Put(buf)
