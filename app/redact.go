@@ -2,6 +2,7 @@ package app
 
 import (
 	"reflect"
+	"sync"
 
 	"github.com/pipeline-dev/pipeline/internal/redact"
 )
@@ -97,7 +98,8 @@ func redactedOwned[T any](r *redact.Redactor, v T) T {
 }
 
 // redactionChanges reports whether r changes a string of v that
-// redactValue would redact.
+// redactValue would redact. Only the parts of v whose type can hold a
+// string are looked at: the numbers of a 1,000-phase report are not.
 func redactionChanges(r *redact.Redactor, v reflect.Value) bool {
 	switch v.Kind() {
 	case reflect.String:
@@ -105,6 +107,9 @@ func redactionChanges(r *redact.Redactor, v reflect.Value) bool {
 	case reflect.Pointer, reflect.Interface:
 		return !v.IsNil() && redactionChanges(r, v.Elem())
 	case reflect.Slice, reflect.Array:
+		if !holdsStrings(v.Type().Elem()) {
+			return false
+		}
 		for i := range v.Len() {
 			if redactionChanges(r, v.Index(i)) {
 				return true
@@ -118,8 +123,62 @@ func redactionChanges(r *redact.Redactor, v reflect.Value) bool {
 			}
 		}
 	case reflect.Struct:
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() && redactionChanges(r, v.Field(i)) {
+		for _, i := range stringFields(v.Type()) {
+			if redactionChanges(r, v.Field(i)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fieldsOfType are, by struct type, the exported fields redactValue
+// redacts that can hold a string ([]int); reflect's Type.Field, asked
+// for each field of each value, was most of the cost.
+var fieldsOfType sync.Map
+
+func stringFields(t reflect.Type) []int {
+	if fields, ok := fieldsOfType.Load(t); ok {
+		return fields.([]int)
+	}
+	fields := []int{}
+	for i := range t.NumField() {
+		if f := t.Field(i); f.IsExported() && holdsStrings(f.Type) {
+			fields = append(fields, i)
+		}
+	}
+	fieldsOfType.Store(t, fields)
+	return fields
+}
+
+// holdsStrings reports whether a value of type t can hold a string.
+func holdsStrings(t reflect.Type) bool {
+	if holds, ok := stringTypes.Load(t); ok {
+		return holds.(bool)
+	}
+	holds := canHoldString(t, map[reflect.Type]bool{})
+	stringTypes.Store(t, holds)
+	return holds
+}
+
+// stringTypes are holdsStrings's answers, by type.
+var stringTypes sync.Map
+
+func canHoldString(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if seen[t] {
+		return false // a type that holds itself: its other fields say
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.String, reflect.Interface:
+		return true
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return canHoldString(t.Elem(), seen)
+	case reflect.Map:
+		return canHoldString(t.Key(), seen) || canHoldString(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if f := t.Field(i); f.IsExported() && canHoldString(f.Type, seen) {
 				return true
 			}
 		}

@@ -192,17 +192,48 @@ func (e *planEncoder) problems(list []Problem) {
 }
 
 // encodePlan writes plan and the program references its warnings are
-// checked from at each load.
-func encodePlan(plan *Plan, refs []programRef) ([]byte, error) {
+// checked from at each load. The payload is laid out so that the plan's
+// head (what it says of the whole pipeline), its first headLen bytes,
+// can be read without its phases: the symbols and the head, then the
+// tables of expressions and agents and the phases, which use them.
+func encodePlan(plan *Plan, refs []programRef) (payload []byte, headLen int, err error) {
 	e := &planEncoder{symbols: map[string]int{}, exprs: map[*Expr]int{}, agents: map[string]int{}}
-	e.str(plan.File)
-	e.settingString(plan.Name)
-	e.str(plan.Spec)
-	e.valueMap(plan.SpecValues)
+	e.head(plan)
+	head := e.buf
+	e.buf = nil
 	e.length(len(plan.Phases), plan.Phases == nil)
 	for i := range plan.Phases {
 		e.phase(&plan.Phases[i])
 	}
+	e.problems(plan.Warnings)
+	e.length(len(refs), refs == nil)
+	for _, r := range refs {
+		e.str(r.path)
+		e.position(r.at)
+		e.str(r.what)
+		e.str(r.source)
+		e.int(int64(r.caret))
+	}
+	if e.err != nil {
+		return nil, 0, e.err
+	}
+	out := binary.AppendUvarint(nil, uint64(len(e.symbols))+1)
+	out = append(out, e.symbolTable...)
+	out = append(out, head...)
+	headLen = len(out)
+	out = binary.AppendUvarint(out, uint64(e.nExprs)+1)
+	out = append(out, e.exprTable...)
+	out = binary.AppendUvarint(out, uint64(e.nAgents)+1)
+	out = append(out, e.agentTable...)
+	return append(out, e.buf...), headLen, nil
+}
+
+// head writes every field of plan but its phases and warnings.
+func (e *planEncoder) head(plan *Plan) {
+	e.str(plan.File)
+	e.settingString(plan.Name)
+	e.str(plan.Spec)
+	e.valueMap(plan.SpecValues)
 	e.origin(plan.PhasesFrom)
 	e.strings(plan.FilePhases)
 	e.str(plan.ResumeTemplate)
@@ -230,25 +261,6 @@ func encodePlan(plan *Plan, refs []programRef) ([]byte, error) {
 	e.settingString(plan.CompactPrompt)
 	e.settingBool(plan.SpecStatus)
 	e.str(plan.Digest)
-	e.problems(plan.Warnings)
-	e.length(len(refs), refs == nil)
-	for _, r := range refs {
-		e.str(r.path)
-		e.position(r.at)
-		e.str(r.what)
-		e.str(r.source)
-		e.int(int64(r.caret))
-	}
-	if e.err != nil {
-		return nil, e.err
-	}
-	out := binary.AppendUvarint(nil, uint64(len(e.symbols))+1)
-	out = append(out, e.symbolTable...)
-	out = binary.AppendUvarint(out, uint64(e.nExprs)+1)
-	out = append(out, e.exprTable...)
-	out = binary.AppendUvarint(out, uint64(e.nAgents)+1)
-	out = append(out, e.agentTable...)
-	return append(out, e.buf...), nil
 }
 
 func (e *planEncoder) telemetry(t *Telemetry) {

@@ -284,9 +284,10 @@ func (d *planDecoder) problems() []Problem {
 func decodePlan(payload string, linesOf func(file string) func() []string) (*Plan, []programRef, bool) {
 	d := &planDecoder{s: payload, linesOf: linesOf}
 	d.symbolTable()
+	plan := &Plan{}
+	d.head(plan)
 	d.exprTable()
 	d.agentTable()
-	plan := &Plan{File: d.str(), Name: d.settingString(), Spec: d.str(), SpecValues: d.valueMap(0)}
 	if n := d.length(); n >= 0 {
 		plan.Phases = make([]PhasePlan, n)
 		for i := range plan.Phases {
@@ -296,6 +297,37 @@ func decodePlan(payload string, linesOf func(file string) func() []string) (*Pla
 			}
 		}
 	}
+	plan.Warnings = d.problems()
+	var refs []programRef
+	if n := d.length(); n >= 0 {
+		refs = make([]programRef, n)
+		for i := range refs {
+			refs[i] = programRef{path: d.str(), at: d.position(), what: d.str(), source: d.str(), caret: d.small()}
+		}
+	}
+	if d.failed || d.off != len(d.s) {
+		return nil, nil, false
+	}
+	return plan, refs, true
+}
+
+// decodeHead reads the head of a payload of encodePlan, its first bytes
+// (headLen of them), and not its phases: a plan without phases, warnings
+// or programs. It fails, never panics, on bytes encodePlan did not write.
+func decodeHead(head string) (*Plan, bool) {
+	d := &planDecoder{s: head}
+	d.symbolTable()
+	plan := &Plan{}
+	d.head(plan)
+	if d.failed || d.off != len(d.s) {
+		return nil, false
+	}
+	return plan, true
+}
+
+// head reads what planEncoder.head wrote.
+func (d *planDecoder) head(plan *Plan) {
+	plan.File, plan.Name, plan.Spec, plan.SpecValues = d.str(), d.settingString(), d.str(), d.valueMap(0)
 	plan.PhasesFrom = d.origin()
 	plan.FilePhases = d.strings()
 	plan.ResumeTemplate, plan.ResumeBudget = d.str(), d.small()
@@ -319,18 +351,6 @@ func decodePlan(payload string, linesOf func(file string) func() []string) (*Pla
 	}
 	plan.CompactPrompt, plan.SpecStatus = d.settingString(), d.settingBool()
 	plan.Digest = d.str()
-	plan.Warnings = d.problems()
-	var refs []programRef
-	if n := d.length(); n >= 0 {
-		refs = make([]programRef, n)
-		for i := range refs {
-			refs[i] = programRef{path: d.str(), at: d.position(), what: d.str(), source: d.str(), caret: d.small()}
-		}
-	}
-	if d.failed || d.off != len(d.s) {
-		return nil, nil, false
-	}
-	return plan, refs, true
 }
 
 func (d *planDecoder) backend() Setting[Backend] {
