@@ -259,7 +259,9 @@ func fileKey(path, specPath, base string) string {
 		return ""
 	}
 	defer f.Close()
-	if n, err := io.Copy(h, io.LimitReader(f, maxYAMLBytes+1)); err != nil || n > maxYAMLBytes {
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	if n, err := io.CopyBuffer(h, io.LimitReader(f, maxYAMLBytes+1), *buf); err != nil || n > maxYAMLBytes {
 		return ""
 	}
 	return hex.EncodeToString(h.Sum(nil))
@@ -429,13 +431,19 @@ func readEntryFile(path string, headOnly bool) (e entryFile, ok bool) {
 	return e, ok && (headOnly || crc32.Checksum([]byte(e.payload[:headLen]), castagnoli()) == headSum)
 }
 
+// copyBuffers are what the cache reads files through: the three loads
+// of a status each took one of io.Copy's 32 KiB.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 // readChecked reads n bytes of r into a string, and reports whether
 // they have the checksum sum.
 func readChecked(r io.Reader, n int, sum uint32) (string, bool) {
 	var b strings.Builder
 	b.Grow(n)
 	crc := crc32.New(castagnoli())
-	if read, err := io.Copy(io.MultiWriter(&b, crc), io.LimitReader(r, int64(n))); err != nil || read != int64(n) {
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	if read, err := io.CopyBuffer(io.MultiWriter(&b, crc), io.LimitReader(r, int64(n)), *buf); err != nil || read != int64(n) {
 		return "", false
 	}
 	return b.String(), crc.Sum32() == sum

@@ -240,6 +240,96 @@ func TestPlanHeadIsReadFromTheCacheAlone(t *testing.T) {
 	}
 }
 
+// TestPlanCodecWritesWhatPhasesShareOnce round-trips phases that share
+// some of their settings with the phase before them and not others: the
+// shared ones are read as the previous phase's, and the plan is Load's.
+func TestPlanCodecWritesWhatPhasesShareOnce(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	write(t, "phases.yaml", `version: 1
+name: shared
+agent: {kind: claude}
+defaults:
+  pause_when: {tokens: tokens > 100, time: elapsed > duration("1h")}
+  restart_when: {errors: consecutive_errors >= 3}
+  retry: {backoff: duration("10s")}
+phases:
+  - name: a
+  - name: b
+    pause_when: {cost: cost_usd > 1}
+  - name: c
+    timeout: 5m
+    retry: {when: exit_code == 2}
+    restart_when: {errors: consecutive_errors >= 5}
+  - name: d
+  - name: e
+    prompt: Do e.
+    auto_advance: false
+`)
+	fresh, err := Load("phases.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, refs, _, err := load(mustParse(t, "phases.yaml"), "", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, _, err := encodePlan(fresh, refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, ok := decodePlan(string(payload), func(string) func() []string { return nil })
+	if !ok {
+		t.Fatal("does not decode")
+	}
+	if a, b := planJSON(t, got), planJSON(t, fresh); a != b {
+		t.Errorf("the decoded plan differs from Load's:\n%s\nwant:\n%s", a, b)
+	}
+	p := got.Phases
+	if &p[0].RestartWhen[0] != &p[1].RestartWhen[0] || &p[3].RestartWhen[0] == &p[2].RestartWhen[0] {
+		t.Error("restart_when, as the phase before's, is not shared with it (or c's own is)")
+	}
+	if mask := sameAsBefore(&fresh.Phases[1], &fresh.Phases[0]); mask&samePauseWhen != 0 || mask&sameRestartWhen == 0 || mask&sameRetry == 0 {
+		t.Errorf("b's mask against a: %b", mask)
+	}
+}
+
+func mustParse(t *testing.T, path string) *Document {
+	t.Helper()
+	content, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := Parse(path, content)
+	if doc == nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// FuzzPlanDecode feeds the plan decoders bytes that are not all
+// encodePlan's: they fail, never panic.
+func FuzzPlanDecode(f *testing.F) {
+	doc, err := Parse("phases.yaml", []byte(manyPhasesYAML(3)))
+	if doc == nil {
+		f.Fatal(err)
+	}
+	plan, err := Resolve(doc, nil, ".")
+	if err != nil {
+		f.Fatal(err)
+	}
+	payload, headLen, err := encodePlan(plan, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(payload, headLen)
+	f.Add(payload[:len(payload)/2], headLen)
+	f.Fuzz(func(t *testing.T, payload []byte, headLen int) {
+		decodePlan(string(payload), func(string) func() []string { return nil })
+		decodeHead(string(payload[:max(0, min(headLen, len(payload)))]))
+	})
+}
+
 // entryOf is the one entry of a cache folder.
 func entryOf(t *testing.T, cache string) string {
 	t.Helper()

@@ -52,6 +52,11 @@ func (p *pool[T]) one(v T) *T {
 }
 
 func (d *planDecoder) uint() uint64 {
+	// Most numbers are below 128: one byte.
+	if d.off < len(d.s) && d.s[d.off] < 0x80 {
+		d.off++
+		return uint64(d.s[d.off-1])
+	}
 	var v uint64
 	for shift := 0; shift < 64; shift += 7 {
 		if d.off >= len(d.s) {
@@ -290,11 +295,13 @@ func decodePlan(payload string, linesOf func(file string) func() []string) (*Pla
 	d.agentTable()
 	if n := d.length(); n >= 0 {
 		plan.Phases = make([]PhasePlan, n)
+		var prev *PhasePlan
 		for i := range plan.Phases {
-			d.phase(&plan.Phases[i])
+			d.phase(&plan.Phases[i], prev)
 			if d.failed {
 				return nil, nil, false
 			}
+			prev = &plan.Phases[i]
 		}
 	}
 	plan.Warnings = d.problems()
@@ -361,8 +368,21 @@ func (d *planDecoder) backend() Setting[Backend] {
 	return Setting[Backend]{b, d.origin()}
 }
 
-func (d *planDecoder) phase(p *PhasePlan) {
-	p.Name, p.From, p.Prompt = d.str(), d.origin(), d.settingString()
+// phase reads a phase; what it has as prev has it is copied from prev.
+func (d *planDecoder) phase(p, prev *PhasePlan) {
+	mask := d.uint()
+	if mask != 0 && prev == nil || mask >= sameOnOutOfScope<<1 {
+		d.failed = true
+		return
+	}
+	if prev == nil {
+		prev = &PhasePlan{}
+	}
+	p.Name, p.From = d.str(), d.origin()
+	p.Prompt = prev.Prompt
+	if mask&samePrompt == 0 {
+		p.Prompt = d.settingString()
+	}
 	if n := d.length(); n >= 0 {
 		p.Steps = d.stepPool.take(n)
 		var prompt *Setting[string]
@@ -370,10 +390,35 @@ func (d *planDecoder) phase(p *PhasePlan) {
 			d.step(&p.Steps[i], p.Prompt, &prompt)
 		}
 	}
-	p.PauseWhen, p.RestartWhen = d.triggers(), d.triggers()
-	p.CompactWhen = d.settingExpr()
-	p.Retry = RetryPlan{When: d.settingExpr(), Backoff: d.settingExpr(), EscalateWhen: d.settingExpr()}
-	p.Timeout, p.IdleTimeout, p.AutoAdvance = d.settingDuration(), d.settingDuration(), d.settingBool()
+	p.PauseWhen, p.RestartWhen = prev.PauseWhen, prev.RestartWhen
+	if mask&samePauseWhen == 0 {
+		p.PauseWhen = d.triggers(prev.PauseWhen)
+	}
+	if mask&sameRestartWhen == 0 {
+		p.RestartWhen = d.triggers(prev.RestartWhen)
+	}
+	p.CompactWhen, p.Retry = prev.CompactWhen, prev.Retry
+	if mask&sameCompactWhen == 0 {
+		p.CompactWhen = d.settingExpr()
+	}
+	if mask&sameRetry == 0 {
+		p.Retry = RetryPlan{When: d.settingExpr(), Backoff: d.settingExpr(), EscalateWhen: d.settingExpr()}
+	}
+	d.settings(mask, p, prev)
+}
+
+// settings reads the rest of a phase.
+func (d *planDecoder) settings(mask uint64, p, prev *PhasePlan) {
+	p.Timeout, p.IdleTimeout, p.AutoAdvance = prev.Timeout, prev.IdleTimeout, prev.AutoAdvance
+	if mask&sameTimeout == 0 {
+		p.Timeout = d.settingDuration()
+	}
+	if mask&sameIdleTimeout == 0 {
+		p.IdleTimeout = d.settingDuration()
+	}
+	if mask&sameAutoAdvance == 0 {
+		p.AutoAdvance = d.settingBool()
+	}
 	if d.bool() {
 		p.DoneWhen = d.exprPool.one(d.settingExpr())
 	}
@@ -383,16 +428,29 @@ func (d *planDecoder) phase(p *PhasePlan) {
 	if d.bool() {
 		p.Writes = &Setting[[]string]{d.strings(), d.origin()}
 	}
-	p.OnOutOfScope = d.settingString()
+	p.OnOutOfScope = prev.OnOutOfScope
+	if mask&sameOnOutOfScope == 0 {
+		p.OnOutOfScope = d.settingString()
+	}
 }
 
-func (d *planDecoder) triggers() []TriggerPlan {
+// triggers reads a list of triggers, some of them the previous phase's
+// (before).
+func (d *planDecoder) triggers(before []TriggerPlan) []TriggerPlan {
 	n := d.length()
 	if n < 0 {
 		return nil
 	}
 	out := d.triggerPool.take(n)
 	for i := range out {
+		if k := d.uint(); k > 0 {
+			if k > uint64(len(before)) {
+				d.failed = true
+				return nil
+			}
+			out[i] = before[k-1]
+			continue
+		}
 		out[i] = TriggerPlan{Name: d.str(), Expr: d.expr(), From: d.origin()}
 	}
 	return out
