@@ -91,19 +91,38 @@ func redactValue(r *redact.Redactor, dst, src reflect.Value) {
 // value made for the response alone (a report built from a state that
 // is read for it), never for a session's own.
 func redactedOwned[T any](r *redact.Redactor, v T) T {
-	if !redactionChanges(r, reflect.ValueOf(&v).Elem()) {
+	if !redactionChanges(cleanStrings{r, map[string]bool{}}, reflect.ValueOf(&v).Elem()) {
 		return v
 	}
 	return redacted(r, v)
 }
 
+// cleanStrings is a redactor with the strings it left as they were: a
+// report says "pending" and "0s" once for each phase not run yet.
+type cleanStrings struct {
+	r     *redact.Redactor
+	clean map[string]bool
+}
+
+// changes reports whether the redactor changes s.
+func (c cleanStrings) changes(s string) bool {
+	if c.clean[s] {
+		return false
+	}
+	if c.r.String(s) != s {
+		return true
+	}
+	c.clean[s] = true
+	return false
+}
+
 // redactionChanges reports whether r changes a string of v that
 // redactValue would redact. Only the parts of v whose type can hold a
 // string are looked at: the numbers of a 1,000-phase report are not.
-func redactionChanges(r *redact.Redactor, v reflect.Value) bool {
+func redactionChanges(r cleanStrings, v reflect.Value) bool {
 	switch v.Kind() {
 	case reflect.String:
-		return r.String(v.String()) != v.String()
+		return r.changes(v.String())
 	case reflect.Pointer, reflect.Interface:
 		return !v.IsNil() && redactionChanges(r, v.Elem())
 	case reflect.Slice, reflect.Array:
