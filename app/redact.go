@@ -91,28 +91,41 @@ func redactValue(r *redact.Redactor, dst, src reflect.Value) {
 // value made for the response alone (a report built from a state that
 // is read for it), never for a session's own.
 func redactedOwned[T any](r *redact.Redactor, v T) T {
-	if !redactionChanges(cleanStrings{r, map[string]bool{}}, reflect.ValueOf(&v).Elem()) {
+	if !redactionChanges(newCleanStrings(r), reflect.ValueOf(&v).Elem()) {
 		return v
 	}
 	return redacted(r, v)
 }
 
-// cleanStrings is a redactor with the strings it left as they were: a
-// report says "pending" and "0s" once for each phase not run yet.
+// cleanStrings is a redactor with the last strings it left as they
+// were: a report says "pending" and "0s" once for each phase not run
+// yet. A few, not a map of all: most strings (the phases' names) come
+// once.
 type cleanStrings struct {
-	r     *redact.Redactor
-	clean map[string]bool
+	r      *redact.Redactor
+	recent *[8]string
+	next   *int
+}
+
+func newCleanStrings(r *redact.Redactor) cleanStrings {
+	return cleanStrings{r, new([8]string), new(int)}
 }
 
 // changes reports whether the redactor changes s.
 func (c cleanStrings) changes(s string) bool {
-	if c.clean[s] {
+	if s == "" {
 		return false
+	}
+	for _, clean := range c.recent {
+		if clean == s {
+			return false
+		}
 	}
 	if c.r.String(s) != s {
 		return true
 	}
-	c.clean[s] = true
+	c.recent[*c.next%len(c.recent)] = s
+	*c.next++
 	return false
 }
 
@@ -126,9 +139,8 @@ func redactionChanges(r cleanStrings, v reflect.Value) bool {
 	case reflect.Pointer, reflect.Interface:
 		return !v.IsNil() && redactionChanges(r, v.Elem())
 	case reflect.Slice, reflect.Array:
-		if !holdsStrings(v.Type().Elem()) {
-			return false
-		}
+		// A struct's field is here only when its elements can hold a
+		// string (stringFields): not asked again for each value.
 		for i := range v.Len() {
 			if redactionChanges(r, v.Index(i)) {
 				return true

@@ -104,19 +104,16 @@ func LoadCachedHead(path, specPath, dir string) (*PlanHead, error) {
 // or as the cache in dir holds it, or made from the files (and cached).
 // headOnly: a memo of the plan's head alone will do.
 func loadThroughCache(path, specPath, dir, base string, headOnly bool) (*memo, error) {
-	if dir != "" && (headOnly || loaded.any()) {
-		// A plan this process has made already, or the head of a cached
-		// one, is found by the file's digest alone: the file is not read
-		// into memory. Status loads its plan three times.
+	if dir != "" && headOnly {
+		// A head is found by the file's digest alone: the file is not
+		// read into memory (the whole plan's errors and digests need it).
 		if key := fileKey(path, specPath, base); key != "" {
-			if m := recall(loaded, key, headOnly); m != nil {
+			if m := recall(loaded, key, true); m != nil {
 				return m, nil
 			}
-			if headOnly {
-				if m := readEntry(cacheEntry{dir: dir, key: key, file: path}, base, true); m != nil {
-					remember(loaded, key, m)
-					return m, nil
-				}
+			if m := readEntry(cacheEntry{dir: dir, key: key, file: path}, base, true); m != nil {
+				remember(loaded, key, m)
+				return m, nil
 			}
 		}
 	}
@@ -193,14 +190,6 @@ func recall(ms *memos, key string, headOnly bool) *memo {
 		return nil
 	}
 	return m
-}
-
-// any reports whether the process has loaded a plan: when it has not,
-// no digest of the file is taken to look for one.
-func (ms *memos) any() bool {
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
-	return len(ms.byID) > 0
 }
 
 func remember(ms *memos, key string, m *memo) {

@@ -262,9 +262,12 @@ phases:
     retry: {when: exit_code == 2}
     restart_when: {errors: consecutive_errors >= 5}
   - name: d
+    steps: [{name: t, run: ./t.sh, timeout: 1m}, {name: u, run: ./u.sh}]
   - name: e
     prompt: Do e.
     auto_advance: false
+    steps: [{name: t, run: ./t.sh, timeout: 1m}, {name: u, run: ./v.sh, idle_timeout: 2m}, {name: w, run: ./w.sh}]
+  - name: f
 `)
 	fresh, err := Load("phases.yaml", "")
 	if err != nil {

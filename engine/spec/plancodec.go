@@ -340,8 +340,8 @@ func (e *planEncoder) phase(p, prev *PhasePlan) {
 		e.settingString(p.Prompt)
 	}
 	e.length(len(p.Steps), p.Steps == nil)
-	for _, s := range p.Steps {
-		e.step(s, p.Prompt)
+	for i, s := range p.Steps {
+		e.step(s, p.Prompt, stepAt(prev, i))
 	}
 	if mask&samePauseWhen == 0 {
 		e.triggers(p.PauseWhen, prevList(prev, func(p *PhasePlan) []TriggerPlan { return p.PauseWhen }))
@@ -387,6 +387,15 @@ func (e *planEncoder) settings(mask uint64, p *PhasePlan) {
 	}
 }
 
+// stepAt is the step at place i of the previous phase, nil when there is
+// none.
+func stepAt(prev *PhasePlan, i int) *StepPlan {
+	if prev == nil || i >= len(prev.Steps) {
+		return nil
+	}
+	return &prev.Steps[i]
+}
+
 // sameTriggers reports whether two lists are equal, nil or not alike.
 func sameTriggers(a, b []TriggerPlan) bool {
 	return slices.Equal(a, b) && (a == nil) == (b == nil)
@@ -424,14 +433,38 @@ const (
 	ownPrompt
 )
 
-func (e *planEncoder) step(s StepPlan, prompt Setting[string]) {
+// What a step has as the step at its place in the previous phase has
+// it (see samePrompt).
+const (
+	sameStepRun = 1 << iota
+	sameStepTimeout
+	sameStepIdleTimeout
+)
+
+// step writes a step; prev is the step at its place in the previous
+// phase, nil when there is none.
+func (e *planEncoder) step(s StepPlan, prompt Setting[string], prev *StepPlan) {
+	var mask uint64
+	if prev != nil {
+		for _, f := range [...]struct {
+			bit  uint64
+			same bool
+		}{{sameStepRun, s.Run == prev.Run}, {sameStepTimeout, s.Timeout == prev.Timeout}, {sameStepIdleTimeout, s.IdleTimeout == prev.IdleTimeout}} {
+			if f.same {
+				mask |= f.bit
+			}
+		}
+	}
+	e.uint(mask)
 	e.str(s.Name)
 	e.origin(s.From)
 	e.bool(s.Agent != nil)
 	if s.Agent != nil {
 		e.agent(*s.Agent)
 	}
-	e.str(s.Run)
+	if mask&sameStepRun == 0 {
+		e.str(s.Run)
+	}
 	switch {
 	case s.Prompt == nil:
 		e.uint(noPrompt)
@@ -441,6 +474,10 @@ func (e *planEncoder) step(s StepPlan, prompt Setting[string]) {
 		e.uint(ownPrompt)
 		e.settingString(*s.Prompt)
 	}
-	e.settingDuration(s.Timeout)
-	e.settingDuration(s.IdleTimeout)
+	if mask&sameStepTimeout == 0 {
+		e.settingDuration(s.Timeout)
+	}
+	if mask&sameStepIdleTimeout == 0 {
+		e.settingDuration(s.IdleTimeout)
+	}
 }

@@ -387,7 +387,7 @@ func (d *planDecoder) phase(p, prev *PhasePlan) {
 		p.Steps = d.stepPool.take(n)
 		var prompt *Setting[string]
 		for i := range p.Steps {
-			d.step(&p.Steps[i], p.Prompt, &prompt)
+			d.step(&p.Steps[i], p.Prompt, &prompt, stepAt(prev, i))
 		}
 	}
 	p.PauseWhen, p.RestartWhen = prev.PauseWhen, prev.RestartWhen
@@ -458,7 +458,12 @@ func (d *planDecoder) triggers(before []TriggerPlan) []TriggerPlan {
 
 // step reads a step; the steps with the phase's prompt share one copy of
 // it, made at the first (*shared).
-func (d *planDecoder) step(s *StepPlan, prompt Setting[string], shared **Setting[string]) {
+func (d *planDecoder) step(s *StepPlan, prompt Setting[string], shared **Setting[string], prev *StepPlan) {
+	mask := d.uint()
+	if mask != 0 && prev == nil || mask >= sameStepIdleTimeout<<1 {
+		d.failed = true
+		return
+	}
 	s.Name, s.From = d.str(), d.origin()
 	if d.bool() {
 		i := d.uint()
@@ -466,10 +471,14 @@ func (d *planDecoder) step(s *StepPlan, prompt Setting[string], shared **Setting
 			d.failed = true
 			return
 		}
-		agent := d.agents[i-1]
-		s.Agent = &agent
+		// Shared by the steps of that agent: a plan is never changed.
+		s.Agent = &d.agents[i-1]
 	}
-	s.Run = d.str()
+	if mask&sameStepRun != 0 {
+		s.Run = prev.Run
+	} else {
+		s.Run = d.str()
+	}
 	switch d.uint() {
 	case noPrompt:
 	case phasePrompt:
@@ -482,5 +491,19 @@ func (d *planDecoder) step(s *StepPlan, prompt Setting[string], shared **Setting
 	default:
 		d.failed = true
 	}
-	s.Timeout, s.IdleTimeout = d.settingDuration(), d.settingDuration()
+	d.stepLimits(mask, s, prev)
+}
+
+// stepLimits reads a step's timeouts, or copies prev's.
+func (d *planDecoder) stepLimits(mask uint64, s, prev *StepPlan) {
+	if mask&sameStepTimeout != 0 {
+		s.Timeout = prev.Timeout
+	} else {
+		s.Timeout = d.settingDuration()
+	}
+	if mask&sameStepIdleTimeout != 0 {
+		s.IdleTimeout = prev.IdleTimeout
+	} else {
+		s.IdleTimeout = d.settingDuration()
+	}
 }
