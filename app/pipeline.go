@@ -121,6 +121,24 @@ func RelativeToHere(path string) string {
 // phases.yaml is relative to phases.yaml's folder). A spec that is not
 // there says relative to what, and names the file it may have meant.
 func (p Pipeline) LoadPlan() (*spec.Plan, error) {
+	if err := p.checkPlanFiles(); err != nil {
+		return nil, err
+	}
+	return spec.LoadCached(p.file(), p.Spec, spec.CacheDir())
+}
+
+// loadHead is LoadPlan for a caller that reads only the plan's head: a
+// cached plan's phases are not decoded (see spec.LoadCachedHead).
+func (p Pipeline) loadHead() (*spec.PlanHead, error) {
+	if err := p.checkPlanFiles(); err != nil {
+		return nil, err
+	}
+	return spec.LoadCachedHead(p.file(), p.Spec, spec.CacheDir())
+}
+
+// checkPlanFiles says, before the plan is loaded, which of its files is
+// not there: a spec, relative to what, and the file it may have meant.
+func (p Pipeline) checkPlanFiles() error {
 	if p.Spec != "" {
 		if _, err := os.Stat(p.Spec); errors.Is(err, fs.ErrNotExist) {
 			wd, _ := os.Getwd()
@@ -130,13 +148,13 @@ func (p Pipeline) LoadPlan() (*spec.Plan, error) {
 					msg += fmt.Sprintf("; did you mean --spec %s?", beside)
 				}
 			}
-			return nil, Usagef("%s", msg)
+			return Usagef("%s", msg)
 		}
 	}
 	if _, err := os.Stat(p.file()); errors.Is(err, fs.ErrNotExist) {
-		return nil, &Error{Code: ExitUsage, Message: fmt.Sprintf("%s: no such file", p.file()), Hint: NoPipelineHint}
+		return &Error{Code: ExitUsage, Message: fmt.Sprintf("%s: no such file", p.file()), Hint: NoPipelineHint}
 	}
-	return spec.LoadCached(p.file(), p.Spec, spec.CacheDir())
+	return nil
 }
 
 // BackendBlock is the backend: block of phases.yaml, nil when it has none
@@ -144,11 +162,12 @@ func (p Pipeline) LoadPlan() (*spec.Plan, error) {
 // there, and otherwise from the file alone, even one with problems
 // elsewhere.
 func (p Pipeline) BackendBlock() *spec.Backend {
-	if plan, err := spec.LoadCached(p.file(), p.Spec, spec.CacheDir()); err == nil {
-		if plan.Backend.From.Layer == spec.LayerDefault {
+	if head, err := spec.LoadCachedHead(p.file(), p.Spec, spec.CacheDir()); err == nil {
+		if head.Backend.From.Layer == spec.LayerDefault {
 			return nil
 		}
-		return &plan.Backend.Value
+		block := head.Backend.Value
+		return &block
 	}
 	if doc, _ := spec.LoadFile(p.file()); doc != nil {
 		return doc.Pipeline.Backend
@@ -166,9 +185,8 @@ func (p Pipeline) SessionOptions(id string, statuses ...engine.Status) (session.
 	if id != "" {
 		return o, nil
 	}
-	if _, err := os.Stat(p.file()); err != nil {
-		return o, Usagef("%s: %v; run this from the pipeline's folder, pass --file, or name a session (pipeline sessions lists them)",
-			p.file(), errors.Unwrap(err))
+	if err := p.fileToFindBy(); err != nil {
+		return o, err
 	}
 	plan, err := p.LoadPlan()
 	if err != nil {
@@ -176,6 +194,16 @@ func (p Pipeline) SessionOptions(id string, statuses ...engine.Status) (session.
 	}
 	o.Plan = plan
 	return o, nil
+}
+
+// fileToFindBy refuses a phases.yaml that is not there when a session is
+// to be found by it (no id given).
+func (p Pipeline) fileToFindBy() error {
+	if _, err := os.Stat(p.file()); err != nil {
+		return Usagef("%s: %v; run this from the pipeline's folder, pass --file, or name a session (pipeline sessions lists them)",
+			p.file(), errors.Unwrap(err))
+	}
+	return nil
 }
 
 // FindSession finds the session id, or else the latest session of the
@@ -237,29 +265,50 @@ func (p Pipeline) elsewhere(id string, err error) error {
 }
 
 func (p Pipeline) findIn(st *store.Store, id string, statuses ...engine.Status) (*session.Ref, error) {
-	o, err := p.SessionOptions(id, statuses...)
-	if err != nil {
-		return nil, err
-	}
+	o := session.Options{File: p.file(), ID: id, Statuses: statuses, Say: p.Say}
 	if id == "" {
-		// None of this pipeline and spec: say what starts one.
-		if last, err := session.Latest(st, session.KeyOf(st, o.File, o.Plan), statuses...); err == nil && last == nil {
-			what := "no session"
-			if len(statuses) > 0 {
-				names := make([]string, len(statuses))
-				for i, s := range statuses {
-					names[i] = string(s)
-				}
-				what = "no " + strings.Join(names, " or ") + " session"
-			}
-			of := p.file()
-			if p.Spec != "" {
-				of += " with spec " + p.Spec
-			}
-			return nil, Usagef("%s of %s in %s; start one with: %s (or name one: pipeline sessions lists them)", what, of, st.Root, p.RunLine())
+		latest, err := p.latest(st, statuses...)
+		if err != nil {
+			return nil, err
 		}
+		o.ID = latest
 	}
 	return session.Find(st, o)
+}
+
+// latest is the id of the newest session of the pipeline and spec with
+// one of statuses. Only the plan's head is read (its spec names the
+// sessions' key): session.Find loads the session's own plan.
+func (p Pipeline) latest(st *store.Store, statuses ...engine.Status) (string, error) {
+	if err := p.fileToFindBy(); err != nil {
+		return "", err
+	}
+	head, err := p.loadHead()
+	if err != nil {
+		return "", err
+	}
+	// The key session.KeyOf gives the plan.
+	last, err := session.Latest(st, st.Key(p.file(), head.Spec), statuses...)
+	if err != nil {
+		return "", &session.RefusedError{Message: err.Error()}
+	}
+	if last != nil {
+		return last.ID, nil
+	}
+	// None of this pipeline and spec: say what starts one.
+	what := "no session"
+	if len(statuses) > 0 {
+		names := make([]string, len(statuses))
+		for i, s := range statuses {
+			names[i] = string(s)
+		}
+		what = "no " + strings.Join(names, " or ") + " session"
+	}
+	of := p.file()
+	if p.Spec != "" {
+		of += " with spec " + p.Spec
+	}
+	return "", Usagef("%s of %s in %s; start one with: %s (or name one: pipeline sessions lists them)", what, of, st.Root, p.RunLine())
 }
 
 // readState finds a session for reading and rebuilds its state; a

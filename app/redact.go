@@ -2,6 +2,7 @@ package app
 
 import (
 	"reflect"
+	"sync"
 
 	"github.com/pipeline-dev/pipeline/internal/redact"
 )
@@ -90,21 +91,56 @@ func redactValue(r *redact.Redactor, dst, src reflect.Value) {
 // value made for the response alone (a report built from a state that
 // is read for it), never for a session's own.
 func redactedOwned[T any](r *redact.Redactor, v T) T {
-	if !redactionChanges(r, reflect.ValueOf(&v).Elem()) {
+	if !redactionChanges(newCleanStrings(r), reflect.ValueOf(&v).Elem()) {
 		return v
 	}
 	return redacted(r, v)
 }
 
+// cleanStrings is a redactor with the last strings it left as they
+// were: a report says "pending" and "0s" once for each phase not run
+// yet. A few, not a map of all: most strings (the phases' names) come
+// once.
+type cleanStrings struct {
+	r      *redact.Redactor
+	recent *[8]string
+	next   *int
+}
+
+func newCleanStrings(r *redact.Redactor) cleanStrings {
+	return cleanStrings{r, new([8]string), new(int)}
+}
+
+// changes reports whether the redactor changes s.
+func (c cleanStrings) changes(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, clean := range c.recent {
+		if clean == s {
+			return false
+		}
+	}
+	if c.r.String(s) != s {
+		return true
+	}
+	c.recent[*c.next%len(c.recent)] = s
+	*c.next++
+	return false
+}
+
 // redactionChanges reports whether r changes a string of v that
-// redactValue would redact.
-func redactionChanges(r *redact.Redactor, v reflect.Value) bool {
+// redactValue would redact. Only the parts of v whose type can hold a
+// string are looked at: the numbers of a 1,000-phase report are not.
+func redactionChanges(r cleanStrings, v reflect.Value) bool {
 	switch v.Kind() {
 	case reflect.String:
-		return r.String(v.String()) != v.String()
+		return r.changes(v.String())
 	case reflect.Pointer, reflect.Interface:
 		return !v.IsNil() && redactionChanges(r, v.Elem())
 	case reflect.Slice, reflect.Array:
+		// A struct's field is here only when its elements can hold a
+		// string (stringFields): not asked again for each value.
 		for i := range v.Len() {
 			if redactionChanges(r, v.Index(i)) {
 				return true
@@ -118,8 +154,62 @@ func redactionChanges(r *redact.Redactor, v reflect.Value) bool {
 			}
 		}
 	case reflect.Struct:
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() && redactionChanges(r, v.Field(i)) {
+		for _, i := range stringFields(v.Type()) {
+			if redactionChanges(r, v.Field(i)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fieldsOfType are, by struct type, the exported fields redactValue
+// redacts that can hold a string ([]int); reflect's Type.Field, asked
+// for each field of each value, was most of the cost.
+var fieldsOfType sync.Map
+
+func stringFields(t reflect.Type) []int {
+	if fields, ok := fieldsOfType.Load(t); ok {
+		return fields.([]int)
+	}
+	fields := []int{}
+	for i := range t.NumField() {
+		if f := t.Field(i); f.IsExported() && holdsStrings(f.Type) {
+			fields = append(fields, i)
+		}
+	}
+	fieldsOfType.Store(t, fields)
+	return fields
+}
+
+// holdsStrings reports whether a value of type t can hold a string.
+func holdsStrings(t reflect.Type) bool {
+	if holds, ok := stringTypes.Load(t); ok {
+		return holds.(bool)
+	}
+	holds := canHoldString(t, map[reflect.Type]bool{})
+	stringTypes.Store(t, holds)
+	return holds
+}
+
+// stringTypes are holdsStrings's answers, by type.
+var stringTypes sync.Map
+
+func canHoldString(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if seen[t] {
+		return false // a type that holds itself: its other fields say
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.String, reflect.Interface:
+		return true
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return canHoldString(t.Elem(), seen)
+	case reflect.Map:
+		return canHoldString(t.Key(), seen) || canHoldString(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if f := t.Field(i); f.IsExported() && canHoldString(f.Type, seen) {
 				return true
 			}
 		}

@@ -66,3 +66,49 @@ func TestRedactedOwnedCopiesOnlyWhatASecretIsIn(t *testing.T) {
 		}
 	}
 }
+
+func TestRedactedOwnedFindsASecretBehindFieldsWithoutStrings(t *testing.T) {
+	const secret = "s3cr3t-value-that-is-long-enough"
+	r := redact.New([]string{"MY_API_TOKEN=" + secret})
+	type firing struct {
+		At    time.Time
+		Codes []int
+		Note  string
+	}
+	type response struct {
+		Codes  []int
+		Cost   float64
+		Fired  []firing
+		Chain  *chainNode
+		hidden string
+	}
+	clean := response{Codes: []int{1}, Fired: []firing{{Note: "pending"}, {Note: "pending"}}, Chain: &chainNode{Next: &chainNode{Label: "x"}}, hidden: secret}
+	if got := redactedOwned(r, clean); &got.Fired[0] != &clean.Fired[0] {
+		t.Error("a value without a secret in its exported fields was copied")
+	}
+	for name, v := range map[string]response{
+		"after a string seen clean":   {Fired: []firing{{Note: "pending"}, {Note: "pending"}, {Note: "use " + secret}}},
+		"in a type that holds itself": {Chain: &chainNode{Next: &chainNode{Next: &chainNode{Label: secret}}}},
+	} {
+		got := redactedOwned(r, v)
+		text := fmt.Sprint(got.Fired) + chainText(got.Chain)
+		if !strings.Contains(fmt.Sprint(v.Fired)+chainText(v.Chain), secret) || strings.Contains(text, secret) {
+			t.Errorf("%s: not redacted: %+v", name, got)
+		}
+	}
+}
+
+// chainNode is a type that holds itself.
+type chainNode struct {
+	Next  *chainNode
+	Count int
+	Label string
+}
+
+func chainText(n *chainNode) string {
+	text := ""
+	for ; n != nil; n = n.Next {
+		text += n.Label
+	}
+	return text
+}

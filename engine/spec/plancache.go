@@ -50,7 +50,7 @@ func CacheDir() string {
 }
 
 // cacheMagic starts every entry; its version changes with the layout.
-const cacheMagic = "pipeline plan cache 1\n"
+const cacheMagic = "pipeline plan cache 2\n"
 
 // maxCacheEntries is how many plans a cache folder keeps; the oldest go
 // first.
@@ -64,13 +64,56 @@ func LoadCached(path, specPath, dir string) (*Plan, error) {
 	// Without a working directory (it was removed) relative paths stay
 	// relative, as filepath.Abs would fail and leave them.
 	base, _ := os.Getwd()
-	if dir != "" {
-		// A plan this process has made already is found by the file's
-		// digest alone, not read into memory again: status loads its
-		// plan three times.
+	m, err := loadThroughCache(path, specPath, dir, base, false)
+	if err != nil {
+		return nil, err
+	}
+	return withWarnings(m, base), nil
+}
+
+// PlanHead is what a plan says of the pipeline as a whole, without its
+// phases: what a command that only finds a session, or chooses the
+// backend it runs on, reads (see LoadCachedHead).
+type PlanHead struct {
+	File    string
+	Name    Setting[string]
+	Spec    string
+	Backend Setting[Backend]
+	Digest  string
+}
+
+// Head is the plan's head.
+func (p *Plan) Head() *PlanHead {
+	return &PlanHead{File: p.File, Name: p.Name, Spec: p.Spec, Backend: p.Backend, Digest: p.Digest}
+}
+
+// LoadCachedHead is LoadCached for a caller that reads only the plan's
+// head: one read from the cache costs no decoding of its phases, which
+// is most of a large plan's. Its errors are LoadCached's: files that
+// are not cached are loaded whole, their problems said, and cached.
+func LoadCachedHead(path, specPath, dir string) (*PlanHead, error) {
+	base, _ := os.Getwd()
+	m, err := loadThroughCache(path, specPath, dir, base, true)
+	if err != nil {
+		return nil, err
+	}
+	return m.head, nil
+}
+
+// loadThroughCache is the plan at path as this process loaded it before,
+// or as the cache in dir holds it, or made from the files (and cached).
+// headOnly: a memo of the plan's head alone will do.
+func loadThroughCache(path, specPath, dir, base string, headOnly bool) (*memo, error) {
+	if dir != "" && headOnly {
+		// A head is found by the file's digest alone: the file is not
+		// read into memory (the whole plan's errors and digests need it).
 		if key := fileKey(path, specPath, base); key != "" {
-			if m := recall(loaded, key); m != nil {
-				return withWarnings(m, base), nil
+			if m := recall(loaded, key, true); m != nil {
+				return m, nil
+			}
+			if m := readEntry(cacheEntry{dir: dir, key: key, file: path}, base, true); m != nil {
+				remember(loaded, key, m)
+				return m, nil
 			}
 		}
 	}
@@ -82,32 +125,34 @@ func LoadCached(path, specPath, dir string) (*Plan, error) {
 	if dir != "" {
 		entry.key = cacheKey(path, specPath, base, content)
 	}
-	if m := recall(loaded, entry.key); m != nil {
-		return withWarnings(m, base), nil
+	if m := recall(loaded, entry.key, headOnly); m != nil {
+		return m, nil
 	}
-	plan, refs, specSum := readEntry(entry, base)
-	if plan == nil {
+	m := readEntry(entry, base, headOnly)
+	if m == nil {
 		doc, err := Parse(path, content)
 		if doc == nil {
 			return nil, err
 		}
-		if plan, refs, specSum, err = load(doc, specPath, base); err != nil {
+		plan, refs, specSum, err := load(doc, specPath, base)
+		if err != nil {
 			return nil, err
 		}
 		writeEntry(entry, plan, refs, specSum)
+		m = &memo{made: plan, head: plan.Head(), refs: refs, specSum: specSum}
 	}
-	m := &memo{made: plan, refs: refs, specSum: specSum}
 	remember(loaded, entry.key, m)
-	return withWarnings(m, base), nil
+	return m, nil
 }
 
 // memo is a plan this process has loaded through the cache, without the
-// warnings of its programs. A plan is never changed once made (the
-// methods that change one, such as WithoutHumanGates, copy it), so the
-// commands that load it twice (the session's key, then the session) and
-// the watcher share it.
+// warnings of its programs; or, for LoadCachedHead, its head alone (made
+// nil). A plan is never changed once made (the methods that change one,
+// such as WithoutHumanGates, copy it), so the commands that load it
+// twice (the session's key, then the session) and the watcher share it.
 type memo struct {
 	made    *Plan
+	head    *PlanHead
 	refs    []programRef
 	specSum [sha256.Size]byte
 }
@@ -131,14 +176,17 @@ var loaded = &memos{byID: map[string]*memo{}}
 // maxMemos bounds what a long-lived process (the watcher) keeps.
 const maxMemos = 16
 
-func recall(ms *memos, key string) *memo {
+// recall is the memo of key; nil when there is none, when its spec's
+// frontmatter changed since, or when it holds the head alone and
+// headOnly is false.
+func recall(ms *memos, key string, headOnly bool) *memo {
 	if key == "" {
 		return nil
 	}
 	ms.mu.Lock()
 	m := ms.byID[key]
 	ms.mu.Unlock()
-	if m == nil || !specUnchanged(m) {
+	if m == nil || (m.made == nil && !headOnly) || !specUnchanged(m) {
 		return nil
 	}
 	return m
@@ -159,10 +207,10 @@ func remember(ms *memos, key string, m *memo) {
 // specUnchanged reports whether the memo's spec has the frontmatter it
 // was made with.
 func specUnchanged(m *memo) bool {
-	if m.made.Spec == "" {
+	if m.head.Spec == "" {
 		return true
 	}
-	sum, ok := specSumOf(m.made.Spec)
+	sum, ok := specSumOf(m.head.Spec)
 	return ok && sum == m.specSum
 }
 
@@ -200,7 +248,9 @@ func fileKey(path, specPath, base string) string {
 		return ""
 	}
 	defer f.Close()
-	if n, err := io.Copy(h, io.LimitReader(f, maxYAMLBytes+1)); err != nil || n > maxYAMLBytes {
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	if n, err := io.CopyBuffer(h, io.LimitReader(f, maxYAMLBytes+1), *buf); err != nil || n > maxYAMLBytes {
 		return ""
 	}
 	return hex.EncodeToString(h.Sum(nil))
@@ -228,56 +278,65 @@ type cacheEntry struct {
 }
 
 // header is what an entry holds before its plan: the key, the digest of
-// the spec's frontmatter (zero without a spec) and the plan's checksum.
-const headerSize = len(cacheMagic) + sha256.Size + sha256.Size + 4
+// the spec's frontmatter (zero without a spec), then the length and
+// checksum of the plan's head (see encodePlan) and of the whole plan. A
+// reader of the head alone reads and checks that much of the entry.
+const headerSize = len(cacheMagic) + sha256.Size + sha256.Size + 4*4
+
+// entryFile is what a cache entry holds, read and checked against its
+// checksums and lengths: the payload, or its head alone.
+type entryFile struct {
+	key, specSum [sha256.Size]byte
+	payload      string
+	headLen      int
+}
 
 // castagnoli is made at the first use: its tables cost every command's
 // start 0.1 ms.
 var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
-// readEntry is the cached plan, its programs and the digest of its spec's
-// frontmatter; a nil plan when there is none to trust.
-func readEntry(c cacheEntry, base string) (*Plan, []programRef, [sha256.Size]byte) {
-	var none [sha256.Size]byte
+// readEntry is the memo of the cached plan, or of its head alone when
+// headOnly; nil when there is none to trust.
+func readEntry(c cacheEntry, base string, headOnly bool) *memo {
 	if c.key == "" {
-		return nil, nil, none
+		return nil
 	}
-	raw := readOwnFile(filepath.Join(c.dir, c.key))
-	if len(raw) < headerSize || string(raw[:len(cacheMagic)]) != cacheMagic {
-		return nil, nil, none
+	f, ok := readEntryFile(filepath.Join(c.dir, c.key), headOnly)
+	if !ok || hex.EncodeToString(f.key[:]) != c.key {
+		return nil
 	}
-	header := raw[len(cacheMagic):headerSize]
-	key, sum := header[:sha256.Size], header[2*sha256.Size:]
-	specSum := [sha256.Size]byte(header[sha256.Size : 2*sha256.Size])
-	payload := raw[headerSize:]
-	if hex.EncodeToString(key) != c.key || crc32.Checksum(payload, castagnoli()) != beUint32(sum) {
-		return nil, nil, none
+	head, ok := decodeHead(f.payload[:f.headLen])
+	if !ok {
+		return nil
 	}
 	sources := map[string]func() []string{c.file: linesOnce(c.content)}
-	plan, refs, ok := decodePlan(string(payload), func(file string) func() []string {
+	if head.Spec != "" {
+		specContent, _, err := readHead(head.Spec, maxYAMLBytes+frontmatterSlack)
+		if err != nil {
+			return nil
+		}
+		block, _, _ := frontmatterBlock(specContent)
+		if frontmatterSum(block) != f.specSum {
+			return nil
+		}
+		sources[head.Spec] = linesOnce(specContent)
+	} else if f.specSum != ([sha256.Size]byte{}) {
+		return nil
+	}
+	if headOnly {
+		return &memo{head: head.Head(), specSum: f.specSum}
+	}
+	plan, refs, ok := decodePlan(f.payload, func(file string) func() []string {
 		if lines, ok := sources[file]; ok {
 			return lines
 		}
 		return func() []string { return nil }
 	})
 	if !ok {
-		return nil, nil, none
-	}
-	if plan.Spec != "" {
-		specContent, _, err := readHead(plan.Spec, maxYAMLBytes+frontmatterSlack)
-		if err != nil {
-			return nil, nil, none
-		}
-		block, _, _ := frontmatterBlock(specContent)
-		if frontmatterSum(block) != specSum {
-			return nil, nil, none
-		}
-		sources[plan.Spec] = linesOnce(specContent)
-	} else if specSum != none {
-		return nil, nil, none
+		return nil
 	}
 	plan.redigest = redigester(c.content, plan.File, plan.Spec, base)
-	return plan, refs, specSum
+	return &memo{made: plan, head: plan.Head(), refs: refs, specSum: f.specSum}
 }
 
 // writeEntry caches plan, made from the entry's files and a spec of the
@@ -286,7 +345,7 @@ func writeEntry(c cacheEntry, plan *Plan, refs []programRef, specSum [sha256.Siz
 	if c.key == "" {
 		return
 	}
-	payload, err := encodePlan(plan, refs)
+	payload, headLen, err := encodePlan(plan, refs)
 	if err != nil {
 		return
 	}
@@ -295,6 +354,9 @@ func writeEntry(c cacheEntry, plan *Plan, refs []programRef, specSum [sha256.Siz
 	out = append(out, cacheMagic...)
 	out = append(out, key...)
 	out = append(out, specSum[:]...)
+	out = appendUint32(out, uint32(headLen))
+	out = appendUint32(out, crc32.Checksum(payload[:headLen], castagnoli()))
+	out = appendUint32(out, uint32(len(payload)))
 	out = appendUint32(out, crc32.Checksum(payload, castagnoli()))
 	out = append(out, payload...)
 	if err := os.MkdirAll(c.dir, 0o700); err != nil {
@@ -323,23 +385,57 @@ func frontmatterSum(block []byte) [sha256.Size]byte {
 	return sha256.Sum256(append([]byte("frontmatter\n"), block...))
 }
 
-// readOwnFile reads a regular file of the current user that nobody else
-// may write; nil for any other (or none).
-func readOwnFile(path string) []byte {
+// readEntryFile reads a cache entry, a regular file of the current user
+// that nobody else may write, and checks it against the lengths and
+// checksums of its header: the whole payload, or its head alone when
+// headOnly. ok is false for any other file (or none). The payload is
+// read into a string, not copied into one: the plan's strings are
+// pieces of it.
+func readEntryFile(path string, headOnly bool) (e entryFile, ok bool) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil
+		return e, false
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil || !info.Mode().IsRegular() || info.Mode().Perm()&0o022 != 0 || !ownedByMe(info) || info.Size() > 64<<20 {
-		return nil
+		return e, false
 	}
-	raw := make([]byte, info.Size())
-	if _, err := io.ReadFull(f, raw); err != nil {
-		return nil
+	var header [headerSize]byte
+	if _, err := io.ReadFull(f, header[:]); err != nil || string(header[:len(cacheMagic)]) != cacheMagic {
+		return e, false
 	}
-	return raw
+	rest := header[len(cacheMagic):]
+	e.key, e.specSum = [sha256.Size]byte(rest), [sha256.Size]byte(rest[sha256.Size:])
+	sums := rest[2*sha256.Size:]
+	headLen, headSum, size, sum := beUint32(sums), beUint32(sums[4:]), beUint32(sums[8:]), beUint32(sums[12:])
+	if info.Size() != int64(headerSize)+int64(size) || headLen > size {
+		return e, false
+	}
+	if headOnly {
+		size, sum = headLen, headSum
+	}
+	e.payload, ok = readChecked(f, int(size), sum)
+	e.headLen = int(headLen)
+	return e, ok && (headOnly || crc32.Checksum([]byte(e.payload[:headLen]), castagnoli()) == headSum)
+}
+
+// copyBuffers are what the cache reads files through: the three loads
+// of a status each took one of io.Copy's 32 KiB.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// readChecked reads n bytes of r into a string, and reports whether
+// they have the checksum sum.
+func readChecked(r io.Reader, n int, sum uint32) (string, bool) {
+	var b strings.Builder
+	b.Grow(n)
+	crc := crc32.New(castagnoli())
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	if read, err := io.CopyBuffer(io.MultiWriter(&b, crc), io.LimitReader(r, int64(n)), *buf); err != nil || read != int64(n) {
+		return "", false
+	}
+	return b.String(), crc.Sum32() == sum
 }
 
 // evictOldEntries keeps the newest maxCacheEntries entries of dir.

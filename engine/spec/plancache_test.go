@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
@@ -212,6 +214,125 @@ func TestPlanLoadedTwiceInAProcessIsDecodedOnce(t *testing.T) {
 	}
 }
 
+func TestPlanHeadIsReadFromTheCacheAlone(t *testing.T) {
+	cachedPipeline(t)
+	cache := t.TempDir()
+	fresh, err := Load("phases.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head, hit := headCached(t, cache); hit || !reflect.DeepEqual(head, fresh.Head()) {
+		t.Fatalf("the head of an empty cache: %+v (from the cache: %v), want %+v", head, hit, fresh.Head())
+	}
+	head, hit := headCached(t, cache)
+	if !hit || !reflect.DeepEqual(head, fresh.Head()) {
+		t.Fatalf("the head of a cached plan: %+v (from the cache: %v), want %+v", head, hit, fresh.Head())
+	}
+	// The plan loaded after its head, in the same process, is the whole
+	// plan, not the head's memo.
+	plan, err := LoadCached("phases.yaml", "", cache)
+	if err != nil || planJSON(t, plan) != planJSON(t, fresh) {
+		t.Errorf("the plan loaded after its head differs from Load's: %v", err)
+	}
+	write(t, "spec.md", "---\nbudget: 9\n---\n")
+	if _, hit := headCached(t, cache); hit {
+		t.Error("the head was read from the cache after the spec's frontmatter changed")
+	}
+}
+
+// TestPlanCodecWritesWhatPhasesShareOnce round-trips phases that share
+// some of their settings with the phase before them and not others: the
+// shared ones are read as the previous phase's, and the plan is Load's.
+func TestPlanCodecWritesWhatPhasesShareOnce(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	write(t, "phases.yaml", `version: 1
+name: shared
+agent: {kind: claude}
+defaults:
+  pause_when: {tokens: tokens > 100, time: elapsed > duration("1h")}
+  restart_when: {errors: consecutive_errors >= 3}
+  retry: {backoff: duration("10s")}
+phases:
+  - name: a
+  - name: b
+    pause_when: {cost: cost_usd > 1}
+  - name: c
+    timeout: 5m
+    retry: {when: exit_code == 2}
+    restart_when: {errors: consecutive_errors >= 5}
+  - name: d
+    steps: [{name: t, run: ./t.sh, timeout: 1m}, {name: u, run: ./u.sh}]
+  - name: e
+    prompt: Do e.
+    auto_advance: false
+    steps: [{name: t, run: ./t.sh, timeout: 1m}, {name: u, run: ./v.sh, idle_timeout: 2m}, {name: w, run: ./w.sh}]
+  - name: f
+`)
+	fresh, err := Load("phases.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, refs, _, err := load(mustParse(t, "phases.yaml"), "", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, _, err := encodePlan(fresh, refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, ok := decodePlan(string(payload), func(string) func() []string { return nil })
+	if !ok {
+		t.Fatal("does not decode")
+	}
+	if a, b := planJSON(t, got), planJSON(t, fresh); a != b {
+		t.Errorf("the decoded plan differs from Load's:\n%s\nwant:\n%s", a, b)
+	}
+	p := got.Phases
+	if &p[0].RestartWhen[0] != &p[1].RestartWhen[0] || &p[3].RestartWhen[0] == &p[2].RestartWhen[0] {
+		t.Error("restart_when, as the phase before's, is not shared with it (or c's own is)")
+	}
+	if mask := sameAsBefore(&fresh.Phases[1], &fresh.Phases[0]); mask&samePauseWhen != 0 || mask&sameRestartWhen == 0 || mask&sameRetry == 0 {
+		t.Errorf("b's mask against a: %b", mask)
+	}
+}
+
+func mustParse(t *testing.T, path string) *Document {
+	t.Helper()
+	content, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := Parse(path, content)
+	if doc == nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// FuzzPlanDecode feeds the plan decoders bytes that are not all
+// encodePlan's: they fail, never panic.
+func FuzzPlanDecode(f *testing.F) {
+	doc, err := Parse("phases.yaml", []byte(manyPhasesYAML(3)))
+	if doc == nil {
+		f.Fatal(err)
+	}
+	plan, err := Resolve(doc, nil, ".")
+	if err != nil {
+		f.Fatal(err)
+	}
+	payload, headLen, err := encodePlan(plan, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(payload, headLen)
+	f.Add(payload[:len(payload)/2], headLen)
+	f.Fuzz(func(t *testing.T, payload []byte, headLen int) {
+		decodePlan(string(payload), func(string) func() []string { return nil })
+		decodeHead(string(payload[:max(0, min(headLen, len(payload)))]))
+	})
+}
+
 // entryOf is the one entry of a cache folder.
 func entryOf(t *testing.T, cache string) string {
 	t.Helper()
@@ -226,28 +347,49 @@ func TestPlanCacheNeverTrustsABrokenEntry(t *testing.T) {
 	cachedPipeline(t)
 	cache := t.TempDir()
 	fresh, _ := Load("phases.yaml", "")
-	want := planJSON(t, fresh)
+	want, wantHead := planJSON(t, fresh), fresh.Head()
 	loadCached(t, cache)
 	path := entryOf(t, cache)
 	good, _ := os.ReadFile(path)
+	headEnd := headerSize + int(beUint32(good[headerSize-16:]))
 	check := func(what string, content []byte, mode os.FileMode) {
 		t.Helper()
-		if err := os.WriteFile(path, content, mode); err != nil {
-			t.Fatal(err)
-		}
-		os.Chmod(path, mode)
-		plan, hit := loadCached(t, cache)
-		if hit {
-			t.Errorf("%s: read from the cache", what)
-		}
-		if got := planJSON(t, plan); got != want {
-			t.Errorf("%s: the plan differs from Load's", what)
+		for _, headOnly := range []bool{false, true} {
+			if err := os.WriteFile(path, content, mode); err != nil {
+				t.Fatal(err)
+			}
+			os.Chmod(path, mode)
+			if !headOnly {
+				plan, hit := loadCached(t, cache)
+				if hit {
+					t.Errorf("%s: read from the cache", what)
+				}
+				if got := planJSON(t, plan); got != want {
+					t.Errorf("%s: the plan differs from Load's", what)
+				}
+				continue
+			}
+			// The head alone may be read from an entry whose key, spec
+			// digest, head and head's length and checksum are as
+			// written, and only then: the phases it does not read are
+			// the payload's checksum's to check.
+			head, hit := headCached(t, cache)
+			sums := len(cacheMagic) + 2*sha256.Size
+			intact := len(content) >= headEnd && bytes.Equal(content[:sums+8], good[:sums+8]) &&
+				bytes.Equal(content[headerSize:headEnd], good[headerSize:headEnd]) && mode == 0o600
+			if hit && !intact {
+				t.Errorf("%s: the head was read from the cache", what)
+			}
+			if !reflect.DeepEqual(head, wantHead) {
+				t.Errorf("%s: the head %+v differs from Load's %+v", what, head, wantHead)
+			}
 		}
 	}
-	for _, n := range []int{0, 1, len(cacheMagic), headerSize - 1, headerSize, headerSize + 1, len(good) / 2, len(good) - 1} {
+	for _, n := range []int{0, 1, len(cacheMagic), headerSize - 1, headerSize, headerSize + 1, headEnd - 1, headEnd, len(good) / 2, len(good) - 1} {
 		check(fmt.Sprintf("cut to %d bytes", n), good[:n], 0o600)
 	}
-	for _, at := range []int{0, len(cacheMagic) + 3, len(cacheMagic) + 40, headerSize - 2, headerSize + 5, len(good) - 1} {
+	sums := len(cacheMagic) + 2*sha256.Size
+	for _, at := range []int{0, len(cacheMagic) + 3, len(cacheMagic) + 40, sums + 1, sums + 5, sums + 9, headerSize - 2, headerSize + 5, headEnd - 1, headEnd, len(good) - 1} {
 		bad := append([]byte(nil), good...)
 		bad[at] ^= 0x20
 		check(fmt.Sprintf("byte %d flipped", at), bad, 0o600)
@@ -255,19 +397,42 @@ func TestPlanCacheNeverTrustsABrokenEntry(t *testing.T) {
 	check("writable by others", good, 0o666)
 	check("extra bytes", append(append([]byte(nil), good...), 0), 0o600)
 
-	// A payload that passes the checksum but was not written by
-	// encodePlan: refused, never a panic.
+	// A payload and head that pass their checksums and lengths but were
+	// not written by encodePlan: refused, never a panic.
 	for i, payload := range []string{"", "\x05", "\x01\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", strings.Repeat("\x02", 100),
-		string(good[headerSize : headerSize+(len(good)-headerSize)/3])} {
-		forged := append([]byte(nil), good[:headerSize-4]...)
-		forged = appendUint32(forged, crc32Of([]byte(payload)))
-		check(fmt.Sprintf("forged payload %d", i), append(forged, payload...), 0o600)
+		string(good[headerSize : headerSize+(len(good)-headerSize)/3]), string(good[headerSize:headEnd])} {
+		for _, headLen := range []int{0, len(payload) / 2, len(payload)} {
+			forged := append([]byte(nil), good[:sums]...)
+			forged = appendUint32(forged, uint32(headLen))
+			forged = appendUint32(forged, crc32Of([]byte(payload[:headLen])))
+			forged = appendUint32(forged, uint32(len(payload)))
+			forged = appendUint32(forged, crc32Of([]byte(payload)))
+			check(fmt.Sprintf("forged payload %d, head of %d bytes", i, headLen), append(forged, payload...), 0o600)
+		}
 	}
 	os.Remove(path)
 	os.Mkdir(path, 0o700)
 	if plan, hit := loadCached(t, cache); hit || planJSON(t, plan) != want {
 		t.Error("an entry that is a folder")
 	}
+}
+
+// headCached loads the head through the cache in dir and says whether it
+// came from it: a head read from the cache is remembered without its
+// plan.
+func headCached(t *testing.T, dir string) (*PlanHead, bool) {
+	t.Helper()
+	forgetLoaded()
+	head, err := LoadCachedHead("phases.yaml", "", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded.mu.Lock()
+	defer loaded.mu.Unlock()
+	for _, m := range loaded.byID {
+		return head, m.made == nil
+	}
+	return head, false
 }
 
 func crc32Of(b []byte) uint32 { return crc32.Checksum(b, castagnoli()) }
@@ -287,7 +452,7 @@ func TestPlanCodecCoversEveryField(t *testing.T) {
 			plan.Phases[i].Steps[j].Prompt = ptr(Setting[string]{fmt.Sprintf("own %d %d", i, j), builtIn})
 		}
 	}
-	payload, err := encodePlan(&plan, nil)
+	payload, headLen, err := encodePlan(&plan, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,6 +461,11 @@ func TestPlanCodecCoversEveryField(t *testing.T) {
 		t.Fatal("does not decode")
 	}
 	compare(t, "Plan", reflect.ValueOf(plan), reflect.ValueOf(*got))
+	head, ok := decodeHead(string(payload[:headLen]))
+	if !ok {
+		t.Fatal("the head does not decode")
+	}
+	compare(t, "PlanHead", reflect.ValueOf(*plan.Head()), reflect.ValueOf(*head.Head()))
 }
 
 // fill sets every exported field of v, and what it points to, to a value

@@ -192,17 +192,50 @@ func (e *planEncoder) problems(list []Problem) {
 }
 
 // encodePlan writes plan and the program references its warnings are
-// checked from at each load.
-func encodePlan(plan *Plan, refs []programRef) ([]byte, error) {
+// checked from at each load. The payload is laid out so that the plan's
+// head (what it says of the whole pipeline), its first headLen bytes,
+// can be read without its phases: the symbols and the head, then the
+// tables of expressions and agents and the phases, which use them.
+func encodePlan(plan *Plan, refs []programRef) (payload []byte, headLen int, err error) {
 	e := &planEncoder{symbols: map[string]int{}, exprs: map[*Expr]int{}, agents: map[string]int{}}
+	e.head(plan)
+	head := e.buf
+	e.buf = nil
+	e.length(len(plan.Phases), plan.Phases == nil)
+	var prev *PhasePlan
+	for i := range plan.Phases {
+		e.phase(&plan.Phases[i], prev)
+		prev = &plan.Phases[i]
+	}
+	e.problems(plan.Warnings)
+	e.length(len(refs), refs == nil)
+	for _, r := range refs {
+		e.str(r.path)
+		e.position(r.at)
+		e.str(r.what)
+		e.str(r.source)
+		e.int(int64(r.caret))
+	}
+	if e.err != nil {
+		return nil, 0, e.err
+	}
+	out := binary.AppendUvarint(nil, uint64(len(e.symbols))+1)
+	out = append(out, e.symbolTable...)
+	out = append(out, head...)
+	headLen = len(out)
+	out = binary.AppendUvarint(out, uint64(e.nExprs)+1)
+	out = append(out, e.exprTable...)
+	out = binary.AppendUvarint(out, uint64(e.nAgents)+1)
+	out = append(out, e.agentTable...)
+	return append(out, e.buf...), headLen, nil
+}
+
+// head writes every field of plan but its phases and warnings.
+func (e *planEncoder) head(plan *Plan) {
 	e.str(plan.File)
 	e.settingString(plan.Name)
 	e.str(plan.Spec)
 	e.valueMap(plan.SpecValues)
-	e.length(len(plan.Phases), plan.Phases == nil)
-	for i := range plan.Phases {
-		e.phase(&plan.Phases[i])
-	}
 	e.origin(plan.PhasesFrom)
 	e.strings(plan.FilePhases)
 	e.str(plan.ResumeTemplate)
@@ -230,25 +263,6 @@ func encodePlan(plan *Plan, refs []programRef) ([]byte, error) {
 	e.settingString(plan.CompactPrompt)
 	e.settingBool(plan.SpecStatus)
 	e.str(plan.Digest)
-	e.problems(plan.Warnings)
-	e.length(len(refs), refs == nil)
-	for _, r := range refs {
-		e.str(r.path)
-		e.position(r.at)
-		e.str(r.what)
-		e.str(r.source)
-		e.int(int64(r.caret))
-	}
-	if e.err != nil {
-		return nil, e.err
-	}
-	out := binary.AppendUvarint(nil, uint64(len(e.symbols))+1)
-	out = append(out, e.symbolTable...)
-	out = binary.AppendUvarint(out, uint64(e.nExprs)+1)
-	out = append(out, e.exprTable...)
-	out = binary.AppendUvarint(out, uint64(e.nAgents)+1)
-	out = append(out, e.agentTable...)
-	return append(out, e.buf...), nil
 }
 
 func (e *planEncoder) telemetry(t *Telemetry) {
@@ -273,23 +287,90 @@ func (e *planEncoder) backend(b Setting[Backend]) {
 	e.origin(b.From)
 }
 
-func (e *planEncoder) phase(p *PhasePlan) {
+// What a phase has as the phase before it has it: the phases of a plan
+// mostly share their defaults, and such a field is written as one bit
+// of a mask and read as a copy of the previous phase's (a list shared
+// with it: a plan is never changed once made), not written again.
+const (
+	samePrompt = 1 << iota
+	samePauseWhen
+	sameRestartWhen
+	sameCompactWhen
+	sameRetry
+	sameTimeout
+	sameIdleTimeout
+	sameAutoAdvance
+	sameOnOutOfScope
+)
+
+// sameAsBefore is the mask of p's fields equal to prev's (nil: the first
+// phase).
+func sameAsBefore(p, prev *PhasePlan) uint64 {
+	if prev == nil {
+		return 0
+	}
+	var mask uint64
+	for _, f := range [...]struct {
+		bit  uint64
+		same bool
+	}{
+		{samePrompt, p.Prompt == prev.Prompt},
+		{samePauseWhen, sameTriggers(p.PauseWhen, prev.PauseWhen)},
+		{sameRestartWhen, sameTriggers(p.RestartWhen, prev.RestartWhen)},
+		{sameCompactWhen, p.CompactWhen == prev.CompactWhen},
+		{sameRetry, p.Retry == prev.Retry},
+		{sameTimeout, p.Timeout == prev.Timeout},
+		{sameIdleTimeout, p.IdleTimeout == prev.IdleTimeout},
+		{sameAutoAdvance, p.AutoAdvance == prev.AutoAdvance},
+		{sameOnOutOfScope, p.OnOutOfScope == prev.OnOutOfScope},
+	} {
+		if f.same {
+			mask |= f.bit
+		}
+	}
+	return mask
+}
+
+func (e *planEncoder) phase(p, prev *PhasePlan) {
+	mask := sameAsBefore(p, prev)
+	e.uint(mask)
 	e.str(p.Name)
 	e.origin(p.From)
-	e.settingString(p.Prompt)
-	e.length(len(p.Steps), p.Steps == nil)
-	for _, s := range p.Steps {
-		e.step(s, p.Prompt)
+	if mask&samePrompt == 0 {
+		e.settingString(p.Prompt)
 	}
-	e.triggers(p.PauseWhen)
-	e.triggers(p.RestartWhen)
-	e.settingExpr(p.CompactWhen)
-	e.settingExpr(p.Retry.When)
-	e.settingExpr(p.Retry.Backoff)
-	e.settingExpr(p.Retry.EscalateWhen)
-	e.settingDuration(p.Timeout)
-	e.settingDuration(p.IdleTimeout)
-	e.settingBool(p.AutoAdvance)
+	e.length(len(p.Steps), p.Steps == nil)
+	for i, s := range p.Steps {
+		e.step(s, p.Prompt, stepAt(prev, i))
+	}
+	if mask&samePauseWhen == 0 {
+		e.triggers(p.PauseWhen, prevList(prev, func(p *PhasePlan) []TriggerPlan { return p.PauseWhen }))
+	}
+	if mask&sameRestartWhen == 0 {
+		e.triggers(p.RestartWhen, prevList(prev, func(p *PhasePlan) []TriggerPlan { return p.RestartWhen }))
+	}
+	if mask&sameCompactWhen == 0 {
+		e.settingExpr(p.CompactWhen)
+	}
+	if mask&sameRetry == 0 {
+		e.settingExpr(p.Retry.When)
+		e.settingExpr(p.Retry.Backoff)
+		e.settingExpr(p.Retry.EscalateWhen)
+	}
+	e.settings(mask, p)
+}
+
+// settings writes the rest of a phase, but what is as before.
+func (e *planEncoder) settings(mask uint64, p *PhasePlan) {
+	if mask&sameTimeout == 0 {
+		e.settingDuration(p.Timeout)
+	}
+	if mask&sameIdleTimeout == 0 {
+		e.settingDuration(p.IdleTimeout)
+	}
+	if mask&sameAutoAdvance == 0 {
+		e.settingBool(p.AutoAdvance)
+	}
 	for _, s := range []*Setting[*Expr]{p.DoneWhen, p.When} {
 		e.bool(s != nil)
 		if s != nil {
@@ -301,12 +382,44 @@ func (e *planEncoder) phase(p *PhasePlan) {
 		e.strings(p.Writes.Value)
 		e.origin(p.Writes.From)
 	}
-	e.settingString(p.OnOutOfScope)
+	if mask&sameOnOutOfScope == 0 {
+		e.settingString(p.OnOutOfScope)
+	}
 }
 
-func (e *planEncoder) triggers(list []TriggerPlan) {
+// stepAt is the step at place i of the previous phase, nil when there is
+// none.
+func stepAt(prev *PhasePlan, i int) *StepPlan {
+	if prev == nil || i >= len(prev.Steps) {
+		return nil
+	}
+	return &prev.Steps[i]
+}
+
+// sameTriggers reports whether two lists are equal, nil or not alike.
+func sameTriggers(a, b []TriggerPlan) bool {
+	return slices.Equal(a, b) && (a == nil) == (b == nil)
+}
+
+// prevList is a list of the previous phase, nil for the first phase.
+func prevList(prev *PhasePlan, list func(*PhasePlan) []TriggerPlan) []TriggerPlan {
+	if prev == nil {
+		return nil
+	}
+	return list(prev)
+}
+
+// triggers writes a list of triggers, each one the previous phase's list
+// has (most come from the defaults) by its number there, counted from 1,
+// and any other as 0 and itself.
+func (e *planEncoder) triggers(list, before []TriggerPlan) {
 	e.length(len(list), list == nil)
 	for _, t := range list {
+		if i := slices.Index(before, t); i >= 0 {
+			e.uint(uint64(i) + 1)
+			continue
+		}
+		e.uint(0)
 		e.str(t.Name)
 		e.expr(t.Expr)
 		e.origin(t.From)
@@ -320,14 +433,38 @@ const (
 	ownPrompt
 )
 
-func (e *planEncoder) step(s StepPlan, prompt Setting[string]) {
+// What a step has as the step at its place in the previous phase has
+// it (see samePrompt).
+const (
+	sameStepRun = 1 << iota
+	sameStepTimeout
+	sameStepIdleTimeout
+)
+
+// step writes a step; prev is the step at its place in the previous
+// phase, nil when there is none.
+func (e *planEncoder) step(s StepPlan, prompt Setting[string], prev *StepPlan) {
+	var mask uint64
+	if prev != nil {
+		for _, f := range [...]struct {
+			bit  uint64
+			same bool
+		}{{sameStepRun, s.Run == prev.Run}, {sameStepTimeout, s.Timeout == prev.Timeout}, {sameStepIdleTimeout, s.IdleTimeout == prev.IdleTimeout}} {
+			if f.same {
+				mask |= f.bit
+			}
+		}
+	}
+	e.uint(mask)
 	e.str(s.Name)
 	e.origin(s.From)
 	e.bool(s.Agent != nil)
 	if s.Agent != nil {
 		e.agent(*s.Agent)
 	}
-	e.str(s.Run)
+	if mask&sameStepRun == 0 {
+		e.str(s.Run)
+	}
 	switch {
 	case s.Prompt == nil:
 		e.uint(noPrompt)
@@ -337,6 +474,10 @@ func (e *planEncoder) step(s StepPlan, prompt Setting[string]) {
 		e.uint(ownPrompt)
 		e.settingString(*s.Prompt)
 	}
-	e.settingDuration(s.Timeout)
-	e.settingDuration(s.IdleTimeout)
+	if mask&sameStepTimeout == 0 {
+		e.settingDuration(s.Timeout)
+	}
+	if mask&sameStepIdleTimeout == 0 {
+		e.settingDuration(s.IdleTimeout)
+	}
 }

@@ -52,6 +52,11 @@ func (p *pool[T]) one(v T) *T {
 }
 
 func (d *planDecoder) uint() uint64 {
+	// Most numbers are below 128: one byte.
+	if d.off < len(d.s) && d.s[d.off] < 0x80 {
+		d.off++
+		return uint64(d.s[d.off-1])
+	}
 	var v uint64
 	for shift := 0; shift < 64; shift += 7 {
 		if d.off >= len(d.s) {
@@ -284,18 +289,52 @@ func (d *planDecoder) problems() []Problem {
 func decodePlan(payload string, linesOf func(file string) func() []string) (*Plan, []programRef, bool) {
 	d := &planDecoder{s: payload, linesOf: linesOf}
 	d.symbolTable()
+	plan := &Plan{}
+	d.head(plan)
 	d.exprTable()
 	d.agentTable()
-	plan := &Plan{File: d.str(), Name: d.settingString(), Spec: d.str(), SpecValues: d.valueMap(0)}
 	if n := d.length(); n >= 0 {
 		plan.Phases = make([]PhasePlan, n)
+		var prev *PhasePlan
 		for i := range plan.Phases {
-			d.phase(&plan.Phases[i])
+			d.phase(&plan.Phases[i], prev)
 			if d.failed {
 				return nil, nil, false
 			}
+			prev = &plan.Phases[i]
 		}
 	}
+	plan.Warnings = d.problems()
+	var refs []programRef
+	if n := d.length(); n >= 0 {
+		refs = make([]programRef, n)
+		for i := range refs {
+			refs[i] = programRef{path: d.str(), at: d.position(), what: d.str(), source: d.str(), caret: d.small()}
+		}
+	}
+	if d.failed || d.off != len(d.s) {
+		return nil, nil, false
+	}
+	return plan, refs, true
+}
+
+// decodeHead reads the head of a payload of encodePlan, its first bytes
+// (headLen of them), and not its phases: a plan without phases, warnings
+// or programs. It fails, never panics, on bytes encodePlan did not write.
+func decodeHead(head string) (*Plan, bool) {
+	d := &planDecoder{s: head}
+	d.symbolTable()
+	plan := &Plan{}
+	d.head(plan)
+	if d.failed || d.off != len(d.s) {
+		return nil, false
+	}
+	return plan, true
+}
+
+// head reads what planEncoder.head wrote.
+func (d *planDecoder) head(plan *Plan) {
+	plan.File, plan.Name, plan.Spec, plan.SpecValues = d.str(), d.settingString(), d.str(), d.valueMap(0)
 	plan.PhasesFrom = d.origin()
 	plan.FilePhases = d.strings()
 	plan.ResumeTemplate, plan.ResumeBudget = d.str(), d.small()
@@ -319,18 +358,6 @@ func decodePlan(payload string, linesOf func(file string) func() []string) (*Pla
 	}
 	plan.CompactPrompt, plan.SpecStatus = d.settingString(), d.settingBool()
 	plan.Digest = d.str()
-	plan.Warnings = d.problems()
-	var refs []programRef
-	if n := d.length(); n >= 0 {
-		refs = make([]programRef, n)
-		for i := range refs {
-			refs[i] = programRef{path: d.str(), at: d.position(), what: d.str(), source: d.str(), caret: d.small()}
-		}
-	}
-	if d.failed || d.off != len(d.s) {
-		return nil, nil, false
-	}
-	return plan, refs, true
 }
 
 func (d *planDecoder) backend() Setting[Backend] {
@@ -341,19 +368,57 @@ func (d *planDecoder) backend() Setting[Backend] {
 	return Setting[Backend]{b, d.origin()}
 }
 
-func (d *planDecoder) phase(p *PhasePlan) {
-	p.Name, p.From, p.Prompt = d.str(), d.origin(), d.settingString()
+// phase reads a phase; what it has as prev has it is copied from prev.
+func (d *planDecoder) phase(p, prev *PhasePlan) {
+	mask := d.uint()
+	if mask != 0 && prev == nil || mask >= sameOnOutOfScope<<1 {
+		d.failed = true
+		return
+	}
+	if prev == nil {
+		prev = &PhasePlan{}
+	}
+	p.Name, p.From = d.str(), d.origin()
+	p.Prompt = prev.Prompt
+	if mask&samePrompt == 0 {
+		p.Prompt = d.settingString()
+	}
 	if n := d.length(); n >= 0 {
 		p.Steps = d.stepPool.take(n)
 		var prompt *Setting[string]
 		for i := range p.Steps {
-			d.step(&p.Steps[i], p.Prompt, &prompt)
+			d.step(&p.Steps[i], p.Prompt, &prompt, stepAt(prev, i))
 		}
 	}
-	p.PauseWhen, p.RestartWhen = d.triggers(), d.triggers()
-	p.CompactWhen = d.settingExpr()
-	p.Retry = RetryPlan{When: d.settingExpr(), Backoff: d.settingExpr(), EscalateWhen: d.settingExpr()}
-	p.Timeout, p.IdleTimeout, p.AutoAdvance = d.settingDuration(), d.settingDuration(), d.settingBool()
+	p.PauseWhen, p.RestartWhen = prev.PauseWhen, prev.RestartWhen
+	if mask&samePauseWhen == 0 {
+		p.PauseWhen = d.triggers(prev.PauseWhen)
+	}
+	if mask&sameRestartWhen == 0 {
+		p.RestartWhen = d.triggers(prev.RestartWhen)
+	}
+	p.CompactWhen, p.Retry = prev.CompactWhen, prev.Retry
+	if mask&sameCompactWhen == 0 {
+		p.CompactWhen = d.settingExpr()
+	}
+	if mask&sameRetry == 0 {
+		p.Retry = RetryPlan{When: d.settingExpr(), Backoff: d.settingExpr(), EscalateWhen: d.settingExpr()}
+	}
+	d.settings(mask, p, prev)
+}
+
+// settings reads the rest of a phase.
+func (d *planDecoder) settings(mask uint64, p, prev *PhasePlan) {
+	p.Timeout, p.IdleTimeout, p.AutoAdvance = prev.Timeout, prev.IdleTimeout, prev.AutoAdvance
+	if mask&sameTimeout == 0 {
+		p.Timeout = d.settingDuration()
+	}
+	if mask&sameIdleTimeout == 0 {
+		p.IdleTimeout = d.settingDuration()
+	}
+	if mask&sameAutoAdvance == 0 {
+		p.AutoAdvance = d.settingBool()
+	}
 	if d.bool() {
 		p.DoneWhen = d.exprPool.one(d.settingExpr())
 	}
@@ -363,16 +428,29 @@ func (d *planDecoder) phase(p *PhasePlan) {
 	if d.bool() {
 		p.Writes = &Setting[[]string]{d.strings(), d.origin()}
 	}
-	p.OnOutOfScope = d.settingString()
+	p.OnOutOfScope = prev.OnOutOfScope
+	if mask&sameOnOutOfScope == 0 {
+		p.OnOutOfScope = d.settingString()
+	}
 }
 
-func (d *planDecoder) triggers() []TriggerPlan {
+// triggers reads a list of triggers, some of them the previous phase's
+// (before).
+func (d *planDecoder) triggers(before []TriggerPlan) []TriggerPlan {
 	n := d.length()
 	if n < 0 {
 		return nil
 	}
 	out := d.triggerPool.take(n)
 	for i := range out {
+		if k := d.uint(); k > 0 {
+			if k > uint64(len(before)) {
+				d.failed = true
+				return nil
+			}
+			out[i] = before[k-1]
+			continue
+		}
 		out[i] = TriggerPlan{Name: d.str(), Expr: d.expr(), From: d.origin()}
 	}
 	return out
@@ -380,7 +458,12 @@ func (d *planDecoder) triggers() []TriggerPlan {
 
 // step reads a step; the steps with the phase's prompt share one copy of
 // it, made at the first (*shared).
-func (d *planDecoder) step(s *StepPlan, prompt Setting[string], shared **Setting[string]) {
+func (d *planDecoder) step(s *StepPlan, prompt Setting[string], shared **Setting[string], prev *StepPlan) {
+	mask := d.uint()
+	if mask != 0 && prev == nil || mask >= sameStepIdleTimeout<<1 {
+		d.failed = true
+		return
+	}
 	s.Name, s.From = d.str(), d.origin()
 	if d.bool() {
 		i := d.uint()
@@ -388,10 +471,14 @@ func (d *planDecoder) step(s *StepPlan, prompt Setting[string], shared **Setting
 			d.failed = true
 			return
 		}
-		agent := d.agents[i-1]
-		s.Agent = &agent
+		// Shared by the steps of that agent: a plan is never changed.
+		s.Agent = &d.agents[i-1]
 	}
-	s.Run = d.str()
+	if mask&sameStepRun != 0 {
+		s.Run = prev.Run
+	} else {
+		s.Run = d.str()
+	}
 	switch d.uint() {
 	case noPrompt:
 	case phasePrompt:
@@ -404,5 +491,19 @@ func (d *planDecoder) step(s *StepPlan, prompt Setting[string], shared **Setting
 	default:
 		d.failed = true
 	}
-	s.Timeout, s.IdleTimeout = d.settingDuration(), d.settingDuration()
+	d.stepLimits(mask, s, prev)
+}
+
+// stepLimits reads a step's timeouts, or copies prev's.
+func (d *planDecoder) stepLimits(mask uint64, s, prev *StepPlan) {
+	if mask&sameStepTimeout != 0 {
+		s.Timeout = prev.Timeout
+	} else {
+		s.Timeout = d.settingDuration()
+	}
+	if mask&sameStepIdleTimeout != 0 {
+		s.IdleTimeout = prev.IdleTimeout
+	} else {
+		s.IdleTimeout = d.settingDuration()
+	}
 }

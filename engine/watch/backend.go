@@ -119,7 +119,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// changedOnBackend is catchUp's and specUnchanged's question to the
+// changedOnBackend is catchUp's and specSeen.unchanged's question to the
 // backend: whether t's plan or spec changed since it paused.
 func (w *watcher) changedOnBackend(t *tracked, plan *spec.Plan) bool {
 	changed, err := w.o.Backend.Changed(w.ctx, t.id, plan)

@@ -921,7 +921,11 @@ func (w *watcher) consider(t *tracked, file, change string) {
 			}
 		}
 	}
-	if change == ChangeSpec && w.ownWrite(t) {
+	var spec specSeen
+	if change == ChangeSpec {
+		spec = w.specSeen(t)
+	}
+	if spec.ownWrite {
 		// The session moved its spec's status: no human changed it.
 		skip("the session itself wrote the spec (its status)")
 		return
@@ -952,7 +956,7 @@ func (w *watcher) consider(t *tracked, file, change string) {
 	case len(w.o.Reasons) > 0 && !slices.Contains(w.o.Reasons, t.reason):
 		skip("paused for %s, which --reasons leaves out", t.reason)
 		return
-	case change == ChangeSpec && w.specUnchanged(t):
+	case change == ChangeSpec && spec.unchanged(w, t):
 		skip("the spec is as it was at the pause")
 		return
 	}
@@ -1015,38 +1019,51 @@ func planKey(file, specPath string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// specUnchanged reports whether t's spec is as it was at its pause: a
-// save that changed nothing, or a change already taken in by a resume.
-func (w *watcher) specUnchanged(t *tracked) bool {
+// specSeen is what t's session knows of its spec as it is now, read
+// from the session once (the session's files and the spec, which a
+// resume reads again, were read twice for each change).
+type specSeen struct {
+	// ownWrite: the spec is as t's session last wrote it
+	// (session.SpecWrittenHashFile): it moved its status, no human
+	// changed it.
+	ownWrite bool
+	// atPause: the spec is as it was at t's pause (session.SpecHashFile):
+	// a save that changed nothing, or a change a resume took in.
+	atPause bool
+}
+
+// specSeen reads what t's session knows of its spec. A session on a
+// backend (the fleet) has no store here, and never writes its spec; it
+// is asked on the backend (see unchanged).
+func (w *watcher) specSeen(t *tracked) specSeen {
+	if t.pipe.st == nil {
+		return specSeen{}
+	}
+	x, err := t.pipe.st.ReadSession(t.id)
+	if err != nil {
+		return specSeen{}
+	}
+	written, _ := x.ReadFile(session.SpecWrittenHashFile)
+	kept, _ := x.ReadFile(session.SpecHashFile)
+	x.Close()
+	now, err := os.ReadFile(t.spec)
+	if err != nil {
+		return specSeen{}
+	}
+	hash := session.ContentHash(now)
+	return specSeen{
+		ownWrite: written != nil && strings.TrimSpace(string(written)) == hash,
+		atPause:  kept != nil && strings.TrimSpace(string(kept)) == hash,
+	}
+}
+
+// unchanged reports whether t's spec is as it was at its pause.
+func (s specSeen) unchanged(w *watcher, t *tracked) bool {
 	if w.o.Backend != nil {
 		plan, err := w.planFor(t)
 		return err == nil && !w.changedOnBackend(t, plan)
 	}
-	x, err := t.pipe.st.ReadSession(t.id)
-	if err != nil {
-		return false
-	}
-	kept, _ := x.ReadFile(session.SpecHashFile)
-	x.Close()
-	now, err := os.ReadFile(t.spec)
-	return kept != nil && err == nil && strings.TrimSpace(string(kept)) == session.ContentHash(now)
-}
-
-// ownWrite reports whether t's spec is as t's session last wrote it
-// (session.SpecWrittenHashFile). A session on a backend (the fleet) has
-// no store here, and never writes its spec.
-func (w *watcher) ownWrite(t *tracked) bool {
-	if t.pipe.st == nil {
-		return false
-	}
-	x, err := t.pipe.st.ReadSession(t.id)
-	if err != nil {
-		return false
-	}
-	written, _ := x.ReadFile(session.SpecWrittenHashFile)
-	x.Close()
-	now, err := os.ReadFile(t.spec)
-	return written != nil && err == nil && strings.TrimSpace(string(written)) == session.ContentHash(now)
+	return s.atPause
 }
 
 // replan sends a session this watcher runs its reloaded plan: phases.yaml

@@ -114,7 +114,8 @@ func writePhaseHistory(b *bytes.Buffer, r engine.StatusReport, safe func(string)
 	b.WriteString("\n")
 	tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PHASE\tSTATUS\tATTEMPTS\tTOKENS\tCOST\tTIME\tRETRIES\tRESTARTS\tCOMPACTIONS\tHUMAN\tFILES\tCHECKPOINT\tFIRED")
-	for _, p := range r.Phases {
+	shown, rest := shownPhases(r.Phases)
+	for _, p := range shown {
 		var fired []string
 		for _, f := range p.Fired {
 			fired = append(fired, f.Reason)
@@ -127,6 +128,9 @@ func writePhaseHistory(b *bytes.Buffer, r engine.StatusReport, safe func(string)
 			p.CostUSD, p.Duration, p.Retries, p.Restarts, p.Context.Compactions, p.Human, len(p.FilesChanged), safe(checkpoint), safe(strings.Join(fired, ",")))
 	}
 	tw.Flush()
+	if len(rest) > 0 {
+		fmt.Fprintf(b, "… %d more phases pending, %s to %s (status -o json lists every phase)\n", len(rest), safe(rest[0].Name), safe(rest[len(rest)-1].Name))
+	}
 	for _, p := range r.Phases {
 		if p.Context.Sent > 0 || p.Context.Compactions > 0 {
 			fmt.Fprintf(b, "context (%s): %s\n", safe(p.Name), ContextAccount(p.Context))
@@ -138,6 +142,27 @@ func writePhaseHistory(b *bytes.Buffer, r engine.StatusReport, safe func(string)
 		}
 	}
 
+}
+
+// A run of more than pendingTail phases not started at the end of the
+// history is listed by its first pendingShown phases and a line for the
+// rest: a 1,000-phase plan's history is not 998 rows of zeros.
+const (
+	pendingTail  = 20
+	pendingShown = 3
+)
+
+// shownPhases splits phases into those the history lists and the
+// pending ones it counts in a line.
+func shownPhases(phases []engine.PhaseReport) (shown, rest []engine.PhaseReport) {
+	tail := len(phases)
+	for tail > 0 && phases[tail-1].Status == "pending" && phases[tail-1].Attempts == 0 {
+		tail--
+	}
+	if len(phases)-tail <= pendingTail {
+		return phases, nil
+	}
+	return phases[:tail+pendingShown], phases[tail+pendingShown:]
 }
 
 // writeSkipped writes each phase a false when: skipped, and why.
