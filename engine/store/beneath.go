@@ -43,7 +43,9 @@ func parts(rel string) ([]string, error) {
 
 // name checks that n is one name, usable as a file or folder of the store.
 func name(n string) error {
-	if _, err := parts(n); err != nil || strings.Contains(n, "/") {
+	// parts' checks of one name, without its split: every line of the
+	// index names a session.
+	if n == "" || n == "." || n == ".." || strings.ContainsAny(n, `/\`) {
 		return &fs.PathError{Op: "name", Path: n, Err: errBadName}
 	}
 	return nil

@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -136,6 +137,8 @@ type Store struct {
 	// base is the folder that holds the store's folder, absolute: the
 	// paths the store keeps are relative to it (paths.go).
 	base string
+	// lastAbs is the last path Abs made absolute, and what it made.
+	lastAbs atomic.Pointer[[2]string]
 	// dir is the store's folder, opened once: every file is reached from
 	// it (beneath.go).
 	dir *os.File
