@@ -143,6 +143,12 @@ type Store struct {
 	// it (beneath.go).
 	dir *os.File
 	fd  int
+	// sessions is the sessions folder, opened on its first use and kept
+	// (sessionsFolder): every file of every session is reached through
+	// it, and a run opened it some thirty times.
+	sessionsMu     sync.Mutex
+	sessionsOpened bool
+	sessionsFd     int
 	// Warn gets one line for each thing the store skips rather than
 	// fail on (a line of index.tsv it did not write); os.Stderr unless
 	// set, nil for none.
@@ -347,6 +353,12 @@ func (s *Store) Close() error {
 	if s.dir == nil {
 		return nil
 	}
+	s.sessionsMu.Lock()
+	if s.sessionsOpened {
+		unix.Close(s.sessionsFd)
+		s.sessionsOpened = false
+	}
+	s.sessionsMu.Unlock()
 	return s.dir.Close()
 }
 
