@@ -465,14 +465,18 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 	// Syncing the new session to disk (meta.json, the sessions folder)
 	// goes on while the first step starts; the snapshot waits for it. A
 	// kill -9 needs no sync at all; a power cut in the first moments of a
-	// run may lose the run.
+	// run may lose the run. The two syncs run at once, and with the first
+	// snapshot's own, rather than one after the other: the folder's
+	// rename was made before either (as ever: a snapshot written after
+	// both is what makes the session whole), and syncs given to the disk
+	// together are written in one commit of its journal, where a short
+	// run waited for three one after the other.
 	x.created = make(chan error, 1)
+	metaSynced := make(chan error, 1)
+	go func() { metaSynced <- s.syncFile(x.rel + "/meta.json") }()
 	go func() {
-		err := s.syncFile(x.rel + "/meta.json")
-		if err == nil {
-			err = s.syncFile("sessions")
-		}
-		x.created <- err
+		err := s.syncFile("sessions")
+		x.created <- errors.Join(<-metaSynced, err)
 	}()
 	return x, nil
 }
