@@ -527,15 +527,12 @@ func (s *Store) mkdirOwned(rel string) (*os.File, error) {
 // mkdirOwned): what a kill -9 or a crash in the middle left. It says how
 // many it removed.
 func (s *Store) sweepNew() int {
-	names, err := s.readDirNames("sessions")
+	names, err := s.namesWithPrefix("sessions", newPrefix)
 	if err != nil {
 		return 0
 	}
 	removed := 0
 	for _, n := range names {
-		if !strings.HasPrefix(n, newPrefix) {
-			continue
-		}
 		rel := sessionRel(n)
 		f, err := s.openFile(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 		if err != nil {

@@ -36,3 +36,32 @@ func BenchmarkListColdOf1000Sessions(b *testing.B) {
 		}
 	}
 }
+
+// The folders being made are found among the sessions by their names
+// alone, read raw from the folder.
+func TestNamesWithPrefixFindsTheFoldersBeingMade(t *testing.T) {
+	st := newStore(t)
+	want := map[string]bool{}
+	for i := 0; i < 500; i++ {
+		n := fmt.Sprintf("20261125-%09d-abcdef", i)
+		if i%100 == 7 {
+			n = newPrefix + n
+			want[n] = true
+		}
+		if err := os.Mkdir(filepath.Join(st.Root, "sessions", n), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := st.namesWithPrefix("sessions", newPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("found %q, want %d names", got, len(want))
+	}
+	for _, n := range got {
+		if !want[n] {
+			t.Errorf("found %q, not a folder being made", n)
+		}
+	}
+}
