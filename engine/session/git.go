@@ -76,7 +76,12 @@ func GitFor(dir string) *Git {
 			// The top of a work tree is never ignored: git is asked only
 			// about a folder below it.
 			if d != abs {
+				ignored, fingerprint := ignoredBefore(d, abs)
+				if ignored {
+					return nil
+				}
 				if _, ignored := g.run(nil, "check-ignore", "-q", "--", "."); ignored {
+					rememberIgnored(abs, fingerprint)
 					return nil
 				}
 			}

@@ -189,6 +189,13 @@ func (r *Recorder) relist() error {
 	return nil
 }
 
+// UpToDate tells whether the snapshot written holds every event of the
+// session's log: none is left to write, and none was appended but
+// through this recorder.
+func (r *Recorder) UpToDate() bool {
+	return !r.dirty && r.lastSeq > 0 && r.lastSeq == r.Session.Seq()
+}
+
 // Close writes the last snapshot, and its line in the index.
 func (r *Recorder) Close() error { return r.Snapshot() }
 

@@ -112,6 +112,10 @@ type Session struct {
 	Crashed bool
 
 	lock *store.Lock
+	// holder is what the lock's file says of its holder (this process).
+	holder store.Holder
+	// stepRunning: a step's process group is recorded (StepProcess).
+	stepRunning atomic.Bool
 	// memoryLocked: see Options.memoryLocked.
 	memoryLocked bool
 	state        engine.State
@@ -271,7 +275,8 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 		s.Crashed = s.state.Status == engine.StatusRunning || s.state.Status == ""
 	}
 	s.X = x
-	if err := lock.SetHolder(store.Holder{PID: os.Getpid(), Session: x.Meta.ID, Started: now}); err != nil {
+	s.holder = store.Holder{PID: os.Getpid(), Session: x.Meta.ID, Started: now}
+	if err := lock.SetHolder(s.holder); err != nil {
 		return fail(storeRefused(st, err))
 	}
 	// A pause request left by an earlier pipeline pause is stale now.
@@ -281,7 +286,9 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	if err := sweepOrphans(x, s.Crashed, say); err != nil {
 		return fail(storeRefused(st, err))
 	}
-	if previous.Session != "" && previous.Session != x.Meta.ID && CheckID(previous.Session) == nil {
+	// A holder that ended its session cleanly left nothing to sweep: its
+	// session is not read again (a third of the open of a short run's).
+	if previous.Session != "" && !previous.Ended && previous.Session != x.Meta.ID && CheckID(previous.Session) == nil {
 		if prev, err := st.Session(previous.Session); err == nil {
 			err = sweepOrphans(prev, lastStatus(plan, prev) == engine.StatusRunning, say)
 			prev.Close()
@@ -662,9 +669,12 @@ func (s *Session) StepProcess(pgid int) {
 	// No sync: this matters only after a kill -9, which the kernel's copy
 	// survives.
 	if pgid == 0 {
-		s.X.RemoveFile(stepProcessFile)
+		if s.X.RemoveFile(stepProcessFile) == nil {
+			s.stepRunning.Store(false)
+		}
 		return
 	}
+	s.stepRunning.Store(true)
 	content := strconv.Itoa(pgid)
 	if machine := machineID(); machine != "" {
 		content += " " + machine
@@ -716,6 +726,12 @@ func (s *Session) Close() error {
 	}
 	if err := s.recorder.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("recording the session: %w", err))
+	}
+	if len(errs) == 0 && s.state.Status != engine.StatusRunning && s.state.Status != "" && !s.stepRunning.Load() && s.recorder.UpToDate() {
+		// Said only when sure; on a doubt the next holder sweeps.
+		ended := s.holder
+		ended.Ended = true
+		_ = s.lock.SetHolder(ended)
 	}
 	errs = append(errs, s.X.Close(), s.lock.Release())
 	return errors.Join(errs...)

@@ -43,7 +43,9 @@ func parts(rel string) ([]string, error) {
 
 // name checks that n is one name, usable as a file or folder of the store.
 func name(n string) error {
-	if _, err := parts(n); err != nil || strings.Contains(n, "/") {
+	// parts' checks of one name, without its split: every line of the
+	// index names a session.
+	if n == "" || n == "." || n == ".." || strings.ContainsAny(n, `/\`) {
 		return &fs.PathError{Op: "name", Path: n, Err: errBadName}
 	}
 	return nil
@@ -70,13 +72,19 @@ func (s *Store) parent(rel string) (fd int, last string, done func(), err error)
 	if err != nil {
 		return -1, "", nil, &fs.PathError{Op: "open", Path: rel, Err: err}
 	}
-	fd = s.fd
-	for i, n := range names[:len(names)-1] {
+	fd, from := s.fd, 0
+	if len(names) > 1 && names[0] == "sessions" {
+		if sessions := s.sessionsFolder(); sessions >= 0 {
+			fd, from = sessions, 1
+		}
+	}
+	kept := fd
+	for i, n := range names[from : len(names)-1] {
 		next, err := openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 		if err != nil {
-			err = s.pathError("open", fd, strings.Join(names[:i+1], "/"), n, err)
+			err = s.pathError("open", fd, strings.Join(names[:from+i+1], "/"), n, err)
 		}
-		if fd != s.fd {
+		if fd != kept {
 			unix.Close(fd)
 		}
 		if err != nil {
@@ -85,11 +93,37 @@ func (s *Store) parent(rel string) (fd int, last string, done func(), err error)
 		fd = next
 	}
 	done = func() {
-		if fd != s.fd {
+		if fd != kept {
 			unix.Close(fd)
 		}
 	}
 	return fd, names[len(names)-1], done, nil
+}
+
+// sessionsFolder is the sessions folder, opened once and kept until
+// Close; -1 when it cannot be opened (not there, a link), which the walk
+// from the store's folder then reports. A kept folder that was deleted
+// (with the store, under a live run, or replaced by a link) is let go,
+// and the walk says what is there now.
+func (s *Store) sessionsFolder() int {
+	s.sessionsMu.Lock()
+	defer s.sessionsMu.Unlock()
+	if s.sessionsOpened {
+		var st unix.Stat_t
+		if unix.Fstat(s.sessionsFd, &st) == nil && st.Nlink > 0 {
+			return s.sessionsFd
+		}
+		unix.Close(s.sessionsFd)
+		s.sessionsOpened = false
+	}
+	if !s.sessionsOpened {
+		fd, err := openat(s.fd, "sessions", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			return -1
+		}
+		s.sessionsFd, s.sessionsOpened = fd, true
+	}
+	return s.sessionsFd
 }
 
 // openat is openat(2) with O_NOFOLLOW and O_CLOEXEC, retried on EINTR.
@@ -493,15 +527,12 @@ func (s *Store) mkdirOwned(rel string) (*os.File, error) {
 // mkdirOwned): what a kill -9 or a crash in the middle left. It says how
 // many it removed.
 func (s *Store) sweepNew() int {
-	names, err := s.readDirNames("sessions")
+	names, err := s.namesWithPrefix("sessions", newPrefix)
 	if err != nil {
 		return 0
 	}
 	removed := 0
 	for _, n := range names {
-		if !strings.HasPrefix(n, newPrefix) {
-			continue
-		}
 		rel := sessionRel(n)
 		f, err := s.openFile(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 		if err != nil {

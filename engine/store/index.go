@@ -95,50 +95,53 @@ func (sum Summary) indexLine() []byte {
 // parseIndexLine reads a line of the index as it is written; old is a
 // line of format 1, whose key and paths are not this format's.
 func parseIndexLine(line []byte) (sum Summary, old, ok bool) {
-	// Split on tabs into an array, not a slice bytes.Split would
-	// allocate: every run reads every line of the index.
-	var fields [indexFields + 1][]byte
+	// One string of the whole line, whose fields are slices of it, split
+	// into an array rather than a slice: every run parses the latest line
+	// of every session, and a string per field was most of what a
+	// listing allocated.
+	text := string(line)
+	var fields [indexFields + 1]string
 	n := 0
 	for {
-		i := bytes.IndexByte(line, '\t')
+		i := strings.IndexByte(text, '\t')
 		if n == len(fields) {
 			return Summary{}, false, false // more fields than any format
 		}
 		if i < 0 {
-			fields[n] = line
+			fields[n] = text
 			n++
 			break
 		}
-		fields[n], line = line[:i], line[i+1:]
+		fields[n], text = text[:i], text[i+1:]
 		n++
 	}
 	if n < indexFields-1 || len(fields[0]) == 0 {
 		return Summary{}, false, false
 	}
-	tokens, err1 := strconv.Atoi(string(fields[5]))
-	cost, err2 := strconv.ParseFloat(string(fields[6]), 64)
-	created, err3 := strconv.ParseInt(string(fields[7]), 10, 64)
-	updated, err4 := strconv.ParseInt(string(fields[8]), 10, 64)
+	tokens, err1 := strconv.Atoi(fields[5])
+	cost, err2 := strconv.ParseFloat(fields[6], 64)
+	created, err3 := strconv.ParseInt(fields[7], 10, 64)
+	updated, err4 := strconv.ParseInt(fields[8], 10, 64)
 	if errors.Join(err1, err2, err3, err4) != nil {
 		return Summary{}, false, false
 	}
 	// The id names a folder: one that is not a session's (../../x, a/b)
 	// is not the store's, and acting on it would reach outside the store.
 	// (The key names a lock file only through lockRel, which checks it.)
-	if sessionName(string(fields[0])) != nil {
+	if sessionName(fields[0]) != nil {
 		return Summary{}, false, false
 	}
-	sum = Summary{ID: string(fields[0]), Key: string(fields[1]), Status: string(fields[2]), Phase: string(fields[3]),
-		PauseReason: string(fields[4]), Tokens: tokens, CostUSD: cost, Created: time.Unix(0, created),
-		Updated: time.Unix(0, updated), Pipeline: string(fields[9]), Spec: string(fields[10])}
+	sum = Summary{ID: fields[0], Key: fields[1], Status: fields[2], Phase: fields[3],
+		PauseReason: fields[4], Tokens: tokens, CostUSD: cost, Created: time.Unix(0, created),
+		Updated: time.Unix(0, updated), Pipeline: fields[9], Spec: fields[10]}
 	if sum.Status == statusCompleted && sum.PauseReason == byHand {
 		sum.PauseReason, sum.ByHand = "", true
 	}
 	if n >= indexFields {
-		sum.File = string(fields[11])
+		sum.File = fields[11]
 	}
 	if n > indexFields {
-		sum.ReplayOf = string(fields[12])
+		sum.ReplayOf = fields[12]
 	}
 	return sum, n < indexFields, true
 }
@@ -297,12 +300,13 @@ func (s *Store) parseIndex(content []byte, first int) []latestLine {
 	// last: the list keeps the order of the sessions' first lines), and
 	// its latest line, once parsed (-1 before).
 	type entry struct{ first, line int }
-	latest := map[string]int{} // session id -> its entry
-	var (
-		entries []entry
-		lines   []latestLine
-	)
 	count := bytes.Count(content, []byte{'\n'})
+	// Sized for two lines a session (a run's start and end), rather than
+	// grown from nothing: a listing's largest allocations.
+	sessions := count/2 + 1
+	latest := make(map[string]int, sessions) // session id -> its entry
+	entries := make([]entry, 0, sessions)
+	lines := make([]latestLine, 0, sessions)
 	for n := 0; len(content) > 0; n++ {
 		end := len(content) - 1 // its newline
 		start := bytes.LastIndexByte(content[:end], '\n') + 1

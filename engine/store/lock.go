@@ -22,6 +22,11 @@ type Holder struct {
 	// Host is the machine of PID (SetHolder writes it): a pid names a
 	// process on that machine only (a store on a shared volume).
 	Host string `json:"host,omitempty"`
+	// Ended: the holder let the lock go with Session ended cleanly: not
+	// running, no step of it running, nothing its steps started left
+	// (each step's leftovers were swept when it ended). The next holder
+	// has nothing of Session's to sweep.
+	Ended bool `json:"ended,omitempty"`
 }
 
 // thisHost is the name of this machine, "" when it has none.

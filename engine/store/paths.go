@@ -55,7 +55,14 @@ func (s *Store) Abs(rel string) string {
 	if filepath.IsAbs(rel) {
 		return filepath.Clean(rel)
 	}
-	return filepath.Join(s.base, filepath.FromSlash(rel))
+	// The sessions of a store are mostly of one phases.yaml: a listing
+	// makes the same path absolute for each, and keeps the last one.
+	if last := s.lastAbs.Load(); last != nil && last[0] == rel {
+		return last[1]
+	}
+	abs := filepath.Join(s.base, filepath.FromSlash(rel))
+	s.lastAbs.Store(&[2]string{rel, abs})
+	return abs
 }
 
 // outside reports whether a relative path leaves its folder.

@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -136,10 +137,18 @@ type Store struct {
 	// base is the folder that holds the store's folder, absolute: the
 	// paths the store keeps are relative to it (paths.go).
 	base string
+	// lastAbs is the last path Abs made absolute, and what it made.
+	lastAbs atomic.Pointer[[2]string]
 	// dir is the store's folder, opened once: every file is reached from
 	// it (beneath.go).
 	dir *os.File
 	fd  int
+	// sessions is the sessions folder, opened on its first use and kept
+	// (sessionsFolder): every file of every session is reached through
+	// it, and a run opened it some thirty times.
+	sessionsMu     sync.Mutex
+	sessionsOpened bool
+	sessionsFd     int
 	// Warn gets one line for each thing the store skips rather than
 	// fail on (a line of index.tsv it did not write); os.Stderr unless
 	// set, nil for none.
@@ -344,6 +353,12 @@ func (s *Store) Close() error {
 	if s.dir == nil {
 		return nil
 	}
+	s.sessionsMu.Lock()
+	if s.sessionsOpened {
+		unix.Close(s.sessionsFd)
+		s.sessionsOpened = false
+	}
+	s.sessionsMu.Unlock()
 	return s.dir.Close()
 }
 
@@ -450,14 +465,18 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 	// Syncing the new session to disk (meta.json, the sessions folder)
 	// goes on while the first step starts; the snapshot waits for it. A
 	// kill -9 needs no sync at all; a power cut in the first moments of a
-	// run may lose the run.
+	// run may lose the run. The two syncs run at once, and with the first
+	// snapshot's own, rather than one after the other: the folder's
+	// rename was made before either (as ever: a snapshot written after
+	// both is what makes the session whole), and syncs given to the disk
+	// together are written in one commit of its journal, where a short
+	// run waited for three one after the other.
 	x.created = make(chan error, 1)
+	metaSynced := make(chan error, 1)
+	go func() { metaSynced <- s.syncFile(x.rel + "/meta.json") }()
 	go func() {
-		err := s.syncFile(x.rel + "/meta.json")
-		if err == nil {
-			err = s.syncFile("sessions")
-		}
-		x.created <- err
+		err := s.syncFile("sessions")
+		x.created <- errors.Join(<-metaSynced, err)
 	}()
 	return x, nil
 }

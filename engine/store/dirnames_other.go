@@ -1,0 +1,27 @@
+//go:build !linux
+
+package store
+
+import (
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// namesWithPrefix lists the names in the folder rel that start with
+// prefix.
+func (s *Store) namesWithPrefix(rel, prefix string) ([]string, error) {
+	f, err := s.openFile(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	all, err := f.Readdirnames(-1)
+	var names []string
+	for _, n := range all {
+		if strings.HasPrefix(n, prefix) {
+			names = append(names, n)
+		}
+	}
+	return names, err
+}
