@@ -2,7 +2,6 @@ package search
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -198,10 +197,6 @@ func endsInWord(s string) bool {
 // fewer matches has them all scored.
 var candidates = 500 // a variable for the tests
 
-// wordMatches bounds, in candidates, the matches of a phrase's words
-// scored to rank the phrase's matches (see rank).
-const wordMatches = 2
-
 // Find returns the hits of q, best first: the best by BM25 among the
 // most recent matches (see candidates). It reads the index as it is:
 // Update first to see what is new.
@@ -221,113 +216,6 @@ func (ix *Index) Find(ctx context.Context, q Query) ([]Hit, error) {
 	}
 	ix.times.done("rank")
 	return ix.hits(ctx, match, found)
-}
-
-// ranked is a match's document and its BM25 score (FTS5's: lower is
-// better).
-type ranked struct {
-	id    int64
-	score float64
-}
-
-// rank finds the best limit documents among the most recent matches of
-// terms that pass q's filters. It reads the ids and scores alone.
-//
-// FTS5's bm25() counts, the first time, the documents each phrase of the
-// query matches, in the whole index: for a word, a walk of its list of
-// documents; for a phrase of several words, the phrase's query over all
-// of them, as slow as scoring every match. A query with a phrase is then
-// ranked in two steps: its most recent matches, then bm25() of its words
-// (the phrases' words each on its own) over those.
-func (ix *Index) rank(ctx context.Context, q Query, terms []term, limit int) ([]ranked, error) {
-	from, where, args := filtered(q, expression(terms))
-	bound := max(candidates, limit)
-	split, phrase := words(terms)
-	if !phrase {
-		return ix.scored(ctx, `SELECT id, score FROM (SELECT text.rowid AS id, bm25(text) AS score FROM `+from+`
-			WHERE `+where+` ORDER BY text.rowid DESC LIMIT ?)
-			ORDER BY score LIMIT ?`, append(args, bound, limit)...)
-	}
-	ids, err := ix.ids(ctx, `SELECT text.rowid FROM `+from+` WHERE `+where+` ORDER BY text.rowid DESC LIMIT ?`,
-		append(args, bound)...)
-	if err != nil || len(ids) == 0 {
-		return nil, err
-	}
-	// ids are newest first: the words' matches between the oldest and the
-	// newest, scored, are kept where they are ids. The words match more
-	// documents than the phrase: the scoring stops after wordMatches of
-	// them (a phrase's older matches, among many more of its words, are
-	// left out).
-	all, err := ix.scored(ctx, `SELECT rowid, bm25(text) FROM text WHERE text MATCH ? AND rowid BETWEEN ? AND ?
-		ORDER BY rowid DESC LIMIT ?`, expression(split), ids[len(ids)-1], ids[0], wordMatches*bound)
-	if err != nil {
-		return nil, err
-	}
-	keep := make(map[int64]bool, len(ids))
-	for _, id := range ids {
-		keep[id] = true
-	}
-	found := slices.DeleteFunc(all, func(r ranked) bool { return !keep[r.id] })
-	slices.SortStableFunc(found, func(a, b ranked) int { return cmp.Compare(a.score, b.score) })
-	return found[:min(limit, len(found))], nil
-}
-
-// filtered is the FROM and WHERE of a query of match with q's filters.
-// Without a filter the full-text table alone is read: a join would look
-// up every match's row in docs.
-func filtered(q Query, match string) (from, where string, args []any) {
-	conditions := []string{"text MATCH ?"}
-	args = []any{match}
-	if q.Session != "" {
-		conditions, args = append(conditions, "d.session = ?"), append(args, q.Session)
-	}
-	if q.Phase != "" {
-		conditions, args = append(conditions, "d.phase = ?"), append(args, q.Phase)
-	}
-	if !q.Since.IsZero() {
-		conditions, args = append(conditions, "d.at >= ?"), append(args, q.Since.UnixNano())
-	}
-	from = "text"
-	if len(conditions) > 1 {
-		from = "text JOIN docs d ON d.id = text.rowid"
-	}
-	return from, strings.Join(conditions, " AND "), args
-}
-
-// scored runs a query of ids and scores.
-func (ix *Index) scored(ctx context.Context, query string, args ...any) ([]ranked, error) {
-	rows, err := ix.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var found []ranked
-	for rows.Next() {
-		var r ranked
-		if err := rows.Scan(&r.id, &r.score); err != nil {
-			return nil, err
-		}
-		found = append(found, r)
-	}
-	return found, rows.Err()
-}
-
-// ids runs a query of ids.
-func (ix *Index) ids(ctx context.Context, query string, args ...any) ([]int64, error) {
-	rows, err := ix.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
 }
 
 // hits makes the documents found into hits: where each comes from, and
