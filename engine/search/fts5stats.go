@@ -15,7 +15,6 @@ package search
 
 import (
 	"encoding/binary"
-	"runtime"
 	"sync"
 	"unsafe"
 
@@ -127,13 +126,16 @@ func matchStats(tls *libc.TLS, pAPI, pFts, pCtx uintptr, _ int32, _ uintptr) {
 		sqlite3.Xsqlite3_result_error_code(tls, pCtx, rc)
 		return
 	}
-	blob := make([]byte, 0, 8*len(out))
-	for _, v := range out {
-		blob = binary.LittleEndian.AppendUint64(blob, uint64(v))
+	// In C memory: SQLite copies it (SQLITE_TRANSIENT) before this
+	// returns; the race detector's pointer checks refuse Go memory there.
+	size := 8 * len(out)
+	blob := tls.Alloc(size)
+	defer tls.Free(size)
+	mem := unsafe.Slice(at[byte](blob), size)
+	for i, v := range out {
+		binary.LittleEndian.PutUint64(mem[8*i:], uint64(v))
 	}
-	// SQLITE_TRANSIENT: SQLite copies the blob before this returns.
-	sqlite3.Xsqlite3_result_blob(tls, pCtx, uintptr(unsafe.Pointer(&blob[0])), int32(len(blob)), ^uintptr(0))
-	runtime.KeepAlive(blob)
+	sqlite3.Xsqlite3_result_blob(tls, pCtx, blob, int32(size), ^uintptr(0))
 }
 
 // matchStatsOf decodes a statsFunction blob.
