@@ -214,7 +214,7 @@ func (ix *Index) Find(ctx context.Context, q Query) ([]Hit, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix.times.done("rank")
+	ix.times.done("rank: scores")
 	return ix.hits(ctx, match, found)
 }
 
