@@ -138,15 +138,15 @@ func matchStats(tls *libc.TLS, pAPI, pFts, pCtx uintptr, _ int32, _ uintptr) {
 	sqlite3.Xsqlite3_result_blob(tls, pCtx, blob, int32(size), ^uintptr(0))
 }
 
-// matchStatsOf decodes a statsFunction blob.
-func matchStatsOf(blob []byte) (rows, tokens, docTokens int64, counts []int64) {
+// appendMatchStats decodes a statsFunction blob: its phrases' counts are
+// appended to counts.
+func appendMatchStats(counts []int64, blob []byte) (rows, tokens, docTokens int64, _ []int64) {
 	if len(blob) < 8*statPhrases {
-		return 0, 0, 0, nil
+		return 0, 0, 0, counts
 	}
 	get := func(i int) int64 { return int64(binary.LittleEndian.Uint64(blob[8*i:])) }
-	counts = make([]int64, len(blob)/8-statPhrases)
-	for i := range counts {
-		counts[i] = get(statPhrases + i)
+	for i := statPhrases; i < len(blob)/8; i++ {
+		counts = append(counts, get(i))
 	}
 	return get(statRows), get(statTokens), get(statDocTokens), counts
 }

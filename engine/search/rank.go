@@ -92,10 +92,13 @@ func (ix *Index) recentMatches(ctx context.Context, q Query, expr string, bound 
 		return nil, sample, err
 	}
 	defer rows.Close()
+	var (
+		blob   sql.RawBytes // SQLite's own, valid until the next row
+		counts []int64      // of every match kept, one after the other
+	)
 	for len(kept) < bound && rows.Next() {
 		var (
 			m    match
-			blob []byte
 			pass bool
 		)
 		if err := rows.Scan(&m.id, &blob, &pass); err != nil {
@@ -106,7 +109,9 @@ func (ix *Index) recentMatches(ctx context.Context, q Query, expr string, bound 
 			sample.oldest = m.id
 		}
 		if pass {
-			m.rows, m.tokens, m.docTokens, m.counts = matchStatsOf(blob)
+			start := len(counts)
+			m.rows, m.tokens, m.docTokens, counts = appendMatchStats(counts, blob)
+			m.counts = counts[start:len(counts):len(counts)]
 			kept = append(kept, m)
 		}
 	}
