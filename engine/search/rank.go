@@ -233,16 +233,16 @@ func (ix *Index) rowidSpan(ctx context.Context) (rowids, error) {
 }
 
 // documents is how many documents of the index a term is in, from the
-// sample of its most recent matches (at most bound). Fewer than bound are
-// all its matches. bound of them are as many of the documents from the
-// oldest of them to the newest: the term is in the rest of the index as
-// densely (the ids spread evenly over the documents), at most in every
-// one of rows.
+// sample of its most recent matches (at most bound). Fewer than bound, or
+// a walk to the first document, are all its matches. bound of them are
+// as many of the newest documents, those with the ids from the oldest of
+// them up (ids are given in order, and the newest have had no time to
+// leave gaps): the term is in the rest of the index's rows as densely,
+// and at most in every one.
 func (span rowids) documents(s matchSample, bound int, rows float64) float64 {
 	if s.count < bound || s.oldest <= span.low || span.high < s.oldest {
 		return min(rows, float64(s.count))
 	}
 	newest := float64(span.high - s.oldest + 1)
-	all := float64(span.high - span.low + 1)
-	return min(rows, float64(s.count)*all/newest)
+	return min(rows, float64(s.count)*rows/newest)
 }
