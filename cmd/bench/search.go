@@ -25,7 +25,7 @@ var (
 	searchBytes   = flag.Int64("search-bytes", 1<<30, "bytes of transcripts for -search")
 	searchQueries = flag.Int("search-queries", 300, "queries for the -search latency figures, in the bench's process and through the binary")
 	searchKeep    = flag.String("search-keep", "", "for -search: keep the generated sessions and their index in this folder, and reuse them when it has them (the transcripts are not written again, nor indexed)")
-	searchAgainst = flag.String("search-against", "", "for -search: another pipeline binary (an earlier build, with its pipeline-temporal beside it) whose queries run in turns with this one's, over the same index")
+	searchAgainst = flag.String("search-against", "", "for -search: another pipeline binary (an earlier build, with its pipeline-temporal beside it) whose queries run in turns with this one's, over the same index (it must read the same index format: each would rebuild one of another schema version)")
 )
 
 // sessionBytes is the size of one generated session's transcripts: two
