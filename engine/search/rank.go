@@ -75,51 +75,64 @@ type matchSample struct {
 
 // recentMatches reads the most recent matches of expr, newest first,
 // with statsFunction's statistics, and keeps up to bound of those that
-// pass q's filters. The walk reads at least bound matches, if there are
-// as many, filtered or not (bound kept are as many read): sample is of
-// those.
+// pass q's filters. sample is of the first bound matches, filtered or
+// not: the walk reads them all (with the statistics of those that pass),
+// then, if it needs more, goes on from the oldest of them with SQLite
+// keeping only those that pass (a filter that passes few would otherwise
+// bring every match to this side).
 func (ix *Index) recentMatches(ctx context.Context, q Query, expr string, bound int) (kept []match, sample matchSample, err error) {
 	from, passes, args := filters(q)
-	query := `SELECT text.rowid, ` + statsFunction + `(text), ` + passes + ` FROM ` + from + `
-		WHERE text MATCH ? ORDER BY text.rowid DESC`
-	args = append(args, expr)
-	if from == "text" {
-		query += ` LIMIT ?`
-		args = append(args, bound)
+	stats := statsFunction + `(text)`
+	if len(args) > 0 {
+		stats = `CASE WHEN ` + passes + ` THEN ` + stats + ` END`
 	}
+	first := append(slices.Clone(args), expr, bound)
+	kept, err = ix.walkMatches(ctx, kept, &sample, `SELECT text.rowid, `+stats+` FROM `+from+`
+		WHERE text MATCH ? ORDER BY text.rowid DESC LIMIT ?`, first...)
+	if err != nil || len(args) == 0 || sample.count < bound || len(kept) >= bound {
+		return kept, sample, err
+	}
+	rest := append([]any{expr}, args...)
+	rest = append(rest, sample.oldest, bound-len(kept))
+	kept, err = ix.walkMatches(ctx, kept, nil, `SELECT text.rowid, `+statsFunction+`(text) FROM `+from+`
+		WHERE text MATCH ? AND `+passes+` AND text.rowid < ? ORDER BY text.rowid DESC LIMIT ?`, rest...)
+	return kept, sample, err
+}
+
+// walkMatches runs a query of ids and statsFunction's blobs (NULL: a
+// match that does not pass the filters), appends those with a blob to
+// kept, and counts every row in sample (when not nil).
+func (ix *Index) walkMatches(ctx context.Context, kept []match, sample *matchSample, query string, args ...any) ([]match, error) {
 	rows, err := ix.db.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, sample, err
+		return nil, err
 	}
 	defer rows.Close()
 	var (
 		blob   sql.RawBytes // SQLite's own, valid until the next row
-		counts []int64      // of every match kept, one after the other
+		counts []int64      // of every match kept here, one after the other
 	)
-	for len(kept) < bound && rows.Next() {
-		var (
-			m    match
-			pass bool
-		)
-		if err := rows.Scan(&m.id, &blob, &pass); err != nil {
-			return nil, sample, err
+	for rows.Next() {
+		var m match
+		if err := rows.Scan(&m.id, &blob); err != nil {
+			return nil, err
 		}
-		if sample.count < bound {
+		if sample != nil {
 			sample.count++
 			sample.oldest = m.id
 		}
-		if pass {
+		if blob != nil {
 			start := len(counts)
 			m.rows, m.tokens, m.docTokens, counts = appendMatchStats(counts, blob)
 			m.counts = counts[start:len(counts):len(counts)]
 			kept = append(kept, m)
 		}
 	}
-	return kept, sample, rows.Err()
+	return kept, rows.Err()
 }
 
 // filters is the FROM of a query with q's filters, and the condition
-// that they pass (its arguments in args). Without a filter the
+// that they pass (its arguments in args; none without a filter). Without a filter the
 // full-text table alone is read: a join would look up every match's row
 // in docs.
 func filters(q Query) (from, passes string, args []any) {
@@ -134,7 +147,7 @@ func filters(q Query) (from, passes string, args []any) {
 		conditions, args = append(conditions, "d.at >= ?"), append(args, q.Since.UnixNano())
 	}
 	if len(conditions) == 0 {
-		return "text", "1", nil
+		return "text", "", nil
 	}
 	return "text JOIN docs d ON d.id = text.rowid", "(" + strings.Join(conditions, " AND ") + ")", args
 }
