@@ -118,7 +118,7 @@ func matchStats(tls *libc.TLS, pAPI, pFts, pCtx uintptr, _ int32, _ uintptr) {
 	inst := *(*func(*libc.TLS, uintptr, int32, uintptr, uintptr, uintptr) int32)(unsafe.Pointer(&struct{ uintptr }{api.FxInst}))
 	for i := int32(0); rc == sqlite3.SQLITE_OK && i < instances; i++ {
 		rc = inst(tls, pFts, i, bp, bp+4, bp+8)
-		if phrase := int(*at[int32](bp)); rc == sqlite3.SQLITE_OK && phrase < phrases {
+		if phrase := int(*at[int32](bp)); rc == sqlite3.SQLITE_OK && phrase >= 0 && phrase < phrases {
 			out[statPhrases+phrase]++
 		}
 	}
