@@ -302,8 +302,14 @@ func (ix *Index) chunkFromFile(session, rel string, offset, length int64) string
 
 // highlight marks the matches of match in each text, as FTS5 finds them:
 // the texts go to a full-text table in memory (temp.marks, of the same
-// tokenizer) for highlight(), and leave it. A text with no match (its
-// file changed since it was indexed) comes back unmarked.
+// tokenizer) for highlight(). A text with no match (its file changed
+// since it was indexed) comes back unmarked.
+//
+// The texts go in by one statement (20 of them by one statement each
+// took 3.1 ms of CPU, by one 1.4 ms), and stay until the next highlight
+// on the connection: deleting from an FTS5 table tokenizes each text
+// again (1 ms), and a search's connection is closed after one (the
+// table goes with it).
 func (ix *Index) highlight(ctx context.Context, match string, texts []string) ([]string, error) {
 	out := slices.Clone(texts)
 	if len(texts) == 0 {
@@ -313,9 +319,17 @@ func (ix *Index) highlight(ctx context.Context, match string, texts []string) ([
 		tokenize='unicode61 remove_diacritics 2')`); err != nil {
 		return nil, err
 	}
-	defer ix.db.ExecContext(context.WithoutCancel(ctx), `DELETE FROM temp.marks`)
-	for i, text := range texts {
-		if _, err := ix.db.ExecContext(ctx, `INSERT INTO temp.marks(rowid, body) VALUES(?, ?)`, i, text); err != nil {
+	if _, err := ix.db.ExecContext(ctx, `DELETE FROM temp.marks`); err != nil {
+		return nil, err
+	}
+	for start := 0; start < len(texts); start += marksPerInsert {
+		batch := texts[start:min(len(texts), start+marksPerInsert)]
+		values := strings.Repeat("(?, ?), ", len(batch)-1) + "(?, ?)"
+		args := make([]any, 0, 2*len(batch))
+		for i, text := range batch {
+			args = append(args, start+i, text)
+		}
+		if _, err := ix.db.ExecContext(ctx, `INSERT INTO temp.marks(rowid, body) VALUES `+values, args...); err != nil {
 			return nil, err
 		}
 	}
@@ -336,6 +350,10 @@ func (ix *Index) highlight(ctx context.Context, match string, texts []string) ([
 	}
 	return out, rows.Err()
 }
+
+// marksPerInsert bounds the texts of one statement that fills temp.marks
+// (two of SQLite's variables each, of 32,766 at most).
+const marksPerInsert = 500
 
 // Markers of the matches in highlight()'s text: control characters,
 // which the indexed text never holds (see appendPlain).

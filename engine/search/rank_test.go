@@ -170,3 +170,26 @@ func TestDocumentFrequencyFromTheMostRecentMatches(t *testing.T) {
 		t.Errorf("zebra in %v documents of the 20 left, want about 10", docs[0])
 	}
 }
+
+// The hits' texts go to the highlighting table by statements of up to
+// marksPerInsert, and a second highlight on the connection replaces the
+// first one's texts (which stay until then).
+func TestHighlightInBatches(t *testing.T) {
+	ix := newProject(t).open()
+	texts := make([]string, 2*marksPerInsert+3)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("line %d\nthe walrus %d said", i, i)
+	}
+	for round := range 2 {
+		marked, err := ix.highlight(context.Background(), expression(parseTerms("walrus")), texts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range marked {
+			if want := fmt.Sprintf("the %cwalrus%c %d said", markOpen, markClose, i); !strings.Contains(m, want) {
+				t.Fatalf("round %d, text %d: %q, want %q in it", round, i, m, want)
+			}
+		}
+		texts = texts[:marksPerInsert-1]
+	}
+}
