@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,6 +24,8 @@ var (
 	searchOnly    = flag.Bool("search", false, "measure only pipeline search: indexing -search-bytes of generated transcripts, then queries over that index")
 	searchBytes   = flag.Int64("search-bytes", 1<<30, "bytes of transcripts for -search")
 	searchQueries = flag.Int("search-queries", 300, "queries for the -search latency figures, in the bench's process and through the binary")
+	searchKeep    = flag.String("search-keep", "", "for -search: keep the generated sessions and their index in this folder, and reuse them when it has them (the transcripts are not written again, nor indexed)")
+	searchAgainst = flag.String("search-against", "", "for -search: another pipeline binary (an earlier build, with its pipeline-temporal beside it) whose queries run in turns with this one's, over the same index (it must read the same index format: each would rebuild one of another schema version)")
 )
 
 // sessionBytes is the size of one generated session's transcripts: two
@@ -35,63 +38,148 @@ const sessionBytes = 20 << 20
 // process (the index alone), and through the binary (what a user waits
 // for: start-up, the check for anything new across every file, the
 // query), each kind of query on its own line, with the load average.
+// With -search-keep the store and its index are kept, and a later run
+// measures the queries alone over them; with -search-against, an earlier
+// build's queries run in turns with this one's.
 func searchFigures(pipeline, work string, total int64, queries int) {
+	if *searchKeep != "" {
+		work = *searchKeep
+		check(os.MkdirAll(work, 0o755))
+	}
 	root := filepath.Join(work, ".pipeline")
 	fmt.Printf("pipeline search bench: %d cores, files in %s; load average %s\n\n", numCPU(), work, loadAverage())
 	start := time.Now()
-	written, sessions, files := writeTranscripts(root, total)
-	fmt.Printf("1. generated %s of stream-json transcripts: %d sessions, %d files, in %s\n\n", mb(written), sessions, files, ms(time.Since(start)))
+	g, kept := keptTranscripts(work, total)
+	if kept {
+		fmt.Printf("1. kept from an earlier run (-search-keep): %s of stream-json transcripts: %d sessions, %d files\n\n", mb(g.Written), g.Sessions, g.Files)
+		took, cpu, rss := runSearch(pipeline, root, "indexing")
+		fmt.Printf("   the index: %s (%.0f%% of the text); a search with nothing new: %s, CPU %s, peak memory %s\n\n", mb(indexSize(root)),
+			100*float64(indexSize(root))/float64(g.Written), ms(took), ms(cpu), kb(rss))
+	} else {
+		g = writeTranscripts(root, total)
+		fmt.Printf("1. generated %s of stream-json transcripts: %d sessions, %d files, in %s\n\n", mb(g.Written), g.Sessions, g.Files, ms(time.Since(start)))
+		indexingFigures(pipeline, root, g)
+		if *searchKeep != "" {
+			keepTranscripts(work, g)
+		}
+	}
+	qs := benchQueries(queries)
+	fmt.Printf("3. queries: %d, varied (common, middling and rare words, two words, phrases; a fifth with --phase); load average %s\n", len(qs), loadAverage())
+	printQueryFigures("in this process (the index alone)", queriesInProcess(root, qs))
+	fmt.Println()
+	against := ""
+	if *searchAgainst != "" {
+		var err error
+		against, err = filepath.Abs(*searchAgainst)
+		check(err)
+	}
+	mine, theirs := queriesThroughBinaries(pipeline, against, root, qs)
+	printQueryFigures("pipeline search (the binary, start to end)", mine)
+	if against != "" {
+		printQueryFigures("-search-against "+filepath.Base(filepath.Dir(against))+"/"+filepath.Base(against)+" (in turns)", theirs)
+	}
+	fmt.Printf("   load average after: %s\n\n", loadAverage())
+}
 
-	// The first search indexes everything.
+// indexingFigures times the first search, which indexes everything, and
+// one with nothing new.
+func indexingFigures(pipeline, root string, g generated) {
 	load := loadAverage()
 	took, cpu, rss := runSearch(pipeline, root, "indexing")
 	size := indexSize(root)
 	fmt.Printf("2. indexing (the first pipeline search): %s in %s: %.1f MB/s; CPU %s: %.1f MB per CPU second; peak memory %s\n",
-		mb(written), ms(took), float64(written)/1e6/took.Seconds(), ms(cpu), float64(written)/1e6/cpu.Seconds(), kb(rss))
+		mb(g.Written), ms(took), float64(g.Written)/1e6/took.Seconds(), ms(cpu), float64(g.Written)/1e6/cpu.Seconds(), kb(rss))
 	fmt.Printf("   the index: %s (%.0f%% of the text); load average before %s, after %s\n", mb(size),
-		100*float64(size)/float64(written), load, loadAverage())
+		100*float64(size)/float64(g.Written), load, loadAverage())
 	took, cpu, rss = runSearch(pipeline, root, "indexing")
-	fmt.Printf("   a search with nothing new (%d sessions, %d files): %s, CPU %s, peak memory %s\n\n", sessions, files, ms(took), ms(cpu), kb(rss))
+	fmt.Printf("   a search with nothing new (%d sessions, %d files): %s, CPU %s, peak memory %s\n\n", g.Sessions, g.Files, ms(took), ms(cpu), kb(rss))
+}
 
-	qs := benchQueries(queries)
-	fmt.Printf("3. queries: %d, varied (common, middling and rare words, two words, phrases; a fifth with --phase); load average %s\n", len(qs), loadAverage())
+// queriesInProcess runs the queries on the index opened in this process.
+func queriesInProcess(root string, qs []benchQuery) queryTimes {
 	st, err := store.Open(root)
 	check(err)
+	defer st.Close()
 	ix, err := search.Open(st, search.Options{Warn: os.Stderr})
 	check(err)
-	inProcess := timeQueries(qs, func(q search.Query) (int, time.Duration) {
+	defer ix.Close()
+	return timeQueries(qs, func(q search.Query) (int, time.Duration) {
 		before := selfCPU()
 		found, err := ix.Find(context.Background(), q)
 		check(err)
 		return len(found), selfCPU() - before
 	})
-	check(ix.Close())
-	check(st.Close())
-	printQueryFigures("in this process (the index alone)", inProcess)
-	fmt.Println()
-	viaBinary := timeQueries(qs, func(q search.Query) (int, time.Duration) {
-		args := []string{"search", "--state-dir", root, "-o", "json", q.Text}
-		if q.Phase != "" {
-			args = append(args, "--phase", q.Phase)
+}
+
+// queriesThroughBinaries runs each query through pipeline and, when
+// against is not "", through against right after it, so that the load
+// weighs on both alike.
+func queriesThroughBinaries(pipeline, against, root string, qs []benchQuery) (mine, theirs queryTimes) {
+	mine, theirs = newQueryTimes(), newQueryTimes()
+	for _, q := range qs {
+		mine.add(q.class, func() (int, time.Duration) { return searchThrough(pipeline, root, q.query) })
+		if against != "" {
+			theirs.add(q.class, func() (int, time.Duration) { return searchThrough(against, root, q.query) })
 		}
-		cmd := exec.Command(pipeline, args...)
-		out, err := cmd.CombinedOutput()
-		if !foundOrNot(err) {
-			check(fmt.Errorf("pipeline %s: %v: %s", strings.Join(args, " "), err, out))
-		}
-		var cpu time.Duration
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		}
-		return strings.Count(string(out), `"session":`), cpu
-	})
-	printQueryFigures("pipeline search (the binary, start to end)", viaBinary)
-	fmt.Printf("   load average after: %s\n\n", loadAverage())
+	}
+	return mine, theirs
+}
+
+// searchThrough runs one query through a pipeline binary: its hits and
+// its CPU time.
+func searchThrough(pipeline, root string, q search.Query) (int, time.Duration) {
+	args := []string{"search", "--state-dir", root, "-o", "json", q.Text}
+	if q.Phase != "" {
+		args = append(args, "--phase", q.Phase)
+	}
+	cmd := exec.Command(pipeline, args...)
+	out, err := cmd.CombinedOutput()
+	if !foundOrNot(err) {
+		check(fmt.Errorf("%s %s: %v: %s", pipeline, strings.Join(args, " "), err, out))
+	}
+	var cpu time.Duration
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return strings.Count(string(out), `"session":`), cpu
+}
+
+// generated is what writeTranscripts wrote.
+type generated struct {
+	Written         int64
+	Sessions, Files int
+}
+
+// keptName is the file, in a -search-keep folder, that says what was
+// generated there: written once the index is made, so that a run cut
+// short is not taken for a whole one.
+const keptName = "search-bench.json"
+
+// keptTranscripts reads what an earlier run generated in work, and tells
+// whether it is there, whole and of the size asked for.
+func keptTranscripts(work string, total int64) (generated, bool) {
+	var g generated
+	raw, err := os.ReadFile(filepath.Join(work, keptName))
+	if err != nil || json.Unmarshal(raw, &g) != nil || g.Written < total {
+		return g, false
+	}
+	return g, true
+}
+
+// keepTranscripts records what was generated in work (see keptName).
+func keepTranscripts(work string, g generated) {
+	raw, err := json.Marshal(g)
+	check(err)
+	check(os.WriteFile(filepath.Join(work, keptName), raw, 0o644))
 }
 
 // writeTranscripts writes total bytes of generated transcripts as
 // sessions of the store at root.
-func writeTranscripts(root string, total int64) (written int64, sessions, files int) {
+func writeTranscripts(root string, total int64) generated {
+	var (
+		written         int64
+		sessions, files int
+	)
 	st, err := store.Open(root)
 	check(err)
 	defer st.Close()
@@ -117,7 +205,7 @@ func writeTranscripts(root string, total int64) (written int64, sessions, files 
 		check(x.Close())
 		sessions++
 	}
-	return written, sessions, files
+	return generated{written, sessions, files}
 }
 
 // runSearch runs one pipeline search, and reports its wall time, its
@@ -164,18 +252,27 @@ type queryTimes struct {
 	all, cpu            []time.Duration
 }
 
+func newQueryTimes() queryTimes {
+	return queryTimes{byClass: map[string][]time.Duration{}, cpuByClass: map[string][]time.Duration{}, hits: map[string]int{}}
+}
+
+// add times one query of class; run returns its hits and CPU time.
+func (t *queryTimes) add(class string, run func() (int, time.Duration)) {
+	start := time.Now()
+	n, cpu := run()
+	d := time.Since(start)
+	t.byClass[class] = append(t.byClass[class], d)
+	t.cpuByClass[class] = append(t.cpuByClass[class], cpu)
+	t.all = append(t.all, d)
+	t.cpu = append(t.cpu, cpu)
+	t.hits[class] += n
+}
+
 // timeQueries runs each query; run returns its hits and CPU time.
 func timeQueries(qs []benchQuery, run func(search.Query) (int, time.Duration)) queryTimes {
-	t := queryTimes{byClass: map[string][]time.Duration{}, cpuByClass: map[string][]time.Duration{}, hits: map[string]int{}}
+	t := newQueryTimes()
 	for _, q := range qs {
-		start := time.Now()
-		n, cpu := run(q.query)
-		d := time.Since(start)
-		t.byClass[q.class] = append(t.byClass[q.class], d)
-		t.cpuByClass[q.class] = append(t.cpuByClass[q.class], cpu)
-		t.all = append(t.all, d)
-		t.cpu = append(t.cpu, cpu)
-		t.hits[q.class] += n
+		t.add(q.class, func() (int, time.Duration) { return run(q.query) })
 	}
 	return t
 }

@@ -32,8 +32,9 @@ type indexBuild struct {
 func searchIndexFigures(pipeline, against, work string, total int64, rounds int) {
 	root := filepath.Join(work, ".pipeline")
 	fmt.Printf("pipeline search index bench: %d cores, files in %s; load average %s\n", numCPU(), work, loadAverage())
-	written, sessions, files := writeTranscripts(root, total)
-	fmt.Printf("generated %s of stream-json transcripts: %d sessions, %d files\n\n", mb(written), sessions, files)
+	gen := writeTranscripts(root, total)
+	written := gen.Written
+	fmt.Printf("generated %s of stream-json transcripts: %d sessions, %d files\n\n", mb(written), gen.Sessions, gen.Files)
 	subjects := []string{pipeline}
 	if against != "" {
 		subjects = append(subjects, against)

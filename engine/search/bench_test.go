@@ -72,6 +72,27 @@ func BenchmarkFind(b *testing.B) {
 	}
 }
 
+// BenchmarkFindPhrase runs phrases of two words over an index of 32 MB:
+// each is ranked from its most recent matches and those of its words
+// (rank.go).
+func BenchmarkFindPhrase(b *testing.B) {
+	p, _ := benchProject(b, 32<<20)
+	ix := p.open()
+	update(b, ix)
+	gen := transcriptgen.New(99)
+	var phrases []string
+	for range 64 {
+		phrases = append(phrases, `"`+gen.Word()+" "+gen.Word()+`"`)
+	}
+	i := 0
+	for b.Loop() {
+		if _, err := ix.Find(context.Background(), Query{Text: phrases[i%len(phrases)]}); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
 // BenchmarkExtract is the cost of reading a JSON line's strings.
 func BenchmarkExtract(b *testing.B) {
 	gen := transcriptgen.New(3)

@@ -12,7 +12,9 @@
 //     file or several) and at its end, so a kill in the middle loses
 //     nothing already committed, and the next search goes on from there; two searches at
 //     once wait for each other (a busy timeout) instead of corrupting it;
-//   - BM25 ranking (bm25()) and highlighting (highlight()) built in;
+//   - what BM25 needs of each match (its phrases' counts, its length:
+//     read by an auxiliary function of ours, rank.go) and highlighting
+//     (highlight()) built in;
 //   - a contentless full-text table: the index holds no copy of the
 //     text (about a third of the transcripts' size); a hit's text is read
 //     again from its transcript, at the offset the index keeps, and

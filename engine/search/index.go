@@ -338,6 +338,7 @@ func (ix *Index) open() (problem string, err error) {
 		},
 		"_txlock": {"immediate"},
 	}.Encode()
+	registerMatchStats() // before the connection opens: rank.go
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return "", fmt.Errorf("the search index %s: %w", ix.path, err)

@@ -2,12 +2,12 @@ package search
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -198,10 +198,6 @@ func endsInWord(s string) bool {
 // fewer matches has them all scored.
 var candidates = 500 // a variable for the tests
 
-// wordMatches bounds, in candidates, the matches of a phrase's words
-// scored to rank the phrase's matches (see rank).
-const wordMatches = 2
-
 // Find returns the hits of q, best first: the best by BM25 among the
 // most recent matches (see candidates). It reads the index as it is:
 // Update first to see what is new.
@@ -219,115 +215,8 @@ func (ix *Index) Find(ctx context.Context, q Query) ([]Hit, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix.times.done("rank")
+	ix.times.done("rank: scores")
 	return ix.hits(ctx, match, found)
-}
-
-// ranked is a match's document and its BM25 score (FTS5's: lower is
-// better).
-type ranked struct {
-	id    int64
-	score float64
-}
-
-// rank finds the best limit documents among the most recent matches of
-// terms that pass q's filters. It reads the ids and scores alone.
-//
-// FTS5's bm25() counts, the first time, the documents each phrase of the
-// query matches, in the whole index: for a word, a walk of its list of
-// documents; for a phrase of several words, the phrase's query over all
-// of them, as slow as scoring every match. A query with a phrase is then
-// ranked in two steps: its most recent matches, then bm25() of its words
-// (the phrases' words each on its own) over those.
-func (ix *Index) rank(ctx context.Context, q Query, terms []term, limit int) ([]ranked, error) {
-	from, where, args := filtered(q, expression(terms))
-	bound := max(candidates, limit)
-	split, phrase := words(terms)
-	if !phrase {
-		return ix.scored(ctx, `SELECT id, score FROM (SELECT text.rowid AS id, bm25(text) AS score FROM `+from+`
-			WHERE `+where+` ORDER BY text.rowid DESC LIMIT ?)
-			ORDER BY score LIMIT ?`, append(args, bound, limit)...)
-	}
-	ids, err := ix.ids(ctx, `SELECT text.rowid FROM `+from+` WHERE `+where+` ORDER BY text.rowid DESC LIMIT ?`,
-		append(args, bound)...)
-	if err != nil || len(ids) == 0 {
-		return nil, err
-	}
-	// ids are newest first: the words' matches between the oldest and the
-	// newest, scored, are kept where they are ids. The words match more
-	// documents than the phrase: the scoring stops after wordMatches of
-	// them (a phrase's older matches, among many more of its words, are
-	// left out).
-	all, err := ix.scored(ctx, `SELECT rowid, bm25(text) FROM text WHERE text MATCH ? AND rowid BETWEEN ? AND ?
-		ORDER BY rowid DESC LIMIT ?`, expression(split), ids[len(ids)-1], ids[0], wordMatches*bound)
-	if err != nil {
-		return nil, err
-	}
-	keep := make(map[int64]bool, len(ids))
-	for _, id := range ids {
-		keep[id] = true
-	}
-	found := slices.DeleteFunc(all, func(r ranked) bool { return !keep[r.id] })
-	slices.SortStableFunc(found, func(a, b ranked) int { return cmp.Compare(a.score, b.score) })
-	return found[:min(limit, len(found))], nil
-}
-
-// filtered is the FROM and WHERE of a query of match with q's filters.
-// Without a filter the full-text table alone is read: a join would look
-// up every match's row in docs.
-func filtered(q Query, match string) (from, where string, args []any) {
-	conditions := []string{"text MATCH ?"}
-	args = []any{match}
-	if q.Session != "" {
-		conditions, args = append(conditions, "d.session = ?"), append(args, q.Session)
-	}
-	if q.Phase != "" {
-		conditions, args = append(conditions, "d.phase = ?"), append(args, q.Phase)
-	}
-	if !q.Since.IsZero() {
-		conditions, args = append(conditions, "d.at >= ?"), append(args, q.Since.UnixNano())
-	}
-	from = "text"
-	if len(conditions) > 1 {
-		from = "text JOIN docs d ON d.id = text.rowid"
-	}
-	return from, strings.Join(conditions, " AND "), args
-}
-
-// scored runs a query of ids and scores.
-func (ix *Index) scored(ctx context.Context, query string, args ...any) ([]ranked, error) {
-	rows, err := ix.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var found []ranked
-	for rows.Next() {
-		var r ranked
-		if err := rows.Scan(&r.id, &r.score); err != nil {
-			return nil, err
-		}
-		found = append(found, r)
-	}
-	return found, rows.Err()
-}
-
-// ids runs a query of ids.
-func (ix *Index) ids(ctx context.Context, query string, args ...any) ([]int64, error) {
-	rows, err := ix.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
 }
 
 // hits makes the documents found into hits: where each comes from, and
@@ -338,17 +227,33 @@ func (ix *Index) hits(ctx context.Context, match string, found []ranked) ([]Hit,
 	texts := make([]string, 0, len(found))
 	starts := make([]int64, 0, len(found))
 	places := make([][]byte, 0, len(found))
+	ids := make([]int64, len(found))
+	for i, r := range found {
+		ids[i] = r.id
+	}
+	docs, err := ix.documents(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	files := chunkFiles{st: ix.st}
+	defer files.close()
 	for _, r := range found {
-		h, line, text, kept, err := ix.document(ctx, r.id)
-		if err != nil {
-			return nil, err
+		d, ok := docs[r.id]
+		if !ok {
+			return nil, fmt.Errorf("document %d: %w", r.id, sql.ErrNoRows)
+		}
+		text := d.stored
+		if d.hit.Kind == KindTranscript || d.hit.Kind == KindPrompt {
+			text = files.chunk(d.hit.Session, d.hit.File, d.offset, d.length)
+		} else {
+			d.places = nil
 		}
 		// FTS5's bm25() is lower for better: the score shown is higher.
-		h.Score = -r.score
-		hits = append(hits, h)
+		d.hit.Score = -r.score
+		hits = append(hits, d.hit)
 		texts = append(texts, text)
-		starts = append(starts, line)
-		places = append(places, kept)
+		starts = append(starts, d.line)
+		places = append(places, d.places)
 	}
 	ix.times.done("rows and texts")
 	marked, err := ix.highlight(ctx, match, texts)
@@ -370,40 +275,90 @@ func (ix *Index) hits(ctx context.Context, match string, found []ranked) ([]Hit,
 	return hits, nil
 }
 
-// document reads one document's row and its text; line is the number
-// of its first line in its file (0 for a note or working-set item);
-// places its lines' places (a transcript chunk's).
-func (ix *Index) document(ctx context.Context, id int64) (h Hit, line int64, text string, places []byte, err error) {
-	var (
-		at, offset, length int64
-		file               sql.NullString
-		stored             string
-	)
-	err = ix.db.QueryRowContext(ctx, `SELECT d.session, d.phase, d.attempt, d.step, d.kind, d.section, d.item, d.line, d.at,
-		d.offset, d.length, d.body, d.places, f.rel
-		FROM docs d LEFT JOIN files f ON f.id = d.file WHERE d.id = ?`, id).Scan(
-		&h.Session, &h.Phase, &h.Attempt, &h.Step, &h.Kind, &h.Section, &h.Item, &line, &at,
-		&offset, &length, &stored, &places, &file)
-	if err != nil {
-		return h, 0, "", nil, err
-	}
-	h.File = file.String
-	h.At = time.Unix(0, at)
-	if h.Kind != KindTranscript && h.Kind != KindPrompt {
-		return h, line, stored, nil, nil
-	}
-	return h, line, ix.chunkFromFile(h.Session, h.File, offset, length), places, nil
+// foundDocument is a document's row: line is the number of its first
+// line in its file (0 for a note or working-set item), offset and length
+// where it is in the file, stored its text when the index keeps it (a
+// note's, a working-set item's), places its lines' places (a transcript
+// chunk's).
+type foundDocument struct {
+	hit                  Hit
+	line, offset, length int64
+	stored               string
+	places               []byte
 }
 
-// chunkFromFile is the text of a chunk of a transcript or prompt, read
-// from its file; "" when the file is gone (the next search removes it
-// from the index).
-func (ix *Index) chunkFromFile(session, rel string, offset, length int64) string {
-	f, err := ix.st.OpenSessionFile(session, rel)
-	if err != nil {
+// documentsPerQuery bounds the ids of one query of documents (one of
+// SQLite's variables each, of 32,766 at most).
+const documentsPerQuery = 500
+
+// documents reads the rows of the documents ids, by one query for many
+// (20 queries of one took 1.2-1.7 ms of CPU at 1 GB).
+func (ix *Index) documents(ctx context.Context, ids []int64) (map[int64]foundDocument, error) {
+	docs := make(map[int64]foundDocument, len(ids))
+	for start := 0; start < len(ids); start += documentsPerQuery {
+		batch := ids[start:min(len(ids), start+documentsPerQuery)]
+		args := make([]any, len(batch))
+		for i, id := range batch {
+			args[i] = id
+		}
+		rows, err := ix.db.QueryContext(ctx, `SELECT d.id, d.session, d.phase, d.attempt, d.step, d.kind, d.section, d.item,
+			d.line, d.at, d.offset, d.length, d.body, d.places, f.rel
+			FROM docs d LEFT JOIN files f ON f.id = d.file WHERE d.id IN (`+strings.Repeat("?, ", len(batch)-1)+`?)`, args...)
+		if err != nil {
+			return nil, err
+		}
+		err = scanDocuments(rows, docs)
+		rows.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return docs, nil
+}
+
+// scanDocuments reads the rows of a query of documents into docs.
+func scanDocuments(rows *sql.Rows, docs map[int64]foundDocument) error {
+	for rows.Next() {
+		var (
+			id, at int64
+			d      foundDocument
+			file   sql.NullString
+		)
+		h := &d.hit
+		if err := rows.Scan(&id, &h.Session, &h.Phase, &h.Attempt, &h.Step, &h.Kind, &h.Section, &h.Item,
+			&d.line, &at, &d.offset, &d.length, &d.stored, &d.places, &file); err != nil {
+			return err
+		}
+		h.File = file.String
+		h.At = time.Unix(0, at)
+		docs[id] = d
+	}
+	return rows.Err()
+}
+
+// chunkFiles reads chunks of transcripts and prompts, each file opened
+// once for all the hits in it.
+type chunkFiles struct {
+	st   *store.Store
+	open map[[2]string]*os.File // by session and file; nil: gone
+}
+
+// chunk is the text of a chunk of a transcript or prompt, read from its
+// file; "" when the file is gone (the next search removes it from the
+// index).
+func (c *chunkFiles) chunk(session, rel string, offset, length int64) string {
+	key := [2]string{session, rel}
+	f, seen := c.open[key]
+	if !seen {
+		f, _ = c.st.OpenSessionFile(session, rel)
+		if c.open == nil {
+			c.open = map[[2]string]*os.File{}
+		}
+		c.open[key] = f
+	}
+	if f == nil {
 		return ""
 	}
-	defer f.Close()
 	raw := make([]byte, length)
 	n, err := f.ReadAt(raw, offset)
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -412,10 +367,24 @@ func (ix *Index) chunkFromFile(session, rel string, offset, length int64) string
 	return string(chunkText(raw[:n]))
 }
 
+func (c *chunkFiles) close() {
+	for _, f := range c.open {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
 // highlight marks the matches of match in each text, as FTS5 finds them:
 // the texts go to a full-text table in memory (temp.marks, of the same
-// tokenizer) for highlight(), and leave it. A text with no match (its
-// file changed since it was indexed) comes back unmarked.
+// tokenizer) for highlight(). A text with no match (its file changed
+// since it was indexed) comes back unmarked.
+//
+// The texts go in by one statement (20 of them by one statement each
+// took 3.1 ms of CPU, by one 1.4 ms), and stay until the next highlight
+// on the connection: deleting from an FTS5 table tokenizes each text
+// again (1 ms), and a search's connection is closed after one (the
+// table goes with it).
 func (ix *Index) highlight(ctx context.Context, match string, texts []string) ([]string, error) {
 	out := slices.Clone(texts)
 	if len(texts) == 0 {
@@ -425,9 +394,17 @@ func (ix *Index) highlight(ctx context.Context, match string, texts []string) ([
 		tokenize='unicode61 remove_diacritics 2')`); err != nil {
 		return nil, err
 	}
-	defer ix.db.ExecContext(context.WithoutCancel(ctx), `DELETE FROM temp.marks`)
-	for i, text := range texts {
-		if _, err := ix.db.ExecContext(ctx, `INSERT INTO temp.marks(rowid, body) VALUES(?, ?)`, i, text); err != nil {
+	if _, err := ix.db.ExecContext(ctx, `DELETE FROM temp.marks`); err != nil {
+		return nil, err
+	}
+	for start := 0; start < len(texts); start += marksPerInsert {
+		batch := texts[start:min(len(texts), start+marksPerInsert)]
+		values := strings.Repeat("(?, ?), ", len(batch)-1) + "(?, ?)"
+		args := make([]any, 0, 2*len(batch))
+		for i, text := range batch {
+			args = append(args, start+i, text)
+		}
+		if _, err := ix.db.ExecContext(ctx, `INSERT INTO temp.marks(rowid, body) VALUES `+values, args...); err != nil {
 			return nil, err
 		}
 	}
@@ -448,6 +425,10 @@ func (ix *Index) highlight(ctx context.Context, match string, texts []string) ([
 	}
 	return out, rows.Err()
 }
+
+// marksPerInsert bounds the texts of one statement that fills temp.marks
+// (two of SQLite's variables each, of 32,766 at most).
+const marksPerInsert = 500
 
 // Markers of the matches in highlight()'s text: control characters,
 // which the indexed text never holds (see appendPlain).

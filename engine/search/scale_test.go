@@ -44,7 +44,8 @@ func TestOnlyTheMostRecentMatchesAreScored(t *testing.T) {
 }
 
 // A query with a phrase keeps only the documents with the phrase, ranked
-// by BM25 of its words: the phrase's words more often first.
+// by BM25 of the phrase and of its words (rank.go): of two with the
+// phrase once, the one with its words more often first.
 func TestPhraseRankedByItsWords(t *testing.T) {
 	p := newProject(t)
 	x := p.session("s1", "completed", nil)
