@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,14 +15,21 @@ import (
 func TestGroupReachedByStartTime(t *testing.T) {
 	p, out := start(t, `sleep 30 & echo "started $!"; wait`)
 	line := readLine(t, out)
-	if !strings.HasPrefix(line, "started ") {
+	sleepPid, err := strconv.Atoi(strings.TrimPrefix(line, "started "))
+	if err != nil {
 		t.Fatalf("the step printed %q", line)
 	}
-	now := bootClock()
-	if reached := groupReached(p.Pid(), now); len(reached) != 0 {
+	// The instants are the processes' own start times, not the clock when
+	// the test got here: on a busy machine that can be long after both.
+	leader, ok := readStat(p.Pid())
+	sleeper, ok2 := readStat(sleepPid)
+	if !ok || !ok2 {
+		t.Fatalf("no /proc/PID/stat for sh (%v) or sleep (%v)", ok, ok2)
+	}
+	if reached := groupReached(p.Pid(), leader.started); len(reached) != 0 {
 		t.Errorf("a SIGINT sent as the group started reached %v for sure, want none", reached)
 	}
-	later := groupReached(p.Pid(), now+youngProcess+2*statTick)
+	later := groupReached(p.Pid(), max(leader.started, sleeper.started)+youngProcess+2*statTick)
 	if comm, ok := later[p.Pid()]; !ok || comm != "sh" {
 		t.Errorf("a SIGINT sent later: reached %v, want the leader sh among them", later)
 	}
