@@ -34,6 +34,9 @@ func main() {
 }
 
 func run(args []string) int {
+	if code, done := serveWeb(args); done {
+		return code
+	}
 	if done, err := handOffCompanion(args); done {
 		return failed(nil, args, err)
 	}
