@@ -19,14 +19,15 @@ import (
 )
 
 // The lean build links no HTTP client (nor the Temporal SDK): net/http
-// and crypto/tls would cost each of its starts some forty package inits.
-func TestLeanBuildLinksNoHTTP(t *testing.T) {
+// and crypto/tls would cost each of its starts some forty package inits;
+// nor runtime/pprof, which turns the runtime's memory profiling on.
+func TestLeanBuildLinksNoHTTPNorProfiler(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, pkg := range strings.Fields(string(out)) {
-		if pkg == "net/http" || pkg == "crypto/tls" || strings.HasPrefix(pkg, "go.temporal.io/") || strings.HasPrefix(pkg, "google.golang.org/grpc") {
+		if pkg == "net/http" || pkg == "crypto/tls" || pkg == "runtime/pprof" || strings.HasPrefix(pkg, "go.temporal.io/") || strings.HasPrefix(pkg, "google.golang.org/grpc") {
 			t.Errorf("the lean build links %s", pkg)
 		}
 	}
@@ -118,5 +119,21 @@ phases:
 	said := r.stdout + r.stderr
 	if r.code != exitFailed || !strings.Contains(said, "notify.webhook[0]") || !strings.Contains(said, "needs pipeline-temporal") || posts.Load() != 0 {
 		t.Errorf("run: exit %d, %d posts:\n%s", r.code, posts.Load(), said)
+	}
+}
+
+// PIPELINE_CPUPROFILE is pipeline-temporal's: the lean build says so and
+// goes on; pipeline-temporal writes the profile.
+func TestCPUProfileIsPipelineTemporals(t *testing.T) {
+	dir := t.TempDir()
+	profile := filepath.Join(dir, "cpu.pprof")
+	env := append(os.Environ(), "PIPELINE_CPUPROFILE="+profile)
+	r, _ := runBinary(t, binary, dir, env, "--version")
+	if r.code != 0 || !strings.Contains(r.stderr, "PIPELINE_CPUPROFILE: this build writes no CPU profile") || fileExists(profile) {
+		t.Errorf("pipeline: exit %d, %s", r.code, r.stderr)
+	}
+	r, _ = runBinary(t, filepath.Join(filepath.Dir(binary), fleetBinary), dir, env, "--version")
+	if info, err := os.Stat(profile); r.code != 0 || err != nil || info.Size() == 0 {
+		t.Errorf("pipeline-temporal: exit %d, %v, %s", r.code, err, r.stderr)
 	}
 }
