@@ -36,6 +36,7 @@ func run(args []string) int {
 	if code, done := serveWeb(args); done {
 		return code
 	}
+	useWeb()
 	if done, err := handOffCompanion(args); done {
 		return failed(nil, args, err)
 	}

@@ -13,6 +13,10 @@ import (
 	_ "github.com/pipeline-dev/pipeline/internal/web/nethttp" // this build's HTTP, in process
 )
 
+// useWeb: this build's HTTP is package nethttp's, which set itself up
+// on import.
+func useWeb() {}
+
 // serveWeb does the HTTP that the lean build hands over (web_handoff.go
 // there): pipeline-temporal __web post reads a web.Request on its
 // standard input and prints the web.Response; __web refuse BODY prints

@@ -21,8 +21,9 @@ import (
 // export, and the gemini step's refusing listener, are done by
 // pipeline-temporal (webHelper there), one process for each, which
 // costs a run that uses them a few milliseconds and every other start of
-// pipeline nothing.
-func init() { web.Use(fleetWeb{}) }
+// pipeline nothing. run sets it up (an init function would cost every
+// start a page of code read in).
+func useWeb() { web.Use(fleetWeb{}) }
 
 // serveWeb is pipeline-temporal's: this build has no webHelper.
 func serveWeb([]string) (int, bool) { return 0, false }
