@@ -8,7 +8,7 @@ import (
 )
 
 // environmentRedactor: see redact.Environment.
-var environmentRedactor = redact.Environment
+var environmentRedactor = func() *redact.Redactor { return redact.Environment() }
 
 // Redactor is what a surface redacts its own text with (an error message,
 // a line it writes): the secrets of this process's environment and the

@@ -11,8 +11,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 
+	"github.com/pipeline-dev/pipeline/internal/lazy"
 	"github.com/pipeline-dev/pipeline/templates"
 )
 
@@ -38,7 +38,7 @@ type Template struct {
 
 // templateName and specLine are compiled on first use, not at every
 // start of pipeline.
-var templateName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
+var templateName = lazy.Value[*regexp.Regexp]{New: func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) }}
 
 // Templates lists the templates the project in dir can use, by name: a
 // project's own over the user's over the built-in ones of the same name.
@@ -111,7 +111,7 @@ func (s templateSource) list() ([]Template, error) {
 	}
 	var list []Template
 	for _, e := range entries {
-		if !e.IsDir() || !templateName().MatchString(e.Name()) {
+		if !e.IsDir() || !templateName.Get().MatchString(e.Name()) {
 			continue
 		}
 		phases, err := fs.ReadFile(s.fsys, e.Name()+"/phases.yaml")
@@ -146,14 +146,14 @@ func templateDescription(phases []byte) string {
 	return ""
 }
 
-var specLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^spec:[ \t]*[^#\n]*?([ \t]+#.*)?$`) })
+var specLine = lazy.Value[*regexp.Regexp]{New: func() *regexp.Regexp { return regexp.MustCompile(`(?m)^spec:[ \t]*[^#\n]*?([ \t]+#.*)?$`) }}
 
 // PhasesFor is the template's phases.yaml naming spec (a path relative
 // to the folder phases.yaml is written to) as its spec: its top-level
 // spec: line replaced, or one added after version: when it has none.
 func (t *Template) PhasesFor(spec string) []byte {
 	line := "spec: " + quoteYAML(filepath.ToSlash(spec))
-	if loc := specLine().FindSubmatchIndex(t.Phases); loc != nil {
+	if loc := specLine.Get().FindSubmatchIndex(t.Phases); loc != nil {
 		comment := ""
 		if loc[2] >= 0 {
 			comment = string(t.Phases[loc[2]:loc[3]])

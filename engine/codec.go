@@ -4,19 +4,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+
+	"github.com/pipeline-dev/pipeline/internal/lazy"
 )
 
 // eventTypes maps the type names written in a session's event log to the
 // events.
-var eventTypes = map[string]reflect.Type{}
-
-func init() {
+var eventTypes = lazy.Value[map[string]reflect.Type]{New: func() map[string]reflect.Type {
+	types := map[string]reflect.Type{}
 	for _, ev := range []Event{Started{}, StepFinished{}, TriggerFired{}, TimerExpired{}, PauseRequested{},
 		Resumed{}, Recovered{}, PlanChanged{}, Noted{}, Completed{}, Checkpointed{}, Rewound{}, Remembered{}, Compacted{}, SpecStatusChanged{}} {
 		t := reflect.TypeOf(ev)
-		eventTypes[t.Name()] = t
+		types[t.Name()] = t
 	}
-}
+	return types
+}}
 
 // EncodeEvent returns an event's type name and its JSON.
 func EncodeEvent(ev Event) (string, []byte, error) {
@@ -26,7 +28,7 @@ func EncodeEvent(ev Event) (string, []byte, error) {
 
 // DecodeEvent reads an event written by EncodeEvent.
 func DecodeEvent(typ string, payload []byte) (Event, error) {
-	t, ok := eventTypes[typ]
+	t, ok := eventTypes.Get()[typ]
 	if !ok {
 		return nil, fmt.Errorf("unknown event type %q", typ)
 	}

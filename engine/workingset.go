@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/pipeline-dev/pipeline/internal/lazy"
 )
 
 // WorkingSet is what a session knows that matters beyond one native
@@ -267,15 +269,20 @@ func NearestTask(open []MemoryItem, text string) int {
 	return best
 }
 
-// stopWords are left out of the comparison of a [DONE] with the tasks:
-// "the", "a" and friends make unrelated texts look alike.
-var stopWords = map[string]bool{"a": true, "an": true, "the": true, "of": true, "to": true, "and": true,
-	"in": true, "on": true, "for": true, "done": true, "is": true, "it": true, "with": true}
+// stopWord tells the words left out of the comparison of a [DONE] with
+// the tasks: "the", "a" and friends make unrelated texts look alike.
+func stopWord(w string) bool {
+	switch w {
+	case "a", "an", "the", "of", "to", "and", "in", "on", "for", "done", "is", "it", "with":
+		return true
+	}
+	return false
+}
 
 func wordSet(normal string) map[string]bool {
 	set := map[string]bool{}
 	for _, w := range strings.Fields(normal) {
-		if !stopWords[w] {
+		if !stopWord(w) {
 			set[stem(w)] = true
 		}
 	}
@@ -285,23 +292,25 @@ func wordSet(normal string) map[string]bool {
 // irregularPast maps the past tenses a [DONE] line often uses that no
 // ending rule brings back to their verb: "wrote the docs" closes "write
 // the docs".
-var irregularPast = map[string]string{
-	"wrote": "write", "rewrote": "rewrite", "written": "write", "rewritten": "rewrite",
-	"made": "make", "built": "build", "rebuilt": "rebuild", "ran": "run", "did": "do", "done": "do",
-	"undid": "undo", "found": "find", "got": "get", "gotten": "get", "took": "take", "taken": "take",
-	"kept": "keep", "left": "leave", "began": "begin", "begun": "begin", "chose": "choose",
-	"chosen": "choose", "broke": "break", "broken": "break", "caught": "catch", "brought": "bring",
-	"thought": "think", "sent": "send", "spent": "spend", "drew": "draw", "drawn": "draw",
-	"fed": "feed", "froze": "freeze", "frozen": "freeze", "hid": "hide", "hidden": "hide",
-	"held": "hold", "laid": "lay", "led": "lead", "lost": "lose", "meant": "mean", "met": "meet",
-	"paid": "pay", "said": "say", "sold": "sell", "shook": "shake", "shown": "show", "slept": "sleep",
-	"spoke": "speak", "spoken": "speak", "stood": "stand", "struck": "strike", "taught": "teach",
-	"tore": "tear", "torn": "tear", "told": "tell", "threw": "throw", "thrown": "throw",
-	"understood": "understand", "woke": "wake", "wore": "wear", "won": "win", "withdrew": "withdraw",
-	"went": "go", "gone": "go", "gave": "give", "given": "give", "knew": "know", "known": "know",
-	"saw": "see", "seen": "see", "came": "come", "became": "become", "felt": "feel", "heard": "hear",
-	"bought": "buy", "fought": "fight", "sought": "seek", "dealt": "deal", "split": "split",
-}
+var irregularPast = lazy.Value[map[string]string]{New: func() map[string]string {
+	return map[string]string{
+		"wrote": "write", "rewrote": "rewrite", "written": "write", "rewritten": "rewrite",
+		"made": "make", "built": "build", "rebuilt": "rebuild", "ran": "run", "did": "do", "done": "do",
+		"undid": "undo", "found": "find", "got": "get", "gotten": "get", "took": "take", "taken": "take",
+		"kept": "keep", "left": "leave", "began": "begin", "begun": "begin", "chose": "choose",
+		"chosen": "choose", "broke": "break", "broken": "break", "caught": "catch", "brought": "bring",
+		"thought": "think", "sent": "send", "spent": "spend", "drew": "draw", "drawn": "draw",
+		"fed": "feed", "froze": "freeze", "frozen": "freeze", "hid": "hide", "hidden": "hide",
+		"held": "hold", "laid": "lay", "led": "lead", "lost": "lose", "meant": "mean", "met": "meet",
+		"paid": "pay", "said": "say", "sold": "sell", "shook": "shake", "shown": "show", "slept": "sleep",
+		"spoke": "speak", "spoken": "speak", "stood": "stand", "struck": "strike", "taught": "teach",
+		"tore": "tear", "torn": "tear", "told": "tell", "threw": "throw", "thrown": "throw",
+		"understood": "understand", "woke": "wake", "wore": "wear", "won": "win", "withdrew": "withdraw",
+		"went": "go", "gone": "go", "gave": "give", "given": "give", "knew": "know", "known": "know",
+		"saw": "see", "seen": "see", "came": "come", "became": "become", "felt": "feel", "heard": "hear",
+		"bought": "buy", "fought": "fight", "sought": "seek", "dealt": "deal", "split": "split",
+	}
+}}
 
 // stem takes the commonest English endings off a word, so that "fixed
 // the tests" names "fix the test": a [DONE] is often the task in the
@@ -309,7 +318,7 @@ var irregularPast = map[string]string{
 // "updating" meet, and a plural "s" of a short word ("bugs"), but not
 // the end of "ss" ("pass").
 func stem(w string) string {
-	if base, ok := irregularPast[w]; ok {
+	if base, ok := irregularPast.Get()[w]; ok {
 		w = base
 	}
 	if len(w) <= 3 {

@@ -2,12 +2,11 @@ package steps
 
 import (
 	"github.com/pipeline-dev/pipeline/internal/transcript"
+	"github.com/pipeline-dev/pipeline/internal/web"
 
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
-	"net/http"
 	"os/exec"
 	"regexp"
 	"sort"
@@ -99,23 +98,17 @@ func (geminiAdapter) Recover(feature string, r Request, env []string) (string, b
 	if feature == "" {
 		return "", false
 	}
-	refuse, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, stop, err := web.Refuse(`{"error":{"code":400,"message":"pipeline lists sessions without summaries","status":"INVALID_ARGUMENT"}}`)
 	if err != nil {
 		return "", false
 	}
-	server := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		w.Write([]byte(`{"error":{"code":400,"message":"pipeline lists sessions without summaries","status":"INVALID_ARGUMENT"}}`))
-	})}
-	go server.Serve(refuse)
-	defer server.Close()
+	defer stop()
 
 	ctx, cancel := context.WithTimeout(context.Background(), geminiListTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "gemini", "--list-sessions")
 	cmd.Dir = r.Dir
-	cmd.Env = append(append([]string(nil), env...), "GOOGLE_GEMINI_BASE_URL=http://"+refuse.Addr().String(),
+	cmd.Env = append(append([]string(nil), env...), "GOOGLE_GEMINI_BASE_URL=http://"+addr,
 		"GEMINI_CLI_NO_RELAUNCH=true")
 	cmd.SysProcAttr = groupAttr()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

@@ -3,13 +3,12 @@ package telemetry
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	neturl "net/url"
 	"sync"
 	"time"
+
+	"github.com/pipeline-dev/pipeline/internal/web"
 )
 
 // ticker exports what is there every interval while a long-running
@@ -82,7 +81,7 @@ func (t *Telemetry) Export(ctx context.Context) {
 	}
 	spans := t.ended
 	t.ended = nil
-	cfg, client := t.cfg, t.client
+	cfg := t.cfg
 	metrics := t.meters.snapshot()
 	start := t.meters.start
 	now := t.now()
@@ -90,40 +89,30 @@ func (t *Telemetry) Export(ctx context.Context) {
 	var wg sync.WaitGroup
 	if cfg.TracesURL != "" && len(spans) > 0 {
 		body := encodeTraces(cfg.Resource, t.Version, spans)
-		wg.Go(func() { t.post(ctx, client, cfg, cfg.TracesURL, body) })
+		wg.Go(func() { t.post(ctx, cfg, cfg.TracesURL, body) })
 	}
 	if cfg.MetricsURL != "" && len(metrics) > 0 {
 		body := encodeMetrics(cfg.Resource, t.Version, start, now, metrics)
-		wg.Go(func() { t.post(ctx, client, cfg, cfg.MetricsURL, body) })
+		wg.Go(func() { t.post(ctx, cfg, cfg.MetricsURL, body) })
 	}
 	wg.Wait()
 }
 
 // post sends one OTLP request.
-func (t *Telemetry) post(ctx context.Context, client *http.Client, cfg Config, url string, body []byte) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		t.warn(fmt.Sprintf("the OTLP endpoint %s cannot be used: %v", shownURL(url), err))
-		return
-	}
-	req.Header.Set("Content-Type", "application/x-protobuf")
+func (t *Telemetry) post(ctx context.Context, cfg Config, url string, body []byte) {
+	header := [][2]string{{"Content-Type", "application/x-protobuf"}}
 	for k, v := range cfg.Headers {
-		req.Header.Set(k, v)
+		header = append(header, [2]string{k, v})
 	}
 	where := shownURL(url)
-	resp, err := client.Do(req)
+	// The error leaves out the URL, which may hold a password.
+	resp, err := web.Post(ctx, web.Request{URL: url, Header: header, Body: body, Keep: 512})
 	if err != nil {
-		var urlErr *neturl.Error
-		if errors.As(err, &urlErr) {
-			err = urlErr.Err // it repeats the URL, password included
-		}
 		t.warn(fmt.Sprintf("cannot export to %s: %v", where, err))
 		return
 	}
-	defer resp.Body.Close()
-	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	if resp.StatusCode/100 != 2 {
-		t.warn(fmt.Sprintf("the collector at %s refused the export: %s %s", where, resp.Status, bytes.TrimSpace(answer)))
+		t.warn(fmt.Sprintf("the collector at %s refused the export: %s %s", where, resp.Status, bytes.TrimSpace(resp.Body)))
 	}
 }
 

@@ -3,7 +3,6 @@ package telemetry
 import (
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -40,7 +39,6 @@ type Telemetry struct {
 	workerSteps map[*session.Session]*trace
 	ended       []*span
 	meters      *meters
-	client      *http.Client
 	warned      sync.Once
 	ticker      *ticker
 }
@@ -183,7 +181,6 @@ func (t *Telemetry) getenv(name string) string {
 func (t *Telemetry) activate(cfg Config) {
 	t.on, t.cfg = true, cfg
 	t.meters = newMeters(t.now())
-	t.client = &http.Client{}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(t.warnWriter(), "pipeline: telemetry: %s\n", w)
 	}

@@ -20,15 +20,23 @@ import (
 // already call; the hand-off and doctor say what else it carries.
 const fleetBinary = "pipeline-temporal"
 
-// companionCommands are the commands only the full build has, which the
-// local build hands to it whole: their flags, --help, help NAME and
-// shell completion included. Their one-line help is here, so that both
-// builds list them alike.
-var companionCommands = map[string]string{
-	"mcp":    mcpShort,
-	"search": searchShort,
-	"ui":     uiShort,
-	"worker": workerShort,
+// companionShort is the one-line help of a command only the full build
+// has, which the local build hands to it whole: its flags, --help, help
+// NAME and shell completion included; ok is false for any other name.
+// The help is here, so that both builds list them alike. (A switch, not
+// a map: a map would be made at every start of pipeline.)
+func companionShort(name string) (short string, ok bool) {
+	switch name {
+	case "mcp":
+		return mcpShort, true
+	case "search":
+		return searchShort, true
+	case "ui":
+		return uiShort, true
+	case "worker":
+		return workerShort, true
+	}
+	return "", false
 }
 
 const (
@@ -37,6 +45,10 @@ const (
 	uiShort     = "Serve a dashboard of the sessions in the browser"
 	workerShort = "Run the sessions' steps of a Temporal fleet"
 )
+
+// webHelperName is the hidden command of the full build that does the
+// HTTP of the lean build, which links no net/http (web_handoff.go).
+const webHelperName = "__web"
 
 // handedOffEnv marks a process that a pipeline without the Temporal
 // backend started as its pipeline-temporal: if that process has no

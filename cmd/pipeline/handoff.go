@@ -43,10 +43,11 @@ func uiCommand() *cobra.Command     { return companionCommand("ui") }
 func workerCommand() *cobra.Command { return companionCommand("worker") }
 
 func companionCommand(name string) *cobra.Command {
+	short, _ := companionShort(name)
 	return newCommand(&cobra.Command{
 		Use:   name,
-		Short: companionCommands[name],
-		Long: companionCommands[name] + `.
+		Short: short,
+		Long: short + `.
 
 This command is part of pipeline-temporal, the full build of pipeline,
 which this one runs with the same arguments: pipeline-temporal beside
@@ -110,7 +111,7 @@ func companionCommandIn(args []string) string {
 		}
 	}
 	if len(args) > 0 {
-		if _, ok := companionCommands[args[0]]; ok {
+		if _, ok := companionShort(args[0]); ok {
 			return args[0]
 		}
 	}

@@ -29,7 +29,7 @@ func TestEveryHelpFileIsAShownHelp(t *testing.T) {
 	}
 	for _, file := range files {
 		name := strings.TrimSuffix(strings.TrimPrefix(file, "help/"), ".txt")
-		if _, handedOver := companionCommands[strings.TrimSuffix(name, ".example")]; handedOver && !withTemporal {
+		if _, handedOver := companionShort(strings.TrimSuffix(name, ".example")); handedOver && !withTemporal {
 			continue
 		}
 		text := strings.ReplaceAll(helpText(name), "MAX_STORE_DEPTH", strconv.Itoa(maxStoreDepth))

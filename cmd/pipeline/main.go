@@ -8,7 +8,6 @@ import (
 	"github.com/pipeline-dev/pipeline/internal/render"
 	"io"
 	"os"
-	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 
@@ -34,17 +33,17 @@ func main() {
 }
 
 func run(args []string) int {
+	if code, done := serveWeb(args); done {
+		return code
+	}
+	useWeb()
 	if done, err := handOffCompanion(args); done {
 		return failed(nil, args, err)
 	}
 	// PIPELINE_CPUPROFILE=FILE writes a CPU profile, for work on the hot
-	// paths (see make bench).
+	// paths (see make bench), in a build with the tag profile.
 	if path := os.Getenv("PIPELINE_CPUPROFILE"); path != "" {
-		if f, err := os.Create(path); err == nil {
-			if pprof.StartCPUProfile(f) == nil {
-				defer pprof.StopCPUProfile()
-			}
-		}
+		defer startCPUProfile(path)()
 	}
 	// Off (and costing nothing) unless a session's plan or OTEL_* set an
 	// endpoint; then exported as the command ends, within 2 s.

@@ -4,11 +4,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/spec"
+
+	"github.com/pipeline-dev/pipeline/internal/lazy"
 )
 
 // View shows a run as it goes. Output is the hot path: it gets every chunk
@@ -55,10 +56,10 @@ type Progress struct {
 }
 
 var (
-	tokenLimitPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*tokens\s*>=?\s*([0-9_]+)\s*$`) })
-	timeLimitPattern  = sync.OnceValue(func() *regexp.Regexp {
+	tokenLimitPattern = lazy.Value[*regexp.Regexp]{New: func() *regexp.Regexp { return regexp.MustCompile(`^\s*tokens\s*>=?\s*([0-9_]+)\s*$`) }}
+	timeLimitPattern  = lazy.Value[*regexp.Regexp]{New: func() *regexp.Regexp {
 		return regexp.MustCompile(`^\s*elapsed\s*>=?\s*duration\(\s*"([^"]+)"\s*\)\s*$`)
-	})
+	}}
 )
 
 // Limits finds the simplest token and time limits of a phase, for display:
@@ -68,12 +69,12 @@ func Limits(phase *spec.PhasePlan, step *spec.StepPlan) (time.Duration, int) {
 	timeLimit := time.Duration(step.Timeout.Value)
 	tokenLimit := 0
 	for _, t := range phase.PauseWhen {
-		if m := tokenLimitPattern().FindStringSubmatch(t.Expr.Source); m != nil {
+		if m := tokenLimitPattern.Get().FindStringSubmatch(t.Expr.Source); m != nil {
 			if n, err := strconv.Atoi(strings.ReplaceAll(m[1], "_", "")); err == nil && (tokenLimit == 0 || n < tokenLimit) {
 				tokenLimit = n
 			}
 		}
-		if m := timeLimitPattern().FindStringSubmatch(t.Expr.Source); m != nil {
+		if m := timeLimitPattern.Get().FindStringSubmatch(t.Expr.Source); m != nil {
 			if d, err := spec.ParseDuration(m[1]); err == nil && (timeLimit == 0 || time.Duration(d) < timeLimit) {
 				timeLimit = time.Duration(d)
 			}

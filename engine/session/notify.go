@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"errors"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,9 +13,6 @@ import (
 	"github.com/pipeline-dev/pipeline/internal/notify"
 	"github.com/pipeline-dev/pipeline/internal/transcript"
 )
-
-// notifyClient posts the notifications; a test may swap it.
-var notifyClient = &http.Client{}
 
 // notify sends the plan's notifications for where the run left the
 // session (events, as HookEvents names them): each webhook gets the most
@@ -51,7 +47,7 @@ func (s *Session) notify(ctx context.Context, st engine.State, events []string, 
 		if event == "" {
 			continue
 		}
-		if err := notify.Post(ctx, notifyClient, w, compose(event), os.Getenv); err != nil {
+		if err := notify.Post(ctx, w, compose(event), os.Getenv); err != nil {
 			say("pipeline: notify.webhook[%d]: %s (the session is as it was)", i, redact(err.Error()))
 		} else {
 			say("notified %s (notify.webhook[%d], %s)", event, i, formatName(w.Format))

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/internal/lazy"
 )
 
 // Markdown is a session as a markdown table of its phases: what
@@ -69,10 +70,12 @@ func firedList(fired []engine.Firing) string {
 // markdownEscapes escapes what markdown (GitHub's) would read as more than
 // text in a table cell: a cell's end, emphasis, code, links and images,
 // strike-through, HTML and entities.
-var markdownEscapes = strings.NewReplacer(
-	`\`, `\\`, "|", `\|`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`, "~", `\~`,
-	"<", "&lt;", ">", "&gt;", "&", "&amp;",
-)
+var markdownEscapes = lazy.Value[*strings.Replacer]{New: func() *strings.Replacer {
+	return strings.NewReplacer(
+		`\`, `\\`, "|", `\|`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`, "~", `\~`,
+		"<", "&lt;", ">", "&gt;", "&", "&amp;",
+	)
+}}
 
 // markdownText is one line of text made inert for markdown, cut to at
 // most limit characters.
@@ -81,5 +84,5 @@ func markdownText(s string, limit int) string {
 	if runes := []rune(s); len(runes) > limit {
 		s = string(runes[:limit]) + "…"
 	}
-	return markdownEscapes.Replace(s)
+	return markdownEscapes.Get().Replace(s)
 }

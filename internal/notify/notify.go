@@ -6,13 +6,10 @@
 package notify
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	neturl "net/url"
 	"os"
 	"os/exec"
@@ -22,6 +19,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/internal/web"
 )
 
 // Message is what a notification says of a session that stopped.
@@ -83,7 +81,7 @@ func Compose(event string, r engine.StatusReport, lastError string, redact func(
 
 // Post posts m to the webhook w, whose URL may name environment
 // variables (${NAME}); getenv reads them.
-func Post(ctx context.Context, client *http.Client, w spec.Webhook, m Message, getenv func(string) string) error {
+func Post(ctx context.Context, w spec.Webhook, m Message, getenv func(string) string) error {
 	url := os.Expand(strings.TrimSpace(w.URL), getenv)
 	if url == "" || (!strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://")) {
 		return fmt.Errorf("its URL %s is not an http(s) URL once the environment is read", w.URL)
@@ -102,7 +100,7 @@ func Post(ctx context.Context, client *http.Client, w spec.Webhook, m Message, g
 			case <-time.After(time.Duration(try) * 250 * time.Millisecond):
 			}
 		}
-		if last = post(ctx, client, url, body, contentType, w.Format, m); last == nil {
+		if last = post(ctx, url, body, contentType, w.Format, m); last == nil {
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -112,33 +110,22 @@ func Post(ctx context.Context, client *http.Client, w spec.Webhook, m Message, g
 	return fmt.Errorf("%s: %w", hostOf(url), last)
 }
 
-func post(ctx context.Context, client *http.Client, url string, body []byte, contentType, format string, m Message) error {
+func post(ctx context.Context, url string, body []byte, contentType, format string, m Message) error {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", contentType)
-	req.Header.Set("User-Agent", "pipeline")
+	header := [][2]string{{"Content-Type", contentType}, {"User-Agent", "pipeline"}}
 	if format == spec.FormatNtfy {
-		req.Header.Set("Title", m.Title)
-		req.Header.Set("Tags", m.Event)
+		header = append(header, [2]string{"Title", m.Title}, [2]string{"Tags", m.Event})
 		if m.Event != spec.HookCompleted {
-			req.Header.Set("Priority", "high")
+			header = append(header, [2]string{"Priority", "high"})
 		}
 	}
-	resp, err := client.Do(req)
+	// The error leaves out the URL: a webhook's URL is its secret
+	// (Slack's, Discord's).
+	resp, err := web.Post(ctx, web.Request{URL: url, Header: header, Body: body})
 	if err != nil {
-		// Not the URL: a webhook's URL is its secret (Slack's, Discord's).
-		var urlErr *neturl.Error
-		if errors.As(err, &urlErr) {
-			return urlErr.Err
-		}
 		return err
 	}
-	defer resp.Body.Close()
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("answered %s", resp.Status)
 	}

@@ -3,11 +3,11 @@ package notify
 import (
 	"context"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/pipeline-dev/pipeline/engine/spec"
+	_ "github.com/pipeline-dev/pipeline/internal/web/nethttp" // posts in process
 )
 
 // A webhook that cannot be reached is named by its host alone: the rest
@@ -20,7 +20,7 @@ func TestAFailedPostKeepsTheURLsSecret(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close() // nothing listens there now
 	secret := "services/T000/B000/very-secret-token"
-	err = Post(context.Background(), &http.Client{}, spec.Webhook{URL: "${HOOK}", Format: spec.FormatSlack},
+	err = Post(context.Background(), spec.Webhook{URL: "${HOOK}", Format: spec.FormatSlack},
 		Message{Event: "paused", Title: "t", Text: "x"}, func(string) string { return "http://" + addr + "/" + secret })
 	if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "http://"+addr) {
 		t.Errorf("error %v: want the host, not the path", err)

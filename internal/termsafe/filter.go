@@ -57,15 +57,16 @@ const (
 	afterC2                 // 0xC2, the first byte of a C1 control or not
 )
 
-// special marks the bytes that text cannot pass as they are.
-var special = func() (t [256]bool) {
-	for c := range 0x20 {
-		t[c] = c != '\t' && c != '\n'
-	}
-	t[0x7f] = true
-	t[0xc2] = true
-	return t
-}()
+// special marks the bytes that text cannot pass as they are: the C0
+// controls but tab and line feed, DEL, and 0xC2 (which starts a C1
+// control). A literal, laid out by the compiler: no work at start-up.
+var special = [256]bool{
+	0x00: true, 0x01: true, 0x02: true, 0x03: true, 0x04: true, 0x05: true, 0x06: true, 0x07: true,
+	0x08: true, 0x0b: true, 0x0c: true, 0x0d: true, 0x0e: true, 0x0f: true,
+	0x10: true, 0x11: true, 0x12: true, 0x13: true, 0x14: true, 0x15: true, 0x16: true, 0x17: true,
+	0x18: true, 0x19: true, 0x1a: true, 0x1b: true, 0x1c: true, 0x1d: true, 0x1e: true, 0x1f: true,
+	0x7f: true, 0xc2: true,
+}
 
 // Filter returns chunk made safe. The result is chunk itself when it
 // needs no change (see Unchanged); otherwise a buffer of f, valid until

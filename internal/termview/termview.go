@@ -43,7 +43,7 @@ type ScreenText struct {
 }
 
 // environmentRedactor: see redact.Environment.
-var environmentRedactor = redact.Environment
+var environmentRedactor = func() *redact.Redactor { return redact.Environment() }
 
 // NewScreenText redacts with the secrets of this process's environment
 // and the key patterns.

@@ -5,12 +5,13 @@ package tokens
 import (
 	"bytes"
 	"math"
-	"sync"
 	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/tiktoken-go/tokenizer/codec"
+
+	"github.com/pipeline-dev/pipeline/internal/lazy"
 )
 
 // Encoding names the byte-pair encoding that Count and
@@ -20,7 +21,7 @@ const Encoding = "cl100k_base"
 
 // encoder builds the cl100k_base codec on first use: building its 100k-entry
 // vocabulary takes some 20 ms, which process start-up should not pay.
-var encoder = sync.OnceValue(codec.NewCl100kBase)
+var encoder = lazy.Value[*codec.Codec]{New: codec.NewCl100kBase}
 
 // Count returns the number of cl100k_base tokens in text. Special
 // tokens such as "<|endoftext|>" are counted as the plain text they are made
@@ -28,7 +29,7 @@ var encoder = sync.OnceValue(codec.NewCl100kBase)
 func Count(text string) int {
 	// Count fails only in the codec's strict UTF-8 mode or on a regular
 	// expression time-out, and neither is enabled.
-	n, _ := encoder().Count(text)
+	n, _ := encoder.Get().Count(text)
 	return n
 }
 

@@ -13,9 +13,15 @@ import (
 var argKeys = []string{"file_path", "absolute_path", "notebook_path", "pattern", "path", "dir_path", "command", "cmd",
 	"query", "url", "description", "prompt", "skill", "name"}
 
-// pathKeys are the arguments that hold a path, shown relative to the
+// pathKey tells the arguments that hold a path, shown relative to the
 // step's folder.
-var pathKeys = map[string]bool{"file_path": true, "absolute_path": true, "notebook_path": true, "path": true, "dir_path": true}
+func pathKey(key string) bool {
+	switch key {
+	case "file_path", "absolute_path", "notebook_path", "path", "dir_path":
+		return true
+	}
+	return false
+}
 
 // maxArgs is how many characters of a call's arguments show.
 const maxArgs = 100
@@ -33,7 +39,7 @@ func ShortArgs(tool string, input map[string]any, dir string) string {
 		if !ok || strings.TrimSpace(s) == "" {
 			continue
 		}
-		if pathKeys[key] {
+		if pathKey(key) {
 			s = relative(s, dir)
 		}
 		if key == "pattern" {

@@ -2,16 +2,19 @@ package transcript
 
 import "bytes"
 
-// silent are the line types that say nothing a person searches for: the
+// silent tells the line types that say nothing a person searches for: the
 // CLI's set-up, the streamed deltas of a message that comes whole later,
 // the usage, the final result that repeats the last message.
-var silent = map[string]bool{
-	// Claude Code
-	"stream_event": true, "system": true, "rate_limit_event": true,
-	// Gemini CLI
-	"init": true,
-	// Codex CLI
-	"thread.started": true, "turn.started": true, "turn.completed": true, "item.started": true, "item.updated": true,
+func silent(typ string) bool {
+	switch typ {
+	case "stream_event", "system", "rate_limit_event": // Claude Code
+		return true
+	case "init": // Gemini CLI
+		return true
+	case "thread.started", "turn.started", "turn.completed", "item.started", "item.updated": // Codex CLI
+		return true
+	}
+	return false
 }
 
 // Silent tells whether a line of an agent's transcript says nothing a
@@ -28,7 +31,7 @@ func Silent(line []byte) bool {
 	if typ == "result" {
 		return !bytes.Contains(line, []byte(`"is_error":true`)) && !bytes.Contains(line, []byte(`"error"`))
 	}
-	return silent[typ]
+	return silent(typ)
 }
 
 // leadingType reads the type of a line that starts {"type":"…", as the
