@@ -82,7 +82,7 @@ func handOff(what string) error {
 		if exe, err := os.Executable(); err == nil {
 			dest = filepath.Join(filepath.Dir(exe), fleetBinary)
 		}
-		return usagef("%s needs %s, the full build of pipeline (the Temporal backend, the MCP server, search, the dashboard), and it is not here (looked at %s); local runs do not need it. Install both with make install (or make build, into bin/), or build it beside this one: go build -tags temporal -o %s ./cmd/pipeline",
+		return usagef("%s needs %s, the full build of pipeline (the Temporal backend, the MCP server, search, the dashboard), and it is not here (looked at %s); local runs need it only to send webhooks and telemetry. Install both with make install (or make build, into bin/), or build it beside this one: go build -tags temporal -o %s ./cmd/pipeline",
 			what, fleetBinary, strings.Join(looked, ", "), dest)
 	}
 	self, _ := os.Executable()

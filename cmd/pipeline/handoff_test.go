@@ -159,7 +159,7 @@ func TestHandOffWithoutPipelineTemporal(t *testing.T) {
 	} {
 		r, _ := runBinary(t, pipelinePath, project, env, c.args...)
 		want := "pipeline: " + c.what + " needs pipeline-temporal, the full build of pipeline (the Temporal backend, the MCP server, search, the dashboard), and it is not here (looked at " +
-			filepath.Join(bin, "pipeline-temporal") + ", PATH); local runs do not need it. Install both with make install (or make build, into bin/), or build it beside this one: go build -tags temporal -o " +
+			filepath.Join(bin, "pipeline-temporal") + ", PATH); local runs need it only to send webhooks and telemetry. Install both with make install (or make build, into bin/), or build it beside this one: go build -tags temporal -o " +
 			filepath.Join(bin, "pipeline-temporal") + " ./cmd/pipeline\n"
 		if r.code != 2 || r.stderr != want {
 			t.Errorf("%s: exit %d:\n%s\nwant exit 2:\n%s", c.args, r.code, r.stderr, want)
@@ -223,7 +223,7 @@ func TestDoctorChecksPipelineTemporal(t *testing.T) {
 
 	got, text := doctor("phases.yaml", 0)
 	if got.Temporal.Status != "missing" || got.Temporal.Needed || !got.OK ||
-		!strings.Contains(text, "pipeline-temporal: not found (looked at "+sibling+", PATH); local runs do not need it; --backend temporal, pipeline worker, mcp, search and ui do\n"+
+		!strings.Contains(text, "pipeline-temporal: not found (looked at "+sibling+", PATH); local runs need it only to send webhooks and telemetry; --backend temporal, pipeline worker, mcp, search and ui do\n"+
 			"  hint: make install builds pipeline and pipeline-temporal side by side; or go build -tags temporal -o "+sibling+" ./cmd/pipeline\n") {
 		t.Errorf("%+v\n%s", got, text)
 	}

@@ -83,7 +83,7 @@ func (c ProgramCheck) OK() bool {
 // Write writes the check as doctor's text: one line, then its problem
 // and hint.
 func (c ProgramCheck) Write(w io.Writer) {
-	use := "local runs do not need it; --backend temporal, pipeline worker, mcp, search and ui do"
+	use := "local runs need it only to send webhooks and telemetry; --backend temporal, pipeline worker, mcp, search and ui do"
 	if c.Needed {
 		use = "this pipeline runs on the Temporal backend and needs it"
 	}
