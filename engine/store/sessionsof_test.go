@@ -129,9 +129,87 @@ func BenchmarkSessionsOfColdOf1000Sessions(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
+		st.keyed.read = keyedRead{}
 		list, err := st.SessionsOf("k")
 		if err != nil || len(list) != 1000 || list[0].Status != "completed" || st.Summary(list[0]).File != st.Abs("phases.yaml") {
 			b.Fatalf("%d sessions, %v", len(list), err)
 		}
+	}
+}
+
+// A second search reads only the lines appended since the first, and
+// gives what List gives: sessions made, changed and removed meanwhile,
+// a line that cannot be parsed, and a compacted index read again.
+func TestSessionsOfAfterAppendsIsListOfOneKey(t *testing.T) {
+	st := newStore(t)
+	st.Warn = nil // the line that cannot be parsed is meant
+	now := time.Unix(0, 1_800_000_000_000_000_000)
+	write := func(id, key, status string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(st.Root, "sessions", id), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.index(Summary{ID: id, Key: key, Pipeline: "p", Status: status, Created: now, Updated: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same := func(when string) {
+		t.Helper()
+		list, err := st.List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, sum := range list {
+			if sum.Key == "k" {
+				want = append(want, sum.ID+" "+sum.Status)
+			}
+		}
+		briefs, err := st.SessionsOf("k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, b := range briefs {
+			got = append(got, b.ID+" "+b.Status)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: SessionsOf gave %q, List %q", when, got, want)
+		}
+	}
+	for i := range 6 {
+		write(fmt.Sprintf("s%d", i), []string{"k", "other"}[i%2], "running")
+	}
+	same("first")
+	offset := st.keyed.read.offset
+	write("s0", "k", "completed")
+	write("s6", "k", "paused")
+	write("s7", "other", "running")
+	if err := st.Remove("s2"); err != nil {
+		t.Fatal(err)
+	}
+	appendLine(t, st, "s4\tk\tfailed\tone\t\tnot a number\t0\t1\t2\tp\t\t\n")
+	same("after appends")
+	if st.keyed.read.offset <= offset || st.keyed.read.lines != 11 {
+		t.Errorf("the cache read to %d (%d lines), from %d: not the appended lines alone", st.keyed.read.offset, st.keyed.read.lines, offset)
+	}
+	if err := st.CompactIndex(); err != nil {
+		t.Fatal(err)
+	}
+	write("s8", "k", "running")
+	same("after compaction")
+}
+
+func appendLine(t *testing.T, st *Store, line string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(st.Root, IndexName), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(line); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
