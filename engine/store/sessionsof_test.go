@@ -112,6 +112,17 @@ func TestSessionsOfFindsAFormat1Session(t *testing.T) {
 // all those of the store (here all of one pipeline, as a project's often
 // are, the worst case): against BenchmarkListColdOf1000Sessions.
 func BenchmarkSessionsOfColdOf1000Sessions(b *testing.B) {
+	benchmarkSessionsOfCold(b, 1)
+}
+
+// A store of ten pipelines: the lines of the nine others are passed over.
+func BenchmarkSessionsOfColdOf1000SessionsOfTenPipelines(b *testing.B) {
+	benchmarkSessionsOfCold(b, 10)
+}
+
+// benchmarkSessionsOfCold searches the sessions of one of pipelines, in a
+// store of 1,000 sessions as BenchmarkListColdOf1000Sessions's.
+func benchmarkSessionsOfCold(b *testing.B, pipelines int) {
 	st := newStore(b)
 	now := time.Now()
 	for i := 0; i < 1000; i++ {
@@ -120,7 +131,7 @@ func BenchmarkSessionsOfColdOf1000Sessions(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, status := range []string{"running", "completed"} {
-			if err := st.index(Summary{ID: id, Key: "k", Pipeline: "p", File: st.Abs("phases.yaml"), Status: status, Phase: "one",
+			if err := st.index(Summary{ID: id, Key: fmt.Sprint("k", i%pipelines), Pipeline: "p", File: st.Abs("phases.yaml"), Status: status, Phase: "one",
 				Created: now, Updated: now}); err != nil {
 				b.Fatal(err)
 			}
@@ -130,8 +141,8 @@ func BenchmarkSessionsOfColdOf1000Sessions(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		st.keyed.read = keyedRead{}
-		list, err := st.SessionsOf("k")
-		if err != nil || len(list) != 1000 || list[0].Status != "completed" || st.Summary(list[0]).File != st.Abs("phases.yaml") {
+		list, err := st.SessionsOf("k0")
+		if err != nil || len(list) != 1000/pipelines || list[0].Status != "completed" || st.Summary(list[0]).File != st.Abs("phases.yaml") {
 			b.Fatalf("%d sessions, %v", len(list), err)
 		}
 	}
@@ -211,5 +222,19 @@ func appendLine(t *testing.T, st *Store, line string) {
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// printable's byte-at-a-time check of ASCII says what unicode's tables
+// say, for every byte and for ids beyond ASCII.
+func TestPrintableIsUnicodes(t *testing.T) {
+	ids := []string{"20261127-000000001-abcdef", "é-1", "a\u00a0b", "a\u2028", "日本", "a\xffb", ""}
+	for c := range 256 {
+		ids = append(ids, "id"+string(rune(c)), string([]byte{'x', byte(c)}))
+	}
+	for _, id := range ids {
+		if got, want := printable(id), !strings.ContainsFunc(id, nonPrintable); got != want {
+			t.Errorf("printable(%q) = %v, unicode says %v", id, got, want)
+		}
 	}
 }
