@@ -121,16 +121,17 @@ func OpenRun(ctx context.Context, req RunRequest, plan *spec.Plan) (*Opened, err
 // failedBefore is the session before sess of its pipeline and spec, when
 // it failed.
 func failedBefore(st *store.Store, sess *session.Session) *store.Summary {
-	list, err := st.List()
+	list, err := st.SessionsOf(sess.Key)
 	if err != nil {
 		return nil
 	}
-	for _, s := range list {
-		if s.Key != sess.Key || s.ID == sess.ID() {
+	for _, b := range list {
+		if b.ID == sess.ID() {
 			continue
 		}
-		if s.Status == string(engine.StatusFailed) {
-			return &s
+		if b.Status == string(engine.StatusFailed) {
+			sum := st.Summary(b)
+			return &sum
 		}
 		return nil
 	}

@@ -20,8 +20,17 @@ var eventTypes = lazy.Value[map[string]reflect.Type]{New: func() map[string]refl
 	return types
 }}
 
+// jsonAppender is a type that writes its JSON by hand (appendjson.go).
+type jsonAppender interface {
+	AppendJSON(b []byte) ([]byte, error)
+}
+
 // EncodeEvent returns an event's type name and its JSON.
 func EncodeEvent(ev Event) (string, []byte, error) {
+	if a, ok := ev.(jsonAppender); ok {
+		payload, err := a.AppendJSON(nil)
+		return reflect.TypeOf(ev).Name(), payload, err
+	}
 	payload, err := json.Marshal(ev)
 	return reflect.TypeOf(ev).Name(), payload, err
 }

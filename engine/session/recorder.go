@@ -161,7 +161,7 @@ func (r *Recorder) Snapshot() error {
 	if !r.dirty {
 		return r.relist()
 	}
-	raw, err := json.Marshal(r.last)
+	raw, err := r.last.AppendJSON(nil)
 	if err != nil {
 		return err
 	}
@@ -203,7 +203,7 @@ func (r *Recorder) Close() error { return r.Snapshot() }
 // updates the index: after a runner died between its last event and its
 // snapshot, this brings the listing up to date.
 func WriteSnapshot(plan *spec.Plan, x *store.Session, s engine.State, redact func(string) string) error {
-	raw, err := json.Marshal(s)
+	raw, err := s.AppendJSON(nil)
 	if err != nil {
 		return err
 	}

@@ -321,16 +321,13 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 // session of key is taken, and an older one with one of the statuses
 // passed over is said.
 func latestOpen(st *store.Store, plan *spec.Plan, key string, statuses []engine.Status, newest bool, say func(string, ...any)) (*store.Session, engine.State, error) {
-	list, err := st.List()
+	list, err := st.SessionsOf(key)
 	if err != nil {
 		return nil, engine.State{}, storeRefused(st, err)
 	}
-	var newestSeen *store.Summary
+	var newestSeen *store.Brief
 	for i := range list {
 		sum := list[i]
-		if sum.Key != key {
-			continue
-		}
 		if newest && newestSeen != nil {
 			// The newest stays as it is: say what is passed over.
 			if len(statuses) == 0 || slices.Contains(statuses, engine.Status(sum.Status)) {
@@ -781,13 +778,14 @@ func KeyOf(st *store.Store, file string, plan *spec.Plan) string {
 // Latest returns the newest session of key with one of statuses (any
 // status when none is given), or nil.
 func Latest(st *store.Store, key string, statuses ...engine.Status) (*store.Summary, error) {
-	list, err := st.List()
+	list, err := st.SessionsOf(key)
 	if err != nil {
 		return nil, err
 	}
-	for i := range list {
-		if list[i].Key == key && (len(statuses) == 0 || slices.Contains(statuses, engine.Status(list[i].Status))) {
-			return &list[i], nil
+	for _, b := range list {
+		if len(statuses) == 0 || slices.Contains(statuses, engine.Status(b.Status)) {
+			sum := st.Summary(b)
+			return &sum, nil
 		}
 	}
 	return nil, nil

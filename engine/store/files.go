@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 	"path/filepath"
@@ -136,11 +137,27 @@ func (s *Store) OpenSessionFile(id, rel string) (*os.File, error) {
 // the sessions folder (not ../../x, not a/b), not one being made or
 // removed, and printable on one line.
 func sessionName(id string) error {
-	if err := name(id); err != nil || strings.HasPrefix(id, ".") || strings.ContainsFunc(id, func(r rune) bool { return !unicode.IsGraphic(r) || unicode.IsSpace(r) }) {
+	if err := name(id); err != nil || strings.HasPrefix(id, ".") || !printable(id) {
 		return fmt.Errorf("bad session id %q", id)
 	}
 	return nil
 }
+
+// printable tells whether s is all graphic characters and no space. Every
+// line of the index is checked: an ASCII id, as pipeline makes them, is
+// checked a byte at a time, without unicode's tables.
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= utf8.RuneSelf {
+			return !strings.ContainsFunc(s, nonPrintable)
+		} else if c <= ' ' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func nonPrintable(r rune) bool { return !unicode.IsGraphic(r) || unicode.IsSpace(r) }
 
 // Folder makes (0700, if it is not there) the folder n of the store's
 // own, beside sessions, for what another package keeps there (the search

@@ -95,11 +95,16 @@ func (sum Summary) indexLine() []byte {
 // parseIndexLine reads a line of the index as it is written; old is a
 // line of format 1, whose key and paths are not this format's.
 func parseIndexLine(line []byte) (sum Summary, old, ok bool) {
-	// One string of the whole line, whose fields are slices of it, split
-	// into an array rather than a slice: every run parses the latest line
-	// of every session, and a string per field was most of what a
-	// listing allocated.
-	text := string(line)
+	// One string of the whole line, whose fields are slices of it: every
+	// run parses the latest line of every session, and a string per
+	// field was most of what a listing allocated.
+	return parseIndexText(string(line))
+}
+
+// parseIndexText is parseIndexLine of a line already a string: the
+// fields of the summary are slices of it, nothing is allocated.
+func parseIndexText(text string) (sum Summary, old, ok bool) {
+	// Split into an array rather than a slice: nothing escapes.
 	var fields [indexFields + 1]string
 	n := 0
 	for {
@@ -349,11 +354,16 @@ func (s *Store) parseIndex(content []byte, first int) []latestLine {
 // not write (a forged id such as ../../x, a field that is no number) is
 // skipped, never acted on, and said once.
 func (s *Store) parseIndexLineAt(line []byte, number int) (Summary, bool, bool) {
-	sum, isOld, ok := parseIndexLine(line)
+	return s.parseIndexTextAt(string(line), number)
+}
+
+// parseIndexTextAt is parseIndexLineAt of a line already a string.
+func (s *Store) parseIndexTextAt(line string, number int) (Summary, bool, bool) {
+	sum, isOld, ok := parseIndexText(line)
 	if !ok {
 		s.warnOnce(fmt.Sprintf("%s line %d", indexName, number)+string(line),
 			"pipeline: warning: %s line %d is not a line of the sessions index (%s): skipped; remove it, or let pipeline clean rewrite the index without it\n",
-			s.path(indexName), number, indexLineText(line))
+			s.path(indexName), number, indexLineText([]byte(line)))
 	}
 	return sum, isOld, ok
 }

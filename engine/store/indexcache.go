@@ -77,13 +77,16 @@ func (c *indexCache) forget() {
 // stillEndsAtOffset tells whether the file still holds the last line read
 // where it was: a file rewritten in place, or a new one that was given
 // the old one's inode, does not.
-func (c *indexCache) stillEndsAtOffset(f *os.File) bool {
-	if int64(len(c.last)) > c.offset {
+func (c *indexCache) stillEndsAtOffset(f *os.File) bool { return endsAt(f, c.offset, c.last) }
+
+// endsAt tells whether f holds last just before offset.
+func endsAt(f *os.File, offset int64, last []byte) bool {
+	if int64(len(last)) > offset {
 		return false
 	}
-	at := make([]byte, len(c.last))
-	n, err := f.ReadAt(at, c.offset-int64(len(c.last)))
-	return (err == nil || err == io.EOF) && n == len(at) && bytes.Equal(at, c.last)
+	at := make([]byte, len(last))
+	n, err := f.ReadAt(at, offset-int64(len(last)))
+	return (err == nil || err == io.EOF) && n == len(at) && bytes.Equal(at, last)
 }
 
 // readWhole reads the index from its first line.

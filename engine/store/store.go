@@ -159,6 +159,8 @@ type Store struct {
 	warned map[string]bool
 	// listing is the index as List last read it.
 	listing indexCache
+	// keyed is the index as SessionsOf last read it.
+	keyed keyedCache
 }
 
 // warnOnce writes a warning on s.Warn, once for each key.
