@@ -37,19 +37,14 @@ type indexCache struct {
 func (c *indexCache) list(s *Store) ([]Summary, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	f, err := s.openFile(indexName, unix.O_RDONLY, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		c.forget()
-		return nil, nil
-	}
-	if err != nil {
+	f, st, err := s.openIndex()
+	if f == nil {
+		if err == nil {
+			c.forget()
+		}
 		return nil, err
 	}
 	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return nil, &fs.PathError{Op: "stat", Path: f.Name(), Err: err}
-	}
 	if c.at == nil || uint64(st.Dev) != c.dev || st.Ino != c.ino || !c.stillEndsAtOffset(f) {
 		err = c.readWhole(s, f)
 	} else {
@@ -146,4 +141,22 @@ func (c *indexCache) keepLast(content []byte) {
 	}
 	start := bytes.LastIndexByte(content[:len(content)-1], '\n') + 1
 	c.last = append(c.last[:0], content[start:]...)
+}
+
+// openIndex opens the index for reading and says what file it is; a
+// nil file and error when there is no index yet.
+func (s *Store) openIndex() (*os.File, unix.Stat_t, error) {
+	var st unix.Stat_t
+	f, err := s.openFile(indexName, unix.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, st, nil
+	}
+	if err != nil {
+		return nil, st, err
+	}
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return nil, st, &fs.PathError{Op: "stat", Path: f.Name(), Err: err}
+	}
+	return f, st, nil
 }

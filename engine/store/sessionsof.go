@@ -1,15 +1,11 @@
 package store
 
 import (
-	"errors"
 	"io"
-	"io/fs"
 	"slices"
 	"strings"
 	"sync"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // Brief is a session's latest line in the index as a search among the
@@ -37,19 +33,14 @@ func (s *Store) SessionsOf(key string) ([]Brief, error) {
 	s.keyed.mu.Lock()
 	defer s.keyed.mu.Unlock()
 	c := &s.keyed.read
-	f, err := s.openFile(indexName, unix.O_RDONLY, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		*c = keyedRead{}
-		return nil, nil
-	}
-	if err != nil {
+	f, st, err := s.openIndex()
+	if f == nil {
+		if err == nil {
+			*c = keyedRead{}
+		}
 		return nil, err
 	}
 	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return nil, &fs.PathError{Op: "stat", Path: f.Name(), Err: err}
-	}
 	from := int64(0)
 	if c.key == key && uint64(st.Dev) == c.dev && st.Ino == c.ino && endsAt(f, c.offset, c.last) {
 		from = c.offset
