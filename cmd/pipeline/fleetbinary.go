@@ -46,10 +46,6 @@ const (
 	workerShort = "Run the sessions' steps of a Temporal fleet"
 )
 
-// webHelperName is the hidden command of the full build that does the
-// HTTP of the lean build, which links no net/http (web_handoff.go).
-const webHelperName = "__web"
-
 // handedOffEnv marks a process that a pipeline without the Temporal
 // backend started as its pipeline-temporal: if that process has no
 // Temporal backend either (a copy of the local build under that name),

@@ -57,7 +57,7 @@ func TestLeanPostGoesThroughPipelineTemporal(t *testing.T) {
 		io.WriteString(w, "made it")
 	}))
 	defer srv.Close()
-	resp, err := fleetWeb{}.Post(context.Background(), web.Request{URL: srv.URL + "/hook",
+	resp, err := fleetWeb().Post(context.Background(), web.Request{URL: srv.URL + "/hook",
 		Header: [][2]string{{"X-Test", "yes"}}, Body: []byte("hello"), Keep: 4})
 	mu.Lock()
 	defer mu.Unlock()
@@ -67,7 +67,7 @@ func TestLeanPostGoesThroughPipelineTemporal(t *testing.T) {
 	// Nothing listens there now: the error names no path of the URL,
 	// which may be a webhook's secret.
 	srv.Close()
-	_, err = fleetWeb{}.Post(context.Background(), web.Request{URL: srv.URL + "/very-secret"})
+	_, err = fleetWeb().Post(context.Background(), web.Request{URL: srv.URL + "/very-secret"})
 	if err == nil || strings.Contains(err.Error(), "very-secret") {
 		t.Errorf("post to a closed server: %v", err)
 	}
@@ -79,7 +79,7 @@ func TestLeanPostGoesThroughPipelineTemporal(t *testing.T) {
 func TestLeanRefusalGoesThroughPipelineTemporal(t *testing.T) {
 	fleetWebOnPath(t)
 	const body = `{"error":{"code":400}}`
-	addr, stop, err := fleetWeb{}.Refuse(body)
+	addr, stop, err := fleetWeb().Refuse(body)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@
 // gemini CLI with a refusal. net/http (with crypto/tls, x509 and some
 // forty packages of init) would cost every start of the lean pipeline
 // build ~0.4 ms for work that few runs do, so that build hands these to
-// pipeline-temporal (cmd/pipeline, handoff.go) and the full build does
+// pipeline-temporal (package relay) and the full build does
 // them in process (package nethttp, which registers itself on import).
 package web
 
