@@ -113,7 +113,9 @@ func (s *Store) sessionsFolder() int {
 		if unix.Fstat(s.sessionsFd, &st) == nil && st.Nlink > 0 {
 			return s.sessionsFd
 		}
-		unix.Close(s.sessionsFd)
+		// Not closed here: another walk may still hold its number, which
+		// a close would let a new open reuse. Close closes it.
+		s.sessionsStale = append(s.sessionsStale, s.sessionsFd)
 		s.sessionsOpened = false
 	}
 	if !s.sessionsOpened {

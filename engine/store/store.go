@@ -149,6 +149,7 @@ type Store struct {
 	sessionsMu     sync.Mutex
 	sessionsOpened bool
 	sessionsFd     int
+	sessionsStale  []int // kept folders found deleted: closed by Close
 	// Warn gets one line for each thing the store skips rather than
 	// fail on (a line of index.tsv it did not write); os.Stderr unless
 	// set, nil for none.
@@ -360,6 +361,10 @@ func (s *Store) Close() error {
 		unix.Close(s.sessionsFd)
 		s.sessionsOpened = false
 	}
+	for _, fd := range s.sessionsStale {
+		unix.Close(fd)
+	}
+	s.sessionsStale = nil
 	s.sessionsMu.Unlock()
 	return s.dir.Close()
 }
