@@ -216,13 +216,25 @@ func TestStepHeldByADaemonStillStops(t *testing.T) {
 		return step
 	}
 	t.Run("timeout", func(t *testing.T) {
-		step := shellStep(script, testMark())
-		step.Timeout, step.Grace = 200*time.Millisecond, 100*time.Millisecond
-		res := execute(t, context.Background(), step, newRecorder())
-		if !res.TimedOut {
-			t.Fatalf("not timed out: %+v", res)
+		// The timeout must fire once the daemon holds the output: on a
+		// busy machine starting it can take longer than a timeout short
+		// enough for a test, so a step cut before "started" is run again
+		// with twice the time.
+		for timeout := 200 * time.Millisecond; ; timeout *= 2 {
+			step := shellStep(script, testMark())
+			step.Timeout, step.Grace = timeout, 100*time.Millisecond
+			res := execute(t, context.Background(), step, newRecorder())
+			if !res.TimedOut {
+				t.Fatalf("not timed out: %+v", res)
+			}
+			if strings.Contains(res.Output, "started\n") {
+				proctest.AwaitExit(t, pids(t, res.Output)[0])
+				return
+			}
+			if timeout > testwait.Failsafe {
+				t.Fatalf("the step never started its daemon within its timeout:\n%s", res.Output)
+			}
 		}
-		proctest.AwaitExit(t, pids(t, res.Output)[0])
 	})
 	t.Run("interrupt", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
