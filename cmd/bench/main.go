@@ -33,7 +33,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -264,27 +263,38 @@ func throughput(pipeline, self, work string, size int64) {
 // runFlood runs one pipeline whose step prints size bytes, output shown
 // (to /dev/null) and kept in the transcript.
 func runFlood(pipeline, self, dir string, size int64) (time.Duration, int64) {
+	d, rss, err := timed(floodCommand(pipeline, self, dir, size))
+	check(err)
+	checkFloodTranscript(pipeline, dir, size)
+	return d, rss
+}
+
+// floodCommand is pipeline run of a phases.yaml in dir whose one step
+// prints size bytes, in a store made anew.
+func floodCommand(pipeline, self, dir string, size int64) *exec.Cmd {
 	file := filepath.Join(dir, "phases.yaml")
 	check(os.WriteFile(file, []byte(fmt.Sprintf(throughputYAML, self, size)), 0o644))
 	os.RemoveAll(filepath.Join(dir, ".pipeline"))
 	cmd := exec.Command(pipeline, "run", file)
 	cmd.Env = append(os.Environ(), "CI=true")
 	if toPipe {
-		// Not an *os.File: exec gives the child a pipe and drains it.
-		cmd.Stdout = struct{ io.Writer }{io.Discard}
+		cmd.Stdout = pipeSink{}
 	}
-	d, rss, err := timed(cmd)
-	check(err)
+	return cmd
+}
+
+// checkFloodTranscript stops the bench unless the flood's transcript
+// holds all size bytes.
+func checkFloodTranscript(pipeline, dir string, size int64) {
 	transcripts, _ := filepath.Glob(filepath.Join(dir, ".pipeline", "sessions", "*", "transcripts", "flood", "1-agent.log"))
 	if len(transcripts) != 1 {
-		check(fmt.Errorf("no transcript of the flood"))
+		check(fmt.Errorf("%s: no transcript of the flood", pipeline))
 	}
 	info, err := os.Stat(transcripts[0])
 	check(err)
 	if info.Size() != size {
-		check(fmt.Errorf("the transcript holds %d bytes, not %d", info.Size(), size))
+		check(fmt.Errorf("%s: the transcript holds %d bytes, not %d", pipeline, info.Size(), size))
 	}
-	return d, rss
 }
 
 func pct(sorted []time.Duration, p int) time.Duration {

@@ -73,24 +73,8 @@ func teeRun(self, dir string, size int64) (wall, cpu time.Duration) {
 
 // floodRun is runFlood's run, timed in wall and CPU time.
 func floodRun(pipeline, self, dir string, size int64) (wall, cpu time.Duration) {
-	file := filepath.Join(dir, "phases.yaml")
-	check(os.WriteFile(file, []byte(fmt.Sprintf(throughputYAML, self, size)), 0o644))
-	os.RemoveAll(filepath.Join(dir, ".pipeline"))
-	cmd := exec.Command(pipeline, "run", file)
-	cmd.Env = append(os.Environ(), "CI=true")
-	if toPipe {
-		cmd.Stdout = pipeSink{}
-	}
-	wall, cpu = cpuTimed(cmd)
-	transcripts, _ := filepath.Glob(filepath.Join(dir, ".pipeline", "sessions", "*", "transcripts", "flood", "1-agent.log"))
-	if len(transcripts) != 1 {
-		check(fmt.Errorf("%s: no transcript of the flood", pipeline))
-	}
-	info, err := os.Stat(transcripts[0])
-	check(err)
-	if info.Size() != size {
-		check(fmt.Errorf("%s: the transcript holds %d bytes, not %d", pipeline, info.Size(), size))
-	}
+	wall, cpu = cpuTimed(floodCommand(pipeline, self, dir, size))
+	checkFloodTranscript(pipeline, dir, size)
 	return wall, cpu
 }
 
