@@ -212,6 +212,7 @@ bench: build agent-clis temporal chromium
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -pipe
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -startup
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -status
+	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -sessions
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -watch
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -search
 	$(GO) run ./cmd/bench -pipeline $(BIN) -ui

@@ -96,6 +96,10 @@ func main() {
 		statusFigures(pipeline, againstBinary(), work, *statusRuns)
 		return
 	}
+	if *sessionsOnly {
+		sessionsFigures(pipeline, againstBinary(), work, *sessionsCount, *statusRuns)
+		return
+	}
 	if *fleetOnly {
 		fleetFigures(pipeline, work)
 		return
