@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/store"
@@ -97,4 +99,29 @@ func (req ImportRequest) sayImported(st *store.Store, got store.Imported, name s
 		req.Say("warning: its pipeline %s is not there (%s relative to %s): import it into the store of the project's checkout (run it there, or pass --file or --state-dir)",
 			got.Meta.File, st.Rel(got.Meta.File), st.Base())
 	}
+}
+
+// sizeUnits are the units ParseSize reads, longest first.
+var sizeUnits = []struct {
+	suffix string
+	size   int64
+}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10},
+	{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}}
+
+// ParseSize reads a size as import's --max-size takes it: bytes, or a
+// number with KiB, MiB or GiB (K, M, G and KB, MB, GB read the same, in
+// powers of 1024).
+func ParseSize(text string) (int64, error) {
+	t, unit := strings.TrimSpace(text), int64(1)
+	for _, u := range sizeUnits {
+		if rest, ok := strings.CutSuffix(t, u.suffix); ok {
+			t, unit = strings.TrimSpace(rest), u.size
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/unit {
+		return 0, Usagef("--max-size %q is not a size: write bytes, or a number with KiB, MiB or GiB (512MiB, 8GiB)", text)
+	}
+	return n * unit, nil
 }

@@ -118,6 +118,21 @@ func UnpinProject(_ context.Context, p Pipeline, id int) (*ProjectEditResponse, 
 	})
 }
 
+// RememberProject applies one human change to the project's memory
+// (memory pin --project, memory unpin --project), which holds pinned
+// facts only.
+func RememberProject(ctx context.Context, req RememberRequest) (*ProjectEditResponse, error) {
+	switch {
+	case req.Note.Kind != engine.NoteFact && req.Note.Kind != engine.NoteUnpin:
+		return nil, Usagef("--project holds pinned facts only: use pipeline memory pin --project or unpin --project")
+	case req.Session != "":
+		return nil, Usagef("--project and --session name different memories: give one")
+	case req.Note.Kind == engine.NoteFact:
+		return PinProject(ctx, req.Pipeline, req.Note.Text)
+	}
+	return UnpinProject(ctx, req.Pipeline, req.Note.ID)
+}
+
 func editProject(p Pipeline, did string, edit func(*storeAndPlan) (engine.MemoryItem, error)) (*ProjectEditResponse, error) {
 	st, err := p.Open()
 	if err != nil {

@@ -18,6 +18,9 @@ type ValidateRequest struct {
 	// Spec, when set, is the spec each phases.yaml is checked with, in
 	// place of the one it names (as run --spec runs it).
 	Spec string `json:"spec,omitempty"`
+	// Preflight checks the agent CLIs each pipeline uses too, as doctor
+	// does: a pipeline whose CLIs cannot run is not valid.
+	Preflight bool `json:"preflight,omitempty"`
 }
 
 // ValidateResponse is `pipeline validate -o json`.
@@ -38,7 +41,7 @@ type Validation struct {
 	// Omitted counts the problems past the 100 kept for one file.
 	Omitted int `json:"omitted,omitempty"`
 	// Agents are the checks of a preflight (pipeline doctor's), when the
-	// surface ran them.
+	// request asked for them.
 	Agents []steps.CLICheck `json:"agents,omitempty"`
 	// Err is the error the problems came from, for a surface that
 	// prints it whole (with its source lines and carets).
@@ -49,7 +52,7 @@ type Validation struct {
 
 // Validate checks each file and reports every problem found, each at its
 // file, line and column. It never fails: an invalid file is a response.
-func Validate(_ context.Context, req ValidateRequest) *ValidateResponse {
+func Validate(ctx context.Context, req ValidateRequest) *ValidateResponse {
 	files := req.Files
 	if len(files) == 0 {
 		files = []string{DefaultFile}
@@ -62,6 +65,10 @@ func Validate(_ context.Context, req ValidateRequest) *ValidateResponse {
 		v.Plan, v.Err = nil, nil // not shown, and not for a deep copy
 		v = redacted(r, v)
 		v.Plan, v.Err = plan, err
+		if req.Preflight && plan != nil {
+			v.Agents = AgentChecks(ctx, plan)
+			v.Valid = v.Valid && ChecksOK(v.Agents)
+		}
 		out.Valid = out.Valid && v.Valid
 		out.Files = append(out.Files, v)
 	}

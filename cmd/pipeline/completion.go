@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine/spec"
-	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/internal/render"
 )
 
@@ -48,7 +48,7 @@ func completeSessions(cmd *cobra.Command, args []string, _ string) ([]string, co
 	if len(args) > 0 && !(cmd.Name() == "diff" && len(args) == 1) {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	st, err := store.OpenExisting(storeDir(flagValue(cmd, "file", "phases.yaml"), flagValue(cmd, "state-dir", "")))
+	st, err := app.Pipeline{File: flagValue(cmd, "file", "phases.yaml"), StateDir: flagValue(cmd, "state-dir", "")}.Existing()
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -2,19 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"slices"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/app"
-	"github.com/pipeline-dev/pipeline/internal/buildinfo"
+	"github.com/pipeline-dev/pipeline/internal/companion"
 	"github.com/pipeline-dev/pipeline/internal/render"
 	"github.com/pipeline-dev/pipeline/steps"
 )
@@ -85,45 +77,5 @@ var (
 // checkFleetBinary looks for pipeline-temporal as --backend temporal
 // would, and asks its version. needed: the pipeline runs on the fleet.
 func checkFleetBinary(ctx context.Context, needed bool) render.ProgramCheck {
-	c := render.ProgramCheck{Program: fleetBinary, Needed: needed, Status: steps.CheckOK}
-	self := buildVersion()
-	if withTemporal {
-		// This is pipeline-temporal.
-		c.Path, _ = os.Executable()
-		c.Version = self.String()
-		return c
-	}
-	path, looked := findFleetBinary()
-	build := "go build -tags temporal -o " + shellQuote(fleetBinary) + " ./cmd/pipeline"
-	if exe, err := os.Executable(); err == nil {
-		build = "go build -tags temporal -o " + shellQuote(filepath.Join(filepath.Dir(exe), fleetBinary)) + " ./cmd/pipeline"
-	}
-	if path == "" {
-		c.Status = steps.CheckMissing
-		c.Problem = "not found (looked at " + strings.Join(looked, ", ") + ")"
-		c.Hint = "make install builds pipeline and pipeline-temporal side by side; or " + build
-		return c
-	}
-	c.Path = path
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, path, "version", "-o", "json").Output()
-	var its buildinfo.Info
-	if err == nil {
-		err = json.Unmarshal(out, &its)
-	}
-	if err != nil {
-		c.Status, c.Problem, c.Hint = steps.CheckBroken, fmt.Sprintf("%s version -o json: %v", path, err), "build it again: "+build
-		return c
-	}
-	c.Version = its.String()
-	switch {
-	case !slices.Contains(its.Backends, "temporal"):
-		c.Status, c.Problem, c.Hint = steps.CheckBroken, path+" has no Temporal backend (a copy of pipeline?)", "build it with the temporal tag: "+build
-	case !its.SameBuild(self):
-		c.Status = render.OtherVersion
-		c.Problem = fmt.Sprintf("%s is %q, this pipeline %q", path, its.String(), self.String())
-		c.Hint = "build both from one checkout: make install, or " + build
-	}
-	return c
+	return companion.Check(ctx, companion.Checked{Name: fleetBinary, Needed: needed, Self: buildVersion(), IsSelf: withTemporal, Find: findFleetBinary})
 }

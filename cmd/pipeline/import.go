@@ -1,13 +1,12 @@
 package main
 
 import (
-	"github.com/pipeline-dev/pipeline/internal/render"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/app"
+	"github.com/pipeline-dev/pipeline/internal/render"
 )
 
 // importOptions are the flags of import.
@@ -38,7 +37,7 @@ func (o *importOptions) run(cmd *cobra.Command, args []string) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
-	limit, err := parseSize(o.maxSize)
+	limit, err := app.ParseSize(o.maxSize)
 	if err != nil {
 		return err
 	}
@@ -65,28 +64,4 @@ func importSessionFile(cmd *cobra.Command, flags *storeFlags, path, id string) (
 		return "", usagef("--session-file %s holds session %s, not %s", path, r.Session, id)
 	}
 	return r.Session, nil
-}
-
-// sizeUnits are the units parseSize reads, longest first.
-var sizeUnits = []struct {
-	suffix string
-	size   int64
-}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10},
-	{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}}
-
-// parseSize reads a size: bytes, or a number with KiB, MiB or GiB (K, M,
-// G and KB, MB, GB read the same, in powers of 1024).
-func parseSize(text string) (int64, error) {
-	t, unit := strings.TrimSpace(text), int64(1)
-	for _, u := range sizeUnits {
-		if rest, ok := strings.CutSuffix(t, u.suffix); ok {
-			t, unit = strings.TrimSpace(rest), u.size
-			break
-		}
-	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n <= 0 || n > (1<<62)/unit {
-		return 0, usagef("--max-size %q is not a size: write bytes, or a number with KiB, MiB or GiB (512MiB, 8GiB)", text)
-	}
-	return n * unit, nil
 }

@@ -44,11 +44,6 @@ func (f *storeFlags) pipeline(say func(string, ...any)) app.Pipeline {
 	return app.Pipeline{File: f.file, Spec: f.spec, StateDir: f.stateDir, Say: say}
 }
 
-// storeDir is where the sessions of the pipeline at file are kept.
-func storeDir(file, flag string) string {
-	return app.Pipeline{File: file, StateDir: flag}.StoreDir()
-}
-
 // storeWriteFailed: see app.StoreWriteFailed.
 var storeWriteFailed = app.StoreWriteFailed
 

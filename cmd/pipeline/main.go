@@ -13,6 +13,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/internal/profile"
 	"github.com/pipeline-dev/pipeline/internal/termsafe"
 	"github.com/pipeline-dev/pipeline/telemetry"
 )
@@ -40,10 +41,8 @@ func run(args []string) int {
 	if done, err := handOffCompanion(args); done {
 		return failed(nil, args, err)
 	}
-	// PIPELINE_CPUPROFILE=FILE writes a CPU profile, for work on the hot
-	// paths (see make bench), in a build with the tag profile.
 	if path := os.Getenv("PIPELINE_CPUPROFILE"); path != "" {
-		defer startCPUProfile(path)()
+		defer profile.StartCPU(path, os.Stderr)()
 	}
 	// Off (and costing nothing) unless a session's plan or OTEL_* set an
 	// endpoint; then exported as the command ends, within 2 s.

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/pipeline-dev/pipeline/app"
+	"github.com/pipeline-dev/pipeline/internal/cachetest"
 	"github.com/pipeline-dev/pipeline/internal/testwait"
 	"github.com/pipeline-dev/pipeline/schemas"
 )
@@ -70,6 +71,13 @@ func TestMain(m *testing.M) {
 	for _, name := range outerCI {
 		os.Unsetenv(name)
 	}
+	// The plan cache and the git-ignored cache of the pipelines the tests
+	// run are theirs, not the user's.
+	cleanCache, err := cachetest.Isolate()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	dir, err := os.MkdirTemp("", "pipeline-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -102,6 +110,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.RemoveAll(dir)
+	cleanCache()
 	os.Exit(code)
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -81,12 +82,7 @@ func memoryPinCommand() *cobra.Command {
 		if text == "" {
 			return usagef("the fact to pin is empty")
 		}
-		if flags.project {
-			return editProjectMemory(cmd, flags, func(p app.Pipeline) (*app.ProjectEditResponse, error) {
-				return app.PinProject(cmd.Context(), p, text)
-			})
-		}
-		return editWorkingSet(cmd, flags, engine.MemoryNote{Kind: engine.NoteFact, Text: text})
+		return editMemory(cmd, flags, engine.MemoryNote{Kind: engine.NoteFact, Text: text})
 	})
 	flags = addMemoryFlags(cmd, true)
 	return cmd
@@ -103,12 +99,7 @@ func memoryUnpinCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if flags.project {
-			return editProjectMemory(cmd, flags, func(p app.Pipeline) (*app.ProjectEditResponse, error) {
-				return app.UnpinProject(cmd.Context(), p, id)
-			})
-		}
-		return editWorkingSet(cmd, flags, engine.MemoryNote{Kind: engine.NoteUnpin, ID: id})
+		return editMemory(cmd, flags, engine.MemoryNote{Kind: engine.NoteUnpin, ID: id})
 	})
 	flags = addMemoryFlags(cmd, true)
 	return cmd
@@ -130,7 +121,7 @@ func memoryTaskCommand() *cobra.Command {
 		if text == "" {
 			return usagef("the task is empty")
 		}
-		return editWorkingSet(cmd, addFlags, engine.MemoryNote{Kind: engine.NoteTodo, Text: text})
+		return editMemory(cmd, addFlags, engine.MemoryNote{Kind: engine.NoteTodo, Text: text})
 	})
 	done := newCommand(&cobra.Command{
 		Use:   "done TEXT|N",
@@ -144,7 +135,7 @@ func memoryTaskCommand() *cobra.Command {
 		if note.Text == "" && note.ID == 0 {
 			return usagef("name the task to close: its number (pipeline memory lists them) or its text")
 		}
-		return editWorkingSet(cmd, doneFlags, note)
+		return editMemory(cmd, doneFlags, note)
 	})
 	addFlags = addMemoryFlags(add, true)
 	doneFlags = addMemoryFlags(done, true)
@@ -163,35 +154,13 @@ func itemNumber(arg string) (int, error) {
 	return id, nil
 }
 
-// editProjectMemory changes the project's memory and says what changed.
-func editProjectMemory(cmd *cobra.Command, flags *memoryFlags, edit func(app.Pipeline) (*app.ProjectEditResponse, error)) error {
-	if err := flags.output.check(); err != nil {
-		return err
-	}
-	if flags.session != "" {
-		return usagef("--project and --session name different memories: give one")
-	}
-	r, err := edit(flags.store.pipeline(sayTo(cmd)))
-	if err != nil {
-		return err
-	}
-	if flags.output.json() {
-		return render.JSON(cmd.OutOrStdout(), r)
-	}
-	_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: #%d %s\n", r.Result, r.Item.ID, r.Item.Text)
-	return err
-}
-
 // showProjectMemory prints the project's pinned facts.
 func showProjectMemory(cmd *cobra.Command, flags *memoryFlags) error {
 	r, err := app.ProjectMemory(cmd.Context(), flags.store.pipeline(sayTo(cmd)))
 	if err != nil {
 		return err
 	}
-	if flags.output.json() {
-		return render.JSON(cmd.OutOrStdout(), r)
-	}
-	return render.ProjectMemory(cmd.OutOrStdout(), r)
+	return flags.output.print(cmd, r, func(w io.Writer) error { return render.ProjectMemory(w, r) })
 }
 
 // showWorkingSet prints a session's working set, and the project's facts
@@ -206,41 +175,45 @@ func showWorkingSet(cmd *cobra.Command, flags *memoryFlags, id string) error {
 	if err != nil {
 		return err
 	}
-	if flags.output.json() {
-		return render.JSON(cmd.OutOrStdout(), r)
-	}
-	return render.WorkingSet(cmd.OutOrStdout(), r)
+	return flags.output.print(cmd, r, func(w io.Writer) error { return render.WorkingSet(w, r) })
 }
 
-// editWorkingSet applies one human change to a session's working set,
-// and says what it did.
-func editWorkingSet(cmd *cobra.Command, flags *memoryFlags, note engine.MemoryNote) error {
+// editMemory applies one human change, with --project to the project's
+// memory (app.RememberProject), else to a session's working set, and
+// says what it did.
+func editMemory(cmd *cobra.Command, flags *memoryFlags, note engine.MemoryNote) error {
 	if err := flags.output.check(); err != nil {
 		return err
 	}
+	req := app.RememberRequest{MemoryRequest: app.MemoryRequest{Pipeline: flags.store.pipeline(sayTo(cmd)), Session: flags.session}, Note: note}
 	if flags.project {
-		return usagef("--project holds pinned facts only: use pipeline memory pin --project or unpin --project")
+		r, err := app.RememberProject(cmd.Context(), req)
+		if err != nil {
+			return err
+		}
+		return flags.output.print(cmd, r, func(w io.Writer) error {
+			_, err := fmt.Fprintf(w, "%s: #%d %s\n", r.Result, r.Item.ID, r.Item.Text)
+			return err
+		})
 	}
 	be, err := flags.backend(cmd)
 	if err != nil {
 		return err
 	}
 	defer be.Close()
-	r, err := be.Remember(cmd.Context(), app.RememberRequest{
-		MemoryRequest: app.MemoryRequest{Pipeline: flags.store.pipeline(sayTo(cmd)), Session: flags.session}, Note: note})
+	r, err := be.Remember(cmd.Context(), req)
 	if err != nil {
 		return err
 	}
-	if flags.output.json() {
-		return render.JSON(cmd.OutOrStdout(), r)
-	}
-	result := r.Result
-	if r.Item != nil {
-		result += fmt.Sprintf(": #%d %s", r.Item.ID, r.Item.Text)
-	}
-	if r.Queued {
-		result += " (the session is running: it takes it before its next step)"
-	}
-	_, err = fmt.Fprintf(cmd.OutOrStdout(), "session %s: %s\n", r.Session, result)
-	return err
+	return flags.output.print(cmd, r, func(w io.Writer) error {
+		result := r.Result
+		if r.Item != nil {
+			result += fmt.Sprintf(": #%d %s", r.Item.ID, r.Item.Text)
+		}
+		if r.Queued {
+			result += " (the session is running: it takes it before its next step)"
+		}
+		_, err := fmt.Fprintf(w, "session %s: %s\n", r.Session, result)
+		return err
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/internal/render"
 )
 
 // outputFlag is the --output flag shared by every command that prints data.
@@ -40,6 +41,15 @@ func (o *outputFlag) check() error {
 }
 
 func (o *outputFlag) json() bool { return o.format == "json" }
+
+// print writes r to cmd's output as JSON with -o json, else as text
+// writes it.
+func (o *outputFlag) print(cmd *cobra.Command, r any, text func(io.Writer) error) error {
+	if o.json() {
+		return render.JSON(cmd.OutOrStdout(), r)
+	}
+	return text(cmd.OutOrStdout())
+}
 
 // printWarnings prints what a plan runs with but likely not as meant, each
 // at its place, on w (standard error).

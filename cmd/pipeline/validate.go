@@ -39,16 +39,7 @@ func (o *validateOptions) run(cmd *cobra.Command, files []string) error {
 	if err := o.output.check(); err != nil {
 		return err
 	}
-	r := app.Validate(cmd.Context(), app.ValidateRequest{Files: files, Spec: o.specPath})
-	if o.preflight {
-		for i := range r.Files {
-			if f := &r.Files[i]; f.Plan != nil {
-				f.Agents = doctorChecks(cmd.Context(), f.Plan)
-				f.Valid = f.Valid && checksOK(f.Agents)
-				r.Valid = r.Valid && f.Valid
-			}
-		}
-	}
+	r := app.Validate(cmd.Context(), app.ValidateRequest{Files: files, Spec: o.specPath, Preflight: o.preflight})
 	if o.output.json() {
 		if err := render.JSON(cmd.OutOrStdout(), r); err != nil {
 			return err

@@ -3,9 +3,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -14,14 +12,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine/spec"
-	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/engine/temporal"
 )
 
@@ -68,25 +61,11 @@ func (o *workerOptions) run(cmd *cobra.Command, _ []string) error {
 			return err
 		}
 	}
-	c, err := o.dial(cmd)
+	w, err := temporal.StartWorker(cmd.Context(), temporal.WorkerConfig{Target: o.target, MaxParallel: o.maxParallel,
+		StateDir: o.stateDir, Grace: o.grace, Log: cmd.ErrOrStderr(),
+		Warn: func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "pipeline worker: %v\n", err) }})
 	if err != nil {
 		return err
-	}
-	defer c.Close()
-	activities := &temporal.Activities{StateDir: o.stateDir, Grace: o.grace,
-		Fleet: &store.Fleet{Address: o.target.Address, Namespace: o.target.Namespace, TaskQueue: o.target.TaskQueue}}
-	// The heartbeat throttle is how soon a follower sees a step's output.
-	w := worker.New(c, o.target.TaskQueue, temporal.WorkerOptions(activities, worker.Options{
-		MaxConcurrentActivityExecutionSize: o.maxParallel,
-		// A stopping worker stops its steps (o.grace, then kill) and
-		// reports their ends before it lets go.
-		WorkerStopTimeout: o.grace + 10*time.Second,
-	}))
-	w.RegisterWorkflowWithOptions(temporal.SessionWorkflow, workflow.RegisterOptions{Name: temporal.WorkflowType})
-	w.RegisterWorkflowWithOptions(temporal.RunLeaseWorkflow, workflow.RegisterOptions{Name: temporal.RunLeaseType})
-	w.RegisterActivity(activities)
-	if err := w.Start(); err != nil {
-		return fmt.Errorf("the worker cannot start: %w", err)
 	}
 	where := "the session store beside each session's phases.yaml (.pipeline)"
 	if o.stateDir != "" {
@@ -103,20 +82,4 @@ func (o *workerOptions) run(cmd *cobra.Command, _ []string) error {
 	w.Stop()
 	fmt.Fprintln(cmd.ErrOrStderr(), "pipeline worker: stopped")
 	return nil
-}
-
-// dial connects to the fleet, and registers the search attribute by
-// which runs find the sessions of their pipeline.
-func (o *workerOptions) dial(cmd *cobra.Command) (client.Client, error) {
-	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo})))
-	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-	defer cancel()
-	c, err := temporal.Dial(ctx, o.target, logger)
-	if err != nil {
-		return nil, err
-	}
-	if err := temporal.RegisterKeyAttribute(ctx, c, o.target.Namespace); err != nil {
-		fmt.Fprintf(cmd.ErrOrStderr(), "pipeline worker: %v\n", err)
-	}
-	return c, nil
 }

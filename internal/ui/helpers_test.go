@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipeline-dev/pipeline/internal/cachetest"
 	"github.com/pipeline-dev/pipeline/internal/testwait"
 	"github.com/pipeline-dev/pipeline/internal/ui"
 )
@@ -49,7 +50,8 @@ func runTests(m *testing.M) int {
 			}
 		}
 	}
-	return m.Run()
+	// The plan and git-ignored caches of the runs are theirs, not the user's.
+	return cachetest.Main(m)
 }
 
 // The project: a command agent that saves each prompt it gets (in
