@@ -162,6 +162,8 @@ type Store struct {
 	listing indexCache
 	// keyed is the index as SessionsOf last read it.
 	keyed keyedCache
+	// opened is the index as OpenOf last read it.
+	opened openCache
 }
 
 // warnOnce writes a warning on s.Warn, once for each key.
