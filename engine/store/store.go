@@ -602,7 +602,7 @@ func (s *Store) parseMeta(content []byte) (Meta, error) {
 func (s *Store) metaJSON(meta Meta) ([]byte, error) {
 	meta.Format = Format
 	meta.File, meta.Spec = s.Rel(meta.File), s.Rel(meta.Spec)
-	return json.MarshalIndent(meta, "", "  ")
+	return metaIndentedJSON(meta)
 }
 
 func formatError(id string, format int) error {
@@ -794,7 +794,7 @@ func (x *Session) Append(typ string, payload []byte) (int64, error) {
 	if err := x.linked(); err != nil {
 		return 0, err
 	}
-	line, err := json.Marshal(eventLine{Seq: x.seq + 1, Type: typ, Event: payload})
+	line, err := eventLineJSON(x.seq+1, typ, payload)
 	if err != nil {
 		return 0, err
 	}
@@ -890,7 +890,7 @@ func (x *Session) WriteSnapshot(seq int64, state []byte, summary Summary) error 
 	if x.readOnly {
 		return fmt.Errorf("session %s was opened for reading", x.Meta.ID)
 	}
-	content, err := json.Marshal(snapshot{Format: Format, Seq: seq, State: state})
+	content, err := snapshotJSON(seq, state)
 	if err != nil {
 		return err
 	}
