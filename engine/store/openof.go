@@ -190,7 +190,7 @@ func (s *Store) writeDigest(c *digest) {
 		body.WriteString(b.line)
 		body.WriteByte('\n')
 	}
-	head := fmt.Sprintf("%s %d %d %d %d %08x\n", digestHeader, c.dev, c.ino, c.offset, c.lines, crc32.Checksum(body.Bytes(), castagnoli))
+	head := fmt.Sprintf("%s %d %d %d %d %08x\n", digestHeader, c.dev, c.ino, c.offset, c.lines, crc32.Checksum(body.Bytes(), castagnoli()))
 	if s.mkdir(keysFolder) != nil {
 		return
 	}
@@ -198,7 +198,10 @@ func (s *Store) writeDigest(c *digest) {
 	_ = s.writeAtomic(digestRel(c.key), append([]byte(head), body.Bytes()...), false)
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is the checksum's table, made at its first use (not at
+// the package's init, which every command pays): the plan cache uses it
+// too.
+func castagnoli() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
 
 // readDigest reads the digest of key: the zero digest when there is none
 // or it is not whole, or not of key, or holds a line that is not one of
@@ -234,7 +237,7 @@ func parseDigest(key string, content []byte) (digest, error) {
 		}
 		n[i] = v
 	}
-	if sum, err := strconv.ParseUint(fields[4], 16, 32); err != nil || uint32(sum) != crc32.Checksum(body, castagnoli) {
+	if sum, err := strconv.ParseUint(fields[4], 16, 32); err != nil || uint32(sum) != crc32.Checksum(body, castagnoli()) {
 		return digest{}, errDigest
 	}
 	last, rest, ok := bytes.Cut(body, []byte{'\n'})
