@@ -164,6 +164,8 @@ type Store struct {
 	keyed keyedCache
 	// opened is the index as OpenOf last read it.
 	opened openCache
+	// sweeps counts the sessions folder's sweeps by Open (swept.go).
+	sweeps int
 }
 
 // warnOnce writes a warning on s.Warn, once for each key.
@@ -211,7 +213,7 @@ func Open(root string) (*Store, error) {
 	// crash): the index's, the project memory's; a session's folder
 	// being made or imported.
 	s.sweepTemps("")
-	s.sweepNew()
+	s.sweepNewUnlessSwept()
 	if _, err := s.lstat(".gitignore"); errors.Is(err, fs.ErrNotExist) {
 		if err := s.writeAtomic(".gitignore", []byte("# written by pipeline: sessions stay out of git\n*\n"), false); err != nil {
 			s.Close()
@@ -435,6 +437,7 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 		return nil, err
 	}
 	meta.File, meta.Spec = s.Abs(s.Rel(meta.File)), s.Abs(s.Rel(meta.Spec))
+	before, known := s.sessionsState()
 	owned, err := s.mkdirOwned(tmp)
 	if err == nil {
 		defer owned.Close()
@@ -460,8 +463,13 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 			return nil, err
 		}
 	}
-	if err := s.index(Summary{ID: meta.ID, Key: meta.Key, Pipeline: meta.Pipeline, File: meta.File, Spec: meta.Spec,
-		Status: "running", Created: meta.Created, Updated: meta.Created}); err != nil {
+	stamp := func(f *os.File) {
+		if known {
+			s.stampCreated(f, before)
+		}
+	}
+	if err := s.indexThen(Summary{ID: meta.ID, Key: meta.Key, Pipeline: meta.Pipeline, File: meta.File, Spec: meta.Spec,
+		Status: "running", Created: meta.Created, Updated: meta.Created}, stamp); err != nil {
 		// Not listed, it would be lost: it goes, having nothing yet.
 		s.removeAll(sessionRel(meta.ID))
 		s.ReleaseName(meta.Name, meta.ID)
