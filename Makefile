@@ -211,6 +211,7 @@ bench: build agent-clis temporal chromium
 	$(GO) run ./cmd/bench -pipeline $(BIN)
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -pipe
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -startup
+	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -run-store -startup-runs 100
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -status
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -sessions
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -watch

@@ -121,7 +121,8 @@ func OpenRun(ctx context.Context, req RunRequest, plan *spec.Plan) (*Opened, err
 // failedBefore is the session before sess of its pipeline and spec, when
 // it failed.
 func failedBefore(st *store.Store, sess *session.Session) *store.Summary {
-	list, err := st.SessionsOf(sess.Key)
+	// The two newest are all it needs: OpenOf keeps them.
+	list, err := st.OpenOf(sess.Key)
 	if err != nil {
 		return nil
 	}

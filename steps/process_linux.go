@@ -121,6 +121,13 @@ const sweepLimit = 2 * time.Second
 // environment before its parent died cannot be told from the children of
 // other programs, and is left running; the step still ends (outputDrain).
 func sweep(pgid int, mark string) []Leftover {
+	if !hasChildren() {
+		// Nothing was adopted, nothing of the group is left but what
+		// is not this process's (it is killed): /proc is not read, a
+		// file for each of this process's threads.
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		return nil
+	}
 	var left []Leftover
 	killed := map[int]bool{}
 	self, ownGroup := os.Getpid(), syscall.Getpgrp()
@@ -162,6 +169,19 @@ func sweep(pgid int, mark string) []Leftover {
 		// process: another round reaps them.
 		if len(roots) == 0 || time.Now().After(deadline) {
 			return left
+		}
+	}
+}
+
+// hasChildren reports whether this process has a child, live or exited
+// and not yet reaped (it is left so: WNOWAIT); true when it cannot
+// tell.
+func hasChildren() bool {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WSTOPPED|unix.WCONTINUED|unix.WNOHANG|unix.WNOWAIT|unix.WALL, nil)
+		if err != unix.EINTR {
+			return err != unix.ECHILD
 		}
 	}
 }

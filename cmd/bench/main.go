@@ -128,6 +128,10 @@ func main() {
 		checkpointFigures(pipeline, absOrEmpty(*checkpointAt), self, work, *latencyN)
 		return
 	}
+	if *runStoreOnly {
+		runStoreFigures(pipeline, againstBinary(), work, *startupN, *runStoreSessions)
+		return
+	}
 	if *startupOnly {
 		against := *startupAgainst
 		if against != "" {

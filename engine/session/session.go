@@ -321,7 +321,7 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 // session of key is taken, and an older one with one of the statuses
 // passed over is said.
 func latestOpen(st *store.Store, plan *spec.Plan, key string, statuses []engine.Status, newest bool, say func(string, ...any)) (*store.Session, engine.State, error) {
-	list, err := st.SessionsOf(key)
+	list, err := sessionsWith(st, key, statuses)
 	if err != nil {
 		return nil, engine.State{}, storeRefused(st, err)
 	}
@@ -778,7 +778,7 @@ func KeyOf(st *store.Store, file string, plan *spec.Plan) string {
 // Latest returns the newest session of key with one of statuses (any
 // status when none is given), or nil.
 func Latest(st *store.Store, key string, statuses ...engine.Status) (*store.Summary, error) {
-	list, err := st.SessionsOf(key)
+	list, err := sessionsWith(st, key, statuses)
 	if err != nil {
 		return nil, err
 	}
@@ -789,6 +789,18 @@ func Latest(st *store.Store, key string, statuses ...engine.Status) (*store.Summ
 		}
 	}
 	return nil, nil
+}
+
+// sessionsWith lists the sessions of key, newest first, that a search
+// for the newest one, or the newest with one of statuses, needs: the
+// newest, and every one with one of statuses. Unless statuses holds
+// completed, the older completed sessions are not read (see
+// store.OpenOf): a run does not read the whole index.
+func sessionsWith(st *store.Store, key string, statuses []engine.Status) ([]store.Brief, error) {
+	if slices.Contains(statuses, engine.StatusCompleted) {
+		return st.SessionsOf(key)
+	}
+	return st.OpenOf(key)
 }
 
 // NewRedactor hides the secrets of this process's environment and of the

@@ -527,25 +527,25 @@ func (s *Store) mkdirOwned(rel string) (*os.File, error) {
 // sweepNew removes the session folders being made (.new-*: a session
 // created, a session imported) that no live process owns (see
 // mkdirOwned): what a kill -9 or a crash in the middle left. It says how
-// many it removed.
-func (s *Store) sweepNew() int {
+// many it found and left (a live process's, one it could not remove), or
+// -1 when it could not list the folder.
+func (s *Store) sweepNew() (left int) {
 	names, err := s.namesWithPrefix("sessions", newPrefix)
 	if err != nil {
-		return 0
+		return -1
 	}
-	removed := 0
 	for _, n := range names {
 		rel := sessionRel(n)
 		f, err := s.openFile(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 		if err != nil {
 			continue // gone meanwhile, a link, not a folder
 		}
-		if taken, err := flockNB(f); err == nil && taken && s.removeAll(rel) == nil {
-			removed++
+		if taken, err := flockNB(f); err != nil || !taken || s.removeAll(rel) != nil {
+			left++
 		}
 		f.Close()
 	}
-	return removed
+	return left
 }
 
 // flockNB takes the flock of f without waiting; false when another open

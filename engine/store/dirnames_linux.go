@@ -57,3 +57,12 @@ func appendMatching(names []string, buf []byte, prefix string) []string {
 	}
 	return names
 }
+
+// sessionsState is what the sessions folder is now, for sweptStamp.
+func (s *Store) sessionsState() (folderState, bool) {
+	var st unix.Stat_t
+	if unix.Fstatat(s.fd, "sessions", &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return folderState{}, false
+	}
+	return folderState{dev: uint64(st.Dev), ino: st.Ino, nlink: uint64(st.Nlink), mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, true
+}

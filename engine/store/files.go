@@ -169,7 +169,7 @@ func (s *Store) Folder(n string) (string, error) {
 		return "", fmt.Errorf("bad folder name %q", n)
 	}
 	switch n {
-	case "sessions", "locks":
+	case "sessions", "locks", keysFolder:
 		return "", fmt.Errorf("the folder %q is the store's own", n)
 	}
 	if err := s.mkdir(n); err != nil {

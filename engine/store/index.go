@@ -170,21 +170,34 @@ func (s *Store) portable(sum Summary) Summary {
 
 // lockIndex waits for the index lock; unlock releases it.
 func (s *Store) lockIndex() (unlock func(), err error) {
+	_, unlock, err = s.lockIndexFile()
+	return unlock, err
+}
+
+// lockIndexFile is lockIndex that gives the lock file too (its content
+// is the sessions folder's sweep stamp: see swept.go).
+func (s *Store) lockIndexFile() (*os.File, func(), error) {
 	f, err := s.openFile(indexLockName, unix.O_RDWR|unix.O_CREAT, 0o600)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := waitLock(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
+		return nil, nil, fmt.Errorf("locking %s: %w", f.Name(), err)
 	}
-	return func() { f.Close() }, nil
+	return f, func() { f.Close() }, nil
 }
 
 // index adds a summary to the index, unless the session's folder is gone
 // (removed by clean meanwhile): ErrRemoved.
 func (s *Store) index(summary Summary) error {
-	unlock, err := s.lockIndex()
+	return s.indexThen(summary, nil)
+}
+
+// indexThen is index that calls then (when not nil) with the lock file
+// once the line is appended, under the lock.
+func (s *Store) indexThen(summary Summary, then func(*os.File)) error {
+	f, unlock, err := s.lockIndexFile()
 	if err != nil {
 		return err
 	}
@@ -192,7 +205,13 @@ func (s *Store) index(summary Summary) error {
 	if !s.isDir(sessionRel(summary.ID)) {
 		return fmt.Errorf("session %s: %w", summary.ID, ErrRemoved)
 	}
-	return s.appendIndex(s.portable(summary).indexLine())
+	if err := s.appendIndex(s.portable(summary).indexLine()); err != nil {
+		return err
+	}
+	if then != nil {
+		then(f)
+	}
+	return nil
 }
 
 // appendIndex appends one line to the index; the caller holds the index

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -161,7 +160,7 @@ func (l *Lock) SetHolder(holder Holder) error {
 	if holder.Host == "" {
 		holder.Host = thisHost()
 	}
-	content, err := json.Marshal(holder)
+	content, err := holderJSON(holder)
 	if err == nil {
 		_, err = l.file.WriteAt(content, 0)
 	}
@@ -193,8 +192,7 @@ func (s *Store) Holder(key string) (Holder, error) {
 	if err != nil {
 		return h, err
 	}
-	err = json.Unmarshal(content, &h)
-	return h, err
+	return parseHolder(content)
 }
 
 // Held reports whether a live process holds a key's lock. A lock that

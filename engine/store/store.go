@@ -162,6 +162,10 @@ type Store struct {
 	listing indexCache
 	// keyed is the index as SessionsOf last read it.
 	keyed keyedCache
+	// opened is the index as OpenOf last read it.
+	opened openCache
+	// sweeps counts the sessions folder's sweeps by Open (swept.go).
+	sweeps int
 }
 
 // warnOnce writes a warning on s.Warn, once for each key.
@@ -209,7 +213,7 @@ func Open(root string) (*Store, error) {
 	// crash): the index's, the project memory's; a session's folder
 	// being made or imported.
 	s.sweepTemps("")
-	s.sweepNew()
+	s.sweepNewUnlessSwept()
 	if _, err := s.lstat(".gitignore"); errors.Is(err, fs.ErrNotExist) {
 		if err := s.writeAtomic(".gitignore", []byte("# written by pipeline: sessions stay out of git\n*\n"), false); err != nil {
 			s.Close()
@@ -433,6 +437,7 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 		return nil, err
 	}
 	meta.File, meta.Spec = s.Abs(s.Rel(meta.File)), s.Abs(s.Rel(meta.Spec))
+	before, known := s.sessionsState()
 	owned, err := s.mkdirOwned(tmp)
 	if err == nil {
 		defer owned.Close()
@@ -458,8 +463,13 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 			return nil, err
 		}
 	}
-	if err := s.index(Summary{ID: meta.ID, Key: meta.Key, Pipeline: meta.Pipeline, File: meta.File, Spec: meta.Spec,
-		Status: "running", Created: meta.Created, Updated: meta.Created}); err != nil {
+	stamp := func(f *os.File) {
+		if known {
+			s.stampCreated(f, before)
+		}
+	}
+	if err := s.indexThen(Summary{ID: meta.ID, Key: meta.Key, Pipeline: meta.Pipeline, File: meta.File, Spec: meta.Spec,
+		Status: "running", Created: meta.Created, Updated: meta.Created}, stamp); err != nil {
 		// Not listed, it would be lost: it goes, having nothing yet.
 		s.removeAll(sessionRel(meta.ID))
 		s.ReleaseName(meta.Name, meta.ID)
@@ -600,7 +610,7 @@ func (s *Store) parseMeta(content []byte) (Meta, error) {
 func (s *Store) metaJSON(meta Meta) ([]byte, error) {
 	meta.Format = Format
 	meta.File, meta.Spec = s.Rel(meta.File), s.Rel(meta.Spec)
-	return json.MarshalIndent(meta, "", "  ")
+	return metaIndentedJSON(meta)
 }
 
 func formatError(id string, format int) error {
@@ -792,7 +802,7 @@ func (x *Session) Append(typ string, payload []byte) (int64, error) {
 	if err := x.linked(); err != nil {
 		return 0, err
 	}
-	line, err := json.Marshal(eventLine{Seq: x.seq + 1, Type: typ, Event: payload})
+	line, err := eventLineJSON(x.seq+1, typ, payload)
 	if err != nil {
 		return 0, err
 	}
@@ -888,7 +898,7 @@ func (x *Session) WriteSnapshot(seq int64, state []byte, summary Summary) error 
 	if x.readOnly {
 		return fmt.Errorf("session %s was opened for reading", x.Meta.ID)
 	}
-	content, err := json.Marshal(snapshot{Format: Format, Seq: seq, State: state})
+	content, err := snapshotJSON(seq, state)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,186 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// What every run writes of the store's own JSON (an event's line, the
+// snapshot's wrapper, meta.json, the lock's holder) is written by hand
+// rather than by encoding/json, as the engine's events are (see
+// engine/appendjson.go): a run is a process that encodes each type once,
+// and encoding/json builds each type's encoder by reflection at its first
+// use. The bytes are encoding/json's (appendjson_test.go compares them);
+// a value they would not be sure to match for (a string to escape, a
+// fleet session's meta) is given to encoding/json.
+
+// eventLineJSON is json.Marshal(eventLine{seq, typ, payload}), with room
+// for the line's newline.
+func eventLineJSON(seq int64, typ string, payload []byte) ([]byte, error) {
+	b := make([]byte, 0, len(payload)+len(typ)+40)
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, seq, 10)
+	b = append(b, `,"type":`...)
+	b, plain := appendPlainString(b, typ)
+	b = append(b, `,"event":`...)
+	b, compact := appendRawJSON(b, payload)
+	if !plain || !compact {
+		return json.Marshal(eventLine{Seq: seq, Type: typ, Event: payload})
+	}
+	return append(b, '}'), nil
+}
+
+// snapshotJSON is json.Marshal(snapshot{Format, seq, state}).
+func snapshotJSON(seq int64, state []byte) ([]byte, error) {
+	b := make([]byte, 0, len(state)+40)
+	b = append(b, `{"format":`...)
+	b = strconv.AppendInt(b, Format, 10)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendInt(b, seq, 10)
+	b = append(b, `,"state":`...)
+	b, compact := appendRawJSON(b, state)
+	if !compact {
+		return json.Marshal(snapshot{Format: Format, Seq: seq, State: state})
+	}
+	return append(b, '}'), nil
+}
+
+// holderJSON is json.Marshal(h).
+func holderJSON(h Holder) ([]byte, error) {
+	b := make([]byte, 0, 128)
+	b = append(b, `{"pid":`...)
+	b = strconv.AppendInt(b, int64(h.PID), 10)
+	b = append(b, `,"session":`...)
+	b, plain := appendPlainString(b, h.Session)
+	b = append(b, `,"started":`...)
+	b, timed := appendTime(b, h.Started)
+	if host := h.Host; host != "" {
+		b = append(b, `,"host":`...)
+		b, plain = appendPlainString(b, host)
+	}
+	if h.Ended {
+		b = append(b, `,"ended":true`...)
+	}
+	if !plain || !timed || len(h.Queued) > 0 {
+		return json.Marshal(h)
+	}
+	return append(b, '}'), nil
+}
+
+// parseHolder is json.Unmarshal of what holderJSON writes; anything else
+// (a holder with sessions queued, an older pipeline's, one written by
+// hand) is given to encoding/json.
+func parseHolder(content []byte) (Holder, error) {
+	var h Holder
+	rest, ok := bytes.CutPrefix(content, []byte(`{"pid":`))
+	var pid, session, started, host []byte
+	if ok {
+		pid, rest, ok = bytes.Cut(rest, []byte(`,"session":"`))
+	}
+	if ok {
+		session, rest, ok = bytes.Cut(rest, []byte(`","started":"`))
+	}
+	if ok {
+		started, rest, ok = bytes.Cut(rest, []byte(`"`))
+	}
+	if after, found := bytes.CutPrefix(rest, []byte(`,"host":"`)); ok && found {
+		host, rest, ok = bytes.Cut(after, []byte(`"`))
+	}
+	if after, found := bytes.CutPrefix(rest, []byte(`,"ended":true`)); ok && found {
+		h.Ended, rest = true, after
+	}
+	ok = ok && string(rest) == "}"
+	n, err := strconv.Atoi(string(pid))
+	ok = ok && err == nil && strconv.Itoa(n) == string(pid) && plainString(string(session)) && plainString(string(host))
+	if ok {
+		h.PID, h.Session, h.Host = n, string(session), string(host)
+		ok = h.Started.UnmarshalText(started) == nil
+	}
+	if !ok {
+		h = Holder{}
+		err := json.Unmarshal(content, &h)
+		return h, err
+	}
+	return h, nil
+}
+
+// metaIndentedJSON is json.MarshalIndent(meta, "", "  ").
+func metaIndentedJSON(meta Meta) ([]byte, error) {
+	b := make([]byte, 0, 256)
+	b = append(b, "{\n  \"format\": "...)
+	b = strconv.AppendInt(b, int64(meta.Format), 10)
+	plain := true
+	str := func(k, v string, omitEmpty bool) {
+		if omitEmpty && v == "" {
+			return
+		}
+		b = append(b, ",\n  \""+k+"\": "...)
+		var ok bool
+		b, ok = appendPlainString(b, v)
+		plain = plain && ok
+	}
+	str("id", meta.ID, false)
+	str("pipeline", meta.Pipeline, false)
+	str("file", meta.File, false)
+	str("spec", meta.Spec, true)
+	str("key", meta.Key, false)
+	b = append(b, ",\n  \"created\": "...)
+	b, timed := appendTime(b, meta.Created)
+	str("name", meta.Name, true)
+	if !plain || !timed || meta.Fleet != nil {
+		return json.MarshalIndent(meta, "", "  ")
+	}
+	return append(b, "\n}"...), nil
+}
+
+// appendPlainString appends s quoted, as encoding/json writes it when it
+// has nothing to escape; ok false when it has.
+func appendPlainString(b []byte, s string) ([]byte, bool) {
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), plainString(s)
+}
+
+// plainString reports whether encoding/json writes s as it is, between
+// quotes: valid UTF-8 with no control character, quote, backslash, <, >,
+// &, U+2028 or U+2029.
+func plainString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+				return false
+			}
+			i += size - 1
+		}
+	}
+	return true
+}
+
+// appendTime appends t as time.Time's MarshalJSON does; ok false for a
+// time it refuses.
+func appendTime(b []byte, t time.Time) ([]byte, bool) {
+	text, err := t.MarshalJSON()
+	return append(b, text...), err == nil
+}
+
+// appendRawJSON appends raw, a JSON value, as encoding/json writes a
+// json.RawMessage: compacted, and checked. ok false when it would write
+// it otherwise (empty: null; <, >, &, U+2028 and U+2029 escaped) or
+// refuse it.
+func appendRawJSON(b, raw []byte) ([]byte, bool) {
+	if len(raw) == 0 || bytes.ContainsAny(raw, "<>&\u2028\u2029") {
+		return b, false
+	}
+	buf := bytes.NewBuffer(b)
+	if json.Compact(buf, raw) != nil {
+		return b, false
+	}
+	return buf.Bytes(), true
+}
