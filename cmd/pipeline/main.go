@@ -48,6 +48,9 @@ func run(args []string) int {
 	// Off (and costing nothing) unless a session's plan or OTEL_* set an
 	// endpoint; then exported as the command ends, within 2 s.
 	defer telemetry.Install(version, os.Stderr).Finish()
+	if len(args) == 1 && args[0] == "--version" {
+		return printVersion()
+	}
 	root := rootFor(args)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()
