@@ -350,10 +350,7 @@ func (r *rctxRender) render(lv rctxLevels) (string, error) {
 // funcs are spec.ResumeTemplateFuncs, the ones a template is checked
 // with, with a diffblock that shows the note replacing a cut diff as text.
 func (r *rctxRender) funcs() template.FuncMap {
-	funcs := make(template.FuncMap, len(spec.ResumeTemplateFuncs))
-	for name, f := range spec.ResumeTemplateFuncs {
-		funcs[name] = f
-	}
+	funcs := spec.ResumeTemplateFuncs()
 	funcs["diffblock"] = func(s string) string {
 		if s == r.diffNote {
 			return s
