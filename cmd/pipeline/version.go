@@ -32,7 +32,8 @@ func versionOf(info *debug.BuildInfo) buildinfo.Info {
 // start-up; cobra prints a version through fmt only in its own "NAME
 // version X" form, which is not pipeline's line.
 func printVersion() int {
-	if _, err := fmt.Fprintln(os.Stdout, buildVersion()); err != nil {
+	// Written whole, without fmt's reflection on the value.
+	if _, err := os.Stdout.WriteString(buildVersion().String() + "\n"); err != nil {
 		return failed(nil, []string{"--version"}, err)
 	}
 	return exitCompleted
