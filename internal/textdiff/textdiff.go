@@ -12,6 +12,8 @@
 package textdiff
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 
 	"github.com/aymanbagabas/go-udiff/lcs"
@@ -77,10 +79,14 @@ func splitLines(text string) ([]string, []int) {
 	return lines, offsets
 }
 
-// lineEdits widens and merges edits, sorted and apart as lines returns
-// them, so that each replaces whole lines of src: an insertion at the end
-// or one whose text lacks a last "\n" takes in the rest of its line.
+// lineEdits widens and merges edits, apart as lines returns them, so that
+// each replaces whole lines of src: an insertion at the end or one whose
+// text lacks a last "\n" takes in the rest of its line. They are sorted
+// first, by start then end, as go-udiff's validate sorts them.
 func lineEdits(src string, edits []edit) []edit {
+	slices.SortStableFunc(edits, func(a, b edit) int {
+		return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.end, b.end))
+	})
 	aligned := true
 	for _, e := range edits {
 		if e.start >= len(src) || e.start > 0 && src[e.start-1] != '\n' || e.end > 0 && src[e.end-1] != '\n' ||
