@@ -7,9 +7,8 @@ import (
 	"text/template"
 	"unicode/utf8"
 
-	"github.com/aymanbagabas/go-udiff"
-
 	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/internal/textdiff"
 )
 
 // ResumeInput is what the resume context is rendered from. The type is
@@ -261,11 +260,7 @@ func SpecDiff(name, before, after string) string {
 	if before == after {
 		return ""
 	}
-	d, err := udiff.ToUnified("a/"+name, "b/"+name, before, udiff.Lines(before, after), udiff.DefaultContextLines)
-	if err != nil { // the edits come from the same texts: consistent
-		return ""
-	}
-	return d
+	return textdiff.Unified("a/"+name, "b/"+name, before, after)
 }
 
 // rctxLevels is how much of each cuttable part is kept: the number of
@@ -355,10 +350,7 @@ func (r *rctxRender) render(lv rctxLevels) (string, error) {
 // funcs are spec.ResumeTemplateFuncs, the ones a template is checked
 // with, with a diffblock that shows the note replacing a cut diff as text.
 func (r *rctxRender) funcs() template.FuncMap {
-	funcs := make(template.FuncMap, len(spec.ResumeTemplateFuncs))
-	for name, f := range spec.ResumeTemplateFuncs {
-		funcs[name] = f
-	}
+	funcs := spec.ResumeTemplateFuncs()
 	funcs["diffblock"] = func(s string) string {
 		if s == r.diffNote {
 			return s

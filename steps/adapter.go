@@ -138,18 +138,34 @@ func CanFork(a Adapter) bool {
 // feature, so that the session can be found again.
 func FeatureHeader(feature string) string { return "[Feature: " + feature + "]" }
 
-// adapters holds the adapter of each agent kind; the agent CLIs' files
-// add theirs with Register.
-var adapters = map[string]Adapter{"command": commandAdapter{}}
+// registered holds the adapters that Register added.
+var registered map[string]Adapter
 
-// Register makes a the adapter of kind. It is for init functions and
-// tests, not for concurrent use.
-func Register(kind string, a Adapter) { adapters[kind] = a }
+// Register makes a the adapter of kind, in place of a built-in one. It is
+// for tests, not for concurrent use.
+func Register(kind string, a Adapter) {
+	if registered == nil {
+		registered = map[string]Adapter{}
+	}
+	registered[kind] = a
+}
 
-// AdapterFor returns the adapter of an agent kind.
+// AdapterFor returns the adapter of an agent kind. The built-in ones are
+// chosen by a switch, not held in a map, so that no package init builds
+// one at every start.
 func AdapterFor(kind string) (Adapter, error) {
-	if a, ok := adapters[kind]; ok {
+	if a, ok := registered[kind]; ok {
 		return a, nil
+	}
+	switch kind {
+	case "command":
+		return commandAdapter{}, nil
+	case "claude":
+		return claudeAdapter{}, nil
+	case "codex":
+		return codexAdapter{}, nil
+	case "gemini":
+		return geminiAdapter{}, nil
 	}
 	return nil, fmt.Errorf("unknown agent kind %q", kind)
 }

@@ -33,7 +33,6 @@ import (
 // also finds a session made elsewhere, and tells the model the directory
 // changed; older versions answered "No conversation found with session
 // ID" on stderr, exit 1: see ClaudeSessionGone.)
-func init() { Register("claude", claudeAdapter{}) }
 
 type claudeAdapter struct{}
 

@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"github.com/pipeline-dev/pipeline/internal/lazy"
 	"github.com/pipeline-dev/pipeline/internal/transcript"
 
 	"bufio"
@@ -12,7 +13,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -78,8 +78,6 @@ import (
 // CODEX_HOME (or HOME) the turn runs with, an agent's env: included; the
 // context of a new thread's first turn is read under pipeline's own.
 type codexAdapter struct{}
-
-func init() { Register("codex", codexAdapter{}) }
 
 func (codexAdapter) Prepare(r Request) (Turn, error) {
 	args := []string{"codex", "exec", "--json", "--skip-git-repo-check"}
@@ -375,7 +373,7 @@ func (p *codexParser) error(message string) Event {
 		return ev
 	}
 	ev.RateLimited = true
-	m := codexTryAgain().FindStringSubmatch(message)
+	m := codexTryAgain.Get().FindStringSubmatch(message)
 	if m == nil {
 		return ev
 	}
@@ -399,9 +397,9 @@ func (p *codexParser) error(message string) Event {
 }
 
 // codexTryAgain finds when a usage limit ends in Codex's message.
-var codexTryAgain = sync.OnceValue(func() *regexp.Regexp {
+var codexTryAgain = lazy.Value[*regexp.Regexp]{New: func() *regexp.Regexp {
 	return regexp.MustCompile(`(?i:try again at) (?:([A-Z][a-z]{2}) (\d{1,2})(?:st|nd|rd|th), (\d{4}) )?(\d{1,2}:\d{2} [AP]M)`)
-})
+}}
 
 // lastRequest is the usage of the turn's last model request, from the
 // thread's session file, when its last token_count holds the total the

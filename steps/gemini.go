@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"github.com/pipeline-dev/pipeline/internal/lazy"
 	"github.com/pipeline-dev/pipeline/internal/transcript"
 	"github.com/pipeline-dev/pipeline/internal/web"
 
@@ -12,12 +13,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
-
-func init() { Register("gemini", geminiAdapter{}) }
 
 // geminiAdapter runs the Gemini CLI (@google/gemini-cli, checked with
 // 0.61.0) headless, one turn per step:
@@ -234,24 +232,24 @@ func (p *geminiParser) replied() []Event {
 // its own retries: "[API Error: Quota exceeded for metric: ... Please
 // retry in 42s.\nSuggested retry after 42s.]\nPlease wait and try again
 // later. ...", exit 173 (429 & 0xff).
-var geminiRateLimit = sync.OnceValue(func() *regexp.Regexp {
+var geminiRateLimit = lazy.Value[*regexp.Regexp]{New: func() *regexp.Regexp {
 	return regexp.MustCompile(`(?i)quota|resource.exhausted|rate.?limit|\b429\b|exhausted your`)
-})
+}}
 
 // geminiRetryIn is the delay a rate limit asks for.
-var geminiRetryIn = sync.OnceValue(func() *regexp.Regexp {
+var geminiRetryIn = lazy.Value[*regexp.Regexp]{New: func() *regexp.Regexp {
 	return regexp.MustCompile(`(?i)retry (?:in|after) ([0-9]+(?:\.[0-9]+)?)(ms|s)\b`)
-})
+}}
 
 // failure is an error event; a rate limit comes with the time to resume,
 // counted from the line's timestamp.
 func (p *geminiParser) failure(message, timestamp string) Event {
 	ev := p.line("error: " + message)
 	ev.Kind = EventError
-	if geminiRateLimit().MatchString(message) {
+	if geminiRateLimit.Get().MatchString(message) {
 		ev.RateLimited = true
 		at, err := time.Parse(time.RFC3339Nano, timestamp)
-		if m := geminiRetryIn().FindStringSubmatch(message); m != nil && err == nil {
+		if m := geminiRetryIn.Get().FindStringSubmatch(message); m != nil && err == nil {
 			n, _ := strconv.ParseFloat(m[1], 64)
 			unit := time.Second
 			if m[2] == "ms" {
@@ -356,9 +354,9 @@ type GeminiSession struct {
 
 // geminiSessionLine is a line of gemini --list-sessions:
 // "  1. <title> (<relative time>[, current]) [<uuid>]".
-var geminiSessionLine = sync.OnceValue(func() *regexp.Regexp {
+var geminiSessionLine = lazy.Value[*regexp.Regexp]{New: func() *regexp.Regexp {
 	return regexp.MustCompile(`^\s*(\d+)\. (.*) \((Just now|(\d+) (minute|hour|day)s? ago)(, current)?\) \[([0-9a-fA-F-]{36})\]\s*$`)
-})
+}}
 
 // GeminiListSessions reads the output of gemini --list-sessions: a header
 // line ("Available sessions for this project (N):"), then a line per
@@ -368,7 +366,7 @@ var geminiSessionLine = sync.OnceValue(func() *regexp.Regexp {
 func GeminiListSessions(output string) []GeminiSession {
 	var list []GeminiSession
 	for _, line := range strings.Split(output, "\n") {
-		m := geminiSessionLine().FindStringSubmatch(strings.TrimRight(line, "\r"))
+		m := geminiSessionLine.Get().FindStringSubmatch(strings.TrimRight(line, "\r"))
 		if m == nil {
 			continue
 		}

@@ -47,22 +47,14 @@ const (
 // markerKinds are the marker names, as they follow the "[".
 var markerKinds = []string{MarkerDecision, MarkerFact, MarkerTodo, MarkerDone, MarkerSummary}
 
-// markerFirst is the first letter of each marker name.
-var markerFirst = func() (t [256]bool) {
-	for _, k := range markerKinds {
-		t[k[0]] = true
-	}
-	return t
-}()
+// markerFirst is the first letter of each marker name
+// (TestMarkerTablesAreTheirBytes).
+var markerFirst = [256]bool{'D': true, 'F': true, 'T': true, 'S': true}
 
 // indentByte is what may stand between a line's start and its marker:
 // white space, list bullets and numbers, quotes, bold.
-var indentByte = func() (t [256]bool) {
-	for _, c := range []byte(" \t-*+>.)0123456789") {
-		t[c] = true
-	}
-	return t
-}()
+var indentByte = [256]bool{' ': true, '\t': true, '-': true, '*': true, '+': true, '>': true, '.': true, ')': true,
+	'0': true, '1': true, '2': true, '3': true, '4': true, '5': true, '6': true, '7': true, '8': true, '9': true}
 
 // MarkerScanner finds working-set marker lines in a stream of text that
 // passes in chunks of any size, and reports each marker once its line

@@ -10,8 +10,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/pipeline-dev/pipeline/internal/lazy"
 )
 
 // CLI is what pipeline doctor knows of an agent CLI: its program, the
@@ -85,7 +86,7 @@ const (
 // OK reports whether the CLI can run a step.
 func (c CLICheck) OK() bool { return c.Status == CheckOK || c.Status == CheckUnknownVersion }
 
-var versionPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\d+\.\d+\.\d+`) })
+var versionPattern = lazy.Value[*regexp.Regexp]{New: func() *regexp.Regexp { return regexp.MustCompile(`\d+\.\d+\.\d+`) }}
 
 // CheckCLI looks for cli on PATH, asks it its version (--version, at most
 // 10s), compares it with the minimum, and looks for its credentials in
@@ -116,7 +117,7 @@ func CheckCLI(ctx context.Context, cli CLI, env map[string]string) CLICheck {
 		c.Hint = fmt.Sprintf("reinstall it: npm install -g %s@%s (or newer)", cli.Package, cli.Minimum)
 		return c
 	}
-	c.Version = versionPattern().FindString(string(out))
+	c.Version = versionPattern.Get().FindString(string(out))
 	switch {
 	case c.Version == "":
 		c.Status = CheckUnknownVersion

@@ -1,10 +1,11 @@
 package telemetry
 
 import (
-	"crypto/rand"
 	"encoding/hex"
 	"strings"
 	"time"
+
+	"github.com/pipeline-dev/pipeline/internal/osrand"
 )
 
 // TraceID and SpanID identify spans as W3C trace context does.
@@ -45,13 +46,13 @@ func ParseTraceparent(s string) (SpanContext, bool) {
 
 func newTraceID() TraceID {
 	var id TraceID
-	_, _ = rand.Read(id[:])
+	osrand.Read(id[:])
 	return id
 }
 
 func newSpanID() SpanID {
 	var id SpanID
-	_, _ = rand.Read(id[:])
+	osrand.Read(id[:])
 	return id
 }
 

@@ -19,9 +19,9 @@ import (
 // what is cheap to evaluate: literals, operators, duration(), date() and
 // the built-ins that build nothing large.
 
-// expensiveBuiltins are built-ins whose cost is not bounded by the
+// expensiveBuiltin tells the built-ins whose cost is not bounded by the
 // expression's length: repeat("x", 1000000) nested twice is a terabyte.
-var expensiveBuiltins = map[string]bool{"repeat": true}
+func expensiveBuiltin(name string) bool { return name == "repeat" }
 
 // divisionByZero refuses x % 0 and x / 0 with a constant 0: the first fails
 // at every evaluation, the second gives an infinite number.
@@ -97,7 +97,7 @@ func negativeConstant(root ast.Node) *refusal {
 // from its text. A part whose text does not compile on its own (a
 // constant the optimizer made, say) is left alone: ok is false.
 func evalConstant(node ast.Node) (out any, ok bool, err error) {
-	program, err := expr.Compile(node.String(), compileOptions()...)
+	program, err := expr.Compile(node.String(), compileOptions.Get()...)
 	if err != nil {
 		return nil, false, nil
 	}
@@ -163,7 +163,7 @@ func (known constants) constant(node ast.Node) bool {
 		callee, ok := n.Callee.(*ast.IdentifierNode)
 		c = ok && (callee.Value == "duration" || callee.Value == "date")
 	case *ast.BuiltinNode:
-		c = !expensiveBuiltins[n.Name]
+		c = !expensiveBuiltin(n.Name)
 	case *ast.UnaryNode, *ast.ConditionalNode, *ast.MemberNode, *ast.SliceNode,
 		*ast.ArrayNode, *ast.MapNode, *ast.PairNode:
 	default:

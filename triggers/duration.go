@@ -6,8 +6,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/pipeline-dev/pipeline/internal/lazy"
 )
 
 // ParseDuration reads a duration written as Go writes them (90s, 1h30m),
@@ -57,30 +58,47 @@ func ParseDuration(written string) (time.Duration, error) {
 const longestDays = math.MaxInt64 / int64(24*time.Hour)
 
 // durationText is a duration as written: numbers, each with a unit.
-var durationText = sync.OnceValue(func() *regexp.Regexp {
+var durationText = lazy.Value[*regexp.Regexp]{New: func() *regexp.Regexp {
 	return regexp.MustCompile(`^[+]?(([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h|d))+$`)
-})
+}}
 
 // durationPart is one number and its unit.
-var durationPart = sync.OnceValue(func() *regexp.Regexp {
+var durationPart = lazy.Value[*regexp.Regexp]{New: func() *regexp.Regexp {
 	return regexp.MustCompile(`([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h|d)`)
-})
+}}
 
-var unitNanoseconds = map[string]float64{"ns": 1, "us": 1e3, "µs": 1e3, "μs": 1e3, "ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9, "d": 86400e9}
+// unitNanoseconds is the nanoseconds of a unit that durationPart matched.
+func unitNanoseconds(unit string) float64 {
+	switch unit {
+	case "ns":
+		return 1
+	case "us", "µs", "μs":
+		return 1e3
+	case "ms":
+		return 1e6
+	case "s":
+		return 1e9
+	case "m":
+		return 60e9
+	case "h":
+		return 3600e9
+	}
+	return 86400e9 // d
+}
 
 // tooLong reports whether a well-formed duration adds up to more
 // nanoseconds than a time.Duration holds.
 func tooLong(text string) bool {
-	if !durationText().MatchString(text) {
+	if !durationText.Get().MatchString(text) {
 		return false
 	}
 	total := 0.0
-	for _, part := range durationPart().FindAllStringSubmatch(text, -1) {
+	for _, part := range durationPart.Get().FindAllStringSubmatch(text, -1) {
 		n, err := strconv.ParseFloat(part[1], 64)
 		if err != nil {
 			return false
 		}
-		total += n * unitNanoseconds[part[2]]
+		total += n * unitNanoseconds(part[2])
 	}
 	return total >= math.MaxInt64
 }

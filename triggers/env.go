@@ -5,8 +5,9 @@ package triggers
 
 import (
 	"reflect"
-	"sync"
 	"time"
+
+	"github.com/pipeline-dev/pipeline/internal/lazy"
 )
 
 // Env is what an expression can read. Every field is documented in
@@ -102,14 +103,14 @@ var Variables = []Variable{
 }
 
 // envFields maps each expr name of Env to its field index.
-var envFields = sync.OnceValue(func() map[string]int {
+var envFields = lazy.Value[map[string]int]{New: func() map[string]int {
 	t := reflect.TypeOf(Env{})
 	fields := make(map[string]int, t.NumField())
 	for i := 0; i < t.NumField(); i++ {
 		fields[t.Field(i).Tag.Get("expr")] = i
 	}
 	return fields
-})
+}}
 
 // Values returns the values of the named variables, for the record of a
 // trigger that fired. Long text is cut to its last 200 characters.
@@ -117,7 +118,7 @@ func (e *Env) Values(names []string) map[string]any {
 	v := reflect.ValueOf(e).Elem()
 	out := make(map[string]any, len(names))
 	for _, name := range names {
-		i, ok := envFields()[name]
+		i, ok := envFields.Get()[name]
 		if !ok {
 			continue
 		}

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -20,6 +19,8 @@ import (
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
+
+	"github.com/pipeline-dev/pipeline/internal/lazy"
 )
 
 // Kind is what an expression must produce.
@@ -139,8 +140,6 @@ func (e *CompileError) Error() string {
 	return fmt.Sprintf("%d:%d: %s", e.Line, e.Column+1, e.Message)
 }
 
-var durationType = reflect.TypeOf(time.Duration(0))
-
 // Compile checks source against Env and returns the program to run. A
 // Duration expression may also be a bare duration literal such as 10s.
 func Compile(source string, kind Kind) (*Expression, error) {
@@ -153,7 +152,7 @@ func Compile(source string, kind Kind) (*Expression, error) {
 		switch {
 		case err == nil:
 			text = fmt.Sprintf("duration(%q)", strings.TrimSpace(source))
-		case durationLiteral().MatchString(strings.TrimSpace(source)):
+		case durationLiteral.Get().MatchString(strings.TrimSpace(source)):
 			// Written as a duration but not one (-10s, 30x, 999999999d):
 			// say why, rather than what expr makes of "-10s".
 			return nil, &CompileError{Line: 1, Message: err.Error(), Hint: hintFor(kind)}
@@ -164,7 +163,7 @@ func Compile(source string, kind Kind) (*Expression, error) {
 		return nil, &CompileError{Line: line, Column: column, Message: fmt.Sprintf("the expression nests more than %d levels deep here", maxNesting),
 			Hint: "split it into several triggers, or use fewer brackets and prefix operators"}
 	}
-	options := slices.Clone(compileOptions())
+	options := slices.Clone(compileOptions.Get())
 	if kind != Duration {
 		options = append(options, expr.AsBool())
 	}
@@ -173,7 +172,7 @@ func Compile(source string, kind Kind) (*Expression, error) {
 		return nil, compileError(err, text, kind)
 	}
 	if kind == Duration {
-		if t := program.Node().Type(); t != durationType {
+		if t := program.Node().Type(); t != reflect.TypeFor[time.Duration]() {
 			return nil, &CompileError{Line: 1, Message: fmt.Sprintf("the expression gives %s, not a duration", typeName(t)),
 				Hint: hintFor(kind)}
 		}
@@ -218,7 +217,7 @@ func boolField(node ast.Node) int {
 
 // durationLiteral is what reads as a duration written bare, well formed
 // or not: numbers each followed by a unit, each maybe signed.
-var durationLiteral = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([-+]?([0-9]+\.?[0-9]*|\.[0-9]+)[a-zµμ]+)+$`) })
+var durationLiteral = lazy.Value[*regexp.Regexp]{New: func() *regexp.Regexp { return regexp.MustCompile(`^([-+]?([0-9]+\.?[0-9]*|\.[0-9]+)[a-zµμ]+)+$`) }}
 
 // durationFunction replaces expr's duration() so that expressions read
 // durations as phases.yaml does, days included.
@@ -233,25 +232,39 @@ func durationFunction() expr.Option {
 // Temporal workflow), so an expression must give the same answer from the
 // same variables on any machine at any time: no wall clock, no time zone
 // of the machine, no Go map order, which is random.
-var nonDeterministic = map[string]refusal{
-	"now": {message: "now() reads the wall clock: a replayed session would decide differently, and a running step would not check it again as the clock moves",
-		hint: `measure time with elapsed, phase_elapsed or session_elapsed, e.g. elapsed > duration("30m")`},
-	"timezone": {message: "timezone() reads the time zones of the machine, which differ between machines",
-		hint: `dates are read in UTC; write the offset in the date, e.g. date("2026-01-02T15:04:05+01:00")`},
-	"keys": {message: "keys() gives the keys in a random order",
-		hint: `test a key with "status" in spec, count them with len(spec)`},
-	"values": {message: "values() gives the values in a random order",
-		hint: `read a value by its key: spec.<key> or spec["<key>"]`},
-	"toPairs": {message: "toPairs() gives the pairs in a random order",
-		hint: `read a value by its key (spec.<key>), count them with len(spec)`},
+var nonDeterministic = []struct {
+	name string
+	refusal
+}{
+	{"now", refusal{message: "now() reads the wall clock: a replayed session would decide differently, and a running step would not check it again as the clock moves",
+		hint: `measure time with elapsed, phase_elapsed or session_elapsed, e.g. elapsed > duration("30m")`}},
+	{"timezone", refusal{message: "timezone() reads the time zones of the machine, which differ between machines",
+		hint: `dates are read in UTC; write the offset in the date, e.g. date("2026-01-02T15:04:05+01:00")`}},
+	{"keys", refusal{message: "keys() gives the keys in a random order",
+		hint: `test a key with "status" in spec, count them with len(spec)`}},
+	{"values", refusal{message: "values() gives the values in a random order",
+		hint: `read a value by its key: spec.<key> or spec["<key>"]`}},
+	{"toPairs", refusal{message: "toPairs() gives the pairs in a random order",
+		hint: `read a value by its key (spec.<key>), count them with len(spec)`}},
+}
+
+// refusalOf is why an expression may not call the built-in name, if it
+// may not.
+func refusalOf(name string) (refusal, bool) {
+	for _, n := range nonDeterministic {
+		if n.name == name {
+			return n.refusal, true
+		}
+	}
+	return refusal{}, false
 }
 
 // disabledBuiltins removes the non-deterministic built-ins, so that a call
 // to one is a compile error at its place.
 func disabledBuiltins() []expr.Option {
 	var options []expr.Option
-	for name := range nonDeterministic {
-		options = append(options, expr.DisableBuiltin(name))
+	for _, n := range nonDeterministic {
+		options = append(options, expr.DisableBuiltin(n.name))
 	}
 	return options
 }
@@ -259,9 +272,9 @@ func disabledBuiltins() []expr.Option {
 // compileOptions are the options every expression compiles with: built on
 // first use, not at every command's start (expr.Function reflects on its
 // types). Callers append to a copy.
-var compileOptions = sync.OnceValue(func() []expr.Option {
+var compileOptions = lazy.Value[[]expr.Option]{New: func() []expr.Option {
 	return append([]expr.Option{expr.Env(Env{}), durationFunction(), dateFunction()}, disabledBuiltins()...)
-})
+}}
 
 // dateLayouts are the layouts date() tries, expr's own.
 var dateLayouts = []string{"2006-01-02", "15:04:05", "2006-01-02 15:04:05", time.RFC3339, time.RFC822, time.RFC850, time.RFC1123}
@@ -337,13 +350,13 @@ func typeName(t reflect.Type) string {
 }
 
 var (
-	unknownName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^unknown name (\S+)`) })
+	unknownName = lazy.Value[*regexp.Regexp]{New: func() *regexp.Regexp { return regexp.MustCompile(`^unknown name (\S+)`) }}
 	// unexpectedToken is expr's "unexpected token Bracket(")")": the
 	// token's kind is expr's jargon, its text is what the reader wrote.
-	unexpectedToken = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^unexpected token \w+\(("(?:[^"\\]|\\.)*")\)$`) })
-	stepField       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^type triggers\.StepVars has no field (\S+)`) })
+	unexpectedToken = lazy.Value[*regexp.Regexp]{New: func() *regexp.Regexp { return regexp.MustCompile(`^unexpected token \w+\(("(?:[^"\\]|\\.)*")\)$`) }}
+	stepField       = lazy.Value[*regexp.Regexp]{New: func() *regexp.Regexp { return regexp.MustCompile(`^type triggers\.StepVars has no field (\S+)`) }}
 	stepFieldNames  = []string{"exit_code", "timed_out", "tokens", "cost_usd", "elapsed", "output", "ran"}
-	phaseField      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^type triggers\.PhaseVars has no field (\S+)`) })
+	phaseField      = lazy.Value[*regexp.Regexp]{New: func() *regexp.Regexp { return regexp.MustCompile(`^type triggers\.PhaseVars has no field (\S+)`) }}
 )
 
 func compileError(err error, source string, kind Kind) error {
@@ -367,7 +380,7 @@ func compileError(err error, source string, kind Kind) error {
 		ce.Hint = "complete it: an operator needs a value on each side, and every ( [ { and quote needs its closing one"
 	} else if strings.HasPrefix(fe.Message, "unexpected token") {
 		ce.Hint = "check the syntax: and, or, not, ==, !=, <, >, in, matches; text in quotes; durations as duration(\"30m\")"
-		if m := unexpectedToken().FindStringSubmatch(fe.Message); m != nil {
+		if m := unexpectedToken.Get().FindStringSubmatch(fe.Message); m != nil {
 			if text, err := strconv.Unquote(m[1]); err == nil {
 				ce.Message = fmt.Sprintf("unexpected %q", text)
 				if text == "=" {
@@ -385,21 +398,21 @@ func compileError(err error, source string, kind Kind) error {
 		ce.Hint = "close it with the same quote it starts with"
 	}
 	switch {
-	case unknownName().MatchString(fe.Message):
-		name := unknownName().FindStringSubmatch(fe.Message)[1]
-		if refused, ok := nonDeterministic[name]; ok {
+	case unknownName.Get().MatchString(fe.Message):
+		name := unknownName.Get().FindStringSubmatch(fe.Message)[1]
+		if refused, ok := refusalOf(name); ok {
 			ce.Message, ce.Hint = refused.message, refused.hint
 			break
 		}
 		ce.Message = fmt.Sprintf("unknown variable %q", name)
 		ce.Hint = unknownVariableHint(name, kind)
-	case stepField().MatchString(fe.Message):
-		unknownField(ce, "step", stepField().FindStringSubmatch(fe.Message)[1], stepFieldNames)
-	case phaseField().MatchString(fe.Message):
-		unknownField(ce, "phase", phaseField().FindStringSubmatch(fe.Message)[1], PhaseFieldNames)
+	case stepField.Get().MatchString(fe.Message):
+		unknownField(ce, "step", stepField.Get().FindStringSubmatch(fe.Message)[1], stepFieldNames)
+	case phaseField.Get().MatchString(fe.Message):
+		unknownField(ce, "phase", phaseField.Get().FindStringSubmatch(fe.Message)[1], PhaseFieldNames)
 	case strings.HasPrefix(fe.Message, "bad number syntax: "):
 		badNumber(ce, source, fe.From)
-	case undefinedIndex().MatchString(fe.Message), noField().MatchString(fe.Message), elementOf().MatchString(fe.Message):
+	case undefinedIndex.Get().MatchString(fe.Message), noField.Get().MatchString(fe.Message), elementOf.Get().MatchString(fe.Message):
 		explainMember(ce, source, fe)
 	case strings.Contains(fe.Message, "time.Duration and string"), strings.Contains(fe.Message, "string and time.Duration"):
 		ce.Hint = `durations are written duration("30m"), not "30m"`
@@ -452,15 +465,17 @@ func unknownField(ce *CompileError, what, name string, fields []string) {
 
 // goTypes are the names of Go types that expr's messages use, and what a
 // reader of phases.yaml calls them; the longest first.
-var goTypes = strings.NewReplacer(
-	"map[string]triggers.StepVars", "steps (step results by name)",
-	"map[string]triggers.PhaseVars", "phases (phase results by name)", "triggers.PhaseVars", "a phase result",
-	"map[string]interface {}", "a map", "interface {}", "a value of any type",
-	"triggers.StepVars", "a step result", "time.Duration", "duration", "float64", "float")
+var goTypes = lazy.Value[*strings.Replacer]{New: func() *strings.Replacer {
+	return strings.NewReplacer(
+		"map[string]triggers.StepVars", "steps (step results by name)",
+		"map[string]triggers.PhaseVars", "phases (phase results by name)", "triggers.PhaseVars", "a phase result",
+		"map[string]interface {}", "a map", "interface {}", "a value of any type",
+		"triggers.StepVars", "a step result", "time.Duration", "duration", "float64", "float")
+}}
 
 // plainTypes writes the Go types named in a message as phases.yaml's
 // words: "duration", not "time.Duration".
-func plainTypes(message string) string { return goTypes.Replace(message) }
+func plainTypes(message string) string { return goTypes.Get().Replace(message) }
 
 // badNumber explains expr's "bad number syntax": most often a duration
 // written bare inside an expression (1s * 2, elapsed > 30m), which only
@@ -494,7 +509,7 @@ func badNumber(ce *CompileError, source string, at int) {
 	case err == nil:
 		ce.Message = fmt.Sprintf("%s is a duration written bare: inside an expression a duration is written duration(%q)", written, written)
 		ce.Hint = fmt.Sprintf("write %s; only a retry.backoff that is one duration and nothing else may be written bare (10s)", example(written))
-	case durationLiteral().MatchString(written) && !hexLike().MatchString(written):
+	case durationLiteral.Get().MatchString(written) && !hexLike.Get().MatchString(written):
 		ce.Message = fmt.Sprintf("%s is neither a number nor a duration", written)
 		ce.Hint = `a duration is written duration("30m") in an expression, with the units ms, s, m, h and d (1h30m, 7d)`
 	default:
@@ -504,18 +519,18 @@ func badNumber(ce *CompileError, source string, at int) {
 }
 
 // hexLike is a number written in base 16, 8 or 2: 0x1g is no duration.
-var hexLike = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^0[xXoObB]`) })
+var hexLike = lazy.Value[*regexp.Regexp]{New: func() *regexp.Regexp { return regexp.MustCompile(`^0[xXoObB]`) }}
 
 func numberRune(r rune) bool { return r >= '0' && r <= '9' || r == '.' || r == '_' }
 
 var (
 	// undefinedIndex is expr's "type string[int] is undefined": [ ] on a
 	// value that has no elements.
-	undefinedIndex = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^type (.+)\[(.+)\] is undefined$`) })
+	undefinedIndex = lazy.Value[*regexp.Regexp]{New: func() *regexp.Regexp { return regexp.MustCompile(`^type (.+)\[(.+)\] is undefined$`) }}
 	// noField is expr's "type string has no field x".
-	noField = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^type (.+) has no (field|method) (\S+)$`) })
+	noField = lazy.Value[*regexp.Regexp]{New: func() *regexp.Regexp { return regexp.MustCompile(`^type (.+) has no (field|method) (\S+)$`) }}
 	// elementOf is expr's "cannot use int to get an element from map[...]".
-	elementOf = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^cannot use (.+) to get an element from (.+)$`) })
+	elementOf = lazy.Value[*regexp.Regexp]{New: func() *regexp.Regexp { return regexp.MustCompile(`^cannot use (.+) to get an element from (.+)$`) }}
 )
 
 // explainMember rewords expr's messages about reading a part of a value
@@ -529,22 +544,22 @@ func explainMember(ce *CompileError, source string, fe *file.Error) {
 	}
 	base := writtenBase(source, member)
 	var kind string
-	if m := undefinedIndex().FindStringSubmatch(fe.Message); m != nil {
+	if m := undefinedIndex.Get().FindStringSubmatch(fe.Message); m != nil {
 		kind = m[1]
-	} else if m := noField().FindStringSubmatch(fe.Message); m != nil {
+	} else if m := noField.Get().FindStringSubmatch(fe.Message); m != nil {
 		kind = m[1]
 	}
 	what := map[string]string{"string": "text (a string)", "int": "a whole number", "float64": "a number",
 		"bool": "true or false", "time.Duration": "a duration"}[kind]
 	switch {
-	case elementOf().MatchString(fe.Message):
-		m := elementOf().FindStringSubmatch(fe.Message)
+	case elementOf.Get().MatchString(fe.Message):
+		m := elementOf.Get().FindStringSubmatch(fe.Message)
 		ce.Message = fmt.Sprintf("%s is read by name, not by %s: %s[%s]", base, articled(m[1]), base, member.Property.String())
 		ce.Hint = fmt.Sprintf(`write %s.<name> or %s["name"], such as steps.test.exit_code`, base, base)
 	case what == "":
 		return
-	case noField().MatchString(fe.Message):
-		name := noField().FindStringSubmatch(fe.Message)[3]
+	case noField.Get().MatchString(fe.Message):
+		name := noField.Get().FindStringSubmatch(fe.Message)[3]
 		ce.Message = fmt.Sprintf("%s is %s: it has no field %q", base, what, name)
 		ce.Hint = "fields are read from steps.<name> (" + strings.Join(stepFieldNames, ", ") + ") and from spec.<key>; see docs/expressions.md"
 	case kind == "string":

@@ -27,21 +27,24 @@ func VarOf(name string) Var {
 	return 0
 }
 
-// The variables a running step changes.
-var (
-	VarTokens         = VarOf("tokens")
-	VarContextTokens  = VarOf("context_tokens")
-	VarTotalTokens    = VarOf("total_tokens")
-	VarCostUSD        = VarOf("cost_usd")
-	VarElapsed        = VarOf("elapsed")
-	VarPhaseElapsed   = VarOf("phase_elapsed")
-	VarSessionElapsed = VarOf("session_elapsed")
-	VarCheckpoint     = VarOf("checkpoint") | VarOf("checkpoint_note")
-	VarOutput         = VarOf("output")
-	VarFilesChanged   = VarOf("files_changed")
+// The variables a running step changes: the bits of their places in
+// Variables (TestVarBitsAreTheirPlacesInVariables), constants so that no
+// package init computes them at every start.
+const (
+	VarTokens         Var = 1 << 0
+	VarContextTokens  Var = 1 << 1
+	VarTotalTokens    Var = 1 << 2
+	VarCostUSD        Var = 1 << 3
+	VarElapsed        Var = 1 << 4
+	VarPhaseElapsed   Var = 1 << 5
+	VarSessionElapsed Var = 1 << 6
+	VarCheckpoint     Var = 1<<9 | 1<<10 // checkpoint, checkpoint_note
+	VarOutput         Var = 1 << 11
+	VarFilesChanged   Var = 1 << 18
 	// VarTime is every variable that moves with the clock alone.
 	VarTime = VarElapsed | VarPhaseElapsed | VarSessionElapsed
-	varAll  = Var(1<<len(Variables) - 1)
+	// varAll is every variable: Variables holds 22.
+	varAll Var = 1<<22 - 1
 )
 
 func (e *Expression) reads() Var {

@@ -37,13 +37,18 @@ func run(args []string) int {
 	if code, done := serveWeb(args); done {
 		return code
 	}
-	useWeb()
 	if done, err := handOffCompanion(args); done {
 		return failed(nil, args, err)
 	}
 	if path := os.Getenv("PIPELINE_CPUPROFILE"); path != "" {
 		defer profile.StartCPU(path, os.Stderr)()
 	}
+	// pipeline --version has no session to observe nor a web request to
+	// make: it pays for neither (see printVersion).
+	if len(args) == 1 && args[0] == "--version" {
+		return printVersion()
+	}
+	useWeb()
 	// Off (and costing nothing) unless a session's plan or OTEL_* set an
 	// endpoint; then exported as the command ends, within 2 s.
 	defer telemetry.Install(version, os.Stderr).Finish()

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"github.com/pipeline-dev/pipeline/internal/render"
+	"os"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
@@ -22,6 +23,20 @@ func versionOf(info *debug.BuildInfo) buildinfo.Info {
 		return buildinfo.Of(info, version, "local", "temporal")
 	}
 	return buildinfo.Of(info, version, "local")
+}
+
+// printVersion answers pipeline --version, the line of pipeline version,
+// before cobra is set up. Cobra would print it through a version template,
+// and parsing and running that with text/template cost each
+// pipeline --version 14 page faults and 0.2 ms, about a tenth of its
+// start-up; cobra prints a version through fmt only in its own "NAME
+// version X" form, which is not pipeline's line.
+func printVersion() int {
+	// Written whole, without fmt's reflection on the value.
+	if _, err := os.Stdout.WriteString(buildVersion().String() + "\n"); err != nil {
+		return failed(nil, []string{"--version"}, err)
+	}
+	return exitCompleted
 }
 
 func versionCommand() *cobra.Command {

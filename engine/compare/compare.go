@@ -9,9 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/aymanbagabas/go-udiff"
-
 	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/internal/textdiff"
 )
 
 // Side is one session as the comparison reads it: its status report,
@@ -295,10 +294,7 @@ func summaryDiff(phase, a, b string) []string {
 	if b != "" && !strings.HasSuffix(b, "\n") {
 		b += "\n"
 	}
-	text, err := udiff.ToUnified("a/"+phase, "b/"+phase, a, udiff.Lines(a, b), udiff.DefaultContextLines)
-	if err != nil {
-		return []string{"-" + a, "+" + b}
-	}
+	text := textdiff.Unified("a/"+phase, "b/"+phase, a, b)
 	return strings.Split(strings.TrimRight(text, "\n"), "\n")
 }
 

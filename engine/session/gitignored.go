@@ -81,11 +81,17 @@ func rememberIgnored(dir, fingerprint string) {
 	}
 }
 
-// redirectsGit are the variables that make git read a file the
+// redirectsGit tells the variables that make git read a file the
 // fingerprint does not follow (another git folder, index or config).
 // The other GIT_* variables are part of the fingerprint.
-var redirectsGit = map[string]bool{"GIT_DIR": true, "GIT_WORK_TREE": true, "GIT_INDEX_FILE": true, "GIT_COMMON_DIR": true,
-	"GIT_CONFIG": true, "GIT_CONFIG_GLOBAL": true, "GIT_CONFIG_SYSTEM": true, "GIT_CONFIG_COUNT": true, "GIT_CONFIG_PARAMETERS": true}
+func redirectsGit(name string) bool {
+	switch name {
+	case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR",
+		"GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_COUNT", "GIT_CONFIG_PARAMETERS":
+		return true
+	}
+	return false
+}
 
 // ignoreFingerprint hashes what git check-ignore reads to say whether
 // dir is ignored; false when it cannot tell all of it.
@@ -93,7 +99,7 @@ func ignoreFingerprint(top, dir string) (string, bool) {
 	h := sha256.New()
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if redirectsGit[name] {
+		if redirectsGit(name) {
 			return "", false
 		}
 		if strings.HasPrefix(name, "GIT_") {

@@ -1,21 +1,18 @@
 package session
 
 import (
-	"github.com/pipeline-dev/pipeline/engine/store"
-
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"time"
+
+	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/internal/osrand"
 )
 
 // NewSessionID makes a session id that sorts by start time:
 // YYYYMMDD-HHMMSSmmm-xxxxxx, in UTC, with six random hex digits.
 func NewSessionID(now time.Time) string {
-	var b [3]byte
-	_, _ = rand.Read(b[:])
 	now = now.UTC()
-	return fmt.Sprintf("%s%03d-%s", now.Format("20060102-150405"), now.Nanosecond()/1e6, hex.EncodeToString(b[:]))
+	return fmt.Sprintf("%s%03d-%s", now.Format("20060102-150405"), now.Nanosecond()/1e6, osrand.Hex(3))
 }
 
 // idShape is what each character of a session id is: d a digit, - a dash,

@@ -2,8 +2,6 @@ package session
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/internal/osrand"
 	"github.com/pipeline-dev/pipeline/internal/tokens"
 )
 
@@ -232,9 +231,7 @@ func (r *Ref) Remember(now time.Time, notes []engine.MemoryNote, say func(string
 	if err != nil {
 		return false, err
 	}
-	var random [4]byte
-	_, _ = rand.Read(random[:])
-	file := fmt.Sprintf("%s%020d-%s.json", memoryRequestPrefix, now.UnixNano(), hex.EncodeToString(random[:]))
+	file := fmt.Sprintf("%s%020d-%s.json", memoryRequestPrefix, now.UnixNano(), osrand.Hex(4))
 	if err := r.X.WriteFile(file, content); err != nil {
 		return false, err
 	}

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 
+	"github.com/pipeline-dev/pipeline/internal/lazy"
 	"github.com/pipeline-dev/pipeline/triggers"
 )
 
@@ -311,13 +311,6 @@ func isNull(node ast.Node) bool {
 	return node == nil || ok
 }
 
-var (
-	exprType     = reflect.TypeOf(Expr{})
-	triggersType = reflect.TypeOf(Triggers{})
-	durationType = reflect.TypeOf(Duration(0))
-	commandsType = reflect.TypeOf(Commands{})
-)
-
 // decode fills v (a pointer's element) from node. path names the value for
 // messages and positions; kind is the expression kind from the field's tag.
 func (d *decoder) decode(node ast.Node, v reflect.Value, path string, kind triggers.Kind) {
@@ -329,16 +322,16 @@ func (d *decoder) decode(node ast.Node, v reflect.Value, path string, kind trigg
 		return
 	}
 	switch {
-	case v.Type() == exprType:
+	case v.Type() == reflect.TypeFor[Expr]():
 		d.decodeExpr(node, v.Addr().Interface().(*Expr), path, kind)
 		return
-	case v.Type() == triggersType:
+	case v.Type() == reflect.TypeFor[Triggers]():
 		d.decodeTriggers(node, v.Addr().Interface().(*Triggers), path)
 		return
-	case v.Type() == commandsType:
+	case v.Type() == reflect.TypeFor[Commands]():
 		d.decodeCommands(node, v.Addr().Interface().(*Commands), path)
 		return
-	case v.Type() == durationType:
+	case v.Type() == reflect.TypeFor[Duration]():
 		text, ok := d.scalar(node, path, "a duration such as 30m")
 		if !ok {
 			return
@@ -393,9 +386,9 @@ func (d *decoder) decode(node ast.Node, v reflect.Value, path string, kind trigg
 
 // wholeNumber is an integer as YAML writes one; the parser gives one too
 // large for 64 bits as a string.
-var wholeNumber = sync.OnceValue(func() *regexp.Regexp {
+var wholeNumber = lazy.Value[*regexp.Regexp]{New: func() *regexp.Regexp {
 	return regexp.MustCompile(`^[-+]?(0x[0-9a-fA-F_]+|0o[0-7_]+|0b[01_]+|[0-9][0-9_]*)$`)
-})
+}}
 
 // decodeInt reads a whole number, keeping the text as written for
 // messages. One too large for an int is refused, except version's: any
@@ -413,7 +406,7 @@ func (d *decoder) decodeInt(node ast.Node, v reflect.Value, path string) {
 			i, tooLarge = int64(min(x, math.MaxInt64)), x > math.MaxInt64
 		}
 	case *ast.StringNode:
-		if n.GetToken().Type != token.StringType || !wholeNumber().MatchString(n.Value) {
+		if n.GetToken().Type != token.StringType || !wholeNumber.Get().MatchString(n.Value) {
 			d.reportNode(node, fmt.Sprintf("%s must be a whole number, not %s", path, describe(node)), "")
 			return
 		}
@@ -670,13 +663,6 @@ func (d *decoder) decodeStruct(node ast.Node, v reflect.Value, path string) {
 	}
 }
 
-var (
-	overridesType = reflect.TypeOf(Overrides{})
-	pipelineType  = reflect.TypeOf(Pipeline{})
-	phaseType     = reflect.TypeOf(Phase{})
-	policyType    = reflect.TypeOf(Policy{})
-)
-
 // unknownKey reports a key that the struct of type t, at path, does not
 // have.
 func (d *decoder) unknownKey(e *ast.MappingValueNode, key, path string, known []string, t reflect.Type) {
@@ -684,11 +670,11 @@ func (d *decoder) unknownKey(e *ast.MappingValueNode, key, path string, known []
 	sort.Strings(sorted)
 	hint := "the keys allowed here are " + strings.Join(sorted, ", ")
 	switch near := triggers.Closest(key, known); {
-	case t == overridesType && slices.Contains(fieldNames(fields(pipelineType)), key):
+	case t == reflect.TypeFor[Overrides]() && slices.Contains(fieldNames(fields(reflect.TypeFor[Pipeline]())), key):
 		// A key of the whole pipeline (watch, name, ...): one spec does
 		// not change it for the others.
 		hint = fmt.Sprintf("%s is set in phases.yaml only; a spec's pipeline block may set %s", key, strings.Join(sorted, ", "))
-	case (t == phaseType || t == policyType) && slices.Contains(fieldNames(fields(pipelineType)), key):
+	case (t == reflect.TypeFor[Phase]() || t == reflect.TypeFor[Policy]()) && slices.Contains(fieldNames(fields(reflect.TypeFor[Pipeline]())), key):
 		// compact_prompt, watch, ...: one value for all the phases.
 		hint = fmt.Sprintf("%s is set once for the whole pipeline, at the top level of phases.yaml, not in %s", key, path)
 	case near != "":

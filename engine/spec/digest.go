@@ -7,7 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"sync"
+
+	"github.com/pipeline-dev/pipeline/internal/lazy"
 )
 
 // digest is the hex SHA-256 of what a plan is made from:
@@ -49,7 +50,7 @@ func digestOf(content []byte, spec string, frontmatter []byte) string {
 		h.Write(content)
 	}
 	part("pipeline plan digest", []byte("1"))
-	part("built-in defaults", builtInDefaultsText())
+	part("built-in defaults", builtInDefaultsText.Get())
 	part("phases.yaml", canonicalText(content))
 	if spec != "" {
 		part("spec", []byte(spec))
@@ -70,7 +71,7 @@ func redigester(content []byte, file, spec, base string) func(block []byte) stri
 }
 
 // builtInDefaultsText is builtInDefaults, written once.
-var builtInDefaultsText = sync.OnceValue(builtInDefaults)
+var builtInDefaultsText = lazy.Value[[]byte]{New: builtInDefaults}
 
 // builtInDefaults writes the built-in values a plan starts from.
 func builtInDefaults() []byte {
@@ -78,7 +79,7 @@ func builtInDefaults() []byte {
 		Policy       Policy
 		Prompt       string
 		ResumeBudget int
-	}{builtInPolicy(), defaultPrompt, defaultResumeBudget})
+	}{builtInPolicy.Get(), defaultPrompt, defaultResumeBudget})
 	if err != nil {
 		panic(fmt.Sprintf("spec: the built-in defaults do not encode: %v", err))
 	}

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
+	"github.com/pipeline-dev/pipeline/internal/lazy"
 	"github.com/pipeline-dev/pipeline/triggers"
 )
 
@@ -192,7 +192,7 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 }
 
 // builtInPolicy is what every phase starts from.
-var builtInPolicy = sync.OnceValue(func() Policy {
+var builtInPolicy = lazy.Value[Policy]{New: func() Policy {
 	compile := func(source string, kind triggers.Kind) *Expr {
 		compiled, err := triggers.Compile(source, kind)
 		if err != nil {
@@ -211,7 +211,7 @@ var builtInPolicy = sync.OnceValue(func() Policy {
 		IdleTimeout: Duration(30 * 60 * 1e9),
 		AutoAdvance: &yes,
 	}
-})
+}}
 
 const (
 	// defaultPrompt is the prompt of a phase that has none, with its name.
@@ -392,7 +392,7 @@ func (r *resolver) plan() *Plan {
 			}
 		}
 	}
-	defaults := []policyLayer{{policy: ptr(builtInPolicy()), origin: func(string) Origin { return builtIn }}}
+	defaults := []policyLayer{{policy: ptr(builtInPolicy.Get()), origin: func(string) Origin { return builtIn }}}
 	if p.Defaults != nil {
 		defaults = append(defaults, policyLayer{p.Defaults, r.docOrigin("defaults.")})
 	}

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/pipeline-dev/pipeline/internal/lazy"
 )
 
 // The plan cache: a plan loaded once is kept, checked and merged, under
@@ -171,7 +173,7 @@ type memos struct {
 	byID map[string]*memo
 }
 
-var loaded = &memos{byID: map[string]*memo{}}
+var loaded = &memos{}
 
 // maxMemos bounds what a long-lived process (the watcher) keeps.
 const maxMemos = 16
@@ -200,6 +202,9 @@ func remember(ms *memos, key string, m *memo) {
 	defer ms.mu.Unlock()
 	if len(ms.byID) >= maxMemos {
 		clear(ms.byID)
+	}
+	if ms.byID == nil {
+		ms.byID = map[string]*memo{}
 	}
 	ms.byID[key] = m
 }
@@ -293,7 +298,7 @@ type entryFile struct {
 
 // castagnoli is made at the first use: its tables cost every command's
 // start 0.1 ms.
-var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
+var castagnoli = lazy.Value[*crc32.Table]{New: func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }}
 
 // readEntry is the memo of the cached plan, or of its head alone when
 // headOnly; nil when there is none to trust.
@@ -355,9 +360,9 @@ func writeEntry(c cacheEntry, plan *Plan, refs []programRef, specSum [sha256.Siz
 	out = append(out, key...)
 	out = append(out, specSum[:]...)
 	out = appendUint32(out, uint32(headLen))
-	out = appendUint32(out, crc32.Checksum(payload[:headLen], castagnoli()))
+	out = appendUint32(out, crc32.Checksum(payload[:headLen], castagnoli.Get()))
 	out = appendUint32(out, uint32(len(payload)))
-	out = appendUint32(out, crc32.Checksum(payload, castagnoli()))
+	out = appendUint32(out, crc32.Checksum(payload, castagnoli.Get()))
 	out = append(out, payload...)
 	if err := os.MkdirAll(c.dir, 0o700); err != nil {
 		return
@@ -417,7 +422,7 @@ func readEntryFile(path string, headOnly bool) (e entryFile, ok bool) {
 	}
 	e.payload, ok = readChecked(f, int(size), sum)
 	e.headLen = int(headLen)
-	return e, ok && (headOnly || crc32.Checksum([]byte(e.payload[:headLen]), castagnoli()) == headSum)
+	return e, ok && (headOnly || crc32.Checksum([]byte(e.payload[:headLen]), castagnoli.Get()) == headSum)
 }
 
 // copyBuffers are what the cache reads files through: the three loads
@@ -429,7 +434,7 @@ var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return 
 func readChecked(r io.Reader, n int, sum uint32) (string, bool) {
 	var b strings.Builder
 	b.Grow(n)
-	crc := crc32.New(castagnoli())
+	crc := crc32.New(castagnoli.Get())
 	buf := copyBuffers.Get().(*[]byte)
 	defer copyBuffers.Put(buf)
 	if read, err := io.CopyBuffer(io.MultiWriter(&b, crc), io.LimitReader(r, int64(n)), *buf); err != nil || read != int64(n) {

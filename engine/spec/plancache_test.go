@@ -435,7 +435,7 @@ func headCached(t *testing.T, dir string) (*PlanHead, bool) {
 	return head, false
 }
 
-func crc32Of(b []byte) uint32 { return crc32.Checksum(b, castagnoli()) }
+func crc32Of(b []byte) uint32 { return crc32.Checksum(b, castagnoli.Get()) }
 
 // TestPlanCodecCoversEveryField fills every field of a Plan, and of what
 // it holds, with a value of its own, and fails for each that does not

@@ -97,25 +97,27 @@ type StepExit struct {
 }
 
 // ResumeTemplateFuncs are the functions a resume_context template may call
-// besides text/template's built-ins (see engine.DefaultResumeTemplate).
-// The engine renders with these, diffblock replaced by one that knows
-// when the budget cut the diff to a note.
-var ResumeTemplateFuncs = template.FuncMap{
-	"oneline": func(s string) string { return strings.Join(strings.Fields(s), " ") },
-	"indent": func(n int, s string) string {
-		s = strings.TrimRight(s, " \t\r\n")
-		return strings.ReplaceAll(s, "\n", "\n"+strings.Repeat(" ", max(n, 0)))
-	},
-	"join": func(sep string, list []string) string { return strings.Join(list, sep) },
-	"ints": func(sep string, list []int) string {
-		s := make([]string, len(list))
-		for i, n := range list {
-			s[i] = strconv.Itoa(n)
-		}
-		return strings.Join(s, sep)
-	},
-	"fence":     Fence,
-	"diffblock": func(s string) string { return Fence("diff", s) },
+// besides text/template's built-ins (see engine.DefaultResumeTemplate), a
+// map of the caller's own. The engine renders with these, diffblock
+// replaced by one that knows when the budget cut the diff to a note.
+func ResumeTemplateFuncs() template.FuncMap {
+	return template.FuncMap{
+		"oneline": func(s string) string { return strings.Join(strings.Fields(s), " ") },
+		"indent": func(n int, s string) string {
+			s = strings.TrimRight(s, " \t\r\n")
+			return strings.ReplaceAll(s, "\n", "\n"+strings.Repeat(" ", max(n, 0)))
+		},
+		"join": func(sep string, list []string) string { return strings.Join(list, sep) },
+		"ints": func(sep string, list []int) string {
+			s := make([]string, len(list))
+			for i, n := range list {
+				s[i] = strconv.Itoa(n)
+			}
+			return strings.Join(s, sep)
+		},
+		"fence":     Fence,
+		"diffblock": func(s string) string { return Fence("diff", s) },
+	}
 }
 
 // Fence puts s in a markdown code block whose fence is longer than any run
@@ -150,12 +152,13 @@ type TemplateProblem struct {
 // before rendering (the result of index, or of a template called by name)
 // is not followed.
 func CheckResumeTemplate(text string) []TemplateProblem {
-	t, err := template.New("resume_context").Funcs(ResumeTemplateFuncs).Parse(text)
+	funcs := ResumeTemplateFuncs()
+	t, err := template.New("resume_context").Funcs(funcs).Parse(text)
 	if err != nil {
 		return []TemplateProblem{parseProblem(text, err)}
 	}
 	c := &templateChecker{funcs: map[string]reflect.Type{}}
-	for name, f := range ResumeTemplateFuncs {
+	for name, f := range funcs {
 		c.funcs[name] = reflect.TypeOf(f)
 	}
 	for _, tree := range t.Templates() {
@@ -286,13 +289,18 @@ func (c *templateChecker) pipe(p *parse.PipeNode, dot reflect.Type, vars map[str
 	return t
 }
 
-// builtinResults are the result types of text/template's functions that
-// have one whatever their arguments.
-var builtinResults = map[string]reflect.Type{
-	"not": reflect.TypeOf(false), "eq": reflect.TypeOf(false), "ne": reflect.TypeOf(false),
-	"lt": reflect.TypeOf(false), "le": reflect.TypeOf(false), "gt": reflect.TypeOf(false), "ge": reflect.TypeOf(false),
-	"len": reflect.TypeOf(0), "print": reflect.TypeOf(""), "printf": reflect.TypeOf(""), "println": reflect.TypeOf(""),
-	"html": reflect.TypeOf(""), "js": reflect.TypeOf(""), "urlquery": reflect.TypeOf(""),
+// builtinResult is the result type of a text/template function that has
+// one whatever its arguments, nil for the others.
+func builtinResult(name string) reflect.Type {
+	switch name {
+	case "not", "eq", "ne", "lt", "le", "gt", "ge":
+		return reflect.TypeFor[bool]()
+	case "len":
+		return reflect.TypeFor[int]()
+	case "print", "printf", "println", "html", "js", "urlquery":
+		return reflect.TypeFor[string]()
+	}
+	return nil
 }
 
 func (c *templateChecker) command(cmd *parse.CommandNode, dot reflect.Type, vars map[string]reflect.Type, piped bool) reflect.Type {
@@ -305,7 +313,7 @@ func (c *templateChecker) command(cmd *parse.CommandNode, dot reflect.Type, vars
 	if id, ok := cmd.Args[0].(*parse.IdentifierNode); ok {
 		f, ok := c.funcs[id.Ident]
 		if !ok {
-			return builtinResults[id.Ident]
+			return builtinResult(id.Ident)
 		}
 		// A pipeline's value comes last, after the written arguments.
 		if given := len(cmd.Args) - 1 + map[bool]int{true: 1}[piped]; given != f.NumIn() && !f.IsVariadic() {
@@ -342,7 +350,7 @@ func (c *templateChecker) operand(node parse.Node, dot reflect.Type, vars map[st
 		if f, ok := c.funcs[n.Ident]; ok && f.NumOut() > 0 {
 			return f.Out(0)
 		}
-		return builtinResults[n.Ident]
+		return builtinResult(n.Ident)
 	}
 	return nil
 }

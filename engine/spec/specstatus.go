@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+
+	"github.com/pipeline-dev/pipeline/internal/lazy"
 )
 
 // The spec statuses of LeanSpec that a session moves a spec between.
@@ -148,7 +149,7 @@ func decideStatus(edit *StatusEdit, to string, body []byte, force bool) string {
 }
 
 // uncheckedItem is compiled on first use, not at every start.
-var uncheckedItem = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*(?:[-*+]|\d+[.)])\s+\[ \]\s+(.*\S)`) })
+var uncheckedItem = lazy.Value[*regexp.Regexp]{New: func() *regexp.Regexp { return regexp.MustCompile(`^\s*(?:[-*+]|\d+[.)])\s+\[ \]\s+(.*\S)`) }}
 
 // UncheckedItems are the texts of a markdown body's unchecked "- [ ]"
 // items, outside fenced code blocks.
@@ -169,7 +170,7 @@ func UncheckedItems(body []byte) []string {
 		if fence != "" {
 			continue
 		}
-		if m := uncheckedItem().FindStringSubmatch(line); m != nil {
+		if m := uncheckedItem.Get().FindStringSubmatch(line); m != nil {
 			items = append(items, m[1])
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -18,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pipeline-dev/pipeline/internal/osrand"
 )
 
 // An exported session (pipeline export) is one gzip'd tar: first
@@ -378,9 +379,7 @@ func (s *Store) importArchive(ctx context.Context, r io.Reader, o ImportOptions)
 		}
 	}
 
-	var random [6]byte
-	_, _ = rand.Read(random[:])
-	tmp := sessionRel(newPrefix + "import-" + hex.EncodeToString(random[:]))
+	tmp := sessionRel(newPrefix + "import-" + osrand.Hex(6))
 	owned, err := s.mkdirOwned(tmp)
 	if err != nil {
 		return Imported{}, err

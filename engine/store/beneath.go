@@ -1,8 +1,6 @@
 package store
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"io"
 	"io/fs"
@@ -11,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pipeline-dev/pipeline/internal/osrand"
 )
 
 // Every file of the store is reached from the store's folder, opened once,
@@ -417,9 +417,7 @@ const tempPrefix = ".tmp-"
 // tries is for sweeps without end.
 func (s *Store) createTemp(dir int, rel, last string) (string, *os.File, error) {
 	for attempt := 0; ; attempt++ {
-		var random [6]byte
-		_, _ = rand.Read(random[:])
-		tmp := tempPrefix + hex.EncodeToString(random[:])
+		tmp := tempPrefix + osrand.Hex(6)
 		fd, err := openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
 		if err != nil {
 			return "", nil, s.pathError("open", dir, rel, last, err)

@@ -2,7 +2,6 @@ package cireport
 
 import (
 	"bytes"
-	"encoding/xml"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,8 +24,9 @@ import (
 // cmd/pipeline's end-to-end tests validate it against the Jenkins xUnit
 // plugin's junit-10.xsd (cmd/pipeline/testdata/junit-10.xsd).
 
+// The types' xml tags say how junitXML writes them, as encoding/xml
+// would (the root element is <testsuites>).
 type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
 	Name     string       `xml:"name,attr"`
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
@@ -117,15 +117,7 @@ func JUnit(plan *spec.Plan, s engine.State, r engine.StatusReport, transcripts s
 	}
 	suite.Tests = len(suite.Cases)
 	all := junitSuites{Name: r.Pipeline, Tests: suite.Tests, Failures: suite.Failures, Time: suite.Time, Suites: []junitSuite{suite}}
-	var b bytes.Buffer
-	b.WriteString(xml.Header)
-	enc := xml.NewEncoder(&b)
-	enc.Indent("", "  ")
-	if err := enc.Encode(all); err != nil {
-		return nil, err
-	}
-	b.WriteString("\n")
-	return b.Bytes(), nil
+	return junitXML(all), nil
 }
 
 // xmlText is s with what XML 1.0 cannot hold, even escaped, replaced by

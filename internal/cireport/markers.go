@@ -2,13 +2,12 @@ package cireport
 
 import (
 	"bufio"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/pipeline-dev/pipeline/engine/local"
+	"github.com/pipeline-dev/pipeline/internal/osrand"
 	"github.com/pipeline-dev/pipeline/internal/termview"
 )
 
@@ -26,9 +25,7 @@ func NewLogMarkers(s Settings, now func() time.Time) termview.LogMarkers {
 
 // randomToken is 128 random bits in hex.
 func randomToken() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return hex.EncodeToString(b)
+	return osrand.Hex(16)
 }
 
 // githubMarkers puts each step in a ::group:: and keeps every other

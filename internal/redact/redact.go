@@ -23,6 +23,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/pipeline-dev/pipeline/internal/lazy"
 )
 
 // Redaction of secrets from step output, before any of it is written to a
@@ -173,7 +175,7 @@ func (r *Redactor) load() *redactMatcher {
 			return m
 		}
 	}
-	return defaultRedactMatcher()
+	return defaultRedactMatcher.Get()
 }
 
 // NewStream returns a stream that redacts one output (a step's stdout, say)
@@ -268,13 +270,17 @@ var secretWords = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS
 // handled apart, for AUTHORIZATION is a secret.
 var harmlessWords = []string{"KEYBOARD", "KEYMAP", "KEYTIMEOUT", "MONKEY", "HOTKEY", "BYPASS", "COMPASS", "PASSIVE", "PASSTHRU", "PASSTHROUGH", "ASKPASS", "TOKENIZER"}
 
-// harmlessNames are well-known variables that match secretWords but hold no
+// harmlessName tells the well-known variables that match secretWords but hold no
 // secret: module patterns, an auth helper command, agent sockets and the
 // desktop session.
-var harmlessNames = map[string]bool{
-	"GOPRIVATE": true, "GOAUTH": true, "GONOSUMDB": true, "GONOPROXY": true,
-	"SSH_AUTH_SOCK": true, "XAUTHORITY": true, "GPG_AGENT_INFO": true,
-	"SESSION_MANAGER": true, "DESKTOP_SESSION": true, "TERM_SESSION_ID": true,
+func harmlessName(name string) bool {
+	switch name {
+	case "GOPRIVATE", "GOAUTH", "GONOSUMDB", "GONOPROXY",
+		"SSH_AUTH_SOCK", "XAUTHORITY", "GPG_AGENT_INFO",
+		"SESSION_MANAGER", "DESKTOP_SESSION", "TERM_SESSION_ID":
+		return true
+	}
+	return false
 }
 
 // harmlessPrefixes and harmlessSuffixes mark names of settings: where a
@@ -295,7 +301,7 @@ func Replacement(name string) string { return "[REDACTED:" + replacementName(nam
 // secret.
 func secretName(name string) bool {
 	n := strings.ToUpper(name)
-	if harmlessNames[n] {
+	if harmlessName(n) {
 		return false
 	}
 	for _, p := range harmlessPrefixes {
@@ -327,14 +333,18 @@ func secretName(name string) bool {
 	return false
 }
 
-// commonSettingValues are words that settings take; taken as secrets they would
+// commonSettingValue tells the words that settings take; taken as secrets they would
 // blank ordinary text.
-var commonSettingValues = map[string]bool{
-	"true": true, "false": true, "enabled": true, "disabled": true, "required": true,
-	"optional": true, "default": true, "undefined": true, "production": true,
-	"development": true, "staging": true, "localhost": true, "automatic": true,
-	"password": true, "changeme": true, "redacted": true, "[redacted]": true,
-	"anonymous": true, "none": true, "null": true,
+func commonSettingValue(word string) bool {
+	switch word {
+	case "true", "false", "enabled", "disabled", "required",
+		"optional", "default", "undefined", "production",
+		"development", "staging", "localhost", "automatic",
+		"password", "changeme", "redacted", "[redacted]",
+		"anonymous", "none", "null":
+		return true
+	}
+	return false
 }
 
 // plausibleSecret tells whether an environment value can be a secret worth
@@ -347,7 +357,7 @@ func plausibleSecret(v string) bool {
 	if t[0] == '/' || strings.HasPrefix(t, "~/") || strings.HasPrefix(t, "./") || strings.HasPrefix(t, "../") {
 		return false
 	}
-	return !commonSettingValues[strings.ToLower(t)]
+	return !commonSettingValue(strings.ToLower(t))
 }
 
 // secretLiteral is one literal to find, with the name of its variable
@@ -514,7 +524,7 @@ func tokenClass(spec string) *[256]bool {
 // redactRules are built on first use (with the matcher): each rule's
 // classes and regular expression cost allocations that pipeline --version
 // and most commands need not pay.
-var redactRules = sync.OnceValue(func() []*redactRule {
+var redactRules = lazy.Value[[]*redactRule]{New: func() []*redactRule {
 	return []*redactRule{
 		{name: "openai-anthropic", anchors: []string{"sk-"}, scan: 'k', boundary: true,
 			body: tokenClass("A-Za-z0-9_-"), re: lazyRegexp(`^sk-[A-Za-z0-9_-]{20,}`)},
@@ -539,7 +549,7 @@ var redactRules = sync.OnceValue(func() []*redactRule {
 			re: lazyRegexp(`^Bearer +[A-Za-z0-9._~+/-]+=*`), accept: acceptBearer},
 		{name: "private-key", anchors: []string{"-----BEGIN"}, scan: 'B', custom: matchPrivateKey},
 	}
-})
+}}
 
 // lazyRegexp compiles expr when a rule's anchor is first found: most
 // runs meet none, and compiling the rules at start-up cost every command
@@ -606,11 +616,12 @@ func (r *redactRule) matchAt(buf []byte, s, alen int, final bool) (end, keep int
 }
 
 var (
-	pemLabel = tokenClass("A-Z0-9 ")
+	// The two classes are built on first use, not by a package init.
+	pemLabel = lazy.Value[*[256]bool]{New: func() *[256]bool { return tokenClass("A-Z0-9 ") }}
 	// pemBody: base64, line breaks and indentation, the characters of
 	// "Proc-Type: 4,ENCRYPTED" and "DEK-Info: AES-128-CBC,..." lines, and
 	// the backslash of a JSON-encoded line break.
-	pemBody       = tokenClass("A-Za-z0-9+/=:,\\ \t\r\n-")
+	pemBody       = lazy.Value[*[256]bool]{New: func() *[256]bool { return tokenClass("A-Za-z0-9+/=:,\\ \t\r\n-") }}
 	pemDashes     = []byte("-----")
 	pemEnd        = []byte("-----END")
 	pemPrivateKey = []byte("PRIVATE KEY")
@@ -626,11 +637,12 @@ var (
 func matchPrivateKey(buf []byte, s int, final bool) (int, matchStatus) {
 	complete := final || len(buf)-s >= redactMaxHold
 	lim := min(len(buf), s+redactMaxHold)
+	labelClass, bodyClass := pemLabel.Get(), pemBody.Get()
 	// label reads "[A-Z0-9 ]*-----" from i: the end of the dashes, and
 	// whether the label is whole or cut by lim.
 	label := func(i int) (end int, whole, cut bool) {
 		from := i
-		for i < lim && i-from < 128 && pemLabel[buf[i]] {
+		for i < lim && i-from < 128 && labelClass[buf[i]] {
 			i++
 		}
 		n := min(len(pemDashes), lim-i)
@@ -650,7 +662,7 @@ func matchPrivateKey(buf []byte, s int, final bool) (int, matchStatus) {
 		return 0, matchNone
 	}
 	end := hdr
-	for end < lim && pemBody[buf[end]] {
+	for end < lim && bodyClass[buf[end]] {
 		end++
 	}
 	// An END line is made of body bytes: look for it within the body.
@@ -726,7 +738,7 @@ type redactMatcher struct {
 	inLit [256]bool
 }
 
-var defaultRedactMatcher = sync.OnceValue(func() *redactMatcher { return buildRedactMatcher(nil) })
+var defaultRedactMatcher = lazy.Value[*redactMatcher]{New: func() *redactMatcher { return buildRedactMatcher(nil) }}
 
 func buildRedactMatcher(secs []secretLiteral) *redactMatcher {
 	m := &redactMatcher{}
@@ -757,7 +769,7 @@ func buildRedactMatcher(secs []secretLiteral) *redactMatcher {
 	if len(encoded) > 0 {
 		m.encoded = newEncodedMatcher(m.lits, encoded)
 	}
-	for _, r := range redactRules() {
+	for _, r := range redactRules.Get() {
 		for _, a := range r.anchors {
 			m.lits = append(m.lits, redactLiteral{text: []byte(a), repl: redactedText, rule: r})
 		}
@@ -799,12 +811,13 @@ func buildRedactMatcher(secs []secretLiteral) *redactMatcher {
 	}
 	// A secret is found through its rarest byte, or through a byte
 	// already swept for when that costs less than a sweep of its own.
+	freq := redactByteFreq.Get()
 	for li := range nsecrets {
 		best, bestCost := 0, float32(1e9)
 		for off, c := range m.lits[li].text {
-			cost := redactSweepCost + redactByteFreq[c]
+			cost := redactSweepCost + freq[c]
 			if _, ok := byByte[c]; ok {
-				cost = redactByteFreq[c] * redactCheckCost
+				cost = freq[c] * redactCheckCost
 			}
 			if cost < bestCost {
 				best, bestCost = off, cost
@@ -843,7 +856,8 @@ const (
 // redactByteFreq is a rough count of each byte per 1000 bytes of log
 // output and prose; it needs only to rank bytes well enough to pick rare
 // ones.
-var redactByteFreq = func() (f [256]float32) {
+var redactByteFreq = lazy.Value[*[256]float32]{New: func() *[256]float32 {
+	var f [256]float32
 	for i := range f {
 		f[i] = 0.01 // control bytes
 	}
@@ -880,8 +894,8 @@ var redactByteFreq = func() (f [256]float32) {
 	set(0.5, "K<*+#@;")
 	set(0.3, "XJ$%&!?|\\")
 	set(0.1, "Q~^")
-	return f
-}()
+	return &f
+}}
 
 // redactCand is a literal found at start.
 type redactCand struct {
@@ -1022,4 +1036,6 @@ func (m *redactMatcher) scan(buf []byte, prev byte, final bool, sc *redactScratc
 // Environment is the redactor of this process's environment and the key
 // patterns, made once: what every surface redacts its own text with when
 // it has no session's redactor.
-var Environment = sync.OnceValue(func() *Redactor { return New(os.Environ()) })
+func Environment() *Redactor { return environment.Get() }
+
+var environment = lazy.Value[*Redactor]{New: func() *Redactor { return New(os.Environ()) }}

@@ -1,0 +1,40 @@
+package osrand
+
+import (
+	"errors"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Read fills b with random bytes from getrandom(2), or from
+// /dev/urandom on a kernel without it (before Linux 3.17). Like
+// crypto/rand.Read it never fails: a system that gives no randomness
+// ends the program.
+func Read(b []byte) {
+	for len(b) > 0 {
+		n, err := unix.Getrandom(b, 0)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.ENOSYS):
+			readURandom(b)
+			return
+		case err != nil:
+			panic("osrand: getrandom: " + err.Error())
+		}
+		b = b[n:]
+	}
+}
+
+func readURandom(b []byte) {
+	f, err := os.Open("/dev/urandom")
+	if err == nil {
+		_, err = io.ReadFull(f, b)
+		f.Close()
+	}
+	if err != nil {
+		panic("osrand: no getrandom(2), and /dev/urandom: " + err.Error())
+	}
+}
