@@ -48,3 +48,16 @@ func TestQuietTillWaitsForTheSoonestHeartbeat(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopbackAddresses: the addresses of a server on this machine (no
+// gzip to it) and of one elsewhere.
+func TestLoopbackAddresses(t *testing.T) {
+	for address, want := range map[string]bool{
+		"127.0.0.1:7233": true, "localhost:7233": true, "[::1]:7233": true, "127.0.0.2:7233": true,
+		"10.0.0.5:7233": false, "temporal.internal:7233": false, "127.0.0.1": false, "": false,
+	} {
+		if got := loopback(address); got != want {
+			t.Errorf("loopback(%q) = %v, want %v", address, got, want)
+		}
+	}
+}
