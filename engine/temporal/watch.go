@@ -6,8 +6,8 @@ package temporal
 // between its workflow tasks: a hundred followers asking kept two
 // workers and the server busy with little else, and under load the
 // queries timed out and were asked again (see make bench's fleet
-// figures). So the workflow publishes its Headline in its memo as it
-// changes, and a watch reads it from the history as the server pushes
+// figures). So the workflow publishes its Headline in its history as it
+// changes (a marker), and a watch reads it from the history as the server pushes
 // it (one long poll): while the session runs, following it asks no
 // worker. Once it says it stopped, the full report is asked of the
 // workflow, and asked again only after a workflow task completed since
@@ -205,15 +205,34 @@ func (w *sessionWatch) take(e historyEvent) []*subscription {
 	if ev.GetWorkflowTaskCompletedEventAttributes() != nil {
 		w.decided++
 	}
+	if h := headlineIn(ev); h != nil {
+		w.headline = h
+	}
+	return w.live()
+}
+
+// sideEffectMarker is the name of the SDK's SideEffect markers.
+const sideEffectMarker = "SideEffect"
+
+// headlineIn is the headline ev publishes, nil when none: a side effect
+// marker of a HeadlineMarker, or (a run from before those) a memo upsert.
+func headlineIn(ev *historypb.HistoryEvent) *Headline {
+	dc := converter.GetDefaultDataConverter()
+	if a := ev.GetMarkerRecordedEventAttributes(); a != nil && a.GetMarkerName() == sideEffectMarker {
+		var m HeadlineMarker
+		if decodeFirst(dc, a.GetDetails()["data"], &m) == nil {
+			return m.Headline
+		}
+	}
 	if a := ev.GetWorkflowPropertiesModifiedEventAttributes(); a != nil {
 		if p, ok := a.GetUpsertedMemo().GetFields()[MemoHeadline]; ok {
 			var h Headline
-			if converter.GetDefaultDataConverter().FromPayload(p, &h) == nil {
-				w.headline = &h
+			if dc.FromPayload(p, &h) == nil {
+				return &h
 			}
 		}
 	}
-	return w.live()
+	return nil
 }
 
 // live drops the subscriptions whose follow ended, and returns the rest.
