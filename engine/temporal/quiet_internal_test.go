@@ -61,3 +61,19 @@ func TestLoopbackAddresses(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryGapGrowsWithTheReadingsAge: a reading just begun polls
+// historyGapMin apart, one of a few seconds a tenth of its age apart, a
+// long one historyGapMax apart.
+func TestHistoryGapGrowsWithTheReadingsAge(t *testing.T) {
+	now := time.Now()
+	if got := historyGap(now); got != historyGapMin {
+		t.Errorf("a reading just begun: gap %v, want %v", got, historyGapMin)
+	}
+	if got := historyGap(now.Add(-3 * time.Second)); got < 300*time.Millisecond || got > 400*time.Millisecond {
+		t.Errorf("a reading of 3 s: gap %v, want a tenth of its age (300 ms, a little more as the test runs)", got)
+	}
+	if got := historyGap(now.Add(-time.Hour)); got != historyGapMax {
+		t.Errorf("a reading of an hour: gap %v, want %v", got, historyGapMax)
+	}
+}
