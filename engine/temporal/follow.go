@@ -530,10 +530,13 @@ func (c *Client) readHistory(ctx context.Context, id, run string, events chan<- 
 // before it came, so that a burst comes in one answer rather than one
 // each. The close of the run is read at most that gap after it.
 func (c *Client) readRun(ctx context.Context, id, run string, last *int64, began time.Time, events chan<- historyEvent) (next string, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	closing := c.awaitRunClose(ctx, id, run)
 	var token []byte
 	var polled time.Time
 	for {
-		if err := pace(ctx, polled, began); err != nil {
+		if err := pace(ctx, polled, began, closing); err != nil {
 			return "", err
 		}
 		resp, err := c.pollHistory(ctx, id, run, token)
@@ -589,8 +592,9 @@ func historyGap(began time.Time) time.Duration {
 const historyPollTimeout = 70 * time.Second
 
 // pace waits until the gap of a reading that began at began has passed
-// since polled (the last answer; none when zero), or ctx ends.
-func pace(ctx context.Context, polled, began time.Time) error {
+// since polled (the last answer; none when zero), the run closed
+// (closing), or ctx ends.
+func pace(ctx context.Context, polled, began time.Time, closing <-chan struct{}) error {
 	wait := historyGap(began) - time.Since(polled)
 	if polled.IsZero() || wait <= 0 {
 		return nil
@@ -600,9 +604,30 @@ func pace(ctx context.Context, polled, began time.Time) error {
 	select {
 	case <-t.C:
 		return nil
+	case <-closing:
+		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// awaitRunClose is closed once session id's run has closed (completed,
+// failed, continued as new …), as one long poll of the server for its
+// close event says (asked again after the server's long-poll time), or
+// never, when that cannot be asked; it stops asking when ctx ends. The
+// reading of the history then asks for the last events without the gap:
+// a follower learns the session ended at once, for one request more.
+func (c *Client) awaitRunClose(ctx context.Context, id, run string) <-chan struct{} {
+	closed := make(chan struct{})
+	go func() {
+		it := c.C.GetWorkflowHistory(ctx, id, run, true, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+		if it.HasNext() {
+			if _, err := it.Next(); err == nil {
+				close(closed)
+			}
+		}
+	}()
+	return closed
 }
 
 // pollHistory long-polls the history of session id's run after token:
