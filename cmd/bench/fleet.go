@@ -131,7 +131,7 @@ func fleetFigures(pipeline, work string) {
 	for _, r := range rounds {
 		r.print()
 	}
-	fmt.Println("\nrun --backend temporal follows its session from its history, which the server pushes (one long poll): its headline in the memo, its steps' ends and output; the status query only once it stopped.")
+	fmt.Println("\nrun --backend temporal follows its session from its history, which the server pushes (long polls, a gap apart): its headline in a marker (in the memo before), its steps' ends and output; the status query only once it stopped, its report from the history once it closed.")
 	failed := failures(localRuns)
 	for _, r := range rounds {
 		failed = append(failed, failures(r.runs)...)

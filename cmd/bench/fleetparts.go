@@ -181,7 +181,7 @@ func (f *historyFigures) countsLine() string {
 		return ""
 	}
 	median := func(v []int) int { v = slices.Clone(v); slices.Sort(v); return v[len(v)/2] }
-	line := fmt.Sprintf("%d workflow tasks, %d activities, %d markers (local activities, versions), %d memo upserts, %d events",
+	line := fmt.Sprintf("%d workflow tasks, %d activities, %d markers (local activities, versions, headlines), %d memo upserts, %d events",
 		median(f.counts[0]), median(f.counts[1]), median(f.counts[2]), median(f.counts[3]), median(f.counts[4]))
 	if len(f.timeouts) > 0 {
 		line += fmt.Sprintf("; in all the histories: %v, the first: %s", f.timeouts, f.firstTimeout)

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -55,6 +56,12 @@ func Dial(ctx context.Context, t Target, logger log.Logger) (client.Client, erro
 		logger = QuietLogger(nil)
 	}
 	options := client.Options{HostPort: t.Address, Namespace: t.Namespace, Logger: logger}
+	if loopback(t.Address) {
+		// The SDK gzips every request (and so the server its answer):
+		// to a server on this machine that saves no network, and costs
+		// a gzip writer's set-up per call on both sides.
+		options.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{}
+	}
 	if Interceptors != nil {
 		options.Interceptors = Interceptors()
 	}
@@ -63,6 +70,20 @@ func Dial(ctx context.Context, t Target, logger log.Logger) (client.Client, erro
 		return nil, fmt.Errorf("the Temporal server at %s (namespace %s) cannot be reached: %w", t.Address, t.Namespace, err)
 	}
 	return c, nil
+}
+
+// loopback tells whether address (HOST:PORT) is a server on this
+// machine: a loopback IP, or localhost.
+func loopback(address string) bool {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // QuietLogger logs warnings and errors only, to w (io.Discard when nil).
@@ -105,6 +126,10 @@ type Client struct {
 	// keyMissing: the server refused KeyAttribute (see keyIndexed).
 	keyMu      sync.Mutex
 	keyMissing bool
+	// started holds the run of each session this client started: a
+	// Watch of it reads that run's history without asking the server
+	// which run is current.
+	started sync.Map // session id → run id
 }
 
 // NewClient dials the target.
@@ -142,14 +167,25 @@ func (c *Client) Start(ctx context.Context, in SessionInput, memo Memo) error {
 // without it: the session is then listed by its memo.
 func (c *Client) startSession(ctx context.Context, o client.StartWorkflowOptions, key string, in SessionInput) error {
 	o.TypedSearchAttributes = c.keyAttributes(key)
-	_, err := c.C.ExecuteWorkflow(ctx, o, SessionWorkflow, in)
+	run, err := c.C.ExecuteWorkflow(ctx, o, SessionWorkflow, in)
 	var invalid *serviceerror.InvalidArgument
 	if errors.As(err, &invalid) && o.TypedSearchAttributes.Size() > 0 {
 		c.keyRefused()
 		o.TypedSearchAttributes = sdktemporal.SearchAttributes{}
-		_, err = c.C.ExecuteWorkflow(ctx, o, SessionWorkflow, in)
+		run, err = c.C.ExecuteWorkflow(ctx, o, SessionWorkflow, in)
+	}
+	if err == nil {
+		c.started.Store(in.SessionID, run.GetRunID())
 	}
 	return err
+}
+
+// takeStartedRun is the run of session id this client started, "" when
+// it started none; it is taken once (by the session's Watch).
+func (c *Client) takeStartedRun(id string) string {
+	run, _ := c.started.LoadAndDelete(id)
+	s, _ := run.(string)
+	return s
 }
 
 // Summary is one session's workflow as the server lists it.

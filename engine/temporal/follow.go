@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/serviceerror"
@@ -23,6 +24,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 	sdkworker "go.temporal.io/sdk/worker"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
@@ -500,9 +502,9 @@ func (c *Client) describe(ctx context.Context, id string) (*workflowservice.Desc
 // while (restarted) is waited for.
 func (c *Client) readHistory(ctx context.Context, id, run string, events chan<- historyEvent) error {
 	defer close(events)
-	last := int64(0)
+	last, began := int64(0), time.Now()
 	for run != "" {
-		next, err := c.readRun(ctx, id, run, &last, events)
+		next, err := c.readRun(ctx, id, run, &last, began, events)
 		if err != nil && !(Transient(err) && ctx.Err() == nil) {
 			return err
 		}
@@ -520,28 +522,142 @@ func (c *Client) readHistory(ctx context.Context, id, run string, events chan<- 
 }
 
 // readRun reads the events of one run after *last, counting them in
-// *last; next is the run it continued as, if any.
-func (c *Client) readRun(ctx context.Context, id, run string, last *int64, events chan<- historyEvent) (next string, err error) {
-	it := c.C.GetWorkflowHistory(ctx, id, run, true, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
+// *last; next is the run it continued as, if any. Each long poll
+// answers as soon as the run has any new event, and the events of a
+// workflow task come in bursts (the task taken, then its commands a few
+// milliseconds later, or, on a busy fleet, a second or so later): a poll
+// begins no sooner than the reading's gap (historyGap) after the answer
+// before it came, so that a burst comes in one answer rather than one
+// each. The close of the run is read at most that gap after it.
+func (c *Client) readRun(ctx context.Context, id, run string, last *int64, began time.Time, events chan<- historyEvent) (next string, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	closing := c.awaitRunClose(ctx, id, run)
+	var token []byte
+	var polled time.Time
+	for {
+		if err := pace(ctx, polled, began, closing); err != nil {
+			return "", err
+		}
+		resp, err := c.pollHistory(ctx, id, run, token)
 		if err != nil {
 			return "", err
 		}
-		if a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
-			next = a.GetNewExecutionRunId()
+		polled = time.Now()
+		for _, ev := range resp.GetHistory().GetEvents() {
+			if a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
+				next = a.GetNewExecutionRunId()
+			}
+			if ev.GetEventId() <= *last {
+				continue // read before the server went away
+			}
+			select {
+			case events <- historyEvent{run, ev}:
+				*last = ev.GetEventId()
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
 		}
-		if ev.GetEventId() <= *last {
-			continue // read before the server went away
-		}
-		select {
-		case events <- historyEvent{run, ev}:
-			*last = ev.GetEventId()
-		case <-ctx.Done():
-			return "", ctx.Err()
+		// The run closed and every event of it is read: no token.
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			return next, nil
 		}
 	}
-	return next, nil
+}
+
+// The least time between an answer of a long poll of a run's history
+// and the next poll grows with the time the reading has gone on: a tenth of it,
+// from historyGapMin to historyGapMax (the run's close, too, is read that
+// much later at most: a hundred runs of 10 to 15 s each waited 0.6 s more
+// for it with a gap of up to a second). A burst of events (a workflow
+// task taken, then its commands) reaches a follower at most that much
+// later, in one answer rather than one each; a hundred runs at once asked
+// the server for their histories nearly twelve times a pipeline of three
+// steps, a third of its requests, each a read of the history and, on the
+// dev server, of its search attributes. A session of a second or two is
+// followed within historyGapMin; one of five seconds or more, within
+// historyGapMax.
+const (
+	historyGapMin = 150 * time.Millisecond
+	historyGapMax = 500 * time.Millisecond
+)
+
+// historyGap is the gap between polls of a reading that began at began.
+func historyGap(began time.Time) time.Duration {
+	return min(max(time.Since(began)/10, historyGapMin), historyGapMax)
+}
+
+// historyPollTimeout bounds one long poll: the server answers one with
+// no event after about 20 seconds.
+const historyPollTimeout = 70 * time.Second
+
+// pace waits until the gap of a reading that began at began has passed
+// since polled (the last answer; none when zero), the run closed
+// (closing), or ctx ends.
+func pace(ctx context.Context, polled, began time.Time, closing <-chan struct{}) error {
+	wait := historyGap(began) - time.Since(polled)
+	if polled.IsZero() || wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-closing:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// awaitRunClose is closed once session id's run has closed (completed,
+// failed, continued as new …), as one long poll of the server for its
+// close event says (asked again after the server's long-poll time), or
+// never, when that cannot be asked; it stops asking when ctx ends. The
+// reading of the history then asks for the last events without the gap:
+// a follower learns the session ended at once, for one request more.
+func (c *Client) awaitRunClose(ctx context.Context, id, run string) <-chan struct{} {
+	closed := make(chan struct{})
+	go func() {
+		it := c.C.GetWorkflowHistory(ctx, id, run, true, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+		if it.HasNext() {
+			if _, err := it.Next(); err == nil {
+				close(closed)
+			}
+		}
+	}()
+	return closed
+}
+
+// pollHistory long-polls the history of session id's run after token:
+// the events the server has after it, as soon as there are any (or none
+// after its long-poll time), and the token to ask for the next ones (none
+// once the run closed and every event of it was answered).
+func (c *Client) pollHistory(ctx context.Context, id, run string, token []byte) (*workflowservice.GetWorkflowExecutionHistoryResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, historyPollTimeout)
+	defer cancel()
+	resp, err := c.C.WorkflowService().GetWorkflowExecutionHistory(ctx, &workflowservice.GetWorkflowExecutionHistoryRequest{
+		Namespace: c.Target.WithDefaults().Namespace, Execution: &commonpb.WorkflowExecution{WorkflowId: id, RunId: run},
+		NextPageToken: token, WaitNewEvent: true, SkipArchival: true,
+		HistoryEventFilterType: enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT})
+	if err != nil || len(resp.GetRawHistory()) == 0 {
+		return resp, err
+	}
+	// A server that sends histories raw (frontend.sendRawWorkflowHistory):
+	// batches of events, each encoded as the server stores it.
+	resp.History = &historypb.History{}
+	for _, blob := range resp.GetRawHistory() {
+		if blob.GetEncodingType() != enumspb.ENCODING_TYPE_PROTO3 {
+			return nil, fmt.Errorf("session %s: the server sent its history encoded as %v, which this client does not read", id, blob.GetEncodingType())
+		}
+		var batch historypb.History
+		if err := proto.Unmarshal(blob.GetData(), &batch); err != nil {
+			return nil, fmt.Errorf("session %s: its history as the server sent it: %w", id, err)
+		}
+		resp.History.Events = append(resp.History.Events, batch.GetEvents()...)
+	}
+	return resp, nil
 }
 
 // Transient tells whether err is the server away or busy for a while (a

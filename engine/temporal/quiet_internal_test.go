@@ -48,3 +48,32 @@ func TestQuietTillWaitsForTheSoonestHeartbeat(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopbackAddresses: the addresses of a server on this machine (no
+// gzip to it) and of one elsewhere.
+func TestLoopbackAddresses(t *testing.T) {
+	for address, want := range map[string]bool{
+		"127.0.0.1:7233": true, "localhost:7233": true, "[::1]:7233": true, "127.0.0.2:7233": true,
+		"10.0.0.5:7233": false, "temporal.internal:7233": false, "127.0.0.1": false, "": false,
+	} {
+		if got := loopback(address); got != want {
+			t.Errorf("loopback(%q) = %v, want %v", address, got, want)
+		}
+	}
+}
+
+// TestHistoryGapGrowsWithTheReadingsAge: a reading just begun polls
+// historyGapMin apart, one of a few seconds a tenth of its age apart, a
+// long one historyGapMax apart.
+func TestHistoryGapGrowsWithTheReadingsAge(t *testing.T) {
+	now := time.Now()
+	if got := historyGap(now); got != historyGapMin {
+		t.Errorf("a reading just begun: gap %v, want %v", got, historyGapMin)
+	}
+	if got := historyGap(now.Add(-3 * time.Second)); got < 300*time.Millisecond || got > 400*time.Millisecond {
+		t.Errorf("a reading of 3 s: gap %v, want a tenth of its age (300 ms, a little more as the test runs)", got)
+	}
+	if got := historyGap(now.Add(-time.Hour)); got != historyGapMax {
+		t.Errorf("a reading of an hour: gap %v, want %v", got, historyGapMax)
+	}
+}

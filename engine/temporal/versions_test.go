@@ -17,11 +17,13 @@ import (
 // A new session's workflow records one version marker, and so one
 // upsert of the TemporalChangeVersion search attribute (a write of the
 // server's visibility store), for all the changes it has, not one of
-// each per change; it has them all: it publishes its headline in its
-// memo, and its checkpoint and memory intake run as local activities.
-// Its history replays (kept in testdata as one-version-marker.json with
+// each per change; it has them all: it publishes its headline in side
+// effect markers (no memo upsert, another visibility write), and its
+// checkpoint and memory intake run as local activities. Its history
+// replays (kept in testdata as headline-marker.json with
 // PIPELINE_TEMPORAL_RECORD_EFFECTS set); the histories recorded with a
-// marker per change replay in TestReplayRecordedHistories.
+// marker per change, and with the headline in the memo
+// (one-version-marker.json), replay in TestReplayRecordedHistories.
 func TestANewSessionRecordsOneVersionMarker(t *testing.T) {
 	s := temporaltest.StartDevServer(t)
 	f := startFleet(t, s)
@@ -49,10 +51,10 @@ func TestANewSessionRecordsOneVersionMarker(t *testing.T) {
 			counts["memo upserted"]++
 		}
 	}
-	if counts["Version"] != 1 || counts["search attributes upserted"] != 1 || counts["memo upserted"] == 0 || counts["LocalActivity"] == 0 {
-		t.Fatalf("the history has %v; want one version marker and one search attribute upsert, a headline in the memo and local activities", counts)
+	if counts["Version"] != 1 || counts["search attributes upserted"] != 1 || counts["memo upserted"] != 0 || counts["SideEffect"] == 0 || counts["LocalActivity"] == 0 {
+		t.Fatalf("the history has %v; want one version marker and one search attribute upsert, the headline in side effect markers (no memo upsert) and local activities", counts)
 	}
-	replayHistory(t, f.client.C, staticRun{id: id, runID: run.GetRunID()}, "one-version-marker")
+	replayHistory(t, f.client.C, staticRun{id: id, runID: run.GetRunID()}, "headline-marker")
 }
 
 // staticRun names a workflow run, for replayHistory.

@@ -6,12 +6,15 @@ package temporal
 // between its workflow tasks: a hundred followers asking kept two
 // workers and the server busy with little else, and under load the
 // queries timed out and were asked again (see make bench's fleet
-// figures). So the workflow publishes its Headline in its memo as it
-// changes, and a watch reads it from the history as the server pushes
+// figures). So the workflow publishes its Headline in its history as it
+// changes (a marker), and a watch reads it from the history as the server pushes
 // it (one long poll): while the session runs, following it asks no
 // worker. Once it says it stopped, the full report is asked of the
 // workflow, and asked again only after a workflow task completed since
-// (its state changes only then).
+// (its state changes only then); once the workflow closed, the report is
+// the one its history holds, as the watch read it (no describe, no second
+// reading). A watch of a session its client started reads the run that
+// start made, without asking which run is current.
 
 import (
 	"context"
@@ -20,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/pipeline-dev/pipeline/engine"
@@ -57,6 +61,11 @@ type sessionWatch struct {
 	// answer is the last status answer, asked when decided was answered.
 	answer   *engine.StatusReport
 	answered int
+	// ending reads the run being read for the report of the session
+	// once its workflow closes; final is that report (nil when it could
+	// not be had from the history read).
+	ending *runReader
+	final  *engine.StatusReport
 }
 
 // Watch starts following session id's history for Progress (and
@@ -101,16 +110,14 @@ func (c *Client) stopWatches() {
 func (w *sessionWatch) follow(ctx context.Context) {
 	defer close(w.done)
 	defer w.once.Do(func() { close(w.ready) })
-	desc, err := w.c.describe(ctx, w.id)
+	run, err := w.currentRun(ctx)
 	if err != nil {
 		w.stop(err)
 		return
 	}
 	events := make(chan historyEvent)
 	readErr := make(chan error, 1)
-	go func() {
-		readErr <- w.c.readHistory(ctx, w.id, desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), events)
-	}()
+	go func() { readErr <- w.c.readHistory(ctx, w.id, run, events) }()
 	for e := range events {
 		for _, sub := range w.take(e) {
 			sub.send(e)
@@ -119,11 +126,64 @@ func (w *sessionWatch) follow(ctx context.Context) {
 	}
 	err = <-readErr
 	if err == nil {
+		final := w.finalReport()
 		w.mu.Lock()
-		w.closed = true
+		w.closed, w.final = true, final
 		w.mu.Unlock()
 	}
 	w.stop(err)
+}
+
+// currentRun is the run whose history the watch reads first: the one
+// this client started, else the current one, as the server describes it.
+func (w *sessionWatch) currentRun(ctx context.Context) (string, error) {
+	if run := w.c.takeStartedRun(w.id); run != "" {
+		return run, nil
+	}
+	desc, err := w.c.describe(ctx, w.id)
+	if err != nil {
+		return "", err
+	}
+	return desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), nil
+}
+
+// readEnd keeps, of the run being read, what the session's report needs
+// once the workflow closes: its input, the plans its resumes carried,
+// how it closed (see History.Report).
+func (w *sessionWatch) readEnd(ev *historypb.HistoryEvent) {
+	switch {
+	case ev.GetWorkflowExecutionStartedEventAttributes() != nil:
+		w.ending = &runReader{h: &History{ID: w.id}, first: true, dc: converter.GetDefaultDataConverter()}
+		if w.ending.take(ev) != nil {
+			w.ending = nil
+		}
+	case ev.GetActivityTaskScheduledEventAttributes() != nil, ev.GetActivityTaskCompletedEventAttributes() != nil:
+		// The steps: not in the report.
+	case w.ending != nil:
+		_ = w.ending.take(ev)
+	}
+}
+
+// finalReport is the report of the workflow that closed, from its
+// history as the watch read it; nil when that cannot be had (the caller
+// then asks the server).
+func (w *sessionWatch) finalReport() *engine.StatusReport {
+	w.mu.Lock()
+	r := w.ending
+	w.mu.Unlock()
+	if r == nil || !r.h.Closed {
+		return nil
+	}
+	h := *r.h
+	h.Input, h.Plan = r.input, r.input.Plan
+	if len(r.plans) > 0 {
+		h.Plan = r.plans[len(r.plans)-1]
+	}
+	report, err := h.Report()
+	if err != nil {
+		return nil
+	}
+	return &report
 }
 
 // take reads one event, and returns the subscriptions to send it to.
@@ -133,6 +193,7 @@ func (w *sessionWatch) take(e historyEvent) []*subscription {
 	ev := e.ev
 	w.read = true
 	w.at = runEvent{e.run, ev.GetEventId()}
+	w.readEnd(ev)
 	if w.pending == nil {
 		w.pending = map[runEvent]scheduledStep{}
 	}
@@ -144,15 +205,34 @@ func (w *sessionWatch) take(e historyEvent) []*subscription {
 	if ev.GetWorkflowTaskCompletedEventAttributes() != nil {
 		w.decided++
 	}
+	if h := headlineIn(ev); h != nil {
+		w.headline = h
+	}
+	return w.live()
+}
+
+// sideEffectMarker is the name of the SDK's SideEffect markers.
+const sideEffectMarker = "SideEffect"
+
+// headlineIn is the headline ev publishes, nil when none: a side effect
+// marker of a HeadlineMarker, or (a run from before those) a memo upsert.
+func headlineIn(ev *historypb.HistoryEvent) *Headline {
+	dc := converter.GetDefaultDataConverter()
+	if a := ev.GetMarkerRecordedEventAttributes(); a != nil && a.GetMarkerName() == sideEffectMarker {
+		var m HeadlineMarker
+		if decodeFirst(dc, a.GetDetails()["data"], &m) == nil {
+			return m.Headline
+		}
+	}
 	if a := ev.GetWorkflowPropertiesModifiedEventAttributes(); a != nil {
 		if p, ok := a.GetUpsertedMemo().GetFields()[MemoHeadline]; ok {
 			var h Headline
-			if converter.GetDefaultDataConverter().FromPayload(p, &h) == nil {
-				w.headline = &h
+			if dc.FromPayload(p, &h) == nil {
+				return &h
 			}
 		}
 	}
-	return w.live()
+	return nil
 }
 
 // live drops the subscriptions whose follow ended, and returns the rest.
@@ -250,6 +330,13 @@ func (w *sessionWatch) status(ctx context.Context) (r engine.StatusReport, ok bo
 		return r, true, ctx.Err()
 	}
 	w.mu.Lock()
+	if w.final != nil {
+		// Closed: the report is the history's, as Status would read it
+		// again from the server.
+		r := *w.final
+		w.mu.Unlock()
+		return r, true, nil
+	}
 	usable, decided, answer := w.read && !w.closed && w.err == nil, w.decided, w.answer
 	if h := w.headline; usable && h != nil && !Stopped(engine.StatusReport{Status: h.Status}) {
 		w.mu.Unlock()

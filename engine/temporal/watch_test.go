@@ -7,13 +7,17 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	"google.golang.org/grpc"
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/temporal"
@@ -28,6 +32,86 @@ func TestWatch(t *testing.T) {
 	t.Run("progress asks no worker while the session runs, and sees each step", func(t *testing.T) { progressAsksNoWorker(t, s) })
 	t.Run("the output follow shares the watch's reading", func(t *testing.T) { followThroughTheWatch(t, s) })
 	t.Run("a paused session's report is the workflow's, asked once", func(t *testing.T) { pausedReportAskedOnce(t, s) })
+	t.Run("a session this client started is followed and reported from its history alone", func(t *testing.T) { reportFromTheHistoryRead(t, s) })
+}
+
+// callCounter counts a client's calls to the server by method; reads
+// counts the history reads that are not long polls.
+type callCounter struct {
+	mu    sync.Mutex
+	calls map[string]int
+	reads int
+}
+
+func (c *callCounter) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	c.mu.Lock()
+	name := method[strings.LastIndexByte(method, '/')+1:]
+	if c.calls == nil {
+		c.calls = map[string]int{}
+	}
+	c.calls[name]++
+	if r, ok := req.(*workflowservice.GetWorkflowExecutionHistoryRequest); ok && !r.GetWaitNewEvent() {
+		c.reads++
+	}
+	c.mu.Unlock()
+	return invoker(ctx, method, req, reply, cc, opts...)
+}
+
+func (c *callCounter) count(method string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[method]
+}
+
+// reportFromTheHistoryRead: a session started by a client and followed
+// by its Watch until it completes costs that client no describe, no
+// query and no second reading of the history: the watch reads the run
+// it started, and the report of the closed workflow is the one its
+// history holds (its result, decided with its plan).
+func reportFromTheHistoryRead(t *testing.T, s *temporaltest.DevServer) {
+	f, counter := startCountingFleet(t, s)
+	calls := &callCounter{}
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Failsafe)
+	defer cancel()
+	c, err := client.DialContext(ctx, client.Options{HostPort: f.client.Target.Address, Namespace: f.client.Target.Namespace,
+		Logger:            temporal.QuietLogger(nil),
+		ConnectionOptions: client.ConnectionOptions{DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(calls.intercept)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := &temporal.Client{C: c, Target: f.client.Target}
+	defer counted.Close()
+	id, _ := (&fleet{client: counted}).session(t, watchedPlan)
+	counted.Watch(id)
+	var r engine.StatusReport
+	for {
+		if r, err = counted.Progress(ctx, id); err == nil && temporal.Stopped(r) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the session did not stop: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond) // a follower's pace, faster
+	}
+	if err := counted.AwaitEnd(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	final, err := counted.Progress(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, got := range []engine.StatusReport{r, final} {
+		if got.Status != string(engine.StatusCompleted) || len(got.Phases) != 2 || got.ID != id || got.Created.IsZero() {
+			t.Fatalf("want the completed report of %s with its 2 phases and its start, got %+v", id, got)
+		}
+	}
+	if n := calls.count("DescribeWorkflowExecution"); n != 0 {
+		t.Fatalf("%d describes, want none: the watch reads the run the client started", n)
+	}
+	if calls.reads != 0 || calls.count("QueryWorkflow") != 0 || counter.status.Load() != 0 {
+		t.Fatalf("%d history reads besides the long polls and %d status queries, want none: the report is the history's", calls.reads, calls.count("QueryWorkflow"))
+	}
+	t.Logf("calls to the server: %v", calls.calls)
 }
 
 const watchedPlan = `version: 1

@@ -121,7 +121,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) (engine.State, error
 	if in.Created.IsZero() {
 		in.Created = workflow.GetInfo(ctx).WorkflowStartTime
 	}
-	has := changes(ctx)
+	has, all := changes(ctx)
 	f := &flow{ctx: ctx, plan: plan, in: in, state: in.State, lost: in.Lost,
 		pauses: workflow.GetSignalChannel(ctx, SignalPause), resumes: workflow.GetSignalChannel(ctx, SignalResume),
 		remembers: workflow.GetSignalChannel(ctx, SignalRemember),
@@ -131,7 +131,9 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) (engine.State, error
 		// Before, a step a lost worker ran ran again as the same attempt.
 		lostCounts: has(versionLostAttempt),
 		// Before, followers had only the status query to go by.
-		headlines: has(versionHeadline)}
+		headlines: has(versionHeadline),
+		// Before, the headline went to the memo.
+		headlineMarkers: all >= versionAllHeadlineMarker}
 	for _, rec := range in.Events {
 		ev, err := rec.Event()
 		if err != nil {
@@ -189,9 +191,12 @@ type flow struct {
 	// lostCounts: a step a lost worker ran counts as an attempt.
 	lostCounts bool
 	// headlines: this run publishes where the session stands in its
-	// memo (see Headline); published is the last it did.
+	// history (see Headline); published is the last it did.
 	headlines bool
 	published Headline
+	// headlineMarkers: the headline is published in a marker of the
+	// history, not in the memo (see versionAllHeadlineMarker).
+	headlineMarkers bool
 	// noGit: a worker found the pipeline's folder outside git; no more
 	// checkpoint is asked for until the next resume, as a local run
 	// looks for git once as it opens the session.
@@ -218,24 +223,34 @@ const versionHeadline = "headline-memo"
 // it) replays them one by one.
 const versionAll = "session-changes-1"
 
+// versionAllHeadlineMarker is the version of versionAll from which the
+// headline is published in a marker of the history (a side effect), not
+// in the memo: each memo upsert is a write of the server's visibility
+// store besides the history's, three per session of three steps, a
+// twentieth of a dev server's CPU when a hundred sessions run at once.
+// A follower reads either.
+const versionAllHeadlineMarker workflow.Version = 2
+
 // changes tells, for each change, whether this run has it: all of them
-// from versionAll on, else as the run recorded it.
-func changes(ctx workflow.Context) func(change string) bool {
-	all := workflow.GetVersion(ctx, versionAll, workflow.DefaultVersion, 1) >= 1
+// from versionAll on, else as the run recorded it; all is the version of
+// versionAll the run has (DefaultVersion when none).
+func changes(ctx workflow.Context) (has func(change string) bool, all workflow.Version) {
+	all = workflow.GetVersion(ctx, versionAll, workflow.DefaultVersion, versionAllHeadlineMarker)
 	return func(change string) bool {
-		return all || workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) >= 1
-	}
+		return all >= 1 || workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) >= 1
+	}, all
 }
 
-// MemoHeadline is the memo field of a session's workflow that holds its
-// Headline.
+// MemoHeadline is the memo field of a session's workflow that held its
+// Headline in the runs from before versionAllHeadlineMarker.
 const MemoHeadline = "headline"
 
 // Headline is where a session stands, as its workflow publishes it in
-// its memo each time it changes, before it waits for what comes next. A
-// follower reads it from the history the server pushes to it (a
-// WorkflowPropertiesModified event), so that following a session asks
-// no worker anything until it stops. Interventions counts the human
+// its history each time it changes, before it waits for what comes next
+// (a side effect's marker, HeadlineMarker; a memo upsert, MemoHeadline,
+// in runs from before versionAllHeadlineMarker). A follower reads it
+// from the history the server pushes to it, so that following a session
+// asks no worker anything until it stops. Interventions counts the human
 // interventions (see Interventions): a resumed session has stopped again
 // once it grows.
 type Headline struct {
@@ -251,8 +266,17 @@ func HeadlineOf(r engine.StatusReport) Headline {
 	return Headline{Status: r.Status, Phase: r.Phase, Step: r.Step, Attempt: r.Attempt, Interventions: Interventions(r)}
 }
 
-// publish upserts the session's headline in the memo when it changed.
-// The upsert is a command of the workflow task under way: no task more.
+// HeadlineMarker is the value of the side effect that publishes a
+// session's Headline in its history (a MarkerRecorded event of the
+// SDK's SideEffect marker, its data this).
+type HeadlineMarker struct {
+	Headline *Headline `json:"headline"`
+}
+
+// publish records the session's headline in its history when it
+// changed: a marker, or, in a run from before versionAllHeadlineMarker,
+// a memo upsert. Either is a command of the workflow task under way: no
+// task more.
 func (f *flow) publish() {
 	if !f.headlines {
 		return
@@ -260,6 +284,11 @@ func (f *flow) publish() {
 	r, _ := f.status()
 	h := HeadlineOf(r)
 	if h == f.published {
+		return
+	}
+	if f.headlineMarkers {
+		workflow.SideEffect(f.ctx, func(workflow.Context) any { return HeadlineMarker{Headline: &h} })
+		f.published = h
 		return
 	}
 	if err := workflow.UpsertMemo(f.ctx, map[string]any{MemoHeadline: h}); err != nil {
