@@ -26,18 +26,24 @@ func layout(t *testing.T, db *sql.DB) (pageSize, hashSize, blobSize int) {
 // A new index is made with the layout that indexes faster: 16 KB pages
 // (set before WAL mode writes the first page: the driver runs
 // journal_mode after the other pragmas only when it is given as
-// _journal_mode), FTS5 blobs that fill one, 8 MiB of pending terms.
+// _journal_mode), FTS5 blobs that fill one, 4 MiB of pending terms in
+// each of its databases.
 func TestNewIndexLayout(t *testing.T) {
 	p := quokkas(t, 2)
 	ix := p.open()
 	update(t, ix)
-	page, hash, blob := layout(t, ix.db)
-	if page != pageSize || hash != 8<<20 || blob != 16000 {
-		t.Errorf("page size %d, hashsize %d, pgsz %d; want %d, %d, 16000", page, hash, blob, pageSize, 8<<20)
+	if len(ix.shards) != 2 {
+		t.Fatalf("%d databases, want 2", len(ix.shards))
 	}
-	var mode string
-	if err := ix.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
-		t.Errorf("journal mode %q, %v; want wal", mode, err)
+	for _, s := range ix.shards {
+		page, hash, blob := layout(t, s.db)
+		if page != pageSize || hash != 4<<20 || blob != 16000 {
+			t.Errorf("%s: page size %d, hashsize %d, pgsz %d; want %d, %d, 16000", s.path, page, hash, blob, pageSize, 4<<20)
+		}
+		var mode string
+		if err := s.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+			t.Errorf("%s: journal mode %q, %v; want wal", s.path, mode, err)
+		}
 	}
 }
 
@@ -78,7 +84,7 @@ func TestIndexOfTheEarlierLayoutIsKept(t *testing.T) {
 		t.Errorf("hits in the index of the earlier layout:\n%+v\nwant\n%+v", got.Hits, want.Hits)
 	}
 	ix := p.open()
-	page, hash, blob := layout(t, ix.db)
+	page, hash, blob := layout(t, ix.shards[0].db)
 	if page != 4096 || hash != 2<<20 || blob != 4050 {
 		t.Errorf("page size %d, hashsize %d, pgsz %d; want the earlier layout kept: 4096, %d, 4050", page, hash, blob, 2<<20)
 	}
