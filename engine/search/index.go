@@ -65,8 +65,11 @@ const busyTimeoutMS = 60000
 // cache miss or two) is about half the indexing time whatever its size;
 // what the size decides is how often segments are written and merged,
 // which at a gigabyte is another third: 8 MiB rather than 2 writes a
-// quarter as many segments, and merges each byte less often (6 MiB
-// more at the peak, which the smaller page cache gives back: see open).
+// quarter as many segments, and merges each byte less often. With two
+// databases filled at once (shardCount) each has 4 MiB: with 8 MiB each
+// the first search of 268 MB peaked at 111 MiB, with 4 at 86–92 MiB
+// (one database of 8 MiB: 79–80 MiB); FTS5's hash takes about two and a
+// half times its hashsize.
 // FTS5 writes a segment's leaves as blobs of pgsz bytes, one to a page
 // of the database (page_size, set when it is made: see open): 16 KB
 // rather than 4 makes a quarter as many rows, pages and writes. In all,
@@ -389,8 +392,9 @@ func (s *shard) open() (problem string, err error) {
 			// In WAL mode a commit survives a kill at once; a power cut may
 			// lose the last commits, which the next search indexes again.
 			"synchronous(normal)",
-			// 4 MiB of pages: 16 KB pages take more than twice their size
-			// in memory. With 16 MiB of them the first search of 127 MB
+			// 2 MiB of pages (4 for one database: each of the two has
+			// half): 16 KB pages take more than twice their size in
+			// memory. With 16 MiB of them the first search of 127 MB
 			// peaked at 95 MiB (62 MiB with 4, 59 with 16 MiB of 4 KB
 			// pages), of 1 GB at 126 MiB (64 with 4), no faster: what a
 			// merge reads back is in the system's cache.

@@ -78,6 +78,8 @@ type fileRow struct {
 	places []byte
 }
 
+// same tells whether the file is as the row says it was when it was
+// indexed to its end (a row left between two batches has size -1).
 func (r fileRow) same(f store.SessionFile) bool {
 	return r.size == f.Size && r.mtime == f.ModTime.UnixNano() && r.inode == f.Inode
 }
@@ -601,6 +603,13 @@ func (s *shard) indexStepFile(ctx context.Context, session string, sf store.Sess
 			stats.Bytes += read
 			indexedAny = indexedAny || read > 0
 			done = finished
+			if !finished {
+				// Not all of it yet: a search killed before the next
+				// batch leaves a row that is not the file's (see
+				// fileRow.same), and the next one goes on from here
+				// rather than take the file for indexed.
+				row.size = -1
+			}
 			return saveFileRow(ctx, tx, row)
 		})
 		if err != nil {
