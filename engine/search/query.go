@@ -195,7 +195,8 @@ func endsInWord(s string) bool {
 // word in every document would otherwise have every document scored
 // before the best 20 are kept (300-440 ms at 1 GB); FTS5 walks the
 // matches by rowid, newest first, and stops at the bound. A query with
-// fewer matches has them all scored.
+// fewer matches has them all scored. Each of the index's databases
+// scores its share, its most recent (see rank).
 var candidates = 500 // a variable for the tests
 
 // Find returns the hits of q, best first: the best by BM25 among the

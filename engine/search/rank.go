@@ -48,7 +48,9 @@ const (
 // with it once each, the one with more of its rarer word is first.
 func (ix *Index) rank(ctx context.Context, q Query, terms []term, limit int) ([]ranked, error) {
 	scoring := scoringTerms(terms)
-	bound := max(candidates, limit)
+	// The candidates are shared out: each database scores as many of its
+	// most recent matches, which together are as many as one would.
+	bound := max((candidates+len(ix.shards)-1)/len(ix.shards), limit)
 	parts := make([]shardMatches, len(ix.shards))
 	err := ix.eachShard(func(i int, s *shard) error {
 		var err error

@@ -170,33 +170,9 @@ func (ix *Index) update(ctx context.Context) (Stats, error) {
 			stats.Removed++
 		}
 	}
-	jobs := make([][]fileJob, len(ix.shards))
-	// The snapshots come after the transcripts: indexing one deletes its
-	// documents from before, and a statement that deletes from the
-	// full-text index makes FTS5 write what it holds in memory as a
-	// segment; between transcripts that would be a small segment per
-	// session, to merge.
-	var snapshots []fileJob
-	for _, s := range list {
-		if err := ctx.Err(); err != nil {
-			return stats, err
-		}
-		// A session that is not running writes no more: its files' last
-		// lines are whole, line break or not.
-		changed, snapshot, err := ix.changedFiles(ctx, s.ID, known[s.ID], s.Status != "running")
-		if err != nil {
-			return stats, err
-		}
-		for _, j := range changed {
-			if j.shard < 0 {
-				j.shard = lightest(load)
-			}
-			load[j.shard] += j.file.Size - known[s.ID][j.file.Rel].row.offset
-			jobs[j.shard] = append(jobs[j.shard], j)
-		}
-		if snapshot != nil {
-			snapshots = append(snapshots, *snapshot)
-		}
+	jobs, snapshots, err := ix.plan(ctx, list, known, load)
+	if err != nil {
+		return stats, err
 	}
 	got, err := ix.indexFiles(ctx, jobs)
 	stats.add(got)
@@ -211,6 +187,40 @@ func (ix *Index) update(ctx context.Context) (Stats, error) {
 		}
 	}
 	return stats, nil
+}
+
+// plan lists, per database, the files of the sessions of list with
+// something new to index, a new file given to the database that holds
+// the fewest bytes; and the sessions whose snapshot changed.
+func (ix *Index) plan(ctx context.Context, list []store.Summary, known map[string]map[string]knownFile, load []int64) (jobs [][]fileJob, snapshots []fileJob, err error) {
+	jobs = make([][]fileJob, len(ix.shards))
+	// The snapshots come after the transcripts: indexing one deletes its
+	// documents from before, and a statement that deletes from the
+	// full-text index makes FTS5 write what it holds in memory as a
+	// segment; between transcripts that would be a small segment per
+	// session, to merge.
+	for _, s := range list {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		// A session that is not running writes no more: its files' last
+		// lines are whole, line break or not.
+		changed, snapshot, err := ix.changedFiles(ctx, s.ID, known[s.ID], s.Status != "running")
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, j := range changed {
+			if j.shard < 0 {
+				j.shard = lightest(load)
+			}
+			load[j.shard] += j.file.Size - known[s.ID][j.file.Rel].row.offset
+			jobs[j.shard] = append(jobs[j.shard], j)
+		}
+		if snapshot != nil {
+			snapshots = append(snapshots, *snapshot)
+		}
+	}
+	return jobs, snapshots, nil
 }
 
 // lightest is the database that holds the fewest bytes: where a new file
