@@ -392,13 +392,14 @@ func (s *shard) open() (problem string, err error) {
 			// In WAL mode a commit survives a kill at once; a power cut may
 			// lose the last commits, which the next search indexes again.
 			"synchronous(normal)",
-			// 2 MiB of pages (4 for one database: each of the two has
-			// half): 16 KB pages take more than twice their size in
-			// memory. With 16 MiB of them the first search of 127 MB
-			// peaked at 95 MiB (62 MiB with 4, 59 with 16 MiB of 4 KB
-			// pages), of 1 GB at 126 MiB (64 with 4), no faster: what a
-			// merge reads back is in the system's cache.
-			"cache_size(-2048)",
+			// 1 MiB of pages for each of the two databases: 16 KB pages
+			// take more than twice their size in memory. With 16 MiB of
+			// them one database's first search of 127 MB peaked at 95 MiB
+			// (62 MiB with 4, 59 with 16 MiB of 4 KB pages), of 1 GB at
+			// 126 MiB (64 with 4), no faster: what a merge reads back is
+			// in the system's cache. Two of 2 MiB peaked at 93–95 MiB
+			// over 268 MB, two of 1 MiB at 80–81 MiB, the same CPU.
+			"cache_size(-1024)",
 			// temp.marks, where the hits shown are highlighted (query.go).
 			"temp_store(memory)",
 		},
