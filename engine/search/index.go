@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -66,10 +68,10 @@ const busyTimeoutMS = 60000
 // what the size decides is how often segments are written and merged,
 // which at a gigabyte is another third: 8 MiB rather than 2 writes a
 // quarter as many segments, and merges each byte less often. With two
-// databases filled at once (shardCount) each has 4 MiB: with 8 MiB each
-// the first search of 268 MB peaked at 111 MiB, with 4 at 86–92 MiB
-// (one database of 8 MiB: 79–80 MiB); FTS5's hash takes about two and a
-// half times its hashsize.
+// databases filled at once (shardCount) each has half (hashBytes): with
+// 8 MiB each the first search of 268 MB peaked at 111 MiB, with 4 at
+// 86–92 MiB (one database of 8 MiB: 79–80 MiB); FTS5's hash takes about
+// two and a half times its hashsize.
 // FTS5 writes a segment's leaves as blobs of pgsz bytes, one to a page
 // of the database (page_size, set when it is made: see open): 16 KB
 // rather than 4 makes a quarter as many rows, pages and writes. In all,
@@ -119,20 +121,45 @@ CREATE VIRTUAL TABLE text USING fts5(body, content='', contentless_delete=1,
 CREATE TRIGGER docs_removed AFTER DELETE ON docs BEGIN
 	DELETE FROM text WHERE rowid = old.id;
 END;
-INSERT INTO text(text, rank) VALUES('hashsize', 4194304);
 INSERT INTO text(text, rank) VALUES('pgsz', 16000);
 INSERT INTO text(text, rank) VALUES('automerge', 16);
 INSERT INTO text(text, rank) VALUES('crisismerge', 64);
 INSERT INTO meta(key, value) VALUES('schema', '` + schemaVersion + `');
 `
 
-// shardCount is how many databases the index is split into: each holds
-// the files given to it (their rows, documents and full-text index), and
-// an update fills them at once, each on a core of its own (FTS5 adds a
-// document's tokens on one thread: one database indexed 1 GB on 1.3
-// cores). A search asks each and merges their best. (A variable for the
-// tests.)
-var shardCount = 2
+// shardCount is how many databases a new index is split into: each
+// holds the files given to it (their rows, documents and full-text
+// index), and an update fills them at once, each on a goroutine and
+// connection of its own (FTS5 adds a document's tokens on one thread:
+// one database indexed 1 GB on 1.3 cores). A search asks each and
+// merges their best. One unless DatabasesEnv says otherwise: two, on
+// the shared 2-core machine where they were measured (load 10–20),
+// took 15–22 % more CPU to index 1 GB than one, and mostly more wall
+// time (a global lock of modernc.org/libc's malloc, taken by both
+// connections, is a guess at why); on idle cores they would share the
+// work. (A variable for the tests.)
+var shardCount = databasesFromEnv()
+
+// DatabasesEnv, set to a number from 1 to 8, is how many databases a
+// search splits the index into (see shardCount): for measuring. An index
+// split otherwise before is read as it is: a file's row and documents
+// are in one database; one found in two is kept in the first.
+const DatabasesEnv = "PIPELINE_SEARCH_DATABASES"
+
+func databasesFromEnv() int {
+	if n, err := strconv.Atoi(os.Getenv(DatabasesEnv)); err == nil && n >= 1 && n <= 8 {
+		return n
+	}
+	return 1
+}
+
+// hashBytes is FTS5's pending terms (hashsize, see schema) of the whole
+// index, shared among its databases; cacheKiB its page cache, 4 MiB for
+// one database, 1 MiB each for more (see open).
+const (
+	hashBytes = 8 << 20
+	cacheKiB  = 4096
+)
 
 // shardFile is the name of shard i's database in the index's folder:
 // index.db, then index.1.db...
@@ -143,12 +170,16 @@ func shardFile(i int) string {
 	return fmt.Sprintf("index.%d.db", i)
 }
 
-// Paths are the databases of the index of the store at root (see
-// shardCount), the first at Path(root).
+// Paths are the databases of the index of the store at root that are
+// there (see shardCount), the first at Path(root) whether it is or not.
 func Paths(root string) []string {
-	paths := make([]string, shardCount)
-	for i := range paths {
-		paths[i] = filepath.Join(root, FolderName, shardFile(i))
+	paths := []string{Path(root)}
+	for i := 1; i < 8; i++ {
+		path := filepath.Join(root, FolderName, shardFile(i))
+		if _, err := os.Lstat(path); err != nil {
+			break
+		}
+		paths = append(paths, path)
 	}
 	return paths
 }
@@ -172,6 +203,7 @@ type Index struct {
 // shard is one database of the index, open: the files given to it, with
 // their documents and full-text index (see schema).
 type shard struct {
+	of    int // the index's databases
 	db    *sql.DB
 	st    *store.Store
 	path  string
@@ -180,7 +212,10 @@ type shard struct {
 	// the bytes of transcripts indexed in it (see inTx).
 	tx     *sql.Tx
 	filled int64
-	times  *partTimes
+	// ahead: the database's files are read and their text extracted on
+	// a goroutine of their own (see readChunks).
+	ahead bool
+	times *partTimes
 	// outdated says the database found is of another schema version:
 	// whole, but not read by this pipeline; it is rebuilt, not kept aside.
 	outdated bool
@@ -230,8 +265,9 @@ func Open(st *store.Store, o Options) (*Index, error) {
 	if o.Warn == nil {
 		ix.warn = io.Discard
 	}
+	ahead := shardCount < runtime.GOMAXPROCS(0)
 	for i := range shardCount {
-		ix.shards = append(ix.shards, &shard{st: st, path: filepath.Join(dir, shardFile(i)), times: ix.times})
+		ix.shards = append(ix.shards, &shard{of: shardCount, st: st, path: filepath.Join(dir, shardFile(i)), ahead: ahead, times: ix.times})
 	}
 	unlock, err := ix.lock()
 	if err != nil {
@@ -252,19 +288,26 @@ func Open(st *store.Store, o Options) (*Index, error) {
 	return ix, nil
 }
 
-// openShards opens each database of the index, and rebuilds one that
-// cannot be used; uncleanClose: each is checked whole first.
+// openShards opens the databases of the index at once, and rebuilds one
+// that cannot be used; uncleanClose: each is checked whole first.
 func (ix *Index) openShards(uncleanClose bool) error {
-	for _, s := range ix.shards {
+	problems := make([]string, len(ix.shards))
+	err := ix.eachShard(func(i int, s *shard) error {
 		problem, err := s.open()
 		if err == nil && problem == "" && uncleanClose {
 			problem = s.checkWhole()
 		}
-		if err == nil && problem != "" {
-			err = ix.rebuildShard(s, problem)
-		}
-		if err != nil {
-			return err
+		problems[i] = problem
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for i, s := range ix.shards {
+		if problems[i] != "" {
+			if err := ix.rebuildShard(s, problems[i]); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -392,14 +435,14 @@ func (s *shard) open() (problem string, err error) {
 			// In WAL mode a commit survives a kill at once; a power cut may
 			// lose the last commits, which the next search indexes again.
 			"synchronous(normal)",
-			// 1 MiB of pages for each of the two databases: 16 KB pages
-			// take more than twice their size in memory. With 16 MiB of
-			// them one database's first search of 127 MB peaked at 95 MiB
-			// (62 MiB with 4, 59 with 16 MiB of 4 KB pages), of 1 GB at
-			// 126 MiB (64 with 4), no faster: what a merge reads back is
-			// in the system's cache. Two of 2 MiB peaked at 93–95 MiB
-			// over 268 MB, two of 1 MiB at 80–81 MiB, the same CPU.
-			"cache_size(-1024)",
+			// 4 MiB of pages (cacheKiB): 16 KB pages take more than twice
+			// their size in memory. With 16 MiB of them one database's
+			// first search of 127 MB peaked at 95 MiB (62 MiB with 4, 59
+			// with 16 MiB of 4 KB pages), of 1 GB at 126 MiB (64 with 4),
+			// no faster: what a merge reads back is in the system's
+			// cache. Two databases of 2 MiB each peaked at 93–95 MiB over
+			// 268 MB, of 1 MiB at 80–81 MiB, the same CPU.
+			fmt.Sprintf("cache_size(-%d)", s.cacheKiB()),
 			// temp.marks, where the hits shown are highlighted (query.go).
 			"temp_store(memory)",
 		},
@@ -441,7 +484,10 @@ func (s *shard) checkSchema(existed bool) (problem string, err error) {
 		if existed {
 			return "holds no search index (an empty file?)", nil
 		}
-		_, err := s.db.ExecContext(ctx, schema)
+		if _, err := s.db.ExecContext(ctx, schema); err != nil {
+			return "", err
+		}
+		_, err := s.db.ExecContext(ctx, `INSERT INTO text(text, rank) VALUES('hashsize', ?)`, hashBytes/s.of)
 		return "", err
 	}
 	var version string
@@ -465,6 +511,14 @@ func (s *shard) checkSchema(existed bool) (problem string, err error) {
 		}
 	}
 	return "", nil
+}
+
+// cacheKiB is the page cache of each of the index's databases.
+func (s *shard) cacheKiB() int {
+	if s.of == 1 {
+		return cacheKiB
+	}
+	return cacheKiB / 4
 }
 
 // headerProblem looks at the first 100 bytes of a database file: what

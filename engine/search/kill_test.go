@@ -42,13 +42,20 @@ func indexAsChild(root string) int {
 	return 0
 }
 
-// A search killed (SIGKILL) while it indexes, its databases filled at
-// once, leaves what it committed: the next search checks the index (it
+// A search killed (SIGKILL) while it indexes (into one database, or two
+// filled at once) leaves what it committed: the next search checks the index (it
 // was not closed), finds it whole, and indexes the rest, not all of it
 // again (a file cut between two batches was taken for indexed: its row
 // had the file's size); then every byte of every file is in one
 // document, in one database.
 func TestKilledWhileIndexingResumes(t *testing.T) {
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d databases", n), func(t *testing.T) { killedWhileIndexing(t, n) })
+	}
+}
+
+func killedWhileIndexing(t *testing.T, n int) {
+	databases(t, n)
 	p := newProject(t)
 	var total int64
 	sizes := map[string]int64{}
@@ -65,7 +72,7 @@ func TestKilledWhileIndexingResumes(t *testing.T) {
 		sizes[x.Meta.ID] = int64(b.Len())
 	}
 	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), killChildEnv+"="+p.st.Root)
+	child.Env = append(os.Environ(), killChildEnv+"="+p.st.Root, fmt.Sprintf("%s=%d", DatabasesEnv, n))
 	var stderr strings.Builder
 	child.Stderr = &stderr
 	if err := child.Start(); err != nil {
@@ -95,6 +102,9 @@ func TestKilledWhileIndexingResumes(t *testing.T) {
 		t.Errorf("marker3: %+v", r.Hits)
 	}
 	ix := p.open()
+	if len(ix.shards) != n {
+		t.Errorf("%d databases, want %d", len(ix.shards), n)
+	}
 	if err := ix.Check(context.Background()); err != nil {
 		t.Error(err)
 	}

@@ -26,19 +26,27 @@ func layout(t *testing.T, db *sql.DB) (pageSize, hashSize, blobSize int) {
 // A new index is made with the layout that indexes faster: 16 KB pages
 // (set before WAL mode writes the first page: the driver runs
 // journal_mode after the other pragmas only when it is given as
-// _journal_mode), FTS5 blobs that fill one, 4 MiB of pending terms in
-// each of its databases.
+// _journal_mode), FTS5 blobs that fill one, 8 MiB of pending terms
+// shared among its databases.
 func TestNewIndexLayout(t *testing.T) {
-	p := quokkas(t, 2)
-	ix := p.open()
-	update(t, ix)
-	if len(ix.shards) != 2 {
-		t.Fatalf("%d databases, want 2", len(ix.shards))
+	for _, n := range []int{1, 2} {
+		databases(t, n)
+		p := quokkas(t, 2)
+		ix := p.open()
+		update(t, ix)
+		if len(ix.shards) != n {
+			t.Fatalf("%d databases, want %d", len(ix.shards), n)
+		}
+		checkLayout(t, ix, 8<<20/n)
 	}
+}
+
+func checkLayout(t *testing.T, ix *Index, wantHash int) {
+	t.Helper()
 	for _, s := range ix.shards {
 		page, hash, blob := layout(t, s.db)
-		if page != pageSize || hash != 4<<20 || blob != 16000 {
-			t.Errorf("%s: page size %d, hashsize %d, pgsz %d; want %d, %d, 16000", s.path, page, hash, blob, pageSize, 4<<20)
+		if page != pageSize || hash != wantHash || blob != 16000 {
+			t.Errorf("%s: page size %d, hashsize %d, pgsz %d; want %d, %d, 16000", s.path, page, hash, blob, pageSize, wantHash)
 		}
 		var mode string
 		if err := s.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {

@@ -26,9 +26,13 @@ type project struct {
 
 // oneShard makes the indexes of the test one database each (see
 // shardCount): for a test that reads the database itself.
-func oneShard(t testing.TB) {
-	defer func(was int) { t.Cleanup(func() { shardCount = was }) }(shardCount)
-	shardCount = 1
+func oneShard(t testing.TB) { databases(t, 1) }
+
+// databases makes the new indexes of the test n databases each.
+func databases(t testing.TB, n int) {
+	was := shardCount
+	shardCount = n
+	t.Cleanup(func() { shardCount = was })
 }
 
 func newProject(t testing.TB) *project {
@@ -483,6 +487,7 @@ func FuzzQuery(f *testing.F) {
 // one line saying so, and only its files are indexed again: the other
 // database is whole, and kept.
 func TestIndexDeletedOrCorruptIsRebuilt(t *testing.T) {
+	databases(t, 2)
 	p := newProject(t)
 	for i := range 12 {
 		x := p.session(fmt.Sprintf("s%02d", i), "completed", nil)
