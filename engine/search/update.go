@@ -651,8 +651,10 @@ type chunk struct {
 // goroutine of its own (readAhead) when a core would be idle otherwise,
 // else on this one. With as many databases filled at once as there are
 // cores (GOMAXPROCS), a reader beside each only makes the scheduler
-// take turns among twice as many goroutines as cores: indexing 268 MB
-// so took XX % more CPU.
+// take turns among twice as many goroutines as cores: in the profile of
+// two databases indexing 268 MB with a reader each, the goroutines'
+// preemption (runtime.asyncPreempt) was 19 % of the CPU, in one
+// database's 11 %.
 func (s *shard) readChunks(read func(emit emitFunc) (n int64, finished bool, err error), add func(chunk) error) (int64, bool, error) {
 	if s.ahead {
 		return readAhead(read, add)
