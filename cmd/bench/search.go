@@ -232,13 +232,15 @@ func foundOrNot(err error) bool {
 	return err == nil || errors.As(err, &exit) && exit.ExitCode() == 1
 }
 
-// indexSize is the size of the index's files: the database and its
+// indexSize is the size of the index's files: each database and its
 // write-ahead log.
 func indexSize(root string) int64 {
 	var size int64
-	for _, suffix := range []string{"", "-wal"} {
-		if info, err := os.Stat(search.Path(root) + suffix); err == nil {
-			size += info.Size()
+	for _, path := range search.Paths(root) {
+		for _, suffix := range []string{"", "-wal"} {
+			if info, err := os.Stat(path + suffix); err == nil {
+				size += info.Size()
+			}
 		}
 	}
 	return size

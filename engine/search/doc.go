@@ -4,14 +4,20 @@
 // each search first indexes what is new, then ranks by BM25 the most
 // recent matches (a bound: query.go's candidates) and shows the best.
 //
-// The index is one SQLite database with an FTS5 table, through the
-// pure-Go modernc.org/sqlite, at <store>/search/index.db. Why SQLite FTS5:
+// The index is an SQLite database with an FTS5 table, through the
+// pure-Go modernc.org/sqlite, at <store>/search/index.db; or, with
+// PIPELINE_SEARCH_DATABASES=2, two (index.1.db beside it), each holding
+// the files given to it whole, filled at once and asked at once by a
+// query, whose ranking sums what each counts (shardCount, rank.go). Why
+// SQLite FTS5:
 //
-//   - one file beside the sessions, and nothing to run;
+//   - files beside the sessions, and nothing to run;
 //   - transactions: indexing commits every 32 MiB of transcripts (of one
-//     file or several) and at its end, so a kill in the middle loses
-//     nothing already committed, and the next search goes on from there; two searches at
-//     once wait for each other (a busy timeout) instead of corrupting it;
+//     file or several) in each database and at its end, so a kill in the
+//     middle loses nothing already committed (a file's row, documents
+//     and full-text index are in one database, committed together), and
+//     the next search goes on from there; two searches at once update
+//     one after the other (index.writer) instead of corrupting it;
 //   - what BM25 needs of each match (its phrases' counts, its length:
 //     read by an auxiliary function of ours, rank.go) and highlighting
 //     (highlight()) built in;
@@ -20,8 +26,9 @@
 //     again from its transcript, at the offset the index keeps, and
 //     highlighted by FTS5 in a table in memory;
 //   - corruption is detected (the file's header, its schema version, the
-//     errors SQLite reports), and the index is then moved aside and
-//     rebuilt from the sessions, which remain the record;
+//     errors SQLite reports), and the database is then moved aside and
+//     rebuilt from the sessions, which remain the record (the other's
+//     files are whole in it, and kept);
 //   - no cgo: go test ./... runs with Go alone, and the static binary
 //     stays static.
 //

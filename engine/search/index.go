@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -65,8 +67,11 @@ const busyTimeoutMS = 60000
 // cache miss or two) is about half the indexing time whatever its size;
 // what the size decides is how often segments are written and merged,
 // which at a gigabyte is another third: 8 MiB rather than 2 writes a
-// quarter as many segments, and merges each byte less often (6 MiB
-// more at the peak, which the smaller page cache gives back: see open).
+// quarter as many segments, and merges each byte less often. With two
+// databases filled at once (shardCount) each has half (hashBytes): with
+// 8 MiB each the first search of 268 MB peaked at 111 MiB, with 4 at
+// 86–92 MiB (one database of 8 MiB: 79–80 MiB); FTS5's hash takes about
+// two and a half times its hashsize.
 // FTS5 writes a segment's leaves as blobs of pgsz bytes, one to a page
 // of the database (page_size, set when it is made: see open): 16 KB
 // rather than 4 makes a quarter as many rows, pages and writes. In all,
@@ -116,34 +121,103 @@ CREATE VIRTUAL TABLE text USING fts5(body, content='', contentless_delete=1,
 CREATE TRIGGER docs_removed AFTER DELETE ON docs BEGIN
 	DELETE FROM text WHERE rowid = old.id;
 END;
-INSERT INTO text(text, rank) VALUES('hashsize', 8388608);
 INSERT INTO text(text, rank) VALUES('pgsz', 16000);
 INSERT INTO text(text, rank) VALUES('automerge', 16);
 INSERT INTO text(text, rank) VALUES('crisismerge', 64);
 INSERT INTO meta(key, value) VALUES('schema', '` + schemaVersion + `');
 `
 
+// shardCount is how many databases a new index is split into: each
+// holds the files given to it (their rows, documents and full-text
+// index), and an update fills them at once, each on a goroutine and
+// connection of its own (FTS5 adds a document's tokens on one thread:
+// one database indexed 1 GB on 1.3 cores). A search asks each and
+// merges their best. One unless DatabasesEnv says otherwise: two, on
+// the shared 2-core machine where they were measured (load 10–20),
+// took 15–22 % more CPU to index 1 GB than one, and mostly more wall
+// time (not waiting on a lock: a mutex profile of two indexing 128 MB
+// found 25 ms in all); on idle cores they would share the work. (A
+// variable for the tests.)
+var shardCount = databasesFromEnv()
+
+// DatabasesEnv, set to a number from 1 to 8, is how many databases a
+// search splits the index into (see shardCount): for measuring. An index
+// split otherwise before is read as it is: a file's row and documents
+// are in one database; one found in two is kept in the first.
+const DatabasesEnv = "PIPELINE_SEARCH_DATABASES"
+
+func databasesFromEnv() int {
+	if n, err := strconv.Atoi(os.Getenv(DatabasesEnv)); err == nil && n >= 1 && n <= 8 {
+		return n
+	}
+	return 1
+}
+
+// hashBytes is FTS5's pending terms (hashsize, see schema) of the whole
+// index, shared among its databases; cacheKiB its page cache, 4 MiB for
+// one database, 1 MiB each for more (see open).
+const (
+	hashBytes = 8 << 20
+	cacheKiB  = 4096
+)
+
+// shardFile is the name of shard i's database in the index's folder:
+// index.db, then index.1.db...
+func shardFile(i int) string {
+	if i == 0 {
+		return FileName
+	}
+	return fmt.Sprintf("index.%d.db", i)
+}
+
+// Paths are the databases of the index of the store at root that are
+// there (see shardCount), the first at Path(root) whether it is or not.
+func Paths(root string) []string {
+	paths := []string{Path(root)}
+	for i := 1; i < 8; i++ {
+		path := filepath.Join(root, FolderName, shardFile(i))
+		if _, err := os.Lstat(path); err != nil {
+			break
+		}
+		paths = append(paths, path)
+	}
+	return paths
+}
+
 // Index is the search index of one store, open.
 type Index struct {
-	db    *sql.DB
-	st    *store.Store
-	path  string
-	inode uint64 // of the file opened: a rebuild moves aside only that one
-	warn  io.Writer
+	shards []*shard
+	st     *store.Store
+	dir    string // the index's folder
+	warn   io.Writer
 	// users is the index's users file, held shared while the index is
 	// open (see Open).
 	users *os.File
 	// Rebuilt says why the index was built anew when it was opened or
 	// since ("" if it was not).
 	Rebuilt string
+	// times times a search's parts (times.go); nil: not timed.
+	times *partTimes
+}
+
+// shard is one database of the index, open: the files given to it, with
+// their documents and full-text index (see schema).
+type shard struct {
+	of    int // the index's databases
+	db    *sql.DB
+	st    *store.Store
+	path  string
+	inode uint64 // of the file opened: a rebuild moves aside only that one
 	// tx is an Update's write transaction, open across files; filled is
 	// the bytes of transcripts indexed in it (see inTx).
 	tx     *sql.Tx
 	filled int64
-	// times times a search's parts (times.go); nil: not timed.
+	// ahead: the database's files are read and their text extracted on
+	// a goroutine of their own (see readChunks).
+	ahead bool
 	times *partTimes
-	// outdated says the index found is of another schema version: whole,
-	// but not read by this pipeline; it is rebuilt, not kept aside.
+	// outdated says the database found is of another schema version:
+	// whole, but not read by this pipeline; it is rebuilt, not kept aside.
 	outdated bool
 }
 
@@ -178,18 +252,22 @@ type Options struct {
 // Path is where the index of the store at root is kept.
 func Path(root string) string { return filepath.Join(root, FolderName, FileName) }
 
-// Open opens the index of st, making it if it is not there. An index that
-// is corrupt (not a database, cut short) is moved aside to
-// index.db.corrupt and built anew, one of another schema version
-// replaced by a new one; either with one line to o.Warn.
+// Open opens the index of st, making it if it is not there. A database
+// of it that is corrupt (not a database, cut short) is moved aside to
+// index.db.corrupt (index.1.db.corrupt...) and built anew, one of another
+// schema version replaced by a new one; either with one line to o.Warn.
 func Open(st *store.Store, o Options) (*Index, error) {
 	dir, err := st.Folder(FolderName)
 	if err != nil {
 		return nil, fmt.Errorf("the search index's folder: %w", err)
 	}
-	ix := &Index{st: st, path: filepath.Join(dir, FileName), warn: o.Warn, times: newPartTimes()}
+	ix := &Index{st: st, dir: dir, warn: o.Warn, times: newPartTimes()}
 	if o.Warn == nil {
 		ix.warn = io.Discard
+	}
+	ahead := shardCount < runtime.GOMAXPROCS(0)
+	for i := range shardCount {
+		ix.shards = append(ix.shards, &shard{of: shardCount, st: st, path: filepath.Join(dir, shardFile(i)), ahead: ahead, times: ix.times})
 	}
 	unlock, err := ix.lock()
 	if err != nil {
@@ -201,24 +279,54 @@ func Open(st *store.Store, o Options) (*Index, error) {
 		return nil, err
 	}
 	ix.times.done("locks")
-	problem, err := ix.open()
-	ix.times.done("sqlite open and schema check")
-	if err == nil && problem == "" && uncleanClose {
-		problem = ix.checkWhole()
-	}
-	if err == nil && problem != "" {
-		err = ix.rebuildLocked(problem)
-	}
-	if err != nil {
+	if err := ix.openShards(uncleanClose); err != nil {
+		ix.closeShards()
 		ix.leave()
 		return nil, err
 	}
+	ix.times.done("sqlite open and schema check")
 	return ix, nil
+}
+
+// openShards opens the databases of the index at once, and rebuilds one
+// that cannot be used; uncleanClose: each is checked whole first.
+func (ix *Index) openShards(uncleanClose bool) error {
+	problems := make([]string, len(ix.shards))
+	err := ix.eachShard(func(i int, s *shard) error {
+		problem, err := s.open()
+		if err == nil && problem == "" && uncleanClose {
+			problem = s.checkWhole()
+		}
+		problems[i] = problem
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for i, s := range ix.shards {
+		if problems[i] != "" {
+			if err := ix.rebuildShard(s, problems[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (ix *Index) closeShards() error {
+	var err error
+	for _, s := range ix.shards {
+		if s.db != nil {
+			err = errors.Join(err, s.db.Close())
+			s.db = nil
+		}
+	}
+	return err
 }
 
 // lock takes index.lock, waiting for a search that holds it.
 func (ix *Index) lock() (unlock func(), err error) {
-	f, err := os.OpenFile(filepath.Join(filepath.Dir(ix.path), lockName), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(filepath.Join(ix.dir, lockName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("the search index's lock: %w", err)
 	}
@@ -233,7 +341,7 @@ func (ix *Index) lock() (unlock func(), err error) {
 // reports whether the index was left open by a search that ended without
 // closing it.
 func (ix *Index) join() (uncleanClose bool, err error) {
-	dir := filepath.Dir(ix.path)
+	dir := ix.dir
 	users, err := os.OpenFile(filepath.Join(dir, usersName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return false, fmt.Errorf("the search index's users: %w", err)
@@ -241,7 +349,7 @@ func (ix *Index) join() (uncleanClose bool, err error) {
 	alone := flock(users, unix.LOCK_EX|unix.LOCK_NB) == nil
 	dirty := filepath.Join(dir, dirtyName)
 	if _, err := os.Lstat(dirty); err == nil && alone {
-		_, statErr := os.Lstat(ix.path)
+		_, statErr := os.Lstat(ix.shards[0].path)
 		uncleanClose = statErr == nil
 	}
 	if f, err := os.OpenFile(dirty, os.O_WRONLY|os.O_CREATE, 0o600); err == nil {
@@ -264,16 +372,16 @@ func (ix *Index) leave() {
 		return
 	}
 	if flock(ix.users, unix.LOCK_EX|unix.LOCK_NB) == nil {
-		os.Remove(filepath.Join(filepath.Dir(ix.path), dirtyName))
+		os.Remove(filepath.Join(ix.dir, dirtyName))
 	}
 	ix.users.Close()
 	ix.users = nil
 }
 
-// checkWhole checks the whole index (see Check); it returns why it cannot
-// be used, "" when it can.
-func (ix *Index) checkWhole() string {
-	if err := ix.Check(context.Background()); err != nil {
+// checkWhole checks the whole database (see Check); it returns why it
+// cannot be used, "" when it can.
+func (s *shard) checkWhole() string {
+	if err := s.check(context.Background()); err != nil {
 		return fmt.Sprintf("was not closed by the last search (killed?) and fails its check (%v)", err)
 	}
 	return ""
@@ -289,33 +397,33 @@ func flock(f *os.File, how int) error {
 	}
 }
 
-// open opens the database at ix.path; problem is why it cannot be used
+// open opens the database at s.path; problem is why it cannot be used
 // as it is (then it is closed).
-func (ix *Index) open() (problem string, err error) {
-	info, err := os.Lstat(ix.path)
+func (s *shard) open() (problem string, err error) {
+	info, err := os.Lstat(s.path)
 	existed := err == nil
 	switch {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return "", fmt.Errorf("the search index %s: %w", ix.path, err)
+		return "", fmt.Errorf("the search index %s: %w", s.path, err)
 	case existed && !info.Mode().IsRegular():
 		// SQLite would follow a link: the store follows none.
-		return "", fmt.Errorf("the search index %s is not a regular file (a link, a folder?): remove it, and the next search builds it again", ix.path)
+		return "", fmt.Errorf("the search index %s is not a regular file (a link, a folder?): remove it, and the next search builds it again", s.path)
 	case existed:
-		if problem := headerProblem(ix.path, info.Size()); problem != "" {
+		if problem := headerProblem(s.path, info.Size()); problem != "" {
 			return problem, nil
 		}
 	default:
 		// Made private first: SQLite would make it readable by all, and its
 		// journal files take its mode.
-		f, err := os.OpenFile(ix.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		f, err := os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil && !errors.Is(err, fs.ErrExist) {
-			return "", fmt.Errorf("the search index %s: %w", ix.path, err)
+			return "", fmt.Errorf("the search index %s: %w", s.path, err)
 		}
 		if f != nil {
 			f.Close()
 		}
 	}
-	dsn := "file:" + (&url.URL{Path: ix.path}).EscapedPath() + "?" + url.Values{
+	dsn := "file:" + (&url.URL{Path: s.path}).EscapedPath() + "?" + url.Values{
 		// The driver runs the pragmas in the order of their names, and
 		// _journal_mode after them all: page_size comes before WAL mode
 		// writes the first page. A new database takes it; one that exists
@@ -327,12 +435,14 @@ func (ix *Index) open() (problem string, err error) {
 			// In WAL mode a commit survives a kill at once; a power cut may
 			// lose the last commits, which the next search indexes again.
 			"synchronous(normal)",
-			// 4 MiB of pages: 16 KB pages take more than twice their size
-			// in memory. With 16 MiB of them the first search of 127 MB
-			// peaked at 95 MiB (62 MiB with 4, 59 with 16 MiB of 4 KB
-			// pages), of 1 GB at 126 MiB (64 with 4), no faster: what a
-			// merge reads back is in the system's cache.
-			"cache_size(-4096)",
+			// 4 MiB of pages (cacheKiB): 16 KB pages take more than twice
+			// their size in memory. With 16 MiB of them one database's
+			// first search of 127 MB peaked at 95 MiB (62 MiB with 4, 59
+			// with 16 MiB of 4 KB pages), of 1 GB at 126 MiB (64 with 4),
+			// no faster: what a merge reads back is in the system's
+			// cache. Two databases of 2 MiB each peaked at 93–95 MiB over
+			// 268 MB, of 1 MiB at 80–81 MiB, the same CPU.
+			fmt.Sprintf("cache_size(-%d)", s.cacheKiB()),
 			// temp.marks, where the hits shown are highlighted (query.go).
 			"temp_store(memory)",
 		},
@@ -341,20 +451,20 @@ func (ix *Index) open() (problem string, err error) {
 	registerMatchStats() // before the connection opens: rank.go
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
-		return "", fmt.Errorf("the search index %s: %w", ix.path, err)
+		return "", fmt.Errorf("the search index %s: %w", s.path, err)
 	}
 	// One connection: the pragmas hold on it, and a transaction is on it.
 	db.SetMaxOpenConns(1)
-	ix.db = db
-	if st, err := os.Stat(ix.path); err == nil {
+	s.db = db
+	if st, err := os.Stat(s.path); err == nil {
 		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-			ix.inode = sys.Ino
+			s.inode = sys.Ino
 		}
 	}
-	problem, err = ix.checkSchema(existed)
+	problem, err = s.checkSchema(existed)
 	if err != nil || problem != "" {
 		db.Close()
-		ix.db = nil
+		s.db = nil
 	}
 	if err != nil && corrupt(err) {
 		return fmt.Sprintf("is corrupt (%v)", err), nil
@@ -364,28 +474,31 @@ func (ix *Index) open() (problem string, err error) {
 
 // checkSchema makes the schema in a new database, and checks an existing
 // one's version and that its tables can be read.
-func (ix *Index) checkSchema(existed bool) (problem string, err error) {
+func (s *shard) checkSchema(existed bool) (problem string, err error) {
 	ctx := context.Background()
 	var tables int
-	if err := ix.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&tables); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&tables); err != nil {
 		return "", err
 	}
 	if tables == 0 {
 		if existed {
 			return "holds no search index (an empty file?)", nil
 		}
-		_, err := ix.db.ExecContext(ctx, schema)
+		if _, err := s.db.ExecContext(ctx, schema); err != nil {
+			return "", err
+		}
+		_, err := s.db.ExecContext(ctx, `INSERT INTO text(text, rank) VALUES('hashsize', ?)`, hashBytes/s.of)
 		return "", err
 	}
 	var version string
-	if err := ix.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'schema'`).Scan(&version); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'schema'`).Scan(&version); err != nil {
 		if corrupt(err) {
 			return "", err
 		}
 		return fmt.Sprintf("is not a search index of this pipeline (%v)", err), nil
 	}
 	if version != schemaVersion {
-		ix.outdated = true
+		s.outdated = true
 		return fmt.Sprintf("is of another format (schema %s; this pipeline's is %s)", version, schemaVersion), nil
 	}
 	// A cheap look at each table: a file cut short or overwritten fails
@@ -393,11 +506,19 @@ func (ix *Index) checkSchema(existed bool) (problem string, err error) {
 	for _, q := range []string{`SELECT count(*) FROM files`, `SELECT max(id) FROM docs`,
 		`SELECT count(*) FROM text WHERE text MATCH 'pipeline'`} {
 		var v sql.NullInt64
-		if err := ix.db.QueryRowContext(ctx, q).Scan(&v); err != nil {
+		if err := s.db.QueryRowContext(ctx, q).Scan(&v); err != nil {
 			return "", err
 		}
 	}
 	return "", nil
+}
+
+// cacheKiB is the page cache of each of the index's databases.
+func (s *shard) cacheKiB() int {
+	if s.of == 1 {
+		return cacheKiB
+	}
+	return cacheKiB / 4
 }
 
 // headerProblem looks at the first 100 bytes of a database file: what
@@ -459,86 +580,90 @@ func corrupt(err error) bool {
 	return false
 }
 
-// rebuild moves the index aside (to index.db.corrupt, replacing an older
-// one) and makes a new, empty one, which the next Update fills: it says
-// so on the warning writer, in one line. It takes index.lock.
+// rebuild moves each database of the index aside (to index.db.corrupt,
+// replacing an older one) and makes new, empty ones, which the next
+// Update fills: it says so on the warning writer, a line for each. It
+// takes index.lock. (An error of SQLite's does not say which database
+// it came from: they are all rebuilt.)
 func (ix *Index) rebuild(why string) error {
 	unlock, err := ix.lock()
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	return ix.rebuildLocked(why)
-}
-
-// rebuildLocked is rebuild, index.lock held.
-func (ix *Index) rebuildLocked(why string) error {
-	if ix.db != nil {
-		ix.db.Close()
-		ix.db = nil
-	}
-	// Another search may have rebuilt it already: move aside only the file
-	// found corrupt.
-	same := true
-	if st, err := os.Stat(ix.path); err == nil {
-		if sys, ok := st.Sys().(*syscall.Stat_t); ok && ix.inode != 0 && sys.Ino != ix.inode {
-			same = false
+	for _, s := range ix.shards {
+		if err := ix.rebuildShard(s, why); err != nil {
+			return err
 		}
-	}
-	outdated := ix.outdated
-	ix.outdated = false
-	if same {
-		if err := ix.setAside(outdated); err != nil {
-			return fmt.Errorf("the search index %s %s, and it cannot be moved aside: %w; remove it, and the next search builds it again", ix.path, why, err)
-		}
-	}
-	if outdated {
-		fmt.Fprintf(ix.warn, "pipeline: the search index %s %s: rebuilding it once from the sessions\n", ix.path, why)
-	} else {
-		fmt.Fprintf(ix.warn, "pipeline: the search index %s %s: moved aside to %s, rebuilding it from the sessions\n", ix.path, why, filepath.Base(ix.path)+asideSuffix)
-	}
-	ix.Rebuilt = why
-	ix.inode = 0
-	problem, err := ix.open()
-	if err != nil {
-		return err
-	}
-	if problem != "" {
-		return fmt.Errorf("the search index %s was rebuilt and %s: remove the folder %s", ix.path, problem, filepath.Dir(ix.path))
 	}
 	return nil
 }
 
-// setAside moves the index aside to index.db.corrupt for a look, or
+// rebuildShard rebuilds one database of the index, index.lock held.
+// Each holds its own files whole: the others are kept.
+func (ix *Index) rebuildShard(s *shard, why string) error {
+	if s.db != nil {
+		s.db.Close()
+		s.db = nil
+	}
+	// Another search may have rebuilt it already: move aside only the file
+	// found corrupt.
+	same := true
+	if st, err := os.Stat(s.path); err == nil {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && s.inode != 0 && sys.Ino != s.inode {
+			same = false
+		}
+	}
+	outdated := s.outdated
+	s.outdated = false
+	if same {
+		if err := s.setAside(outdated); err != nil {
+			return fmt.Errorf("the search index %s %s, and it cannot be moved aside: %w; remove it, and the next search builds it again", s.path, why, err)
+		}
+	}
+	if outdated {
+		fmt.Fprintf(ix.warn, "pipeline: the search index %s %s: rebuilding it once from the sessions\n", s.path, why)
+	} else {
+		fmt.Fprintf(ix.warn, "pipeline: the search index %s %s: moved aside to %s, rebuilding it from the sessions\n", s.path, why, filepath.Base(s.path)+asideSuffix)
+	}
+	ix.Rebuilt = why
+	s.inode = 0
+	problem, err := s.open()
+	if err != nil {
+		return err
+	}
+	if problem != "" {
+		return fmt.Errorf("the search index %s was rebuilt and %s: remove the folder %s", s.path, problem, ix.dir)
+	}
+	return nil
+}
+
+// setAside moves the database aside to <name>.corrupt for a look, or
 // removes it when it is whole but outdated (of another schema version:
 // nothing to look at). What schema 3 kept beside it (places/, the
 // places of hits per transcript) is in the index's rows since 4, and
 // goes too.
-func (ix *Index) setAside(outdated bool) error {
+func (s *shard) setAside(outdated bool) error {
 	var err error
 	if outdated {
-		err = os.Remove(ix.path)
-		os.RemoveAll(filepath.Join(filepath.Dir(ix.path), "places"))
+		err = os.Remove(s.path)
+		os.RemoveAll(filepath.Join(filepath.Dir(s.path), "places"))
 	} else {
-		err = os.Rename(ix.path, ix.path+asideSuffix)
+		err = os.Rename(s.path, s.path+asideSuffix)
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	// The write-ahead log and its index belong to the file set aside.
-	os.Remove(ix.path + "-wal")
-	os.Remove(ix.path + "-shm")
+	os.Remove(s.path + "-wal")
+	os.Remove(s.path + "-shm")
 	return nil
 }
 
 // Close closes the index; the last search to close it says so (see
 // index.dirty).
 func (ix *Index) Close() error {
-	var err error
-	if ix.db != nil {
-		err = ix.db.Close()
-		ix.db = nil
-	}
+	err := ix.closeShards()
 	if ix.users != nil {
 		unlock, lockErr := ix.lock()
 		if lockErr != nil {
@@ -552,20 +677,29 @@ func (ix *Index) Close() error {
 	return err
 }
 
-// Check runs SQLite's integrity checks over the whole index: the
-// database's pages (quick_check) and the full-text index against the
+// Check runs SQLite's integrity checks over the whole index: each
+// database's pages (quick_check) and its full-text index against its
 // documents (FTS5's integrity-check). It reads everything: for tests and
 // for a user who doubts, not for each search.
 func (ix *Index) Check(ctx context.Context) error {
+	for _, s := range ix.shards {
+		if err := s.check(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *shard) check(ctx context.Context) error {
 	var verdict string
-	if err := ix.db.QueryRowContext(ctx, `PRAGMA quick_check`).Scan(&verdict); err != nil {
-		return fmt.Errorf("checking %s: %w", ix.path, err)
+	if err := s.db.QueryRowContext(ctx, `PRAGMA quick_check`).Scan(&verdict); err != nil {
+		return fmt.Errorf("checking %s: %w", s.path, err)
 	}
 	if verdict != "ok" {
-		return fmt.Errorf("the search index %s is corrupt: %s", ix.path, verdict)
+		return fmt.Errorf("the search index %s is corrupt: %s", s.path, verdict)
 	}
-	if _, err := ix.db.ExecContext(ctx, `INSERT INTO text(text, rank) VALUES('integrity-check', 1)`); err != nil {
-		return fmt.Errorf("the search index %s does not match its documents: %w", ix.path, err)
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO text(text, rank) VALUES('integrity-check', 1)`); err != nil {
+		return fmt.Errorf("the search index %s does not match its documents: %w", s.path, err)
 	}
 	return nil
 }

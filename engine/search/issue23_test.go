@@ -63,8 +63,7 @@ func TestIssue23ConcurrentSearchBuildsIndexOnce(t *testing.T) {
 // killed leaves the index as a search killed with it open leaves it: the
 // database not closed, the search still counted as a user.
 func killed(ix *Index) {
-	ix.db.Close()
-	ix.db = nil
+	ix.closeShards()
 	ix.users.Close() // the kernel drops its lock; index.dirty stays
 	ix.users = nil
 }

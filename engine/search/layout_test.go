@@ -26,18 +26,32 @@ func layout(t *testing.T, db *sql.DB) (pageSize, hashSize, blobSize int) {
 // A new index is made with the layout that indexes faster: 16 KB pages
 // (set before WAL mode writes the first page: the driver runs
 // journal_mode after the other pragmas only when it is given as
-// _journal_mode), FTS5 blobs that fill one, 8 MiB of pending terms.
+// _journal_mode), FTS5 blobs that fill one, 8 MiB of pending terms
+// shared among its databases.
 func TestNewIndexLayout(t *testing.T) {
-	p := quokkas(t, 2)
-	ix := p.open()
-	update(t, ix)
-	page, hash, blob := layout(t, ix.db)
-	if page != pageSize || hash != 8<<20 || blob != 16000 {
-		t.Errorf("page size %d, hashsize %d, pgsz %d; want %d, %d, 16000", page, hash, blob, pageSize, 8<<20)
+	for _, n := range []int{1, 2} {
+		databases(t, n)
+		p := quokkas(t, 2)
+		ix := p.open()
+		update(t, ix)
+		if len(ix.shards) != n {
+			t.Fatalf("%d databases, want %d", len(ix.shards), n)
+		}
+		checkLayout(t, ix, 8<<20/n)
 	}
-	var mode string
-	if err := ix.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
-		t.Errorf("journal mode %q, %v; want wal", mode, err)
+}
+
+func checkLayout(t *testing.T, ix *Index, wantHash int) {
+	t.Helper()
+	for _, s := range ix.shards {
+		page, hash, blob := layout(t, s.db)
+		if page != pageSize || hash != wantHash || blob != 16000 {
+			t.Errorf("%s: page size %d, hashsize %d, pgsz %d; want %d, %d, 16000", s.path, page, hash, blob, pageSize, wantHash)
+		}
+		var mode string
+		if err := s.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+			t.Errorf("%s: journal mode %q, %v; want wal", s.path, mode, err)
+		}
 	}
 }
 
@@ -78,7 +92,7 @@ func TestIndexOfTheEarlierLayoutIsKept(t *testing.T) {
 		t.Errorf("hits in the index of the earlier layout:\n%+v\nwant\n%+v", got.Hits, want.Hits)
 	}
 	ix := p.open()
-	page, hash, blob := layout(t, ix.db)
+	page, hash, blob := layout(t, ix.shards[0].db)
 	if page != 4096 || hash != 2<<20 || blob != 4050 {
 		t.Errorf("page size %d, hashsize %d, pgsz %d; want the earlier layout kept: 4096, %d, 4050", page, hash, blob, 2<<20)
 	}

@@ -214,7 +214,7 @@ func testHitPlacedFromTheIndex(t *testing.T, status string) {
 		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"last","content":"quokka"}]}}`+"\n")
 	update(t, ix)
 	var kept []byte
-	if err := ix.db.QueryRow(`SELECT places FROM files WHERE rel = ?`, "transcripts/build/1-agent.log").Scan(&kept); err != nil {
+	if err := ix.shards[0].db.QueryRow(`SELECT places FROM files WHERE rel = ?`, "transcripts/build/1-agent.log").Scan(&kept); err != nil {
 		t.Fatal(err)
 	}
 	if (len(kept) > 0) != (status == "running") {
@@ -245,7 +245,7 @@ func TestOutdatedIndexRebuiltOnce(t *testing.T) {
 	p.write(x, "build", 1, "agent", false, "quokka\n")
 	ix := p.open()
 	update(t, ix)
-	if _, err := ix.db.Exec(`UPDATE meta SET value = '3' WHERE key = 'schema'`); err != nil {
+	if _, err := ix.shards[0].db.Exec(`UPDATE meta SET value = '3' WHERE key = 'schema'`); err != nil {
 		t.Fatal(err)
 	}
 	ix.Close()

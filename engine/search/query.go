@@ -195,7 +195,8 @@ func endsInWord(s string) bool {
 // word in every document would otherwise have every document scored
 // before the best 20 are kept (300-440 ms at 1 GB); FTS5 walks the
 // matches by rowid, newest first, and stops at the bound. A query with
-// fewer matches has them all scored.
+// fewer matches has them all scored. Each of the index's databases
+// scores its share, its most recent (see rank).
 var candidates = 500 // a variable for the tests
 
 // Find returns the hits of q, best first: the best by BM25 among the
@@ -227,18 +228,21 @@ func (ix *Index) hits(ctx context.Context, match string, found []ranked) ([]Hit,
 	texts := make([]string, 0, len(found))
 	starts := make([]int64, 0, len(found))
 	places := make([][]byte, 0, len(found))
-	ids := make([]int64, len(found))
-	for i, r := range found {
-		ids[i] = r.id
+	ids := make([][]int64, len(ix.shards))
+	for _, r := range found {
+		ids[r.shard] = append(ids[r.shard], r.id)
 	}
-	docs, err := ix.documents(ctx, ids)
-	if err != nil {
-		return nil, err
+	docs := make([]map[int64]foundDocument, len(ix.shards))
+	for i, s := range ix.shards {
+		var err error
+		if docs[i], err = s.documents(ctx, ids[i]); err != nil {
+			return nil, err
+		}
 	}
 	files := chunkFiles{st: ix.st}
 	defer files.close()
 	for _, r := range found {
-		d, ok := docs[r.id]
+		d, ok := docs[r.shard][r.id]
 		if !ok {
 			return nil, fmt.Errorf("document %d: %w", r.id, sql.ErrNoRows)
 		}
@@ -256,7 +260,8 @@ func (ix *Index) hits(ctx context.Context, match string, found []ranked) ([]Hit,
 		places = append(places, d.places)
 	}
 	ix.times.done("rows and texts")
-	marked, err := ix.highlight(ctx, match, texts)
+	// Any database's connection highlights: the table is in memory.
+	marked, err := ix.shards[0].highlight(ctx, match, texts)
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +298,7 @@ const documentsPerQuery = 500
 
 // documents reads the rows of the documents ids, by one query for many
 // (20 queries of one took 1.2-1.7 ms of CPU at 1 GB).
-func (ix *Index) documents(ctx context.Context, ids []int64) (map[int64]foundDocument, error) {
+func (s *shard) documents(ctx context.Context, ids []int64) (map[int64]foundDocument, error) {
 	docs := make(map[int64]foundDocument, len(ids))
 	for start := 0; start < len(ids); start += documentsPerQuery {
 		batch := ids[start:min(len(ids), start+documentsPerQuery)]
@@ -301,7 +306,7 @@ func (ix *Index) documents(ctx context.Context, ids []int64) (map[int64]foundDoc
 		for i, id := range batch {
 			args[i] = id
 		}
-		rows, err := ix.db.QueryContext(ctx, `SELECT d.id, d.session, d.phase, d.attempt, d.step, d.kind, d.section, d.item,
+		rows, err := s.db.QueryContext(ctx, `SELECT d.id, d.session, d.phase, d.attempt, d.step, d.kind, d.section, d.item,
 			d.line, d.at, d.offset, d.length, d.body, d.places, f.rel
 			FROM docs d LEFT JOIN files f ON f.id = d.file WHERE d.id IN (`+strings.Repeat("?, ", len(batch)-1)+`?)`, args...)
 		if err != nil {
@@ -385,16 +390,16 @@ func (c *chunkFiles) close() {
 // on the connection: deleting from an FTS5 table tokenizes each text
 // again (1 ms), and a search's connection is closed after one (the
 // table goes with it).
-func (ix *Index) highlight(ctx context.Context, match string, texts []string) ([]string, error) {
+func (s *shard) highlight(ctx context.Context, match string, texts []string) ([]string, error) {
 	out := slices.Clone(texts)
 	if len(texts) == 0 {
 		return out, nil
 	}
-	if _, err := ix.db.ExecContext(ctx, `CREATE VIRTUAL TABLE IF NOT EXISTS temp.marks USING fts5(body,
+	if _, err := s.db.ExecContext(ctx, `CREATE VIRTUAL TABLE IF NOT EXISTS temp.marks USING fts5(body,
 		tokenize='unicode61 remove_diacritics 2')`); err != nil {
 		return nil, err
 	}
-	if _, err := ix.db.ExecContext(ctx, `DELETE FROM temp.marks`); err != nil {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM temp.marks`); err != nil {
 		return nil, err
 	}
 	for start := 0; start < len(texts); start += marksPerInsert {
@@ -404,11 +409,11 @@ func (ix *Index) highlight(ctx context.Context, match string, texts []string) ([
 		for i, text := range batch {
 			args = append(args, start+i, text)
 		}
-		if _, err := ix.db.ExecContext(ctx, `INSERT INTO temp.marks(rowid, body) VALUES `+values, args...); err != nil {
+		if _, err := s.db.ExecContext(ctx, `INSERT INTO temp.marks(rowid, body) VALUES `+values, args...); err != nil {
 			return nil, err
 		}
 	}
-	rows, err := ix.db.QueryContext(ctx, `SELECT rowid, highlight(marks, 0, char(1), char(2)) FROM temp.marks WHERE marks MATCH ?`, match)
+	rows, err := s.db.QueryContext(ctx, `SELECT rowid, highlight(marks, 0, char(1), char(2)) FROM temp.marks WHERE marks MATCH ?`, match)
 	if err != nil {
 		return nil, err
 	}
@@ -588,7 +593,7 @@ func Search(ctx context.Context, st *store.Store, q Query, o Options) (Result, e
 		}
 		r.Rebuilt = ix.Rebuilt
 		if err != nil {
-			return r, fmt.Errorf("searching %s: %w", ix.path, err)
+			return r, fmt.Errorf("searching %s: %w", ix.dir, err)
 		}
 		return r, nil
 	}

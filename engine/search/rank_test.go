@@ -14,6 +14,7 @@ import (
 // last digits: the ranking computes what bm25() computes, from what it
 // reads of each match; with a filter too.
 func TestScoresAreBM25WhenTheCountsAreExact(t *testing.T) {
+	oneShard(t)
 	p := newProject(t)
 	x := p.session("s1", "completed", nil)
 	for i, text := range []string{
@@ -38,7 +39,7 @@ func TestScoresAreBM25WhenTheCountsAreExact(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := map[int64]float64{}
-		rows, err := ix.db.QueryContext(ctx, `SELECT rowid, bm25(text) FROM text WHERE text MATCH ?`, expression(scoringTerms(terms)))
+		rows, err := ix.shards[0].db.QueryContext(ctx, `SELECT rowid, bm25(text) FROM text WHERE text MATCH ?`, expression(scoringTerms(terms)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,6 +124,7 @@ func TestPhraseScoredAsAPhraseAndAsItsWords(t *testing.T) {
 // the index's documents; and ids left unused by documents removed do not
 // count as documents.
 func TestDocumentFrequencyFromTheMostRecentMatches(t *testing.T) {
+	oneShard(t)
 	p := newProject(t)
 	x := p.session("s1", "completed", nil)
 	// One document a file (each written and indexed in turn: the ids
@@ -140,14 +142,15 @@ func TestDocumentFrequencyFromTheMostRecentMatches(t *testing.T) {
 		update(t, ix)
 	}
 	var rows int64
-	if err := ix.db.QueryRow(`SELECT count(*) FROM docs`).Scan(&rows); err != nil {
+	s := ix.shards[0]
+	if err := s.db.QueryRow(`SELECT count(*) FROM docs`).Scan(&rows); err != nil {
 		t.Fatal(err)
 	}
 	if rows != 40 {
 		t.Fatalf("%d documents, want 40 (one a file)", rows)
 	}
 	terms := []term{{"zebra", false}, {"okapi", false}, {"the", false}}
-	docs, err := ix.documentFrequencies(context.Background(), terms, nil, 4, float64(rows))
+	docs, err := s.documentFrequencies(context.Background(), terms, nil, 4, float64(rows))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,10 +162,10 @@ func TestDocumentFrequencyFromTheMostRecentMatches(t *testing.T) {
 	}
 	// Documents gone from the middle (a file indexed again, a session
 	// removed) leave the ids with a gap: the count is of the rows left.
-	if _, err := ix.db.Exec(`DELETE FROM docs WHERE id BETWEEN (SELECT min(id) FROM docs) + 4 AND (SELECT min(id) FROM docs) + 23`); err != nil {
+	if _, err := s.db.Exec(`DELETE FROM docs WHERE id BETWEEN (SELECT min(id) FROM docs) + 4 AND (SELECT min(id) FROM docs) + 23`); err != nil {
 		t.Fatal(err)
 	}
-	docs, err = ix.documentFrequencies(context.Background(), terms[:1], nil, 4, 20)
+	docs, err = s.documentFrequencies(context.Background(), terms[:1], nil, 4, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +184,7 @@ func TestHighlightInBatches(t *testing.T) {
 		texts[i] = fmt.Sprintf("line %d\nthe walrus %d said", i, i)
 	}
 	for round := range 2 {
-		marked, err := ix.highlight(context.Background(), expression(parseTerms("walrus")), texts)
+		marked, err := ix.shards[0].highlight(context.Background(), expression(parseTerms("walrus")), texts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,12 +8,14 @@ import (
 	"testing"
 )
 
-// A search scores only the most recent matches (candidates of them):
-// an older document that BM25 would put first is left out once newer
-// matches fill the bound, and among those kept the order is BM25's.
+// A search scores only the most recent matches (candidates of them, of
+// each database: one here): an older document that BM25 would put first
+// is left out once newer matches fill the bound, and among those kept
+// the order is BM25's.
 func TestOnlyTheMostRecentMatchesAreScored(t *testing.T) {
 	defer func(was int) { candidates = was }(candidates)
 	candidates = 3
+	oneShard(t)
 	p := newProject(t)
 	x := p.session("s1", "completed", nil)
 	// Indexed in this order: a first (the best), e last.
@@ -84,8 +86,12 @@ func TestTranscriptTextIsReadFromTheFile(t *testing.T) {
 	ix := p.open()
 	update(t, ix)
 	var stored int
-	if err := ix.db.QueryRow(`SELECT count(*) FROM docs WHERE kind = ? AND body != ''`, KindTranscript).Scan(&stored); err != nil {
-		t.Fatal(err)
+	for _, s := range ix.shards {
+		var n int
+		if err := s.db.QueryRow(`SELECT count(*) FROM docs WHERE kind = ? AND body != ''`, KindTranscript).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		stored += n
 	}
 	if stored != 0 {
 		t.Errorf("%d transcript documents keep their text", stored)
@@ -126,8 +132,10 @@ func TestFilesShareATransaction(t *testing.T) {
 	if stats := update(t, ix); stats.Bytes != total || stats.Files != 12+3 {
 		t.Errorf("%+v, want %d bytes of 12 transcripts and 3 snapshots", stats, total)
 	}
-	if ix.tx != nil {
-		t.Error("the update left its transaction open")
+	for _, s := range ix.shards {
+		if s.tx != nil {
+			t.Errorf("the update left %s's transaction open", s.path)
+		}
 	}
 	other := p.open()
 	found := map[string]bool{}

@@ -24,6 +24,17 @@ type project struct {
 	st *store.Store
 }
 
+// oneShard makes the indexes of the test one database each (see
+// shardCount): for a test that reads the database itself.
+func oneShard(t testing.TB) { databases(t, 1) }
+
+// databases makes the new indexes of the test n databases each.
+func databases(t testing.TB, n int) {
+	was := shardCount
+	shardCount = n
+	t.Cleanup(func() { shardCount = was })
+}
+
 func newProject(t testing.TB) *project {
 	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), ".pipeline"))
@@ -472,9 +483,11 @@ func FuzzQuery(f *testing.F) {
 }
 
 // The index, deleted or damaged under the tool, is built again from the
-// sessions, with the same hits; a damaged one is moved aside, with one
-// line saying so.
+// sessions, with the same hits; a damaged database is moved aside, with
+// one line saying so, and only its files are indexed again: the other
+// database is whole, and kept.
 func TestIndexDeletedOrCorruptIsRebuilt(t *testing.T) {
+	databases(t, 2)
 	p := newProject(t)
 	for i := range 12 {
 		x := p.session(fmt.Sprintf("s%02d", i), "completed", nil)
@@ -527,13 +540,20 @@ func TestIndexDeletedOrCorruptIsRebuilt(t *testing.T) {
 	}
 	for name, spoil := range damage {
 		t.Run(name, func(t *testing.T) {
+			again := indexedIn(t, p, 0)
+			if name == "deleted" {
+				again = want.Indexed.Bytes
+			}
+			if again == 0 || again > want.Indexed.Bytes || name != "deleted" && again == want.Indexed.Bytes {
+				t.Fatalf("index.db holds %d bytes of files, of %d: want a part", again, want.Indexed.Bytes)
+			}
 			spoil(t)
 			got, warn := search()
 			if !sameHits(got.Hits, want.Hits) {
 				t.Errorf("other hits after a rebuild:\n%+v\nwant\n%+v", got.Hits, want.Hits)
 			}
-			if got.Indexed.Bytes != want.Indexed.Bytes {
-				t.Errorf("indexed %d bytes, want all of them again (%d)", got.Indexed.Bytes, want.Indexed.Bytes)
+			if got.Indexed.Bytes != again {
+				t.Errorf("indexed %d bytes, want those of the database rebuilt again (%d)", got.Indexed.Bytes, again)
 			}
 			if name == "deleted" {
 				if warn != "" || got.Rebuilt != "" {
@@ -554,6 +574,18 @@ func TestIndexDeletedOrCorruptIsRebuilt(t *testing.T) {
 			ix.Close()
 		})
 	}
+}
+
+// indexedIn is how many bytes of files database i of the index holds.
+func indexedIn(t *testing.T, p *project, i int) int64 {
+	t.Helper()
+	ix := p.open()
+	defer ix.Close()
+	var n int64
+	if err := ix.shards[i].db.QueryRow(`SELECT coalesce(sum(offset), 0) FROM files`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 func sameHits(a, b []Hit) bool {
