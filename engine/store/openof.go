@@ -49,6 +49,11 @@ const keysFolder = "keys"
 // digest once in that many runs.
 const digestEvery = 16 << 10
 
+// digestLimit bounds the digest a run reads: larger, it is not one this
+// pipeline wrote (some 300 bytes a line, for thousands of open
+// sessions), and the index is read instead.
+const digestLimit = 4 << 20
+
 // digestHeader starts a digest: its format's name and number.
 const digestHeader = "pipeline key digest 1"
 
@@ -207,7 +212,7 @@ func castagnoli() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
 // or it is not whole, or not of key, or holds a line that is not one of
 // the index.
 func (s *Store) readDigest(key string) digest {
-	content, err := s.readFile(digestRel(key))
+	content, err := s.readSmall(digestRel(key), digestLimit)
 	if err != nil {
 		return digest{}
 	}
