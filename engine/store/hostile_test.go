@@ -150,3 +150,57 @@ func TestAFIFOInTheStoreHoldsNoRead(t *testing.T) {
 		}
 	})
 }
+
+// The index's inode number, freed when clean's compaction replaces the
+// file, is given to a later file (ext4 reuses them first): a digest of
+// the old index, which names that number, must not be read as a digest
+// of the new one, even when its last line ends where the digest says.
+// The new index here is the old one with a paused session since failed
+// (a line of the same length), and the digest is made to name its
+// inode, as a reused number would.
+func TestOpenOfPassesOverADigestOfAnIndexWhoseInodeWasReused(t *testing.T) {
+	st := storeOfTwoKeys(t)
+	index := filepath.Join(st.Root, indexName)
+	content, err := os.ReadFile(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := bytes.Replace(content, []byte("\tk\tpaused\t"), []byte("\tk\tfailed\t"), 1)
+	if bytes.Equal(changed, content) {
+		t.Fatal("no paused session of k")
+	}
+	d, err := parseDigest("k", mustRead(t, filepath.Join(st.Root, keysFolder, "k")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(index+".new", changed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(index+".new", index); err != nil {
+		t.Fatal(err)
+	}
+	var now unix.Stat_t
+	if err := unix.Stat(index, &now); err != nil {
+		t.Fatal(err)
+	}
+	d.dev, d.ino = uint64(now.Dev), now.Ino
+	st.writeDigest(&d)
+	want := openOfWant(t, st.Root, "k")
+	fresh, err := Open(st.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if got := openOf(t, fresh, "k"); !reflect.DeepEqual(got, want) {
+		t.Errorf("OpenOf gave %q, want %q", got, want)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	content, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return content
+}
