@@ -204,3 +204,25 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return content
 }
+
+// A key that is no key (a path, a name with ..) is searched as
+// SessionsOf searches it, and names no digest: nothing is written
+// beside the store or in its keys folder.
+func TestOpenOfOfAKeyThatIsAPath(t *testing.T) {
+	st := storeOfTwoKeys(t)
+	for _, key := range []string{"../../escape", "a/b", "..", "K"} {
+		if _, err := st.OpenOf(key); err != nil {
+			t.Errorf("OpenOf(%q): %v", key, err)
+		}
+	}
+	names, err := os.ReadDir(filepath.Join(st.Root, keysFolder))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 1 || names[0].Name() != "k" {
+		t.Errorf("the keys folder holds %v", names)
+	}
+	if _, err := os.Lstat(filepath.Join(filepath.Dir(st.Root), "escape")); err == nil {
+		t.Error("a digest was written outside the store")
+	}
+}
