@@ -226,3 +226,31 @@ func TestOpenOfOfAKeyThatIsAPath(t *testing.T) {
 		t.Error("a digest was written outside the store")
 	}
 }
+
+// A digest is read back as it was written whatever the index's device,
+// inode and birth: an inode number of 64 bits (an NFS file id, an
+// overlay's inode with its layer in the high bits) or a birth before
+// 1970 did not parse, and the digest never counted (the index was read
+// whole, and the digest written again, at every run).
+func TestADigestOfAnyInodeReadsBack(t *testing.T) {
+	st := storeOfTwoKeys(t)
+	d, err := parseDigest("k", mustRead(t, filepath.Join(st.Root, keysFolder, "k")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		dev, ino uint64
+		birth    int64
+	}{{1<<64 - 1, 1<<63 + 5, 1}, {0, 1 << 63, -1_000_000_007}, {42, 7, 0}} {
+		d.dev, d.ino, d.birth = c.dev, c.ino, c.birth
+		st.writeDigest(&d)
+		back, err := parseDigest("k", mustRead(t, filepath.Join(st.Root, keysFolder, "k")))
+		if err != nil {
+			t.Errorf("%+v: %v", c, err)
+			continue
+		}
+		if back.dev != c.dev || back.ino != c.ino || back.birth != c.birth || back.offset != d.offset || back.lines != d.lines || len(back.briefs) != len(d.briefs) {
+			t.Errorf("%+v: read back %d %d %d %d %d %d briefs", c, back.dev, back.ino, back.birth, back.offset, back.lines, len(back.briefs))
+		}
+	}
+}

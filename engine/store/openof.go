@@ -239,23 +239,30 @@ func parseDigest(key string, content []byte) (digest, error) {
 	if !ok || !bytes.HasPrefix(head, []byte(digestHeader+" ")) || len(fields) != 6 {
 		return digest{}, errDigest
 	}
-	var n [5]uint64
+	// Device and inode take all 64 bits (an NFS file id, an overlay's
+	// inode with its layer in the high bits); the birth, offset and lines
+	// are signed.
+	dev, err1 := strconv.ParseUint(fields[0], 10, 64)
+	ino, err2 := strconv.ParseUint(fields[1], 10, 64)
+	var n [3]int64
+	whole := err1 == nil && err2 == nil
 	for i := range n {
-		v, err := strconv.ParseUint(fields[i], 10, 63)
-		if err != nil {
-			return digest{}, errDigest
-		}
-		n[i] = v
+		var err error
+		n[i], err = strconv.ParseInt(fields[2+i], 10, 64)
+		whole = whole && err == nil
+	}
+	if !whole || n[1] < 0 || n[2] < 0 {
+		return digest{}, errDigest
 	}
 	if sum, err := strconv.ParseUint(fields[5], 16, 32); err != nil || uint32(sum) != crc32.Checksum(body, castagnoli()) {
 		return digest{}, errDigest
 	}
 	last, rest, ok := bytes.Cut(body, []byte{'\n'})
-	if !ok || (len(last) == 0) != (n[3] == 0) {
+	if !ok || (len(last) == 0) != (n[1] == 0) {
 		return digest{}, errDigest
 	}
 	// A copy: a later read appends its own last line to it.
-	d := digest{key: key, dev: n[0], ino: n[1], birth: int64(n[2]), offset: int64(n[3]), lines: int(n[4]), last: bytes.Clone(body[:len(last)+1])}
+	d := digest{key: key, dev: dev, ino: ino, birth: n[0], offset: n[1], lines: int(n[2]), last: bytes.Clone(body[:len(last)+1])}
 	text := unsafe.String(unsafe.SliceData(rest), len(rest))
 	for len(text) > 0 {
 		line, more, ok := strings.Cut(text, "\n")
