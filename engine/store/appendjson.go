@@ -59,7 +59,9 @@ func holderJSON(h Holder) ([]byte, error) {
 	b, timed := appendTime(b, h.Started)
 	if host := h.Host; host != "" {
 		b = append(b, `,"host":`...)
-		b, plain = appendPlainString(b, host)
+		var hostPlain bool
+		b, hostPlain = appendPlainString(b, host)
+		plain = plain && hostPlain
 	}
 	if h.Ended {
 		b = append(b, `,"ended":true`...)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -160,6 +161,34 @@ func (s *Store) readFile(rel string) ([]byte, error) {
 	}
 	defer f.Close()
 	return readOpen(f)
+}
+
+// readSmall reads the file rel of the store, a cache or a record of a
+// few kilobytes that anyone able to write the store could replace: it is
+// opened without waiting for a writer (a FIFO), and anything but a
+// regular file of at most limit bytes is refused, never read (a huge
+// file would be read whole into memory).
+func (s *Store) readSmall(rel string, limit int64) ([]byte, error) {
+	f, err := s.openFile(rel, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: f.Name(), Err: err}
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return nil, &fs.PathError{Op: "read", Path: f.Name(), Err: errors.New("is not a regular file")}
+	case st.Size > limit:
+		return nil, &fs.PathError{Op: "read", Path: f.Name(), Err: fmt.Errorf("is larger than %d bytes", limit)}
+	}
+	content, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(content)) > limit {
+		err = &fs.PathError{Op: "read", Path: f.Name(), Err: fmt.Errorf("is larger than %d bytes", limit)}
+	}
+	return content, err
 }
 
 // readOpen reads an open file from where it is to its end.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io/fs"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -65,4 +66,16 @@ func (s *Store) sessionsState() (folderState, bool) {
 		return folderState{}, false
 	}
 	return folderState{dev: uint64(st.Dev), ino: st.Ino, nlink: uint64(st.Nlink), mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, true
+}
+
+// birthOf is when the open file f was made (its statx birth time, in
+// nanoseconds), or 0 where the file system does not say. A file's inode
+// number is reused once it is deleted (clean's compaction replaces the
+// index): its birth tells the new file from the old.
+func birthOf(f *os.File) int64 {
+	var stx unix.Statx_t
+	if unix.Statx(int(f.Fd()), "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_BTIME, &stx) != nil || stx.Mask&unix.STATX_BTIME == 0 {
+		return 0
+	}
+	return stx.Btime.Sec*1e9 + int64(stx.Btime.Nsec)
 }

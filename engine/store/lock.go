@@ -181,6 +181,10 @@ func alive(pid int) bool {
 	return err == nil || errors.Is(err, unix.EPERM)
 }
 
+// holderLimit bounds the lock file Holder reads: a holder is a line of
+// JSON, with the sessions a watcher queued.
+const holderLimit = 1 << 20
+
 // Holder reads who holds (or last held) a key's lock.
 func (s *Store) Holder(key string) (Holder, error) {
 	var h Holder
@@ -188,7 +192,7 @@ func (s *Store) Holder(key string) (Holder, error) {
 	if err != nil {
 		return h, err
 	}
-	content, err := s.readFile(rel)
+	content, err := s.readSmall(rel, holderLimit)
 	if err != nil {
 		return h, err
 	}

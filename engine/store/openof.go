@@ -31,9 +31,10 @@ import (
 // The digest is a cache, never a record: the index stays the one record
 // of the sessions, written as before, and a pipeline that knows no
 // digest reads the store as it did. A digest counts only while it is of
-// the index as it is: the same file (device and inode) still holding,
-// just before the digest's offset, the line the digest says it read
-// last (as the listing's own cache checks, see indexCache); and whole
+// the index as it is: the same file (device, inode and birth time: an
+// inode number freed by clean's compaction is given to a later file)
+// still holding, just before the digest's offset, the line the digest
+// says it read last (as the listing's own cache checks, see indexCache); and whole
 // (its checksum). Anything else (none yet, a torn write, a compacted or
 // replaced index, a line of format 1, a session of the digest removed
 // since) and the index is read whole, as SessionsOf reads it. So it is
@@ -49,8 +50,13 @@ const keysFolder = "keys"
 // digest once in that many runs.
 const digestEvery = 16 << 10
 
+// digestLimit bounds the digest a run reads: larger, it is not one this
+// pipeline wrote (some 300 bytes a line, for thousands of open
+// sessions), and the index is read instead.
+const digestLimit = 4 << 20
+
 // digestHeader starts a digest: its format's name and number.
-const digestHeader = "pipeline key digest 1"
+const digestHeader = "pipeline key digest 2"
 
 // openKept is how many of the newest sessions of a key a digest keeps
 // whatever their status: the run's own, and the one before it.
@@ -70,6 +76,7 @@ type openCache struct {
 type digest struct {
 	key      string
 	dev, ino uint64
+	birth    int64  // the index's birth time (see birthOf), or 0
 	offset   int64  // the whole lines read: the next read starts here
 	last     []byte // the last line read, which must still end at offset
 	lines    int    // the lines read
@@ -98,16 +105,19 @@ func (s *Store) OpenOf(key string) ([]Brief, error) {
 		return nil, err
 	}
 	defer f.Close()
-	dev, ino := uint64(st.Dev), st.Ino
-	if c.key != key || c.dev != dev || c.ino != ino || !endsAt(f, c.offset, c.last) {
-		if *c = s.readDigest(key); c.dev != dev || c.ino != ino || !endsAt(f, c.offset, c.last) {
-			*c = digest{key: key, dev: dev, ino: ino}
+	dev, ino, birth := uint64(st.Dev), st.Ino, birthOf(f)
+	same := func(c *digest) bool {
+		return c.dev == dev && c.ino == ino && c.birth == birth && endsAt(f, c.offset, c.last)
+	}
+	if c.key != key || !same(c) {
+		if *c = s.readDigest(key); !same(c) {
+			*c = digest{key: key, dev: dev, ino: ino, birth: birth}
 		}
 	}
 	from := c.offset
 	ok, err := s.readOpenAppended(c, f, st.Size)
 	if err == nil && !ok && from > 0 {
-		*c = digest{key: key, dev: dev, ino: ino}
+		*c = digest{key: key, dev: dev, ino: ino, birth: birth}
 		from = 0
 		ok, err = s.readOpenAppended(c, f, st.Size)
 	}
@@ -190,7 +200,7 @@ func (s *Store) writeDigest(c *digest) {
 		body.WriteString(b.line)
 		body.WriteByte('\n')
 	}
-	head := fmt.Sprintf("%s %d %d %d %d %08x\n", digestHeader, c.dev, c.ino, c.offset, c.lines, crc32.Checksum(body.Bytes(), castagnoli()))
+	head := fmt.Sprintf("%s %d %d %d %d %d %08x\n", digestHeader, c.dev, c.ino, c.birth, c.offset, c.lines, crc32.Checksum(body.Bytes(), castagnoli()))
 	if s.mkdir(keysFolder) != nil {
 		return
 	}
@@ -207,7 +217,7 @@ func castagnoli() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
 // or it is not whole, or not of key, or holds a line that is not one of
 // the index.
 func (s *Store) readDigest(key string) digest {
-	content, err := s.readFile(digestRel(key))
+	content, err := s.readSmall(digestRel(key), digestLimit)
 	if err != nil {
 		return digest{}
 	}
@@ -226,26 +236,33 @@ var errDigest = errors.New("not a digest of the index")
 func parseDigest(key string, content []byte) (digest, error) {
 	head, body, ok := bytes.Cut(content, []byte{'\n'})
 	fields := strings.Fields(strings.TrimPrefix(string(head), digestHeader))
-	if !ok || !bytes.HasPrefix(head, []byte(digestHeader+" ")) || len(fields) != 5 {
+	if !ok || !bytes.HasPrefix(head, []byte(digestHeader+" ")) || len(fields) != 6 {
 		return digest{}, errDigest
 	}
-	var n [4]uint64
+	// Device and inode take all 64 bits (an NFS file id, an overlay's
+	// inode with its layer in the high bits); the birth, offset and lines
+	// are signed.
+	dev, err1 := strconv.ParseUint(fields[0], 10, 64)
+	ino, err2 := strconv.ParseUint(fields[1], 10, 64)
+	var n [3]int64
+	whole := err1 == nil && err2 == nil
 	for i := range n {
-		v, err := strconv.ParseUint(fields[i], 10, 63)
-		if err != nil {
-			return digest{}, errDigest
-		}
-		n[i] = v
+		var err error
+		n[i], err = strconv.ParseInt(fields[2+i], 10, 64)
+		whole = whole && err == nil
 	}
-	if sum, err := strconv.ParseUint(fields[4], 16, 32); err != nil || uint32(sum) != crc32.Checksum(body, castagnoli()) {
+	if !whole || n[1] < 0 || n[2] < 0 {
+		return digest{}, errDigest
+	}
+	if sum, err := strconv.ParseUint(fields[5], 16, 32); err != nil || uint32(sum) != crc32.Checksum(body, castagnoli()) {
 		return digest{}, errDigest
 	}
 	last, rest, ok := bytes.Cut(body, []byte{'\n'})
-	if !ok || (len(last) == 0) != (n[2] == 0) {
+	if !ok || (len(last) == 0) != (n[1] == 0) {
 		return digest{}, errDigest
 	}
 	// A copy: a later read appends its own last line to it.
-	d := digest{key: key, dev: n[0], ino: n[1], offset: int64(n[2]), lines: int(n[3]), last: bytes.Clone(body[:len(last)+1])}
+	d := digest{key: key, dev: dev, ino: ino, birth: n[0], offset: n[1], lines: int(n[2]), last: bytes.Clone(body[:len(last)+1])}
 	text := unsafe.String(unsafe.SliceData(rest), len(rest))
 	for len(text) > 0 {
 		line, more, ok := strings.Cut(text, "\n")

@@ -64,7 +64,9 @@ func (s *Store) sweepNewUnlessSwept() {
 
 // sweptStamp is the stamp the index's lock file holds, or "".
 func (s *Store) sweptStamp() string {
-	f, err := s.openFile(indexLockName, unix.O_RDONLY, 0)
+	// Without waiting for a writer: a FIFO put in its place is read as
+	// no stamp.
+	f, err := s.openFile(indexLockName, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return ""
 	}
