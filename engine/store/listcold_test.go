@@ -12,20 +12,7 @@ import (
 // latest line of every session (a store whose sessions are all of one
 // pipeline, as a project's often are).
 func BenchmarkListColdOf1000Sessions(b *testing.B) {
-	st := newStore(b)
-	now := time.Now()
-	for i := 0; i < 1000; i++ {
-		id := fmt.Sprintf("20261125-%09d-abcdef", i)
-		if err := os.MkdirAll(filepath.Join(st.Root, "sessions", id), 0o700); err != nil {
-			b.Fatal(err)
-		}
-		for _, status := range []string{"running", "completed"} {
-			if err := st.index(Summary{ID: id, Key: "k", Pipeline: "p", File: st.Abs("phases.yaml"), Status: status, Phase: "one",
-				Created: now, Updated: now}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	st := storeOf1000Sessions(b, func(int) string { return "k" })
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -64,4 +51,25 @@ func TestNamesWithPrefixFindsTheFoldersBeingMade(t *testing.T) {
 			t.Errorf("found %q, not a folder being made", n)
 		}
 	}
+}
+
+// storeOf1000Sessions is a store of 1,000 sessions, each with a running
+// and a completed line in the index, the session numbered i of the
+// pipeline keyOf(i).
+func storeOf1000Sessions(b *testing.B, keyOf func(i int) string) *Store {
+	st := newStore(b)
+	now := time.Now()
+	for i := 0; i < 1000; i++ {
+		id := fmt.Sprintf("20261125-%09d-abcdef", i)
+		if err := os.MkdirAll(filepath.Join(st.Root, "sessions", id), 0o700); err != nil {
+			b.Fatal(err)
+		}
+		for _, status := range []string{"running", "completed"} {
+			if err := st.index(Summary{ID: id, Key: keyOf(i), Pipeline: "p", File: st.Abs("phases.yaml"), Status: status, Phase: "one",
+				Created: now, Updated: now}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return st
 }

@@ -252,20 +252,7 @@ func TestOpenOfPassesOverADigestThatDoesNotCount(t *testing.T) {
 // of one pipeline, with the digest another run left: against
 // BenchmarkSessionsOfColdOf1000Sessions.
 func BenchmarkOpenOfColdOf1000Sessions(b *testing.B) {
-	st := newStore(b)
-	now := time.Now()
-	for i := 0; i < 1000; i++ {
-		id := fmt.Sprintf("20261125-%09d-abcdef", i)
-		if err := os.MkdirAll(filepath.Join(st.Root, "sessions", id), 0o700); err != nil {
-			b.Fatal(err)
-		}
-		for _, status := range []string{"running", "completed"} {
-			if err := st.index(Summary{ID: id, Key: "k0", Pipeline: "p", File: st.Abs("phases.yaml"), Status: status, Phase: "one",
-				Created: now, Updated: now}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	st := storeOf1000Sessions(b, func(int) string { return "k0" })
 	if _, err := st.OpenOf("k0"); err != nil {
 		b.Fatal(err)
 	}

@@ -36,21 +36,22 @@ func (s *Store) SessionsOf(key string) ([]Brief, error) {
 	f, st, err := s.openIndex()
 	if f == nil {
 		if err == nil {
-			*c = keyedRead{}
+			*c = digest{}
 		}
 		return nil, err
 	}
 	defer f.Close()
 	from := int64(0)
-	if c.key == key && uint64(st.Dev) == c.dev && st.Ino == c.ino && endsAt(f, c.offset, c.last) {
+	dev, ino, birth := uint64(st.Dev), st.Ino, birthOf(f)
+	if c.key == key && c.dev == dev && c.ino == ino && c.birth == birth && endsAt(f, c.offset, c.last) {
 		from = c.offset
 	} else {
-		*c = keyedRead{key: key, dev: uint64(st.Dev), ino: st.Ino}
+		*c = digest{key: key, dev: dev, ino: ino, birth: birth}
 	}
 	read := make([]byte, max(st.Size-from, 0))
 	n, err := f.ReadAt(read, from)
 	if err != nil && err != io.EOF {
-		*c = keyedRead{}
+		*c = digest{}
 		return nil, err
 	}
 	// What was read is not written to again: the briefs' strings are
@@ -60,7 +61,7 @@ func (s *Store) SessionsOf(key string) ([]Brief, error) {
 	text := unsafe.String(unsafe.SliceData(lines), len(lines))
 	briefs, seen, whole := s.briefsOf(text, key, c.lines+1)
 	if whole {
-		*c = keyedRead{}
+		*c = digest{}
 		return s.sessionsListed(key)
 	}
 	for _, b := range c.briefs {
@@ -83,17 +84,7 @@ func (s *Store) SessionsOf(key string) ([]Brief, error) {
 // the lines appended since.
 type keyedCache struct {
 	mu   sync.Mutex
-	read keyedRead
-}
-
-// keyedRead is what SessionsOf read of the index for key.
-type keyedRead struct {
-	key      string
-	dev, ino uint64
-	offset   int64  // the whole lines read: the next read starts here
-	last     []byte // the last line read, which must still end at offset
-	lines    int
-	briefs   []Brief
+	read digest // what it read of the index for key, kept in memory only
 }
 
 // briefsOf reads text (whole lines of the index, the first of which is

@@ -123,24 +123,11 @@ func BenchmarkSessionsOfColdOf1000SessionsOfTenPipelines(b *testing.B) {
 // benchmarkSessionsOfCold searches the sessions of one of pipelines, in a
 // store of 1,000 sessions as BenchmarkListColdOf1000Sessions's.
 func benchmarkSessionsOfCold(b *testing.B, pipelines int) {
-	st := newStore(b)
-	now := time.Now()
-	for i := 0; i < 1000; i++ {
-		id := fmt.Sprintf("20261125-%09d-abcdef", i)
-		if err := os.MkdirAll(filepath.Join(st.Root, "sessions", id), 0o700); err != nil {
-			b.Fatal(err)
-		}
-		for _, status := range []string{"running", "completed"} {
-			if err := st.index(Summary{ID: id, Key: fmt.Sprint("k", i%pipelines), Pipeline: "p", File: st.Abs("phases.yaml"), Status: status, Phase: "one",
-				Created: now, Updated: now}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	st := storeOf1000Sessions(b, func(i int) string { return fmt.Sprint("k", i%pipelines) })
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		st.keyed.read = keyedRead{}
+		st.keyed.read = digest{}
 		list, err := st.SessionsOf("k0")
 		if err != nil || len(list) != 1000/pipelines || list[0].Status != "completed" || st.Summary(list[0]).File != st.Abs("phases.yaml") {
 			b.Fatalf("%d sessions, %v", len(list), err)
