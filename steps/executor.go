@@ -298,12 +298,61 @@ func (r *Running) read(which int, src io.Reader, size int, done *sync.WaitGroup)
 		redact = r.step.Redact()
 	}
 	parsed := r.step.Parser != nil && which == 0
-	consume := func(chunk []byte) { r.consume(chunk, r.outLines) }
+	consume := r.consumerOf(which)
+	take := func(chunk []byte) {
+		if redact != nil {
+			chunk = redact.Write(chunk)
+		}
+		if len(chunk) > 0 {
+			consume(chunk)
+		}
+	}
+	buf := make([]byte, size)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			r.bytesRead[which].Add(int64(n))
+			take(buf[:n])
+		}
+		if err != nil {
+			break
+		}
+		if n == len(buf) {
+			// The output comes faster than it is taken: from now on it
+			// is read ahead. (A step that writes a line now and then,
+			// a checkpoint's say, is read here, without a handoff.)
+			ahead := startReadAhead(src, buf, &r.bytesRead[which])
+			for read := range ahead.chunks {
+				take(read)
+				ahead.done(read)
+			}
+			break
+		}
+	}
+	if redact != nil {
+		if rest := redact.Flush(); len(rest) > 0 {
+			consume(rest)
+		}
+	}
+	if parsed {
+		r.mu.Lock()
+		pending := len(r.lines) > 0
+		r.mu.Unlock()
+		if pending {
+			// A last line without its newline.
+			r.consumeLines([]byte("\n"))
+		}
+	}
+}
+
+// consumerOf is what takes the chunks of standard output (which 0) or
+// error (1), redacted.
+func (r *Running) consumerOf(which int) func(chunk []byte) {
 	switch {
-	case parsed:
-		consume = r.consumeLines
+	case r.step.Parser != nil && which == 0:
+		return r.consumeLines
 	case which == 1:
-		consume = func(chunk []byte) {
+		return func(chunk []byte) {
 			r.mu.Lock()
 			r.stderr = append(r.stderr, chunk...)
 			if len(r.stderr) > errChunkSize {
@@ -313,37 +362,7 @@ func (r *Running) read(which int, src io.Reader, size int, done *sync.WaitGroup)
 			r.consume(chunk, r.errLines)
 		}
 	}
-	buf := make([]byte, size)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			r.bytesRead[which].Add(int64(n))
-			chunk := buf[:n]
-			if redact != nil {
-				chunk = redact.Write(chunk)
-			}
-			if len(chunk) > 0 {
-				consume(chunk)
-			}
-		}
-		if err != nil {
-			if redact != nil {
-				if rest := redact.Flush(); len(rest) > 0 {
-					consume(rest)
-				}
-			}
-			if parsed {
-				r.mu.Lock()
-				pending := len(r.lines) > 0
-				r.mu.Unlock()
-				if pending {
-					// A last line without its newline.
-					r.consumeLines([]byte("\n"))
-				}
-			}
-			return
-		}
-	}
+	return func(chunk []byte) { r.consume(chunk, r.outLines) }
 }
 
 // consume is the hot path: every chunk of plain output passes here once.

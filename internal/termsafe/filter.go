@@ -95,6 +95,22 @@ func (f *Filter) Filter(chunk []byte) []byte {
 	return f.out
 }
 
+// FilterLines is Filter that also finds the lines of a chunk it passes
+// as it is: it then returns lines with the offset of each of the chunk's
+// line feeds appended, found in the same look at its bytes (a view that
+// stamps each line need not look for them again). When the filter
+// changes the chunk, lines is returned as it was given.
+func (f *Filter) FilterLines(chunk []byte, lines []int) ([]byte, []int) {
+	if f.state != inText {
+		return f.Filter(chunk), lines
+	}
+	i, found := nextSpecialLines(chunk, lines)
+	if i == len(chunk) {
+		return chunk, found
+	}
+	return f.Filter(chunk), lines
+}
+
 // End ends the text: a lone ESC, a carriage return or a 0xC2 held at the
 // end is shown; a sequence cut short is dropped. The result is valid
 // until the next call.
@@ -253,6 +269,58 @@ func nextSpecial(b []byte) int {
 		}
 		return k
 	}
+}
+
+// nextSpecialLines is nextSpecial that also appends to lines the offset
+// of each line feed before the byte it returns.
+func nextSpecialLines(b []byte, lines []int) (int, []int) {
+	for i := 0; ; {
+		var k int
+		k, lines = nextSpecialByteLines(b, i, lines)
+		if k+1 < len(b) && b[k] == 0xc2 && b[k+1] >= 0xa0 && b[k+1] <= 0xbf {
+			i = k + 2
+			continue
+		}
+		return k, lines
+	}
+}
+
+// nextSpecialByteLines is nextSpecialByte from b[from:], which also
+// appends the offset of each line feed before the byte it returns: the
+// words that hold one fail the quick test, and are looked at anyway.
+func nextSpecialByteLines(b []byte, from int, lines []int) (int, []int) {
+	i := from
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i : i+8])
+		if printable(x) {
+			continue
+		}
+		feeds := zeroBytes(x ^ (ones * '\n'))
+		if m := specialMask(x); m != 0 {
+			feeds &= (m & -m) - 1 // those before the special byte
+			lines = appendLines(lines, i, feeds)
+			return i + bits.TrailingZeros64(m)/8, lines
+		}
+		lines = appendLines(lines, i, feeds)
+	}
+	for ; i < len(b); i++ {
+		if special[b[i]] {
+			return i, lines
+		}
+		if b[i] == '\n' {
+			lines = append(lines, i)
+		}
+	}
+	return i, lines
+}
+
+// appendLines appends the offsets of the bytes whose high bits mask sets
+// in the word at b[at:].
+func appendLines(lines []int, at int, mask uint64) []int {
+	for ; mask != 0; mask &= mask - 1 {
+		lines = append(lines, at+bits.TrailingZeros64(mask)/8)
+	}
+	return lines
 }
 
 // nextSpecialByte returns the index of the first byte of b that is marked

@@ -42,6 +42,9 @@ type Plain struct {
 	out    []byte
 	text   ScreenText
 	filter termsafe.Filter
+	// feeds are the offsets of the line feeds of a chunk the filter
+	// passed as it is, found by the filter.
+	feeds []int
 	// changed holds the start of a line of output that the filter
 	// changed, until its end: the line is redacted again whole, for a
 	// secret split by an escape sequence. (The step's redaction holds a
@@ -110,9 +113,10 @@ func (v *Plain) StepStarted(info local.StepInfo) {
 func (v *Plain) Output(chunk []byte) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	safe := v.filter.Filter(chunk)
+	safe, feeds := v.filter.FilterLines(chunk, v.feeds[:0])
+	v.feeds = feeds
 	if !v.inChanged && termsafe.Unchanged(chunk, safe) {
-		v.write(safe)
+		v.writeLines(safe, feeds)
 		return
 	}
 	for len(safe) > 0 {
@@ -153,11 +157,26 @@ func (v *Plain) endOutput() {
 	}
 }
 
-// write prints safe output, each line after the time. The lines and
-// their prefixes are gathered in out and handed to the buffered writer a
-// block at a time: two writes a line (the prefix, the line) cost more
-// than the bytes they copy.
+// write prints safe output, each line after the time.
 func (v *Plain) write(chunk []byte) {
+	v.feeds = v.feeds[:0]
+	for i := 0; ; {
+		j := bytes.IndexByte(chunk[i:], '\n')
+		if j < 0 {
+			break
+		}
+		v.feeds = append(v.feeds, i+j)
+		i += j + 1
+	}
+	v.writeLines(chunk, v.feeds)
+}
+
+// writeLines prints safe output whose line feeds are at the offsets
+// feeds, each line after the time. The lines and their prefixes are
+// gathered in out and handed to the buffered writer a block at a time:
+// two writes a line (the prefix, the line) cost more than the bytes they
+// copy.
+func (v *Plain) writeLines(chunk []byte, feeds []int) {
 	if len(chunk) == 0 {
 		return
 	}
@@ -166,21 +185,14 @@ func (v *Plain) write(chunk []byte) {
 		v.prefix = append(v.prefix[:0], now.Format("15:04:05")+" | "...)
 	}
 	out := v.out[:0]
-	for len(chunk) > 0 {
+	from := 0
+	for _, feed := range feeds {
 		if v.atStart {
 			out = append(out, v.prefix...)
-			v.atStart = false
 		}
-		i := bytes.IndexByte(chunk, '\n')
-		if i < 0 {
-			v.w.Write(out)
-			out = out[:0]
-			v.w.Write(chunk)
-			break
-		}
-		out = append(out, chunk[:i+1]...)
+		out = append(out, chunk[from:feed+1]...)
 		v.atStart = true
-		chunk = chunk[i+1:]
+		from = feed + 1
 		if len(out) >= plainBlock {
 			// What the writer holds goes first, so that the block passes
 			// it without a copy.
@@ -190,6 +202,16 @@ func (v *Plain) write(chunk []byte) {
 			v.w.Write(out)
 			out = out[:0]
 		}
+	}
+	if from < len(chunk) {
+		// A line not ended yet.
+		if v.atStart {
+			out = append(out, v.prefix...)
+			v.atStart = false
+		}
+		v.w.Write(out)
+		out = out[:0]
+		v.w.Write(chunk[from:])
 	}
 	v.w.Write(out)
 	v.out = out[:0]

@@ -56,7 +56,8 @@ func TestPlainMakesTextSafe(t *testing.T) {
 // Each line of output gets its time once, at its start, however the
 // output is cut into chunks: a line split across chunks, a chunk ending at
 // a line's end, lines longer than the block the view gathers, a chunk of
-// many lines.
+// many lines; lines the filter passes as they are (a tab, a "·") and
+// lines it changes (coloured) among them.
 func TestPlainStampsEachLineOnceWhateverTheChunks(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(28, 28))
 	var text, want strings.Builder
@@ -65,8 +66,16 @@ func TestPlainStampsEachLineOnceWhateverTheChunks(t *testing.T) {
 		if rnd.IntN(100) == 0 {
 			line = strings.Repeat("long ", plainBlock/4)
 		}
+		shown := line
+		switch rnd.IntN(10) {
+		case 0:
+			line = "\x1b[32m" + line + "\x1b[0m"
+		case 1:
+			line += " ·\tok"
+			shown = line
+		}
 		text.WriteString(line + "\n")
-		want.WriteString("09:00:00 | " + line + "\n")
+		want.WriteString("09:00:00 | " + shown + "\n")
 	}
 	var out bytes.Buffer
 	v := NewPlain(&out, func() time.Time { return time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC) })
