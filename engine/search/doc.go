@@ -5,11 +5,12 @@
 // recent matches (a bound: query.go's candidates) and shows the best.
 //
 // The index is an SQLite database with an FTS5 table, through the
-// pure-Go modernc.org/sqlite, at <store>/search/index.db; or, with
-// PIPELINE_SEARCH_DATABASES=2, two (index.1.db beside it), each holding
-// the files given to it whole, filled at once and asked at once by a
-// query, whose ranking sums what each counts (shardCount, rank.go). Why
-// SQLite FTS5:
+// pure-Go modernc.org/sqlite, at <store>/search/index.db and, on a
+// machine of two cores or more, index.1.db beside it
+// (PIPELINE_SEARCH_DATABASES sets how many): each holds the files given
+// to it whole; they are filled at once and asked at once by a query,
+// whose ranking sums what each counts (shardCount, rank.go). Why SQLite
+// FTS5:
 //
 //   - files beside the sessions, and nothing to run;
 //   - transactions: indexing commits every 32 MiB of transcripts (of one

@@ -132,25 +132,26 @@ INSERT INTO meta(key, value) VALUES('schema', '` + schemaVersion + `');
 // index), and an update fills them at once, each on a goroutine and
 // connection of its own (FTS5 adds a document's tokens on one thread:
 // one database indexed 1 GB on 1.3 cores). A search asks each and
-// merges their best. One unless DatabasesEnv says otherwise: two, on
-// the shared 2-core machine where they were measured (load 10–20),
-// took 15–22 % more CPU to index 1 GB than one, and mostly more wall
-// time (not waiting on a lock: a mutex profile of two indexing 128 MB
-// found 25 ms in all); on idle cores they would share the work. (A
-// variable for the tests.)
+// merges their best. Two where there are two cores or more, unless
+// DatabasesEnv says otherwise: measured quiet (load 0.8–1.4, 1074 MB),
+// two indexed at 54–63 MB/s against one's 48, for 15 % more CPU, and
+// answered 300 queries at p50 28 ms against 31 (phrases 36 against 40);
+// on the same 2-core machine busy (load 10–29) two took longer than one
+// (see README, Indexing rate). One core: one. (A variable for the tests.)
 var shardCount = databasesFromEnv()
 
 // DatabasesEnv, set to a number from 1 to 8, is how many databases a
-// search splits the index into (see shardCount): for measuring. An index
-// split otherwise before is read as it is: a file's row and documents
-// are in one database; one found in two is kept in the first.
+// search splits a new index into (see shardCount): 1 on a machine whose
+// cores are busy with other work. An index split otherwise before is
+// read as it is: a file's row and documents are in one database; one
+// found in two is kept in the first.
 const DatabasesEnv = "PIPELINE_SEARCH_DATABASES"
 
 func databasesFromEnv() int {
 	if n, err := strconv.Atoi(os.Getenv(DatabasesEnv)); err == nil && n >= 1 && n <= 8 {
 		return n
 	}
-	return 1
+	return min(2, runtime.NumCPU())
 }
 
 // hashBytes is FTS5's pending terms (hashsize, see schema) of the whole
