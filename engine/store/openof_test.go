@@ -182,21 +182,7 @@ func TestOpenOfOf1200SessionsReadsFromTheDigest(t *testing.T) {
 // its start: torn, changed, another key's, a forged line with its
 // checksum made again, one of an index since compacted.
 func TestOpenOfPassesOverADigestThatDoesNotCount(t *testing.T) {
-	st := newStore(t)
-	now := time.Unix(0, 1_800_000_000_000_000_000)
-	for i := range 300 {
-		status := []string{"completed", "paused", "failed"}[i%3]
-		for _, k := range []string{"k", "other"} {
-			id := fmt.Sprintf("20261127-%09d-%s", i, k)
-			if err := os.MkdirAll(filepath.Join(st.Root, "sessions", id), 0o700); err != nil {
-				t.Fatal(err)
-			}
-			if err := st.index(Summary{ID: id, Key: k, Pipeline: "p", Status: status, Created: now, Updated: now}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	openOf(t, st, "k")
+	st := storeOfTwoKeys(t)
 	openOf(t, st, "other")
 	path := filepath.Join(st.Root, keysFolder, "k")
 	good, err := os.ReadFile(path)
