@@ -341,12 +341,46 @@ func TestIssue23LockOfADeadRunnerHeldByItsChildIsWaitedFor(t *testing.T) {
 		t.Errorf("Lock: %v; want the lock named held by what the ended run started", err)
 	}
 
-	// A live holder is refused at once, without waiting.
-	heldByChild(t, st, "k3", Holder{PID: os.Getpid(), Session: "s3"})
+	// A live holder (another process) is refused at once, without
+	// waiting.
+	heldByChild(t, st, "k3", Holder{PID: os.Getppid(), Session: "s3"})
 	_, err = st.lock("k3", Holder{PID: os.Getpid()}, time.Minute, func() { t.Error("waited for a live holder") })
 	if !errors.As(err, &locked) || locked.Orphaned || !strings.Contains(err.Error(), "already running") {
 		t.Errorf("Lock: %v; want already running", err)
 	}
+}
+
+// A process that released a lock and takes it again (a fleet worker's
+// next activity of the session, a watcher's next resume) is not told
+// that it is itself running the session when a child another goroutine
+// is starting still shares the lock's file, between its fork and its
+// exec: Lock waits for that child as for a dead runner's. A lock this
+// process does hold is refused at once.
+func TestLockReleasedHereAndHeldByAChildIsWaitedFor(t *testing.T) {
+	st := newStore(t)
+	release, _ := heldByChild(t, st, "k1", Holder{PID: os.Getpid(), Session: "s1"})
+	polls := 0
+	l, err := st.lock("k1", Holder{PID: os.Getpid(), Session: "s2"}, time.Minute, func() {
+		polls++
+		release() // the child execs: the lock goes with it
+	})
+	if err != nil {
+		t.Fatalf("Lock: %v; want the lock, once the child dropped it", err)
+	}
+	if polls == 0 {
+		t.Error("the lock was free at once: the test did not hold it in a child")
+	}
+	_, err = st.lock("k1", Holder{PID: os.Getpid(), Session: "s3"}, time.Minute, func() { t.Error("waited for a lock this process holds") })
+	var locked *LockedError
+	if !errors.As(err, &locked) || locked.Orphaned || !strings.Contains(err.Error(), "already running") {
+		t.Errorf("Lock of a lock held here: %v; want already running", err)
+	}
+	l.Release()
+	again, err := st.lock("k1", Holder{PID: os.Getpid(), Session: "s4"}, 0, func() {})
+	if err != nil {
+		t.Fatalf("Lock after its release here: %v", err)
+	}
+	again.Release()
 }
 
 // Issue 23, item 9: a process the runner starts must not keep its lock

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -74,6 +75,7 @@ func (e *LockedError) Error() string {
 // kind of lock is the platform's: see lock_linux.go and lock_other.go.
 type Lock struct {
 	file *os.File
+	id   fileID // the lock file's (see locksHere)
 }
 
 // lockRel is the lock file of a key, inside the store. A key is what Key
@@ -124,11 +126,13 @@ func (s *Store) lock(key string, holder Holder, wait time.Duration, stillHeld fu
 	if err != nil {
 		return nil, err
 	}
+	id := lockFileID(f)
 	taken, err := tryLock(f)
 	orphaned := false
 	if err == nil && !taken {
-		if held, _ := s.Holder(key); held.ended() {
-			orphaned = true
+		held, _ := s.Holder(key)
+		orphaned = held.ended()
+		if orphaned || (held.ours() && !locksHere.holds(id)) {
 			if s.waitReleased(key, wait, stillHeld) {
 				taken, err = tryLock(f)
 			}
@@ -144,12 +148,67 @@ func (s *Store) lock(key string, holder Holder, wait time.Duration, stillHeld fu
 		rel, _ := lockRel(key)
 		return nil, &LockedError{Holder: held, Orphaned: orphaned && held.ended(), Path: s.path(rel)}
 	}
-	l := &Lock{file: f}
+	l := &Lock{file: f, id: id}
 	if err := l.SetHolder(holder); err != nil {
 		f.Close()
 		return nil, err
 	}
+	locksHere.add(id, 1)
 	return l, nil
+}
+
+// locksHere are the key locks this process holds, by lock file. A lock
+// whose holder names this process, though it holds no Lock of that file,
+// was released here a moment ago and is still held by a child another
+// goroutine is starting: between its fork and its exec the child shares
+// every open file, the lock file's too (close-on-exec closes it only at
+// the exec), and on a busy machine that lasts milliseconds. A worker or
+// a watcher that closes a session and opens it again would otherwise be
+// told that it is itself running it. Lock waits for it, as for an ended
+// holder's.
+var locksHere = heldLocks{files: map[fileID]int{}}
+
+type heldLocks struct {
+	mu    sync.Mutex
+	files map[fileID]int
+}
+
+// fileID is a file's device and inode: the same lock file however its
+// store's folder was named.
+type fileID struct{ dev, ino uint64 }
+
+// lockFileID is f's; the zero ID if it cannot be read (then a lock held
+// here is not told from a child's, and Lock refuses as before).
+func lockFileID(f *os.File) fileID {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return fileID{}
+	}
+	return fileID{dev: uint64(st.Dev), ino: st.Ino}
+}
+
+func (h *heldLocks) add(id fileID, n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.files[id] += n; h.files[id] <= 0 {
+		delete(h.files, id)
+	}
+}
+
+// holds reports whether this process holds a Lock of the file id (the
+// zero ID: as if it did).
+func (h *heldLocks) holds(id fileID) bool {
+	if id == (fileID{}) {
+		return true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.files[id] > 0
+}
+
+// ours reports whether the holder is this process.
+func (h Holder) ours() bool {
+	return h.PID == os.Getpid() && (h.Host == "" || h.Host == thisHost())
 }
 
 // SetHolder rewrites who holds the lock (the session, once it is known).
@@ -263,6 +322,7 @@ func (l *Lock) Release() error {
 	}
 	err := l.file.Close()
 	l.file = nil
+	locksHere.add(l.id, -1)
 	return err
 }
 
