@@ -547,5 +547,11 @@ func (s *Store) CompactIndex() error {
 			b.Write(s.portable(sum).indexLine())
 		}
 	}
-	return s.writeAtomic(indexName, b.Bytes(), true)
+	if err := s.writeAtomic(indexName, b.Bytes(), true); err != nil {
+		return err
+	}
+	// Every key's digest (see OpenOf) named the index just replaced, and
+	// none counts any more: they go, rather than stay for pipelines no
+	// longer run. A run writes its own again as it reads.
+	return s.removeAll(keysFolder)
 }
