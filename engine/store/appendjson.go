@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/pipeline-dev/pipeline/internal/jsonbytes"
 )
 
 // What every run writes of the store's own JSON (an event's line, the
@@ -138,31 +139,19 @@ func metaIndentedJSON(meta Meta) ([]byte, error) {
 	return append(b, "\n}"...), nil
 }
 
-// appendPlainString appends s quoted, as encoding/json writes it when it
-// has nothing to escape; ok false when it has.
+// appendPlainString appends s quoted, as encoding/json writes it; ok
+// false when it escaped anything (what parseHolder does not read back).
 func appendPlainString(b []byte, s string) ([]byte, bool) {
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"'), plainString(s)
+	n := len(b)
+	b = jsonbytes.AppendString(b, s)
+	return b, len(b)-n == len(s)+2
 }
 
 // plainString reports whether encoding/json writes s as it is, between
-// quotes: valid UTF-8 with no control character, quote, backslash, <, >,
-// &, U+2028 or U+2029.
+// quotes.
 func plainString(s string) bool {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c < 0x20, c == '"', c == '\\', c == '<', c == '>', c == '&':
-			return false
-		case c >= utf8.RuneSelf:
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
-				return false
-			}
-			i += size - 1
-		}
-	}
-	return true
+	_, plain := appendPlainString(make([]byte, 0, len(s)+2), s)
+	return plain
 }
 
 // appendTime appends t as time.Time's MarshalJSON does; ok false for a
