@@ -54,6 +54,9 @@ func lessGC() {
 	}
 }
 
+// handOffChosenFleet: this build has the Temporal backend.
+func (*backendFlags) handOffChosenFleet() error { return nil }
+
 // backend is the fleet's app.Backend.
 func (fl *fleet) backend(cmd *cobra.Command) (app.Backend, error) { return fl.dial(cmd) }
 

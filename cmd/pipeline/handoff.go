@@ -33,6 +33,21 @@ func followFleet(context.Context, *cobra.Command, app.Started, followOptions) er
 	return handOff("--backend temporal")
 }
 
+// handOffChosenFleet hands the command line to pipeline-temporal at once
+// when the flags or the environment alone choose the temporal backend
+// (phases.yaml's backend: block is read only when nothing else chose):
+// this process then loads no plan, which pipeline-temporal loads again
+// (its own cache entry: the cache is kept by build), and prints none of
+// its warnings, which pipeline-temporal prints again. Any other choice,
+// or one that is wrong, is left to the command, which says so.
+func (f *backendFlags) handOffChosenFleet() error {
+	chosen, err := app.ChooseBackend(app.BackendChoice{Kind: f.kind, Flags: f.target})
+	if err != nil || chosen == nil {
+		return nil
+	}
+	return handOff("--backend temporal")
+}
+
 // The commands of the full build stand here for their help listing
 // only: a command line that names one is handed over before cobra reads
 // it (handOffCompanion), so its flags, --help, help NAME and completion

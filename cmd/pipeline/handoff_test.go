@@ -123,6 +123,43 @@ func TestHandOffRunsPipelineTemporalInPlace(t *testing.T) {
 	}
 }
 
+// run chosen onto the fleet by its flags or the environment is handed
+// over before the plan is loaded: pipeline-temporal loads it, so this
+// process neither prints its warnings (they came twice) nor writes a
+// plan cache entry of its own, nor says what is wrong with it.
+func TestHandOffRunBeforeItsPlan(t *testing.T) {
+	bin, pipelinePath := lonelyBinary(t)
+	fakeFleetBinary(t, bin, "beside")
+	project := t.TempDir()
+	write(t, project, "phases.yaml", "version: 1\nphases: [{name: one, steps: [{run: ./build.sh}]}]\n")
+	write(t, project, "broken.yaml", "version: 1\nphases: [{name: one, steps: [{run: true, model: x}]}]\n")
+	cache := t.TempDir()
+	env := []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "XDG_CACHE_HOME=" + cache}
+	for _, c := range []struct {
+		env  []string
+		args []string
+	}{
+		{nil, []string{"run", "--backend", "temporal"}},
+		{nil, []string{"run", "--temporal", "127.0.0.1:7233", "-o", "json"}},
+		{[]string{"PIPELINE_TEMPORAL=127.0.0.1:7233"}, []string{"run", "--new"}},
+		{nil, []string{"run", "--backend", "temporal", "broken.yaml"}},
+	} {
+		r, _ := runBinary(t, pipelinePath, project, append(env, c.env...), c.args...)
+		if r.code != 7 || !strings.Contains(r.stdout, " beside\n") || r.stderr != "" {
+			t.Errorf("%s: exit %d, want pipeline-temporal's 7 and nothing said before it:\n%s%s", c.args, r.code, r.stdout, r.stderr)
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Join(cache, "pipeline", "plans")); len(entries) > 0 {
+		t.Errorf("the local build cached a plan it hands over: %v", entries)
+	}
+	// The local build still reads the backend: block when nothing else
+	// chose, and loads the plan for it (here, and warns).
+	r, _ := runBinary(t, pipelinePath, project, env, "run", "--backend", "local")
+	if r.code != 1 || !strings.Contains(r.stderr, "warning: phases[0].steps[0].run: ./build.sh does not exist") || strings.Contains(r.stdout, " beside\n") {
+		t.Errorf("run --backend local: exit %d: %s %s", r.code, r.stdout, r.stderr)
+	}
+}
+
 // Beside the executable comes first, then PATH.
 func TestHandOffFindsPipelineTemporalOnPath(t *testing.T) {
 	bin, pipelinePath := lonelyBinary(t)

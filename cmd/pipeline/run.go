@@ -64,6 +64,9 @@ func runCommand() *cobra.Command {
 }
 
 func (o *runOptions) run(cmd *cobra.Command, args []string) error {
+	if err := o.bf.handOffChosenFleet(); err != nil {
+		return err
+	}
 	if o.grace < 0 {
 		return usagef("--grace %s is negative: give the time a stopped step gets before it is killed, 0 to kill it at once", o.grace)
 	}
