@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/pipeline-dev/pipeline/internal/render"
 	"os"
+	"runtime"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
@@ -37,7 +38,7 @@ func handOffCompanion([]string) (done bool, _ error) { return false, nil }
 
 // dial connects to the fleet's server.
 func (fl *fleet) dial(cmd *cobra.Command) (*fleetapp.Backend, error) {
-	lessGC()
+	asClient()
 	return fleetapp.Dial(cmd.Context(), fl.target, fl.heartbeat)
 }
 
@@ -48,9 +49,20 @@ func (fl *fleet) dial(cmd *cobra.Command) (*fleetapp.Backend, error) {
 // of which run at once in the fleet's figures. It costs a few MB more.
 const clientGC = 400
 
-func lessGC() {
+// clientProcs is the GOMAXPROCS of a fleet client (unless GOMAXPROCS is
+// set). It waits on the server, a few goroutines at a time (gRPC's
+// reader and writer, the history's long polls): with a P a core, each
+// answer woke a second thread that spun for work and slept again. Fifty
+// clients at once on 2 cores used 10% less CPU each with one P.
+const clientProcs = 1
+
+// asClient sets this process's runtime for a fleet client.
+func asClient() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(clientGC)
+	}
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(clientProcs)
 	}
 }
 
