@@ -279,12 +279,12 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	if err := lock.SetHolder(s.holder); err != nil {
 		return fail(storeRefused(st, err))
 	}
-	// A pause request left by an earlier pipeline pause is stale now.
-	if err := x.RemoveFile(pauseRequestFile); err != nil {
-		return fail(storeRefused(st, err))
-	}
-	if err := sweepOrphans(x, s.Crashed, say); err != nil {
-		return fail(storeRefused(st, err))
+	// A folder this process has just made holds no pause request, no
+	// step process and no memory request of an earlier runner.
+	if !s.Created {
+		if err := s.takeOver(say); err != nil {
+			return fail(storeRefused(st, err))
+		}
 	}
 	// A holder that ended its session cleanly left nothing to sweep: its
 	// session is not read again (a third of the open of a short run's).
@@ -307,10 +307,21 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	}
 	// What a human asked of the working set while the last runner ran,
 	// and it did not take before it ended (or died).
-	if err := s.TakeMemoryRequests(say); err != nil {
-		return fail(storeRefused(st, err))
+	if !s.Created {
+		if err := s.TakeMemoryRequests(say); err != nil {
+			return fail(storeRefused(st, err))
+		}
 	}
 	return s, nil
+}
+
+// takeOver clears what the last runner of an existing session left: a
+// pause request (stale now), what its step left running.
+func (s *Session) takeOver(say func(string, ...any)) error {
+	if err := s.X.RemoveFile(pauseRequestFile); err != nil {
+		return err
+	}
+	return sweepOrphans(s.X, s.Crashed, say)
 }
 
 // latestOpen opens the newest session of key the index lists with one of

@@ -439,19 +439,17 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 	meta.File, meta.Spec = s.Abs(s.Rel(meta.File)), s.Abs(s.Rel(meta.Spec))
 	before, known := s.sessionsState()
 	owned, err := s.mkdirOwned(tmp)
+	var metaFile, events *os.File
 	if err == nil {
+		// Its lock is held until it has its name: sweepNew leaves it.
 		defer owned.Close()
-		err = s.mkdir(tmp + "/transcripts")
-	}
-	if err == nil {
-		// The folder's rename below makes meta.json appear whole: it needs
-		// no rename of its own.
-		err = s.writeNew(tmp+"/meta.json", content)
+		metaFile, events, err = fillNew(owned, content)
 	}
 	if err == nil {
 		err = s.rename(tmp, sessionRel(meta.ID))
 	}
 	if err != nil {
+		closeAll(metaFile, events)
 		s.removeAll(tmp)
 		return nil, err
 	}
@@ -459,6 +457,7 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 		// Named once the session is there, so that a name whose session
 		// is not is known stale (ClaimName).
 		if err := s.ClaimName(meta.Name, meta.ID); err != nil {
+			closeAll(metaFile, events)
 			s.removeAll(sessionRel(meta.ID))
 			return nil, err
 		}
@@ -471,14 +470,22 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 	if err := s.indexThen(Summary{ID: meta.ID, Key: meta.Key, Pipeline: meta.Pipeline, File: meta.File, Spec: meta.Spec,
 		Status: "running", Created: meta.Created, Updated: meta.Created}, stamp); err != nil {
 		// Not listed, it would be lost: it goes, having nothing yet.
+		closeAll(metaFile, events)
 		s.removeAll(sessionRel(meta.ID))
 		s.ReleaseName(meta.Name, meta.ID)
 		return nil, err
 	}
-	x, err := s.open(meta, false)
-	if err != nil {
-		return nil, err
-	}
+	// The log was made empty in the folder before its rename: nothing to
+	// scan, no torn tail, no temporary file of a dead writer.
+	x := &Session{Dir: s.sessionDir(meta.ID), Meta: meta, store: s, rel: sessionRel(meta.ID), events: events}
+	s.syncCreated(x, metaFile)
+	return x, nil
+}
+
+// syncCreated syncs the new session x to disk: its meta.json (metaFile,
+// closed once synced) and the sessions folder; x.created delivers the
+// result.
+func (s *Store) syncCreated(x *Session, metaFile *os.File) {
 	// Syncing the new session to disk (meta.json, the sessions folder)
 	// goes on while the first step starts; the snapshot waits for it. A
 	// kill -9 needs no sync at all; a power cut in the first moments of a
@@ -490,28 +497,55 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 	// run waited for three one after the other.
 	x.created = make(chan error, 1)
 	metaSynced := make(chan error, 1)
-	go func() { metaSynced <- s.syncFile(x.rel + "/meta.json") }()
+	go func() { metaSynced <- errors.Join(metaFile.Sync(), metaFile.Close()) }()
 	go func() {
 		err := s.syncFile("sessions")
 		x.created <- errors.Join(<-metaSynced, err)
 	}()
-	return x, nil
 }
 
-// writeNew writes a file that must not exist yet, whole or not at all.
-func (s *Store) writeNew(rel string, content []byte) error {
-	f, err := s.openFile(rel, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+// fillNew makes what a new session's folder holds before its rename, in
+// the folder owned (kept open, and locked, since it was made: no walk
+// from the store's folder): transcripts/, meta.json of content, and an
+// empty events.jsonl. It returns meta.json and the log, open (meta.json
+// for its sync).
+func fillNew(owned *os.File, content []byte) (metaFile, events *os.File, err error) {
+	dir := int(owned.Fd())
+	if err := unix.Mkdirat(dir, "transcripts", 0o700); err != nil {
+		return nil, nil, &fs.PathError{Op: "mkdir", Path: owned.Name() + "/transcripts", Err: err}
+	}
+	metaFile, err = createIn(dir, owned.Name(), "meta.json", unix.O_WRONLY)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	_, err = f.Write(content)
-	if closeErr := f.Close(); err == nil {
-		err = closeErr
+	if _, err = metaFile.Write(content); err != nil {
+		metaFile.Close()
+		return nil, nil, err
 	}
+	if events, err = createIn(dir, owned.Name(), "events.jsonl", unix.O_RDWR|unix.O_APPEND); err != nil {
+		metaFile.Close()
+		return nil, nil, err
+	}
+	return metaFile, events, nil
+}
+
+// createIn makes the file n, which must not be there, in the folder dir
+// (named name, for errors).
+func createIn(dir int, name, n string, flag int) (*os.File, error) {
+	fd, err := openat(dir, n, flag|unix.O_CREAT|unix.O_EXCL, 0o600)
 	if err != nil {
-		s.remove(rel)
+		return nil, &fs.PathError{Op: "open", Path: name + "/" + n, Err: err}
 	}
-	return err
+	return os.NewFile(uintptr(fd), name+"/"+n), nil
+}
+
+// closeAll closes the files that are open (not nil).
+func closeAll(files ...*os.File) {
+	for _, f := range files {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 // Find reads the metadata of the session id, or of the only one whose id
