@@ -149,7 +149,8 @@ type Store struct {
 	sessionsMu     sync.Mutex
 	sessionsOpened bool
 	sessionsFd     int
-	sessionsStale  []int // kept folders found deleted: closed by Close
+	sessionsStale  []int                  // kept folders found deleted: closed by Close
+	held           map[string]*heldFolder // see heldsessions.go
 	// Warn gets one line for each thing the store skips rather than
 	// fail on (a line of index.tsv it did not write); os.Stderr unless
 	// set, nil for none.
@@ -369,6 +370,13 @@ func (s *Store) Close() error {
 		unix.Close(fd)
 	}
 	s.sessionsStale = nil
+	for id, h := range s.held {
+		// A walk under way closes it as it ends.
+		if h.owners = 0; h.walks == 0 {
+			unix.Close(h.fd)
+		}
+		delete(s.held, id)
+	}
 	s.sessionsMu.Unlock()
 	return s.dir.Close()
 }
@@ -478,6 +486,7 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 	// The log was made empty in the folder before its rename: nothing to
 	// scan, no torn tail, no temporary file of a dead writer.
 	x := &Session{Dir: s.sessionDir(meta.ID), Meta: meta, store: s, rel: sessionRel(meta.ID), events: events}
+	x.hold()
 	s.syncCreated(x, metaFile)
 	return x, nil
 }
@@ -671,6 +680,7 @@ func (s *Store) open(meta Meta, readOnly bool) (*Session, error) {
 		return nil, err
 	}
 	x.events = events
+	x.hold()
 	// The snapshot (or a request) a writer killed in the middle of it
 	// left: opened for writing, the session is its runner's now.
 	s.sweepTemps(x.rel)
@@ -683,6 +693,7 @@ func (s *Store) open(meta Meta, readOnly bool) (*Session, error) {
 		err = x.cutTornTail(end)
 	}
 	if err != nil {
+		x.letGo()
 		events.Close()
 		return nil, err
 	}
@@ -791,6 +802,21 @@ type Session struct {
 	readOnly bool
 	// created, for a session just made, delivers the result of syncing it.
 	created chan error
+	// held: the store keeps the folder open for this Session (hold).
+	held bool
+}
+
+// hold has the store keep the session's folder open until Close.
+func (x *Session) hold() {
+	x.held = x.store.holdSession(x.Meta.ID)
+}
+
+// letGo ends hold, once.
+func (x *Session) letGo() {
+	if x.held {
+		x.held = false
+		x.store.letGo(x.Meta.ID)
+	}
 }
 
 // waitCreated waits for a new session's sync, once.
@@ -806,6 +832,7 @@ func (x *Session) waitCreated() error {
 // Close waits for a new session's sync and closes the event log.
 func (x *Session) Close() error {
 	err := x.waitCreated()
+	x.letGo()
 	if x.events == nil {
 		return err
 	}
