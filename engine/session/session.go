@@ -190,22 +190,22 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	} else {
 		key = KeyOf(st, o.File, plan)
 	}
+	git := startGitFor(st, o.File)
 	now := time.Now()
-	// Whoever held the key last: if it is not the session opened now (run
-	// --new), what its steps left running is swept too, once the lock,
-	// which proves it dead, is ours.
-	previous, _ := st.Holder(key)
 	lock, err := st.Lock(key, store.Holder{PID: os.Getpid(), Started: now})
 	var locked *store.LockedError
 	if errors.As(err, &locked) {
+		git.wait("")
 		return nil, refused("%v", err)
 	}
 	if err != nil {
+		git.wait("")
 		return nil, storeRefused(st, err)
 	}
 	s := &Session{Store: st, Plan: plan, Key: key, lock: lock, memoryLocked: o.memoryLocked, say: say}
 	var x *store.Session
 	fail := func(err error) (*Session, error) {
+		git.wait("")
 		if x != nil {
 			x.Close()
 		}
@@ -279,16 +279,19 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	if err := lock.SetHolder(s.holder); err != nil {
 		return fail(storeRefused(st, err))
 	}
-	// A pause request left by an earlier pipeline pause is stale now.
-	if err := x.RemoveFile(pauseRequestFile); err != nil {
-		return fail(storeRefused(st, err))
+	// A folder this process has just made holds no pause request, no
+	// step process and no memory request of an earlier runner.
+	if !s.Created {
+		if err := s.takeOver(say); err != nil {
+			return fail(storeRefused(st, err))
+		}
 	}
-	if err := sweepOrphans(x, s.Crashed, say); err != nil {
-		return fail(storeRefused(st, err))
-	}
-	// A holder that ended its session cleanly left nothing to sweep: its
-	// session is not read again (a third of the open of a short run's).
-	if previous.Session != "" && !previous.Ended && previous.Session != x.Meta.ID && CheckID(previous.Session) == nil {
+	// Whoever held the key last: if it is not the session opened now (run
+	// --new), what its steps left running is swept too, now that the
+	// lock, which proves it dead, is ours. A holder that ended its
+	// session cleanly left nothing to sweep: its session is not read
+	// again (a third of the open of a short run's).
+	if previous := lock.Previous(); previous.Session != "" && !previous.Ended && previous.Session != x.Meta.ID && CheckID(previous.Session) == nil {
 		if prev, err := st.Session(previous.Session); err == nil {
 			err = sweepOrphans(prev, lastStatus(plan, prev) == engine.StatusRunning, say)
 			prev.Close()
@@ -299,7 +302,7 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	}
 	s.redactor.Store(NewRedactor(plan))
 	s.recorder = NewRecorder(x, plan, func(text string) string { return s.Redactor().String(text) })
-	s.git = GitFor(s.Dir())
+	s.git = git.wait(s.Dir())
 	if s.Created {
 		if err := s.saveSpecAtStart(); err != nil {
 			return fail(storeRefused(st, err))
@@ -307,10 +310,60 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	}
 	// What a human asked of the working set while the last runner ran,
 	// and it did not take before it ended (or died).
-	if err := s.TakeMemoryRequests(say); err != nil {
-		return fail(storeRefused(st, err))
+	if !s.Created {
+		if err := s.TakeMemoryRequests(say); err != nil {
+			return fail(storeRefused(st, err))
+		}
 	}
 	return s, nil
+}
+
+// takeOver clears what the last runner of an existing session left: a
+// pause request (stale now), what its step left running.
+func (s *Session) takeOver(say func(string, ...any)) error {
+	if err := s.X.RemoveFile(pauseRequestFile); err != nil {
+		return err
+	}
+	return sweepOrphans(s.X, s.Crashed, say)
+}
+
+// earlyGit is GitFor of a pipeline's folder, asked while the session
+// opens (its lock, its folder): of a run of one short step, a tenth of
+// what the run spends beyond the step, and it needs nothing of the
+// session but the folder, known from the file before.
+type earlyGit struct {
+	dir  string
+	done chan *Git // nil when none was started, or once taken
+	git  *Git
+}
+
+// startGitFor starts GitFor of the folder of the pipeline file (none
+// without one: a session named by its id alone).
+func startGitFor(st *store.Store, file string) *earlyGit {
+	if file == "" {
+		return &earlyGit{}
+	}
+	e := &earlyGit{dir: filepath.Dir(st.Abs(st.Rel(file))), done: make(chan *Git, 1)}
+	go func() { e.done <- GitFor(e.dir) }()
+	return e
+}
+
+// wait is GitFor(dir): the one started, when it was of dir. An Open that
+// fails waits too (dir ""), so that no git it started outlives it.
+func (e *earlyGit) wait(dir string) *Git {
+	if e.done != nil {
+		e.git, e.done = <-e.done, nil
+		if dir == e.dir {
+			return e.git
+		}
+	}
+	if dir == "" {
+		return nil
+	}
+	if dir == e.dir {
+		return e.git
+	}
+	return GitFor(dir)
 }
 
 // latestOpen opens the newest session of key the index lists with one of

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -435,7 +434,7 @@ func headCached(t *testing.T, dir string) (*PlanHead, bool) {
 	return head, false
 }
 
-func crc32Of(b []byte) uint32 { return crc32.Checksum(b, castagnoli.Get()) }
+func crc32Of(b []byte) uint32 { return checksum(b) }
 
 // TestPlanCodecCoversEveryField fills every field of a Plan, and of what
 // it holds, with a value of its own, and fails for each that does not

@@ -74,7 +74,13 @@ func (s *Store) parent(rel string) (fd int, last string, done func(), err error)
 		return -1, "", nil, &fs.PathError{Op: "open", Path: rel, Err: err}
 	}
 	fd, from := s.fd, 0
-	if len(names) > 1 && names[0] == "sessions" {
+	var release func()
+	if len(names) > 2 && names[0] == "sessions" {
+		if held, done, ok := s.heldFolderOf(names[1]); ok {
+			fd, from, release = held, 2, done
+		}
+	}
+	if from == 0 && len(names) > 1 && names[0] == "sessions" {
 		if sessions := s.sessionsFolder(); sessions >= 0 {
 			fd, from = sessions, 1
 		}
@@ -89,6 +95,9 @@ func (s *Store) parent(rel string) (fd int, last string, done func(), err error)
 			unix.Close(fd)
 		}
 		if err != nil {
+			if release != nil {
+				release()
+			}
 			return -1, "", nil, err
 		}
 		fd = next
@@ -96,6 +105,9 @@ func (s *Store) parent(rel string) (fd int, last string, done func(), err error)
 	done = func() {
 		if fd != kept {
 			unix.Close(fd)
+		}
+		if release != nil {
+			release()
 		}
 	}
 	return fd, names[len(names)-1], done, nil
@@ -109,6 +121,11 @@ func (s *Store) parent(rel string) (fd int, last string, done func(), err error)
 func (s *Store) sessionsFolder() int {
 	s.sessionsMu.Lock()
 	defer s.sessionsMu.Unlock()
+	return s.sessionsFolderLocked()
+}
+
+// sessionsFolderLocked is sessionsFolder, with sessionsMu held.
+func (s *Store) sessionsFolderLocked() int {
 	if s.sessionsOpened {
 		var st unix.Stat_t
 		if unix.Fstat(s.sessionsFd, &st) == nil && st.Nlink > 0 {

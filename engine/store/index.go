@@ -73,23 +73,46 @@ const indexFields = 12
 // cheaper than decoding JSON. The paths in a line are as the store keeps
 // them (relative to its base): see portable.
 func (sum Summary) indexLine() []byte {
-	clean := func(s string) string { return strings.NewReplacer("\t", " ", "\n", " ").Replace(s) }
 	reason := sum.PauseReason
 	if sum.ByHand && sum.Status == statusCompleted {
 		// A completed session has no pause reason: its field says how it
 		// was completed, and a line reads as it did before.
 		reason = byHand
 	}
-	line := strings.Join([]string{sum.ID, sum.Key, sum.Status, clean(sum.Phase), clean(reason),
-		strconv.Itoa(sum.Tokens), strconv.FormatFloat(sum.CostUSD, 'f', -1, 64),
-		strconv.FormatInt(sum.Created.UnixNano(), 10), strconv.FormatInt(sum.Updated.UnixNano(), 10),
-		clean(sum.Pipeline), clean(sum.Spec), clean(sum.File)}, "\t")
+	// Appended into one buffer: a run writes two lines, a compaction one
+	// for each session, and a replacer made for each field was most of
+	// what they allocated.
+	b := make([]byte, 0, 160+len(sum.Phase)+len(reason)+len(sum.Pipeline)+len(sum.Spec)+len(sum.File)+len(sum.ReplayOf))
+	b = append(append(append(b, sum.ID...), '\t'), sum.Key...)
+	b = append(append(b, '\t'), sum.Status...)
+	b = appendField(append(b, '\t'), sum.Phase)
+	b = appendField(append(b, '\t'), reason)
+	b = strconv.AppendInt(append(b, '\t'), int64(sum.Tokens), 10)
+	b = strconv.AppendFloat(append(b, '\t'), sum.CostUSD, 'f', -1, 64)
+	b = strconv.AppendInt(append(b, '\t'), sum.Created.UnixNano(), 10)
+	b = strconv.AppendInt(append(b, '\t'), sum.Updated.UnixNano(), 10)
+	b = appendField(append(b, '\t'), sum.Pipeline)
+	b = appendField(append(b, '\t'), sum.Spec)
+	b = appendField(append(b, '\t'), sum.File)
 	if sum.ReplayOf != "" {
 		// A thirteenth field, for a replay's only: the index of a store
 		// without replays reads as it did.
-		line += "\t" + clean(sum.ReplayOf)
+		b = appendField(append(b, '\t'), sum.ReplayOf)
 	}
-	return []byte(line + "\n")
+	return append(b, '\n')
+}
+
+// appendField appends a field of free text to a line of the index, its
+// tabs and line ends made spaces.
+func appendField(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\t' || c == '\n' {
+			c = ' '
+		}
+		b = append(b, c)
+	}
+	return b
 }
 
 // parseIndexLine reads a line of the index as it is written; old is a

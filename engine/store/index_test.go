@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -189,4 +190,34 @@ func TestKeyIsStableAndKeepsFileAndSpecApart(t *testing.T) {
 	if key("/w/phases.yaml", "") == key("/w/phases.yaml", "/w/spec.md") {
 		t.Error("a spec does not change the key")
 	}
+}
+
+// indexLineJoined is how a line of the index was made before it was
+// appended field by field: the line must not change.
+func indexLineJoined(sum Summary) []byte {
+	clean := func(s string) string { return strings.NewReplacer("\t", " ", "\n", " ").Replace(s) }
+	reason := sum.PauseReason
+	if sum.ByHand && sum.Status == statusCompleted {
+		reason = byHand
+	}
+	line := strings.Join([]string{sum.ID, sum.Key, sum.Status, clean(sum.Phase), clean(reason),
+		strconv.Itoa(sum.Tokens), strconv.FormatFloat(sum.CostUSD, 'f', -1, 64),
+		strconv.FormatInt(sum.Created.UnixNano(), 10), strconv.FormatInt(sum.Updated.UnixNano(), 10),
+		clean(sum.Pipeline), clean(sum.Spec), clean(sum.File)}, "\t")
+	if sum.ReplayOf != "" {
+		line += "\t" + clean(sum.ReplayOf)
+	}
+	return []byte(line + "\n")
+}
+
+func FuzzIndexLineIsAsJoined(f *testing.F) {
+	f.Add("20260101-000000000-abcdef", "k", "paused", "build\tit", "a\nreason", 12, 0.25, int64(1), int64(2), "p", "spec.md", "phases.yaml", "", false)
+	f.Add("s", "k", statusCompleted, "", "", -1, 1e21, int64(-5), int64(0), "é\t\n", "", "", "r\t", true)
+	f.Fuzz(func(t *testing.T, id, key, status, phase, reason string, tokens int, cost float64, created, updated int64, pipeline, spec, file, replayOf string, byHand bool) {
+		sum := Summary{ID: id, Key: key, Status: status, Phase: phase, PauseReason: reason, Tokens: tokens, CostUSD: cost,
+			Created: time.Unix(0, created), Updated: time.Unix(0, updated), Pipeline: pipeline, Spec: spec, File: file, ReplayOf: replayOf, ByHand: byHand}
+		if got, want := sum.indexLine(), indexLineJoined(sum); string(got) != string(want) {
+			t.Fatalf("line %q, want %q", got, want)
+		}
+	})
 }

@@ -74,9 +74,15 @@ func (e *LockedError) Error() string {
 // file), so a lock left by a killed run never blocks the next one. The
 // kind of lock is the platform's: see lock_linux.go and lock_other.go.
 type Lock struct {
-	file *os.File
-	id   fileID // the lock file's (see locksHere)
+	file     *os.File
+	id       fileID // the lock file's (see locksHere)
+	previous Holder
 }
+
+// Previous is the holder the lock file named when this process took the
+// lock: who held it last (zero for a lock never taken, or a file that
+// cannot be read as a holder).
+func (l *Lock) Previous() Holder { return l.previous }
 
 // lockRel is the lock file of a key, inside the store. A key is what Key
 // makes (base 36); anything else (a meta.json planted with a path for a
@@ -119,12 +125,16 @@ func (s *Store) lock(key string, holder Holder, wait time.Duration, stillHeld fu
 	if _, err := lockRel(key); err != nil {
 		return nil, err
 	}
-	if err := s.mkdir("locks"); err != nil {
-		return nil, err
-	}
+	// The folder is made when the lock file cannot be opened: it is
+	// there but for a store's first lock.
 	f, err := s.openLock(key, unix.O_RDWR|unix.O_CREAT)
 	if err != nil {
-		return nil, err
+		if err := s.mkdir("locks"); err != nil {
+			return nil, err
+		}
+		if f, err = s.openLock(key, unix.O_RDWR|unix.O_CREAT); err != nil {
+			return nil, err
+		}
 	}
 	id := lockFileID(f)
 	taken, err := tryLock(f)
@@ -148,7 +158,7 @@ func (s *Store) lock(key string, holder Holder, wait time.Duration, stillHeld fu
 		rel, _ := lockRel(key)
 		return nil, &LockedError{Holder: held, Orphaned: orphaned && held.ended(), Path: s.path(rel)}
 	}
-	l := &Lock{file: f, id: id}
+	l := &Lock{file: f, id: id, previous: readHolder(f)}
 	if err := l.SetHolder(holder); err != nil {
 		f.Close()
 		return nil, err
@@ -243,6 +253,23 @@ func alive(pid int) bool {
 // holderLimit bounds the lock file Holder reads: a holder is a line of
 // JSON, with the sessions a watcher queued.
 const holderLimit = 1 << 20
+
+// readHolder reads the holder a lock file names, through the file held
+// open; zero for anything but a regular file of at most holderLimit
+// bytes holding one.
+func readHolder(f *os.File) Holder {
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > holderLimit || st.Size == 0 {
+		return Holder{}
+	}
+	content := make([]byte, st.Size)
+	n, err := f.ReadAt(content, 0)
+	if err != nil && n < len(content) {
+		return Holder{}
+	}
+	h, _ := parseHolder(content)
+	return h
+}
 
 // Holder reads who holds (or last held) a key's lock.
 func (s *Store) Holder(key string) (Holder, error) {

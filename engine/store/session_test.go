@@ -288,3 +288,50 @@ func TestCreateTranscriptAppends(t *testing.T) {
 	assertMode(t, filepath.Dir(path), 0o700)
 	assertMode(t, path, 0o600)
 }
+
+// A new session's memory lock is a second name of its meta.json, not a
+// file of its own (an inode costs a run on a full disk); locking it
+// through that name leaves the meta as it was, and another opener sees
+// the lock held as on a file of its own.
+func TestANewSessionsMemoryLockIsASecondNameOfItsMeta(t *testing.T) {
+	st := newStore(t)
+	x, err := st.Create(Meta{ID: "s1", Key: "k", Pipeline: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	meta, err := os.Stat(filepath.Join(x.Dir, "meta.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock, err := os.Stat(filepath.Join(x.Dir, MemoryLockFile))
+	if err != nil || !os.SameFile(meta, lock) {
+		t.Fatalf("the memory lock is not meta.json's file: %v %v", lock, err)
+	}
+	before, _ := os.ReadFile(filepath.Join(x.Dir, "meta.json"))
+	release, err := x.WaitLock(MemoryLockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := os.OpenFile(filepath.Join(x.Dir, MemoryLockFile), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if held, err := queryHeld(other); err != nil || !held {
+		t.Fatalf("another opener of the memory lock does not see it held: %v %v", held, err)
+	}
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := queryHeld(other); err != nil || held {
+		t.Fatalf("another opener of the memory lock sees it held once released: %v %v", held, err)
+	}
+	after, _ := os.ReadFile(filepath.Join(x.Dir, "meta.json"))
+	if string(after) != string(before) || len(after) == 0 {
+		t.Errorf("meta.json changed by its lock's use:\nbefore %s\nafter  %s", before, after)
+	}
+	if _, err := st.Find("s1"); err != nil {
+		t.Errorf("the session's meta is not readable after: %v", err)
+	}
+}

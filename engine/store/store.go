@@ -149,7 +149,8 @@ type Store struct {
 	sessionsMu     sync.Mutex
 	sessionsOpened bool
 	sessionsFd     int
-	sessionsStale  []int // kept folders found deleted: closed by Close
+	sessionsStale  []int                  // kept folders found deleted: closed by Close
+	held           map[string]*heldFolder // see heldsessions.go
 	// Warn gets one line for each thing the store skips rather than
 	// fail on (a line of index.tsv it did not write); os.Stderr unless
 	// set, nil for none.
@@ -369,6 +370,13 @@ func (s *Store) Close() error {
 		unix.Close(fd)
 	}
 	s.sessionsStale = nil
+	for id, h := range s.held {
+		// A walk under way closes it as it ends.
+		if h.owners = 0; h.walks == 0 {
+			unix.Close(h.fd)
+		}
+		delete(s.held, id)
+	}
 	s.sessionsMu.Unlock()
 	return s.dir.Close()
 }
@@ -439,19 +447,17 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 	meta.File, meta.Spec = s.Abs(s.Rel(meta.File)), s.Abs(s.Rel(meta.Spec))
 	before, known := s.sessionsState()
 	owned, err := s.mkdirOwned(tmp)
+	var metaFile, events *os.File
 	if err == nil {
+		// Its lock is held until it has its name: sweepNew leaves it.
 		defer owned.Close()
-		err = s.mkdir(tmp + "/transcripts")
-	}
-	if err == nil {
-		// The folder's rename below makes meta.json appear whole: it needs
-		// no rename of its own.
-		err = s.writeNew(tmp+"/meta.json", content)
+		metaFile, events, err = fillNew(owned, content)
 	}
 	if err == nil {
 		err = s.rename(tmp, sessionRel(meta.ID))
 	}
 	if err != nil {
+		closeAll(metaFile, events)
 		s.removeAll(tmp)
 		return nil, err
 	}
@@ -459,6 +465,7 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 		// Named once the session is there, so that a name whose session
 		// is not is known stale (ClaimName).
 		if err := s.ClaimName(meta.Name, meta.ID); err != nil {
+			closeAll(metaFile, events)
 			s.removeAll(sessionRel(meta.ID))
 			return nil, err
 		}
@@ -471,14 +478,23 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 	if err := s.indexThen(Summary{ID: meta.ID, Key: meta.Key, Pipeline: meta.Pipeline, File: meta.File, Spec: meta.Spec,
 		Status: "running", Created: meta.Created, Updated: meta.Created}, stamp); err != nil {
 		// Not listed, it would be lost: it goes, having nothing yet.
+		closeAll(metaFile, events)
 		s.removeAll(sessionRel(meta.ID))
 		s.ReleaseName(meta.Name, meta.ID)
 		return nil, err
 	}
-	x, err := s.open(meta, false)
-	if err != nil {
-		return nil, err
-	}
+	// The log was made empty in the folder before its rename: nothing to
+	// scan, no torn tail, no temporary file of a dead writer.
+	x := &Session{Dir: s.sessionDir(meta.ID), Meta: meta, store: s, rel: sessionRel(meta.ID), events: events}
+	x.hold()
+	s.syncCreated(x, metaFile)
+	return x, nil
+}
+
+// syncCreated syncs the new session x to disk: its meta.json (metaFile,
+// closed once synced) and the sessions folder; x.created delivers the
+// result.
+func (s *Store) syncCreated(x *Session, metaFile *os.File) {
 	// Syncing the new session to disk (meta.json, the sessions folder)
 	// goes on while the first step starts; the snapshot waits for it. A
 	// kill -9 needs no sync at all; a power cut in the first moments of a
@@ -490,28 +506,66 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 	// run waited for three one after the other.
 	x.created = make(chan error, 1)
 	metaSynced := make(chan error, 1)
-	go func() { metaSynced <- s.syncFile(x.rel + "/meta.json") }()
+	go func() { metaSynced <- errors.Join(metaFile.Sync(), metaFile.Close()) }()
 	go func() {
 		err := s.syncFile("sessions")
 		x.created <- errors.Join(<-metaSynced, err)
 	}()
-	return x, nil
 }
 
-// writeNew writes a file that must not exist yet, whole or not at all.
-func (s *Store) writeNew(rel string, content []byte) error {
-	f, err := s.openFile(rel, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+// MemoryLockFile is the lock file of a session's memory requests (see
+// session.Ref.Remember).
+const MemoryLockFile = "memory.lock"
+
+// fillNew makes what a new session's folder holds before its rename, in
+// the folder owned (kept open, and locked, since it was made: no walk
+// from the store's folder): transcripts/, meta.json of content (with
+// MemoryLockFile, a second name of it), and an empty events.jsonl. It returns meta.json and the log, open (meta.json
+// for its sync).
+func fillNew(owned *os.File, content []byte) (metaFile, events *os.File, err error) {
+	dir := int(owned.Fd())
+	if err := unix.Mkdirat(dir, "transcripts", 0o700); err != nil {
+		return nil, nil, &fs.PathError{Op: "mkdir", Path: owned.Name() + "/transcripts", Err: err}
+	}
+	metaFile, err = createIn(dir, owned.Name(), "meta.json", unix.O_WRONLY)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	_, err = f.Write(content)
-	if closeErr := f.Close(); err == nil {
-		err = closeErr
+	if _, err = metaFile.Write(content); err != nil {
+		metaFile.Close()
+		return nil, nil, err
 	}
+	// The memory lock's name, on meta.json's file: a lock file is only
+	// ever opened and locked (OFD locks are of the open file, and nothing
+	// else locks meta.json), and on a disk whose free inodes are few and
+	// far between a new one costs a run 0.1 to 0.3 ms of CPU (ext4's
+	// find_inode_bit). Not linked (a file system without hard links),
+	// WaitLock makes the file as before.
+	unix.Linkat(dir, "meta.json", dir, MemoryLockFile, 0)
+	if events, err = createIn(dir, owned.Name(), "events.jsonl", unix.O_RDWR|unix.O_APPEND); err != nil {
+		metaFile.Close()
+		return nil, nil, err
+	}
+	return metaFile, events, nil
+}
+
+// createIn makes the file n, which must not be there, in the folder dir
+// (named name, for errors).
+func createIn(dir int, name, n string, flag int) (*os.File, error) {
+	fd, err := openat(dir, n, flag|unix.O_CREAT|unix.O_EXCL, 0o600)
 	if err != nil {
-		s.remove(rel)
+		return nil, &fs.PathError{Op: "open", Path: name + "/" + n, Err: err}
 	}
-	return err
+	return os.NewFile(uintptr(fd), name+"/"+n), nil
+}
+
+// closeAll closes the files that are open (not nil).
+func closeAll(files ...*os.File) {
+	for _, f := range files {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 // Find reads the metadata of the session id, or of the only one whose id
@@ -637,6 +691,7 @@ func (s *Store) open(meta Meta, readOnly bool) (*Session, error) {
 		return nil, err
 	}
 	x.events = events
+	x.hold()
 	// The snapshot (or a request) a writer killed in the middle of it
 	// left: opened for writing, the session is its runner's now.
 	s.sweepTemps(x.rel)
@@ -649,6 +704,7 @@ func (s *Store) open(meta Meta, readOnly bool) (*Session, error) {
 		err = x.cutTornTail(end)
 	}
 	if err != nil {
+		x.letGo()
 		events.Close()
 		return nil, err
 	}
@@ -757,6 +813,21 @@ type Session struct {
 	readOnly bool
 	// created, for a session just made, delivers the result of syncing it.
 	created chan error
+	// held: the store keeps the folder open for this Session (hold).
+	held bool
+}
+
+// hold has the store keep the session's folder open until Close.
+func (x *Session) hold() {
+	x.held = x.store.holdSession(x.Meta.ID)
+}
+
+// letGo ends hold, once.
+func (x *Session) letGo() {
+	if x.held {
+		x.held = false
+		x.store.letGo(x.Meta.ID)
+	}
 }
 
 // waitCreated waits for a new session's sync, once.
@@ -772,6 +843,7 @@ func (x *Session) waitCreated() error {
 // Close waits for a new session's sync and closes the event log.
 func (x *Session) Close() error {
 	err := x.waitCreated()
+	x.letGo()
 	if x.events == nil {
 		return err
 	}
