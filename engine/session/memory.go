@@ -195,7 +195,7 @@ type memoryRequest struct {
 // (Ref.Remember) against the runner that takes them as it ends
 // (Session.Close): a request is written only while a runner holds the
 // session and has not begun to end, so none is stranded.
-const memoryLockFile = store.MemoryLockFile
+const memoryLockFile = "memory.lock"
 
 // Remember changes the session's working set on a human's behalf
 // (pipeline memory pin, unpin, task add, task done). A session that is

@@ -513,14 +513,10 @@ func (s *Store) syncCreated(x *Session, metaFile *os.File) {
 	}()
 }
 
-// MemoryLockFile is the lock file of a session's memory requests (see
-// session.Ref.Remember).
-const MemoryLockFile = "memory.lock"
-
 // fillNew makes what a new session's folder holds before its rename, in
 // the folder owned (kept open, and locked, since it was made: no walk
-// from the store's folder): transcripts/, meta.json of content (with
-// MemoryLockFile, a second name of it), and an empty events.jsonl. It returns meta.json and the log, open (meta.json
+// from the store's folder): transcripts/, meta.json of content, and an
+// empty events.jsonl. It returns meta.json and the log, open (meta.json
 // for its sync).
 func fillNew(owned *os.File, content []byte) (metaFile, events *os.File, err error) {
 	dir := int(owned.Fd())
@@ -535,13 +531,6 @@ func fillNew(owned *os.File, content []byte) (metaFile, events *os.File, err err
 		metaFile.Close()
 		return nil, nil, err
 	}
-	// The memory lock's name, on meta.json's file: a lock file is only
-	// ever opened and locked (OFD locks are of the open file, and nothing
-	// else locks meta.json), and on a disk whose free inodes are few and
-	// far between a new one costs a run 0.1 to 0.3 ms of CPU (ext4's
-	// find_inode_bit). Not linked (a file system without hard links),
-	// WaitLock makes the file as before.
-	unix.Linkat(dir, "meta.json", dir, MemoryLockFile, 0)
 	if events, err = createIn(dir, owned.Name(), "events.jsonl", unix.O_RDWR|unix.O_APPEND); err != nil {
 		metaFile.Close()
 		return nil, nil, err
