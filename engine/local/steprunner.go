@@ -175,7 +175,8 @@ func (r *StepRunner) prepareTurn(a engine.StartStep, s engine.State, step *spec.
 	// by it the step's daemons are found when the step ends.
 	mark := session.StepMark(r.Session.ID())
 	if step.Agent == nil {
-		return turn{command: steps.Command{Args: shellCommand(step.Run), Dir: dir, Env: append(env, mark), Mark: mark}}, nil
+		args, path := shellCommand(step.Run)
+		return turn{command: steps.Command{Args: args, Path: path, Dir: dir, Env: append(env, mark), Mark: mark}}, nil
 	}
 	agent := step.Agent.Value
 	t := turn{agentName: engine.AgentName(agent)}
@@ -265,24 +266,28 @@ func (r *StepRunner) prepareTurn(a engine.StartStep, s engine.State, step *spec.
 
 // shellCommand runs a run step through sh -c, except a plain command line
 // (words only, nothing the shell would interpret), which runs directly, as
-// make does: it saves starting a shell for every step.
-func shellCommand(line string) []string {
+// make does: it saves starting a shell for every step. path is the
+// program's file when it was looked up on PATH here, so that the start
+// does not look again.
+func shellCommand(line string) (args []string, path string) {
 	if strings.ContainsAny(line, "|&;<>()$`\\\"'*?[]#~=%{}!\n") {
-		return []string{"sh", "-c", line}
+		return []string{"sh", "-c", line}, ""
 	}
 	words := strings.Fields(line)
 	if len(words) == 0 {
-		return []string{"sh", "-c", line}
+		return []string{"sh", "-c", line}, ""
 	}
 	if !strings.Contains(words[0], "/") {
-		if _, err := exec.LookPath(words[0]); err != nil {
+		found, err := exec.LookPath(words[0])
+		if err != nil {
 			// A builtin of the shell (exit 1, cd, export), or a program
 			// that is not there: the shell runs the one and says the
 			// other is not found.
-			return []string{"sh", "-c", line}
+			return []string{"sh", "-c", line}, ""
 		}
+		return words, found
 	}
-	return words
+	return words, ""
 }
 
 // startProblem says why program could not start, naming it and the PATH
