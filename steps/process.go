@@ -49,6 +49,8 @@ type Process struct {
 	Stderr io.ReadCloser
 
 	pid int
+	// pidfd is a handle of the child, -1 when there is none (waitChild).
+	pidfd int
 	// fed is the end of the writing of Command.Stdin into the child's
 	// input, when it is not a file (spawn); nil otherwise.
 	fed      <-chan error
@@ -110,7 +112,7 @@ func Start(c Command) (*Process, error) {
 		errR.Close()
 		return nil, fmt.Errorf("starting %s: %w", c.Args[0], err)
 	}
-	p := &Process{Stdout: outR, pid: child.pid, fed: child.fed, mark: c.Mark, outputs: [2]*os.File{outR, nil},
+	p := &Process{Stdout: outR, pid: child.pid, pidfd: child.pidfd, fed: child.fed, mark: c.Mark, outputs: [2]*os.File{outR, nil},
 		release: release, done: make(chan struct{})}
 	if !c.MergeOutput {
 		p.Stderr, p.outputs[1] = errR, errR
@@ -130,7 +132,7 @@ func pipe() (r, w *os.File, err error) {
 }
 
 func (p *Process) wait() {
-	status, err := waitChild(p.pid)
+	status, err := waitChild(p.pid, p.pidfd)
 	leading(p.pid, false)
 	switch {
 	case err != nil:

@@ -15,16 +15,20 @@ import (
 // Linux os.StartProcess first probes, once in each process, whether
 // pidfds work, with a process of its own (pidfd_open, waitid, a vfork'd
 // clone that exits): 150 to 190 µs more before a run's first step starts,
-// for a handle this package does not use (it signals the process group,
-// and waits with wait4). What os/exec does besides is done here as it
-// does it: the program looked up on PATH, the environment (this
-// process's when none is given, PWD then set to the folder) without
-// duplicates, standard input from a file, /dev/null, or a pipe fed by a
-// goroutine.
+// for a handle os/exec then waits with in a blocking waitid. On Linux
+// the child's handle comes from its clone here (forkExec), and the wait
+// is the network poller's (waitChild). What os/exec does besides is done
+// here as it does it: the program looked up on PATH, the environment
+// (this process's when none is given, PWD then set to the folder)
+// without duplicates, standard input from a file, /dev/null, or a pipe
+// fed by a goroutine.
 
 // spawned is a child started by spawn.
 type spawned struct {
 	pid int
+	// pidfd is a handle of the child's process, -1 when the system gave
+	// none (waitChild).
+	pidfd int
 	// fed ends with the error of the goroutine that writes a Stdin that is
 	// not a file into the child's standard input; nil when there is none.
 	fed chan error
@@ -45,7 +49,7 @@ func spawn(c Command, stdout, stderr *os.File, attr *syscall.SysProcAttr) (*spaw
 	if err != nil {
 		return nil, err
 	}
-	pid, err := syscall.ForkExec(path, c.Args, &syscall.ProcAttr{Dir: c.Dir, Env: env,
+	pid, pidfd, err := forkExec(path, c.Args, &syscall.ProcAttr{Dir: c.Dir, Env: env,
 		Files: []uintptr{stdin.Fd(), stdout.Fd(), stderr.Fd()}, Sys: attr})
 	runtime.KeepAlive(stdout)
 	runtime.KeepAlive(stderr)
@@ -58,7 +62,7 @@ func spawn(c Command, stdout, stderr *os.File, attr *syscall.SysProcAttr) (*spaw
 		}
 		return nil, &os.PathError{Op: "fork/exec", Path: path, Err: err}
 	}
-	s := &spawned{pid: pid}
+	s := &spawned{pid: pid, pidfd: pidfd}
 	if feed != nil {
 		s.fed = make(chan error, 1)
 		go func() {
@@ -139,8 +143,8 @@ func childStdin(r io.Reader) (stdin, feed *os.File, err error) {
 	return os.Pipe()
 }
 
-// waitChild waits for the child pid to exit; it is reaped.
-func waitChild(pid int) (syscall.WaitStatus, error) {
+// wait4 waits for the child pid to exit, and reaps it.
+func wait4(pid int) (syscall.WaitStatus, error) {
 	var status syscall.WaitStatus
 	for {
 		_, err := syscall.Wait4(pid, &status, 0, nil)
