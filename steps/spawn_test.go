@@ -115,3 +115,22 @@ func TestALeftoverHoldingStdinDoesNotHoldTheEnd(t *testing.T) {
 		t.Fatalf("leftovers %v, want the sleep", left)
 	}
 }
+
+// BenchmarkStartTrue is a step's process started, read to its end and
+// waited for: /bin/true, as the start-up figure's step runs.
+func BenchmarkStartTrue(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := Start(Command{Args: []string{"true"}, MergeOutput: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, p.Stdout); err != nil {
+			b.Fatal(err)
+		}
+		if code, err := p.Wait(); code != 0 || err != nil {
+			b.Fatalf("exit %d, %v", code, err)
+		}
+		p.closeOutputs()
+	}
+}
