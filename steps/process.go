@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,6 +28,9 @@ type Command struct {
 	// runner was killed. Empty: only the process group and the processes
 	// the step's own processes started are followed.
 	Mark string
+	// Path is the program's file when the caller looked Args[0] up on
+	// PATH already; empty, Start looks it up.
+	Path string
 	// MergeOutput gives the child one pipe for its standard output and
 	// error, as a CI runner does: the order of its lines is kept exactly.
 	// Process.Stderr is then nil.
@@ -46,7 +48,12 @@ type Process struct {
 	Stdout io.ReadCloser
 	Stderr io.ReadCloser
 
-	cmd      *exec.Cmd
+	pid int
+	// pidfd is a handle of the child, -1 when there is none (waitChild).
+	pidfd int
+	// fed is the end of the writing of Command.Stdin into the child's
+	// input, when it is not a file (spawn); nil otherwise.
+	fed      <-chan error
 	mark     string
 	outputs  [2]*os.File
 	release  func()
@@ -82,43 +89,35 @@ func Start(c Command) (*Process, error) {
 	if len(c.Args) == 0 {
 		return nil, errors.New("no program to run")
 	}
-	cmd := exec.Command(c.Args[0], c.Args[1:]...)
-	cmd.Dir, cmd.Env, cmd.Stdin = c.Dir, c.Env, c.Stdin
-	cmd.SysProcAttr = groupAttr()
 	outR, outW, err := pipe()
 	if err != nil {
 		return nil, err
 	}
-	var errR, errW *os.File
-	if c.MergeOutput {
-		cmd.Stdout, cmd.Stderr = outW, outW
-	} else {
+	errR, errW := outR, outW
+	if !c.MergeOutput {
 		if errR, errW, err = pipe(); err != nil {
 			outR.Close()
 			outW.Close()
 			return nil, err
 		}
-		cmd.Stdout, cmd.Stderr = outW, errW
 	}
 	release := adoptOrphans()
-	if err := cmd.Start(); err != nil {
-		release()
-		for _, f := range []*os.File{outR, outW, errR, errW} {
-			if f != nil {
-				f.Close()
-			}
-		}
-		return nil, fmt.Errorf("starting %s: %w", c.Args[0], err)
-	}
+	child, err := spawn(c, outW, errW, groupAttr())
 	// The child holds its own copies of the write ends.
 	outW.Close()
-	p := &Process{Stdout: outR, cmd: cmd, mark: c.Mark, outputs: [2]*os.File{outR, errR},
-		release: release, done: make(chan struct{})}
-	if errW != nil {
-		errW.Close()
-		p.Stderr = errR
+	errW.Close()
+	if err != nil {
+		release()
+		outR.Close()
+		errR.Close()
+		return nil, fmt.Errorf("starting %s: %w", c.Args[0], err)
 	}
-	leading(cmd.Process.Pid, true)
+	p := &Process{Stdout: outR, pid: child.pid, pidfd: child.pidfd, fed: child.fed, mark: c.Mark, outputs: [2]*os.File{outR, nil},
+		release: release, done: make(chan struct{})}
+	if !c.MergeOutput {
+		p.Stderr, p.outputs[1] = errR, errR
+	}
+	leading(p.pid, true)
 	go p.wait()
 	return p, nil
 }
@@ -133,29 +132,33 @@ func pipe() (r, w *os.File, err error) {
 }
 
 func (p *Process) wait() {
-	err := p.cmd.Wait()
-	leading(p.cmd.Process.Pid, false)
-	p.exitCode = 0
-	var exitErr *exec.ExitError
+	status, err := waitChild(p.pid, p.pidfd)
+	leading(p.pid, false)
 	switch {
-	case errors.As(err, &exitErr):
-		p.exitCode = exitErr.ExitCode() // -1 when killed by a signal
-		if status, ok := exitErr.Sys().(syscall.WaitStatus); ok && status.Signaled() {
-			p.signal = status.Signal()
-		}
 	case err != nil:
-		p.exitCode, p.waitErr = -1, err
+		p.exitCode, p.waitErr = -1, fmt.Errorf("waiting for the step's process: %w", err)
+	case status.Signaled():
+		p.exitCode, p.signal = -1, status.Signal()
+	default:
+		p.exitCode = status.ExitStatus()
 	}
 	// What the leader left behind goes with it: the rest of its group,
 	// and the daemons that left the group. No process survives its step,
 	// and the pipes reach their end.
-	p.left = sweep(p.cmd.Process.Pid, p.mark)
+	p.left = sweep(p.pid, p.mark)
+	if p.fed != nil {
+		// Once what held the input open is gone: a leftover that kept it
+		// open without reading would have held the step's end for good.
+		if err := <-p.fed; err != nil && p.waitErr == nil && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, os.ErrClosed) {
+			p.waitErr = err
+		}
+	}
 	p.release()
 	close(p.done)
 }
 
 // Pid is the child's process id, which is also its process group id.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+func (p *Process) Pid() int { return p.pid }
 
 // Done is closed when the child has exited and what it left was killed.
 func (p *Process) Done() <-chan struct{} { return p.done }
@@ -192,7 +195,7 @@ func (p *Process) Leftovers() []Leftover {
 func (p *Process) Stop(grace time.Duration) {
 	p.Interrupt()
 	p.stopOnce.Do(func() {
-		pgid := -p.cmd.Process.Pid
+		pgid := -p.pid
 		// Which processes the SIGINT reached is read at the first late
 		// look, by their start times: read before the SIGINT, it would put
 		// a scan of /proc (0.05–0.2 ms) between a checkpoint and its
@@ -209,9 +212,9 @@ func (p *Process) Stop(grace time.Duration) {
 				return
 			case <-again.C:
 				if reached == nil {
-					reached = groupReached(p.cmd.Process.Pid, p.interruptedAt)
+					reached = groupReached(p.pid, p.interruptedAt)
 				}
-				interruptNew(p.cmd.Process.Pid, reached)
+				interruptNew(p.pid, reached)
 				if late < len(interruptLate) {
 					again.Reset(interruptLate[late])
 					late++
@@ -234,7 +237,7 @@ func (p *Process) Stop(grace time.Duration) {
 // itself then calls Stop for the grace and the kill.
 func (p *Process) Interrupt() {
 	p.interruptOnce.Do(func() {
-		pgid := -p.cmd.Process.Pid
+		pgid := -p.pid
 		p.interruptedAt = bootClock()
 		_ = syscall.Kill(pgid, syscall.SIGINT)
 		// A stopped process (SIGSTOP, SIGTSTP) takes the SIGINT only once

@@ -415,3 +415,41 @@ func hasMark(pid int, mark string) bool {
 	entry := append(append([]byte{0}, mark...), 0)
 	return bytes.HasPrefix(env, entry[1:]) || bytes.Contains(env, entry)
 }
+
+// forkExec starts the child with a handle of it (CLONE_PIDFD), by which
+// waitChild waits; the handle is -1 when the kernel gave none.
+func forkExec(path string, args []string, attr *syscall.ProcAttr) (pid, pidfd int, err error) {
+	pidfd = -1
+	attr.Sys.PidFD = &pidfd
+	pid, err = syscall.ForkExec(path, args, attr)
+	if err == syscall.ENOSYS || err == syscall.EINVAL || err == syscall.EPERM {
+		// A system that refuses the handle (seccomp, an old kernel):
+		// the child is waited for without it.
+		pidfd, attr.Sys.PidFD = -1, nil
+		pid, err = syscall.ForkExec(path, args, attr)
+	}
+	return pid, pidfd, err
+}
+
+// waitChild waits for the child pid to exit, and reaps it. With a handle
+// of it (pidfd, closed here) the wait is the network poller's: the
+// goroutine is parked, and no thread sits blocked in wait4 for the
+// child's life, its processor handed to another thread the runtime may
+// start for it.
+func waitChild(pid, pidfd int) (syscall.WaitStatus, error) {
+	if pidfd >= 0 && unix.SetNonblock(pidfd, true) == nil {
+		handle := os.NewFile(uintptr(pidfd), "pidfd")
+		defer handle.Close()
+		if conn, err := handle.SyscallConn(); err == nil {
+			// WNOWAIT: wait4 reaps it below, and reads its status.
+			_ = conn.Read(func(fd uintptr) bool {
+				var info unix.Siginfo
+				err := unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+				return err != unix.EINTR && (err != nil || info.Signo != 0)
+			})
+		}
+	} else if pidfd >= 0 {
+		unix.Close(pidfd)
+	}
+	return wait4(pid)
+}

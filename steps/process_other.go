@@ -81,3 +81,12 @@ func interruptNew(pgid int, reached map[int]string) {
 		_ = syscall.Kill(-pgid, syscall.SIGINT)
 	}
 }
+
+// forkExec starts the child; there is no handle of it here (-1).
+func forkExec(path string, args []string, attr *syscall.ProcAttr) (pid, pidfd int, err error) {
+	pid, err = syscall.ForkExec(path, args, attr)
+	return pid, -1, err
+}
+
+// waitChild waits for the child pid to exit, and reaps it.
+func waitChild(pid, _ int) (syscall.WaitStatus, error) { return wait4(pid) }

@@ -175,7 +175,8 @@ func (r *StepRunner) prepareTurn(a engine.StartStep, s engine.State, step *spec.
 	// by it the step's daemons are found when the step ends.
 	mark := session.StepMark(r.Session.ID())
 	if step.Agent == nil {
-		return turn{command: steps.Command{Args: shellCommand(step.Run), Dir: dir, Env: append(env, mark), Mark: mark}}, nil
+		args, path := shellCommand(step.Run)
+		return turn{command: steps.Command{Args: args, Path: path, Dir: dir, Env: append(env, mark), Mark: mark}}, nil
 	}
 	agent := step.Agent.Value
 	t := turn{agentName: engine.AgentName(agent)}
@@ -265,24 +266,28 @@ func (r *StepRunner) prepareTurn(a engine.StartStep, s engine.State, step *spec.
 
 // shellCommand runs a run step through sh -c, except a plain command line
 // (words only, nothing the shell would interpret), which runs directly, as
-// make does: it saves starting a shell for every step.
-func shellCommand(line string) []string {
+// make does: it saves starting a shell for every step. path is the
+// program's file when it was looked up on PATH here, so that the start
+// does not look again.
+func shellCommand(line string) (args []string, path string) {
 	if strings.ContainsAny(line, "|&;<>()$`\\\"'*?[]#~=%{}!\n") {
-		return []string{"sh", "-c", line}
+		return []string{"sh", "-c", line}, ""
 	}
 	words := strings.Fields(line)
 	if len(words) == 0 {
-		return []string{"sh", "-c", line}
+		return []string{"sh", "-c", line}, ""
 	}
 	if !strings.Contains(words[0], "/") {
-		if _, err := exec.LookPath(words[0]); err != nil {
+		found, err := exec.LookPath(words[0])
+		if err != nil {
 			// A builtin of the shell (exit 1, cd, export), or a program
 			// that is not there: the shell runs the one and says the
 			// other is not found.
-			return []string{"sh", "-c", line}
+			return []string{"sh", "-c", line}, ""
 		}
+		return words, found
 	}
-	return words
+	return words, ""
 }
 
 // startProblem says why program could not start, naming it and the PATH
@@ -451,7 +456,11 @@ func (r *StepRunner) markRunAgain(transcript *os.File, a engine.StartStep, s eng
 type observer struct {
 	r       *StepRunner
 	current *StepRun
-	monitor *triggers.Monitor
+	// pauseWhen are the phase's triggers, and env what they read as the
+	// step starts: watch makes the monitor of them.
+	pauseWhen []spec.TriggerPlan
+	env       triggers.Env
+	monitor   *triggers.Monitor
 	// What the session had used before this step.
 	tokensBefore               int
 	costBefore                 float64
@@ -468,20 +477,29 @@ type observer struct {
 }
 
 func (r *StepRunner) observer(a engine.StartStep, s engine.State, phase *spec.PhasePlan, step *spec.StepPlan, current *StepRun) *observer {
+	env := triggers.Env{TotalTokens: s.TotalTokens, CostUSD: s.CostUSD, PhaseElapsed: s.PhaseElapsed,
+		SessionElapsed: s.SessionElapsed, Errors: s.Errors, ConsecutiveErrors: s.ConsecutiveErrors,
+		Attempt: a.Attempt, Phase: phase.Name, Step: step.Name, Steps: s.Steps, FilesChanged: s.FilesChanged,
+		Spec: r.Plan.SpecValues}
+	return &observer{r: r, current: current, pauseWhen: phase.PauseWhen, env: env, tokensBefore: s.TotalTokens, costBefore: s.CostUSD,
+		phaseBefore: s.PhaseElapsed, sessionBefore: s.SessionElapsed, execution: a.Execution}
+}
+
+// watch makes the monitor of the phase's pause_when triggers, compiling
+// each the first time a run needs it. Called once the step's process has
+// started (Started), before anything is observed: the compiling (some
+// 0.2 ms for the built-in triggers) then runs while the process starts,
+// not before it.
+func (o *observer) watch() {
 	var list []triggers.Named
-	for _, t := range phase.PauseWhen {
+	for _, t := range o.pauseWhen {
 		if t.Expr.Program() != nil {
 			list = append(list, triggers.Named{Name: t.Name, Expr: t.Expr.Program()})
 		}
 	}
-	m := triggers.NewMonitor(list)
-	m.Env = triggers.Env{TotalTokens: s.TotalTokens, CostUSD: s.CostUSD, PhaseElapsed: s.PhaseElapsed,
-		SessionElapsed: s.SessionElapsed, Errors: s.Errors, ConsecutiveErrors: s.ConsecutiveErrors,
-		Attempt: a.Attempt, Phase: phase.Name, Step: step.Name, Steps: s.Steps, FilesChanged: s.FilesChanged,
-		Spec: r.Plan.SpecValues}
-	return &observer{r: r, current: current, monitor: m, tokensBefore: s.TotalTokens, costBefore: s.CostUSD,
-		phaseBefore: s.PhaseElapsed, sessionBefore: s.SessionElapsed, tailWanting: m.Needs(triggers.VarOutput),
-		execution: a.Execution}
+	o.monitor = triggers.NewMonitor(list)
+	o.monitor.Env = o.env
+	o.tailWanting = o.monitor.Needs(triggers.VarOutput)
 }
 
 func (o *observer) Started(running *steps.Running) {
@@ -489,6 +507,7 @@ func (o *observer) Started(running *steps.Running) {
 	o.current.running = running
 	o.current.mu.Unlock()
 	o.r.Session.StepProcess(running.Pid())
+	o.watch()
 }
 
 func (o *observer) Output(text []byte) { o.r.View.Output(text) }
