@@ -26,6 +26,9 @@ func storeReadable(t *testing.T, root string) {
 		t.Errorf("index.tsv ends in part of a line: %q", index[max(0, len(index)-60):])
 	}
 	for n, line := range strings.Split(strings.TrimSuffix(string(index), "\n"), "\n") {
+		if len(index) == 0 {
+			break // an index compacted with no session left: no line at all
+		}
 		if tabs := strings.Count(line, "\t"); tabs != 11 && !(tabs == 10 && strings.Split(line, "\t")[2] == "removed") {
 			t.Errorf("index.tsv line %d is not readable: %q", n+1, line)
 		}
