@@ -141,7 +141,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) (engine.State, error
 		// Before, followers had only the status query to go by.
 		headlines: has(versionHeadline),
 		// Before, the headline went to the memo.
-		headlineMarkers: all >= versionAllHeadlineMarker, version: all}
+		headlineMarkers: all >= versionAllHeadlineMarker}
 	for _, rec := range in.Events {
 		ev, err := rec.Event()
 		if err != nil {
@@ -205,8 +205,6 @@ type flow struct {
 	// headlineMarkers: the headline is published in a marker of the
 	// history, not in the memo (see versionAllHeadlineMarker).
 	headlineMarkers bool
-	// version is the run's version of versionAll (see runVersion).
-	version workflow.Version
 	// noGit: a worker found the pipeline's folder outside git; no more
 	// checkpoint is asked for until the next resume, as a local run
 	// looks for git once as it opens the session.
@@ -624,9 +622,9 @@ func (f *flow) dueForNewRun() bool {
 func (f *flow) continueAsNew() error {
 	next := f.in
 	next.State, next.Events, next.Runs, next.Lost = f.state, nil, f.in.Runs+1, f.lost
-	if f.version >= 1 {
-		next.Changes = f.version // the next run asks for what this one has: no marker
-	}
+	// A new run has every change, as GetVersion would give it, with no
+	// marker (see runVersion).
+	next.Changes = SessionChanges
 	next.MemoryAfter = f.in.MemoryAfter
 	for _, ev := range f.queue {
 		rec, err := Record(ev)
