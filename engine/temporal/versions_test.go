@@ -33,7 +33,10 @@ import (
 // in the memo, in TestReplayRecordedHistories; there too,
 // changes-asked-of-an-older-worker.json, one-version-marker.json with
 // Changes 2 in its input: a worker that read no Changes recorded version
-// 1, and a replay takes the marker over the input.
+// 1, and a replay takes the marker over the input; and
+// changes-asked-of-a-worker-before-them.json, three-version-markers.json
+// with Changes 2: a worker from before the one marker for all the
+// changes recorded one per change, which a replay takes.
 func TestANewSessionRecordsItsVersionOnce(t *testing.T) {
 	s := temporaltest.StartDevServer(t)
 	f := startFleet(t, s)

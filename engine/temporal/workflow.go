@@ -259,8 +259,13 @@ func changes(ctx workflow.Context, asked workflow.Version) (has func(change stri
 // worker that knows that version takes it with no marker. A worker that
 // does not (an older one, which reads no Changes, or asked is newer than
 // it) records its own in a marker, as before; a replay takes the marker
-// when the history has one (GetVersion records nothing in a replay),
-// else the version asked.
+// when the history has one (GetVersion records nothing in a replay):
+// versionAll's, or, from a worker older than versionAll, one per change
+// (then each change is as recorded); else the version asked. A worker
+// older than every marker (before versionEffects) records none, and
+// cannot be told from one that took the version asked: a session that a
+// client of this version started on such a worker is not to move to a
+// newer worker while it runs.
 func runVersion(ctx workflow.Context, asked workflow.Version) workflow.Version {
 	if asked < 1 || asked > versionAllHeadlineMarker {
 		return workflow.GetVersion(ctx, versionAll, workflow.DefaultVersion, versionAllHeadlineMarker)
@@ -270,6 +275,9 @@ func runVersion(ctx workflow.Context, asked workflow.Version) workflow.Version {
 	}
 	if recorded := workflow.GetVersion(ctx, versionAll, workflow.DefaultVersion, versionAllHeadlineMarker); recorded != workflow.DefaultVersion {
 		return recorded
+	}
+	if workflow.GetVersion(ctx, versionEffects, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
+		return workflow.DefaultVersion
 	}
 	return asked
 }
