@@ -174,7 +174,7 @@ func (b *Backend) startNew(ctx context.Context, req app.RunRequest, src temporal
 	}
 	in := temporal.SessionInput{SessionID: id, Plan: src,
 		Events:  []temporal.EventRecord{temporal.MustRecord(engine.Started{At: now.UTC(), Plan: plan.Digest, From: req.From + req.Only, Only: req.Only != ""})},
-		Options: temporal.Options{HeartbeatTimeout: b.Heartbeat}}
+		Options: temporal.Options{HeartbeatTimeout: b.Heartbeat}, Changes: temporal.SessionChanges}
 	memo := temporal.Memo{Pipeline: plan.Name.Value, File: src.File, Spec: src.Spec, Key: key}
 	tries := 0
 	_, err = busyRetry(ctx, func() (struct{}, error) {

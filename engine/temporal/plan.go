@@ -1,9 +1,12 @@
 package temporal
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sync"
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/spec"
@@ -24,9 +27,70 @@ type PlanSource struct {
 	Digest string `json:"digest,omitempty"`
 }
 
-// Load parses the plan. It makes no system call (it reads no file, nor
-// the working directory): workflow code may call it.
+// Load parses the plan, or gives the one this process parsed from the
+// same source before. It makes no system call (it reads no file, nor
+// the working directory): workflow code may call it; what it gives is a
+// pure function of the source's bytes, and a plan is never changed once
+// made (spec's rule), so the plans are shared.
 func (p PlanSource) Load() (*spec.Plan, error) {
+	key := p.memoKey()
+	if plan := parsedPlans.recall(key); plan != nil {
+		return plan, nil
+	}
+	plan, err := p.parse()
+	if err == nil {
+		parsedPlans.remember(key, plan)
+	}
+	return plan, err
+}
+
+// parsedPlans are the plans this process parsed from a PlanSource. A
+// worker parses a session's plan for each of its workflow tasks that is
+// not in the SDK's cache and for each activity (a step, a checkpoint,
+// the memory intake before each step): a tenth of a worker's CPU on a
+// fleet of short pipelines, for the same few bytes each time.
+var parsedPlans = &planMemo{}
+
+// maxParsedPlans bounds what a worker keeps: the plans of the sessions
+// it runs at once, and then some.
+const maxParsedPlans = 64
+
+// planMemo is the plans by the digest of their source.
+type planMemo struct {
+	mu    sync.Mutex
+	plans map[[sha256.Size]byte]*spec.Plan
+}
+
+func (m *planMemo) recall(key [sha256.Size]byte) *spec.Plan {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.plans[key]
+}
+
+func (m *planMemo) remember(key [sha256.Size]byte, plan *spec.Plan) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.plans) >= maxParsedPlans || m.plans == nil {
+		m.plans = make(map[[sha256.Size]byte]*spec.Plan, maxParsedPlans)
+	}
+	m.plans[key] = plan
+}
+
+// memoKey is the digest of every field of the source, each with its
+// length, so that no two sources share one.
+func (p PlanSource) memoKey() [sha256.Size]byte {
+	h := sha256.New()
+	for _, field := range [][]byte{[]byte(p.File), p.YAML, []byte(p.Spec), p.SpecText, []byte(p.Digest)} {
+		_, _ = h.Write(binary.AppendUvarint(nil, uint64(len(field))))
+		_, _ = h.Write(field)
+	}
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	return key
+}
+
+// parse makes the plan from the source.
+func (p PlanSource) parse() (*spec.Plan, error) {
 	doc, err := spec.Parse(p.File, p.YAML)
 	if err != nil {
 		return nil, err

@@ -48,3 +48,45 @@ func TestPlanSourceLoadsTheSameFromAnyFolder(t *testing.T) {
 			plan.Name.Value, plan.Digest, plan.Spec, want.Digest, src.Spec)
 	}
 }
+
+// A worker parses a session's plan once: a second Load of the same
+// source is the plan the first made; a source that differs in any field
+// is parsed on its own, and one that does not parse to its digest is
+// refused each time, never remembered.
+func TestPlanSourceIsParsedOncePerSource(t *testing.T) {
+	src := temporal.PlanSource{File: "/work/shop/phases.yaml",
+		YAML: []byte("version: 1\nphases:\n  - name: build\n    steps: [{run: make}]\n")}
+	first, err := src.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := src.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != first {
+		t.Error("the same source was parsed again")
+	}
+	src.Digest = first.Digest
+	withDigest, err := src.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := src
+	other.File = "/work/shop2/phases.yaml"
+	other.Digest = ""
+	moved, err := other.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if withDigest == first || moved == first || moved.File != other.File || moved.Name.Value != "shop2" {
+		t.Errorf("sources that differ share a plan: %p %p %p (file %s, name %s)", first, withDigest, moved, moved.File, moved.Name.Value)
+	}
+	wrong := src
+	wrong.Digest = "0000"
+	for range 2 {
+		if plan, err := wrong.Load(); err == nil {
+			t.Fatalf("a source that parses to digest %s, not %s, was taken: %p", plan.Digest, wrong.Digest, plan)
+		}
+	}
+}

@@ -181,7 +181,8 @@ func TestActivityErrorPausesWithTheReason(t *testing.T) {
 }
 
 // TestContinueAsNewCarriesTheState: past MaxEvents the run continues as
-// new with the state and the events it had not decided; the next run
+// new with the state and the events it had not decided, asking for the
+// workflow's changes in its input (no version marker); the next run
 // carries on.
 func TestContinueAsNewCarriesTheState(t *testing.T) {
 	r := newRun(t, agentPlan)
@@ -202,6 +203,10 @@ func TestContinueAsNewCarriesTheState(t *testing.T) {
 	}
 	if in.Runs != 1 || len(in.Events) != 1 || in.Events[0].Type != "StepFinished" || in.State.Phase != 1 || !in.State.StepRunning {
 		t.Fatalf("the next run's input: runs %d, events %+v, phase %d", in.Runs, in.Events, in.State.Phase)
+	}
+	// It has every change without a version marker of its own.
+	if in.Changes != temporal.SessionChanges {
+		t.Errorf("the next run asks for changes %d; want %d", in.Changes, temporal.SessionChanges)
 	}
 	r2 := newRun(t, agentPlan)
 	r2.in = in

@@ -5,6 +5,7 @@ package temporal_test
 import (
 	"bytes"
 	"context"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -35,8 +36,11 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 // its task queue on a real dev server, runs the workflows under the type
 // names clients start them by (a RunLease workflow's first task is
 // taken: its timer is set), and has registered the search attribute by
-// which runs find their pipeline's sessions.
+// which runs find their pipeline's sessions. Without GOGC, it collects
+// garbage less often than Go's default (workerGC).
 func TestStartWorkerServesTheQueue(t *testing.T) {
+	t.Setenv("GOGC", "")
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	srv := temporaltest.StartDevServer(t)
 	target := temporal.Target{Address: srv.HostPort(), Namespace: srv.Namespace(), TaskQueue: "pipeline-assembly"}
 	var warned []error
@@ -47,6 +51,9 @@ func TestStartWorkerServesTheQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
+	if gc := debug.SetGCPercent(100); gc != 400 {
+		t.Errorf("the worker collects garbage at GOGC %d; want 400", gc)
+	}
 	if len(warned) > 0 {
 		t.Errorf("warned: %v", warned)
 	}

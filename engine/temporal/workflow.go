@@ -106,7 +106,15 @@ type SessionInput struct {
 	// MemoryAfter is the event of the worker's copy of the session up to
 	// which the human's memory changes were taken (see TakeMemory).
 	MemoryAfter int64 `json:"memory_after,omitempty"`
+	// Changes asks the run for the changes of versionAll up to this
+	// version (SessionChanges) without a version marker (see
+	// runVersion); 0: the run records its version in a marker.
+	Changes workflow.Version `json:"changes,omitempty"`
 }
+
+// SessionChanges is the version of the workflow's changes (versionAll)
+// a client asks a new session for in SessionInput.Changes.
+const SessionChanges = versionAllHeadlineMarker
 
 // SessionWorkflow drives one session: it decides each event with
 // engine.Decide and carries out the actions, until the session completes
@@ -121,7 +129,7 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) (engine.State, error
 	if in.Created.IsZero() {
 		in.Created = workflow.GetInfo(ctx).WorkflowStartTime
 	}
-	has, all := changes(ctx)
+	has, all := changes(ctx, in.Changes)
 	f := &flow{ctx: ctx, plan: plan, in: in, state: in.State, lost: in.Lost,
 		pauses: workflow.GetSignalChannel(ctx, SignalPause), resumes: workflow.GetSignalChannel(ctx, SignalResume),
 		remembers: workflow.GetSignalChannel(ctx, SignalRemember),
@@ -233,12 +241,45 @@ const versionAllHeadlineMarker workflow.Version = 2
 
 // changes tells, for each change, whether this run has it: all of them
 // from versionAll on, else as the run recorded it; all is the version of
-// versionAll the run has (DefaultVersion when none).
-func changes(ctx workflow.Context) (has func(change string) bool, all workflow.Version) {
-	all = workflow.GetVersion(ctx, versionAll, workflow.DefaultVersion, versionAllHeadlineMarker)
+// versionAll the run has (DefaultVersion when none). asked is the
+// version its input asks for (see runVersion).
+func changes(ctx workflow.Context, asked workflow.Version) (has func(change string) bool, all workflow.Version) {
+	all = runVersion(ctx, asked)
 	return func(change string) bool {
 		return all >= 1 || workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) >= 1
 	}, all
+}
+
+// runVersion is the version of versionAll this run has. A version
+// marker (GetVersion) comes with an upsert of the TemporalChangeVersion
+// search attribute: an event more in the session's first workflow task,
+// and a write of the server's visibility store, for every session. So a
+// client asks for the version in the run's input (asked, the input's
+// Changes), which the history keeps as well as a marker would, and a
+// worker that knows that version takes it with no marker. A worker that
+// does not (an older one, which reads no Changes, or asked is newer than
+// it) records its own in a marker, as before; a replay takes the marker
+// when the history has one (GetVersion records nothing in a replay):
+// versionAll's, or, from a worker older than versionAll, one per change
+// (then each change is as recorded); else the version asked. A worker
+// older than every marker (before versionEffects) records none, and
+// cannot be told from one that took the version asked: a session that a
+// client of this version started on such a worker is not to move to a
+// newer worker while it runs.
+func runVersion(ctx workflow.Context, asked workflow.Version) workflow.Version {
+	if asked < 1 || asked > versionAllHeadlineMarker {
+		return workflow.GetVersion(ctx, versionAll, workflow.DefaultVersion, versionAllHeadlineMarker)
+	}
+	if !workflow.IsReplaying(ctx) {
+		return asked
+	}
+	if recorded := workflow.GetVersion(ctx, versionAll, workflow.DefaultVersion, versionAllHeadlineMarker); recorded != workflow.DefaultVersion {
+		return recorded
+	}
+	if workflow.GetVersion(ctx, versionEffects, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
+		return workflow.DefaultVersion
+	}
+	return asked
 }
 
 // MemoHeadline is the memo field of a session's workflow that held its
@@ -589,6 +630,9 @@ func (f *flow) dueForNewRun() bool {
 func (f *flow) continueAsNew() error {
 	next := f.in
 	next.State, next.Events, next.Runs, next.Lost = f.state, nil, f.in.Runs+1, f.lost
+	// A new run has every change, as GetVersion would give it, with no
+	// marker (see runVersion).
+	next.Changes = SessionChanges
 	next.MemoryAfter = f.in.MemoryAfter
 	for _, ev := range f.queue {
 		rec, err := Record(ev)
