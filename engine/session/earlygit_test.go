@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,4 +50,48 @@ func TestARefusedOpenLeavesNoGitRunning(t *testing.T) {
 	if content, _ := os.ReadFile(ended); len(content) == 0 {
 		t.Error("Open returned while the git it started still ran")
 	}
+}
+
+// A long-lived process (pipeline mcp, the web UI, watch) runs many
+// sessions with one Store: each run's files in the store, its kept
+// session folder and its lock among them, are closed with it.
+func TestManyRunsInOneProcessLeaveNoFileOpen(t *testing.T) {
+	p := newProject(t, twoPhases)
+	defer p.st.Close()
+	run := func() {
+		s := p.mustOpen(session.Options{Create: session.Always})
+		if _, err := s.Apply(s.Start(time.Now())); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Complete(time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run() // what a store opens once and keeps (its folders)
+	before := filesOpenIn(t, p.dir)
+	for range 30 {
+		run()
+	}
+	if after := filesOpenIn(t, p.dir); len(after) > len(before) {
+		t.Errorf("files of the project open after 30 more runs: %q; before: %q", after, before)
+	}
+}
+
+// filesOpenIn lists the files under dir this process has open.
+func filesOpenIn(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal("no /proc/self/fd:", err)
+	}
+	var open []string
+	for _, e := range entries {
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(target, dir) {
+			open = append(open, target)
+		}
+	}
+	return open
 }
