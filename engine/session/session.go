@@ -353,15 +353,18 @@ func startGitFor(st *store.Store, file string) *earlyGit {
 func (e *earlyGit) wait(dir string) *Git {
 	if e.done != nil {
 		e.git, e.done = <-e.done, nil
-		if dir == e.dir {
-			return e.git
-		}
+	}
+	if dir != "" && dir == e.dir {
+		return e.git
+	}
+	if e.git != nil {
+		// GitFor asks git for its paths at once, in a goroutine of its
+		// own: a Git not used (or given up by an Open that failed after)
+		// is waited for to its end.
+		e.git.paths()
 	}
 	if dir == "" {
 		return nil
-	}
-	if dir == e.dir {
-		return e.git
 	}
 	return GitFor(dir)
 }

@@ -267,7 +267,12 @@ func readHolder(f *os.File) Holder {
 	if err != nil && n < len(content) {
 		return Holder{}
 	}
-	h, _ := parseHolder(content)
+	// A file that is not one (JSON of other types) leaves what it did
+	// fill: none of it is a holder.
+	h, err := parseHolder(content)
+	if err != nil {
+		return Holder{}
+	}
 	return h
 }
 
