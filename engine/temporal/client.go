@@ -161,12 +161,28 @@ func (c *Client) Start(ctx context.Context, in SessionInput, memo Memo) error {
 	}, memo.Key, in)
 }
 
+// SessionTaskTimeout is how long a worker has for one workflow task of a
+// session, from the server's start of it to its answer (the server's
+// default is 10s). It is what a task lost on its way costs: a busy
+// server records a task started for a poll and, now and then, never
+// delivers it (its record of the start failed for it after it was
+// written, and the poll went on to the next task); nothing but the
+// timeout gives the task to another poll. On a fleet of 100 short
+// pipelines on two workers that was one round in two, 10s on a
+// pipeline of a few hundred ms. A worker that got its task answers in
+// well under a second even on a loaded machine (cmd/bench -fleet prints
+// the longest); one whose local activities (checkpoint, memory intake)
+// run long is not cut off: the SDK answers for it at 80% of this and
+// goes on with a new task. A continued-as-new run keeps its timeout.
+const SessionTaskTimeout = 4 * time.Second
+
 // startSession starts a session's workflow with the search attribute of
 // its key when the namespace has it. A server that refuses the attribute
 // (added a moment ago, not known to its frontend yet) is asked again
 // without it: the session is then listed by its memo.
 func (c *Client) startSession(ctx context.Context, o client.StartWorkflowOptions, key string, in SessionInput) error {
 	o.TypedSearchAttributes = c.keyAttributes(key)
+	o.WorkflowTaskTimeout = SessionTaskTimeout
 	run, err := c.C.ExecuteWorkflow(ctx, o, SessionWorkflow, in)
 	var invalid *serviceerror.InvalidArgument
 	if errors.As(err, &invalid) && o.TypedSearchAttributes.Size() > 0 {
