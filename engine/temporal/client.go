@@ -167,13 +167,14 @@ func (c *Client) Start(ctx context.Context, in SessionInput, memo Memo) error {
 // server records a task started for a poll and, now and then, never
 // delivers it (its record of the start failed for it after it was
 // written, and the poll went on to the next task); nothing but the
-// timeout gives the task to another poll. On a fleet of 100 short
-// pipelines on two workers that was one round in two, 10s on a
-// pipeline of a few hundred ms. A worker that got its task answers in
-// well under a second even on a loaded machine (cmd/bench -fleet prints
-// the longest); one whose local activities (checkpoint, memory intake)
-// run long is not cut off: the SDK answers for it at 80% of this and
-// goes on with a new task. A continued-as-new run keeps its timeout.
+// timeout gives the task to another poll. With 100 short pipelines on
+// two workers of a loaded 2-core machine, 2 rounds in 9 lost one to
+// three tasks, 10s each on a pipeline of a few seconds. A worker that
+// got its task answers within about a second even there (cmd/bench
+// -fleet prints the longest task of each round: 0.5-1.2s at load 4-13);
+// one whose local activities (checkpoint, memory intake) run long is
+// not cut off: the SDK answers for it at 80% of this and goes on with a
+// new task. A continued-as-new run keeps its timeout.
 const SessionTaskTimeout = 4 * time.Second
 
 // startSession starts a session's workflow with the search attribute of
