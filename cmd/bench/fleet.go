@@ -7,6 +7,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -242,6 +243,12 @@ func project(work, name, yaml string) string {
 	return dir
 }
 
+// runLimit is the longest a pipeline of the bench may run: a dev server
+// that wedged (its SQLite store failing every call, as one did at load 8)
+// would hold its pipelines, and the bench, for ever; killed, they are
+// failures the bench reports.
+const runLimit = 5 * time.Minute
+
 // runAll runs pipeline args in each folder, parallel at a time, and
 // returns each run and the wall time of all.
 func runAll(dirs []string, parallel int, pipeline string, args ...string) ([]pipelineRun, time.Duration) {
@@ -252,12 +259,14 @@ func runAll(dirs []string, parallel int, pipeline string, args ...string) ([]pip
 	for range min(parallel, len(dirs)) {
 		wg.Go(func() {
 			for i := range next {
-				cmd := exec.Command(pipeline, args...)
+				ctx, cancel := context.WithTimeout(context.Background(), runLimit)
+				cmd := exec.CommandContext(ctx, pipeline, args...)
 				cmd.Dir = dirs[i]
 				var out bytes.Buffer
 				cmd.Stdout, cmd.Stderr = &out, &out
 				start := time.Now()
 				err := cmd.Run()
+				cancel()
 				runs[i] = pipelineRun{start: start, took: time.Since(start), err: err, out: out.String()}
 				if st := cmd.ProcessState; st != nil {
 					runs[i].cpu = st.UserTime() + st.SystemTime()
