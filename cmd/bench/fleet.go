@@ -7,8 +7,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,6 +76,7 @@ type fleetRun struct {
 	peakSrv  string
 	loadWhen string
 	requests string // the server's requests per pipeline, by operation
+	kept     string // where the logs of its stalls are kept (keepStalls)
 }
 
 // temporalCLIPath is the temporal CLI whose dev server the figures start.
@@ -162,8 +165,8 @@ func fleetRound(cli, pipeline, dir string, n int) fleetRun {
 	defer server.Stop()
 	queue := "bench"
 	var workers []*worker
-	for range *fleetWorkersN {
-		w, err := startWorker(pipeline, server.HostPort(), queue)
+	for i := range *fleetWorkersN {
+		w, err := startWorker(pipeline, server.HostPort(), queue, filepath.Join(dir, fmt.Sprintf("worker-%d.log", i)))
 		check(err)
 		workers = append(workers, w)
 	}
@@ -189,6 +192,7 @@ func fleetRound(cli, pipeline, dir string, n int) fleetRun {
 	for _, w := range workers {
 		w.stop()
 	}
+	r.kept = keepStalls(dir, r.hist, server.Output())
 	return r
 }
 
@@ -202,6 +206,10 @@ func (r fleetRun) print() {
 	fmt.Printf("\nfleet %s (wall %v, load average after: %s)\n", r.build, r.wall.Round(time.Millisecond), r.loadWhen)
 	if counts := r.hist.countsLine(); counts != "" {
 		fmt.Printf("per pipeline (median of its history): %s\n", counts)
+	}
+	fmt.Println(r.hist.stallLine())
+	if r.kept != "" {
+		fmt.Printf("the workers' logs and the stalled sessions' histories are kept in %s\n", r.kept)
 	}
 	r.hist.printParts(r.runs)
 	if r.requests != "" {
@@ -235,6 +243,12 @@ func project(work, name, yaml string) string {
 	return dir
 }
 
+// runLimit is the longest a pipeline of the bench may run: a dev server
+// that wedged (its SQLite store failing every call, as one did at load 8)
+// would hold its pipelines, and the bench, for ever; killed, they are
+// failures the bench reports.
+const runLimit = 5 * time.Minute
+
 // runAll runs pipeline args in each folder, parallel at a time, and
 // returns each run and the wall time of all.
 func runAll(dirs []string, parallel int, pipeline string, args ...string) ([]pipelineRun, time.Duration) {
@@ -245,12 +259,14 @@ func runAll(dirs []string, parallel int, pipeline string, args ...string) ([]pip
 	for range min(parallel, len(dirs)) {
 		wg.Go(func() {
 			for i := range next {
-				cmd := exec.Command(pipeline, args...)
+				ctx, cancel := context.WithTimeout(context.Background(), runLimit)
+				cmd := exec.CommandContext(ctx, pipeline, args...)
 				cmd.Dir = dirs[i]
 				var out bytes.Buffer
 				cmd.Stdout, cmd.Stderr = &out, &out
 				start := time.Now()
 				err := cmd.Run()
+				cancel()
 				runs[i] = pipelineRun{start: start, took: time.Since(start), err: err, out: out.String()}
 				if st := cmd.ProcessState; st != nil {
 					runs[i].cpu = st.UserTime() + st.SystemTime()
@@ -285,8 +301,8 @@ func failures(runs []pipelineRun) []string {
 }
 
 // startWorker starts a pipeline worker and returns once it says it
-// serves the queue.
-func startWorker(pipeline, address, queue string) (*worker, error) {
+// serves the queue; what it prints goes to logFile too.
+func startWorker(pipeline, address, queue, logFile string) (*worker, error) {
 	args := []string{"worker", "--temporal", address, "--task-queue", queue, "--grace", "1s"}
 	if *fleetParallel > 0 {
 		args = append(args, "--max-parallel", fmt.Sprint(*fleetParallel))
@@ -294,13 +310,19 @@ func startWorker(pipeline, address, queue string) (*worker, error) {
 	cmd := exec.Command(pipeline, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	said := &sayWatch{want: []byte("serving namespace"), seen: make(chan struct{})}
-	cmd.Stderr = said
+	log, err := os.Create(logFile)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = io.MultiWriter(said, log)
 	if err := cmd.Start(); err != nil {
+		log.Close()
 		return nil, err
 	}
 	exited := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
+		log.Close()
 		close(exited)
 	}()
 	select {

@@ -52,6 +52,10 @@ type historyFigures struct {
 	timeouts map[string]int
 	// firstTimeout says what the first of them was.
 	firstTimeout string
+	// stalled are the sessions that had them.
+	stalled []stalled
+	// longestTask is the longest workflow task of them all (longestTask).
+	longestTask time.Duration
 }
 
 // describeTimeout says what timed out: the event, its failure, and the
@@ -96,6 +100,10 @@ func workflowTimes(address string, runs []pipelineRun) historyFigures {
 			continue
 		}
 		f.take(r, events)
+		f.longestTask = max(f.longestTask, longestTask(events))
+		if timedOut(events) > 0 {
+			f.stalled = append(f.stalled, stalled{session: id, events: events})
+		}
 	}
 	return f
 }

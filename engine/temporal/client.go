@@ -161,12 +161,30 @@ func (c *Client) Start(ctx context.Context, in SessionInput, memo Memo) error {
 	}, memo.Key, in)
 }
 
+// SessionTaskTimeout is how long a worker has for one workflow task of a
+// session, from the server's start of it to its answer (the server's
+// default is 10s). It is what a task lost on its way costs: a busy
+// server records a task started for a poll and, now and then, never
+// delivers it (the poll went on to another task: the server's record
+// of the start, written, answered it with an error); nothing but the
+// timeout gives the task to another poll. With 100 short pipelines on
+// two workers of a loaded 2-core machine, 2 rounds in 9 lost one to
+// three tasks, 10s each on a pipeline of a few seconds. A worker that
+// got its task answers within about a second even there (cmd/bench
+// -fleet prints the longest task of each round: 0.5-1.2s in 25 rounds
+// at load 4-16); one whose local activities (checkpoint, memory
+// intake) run long is not cut off: the SDK answers for it at 80% of
+// this and goes on with a new task. A continued-as-new run keeps its
+// timeout.
+const SessionTaskTimeout = 4 * time.Second
+
 // startSession starts a session's workflow with the search attribute of
 // its key when the namespace has it. A server that refuses the attribute
 // (added a moment ago, not known to its frontend yet) is asked again
 // without it: the session is then listed by its memo.
 func (c *Client) startSession(ctx context.Context, o client.StartWorkflowOptions, key string, in SessionInput) error {
 	o.TypedSearchAttributes = c.keyAttributes(key)
+	o.WorkflowTaskTimeout = SessionTaskTimeout
 	run, err := c.C.ExecuteWorkflow(ctx, o, SessionWorkflow, in)
 	var invalid *serviceerror.InvalidArgument
 	if errors.As(err, &invalid) && o.TypedSearchAttributes.Size() > 0 {

@@ -164,6 +164,10 @@ func (s *DevServer) PID() int {
 	return s.cmd.Process.Pid
 }
 
+// Output is what the server has printed so far (its log, from
+// --log-level error up unless its flags say otherwise).
+func (s *DevServer) Output() string { return s.out.String() }
+
 // StartTime is how long the last start took, from exec to a healthy
 // frontend.
 func (s *DevServer) StartTime() time.Duration { return s.startTime }
