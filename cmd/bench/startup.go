@@ -70,23 +70,47 @@ func startupFigures(pipeline, against, work string, runs int) {
 	check(err)
 	places := runPlaces(work)
 	fmt.Printf("2. pipeline run of one step (run: \"true\") against %s, %d runs each, all in turn; the sessions stay in the store, as a project's do\n", trueBin, runs)
-	commands := [][]string{{trueBin}}
 	binaries := []string{pipeline}
 	if against != "" {
 		binaries = append(binaries, against)
 	}
+	fmt.Println("   a. each binary's pages dropped from the cache, then read in by its first run's exec")
+	runFigure(sideBySide(runs, runCommands(trueBin, places, binaries)...), trueBin, places, len(binaries))
+	fmt.Println("   b. each binary a copy written with write(2) (as after go build, cp, install(1) or a package manager)")
+	for i, b := range binaries {
+		binaries[i] = writtenCopy(work, b)
+	}
+	runFigure(inTurns(runs, runCommands(trueBin, places, binaries)...), trueBin, places, len(binaries))
+	for _, p := range places {
+		if p.cleanup != nil {
+			p.cleanup()
+		}
+	}
+	fmt.Println()
+	fmt.Printf("load average after: %s\n", loadAverage())
+}
+
+// runCommands are /bin/true, then each binary's run of the one-step
+// pipeline of each place.
+func runCommands(trueBin string, places []runPlace, binaries []string) [][]string {
+	commands := [][]string{{trueBin}}
 	for _, p := range places {
 		for _, b := range binaries {
 			commands = append(commands, []string{b, "run", filepath.Join(p.dir, "phases.yaml")})
 		}
 	}
-	t := sideBySide(runs, commands...)
+	return commands
+}
+
+// runFigure prints the run figure's turns: /bin/true's times, then each
+// place's, each binary's overhead over /bin/true's p50.
+func runFigure(t turns, trueBin string, places []runPlace, binaries int) {
 	s := t.wall
 	fmt.Printf("   %-44s p50 %-9v p90 %-9v                       CPU p50 %-9v faults p50 %d\n", trueBin, pct(s[0], 50), pct(s[0], 90),
 		pct(t.cpu[0], 50), t.faults[0][len(t.faults[0])/2])
 	for i, p := range places {
 		for j := range binaries {
-			c, label := 1+i*len(binaries)+j, p.label
+			c, label := 1+i*binaries+j, p.label
 			if j > 0 {
 				label = "  the other pipeline"
 			}
@@ -95,13 +119,6 @@ func startupFigures(pipeline, against, work string, runs int) {
 		}
 	}
 	fmt.Printf("   (goal: an overhead within 5ms; load %s)\n", loadAverage())
-	for _, p := range places {
-		if p.cleanup != nil {
-			p.cleanup()
-		}
-	}
-	fmt.Println()
-	fmt.Printf("load average after: %s\n", loadAverage())
 }
 
 // versionCommands are cobra --version, pipeline --version, pipeline
