@@ -113,8 +113,8 @@ func dieOf(sig syscall.Signal) {
 	if signal.Ignored(sig) {
 		return
 	}
-	raise(sig)
-	// The runtime takes the signal on this thread; should it not end
+	syscall.Kill(os.Getpid(), sig)
+	// The runtime takes the signal on another thread; should it not end
 	// the process, the exit status says the same.
 	time.Sleep(time.Second)
 	os.Exit(128 + int(sig))
