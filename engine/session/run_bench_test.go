@@ -2,8 +2,6 @@ package session_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -19,19 +17,8 @@ const oneTrueStep = "version: 1\nphases: [{name: one, steps: [{run: 'true'}]}]\n
 // of earlier runs in it as a project's would have.
 func benchProject(b *testing.B) (*store.Store, *spec.Plan, string) {
 	b.Helper()
-	dir := b.TempDir()
-	file := filepath.Join(dir, "phases.yaml")
-	if err := os.WriteFile(file, []byte(oneTrueStep), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	plan, err := spec.Load(file, "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, err := store.Open(filepath.Join(dir, ".pipeline"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := newProject(b, oneTrueStep)
+	st, plan, file := p.st, p.plan, p.file
 	for range 30 {
 		runOnce(b, st, plan, file)
 	}

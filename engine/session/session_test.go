@@ -17,14 +17,14 @@ import (
 
 // project is a pipeline folder with its store.
 type project struct {
-	t    *testing.T
+	t    testing.TB
 	dir  string
 	file string
 	plan *spec.Plan
 	st   *store.Store
 }
 
-func newProject(t *testing.T, yamlText string) *project {
+func newProject(t testing.TB, yamlText string) *project {
 	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "phases.yaml")
