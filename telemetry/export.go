@@ -30,7 +30,10 @@ func (t *Telemetry) startTicker(every time.Duration) *ticker {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				exportCtx, cancel := context.WithTimeout(ctx, ExportTimeout)
+				// Not under ctx: Finish stops the ticking, and an export
+				// then on its way ends (within ExportTimeout) rather than
+				// be cancelled with the spans it carries.
+				exportCtx, cancel := context.WithTimeout(context.Background(), ExportTimeout)
 				t.Export(exportCtx)
 				cancel()
 			}
