@@ -1,13 +1,11 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,26 +14,9 @@ import (
 	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/internal/clock"
+	"github.com/pipeline-dev/pipeline/internal/syncbuf"
 	"github.com/pipeline-dev/pipeline/internal/testwait"
 )
-
-// lockedBuffer is a buffer a goroutine writes while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // Follow (the local backend's) writes what a running step prints from
 // the moment it starts following, not what it printed before, and ends
@@ -77,7 +58,7 @@ phases:
 		text, _ := os.ReadFile(paths[0])
 		return strings.Contains(string(text), "before")
 	})
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	following := make(chan struct{})
 	followed := make(chan error, 1)
 	go func() {

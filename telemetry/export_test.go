@@ -1,33 +1,15 @@
 package telemetry
 
 import (
-	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/pipeline-dev/pipeline/internal/syncbuf"
 	"github.com/pipeline-dev/pipeline/internal/testwait"
 )
-
-// lockedBuffer is a bytes.Buffer written by several goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // Finish at the end of a command stops the periodic export; an export of
 // the ticker then on its way to the collector ends, with its spans, and
@@ -56,7 +38,7 @@ func TestFinishLetsAnExportOnItsWayEnd(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer collector.Close()
-	warned := &lockedBuffer{}
+	warned := &syncbuf.Buffer{}
 	tel := &Telemetry{Warn: warned}
 	tel.mu.Lock()
 	tel.activate(Config{TracesURL: collector.URL + "/v1/traces", MetricInterval: time.Millisecond})

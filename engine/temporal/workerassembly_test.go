@@ -3,11 +3,9 @@
 package temporal_test
 
 import (
-	"bytes"
 	"context"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,21 +14,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/pipeline-dev/pipeline/engine/temporal"
+	"github.com/pipeline-dev/pipeline/internal/syncbuf"
 	"github.com/pipeline-dev/pipeline/internal/temporaltest"
 )
-
-// lockedBuffer is a log the SDK's goroutines write to while the test
-// reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
 
 // TestStartWorkerServesTheQueue: the worker pipeline worker starts polls
 // its task queue on a real dev server, runs the workflows under the type
@@ -44,7 +30,7 @@ func TestStartWorkerServesTheQueue(t *testing.T) {
 	srv := temporaltest.StartDevServer(t)
 	target := temporal.Target{Address: srv.HostPort(), Namespace: srv.Namespace(), TaskQueue: "pipeline-assembly"}
 	var warned []error
-	log := &lockedBuffer{}
+	log := &syncbuf.Buffer{}
 	w, err := temporal.StartWorker(context.Background(), temporal.WorkerConfig{Target: target, MaxParallel: 2, Grace: time.Second,
 		Log: log, Warn: func(err error) { warned = append(warned, err) }})
 	if err != nil {
@@ -74,10 +60,8 @@ func TestStartWorkerServesTheQueue(t *testing.T) {
 	defer c.TerminateWorkflow(context.Background(), run.GetID(), run.GetRunID(), "test over")
 	awaitTimerStarted(ctx, t, c, run)
 	// The SDK's own lines go to Log, as pipeline worker shows them.
-	log.mu.Lock()
-	defer log.mu.Unlock()
-	if !strings.Contains(log.b.String(), "Started Worker") {
-		t.Errorf("the SDK's start line is not in the log:\n%s", log.b.String())
+	if got := log.String(); !strings.Contains(got, "Started Worker") {
+		t.Errorf("the SDK's start line is not in the log:\n%s", got)
 	}
 }
 
@@ -108,7 +92,7 @@ func TestStartWorkerUnreachable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	target := temporal.Target{Address: "127.0.0.1:1", Namespace: "default", TaskQueue: "pipeline-assembly"}
-	w, err := temporal.StartWorker(ctx, temporal.WorkerConfig{Target: target, MaxParallel: 1, Log: &lockedBuffer{}})
+	w, err := temporal.StartWorker(ctx, temporal.WorkerConfig{Target: target, MaxParallel: 1, Log: &syncbuf.Buffer{}})
 	if err == nil {
 		w.Stop()
 		t.Fatal("a worker started with no server")
