@@ -57,14 +57,21 @@ func TestNamesWithPrefixFindsTheFoldersBeingMade(t *testing.T) {
 // and a completed line in the index, the session numbered i of the
 // pipeline keyOf(i).
 func storeOf1000Sessions(b *testing.B, keyOf func(i int) string) *Store {
+	return storeOfSessions(b, 1000, keyOf, "running", "completed")
+}
+
+// storeOfSessions is a store of n sessions, each with a line in the index
+// for each of statuses in turn, the session numbered i of the pipeline
+// keyOf(i).
+func storeOfSessions(b *testing.B, n int, keyOf func(i int) string, statuses ...string) *Store {
 	st := newStore(b)
 	now := time.Now()
-	for i := 0; i < 1000; i++ {
+	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("20261125-%09d-abcdef", i)
 		if err := os.MkdirAll(filepath.Join(st.Root, "sessions", id), 0o700); err != nil {
 			b.Fatal(err)
 		}
-		for _, status := range []string{"running", "completed"} {
+		for _, status := range statuses {
 			if err := st.index(Summary{ID: id, Key: keyOf(i), Pipeline: "p", File: st.Abs("phases.yaml"), Status: status, Phase: "one",
 				Created: now, Updated: now}); err != nil {
 				b.Fatal(err)

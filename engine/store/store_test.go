@@ -106,17 +106,7 @@ func TestLock(t *testing.T) {
 
 // sessions on disk: listing reads the index, not each session.
 func BenchmarkList10000Sessions(b *testing.B) {
-	st := newStore(b)
-	now := time.Now()
-	for i := 0; i < 10000; i++ {
-		id := fmt.Sprintf("20261125-%09d-abcdef", i)
-		if err := os.MkdirAll(filepath.Join(st.Root, "sessions", id), 0o700); err != nil {
-			b.Fatal(err)
-		}
-		if err := st.index(Summary{ID: id, Key: fmt.Sprint(i % 50), Pipeline: "p", Status: "completed", Created: now, Updated: now}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	st := storeOfSessions(b, 10000, func(i int) string { return fmt.Sprint(i % 50) }, "completed")
 	b.ResetTimer()
 	for b.Loop() {
 		list, err := st.List()
@@ -129,19 +119,7 @@ func BenchmarkList10000Sessions(b *testing.B) {
 // A session has a line per snapshot: the index of a store has a few per
 // session, and every run lists it.
 func BenchmarkList1000SessionsOfThreeLines(b *testing.B) {
-	st := newStore(b)
-	now := time.Now()
-	for i := 0; i < 1000; i++ {
-		id := fmt.Sprintf("20261125-%09d-abcdef", i)
-		if err := os.MkdirAll(filepath.Join(st.Root, "sessions", id), 0o700); err != nil {
-			b.Fatal(err)
-		}
-		for _, status := range []string{"running", "paused", "completed"} {
-			if err := st.index(Summary{ID: id, Key: "k", Pipeline: "p", File: "phases.yaml", Status: status, Created: now, Updated: now}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	st := storeOfSessions(b, 1000, func(int) string { return "k" }, "running", "paused", "completed")
 	b.ResetTimer()
 	for b.Loop() {
 		list, err := st.List()
