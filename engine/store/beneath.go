@@ -544,7 +544,12 @@ func (s *Store) mkdirOwned(rel string) (*os.File, error) {
 		done()
 		switch {
 		case errors.Is(err, unix.EEXIST) && attempt > 0 && attempt < 1000:
-			continue // the sweep that took ours is removing it
+			// The sweep that took ours is removing it: wait for it to
+			// let go (it holds the folder's flock until then), rather
+			// than try again at once, which a sweep slowed by a busy
+			// machine outlasted a thousand times.
+			s.awaitSweep(rel)
+			continue
 		case err != nil:
 			return nil, &fs.PathError{Op: "mkdir", Path: s.path(rel), Err: err}
 		}
@@ -566,6 +571,24 @@ func (s *Store) mkdirOwned(rel string) (*os.File, error) {
 			return nil, &fs.PathError{Op: "mkdir", Path: s.path(rel), Err: errors.New("it keeps being swept as stale")}
 		}
 	}
+}
+
+// awaitSweep waits until no sweep holds the folder rel (sweepNew holds
+// its flock while it removes it); at once when it is gone already.
+func (s *Store) awaitSweep(rel string) {
+	f, err := s.openFile(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	conn, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = conn.Control(func(fd uintptr) {
+		for unix.Flock(int(fd), unix.LOCK_EX) == unix.EINTR {
+		}
+	})
 }
 
 // sweepNew removes the session folders being made (.new-*: a session
