@@ -114,7 +114,7 @@ func storeSessions(dir string, req SessionsRequest) (_ []SessionLine, all int, _
 		return nil, 0, StoreUnusable(err)
 	default:
 		defer st.Close()
-		if list, err = st.List(); err != nil {
+		if list, err = ListAsShown(st); err != nil {
 			return nil, 0, StoreUnusable(err)
 		}
 	}
@@ -138,8 +138,6 @@ func storeSessions(dir string, req SessionsRequest) (_ []SessionLine, all int, _
 			// where it runs, and its status here is not the session's.
 			onFleet = fleetOf(st, s.ID)
 			s.Status, s.PauseReason = StatusOnFleet, ""
-		case s.Status == string(engine.StatusRunning) && !st.Held(s.Key):
-			s.Status, s.PauseReason = string(engine.StatusPaused), engine.ReasonRunnerDied
 		}
 		if req.Active && s.Status != string(engine.StatusRunning) && s.Status != string(engine.StatusPaused) && onFleet == nil {
 			continue
@@ -309,3 +307,38 @@ func fleetOf(st *store.Store, id string) *store.Fleet {
 	}
 	return &store.Fleet{}
 }
+
+// ListAsShown lists the store's sessions as pipeline sessions and the web
+// UI show them: one listed running whose lock nobody holds is paused,
+// runner-died. A runner that ended after the index was read looks so too,
+// though it ended well: it appends its last line before it lets go of its
+// lock, so when one looks so the index is read once more, and only a
+// session still running with no runner is shown as died.
+func ListAsShown(st *store.Store) ([]store.Summary, error) {
+	list, err := st.List()
+	if err != nil {
+		return nil, err
+	}
+	if betweenListAndLock != nil {
+		betweenListAndLock()
+	}
+	runnerGone := func(s store.Summary) bool {
+		return s.Status == string(engine.StatusRunning) && !st.Held(s.Key)
+	}
+	if !slices.ContainsFunc(list, runnerGone) {
+		return list, nil
+	}
+	if list, err = st.List(); err != nil {
+		return nil, err
+	}
+	for i := range list {
+		if runnerGone(list[i]) {
+			list[i].Status, list[i].PauseReason = string(engine.StatusPaused), engine.ReasonRunnerDied
+		}
+	}
+	return list, nil
+}
+
+// betweenListAndLock, when set by a test, runs where ListAsShown has read
+// the index and not yet looked at the locks.
+var betweenListAndLock func()

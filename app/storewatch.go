@@ -6,7 +6,6 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
-	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/store"
 )
 
@@ -111,14 +110,11 @@ func SessionStates(dir string) map[string]SessionState {
 	}
 	defer st.Close()
 	st.Warn = nil
-	list, err := st.List()
+	list, err := ListAsShown(st)
 	if err != nil {
 		return out
 	}
 	for _, sum := range list {
-		if sum.Status == string(engine.StatusRunning) && !st.Held(sum.Key) {
-			sum.Status, sum.PauseReason = string(engine.StatusPaused), engine.ReasonRunnerDied
-		}
 		out[sum.ID] = SessionState{ID: sum.ID, Status: sum.Status, Phase: sum.Phase, PauseReason: sum.PauseReason}
 	}
 	return out

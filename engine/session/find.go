@@ -82,14 +82,33 @@ func (r *Ref) Running() bool { return r.Store.Held(r.Key) }
 // State rebuilds the session's state from its files. A session marked
 // running whose runner is gone (no one holds its lock) is crashed: it
 // shows as engine.RunnerDied(state), and resume continues it.
+//
+// A runner that ends between the read of its files and the look at its
+// lock would show as crashed, though it ended well: it writes its last
+// events before it lets go of the lock, so a session that looks crashed
+// is read once more, and is crashed only if it still looks so.
 func (r *Ref) State() (s engine.State, crashed bool, err error) {
-	s, err = LoadState(r.Plan, r.X)
-	if err != nil {
-		return s, false, refused("%v", err)
+	for again := false; ; again = true {
+		s, err = LoadState(r.Plan, r.X)
+		if err != nil {
+			return s, false, refused("%v", err)
+		}
+		unfinished := s.Status == engine.StatusRunning || s.Status == ""
+		if unfinished && !again && betweenStateAndLock != nil {
+			betweenStateAndLock()
+		}
+		if !unfinished || r.Running() {
+			return s, false, nil
+		}
+		if again {
+			return s, true, nil
+		}
 	}
-	crashed = (s.Status == engine.StatusRunning || s.Status == "") && !r.Running()
-	return s, crashed, nil
 }
+
+// betweenStateAndLock, when set by a test, runs where State has read an
+// unfinished session and not yet looked at its lock.
+var betweenStateAndLock func()
 
 // RequestPause asks the runner of this session to pause now, with notes
 // for the next resume, and waits up to wait for it to stop. The notes are

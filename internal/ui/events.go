@@ -105,7 +105,7 @@ func (e *events) followDirs(dirs []string) {
 // states is the state of each session of the store in dir changed since
 // (its index line written then or after, or running: its runner may have
 // died since), as its index line says and as pipeline sessions shows it
-// (app.SessionStates): running with no runner is paused, runner-died; a
+// (app.ListAsShown): running with no runner is paused, runner-died; a
 // fleet session's copy is on the fleet. It also returns the time of the
 // newest line. None when the store cannot be read. The caller holds e.mu.
 func (e *events) states(dir string, since time.Time) (map[string]change, time.Time) {
@@ -118,7 +118,7 @@ func (e *events) states(dir string, since time.Time) (map[string]change, time.Ti
 		st.Warn = nil
 		e.open[dir] = st
 	}
-	list, err := st.List()
+	list, err := app.ListAsShown(st)
 	if err != nil {
 		// A store gone or broken is read anew next time.
 		st.Close()
@@ -136,11 +136,8 @@ func (e *events) states(dir string, since time.Time) (map[string]change, time.Ti
 		if sum.Updated.After(newest) {
 			newest = sum.Updated
 		}
-		switch {
-		case sum.Key == store.FleetKey(sum.ID):
+		if sum.Key == store.FleetKey(sum.ID) {
 			sum.Status, sum.PauseReason = app.StatusOnFleet, ""
-		case sum.Status == string(engine.StatusRunning) && !st.Held(sum.Key):
-			sum.Status, sum.PauseReason = string(engine.StatusPaused), engine.ReasonRunnerDied
 		}
 		out[sum.ID] = change{ID: sum.ID, Status: sum.Status, Phase: sum.Phase, PauseReason: sum.PauseReason}
 	}
