@@ -37,6 +37,8 @@ func watchTranscripts(root string) (*transcriptWatch, error) {
 	return t, nil
 }
 
+// start watches root and its folders or, root not there yet, the
+// session's folder in its place.
 func (t *transcriptWatch) start() error {
 	err := t.addTree(t.root)
 	if !errors.Is(err, fs.ErrNotExist) {
@@ -67,6 +69,7 @@ func (t *transcriptWatch) addTree(dir string) error {
 	return nil
 }
 
+// stopWaiting ends the watch of the session's folder: root is there.
 func (t *transcriptWatch) stopWaiting() {
 	t.waiting = false
 	t.Remove(filepath.Dir(t.root))

@@ -151,3 +151,77 @@ func awaitInotifyWatch(t *testing.T, pid int) {
 	}
 	t.Fatalf("process %d watches nothing after %v", pid, failsafe)
 }
+
+// The job summary names the step that failed, as the session's state
+// does, even when it wrote nothing (it has no transcript) and a step
+// before it, later in the alphabet, did: its last lines are empty, not
+// the other step's.
+func TestJobSummaryOfAQuietFailingStepIsItsOwn(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", `version: 1
+phases:
+  - name: build
+    steps:
+      - {name: zloud, run: "echo the loud step"}
+      - {name: fails, run: "exit 3"}
+`)
+	summary := filepath.Join(dir, "summary.md")
+	env := ciEnv(t, "CI=true", "GITHUB_ACTIONS=true", "GITHUB_STEP_SUMMARY="+summary)
+	if r := pipelineEnv(t, dir, env, "run"); r.code != 1 {
+		t.Fatalf("run: exit %d, want 1:\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	content, err := os.ReadFile(summary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(content)
+	if !strings.Contains(md, "**Step `build/1-fails.log` exited 3.** Its last lines:\n\n```text\n\n```") {
+		t.Errorf("the summary does not name the quiet step that failed, with no lines:\n%s", md)
+	}
+	if strings.Contains(md, "the loud step") {
+		t.Errorf("the summary shows another step's lines as the failing step's:\n%s", md)
+	}
+}
+
+// A failure's notification quotes the last line of the step that failed,
+// by the session's state: none when it wrote nothing (it has no
+// transcript), never the line of a step before it.
+func TestNotifyQuotesTheFailingStepsOwnLastLine(t *testing.T) {
+	for _, c := range []struct{ name, fails, want string }{
+		{"quiet", "exit 3", ""},
+		{"loud", "echo its own last line; exit 3", "last error: its own last line"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv, got := webhookServer(t)
+			dir := t.TempDir()
+			write(t, dir, "phases.yaml", `version: 1
+notify:
+  webhook:
+    - {url: "`+srv.URL+`/slack", format: slack}
+phases:
+  - name: build
+    steps:
+      - {name: zloud, run: "echo the loud step"}
+      - {name: fails, run: "`+c.fails+`"}
+`)
+			if r := pipelineEnv(t, dir, ciEnv(t), "run"); r.code != 1 {
+				t.Fatalf("run: exit %d, want 1:\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			got.mu.Lock()
+			defer got.mu.Unlock()
+			if len(got.bodies["/slack"]) != 1 {
+				t.Fatalf("%d posts, want 1: %v", len(got.bodies["/slack"]), got.bodies)
+			}
+			body := got.bodies["/slack"][0]
+			if strings.Contains(body, "the loud step") {
+				t.Errorf("the notification quotes another step's line: %s", body)
+			}
+			if c.want != "" && !strings.Contains(body, c.want) {
+				t.Errorf("the notification does not quote %q: %s", c.want, body)
+			}
+			if c.want == "" && strings.Contains(body, "last error:") {
+				t.Errorf("the notification of a quiet failing step quotes a line: %s", body)
+			}
+		})
+	}
+}
