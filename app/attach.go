@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
 	"github.com/pipeline-dev/pipeline/engine/session"
@@ -103,16 +101,11 @@ type attachedStep struct {
 }
 
 func (a *attacher) follow(ctx context.Context) (detached bool, err error) {
-	w, err := fsnotify.NewWatcher()
+	w, err := watchTranscripts(a.root)
 	if err != nil {
 		return false, err
 	}
 	defer w.Close()
-	w.Add(a.root)
-	dirs, _ := filepath.Glob(filepath.Join(a.root, "*"))
-	for _, d := range dirs {
-		w.Add(d)
-	}
 	a.catchUp(true)
 	tick := time.NewTicker(attachPoll)
 	defer tick.Stop()
@@ -121,10 +114,10 @@ func (a *attacher) follow(ctx context.Context) (detached bool, err error) {
 		case <-ctx.Done():
 			return true, nil
 		case ev := <-w.Events:
-			if info, err := os.Stat(ev.Name); err == nil && info.IsDir() {
-				w.Add(ev.Name)
+			if w.inTranscripts(ev) {
+				w.folderMade(ev)
+				a.catchUp(false)
 			}
-			a.catchUp(false)
 		case <-w.Errors:
 		case <-tick.C:
 			a.catchUp(false)
@@ -143,7 +136,7 @@ func (a *attacher) catchUp(first bool) {
 	for i, p := range a.ref.Plan.Phases {
 		order[p.Name] = i
 	}
-	paths := store.OrderedStepFiles(a.root, "", order, false)
+	paths := a.withRunningStep(store.OrderedStepFiles(a.root, "", order, false))
 	if first {
 		for _, p := range paths {
 			a.seen[p] = 0
@@ -160,6 +153,21 @@ func (a *attacher) catchUp(first bool) {
 		}
 	}
 	a.read()
+}
+
+// withRunningStep adds to paths the transcript of the step running, as
+// the runner's live file names it, when the step has written nothing yet
+// (its transcript is made at its first byte): a quiet step shows too.
+func (a *attacher) withRunningStep(paths []string) []string {
+	live, ok := a.ref.Live()
+	if !ok || live.Phase == "" || live.Step == "" || live.Attempt < 1 {
+		return paths
+	}
+	path := a.ref.X.TranscriptPath(live.Phase, live.Attempt, live.Step)
+	if slices.Contains(paths, path) {
+		return paths
+	}
+	return append(paths, path)
 }
 
 // start ends the step shown and begins p's; with tail, from its last

@@ -48,9 +48,10 @@ phases:
 		_, err := driver.Run(ctx, sess, sess.Start(time.Now()))
 		ran <- errors.Join(err, sess.Close())
 	}()
-	// The step has printed its first line.
+	// The step has printed its first line (transcripts/ comes with it:
+	// its session's folder is watched).
 	transcripts := filepath.Join(p.dir, ".pipeline", "sessions", id, "transcripts")
-	testwait.Written(t, transcripts, "the step's first line", func() bool {
+	testwait.Written(t, filepath.Dir(transcripts), "the step's first line", func() bool {
 		paths, _ := filepath.Glob(filepath.Join(transcripts, "build", "*.log"))
 		if len(paths) != 1 {
 			return false

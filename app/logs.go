@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-
 	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/internal/transcript"
@@ -123,17 +121,15 @@ func (r *logReader) read(path string) error {
 // follow reads new output as fsnotify reports writes, until running says
 // the session stopped or ctx is done.
 func (r *logReader) follow(ctx context.Context, running func() bool) error {
-	w, err := fsnotify.NewWatcher()
+	w, err := watchTranscripts(r.root)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	if err := w.Add(r.root); err != nil {
+	// What was written before the watch began (a folder made since the
+	// catch-up, with its file) is read now.
+	if err := r.catchUp(); err != nil {
 		return err
-	}
-	dirs, _ := filepath.Glob(filepath.Join(r.root, "*"))
-	for _, d := range dirs {
-		w.Add(d)
 	}
 	check := time.NewTicker(500 * time.Millisecond)
 	defer check.Stop()
@@ -142,11 +138,8 @@ func (r *logReader) follow(ctx context.Context, running func() bool) error {
 		case <-ctx.Done():
 			return nil
 		case ev := <-w.Events:
-			if info, err := os.Stat(ev.Name); err == nil && info.IsDir() {
-				w.Add(ev.Name)
-				continue
-			}
-			if strings.HasSuffix(ev.Name, ".log") || (r.prompts && strings.HasSuffix(ev.Name, store.PromptExt)) {
+			made := w.folderMade(ev)
+			if made || strings.HasSuffix(ev.Name, ".log") || (r.prompts && strings.HasSuffix(ev.Name, store.PromptExt)) {
 				if err := r.catchUp(); err != nil {
 					return err
 				}

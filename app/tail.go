@@ -87,6 +87,12 @@ func Tail(_ context.Context, req TailRequest) (*TailResponse, error) {
 		}
 		return a.ModTime.Compare(b.ModTime)
 	})
+	if len(files) == 0 && stepsRan(ref) {
+		// Its steps wrote nothing: a transcript is made at its first
+		// byte, and an empty one has no end to show.
+		r := redacted(session.NewRedactor(ref.Plan), *out)
+		return &r, nil
+	}
 	if len(files) == 0 {
 		what := "no transcripts yet"
 		if req.Phase != "" || req.Attempt > 0 {
@@ -110,6 +116,13 @@ func Tail(_ context.Context, req TailRequest) (*TailResponse, error) {
 	slices.Reverse(out.Transcripts)
 	r := redacted(session.NewRedactor(ref.Plan), *out)
 	return &r, nil
+}
+
+// stepsRan reports whether a step of the session started (and may have
+// written nothing).
+func stepsRan(ref *session.Ref) bool {
+	s, _, err := ref.State()
+	return err == nil && s.Execution > 0
 }
 
 // tailCaps are the lines and bytes a Tail reads at most.

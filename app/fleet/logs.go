@@ -42,13 +42,15 @@ func (b *Backend) Logs(ctx context.Context, req app.LogsRequest, emit func(app.L
 		say("session %s: no step has ended yet; the transcripts of a running step are where its worker writes them", t.ID)
 	}
 	for _, dir := range t.Dirs {
-		root := filepath.Join(dir, "transcripts")
-		if info, err := os.Stat(root); err != nil || !info.IsDir() {
+		// The session's folder, not its transcripts/: that comes with the
+		// first byte a step writes, and a worker's steps may have written
+		// none.
+		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 			say("session %s: transcripts in %s on worker %s, not on this machine: run pipeline logs there, or give the workers a shared folder (pipeline worker --state-dir)",
 				t.ID, dir, strings.Join(t.Workers[dir], ", "))
 			continue
 		}
-		if err := app.ReadLogs(root, req.Phase, order, req.Prompts, emit); err != nil {
+		if err := app.ReadLogs(filepath.Join(dir, "transcripts"), req.Phase, order, req.Prompts, emit); err != nil {
 			return err
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/session"
 	"github.com/pipeline-dev/pipeline/engine/spec"
+	"github.com/pipeline-dev/pipeline/engine/store"
 	"github.com/pipeline-dev/pipeline/internal/clock"
 	"github.com/pipeline-dev/pipeline/internal/tokens"
 	"github.com/pipeline-dev/pipeline/steps"
@@ -333,7 +334,7 @@ func (r *StepRunner) Start(ctx context.Context, a engine.StartStep, s engine.Sta
 		r.say("%s", a.Note)
 	}
 	t, err := r.prepare(a, s, step)
-	var transcript *os.File
+	var transcript *store.Transcript
 	if err == nil {
 		transcript, err = r.Session.Transcript(phase.Name, a.Attempt, step.Name)
 	}
@@ -426,8 +427,8 @@ func (r *StepRunner) Start(ctx context.Context, a engine.StartStep, s engine.Sta
 // the same attempt of the step (the step paused and was resumed, its
 // runner died, its native session was lost), where the next run starts:
 // when, what it was resumed from, and the human's notes.
-func (r *StepRunner) markRunAgain(transcript *os.File, a engine.StartStep, s engine.State) {
-	if info, err := transcript.Stat(); err != nil || info.Size() == 0 {
+func (r *StepRunner) markRunAgain(transcript *store.Transcript, a engine.StartStep, s engine.State) {
+	if size, err := transcript.Size(); err != nil || size == 0 {
 		return
 	}
 	line := "--- run again at " + r.Clock.Now().Format("2006-01-02 15:04:05 MST")

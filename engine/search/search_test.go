@@ -75,11 +75,16 @@ func (p *project) snapshot(x *store.Session, status string, state any) {
 // write appends text to a step's transcript (or prompt file).
 func (p *project) write(x *store.Session, phase string, attempt int, step string, prompt bool, text string) {
 	p.t.Helper()
-	open := x.CreateTranscript
-	if prompt {
-		open = x.CreatePrompt
+	var f interface {
+		WriteString(string) (int, error)
+		Close() error
 	}
-	f, err := open(phase, attempt, step)
+	var err error
+	if prompt {
+		f, err = x.CreatePrompt(phase, attempt, step)
+	} else {
+		f, err = x.CreateTranscript(phase, attempt, step)
+	}
 	if err != nil {
 		p.t.Fatal(err)
 	}

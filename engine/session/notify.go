@@ -74,12 +74,10 @@ func (s *Session) lastErrorLine(st engine.State) string {
 		return ""
 	}
 	root := filepath.Join(s.X.Dir, "transcripts")
-	phase := s.Plan.Phases[st.Phase].Name
-	paths := store.OrderedStepFiles(root, phase, map[string]int{phase: 0}, false)
-	if len(paths) == 0 {
+	last := store.StandingTranscript(root, s.Plan.Phases[st.Phase].Name, st.Attempt, stepName(s.Plan, st))
+	if last == "" {
 		return ""
 	}
-	last := paths[len(paths)-1]
 	content, err := readEnd(last, 64<<10)
 	if err != nil {
 		return ""
@@ -91,6 +89,15 @@ func (s *Session) lastErrorLine(st engine.State) string {
 		if l := strings.TrimSpace(lines[len(lines)-1]); l != "" {
 			return l
 		}
+	}
+	return ""
+}
+
+// stepName is the name of the step st stands at; "" when it is past the
+// phase's steps.
+func stepName(plan *spec.Plan, st engine.State) string {
+	if steps := plan.Phases[st.Phase].Steps; st.Step >= 0 && st.Step < len(steps) {
+		return steps[st.Step].Name
 	}
 	return ""
 }

@@ -118,7 +118,7 @@ func NewRecorder(x *store.Session, plan *spec.Plan, redact func(string) string) 
 	return &Recorder{Session: x, Plan: plan, Redact: redact, SnapshotEvery: 2 * time.Second, lastSnapshot: time.Now()}
 }
 
-// Transcript opens a step's transcript.
+// Transcript gives a step's transcript, made at its first byte.
 func (r *Recorder) Transcript(phase string, attempt int, step string) (io.WriteCloser, error) {
 	return r.Session.CreateTranscript(phase, attempt, step)
 }

@@ -653,8 +653,8 @@ func storeFailed(st engine.State, err error, now time.Time) engine.State {
 // error it met), after which nothing more is.
 func (s *Session) StoreFailed() error { return s.broken }
 
-// Transcript opens a step's transcript.
-func (s *Session) Transcript(phase string, attempt int, step string) (*os.File, error) {
+// Transcript gives a step's transcript, made at its first byte.
+func (s *Session) Transcript(phase string, attempt int, step string) (*store.Transcript, error) {
 	return s.X.CreateTranscript(phase, attempt, step)
 }
 

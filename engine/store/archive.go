@@ -391,9 +391,6 @@ func (s *Store) importArchive(ctx context.Context, r io.Reader, o ImportOptions)
 		}
 		owned.Close()
 	}()
-	if err := s.mkdir(tmp + "/transcripts"); err != nil {
-		return Imported{}, err
-	}
 	if err := s.extract(tr, tmp, m, sizes); err != nil {
 		return Imported{}, err
 	}
@@ -708,7 +705,14 @@ func entryKind(flag byte) string {
 // writeImported writes one file of an imported session, checked against
 // its size and hash, and syncs it.
 func (s *Store) writeImported(tmp, rel string, r io.Reader, f ArchivedFile) error {
-	if dir, _, ok := cutLast(rel); ok && dir != "transcripts" {
+	// transcripts/ and its phase's folder come with the first transcript
+	// of the archive (a session of silent steps has none), as with a run.
+	if dir, _, ok := cutLast(rel); ok {
+		if strings.HasPrefix(dir, "transcripts/") {
+			if err := s.mkdir(tmp + "/transcripts"); err != nil {
+				return err
+			}
+		}
 		if err := s.mkdir(tmp + "/" + dir); err != nil {
 			return err
 		}

@@ -62,7 +62,9 @@ func TestCreateWritesAWholePrivateSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertMode(t, x.Dir, 0o700)
-	assertMode(t, filepath.Join(x.Dir, "transcripts"), 0o700)
+	if _, err := os.Lstat(filepath.Join(x.Dir, "transcripts")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a new session has transcripts/ before a step wrote a byte: %v", err)
+	}
 	assertMode(t, filepath.Join(x.Dir, "meta.json"), 0o600)
 	assertMode(t, filepath.Join(x.Dir, "events.jsonl"), 0o600)
 	if left, _ := filepath.Glob(filepath.Join(st.Root, "sessions", newPrefix+"*")); len(left) > 0 {
@@ -285,6 +287,7 @@ func TestCreateTranscriptAppends(t *testing.T) {
 	if content, _ := os.ReadFile(path); string(content) != "first\nsecond\n" {
 		t.Errorf("transcript %q, want both writes in order", content)
 	}
+	assertMode(t, filepath.Dir(filepath.Dir(path)), 0o700)
 	assertMode(t, filepath.Dir(path), 0o700)
 	assertMode(t, path, 0o600)
 }

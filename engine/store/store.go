@@ -515,14 +515,11 @@ func (s *Store) syncCreated(x *Session, metaFile *os.File) {
 
 // fillNew makes what a new session's folder holds before its rename, in
 // the folder owned (kept open, and locked, since it was made: no walk
-// from the store's folder): transcripts/, meta.json of content, and an
-// empty events.jsonl. It returns meta.json and the log, open (meta.json
-// for its sync).
+// from the store's folder): meta.json of content, and an empty
+// events.jsonl. It returns meta.json and the log, open (meta.json for its
+// sync). transcripts/ comes with the first byte a step writes.
 func fillNew(owned *os.File, content []byte) (metaFile, events *os.File, err error) {
 	dir := int(owned.Fd())
-	if err := unix.Mkdirat(dir, "transcripts", 0o700); err != nil {
-		return nil, nil, &fs.PathError{Op: "mkdir", Path: owned.Name() + "/transcripts", Err: err}
-	}
 	metaFile, err = createIn(dir, owned.Name(), "meta.json", unix.O_WRONLY)
 	if err != nil {
 		return nil, nil, err
@@ -1012,9 +1009,14 @@ func transcriptName(attempt int, step string) string { return fmt.Sprintf("%d-%s
 // attempt of an agent step, next to its transcript.
 const PromptExt = ".prompt"
 
-// CreateTranscript opens a step's transcript for appending.
-func (x *Session) CreateTranscript(phase string, attempt int, step string) (*os.File, error) {
-	return x.createStepFile(phase, transcriptName(attempt, step))
+// CreateTranscript gives a step's transcript, to append to: the file is
+// made at its first byte (see Transcript).
+func (x *Session) CreateTranscript(phase string, attempt int, step string) (*Transcript, error) {
+	file := transcriptName(attempt, step)
+	if err := errors.Join(name(phase), name(file)); err != nil {
+		return nil, err
+	}
+	return &Transcript{x: x, phase: phase, file: file}, nil
 }
 
 // CreatePrompt opens the file of the prompts sent to a step's attempt for

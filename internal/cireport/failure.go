@@ -33,12 +33,14 @@ func FailureTail(plan *spec.Plan, s engine.State, transcripts string, safe func(
 	if code := codes[len(codes)-1]; !(s.Status == engine.StatusFailed && code != 0) && !(s.Status == engine.StatusPaused && code > 0) {
 		return nil
 	}
-	phase := plan.Phases[s.Phase].Name
-	paths := store.OrderedStepFiles(transcripts, phase, map[string]int{phase: 0}, false)
-	if len(paths) == 0 {
+	step := ""
+	if steps := plan.Phases[s.Phase].Steps; s.Step >= 0 && s.Step < len(steps) {
+		step = steps[s.Step].Name
+	}
+	last := store.StandingTranscript(transcripts, plan.Phases[s.Phase].Name, s.Attempt, step)
+	if last == "" {
 		return nil
 	}
-	last := paths[len(paths)-1]
 	rel, _ := filepath.Rel(transcripts, last)
 	rel = filepath.ToSlash(rel)
 	text := readTail(last, 256<<10)
