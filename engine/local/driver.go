@@ -10,11 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -113,62 +110,6 @@ func (d *Driver) newRun(sess *session.Session) *run {
 		d.tapFirings(r.firings.put)
 	}
 	return r
-}
-
-// interrupts are where the run's requests to pause come from: the
-// Interrupts channel and, when asked, the signals. The loop receives from
-// both itself: a goroutine that merged them into one channel was one more
-// woken, on another thread, for each.
-type interrupts struct {
-	requests <-chan Interrupt // nil when not set: never ready
-	signals  chan os.Signal   // nil when signals are not caught
-	sess     *session.Session
-	// outputLost is set once a hang-up or a closed output asked for the
-	// pause: every later write raises SIGPIPE again, and must not count
-	// as a second Ctrl+C.
-	outputLost bool
-}
-
-// interrupts starts catching the signals when asked; stop lets them go.
-func (d *Driver) interrupts(sess *session.Session) (in *interrupts, stop func()) {
-	in = &interrupts{requests: d.Interrupts, sess: sess}
-	if !d.Signals {
-		return in, func() {}
-	}
-	in.signals = make(chan os.Signal, 4)
-	signal.Notify(in.signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
-	return in, func() { signal.Stop(in.signals) }
-}
-
-// fromSignal is the request to pause a signal makes; false for a SIGPIPE
-// or SIGHUP that asks for nothing.
-func (s *interrupts) fromSignal(sig os.Signal) (in Interrupt, ok bool) {
-	switch sig {
-	case syscall.SIGHUP, syscall.SIGPIPE:
-		// SIGPIPE comes from any write to a closed pipe, a step's
-		// standard input too: only a closed output of the runner's own
-		// pauses.
-		if s.outputLost || (sig == syscall.SIGPIPE && !OutputClosed()) {
-			return in, false
-		}
-		s.outputLost = true
-		in.Cause = "the terminal hung up (SIGHUP)"
-		if sig == syscall.SIGPIPE {
-			in.Cause = "the output was closed (SIGPIPE)"
-		}
-	case syscall.SIGQUIT:
-		in.Kill, in.Cause = true, "quit (SIGQUIT)"
-	case syscall.SIGTERM:
-		in.Cause = "terminated (SIGTERM)"
-	default:
-		in.Cause = "interrupted (SIGINT)"
-	}
-	if notes, ok := s.sess.PauseRequest(); ok && sig == syscall.SIGTERM {
-		in.Reason, in.Notes, in.Cause = engine.ReasonHuman, notes, CausePauseCommand
-	} else if ok {
-		in.Reason, in.Notes = engine.ReasonHuman, notes
-	}
-	return in, true
 }
 
 // run is one call of Driver.Run.

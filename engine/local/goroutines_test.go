@@ -5,12 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/pipeline-dev/pipeline/engine"
+	"github.com/pipeline-dev/pipeline/engine/local"
 	"github.com/pipeline-dev/pipeline/internal/clock"
 	"github.com/pipeline-dev/pipeline/internal/testwait"
 )
@@ -89,4 +91,26 @@ func startedByTheRun() [][]byte {
 		}
 	}
 	return started
+}
+
+// TestKeptSignalsOutliveTheRun checks KeepSignalsCaught: once a run that
+// caught signals has ended, a SIGINT neither ends the process (the test
+// binary would die of it) nor is lost: the next run takes it and pauses
+// at once.
+func TestKeptSignalsOutliveTheRun(t *testing.T) {
+	local.KeepSignalsCaught()
+	first := newHarness(t, "version: 1\nphases: [{name: one, steps: [{run: 'true'}]}]\n", clock.Real{})
+	first.driver.Signals = true
+	if s := first.await(first.start()); s.Status != engine.StatusCompleted {
+		t.Fatalf("status %s, want completed", s.Status)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	next := newHarness(t, "version: 1\nphases: [{name: one, steps: [{run: 'sleep 60'}]}]\n", clock.Real{})
+	next.driver.Signals = true
+	s := next.await(next.start())
+	if s.Status != engine.StatusPaused || s.Pause == nil || s.Pause.Reason != engine.ReasonInterrupted {
+		t.Fatalf("status %s, pause %+v; want paused by the SIGINT sent between the runs", s.Status, s.Pause)
+	}
 }
