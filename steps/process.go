@@ -290,6 +290,13 @@ const outputDrain = 250 * time.Millisecond
 // busy machine, a slow terminal) is not taken for a process that kept
 // the output open.
 func (p *Process) drain(ended <-chan struct{}, read *[2]atomic.Int64) bool {
+	select {
+	case <-ended:
+		// Read to the end already, as a step's output mostly is by then:
+		// no look at the pipes, no timer.
+		return false
+	default:
+	}
 	var target [2]int64
 	for i, f := range p.outputs {
 		if f != nil {
