@@ -187,7 +187,7 @@ func (x *Executor) Execute(ctx context.Context, step Step, obs Observer) (Result
 		r.outLines = &lineWriter{w: r.transcript}
 		r.errLines = &lineWriter{w: r.transcript, prefix: []byte(StderrPrefix)}
 	}
-	proc, err := Start(step.Command)
+	proc, err := startUnwaited(step.Command)
 	if err != nil {
 		fmt.Fprintf(r.transcript, "pipeline: cannot start step: %v\n", err)
 		r.flush()
@@ -203,19 +203,18 @@ func (x *Executor) Execute(ctx context.Context, step Step, obs Observer) (Result
 		}}
 	}
 	obs.Started(r)
-	var readers sync.WaitGroup
-	readers.Add(1)
-	go r.read(0, proc.Stdout, chunkSize, &readers)
+	readers := newReaders(1)
 	if proc.Stderr != nil {
-		readers.Add(1)
-		go r.read(1, proc.Stderr, errChunkSize, &readers)
+		readers = newReaders(2)
+		go r.read(1, proc.Stderr, errChunkSize, readers)
 	}
+	go r.read(0, proc.Stdout, chunkSize, readers)
 	r.mu.Lock()
 	r.armTick()
 	r.mu.Unlock()
 	stopOnCancel := context.AfterFunc(ctx, func() { r.Stop(step.Grace) })
 	defer stopOnCancel()
-	return r.finish(&readers), nil
+	return r.finish(readers), nil
 }
 
 // Running is a step while it runs.
@@ -291,8 +290,8 @@ func (r *Running) stopLocked(grace time.Duration) {
 	}
 }
 
-func (r *Running) read(which int, src io.Reader, size int, done *sync.WaitGroup) {
-	defer done.Done()
+func (r *Running) read(which int, src io.Reader, size int, done *readers) {
+	defer done.readerEnded()
 	var redact RedactStream
 	if r.step.Redact != nil {
 		redact = r.step.Redact()
@@ -589,14 +588,12 @@ func (r *Running) flush() {
 }
 
 // finish waits for the step's end and makes its result.
-func (r *Running) finish(readers *sync.WaitGroup) Result {
+// The child is waited for here, on the goroutine that had nothing else
+// to do meanwhile (startUnwaited).
+func (r *Running) finish(readers *readers) Result {
+	r.proc.wait()
 	code, waitErr := r.proc.Wait()
-	ended := make(chan struct{})
-	go func() {
-		readers.Wait()
-		close(ended)
-	}()
-	held := r.proc.drain(ended, &r.bytesRead)
+	held := r.proc.drain(readers.ended, &r.bytesRead)
 	r.proc.closeOutputs()
 	left := r.proc.Leftovers()
 	r.mu.Lock()
@@ -686,4 +683,24 @@ func (l *lineWriter) Flush() {
 	l.w.Write(l.pending)
 	l.w.WriteByte('\n')
 	l.pending = l.pending[:0]
+}
+
+// readers counts the output's readers still reading; ended is closed
+// when the last one has ended, by that one: no goroutine waits for
+// them to close it.
+type readers struct {
+	left  atomic.Int32
+	ended chan struct{}
+}
+
+func newReaders(n int32) *readers {
+	rs := &readers{ended: make(chan struct{})}
+	rs.left.Store(n)
+	return rs
+}
+
+func (rs *readers) readerEnded() {
+	if rs.left.Add(-1) == 0 {
+		close(rs.ended)
+	}
 }

@@ -86,6 +86,20 @@ func (l Leftover) String() string { return fmt.Sprintf("%d (%s)", l.PID, l.Comma
 // that a daemon the step started is found and killed when the step ends;
 // see process_other.go for what other systems lose.
 func Start(c Command) (*Process, error) {
+	p, err := startUnwaited(c)
+	if err != nil {
+		return nil, err
+	}
+	go p.wait()
+	return p, nil
+}
+
+// startUnwaited is Start, but the child is not waited for: the caller runs
+// p.wait, on a goroutine that has nothing else to do until the child
+// ends (the executor's, in finish). A goroutine of its own would be
+// one more handed to another thread at every step: a futex wake-up, a
+// context switch, at times a new thread.
+func startUnwaited(c Command) (*Process, error) {
 	if len(c.Args) == 0 {
 		return nil, errors.New("no program to run")
 	}
@@ -118,7 +132,6 @@ func Start(c Command) (*Process, error) {
 		p.Stderr, p.outputs[1] = errR, errR
 	}
 	leading(p.pid, true)
-	go p.wait()
 	return p, nil
 }
 
@@ -131,6 +144,8 @@ func pipe() (r, w *os.File, err error) {
 	return r, w, nil
 }
 
+// wait waits for the child to exit, sweeps what it left, and closes
+// done; Start calls it on a goroutine of its own.
 func (p *Process) wait() {
 	status, err := waitChild(p.pid, p.pidfd)
 	leading(p.pid, false)
@@ -275,6 +290,13 @@ const outputDrain = 250 * time.Millisecond
 // busy machine, a slow terminal) is not taken for a process that kept
 // the output open.
 func (p *Process) drain(ended <-chan struct{}, read *[2]atomic.Int64) bool {
+	select {
+	case <-ended:
+		// Read to the end already, as a step's output mostly is by then:
+		// no look at the pipes, no timer.
+		return false
+	default:
+	}
 	var target [2]int64
 	for i, f := range p.outputs {
 		if f != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -53,7 +54,7 @@ func spawn(c Command, stdout, stderr *os.File, attr *syscall.SysProcAttr) (*spaw
 		Files: []uintptr{stdin.Fd(), stdout.Fd(), stderr.Fd()}, Sys: attr})
 	runtime.KeepAlive(stdout)
 	runtime.KeepAlive(stderr)
-	if c.Stdin == nil || feed != nil {
+	if feed != nil {
 		stdin.Close() // the child holds its own copy
 	}
 	if err != nil {
@@ -130,17 +131,39 @@ func childEnv(c Command) ([]string, error) {
 }
 
 // childStdin is the file the child reads as its standard input: r itself
-// when it is a file, /dev/null when it is nil, else the read end of a
-// pipe whose write end (feed) is to be written r and closed.
+// when it is a file, /dev/null when it is nil (devNull: not to be
+// closed), else the read end of a pipe whose write end (feed) is to be
+// written r and closed.
 func childStdin(r io.Reader) (stdin, feed *os.File, err error) {
 	switch r := r.(type) {
 	case nil:
-		stdin, err = os.Open(os.DevNull)
+		stdin, err = devNull()
 		return stdin, nil, err
 	case *os.File:
 		return r, nil, nil
 	}
 	return os.Pipe()
+}
+
+// devNull is /dev/null, opened once for the standard input of every step
+// that has none: an open, a look at it and a close less at each step. An
+// open that failed (too many files open) is tried again at the next step.
+func devNull() (*os.File, error) {
+	sharedDevNull.Lock()
+	defer sharedDevNull.Unlock()
+	if sharedDevNull.f == nil {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, err
+		}
+		sharedDevNull.f = f
+	}
+	return sharedDevNull.f, nil
+}
+
+var sharedDevNull struct {
+	sync.Mutex
+	f *os.File
 }
 
 // wait4 waits for the child pid to exit, and reaps it.

@@ -60,7 +60,7 @@ func TestStartRunsPathWithArgsAsGiven(t *testing.T) {
 
 // TestStdinIsWrittenToTheChild checks the three kinds of standard input:
 // a reader (fed through a pipe), a file (given as it is), none
-// (/dev/null).
+// (/dev/null, opened once: a second step without input has it still).
 func TestStdinIsWrittenToTheChild(t *testing.T) {
 	big := strings.Repeat("x", 3<<20) // more than a pipe holds
 	file, err := os.CreateTemp(t.TempDir(), "stdin")
@@ -76,7 +76,7 @@ func TestStdinIsWrittenToTheChild(t *testing.T) {
 	for _, c := range []struct {
 		stdin io.Reader
 		want  string
-	}{{strings.NewReader(big), big}, {file, "from a file"}, {nil, ""}} {
+	}{{strings.NewReader(big), big}, {file, "from a file"}, {nil, ""}, {nil, ""}} {
 		p, err := Start(Command{Args: []string{"cat"}, Stdin: c.stdin, MergeOutput: true})
 		if err != nil {
 			t.Fatal(err)

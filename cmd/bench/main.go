@@ -128,6 +128,10 @@ func main() {
 		checkpointFigures(pipeline, absOrEmpty(*checkpointAt), self, work, *latencyN)
 		return
 	}
+	if *switchesOnly {
+		switchesFigures(pipeline, againstBinary(), work, *startupN)
+		return
+	}
 	if *runStoreOnly {
 		runStoreFigures(pipeline, againstBinary(), work, *startupN, *runStoreSessions)
 		return

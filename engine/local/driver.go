@@ -10,11 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -115,66 +112,6 @@ func (d *Driver) newRun(sess *session.Session) *run {
 	return r
 }
 
-// interrupts merges the Interrupts channel and, when asked, the signals.
-func (d *Driver) interrupts(sess *session.Session) (<-chan Interrupt, func()) {
-	if !d.Signals {
-		return d.Interrupts, func() {}
-	}
-	merged := make(chan Interrupt, 2)
-	signals := make(chan os.Signal, 4)
-	signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
-	done := make(chan struct{})
-	go func() {
-		// outputLost is set once a hang-up or a closed output asked for
-		// the pause: every later write raises SIGPIPE again, and must not
-		// count as a second Ctrl+C.
-		outputLost := false
-		for {
-			var in Interrupt
-			select {
-			case <-done:
-				return
-			case in = <-d.Interrupts: // nil when not set: never ready
-			case sig := <-signals:
-				switch sig {
-				case syscall.SIGHUP, syscall.SIGPIPE:
-					// SIGPIPE comes from any write to a closed pipe, a
-					// step's standard input too: only a closed output of
-					// the runner's own pauses.
-					if outputLost || (sig == syscall.SIGPIPE && !OutputClosed()) {
-						continue
-					}
-					outputLost = true
-					in.Cause = "the terminal hung up (SIGHUP)"
-					if sig == syscall.SIGPIPE {
-						in.Cause = "the output was closed (SIGPIPE)"
-					}
-				case syscall.SIGQUIT:
-					in.Kill, in.Cause = true, "quit (SIGQUIT)"
-				case syscall.SIGTERM:
-					in.Cause = "terminated (SIGTERM)"
-				default:
-					in.Cause = "interrupted (SIGINT)"
-				}
-				if notes, ok := sess.PauseRequest(); ok && sig == syscall.SIGTERM {
-					in.Reason, in.Notes, in.Cause = engine.ReasonHuman, notes, CausePauseCommand
-				} else if ok {
-					in.Reason, in.Notes = engine.ReasonHuman, notes
-				}
-			}
-			select {
-			case merged <- in:
-			case <-done:
-				return
-			}
-		}
-	}()
-	return merged, func() {
-		signal.Stop(signals)
-		close(done)
-	}
-}
-
 // run is one call of Driver.Run.
 type run struct {
 	d       *Driver
@@ -199,7 +136,7 @@ type run struct {
 
 func (r *run) say(format string, args ...any) { r.d.View.Say(format, args...) }
 
-func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan Interrupt) (engine.State, error) {
+func (r *run) loop(ctx context.Context, first engine.Event, interrupts *interrupts) (engine.State, error) {
 	var (
 		stopSleep func() bool
 		forced    bool
@@ -305,6 +242,35 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 		}
 		return handle(engine.PauseRequested{At: r.clock.Now(), Reason: in.Reason, Notes: in.Notes})
 	}
+	// interrupted carries out a request to pause, and reports whether
+	// the run has ended.
+	interrupted := func(in Interrupt) bool {
+		switch {
+		case in.Cause == "" || (state().Stopping != nil && r.current != nil):
+		case r.current != nil && !in.Kill:
+			r.say("%s: stopping the step, then pausing (interrupt again to kill it now)", in.Cause)
+		default:
+			r.say("%s: pausing", in.Cause)
+		}
+		if in.Kill {
+			if state().Stopping == nil && pause(in) {
+				return true
+			}
+			if r.current != nil && !forced {
+				forced = true
+				r.say("killing the step now")
+				r.current.Stop(true)
+			}
+			return false
+		}
+		if state().Stopping != nil && r.current != nil && !forced {
+			forced = true
+			r.say("interrupted again: killing the step now")
+			r.current.Stop(true)
+			return false
+		}
+		return pause(in)
+	}
 	for {
 		select {
 		case <-r.markers.ready:
@@ -350,32 +316,12 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts <-chan In
 			if state().Stopping == nil && pause(Interrupt{}) {
 				return state(), recordErr
 			}
-		case in := <-interrupts:
-			switch {
-			case in.Cause == "" || (state().Stopping != nil && r.current != nil):
-			case r.current != nil && !in.Kill:
-				r.say("%s: stopping the step, then pausing (interrupt again to kill it now)", in.Cause)
-			default:
-				r.say("%s: pausing", in.Cause)
+		case in := <-interrupts.requests:
+			if interrupted(in) {
+				return state(), recordErr
 			}
-			if in.Kill {
-				if state().Stopping == nil && pause(in) {
-					return state(), recordErr
-				}
-				if r.current != nil && !forced {
-					forced = true
-					r.say("killing the step now")
-					r.current.Stop(true)
-				}
-				continue
-			}
-			if state().Stopping != nil && r.current != nil && !forced {
-				forced = true
-				r.say("interrupted again: killing the step now")
-				r.current.Stop(true)
-				continue
-			}
-			if pause(in) {
+		case sig := <-interrupts.signals:
+			if in, ok := interrupts.fromSignal(sig); ok && interrupted(in) {
 				return state(), recordErr
 			}
 		}
