@@ -279,21 +279,8 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 		s.Crashed = s.state.Status == engine.StatusRunning || s.state.Status == ""
 	}
 	s.X = x
-	// The step groups the last holder left stay in the record until they
-	// are swept: a kill -9 meanwhile hands them on to the next holder.
-	left := lock.Previous().Steps
-	s.holder = store.Holder{PID: os.Getpid(), Session: x.Meta.ID, Started: now, Steps: left}
-	if err := lock.SetHolder(s.holder); err != nil {
+	if err := s.takeLock(st, now, say); err != nil {
 		return fail(storeRefused(st, err))
-	}
-	if err := s.sweep(st, lock.Previous(), say); err != nil {
-		return fail(storeRefused(st, err))
-	}
-	if len(left) > 0 {
-		s.holder.Steps = nil
-		if err := lock.SetHolder(s.holder); err != nil {
-			return fail(storeRefused(st, err))
-		}
 	}
 	s.redactor.Store(NewRedactor(plan))
 	s.recorder = NewRecorder(x, plan, func(text string) string { return s.Redactor().String(text) })
@@ -311,6 +298,26 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 		}
 	}
 	return s, nil
+}
+
+// takeLock names the session in the lock's holder, and sweeps what the
+// last holders left. The step groups the last holder left stay in the
+// record until they are swept: a kill -9 meanwhile hands them on to the
+// next holder.
+func (s *Session) takeLock(st *store.Store, now time.Time, say func(string, ...any)) error {
+	previous := s.lock.Previous()
+	s.holder = store.Holder{PID: os.Getpid(), Session: s.X.Meta.ID, Started: now, Steps: previous.Steps}
+	if err := s.lock.SetHolder(s.holder); err != nil {
+		return err
+	}
+	if err := s.sweep(st, previous, say); err != nil {
+		return err
+	}
+	if len(previous.Steps) == 0 {
+		return nil
+	}
+	s.holder.Steps = nil
+	return s.lock.SetHolder(s.holder)
 }
 
 // sweep stops what the steps of the lock's last holders left running,
