@@ -136,6 +136,10 @@ func main() {
 		runStoreFigures(pipeline, againstBinary(), work, *startupN, *runStoreSessions)
 		return
 	}
+	if *inodesOnly {
+		inodesFigures(pipeline, absOrEmpty(*startupAgainst), work, *startupN)
+		return
+	}
 	if *startupOnly {
 		against := *startupAgainst
 		if against != "" {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -191,11 +192,33 @@ type memoryRequest struct {
 	Notes []engine.MemoryNote `json:"notes"`
 }
 
-// memoryLockFile orders those who leave memory requests for a session
+// The memory lock orders those who leave memory requests for a session
 // (Ref.Remember) against the runner that takes them as it ends
 // (Session.Close): a request is written only while a runner holds the
-// session and has not begun to end, so none is stranded.
+// session and has not begun to end, so none is stranded. It is the lock
+// of the session's folder (no file is made for it: a run's close makes
+// no inode), and memoryLockFile's as well where that file is there, or is
+// made by a writer: older builds take that file's lock alone (a writer
+// of one, or a runner of one still running after an upgrade).
 const memoryLockFile = "memory.lock"
+
+// lockMemory takes the memory lock of x; with create (a writer), the file
+// of older builds' is made if it is not there.
+func lockMemory(x *store.Session, create bool) (release func(), err error) {
+	folder, err := x.WaitFolderLock()
+	if err != nil {
+		return nil, err
+	}
+	file, err := x.WaitLock(memoryLockFile, create)
+	if err != nil && (create || !errors.Is(err, fs.ErrNotExist)) {
+		folder()
+		return nil, err
+	}
+	return func() {
+		file()
+		folder()
+	}, nil
+}
 
 // Remember changes the session's working set on a human's behalf
 // (pipeline memory pin, unpin, task add, task done). A session that is
@@ -210,7 +233,7 @@ func (r *Ref) Remember(now time.Time, notes []engine.MemoryNote, say func(string
 	if err := r.checkPins(notes); err != nil {
 		return false, err
 	}
-	release, err := r.X.WaitLock(memoryLockFile)
+	release, err := lockMemory(r.X, true)
 	if err != nil {
 		return false, err
 	}

@@ -57,7 +57,9 @@ func refused(format string, args ...any) error {
 // pauseRequestFile holds the notes of pipeline pause for the runner.
 const pauseRequestFile = "pause-request.txt"
 
-// stepProcessFile holds the process group of the step running.
+// stepProcessFile held the process group of the step running, in the
+// session's folder, for builds before the lock's holder kept it
+// (store.Holder.Steps): a session such a build left is still swept by it.
 const stepProcessFile = "step-process"
 
 // Create says when Open makes a new session.
@@ -112,8 +114,10 @@ type Session struct {
 	Crashed bool
 
 	lock *store.Lock
-	// holder is what the lock's file says of its holder (this process).
-	holder store.Holder
+	// holder is what the lock's file says of its holder (this process),
+	// written under holderMu (the step's observer writes it too).
+	holderMu sync.Mutex
+	holder   store.Holder
 	// stepRunning: a step's process group is recorded (StepProcess).
 	stepRunning atomic.Bool
 	// memoryLocked: see Options.memoryLocked.
@@ -270,35 +274,13 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	// does): it is never crashed, or each activity of a worker would scan
 	// every process of the machine for the session's mark as it opens the
 	// copy. What a lost worker's step left running is still swept: the
-	// step-process file it leaves says so.
+	// step group its lock's holder records says so.
 	if !s.Created && x.Meta.OnFleet() == nil {
 		s.Crashed = s.state.Status == engine.StatusRunning || s.state.Status == ""
 	}
 	s.X = x
-	s.holder = store.Holder{PID: os.Getpid(), Session: x.Meta.ID, Started: now}
-	if err := lock.SetHolder(s.holder); err != nil {
+	if err := s.takeLock(st, now, say); err != nil {
 		return fail(storeRefused(st, err))
-	}
-	// A folder this process has just made holds no pause request, no
-	// step process and no memory request of an earlier runner.
-	if !s.Created {
-		if err := s.takeOver(say); err != nil {
-			return fail(storeRefused(st, err))
-		}
-	}
-	// Whoever held the key last: if it is not the session opened now (run
-	// --new), what its steps left running is swept too, now that the
-	// lock, which proves it dead, is ours. A holder that ended its
-	// session cleanly left nothing to sweep: its session is not read
-	// again (a third of the open of a short run's).
-	if previous := lock.Previous(); previous.Session != "" && !previous.Ended && previous.Session != x.Meta.ID && CheckID(previous.Session) == nil {
-		if prev, err := st.Session(previous.Session); err == nil {
-			err = sweepOrphans(prev, lastStatus(plan, prev) == engine.StatusRunning, say)
-			prev.Close()
-			if err != nil {
-				return fail(storeRefused(st, err))
-			}
-		}
 	}
 	s.redactor.Store(NewRedactor(plan))
 	s.recorder = NewRecorder(x, plan, func(text string) string { return s.Redactor().String(text) })
@@ -318,13 +300,57 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	return s, nil
 }
 
-// takeOver clears what the last runner of an existing session left: a
-// pause request (stale now), what its step left running.
-func (s *Session) takeOver(say func(string, ...any)) error {
-	if err := s.X.RemoveFile(pauseRequestFile); err != nil {
+// takeLock names the session in the lock's holder, and sweeps what the
+// last holders left. The step groups the last holder left stay in the
+// record until they are swept: a kill -9 meanwhile hands them on to the
+// next holder.
+func (s *Session) takeLock(st *store.Store, now time.Time, say func(string, ...any)) error {
+	previous := s.lock.Previous()
+	s.holder = store.Holder{PID: os.Getpid(), Session: s.X.Meta.ID, Started: now, Steps: previous.Steps}
+	if err := s.lock.SetHolder(s.holder); err != nil {
 		return err
 	}
-	return sweepOrphans(s.X, s.Crashed, say)
+	if err := s.sweep(st, previous, say); err != nil {
+		return err
+	}
+	if len(previous.Steps) == 0 {
+		return nil
+	}
+	s.holder.Steps = nil
+	return s.lock.SetHolder(s.holder)
+}
+
+// sweep stops what the steps of the lock's last holders left running,
+// now that the lock, which proves them dead, is ours: the process groups
+// its record names, and what carries the mark of their sessions (the
+// session opened, when its runner died while it ran; the last holder's,
+// when it is another and did not end it cleanly). A folder this process
+// has just made holds no pause request, no step process and no memory
+// request of an earlier runner.
+func (s *Session) sweep(st *store.Store, previous store.Holder, say func(string, ...any)) error {
+	sweepGroups(previous.Steps, say)
+	x := s.X
+	if !s.Created {
+		if err := x.RemoveFile(pauseRequestFile); err != nil {
+			return err
+		}
+		if err := sweepOrphans(x, hasGroup(previous.Steps, x.Meta.ID), s.Crashed, say); err != nil {
+			return err
+		}
+	}
+	// Whoever held the key last: if it is not the session opened now (run
+	// --new), what its steps left running is swept too. A holder that
+	// ended its session cleanly left nothing to sweep: its session is not
+	// read again (a third of the open of a short run's).
+	if previous.Session == "" || previous.Ended || previous.Session == x.Meta.ID || CheckID(previous.Session) != nil {
+		return nil
+	}
+	prev, err := st.Session(previous.Session)
+	if err != nil {
+		return nil
+	}
+	err = sweepOrphans(prev, hasGroup(previous.Steps, prev.Meta.ID), lastStatus(s.Plan, prev) == engine.StatusRunning, say)
+	return errors.Join(err, prev.Close())
 }
 
 // earlyGit is GitFor of a pipeline's folder, asked while the session
@@ -429,20 +455,23 @@ func latestOpen(st *store.Store, plan *spec.Plan, key string, statuses []engine.
 	return nil, engine.State{}, nil
 }
 
-// sweepOrphans stops what the step of a runner killed while it ran left
-// behind: its leader died with the runner, its children may not have.
+// sweepOrphans stops what the steps of a runner killed while it ran x
+// left behind: their leaders died with the runner, their children may
+// not have.
 //
-// The process group recorded while the step ran finds what stayed in it;
-// the session's mark in the environment of every step's process finds
-// what left the group (a setsid daemon) and what was started before the
-// group could be recorded. The mark is looked for only when the runner
-// died while the session ran: it scans every process.
-func sweepOrphans(x *store.Session, crashed bool, say func(string, ...any)) error {
+// The process group recorded while a step ran (in the lock's holder,
+// which sweepGroups read; in a step-process file of x, by an older build)
+// finds what stayed in the group; the session's mark in the environment
+// of every step's process finds what left the group (a setsid daemon) and
+// what was started before the group could be recorded. The mark is looked
+// for only when the runner died while the session ran, or a group was
+// recorded: it scans every process.
+func sweepOrphans(x *store.Session, recorded, crashed bool, say func(string, ...any)) error {
 	content, _ := x.ReadFile(stepProcessFile)
-	if content == nil && !crashed {
+	if content == nil && !recorded && !crashed {
 		return nil
 	}
-	if pgid, ok := stepGroup(content, machineID()); ok && steps.KillOrphans(pgid) {
+	if pgid, ok := stepGroup(content, thisMachine()); ok && steps.KillOrphans(pgid) {
 		say("stopped what the last runner's step left running (process group %d)", pgid)
 	}
 	if left := steps.KillMarked(StepMark(x.Meta.ID)); len(left) > 0 {
@@ -456,6 +485,25 @@ func sweepOrphans(x *store.Session, crashed bool, say func(string, ...any)) erro
 		return nil
 	}
 	return x.RemoveFile(stepProcessFile)
+}
+
+// sweepGroups stops what stayed in the process groups of steps a dead
+// holder recorded, those of this machine and boot.
+func sweepGroups(groups []store.StepGroup, say func(string, ...any)) {
+	machine := thisMachine()
+	for _, g := range groups {
+		if g.Boot == machine && steps.KillOrphans(g.Group) {
+			say("stopped what the last runner's step left running (process group %d)", g.Group)
+		}
+	}
+}
+
+// thisMachine is machineID, read once: a process lives in one boot.
+var thisMachine = sync.OnceValue(machineID)
+
+// hasGroup reports whether groups holds one of session id's steps.
+func hasGroup(groups []store.StepGroup, id string) bool {
+	return slices.ContainsFunc(groups, func(g store.StepGroup) bool { return g.Session == id })
 }
 
 // stepGroup reads the step-process file: the process group of the step
@@ -715,24 +763,27 @@ func (s *Session) SetPlan(now time.Time, plan *spec.Plan) error {
 // tree.
 func (s *Session) Git() *Git { return s.git }
 
-// StepProcess keeps the process group of the running step (0: none), so
-// that what a killed runner left behind can be found and stopped by the
-// next Open.
+// StepProcess keeps the process group of the running step (0: none) in
+// the lock's holder, so that what a killed runner left behind can be
+// found and stopped by the next holder of the lock (Open). The holder is
+// rewritten in place: no file is made or deleted for it.
 func (s *Session) StepProcess(pgid int) {
 	// No sync: this matters only after a kill -9, which the kernel's copy
-	// survives.
-	if pgid == 0 {
-		if s.X.RemoveFile(stepProcessFile) == nil {
+	// survives; after a power cut the group names nothing (another boot).
+	s.holderMu.Lock()
+	defer s.holderMu.Unlock()
+	h := s.holder
+	h.Steps = nil
+	if pgid != 0 {
+		s.stepRunning.Store(true)
+		h.Steps = []store.StepGroup{{Session: s.ID(), Group: pgid, Boot: thisMachine()}}
+	}
+	if s.lock.SetHolder(h) == nil {
+		s.holder = h
+		if pgid == 0 {
 			s.stepRunning.Store(false)
 		}
-		return
 	}
-	s.stepRunning.Store(true)
-	content := strconv.Itoa(pgid)
-	if machine := machineID(); machine != "" {
-		content += " " + machine
-	}
-	s.X.WriteFileNoSync(stepProcessFile, []byte(content))
 }
 
 // PauseRequest returns the notes of a pending pipeline pause, and whether
@@ -762,7 +813,7 @@ func (s *Session) Close() error {
 		// and none is left after: a writer waits for this lock, and then
 		// finds the session not running (its lock released under this
 		// one) and records its change itself.
-		if release, err := s.X.WaitLock(memoryLockFile); err == nil {
+		if release, err := lockMemory(s.X, false); err == nil {
 			defer release()
 			if err := s.TakeMemoryRequests(nil); err != nil {
 				errs = append(errs, fmt.Errorf("taking the memory changes left for the session: %w", err))
@@ -782,9 +833,11 @@ func (s *Session) Close() error {
 	}
 	if len(errs) == 0 && s.state.Status != engine.StatusRunning && s.state.Status != "" && !s.stepRunning.Load() && s.recorder.UpToDate() {
 		// Said only when sure; on a doubt the next holder sweeps.
+		s.holderMu.Lock()
 		ended := s.holder
 		ended.Ended = true
 		_ = s.lock.SetHolder(ended)
+		s.holderMu.Unlock()
 	}
 	errs = append(errs, s.X.Close(), s.lock.Release())
 	return errors.Join(errs...)

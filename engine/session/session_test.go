@@ -120,8 +120,8 @@ func TestOpenDetectsACrashAndSweepsOrphans(t *testing.T) {
 	if !s.Crashed || s.Created {
 		t.Fatalf("crashed %v created %v", s.Crashed, s.Created)
 	}
-	if _, err := os.Stat(filepath.Join(s.X.Dir, "step-process")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the step's process group was not cleared: %v", err)
+	if h, err := p.st.Holder(s.Key); err != nil || len(h.Steps) != 0 || h.Session != id {
+		t.Errorf("the step's process group was not cleared from the lock's holder: %+v, %v", h, err)
 	}
 	if len(said) != 0 {
 		t.Errorf("said %q about a group that is gone", said)

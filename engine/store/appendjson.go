@@ -67,17 +67,40 @@ func holderJSON(h Holder) ([]byte, error) {
 	if h.Ended {
 		b = append(b, `,"ended":true`...)
 	}
+	if len(h.Steps) > 0 {
+		b = append(b, `,"steps":[`...)
+		for i, g := range h.Steps {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var sessionPlain, bootPlain bool
+			b = append(b, `{"session":`...)
+			b, sessionPlain = appendPlainString(b, g.Session)
+			b = append(b, `,"group":`...)
+			b = strconv.AppendInt(b, int64(g.Group), 10)
+			if g.Boot != "" {
+				b = append(b, `,"boot":`...)
+				b, bootPlain = appendPlainString(b, g.Boot)
+				plain = plain && bootPlain
+			}
+			b = append(b, '}')
+			plain = plain && sessionPlain
+		}
+		b = append(b, ']')
+	}
 	if !plain || !timed || len(h.Queued) > 0 {
 		return json.Marshal(h)
 	}
 	return append(b, '}'), nil
 }
 
-// parseHolder is json.Unmarshal of what holderJSON writes; anything else
-// (a holder with sessions queued, an older pipeline's, one written by
+// parseHolder is json.Unmarshal of what holderJSON writes (with the
+// blanks SetHolder may leave after it); anything else (a holder with
+// sessions queued or step groups, an older pipeline's, one written by
 // hand) is given to encoding/json.
 func parseHolder(content []byte) (Holder, error) {
 	var h Holder
+	content = bytes.TrimRight(content, " ")
 	rest, ok := bytes.CutPrefix(content, []byte(`{"pid":`))
 	var pid, session, started, host []byte
 	if ok {

@@ -38,7 +38,8 @@ func TestStoreJSONIsEncodingJSON(t *testing.T) {
 	for _, s := range strs {
 		for _, at := range times {
 			holders = append(holders, Holder{PID: 4242, Session: s, Started: at}, Holder{PID: -1, Session: "s", Started: at, Host: s, Ended: true},
-				Holder{Session: s, Started: at, Host: "vm", Queued: []string{s}}, Holder{PID: 1, Session: "x", Started: at, Ended: true})
+				Holder{Session: s, Started: at, Host: "vm", Queued: []string{s}}, Holder{PID: 1, Session: "x", Started: at, Ended: true},
+				Holder{PID: 5, Session: s, Started: at, Host: "vm", Steps: []StepGroup{{Session: s, Group: 77, Boot: s}, {Session: "x", Group: -1}}})
 		}
 	}
 	for _, h := range holders {
@@ -72,7 +73,8 @@ func TestParseHolderIsEncodingJSON(t *testing.T) {
 	var files []string
 	for _, h := range []Holder{{PID: 4242, Session: "20261127-230501123-abcdef", Started: when, Host: "vm"},
 		{PID: 1, Started: when}, {PID: 7, Session: "s", Started: when, Host: "vm", Ended: true}, {PID: 7, Session: "s", Started: when, Ended: true},
-		{PID: 3, Session: "s", Started: when, Queued: []string{"a", "b"}, Host: "h"}, {PID: 3, Session: "a\"b", Started: when, Host: "é"}} {
+		{PID: 3, Session: "s", Started: when, Queued: []string{"a", "b"}, Host: "h"}, {PID: 3, Session: "a\"b", Started: when, Host: "é"},
+		{PID: 5, Session: "s", Started: when, Host: "vm", Steps: []StepGroup{{Session: "s", Group: 77, Boot: "b"}}}} {
 		content, err := holderJSON(h)
 		if err != nil {
 			t.Fatal(err)
@@ -84,7 +86,8 @@ func TestParseHolderIsEncodingJSON(t *testing.T) {
 		`{"pid":+12,"session":"s","started":"2026-11-27T23:05:01Z"}`, `{"pid":12,"session":"s","started":"not a time"}`,
 		`{"pid":12,"session":"s\u0041","started":"2026-11-27T23:05:01Z"}`, `{"pid":12,"session":"s","started":"2026-11-27T23:05:01Z","ended":false}`,
 		`{"pid":12,"session":"s","started":"2026-11-27T23:05:01Z","host":"h","ended":true,"x":1}`, `{"pid":12,"session":"s","started":"2026-11-27T23:05:01Z"}}`,
-		`{"pid":12,"session":"s","started":"2026-11-27T23:05:01Z","host":"h"`, `{"PID":12,"Session":"s","started":"2026-11-27T23:05:01+01:00"}`)
+		`{"pid":12,"session":"s","started":"2026-11-27T23:05:01Z","host":"h"`, `{"PID":12,"Session":"s","started":"2026-11-27T23:05:01+01:00"}`,
+		`{"pid":12,"session":"s","started":"2026-11-27T23:05:01Z"}   `, `   `, `{"pid":12,"session":"s","started":"2026-11-27T23:05:01Z"} x`)
 	for _, f := range files {
 		var want Holder
 		wantErr := json.Unmarshal([]byte(f), &want)

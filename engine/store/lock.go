@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -27,6 +28,22 @@ type Holder struct {
 	// (each step's leftovers were swept when it ended). The next holder
 	// has nothing of Session's to sweep.
 	Ended bool `json:"ended,omitempty"`
+	// Steps are the process groups that may hold what a step left
+	// running, should the holder die: its session's running step (none
+	// between steps), and those an earlier holder left that this one has
+	// not yet swept (Lock keeps them in the record it writes, so a
+	// holder killed before its sweep hands them on). The next holder,
+	// whose lock proves the recorder dead, sweeps them.
+	Steps []StepGroup `json:"steps,omitempty"`
+}
+
+// StepGroup is the process group of a step of a session, and the boot it
+// was started in (a group number names nothing after a reboot, or on
+// another machine).
+type StepGroup struct {
+	Session string `json:"session"`
+	Group   int    `json:"group"`
+	Boot    string `json:"boot,omitempty"`
 }
 
 // thisHost is the name of this machine, "" when it has none.
@@ -77,6 +94,10 @@ type Lock struct {
 	file     *os.File
 	id       fileID // the lock file's (see locksHere)
 	previous Holder
+	// size is the lock file's length as this process last left it.
+	size int64
+	// host is thisHost, asked once.
+	host string
 }
 
 // Previous is the holder the lock file named when this process took the
@@ -158,7 +179,10 @@ func (s *Store) lock(key string, holder Holder, wait time.Duration, stillHeld fu
 		rel, _ := lockRel(key)
 		return nil, &LockedError{Holder: held, Orphaned: orphaned && held.ended(), Path: s.path(rel)}
 	}
-	l := &Lock{file: f, id: id, previous: readHolder(f)}
+	l := &Lock{file: f, id: id}
+	l.previous, l.size = readHolder(f)
+	// What the last holder's steps may have left is not swept yet.
+	holder.Steps = append(holder.Steps[:len(holder.Steps):len(holder.Steps)], l.previous.Steps...)
 	if err := l.SetHolder(holder); err != nil {
 		f.Close()
 		return nil, err
@@ -221,23 +245,56 @@ func (h Holder) ours() bool {
 	return h.PID == os.Getpid() && (h.Host == "" || h.Host == thisHost())
 }
 
-// SetHolder rewrites who holds the lock (the session, once it is known).
+// SetHolder rewrites who holds the lock (the session, once it is known;
+// its step's process group as the step starts and ends), in place: the
+// file is made once, and no temporary file is made and deleted (each inode
+// made costs a run time, and each deleted costs the next runs').
+//
 // It writes over the old holder before cutting what is left of it: on a
 // full disk the blocks the file has are enough, where truncating first
-// would give them up and then fail to get one back.
+// would give them up and then fail to get one back. A shorter holder is
+// written padded with spaces to the old length, in the one write, and then
+// cut: a kill -9 between the write and the cut leaves the new holder and
+// blanks, which JSON reads as the new holder, never the new one's head on
+// the old one's tail (a step group that is neither's). A write of a
+// holder (a few hundred bytes, at the file's start: within one page) is
+// done whole or not at all by a kill -9.
 func (l *Lock) SetHolder(holder Holder) error {
 	if holder.Host == "" {
-		holder.Host = thisHost()
+		if l.host == "" {
+			l.host = thisHost()
+		}
+		holder.Host = l.host
 	}
 	content, err := holderJSON(holder)
-	if err == nil {
-		_, err = l.file.WriteAt(content, 0)
+	if err != nil {
+		return err
+	}
+	length := int64(len(content))
+	if pad := l.size - length; pad > 0 && l.size <= holderPage {
+		content = append(content, bytes.Repeat([]byte{' '}, int(pad))...)
+	}
+	if _, err = l.file.WriteAt(content, 0); err == nil && l.size > length {
+		afterHolderWrite(l.file.Name())
+		err = l.file.Truncate(length)
 	}
 	if err == nil {
-		err = l.file.Truncate(int64(len(content)))
+		l.size = length
+	} else {
+		l.size = max(l.size, int64(len(content)))
 	}
 	return err
 }
+
+// holderPage is the most SetHolder pads to: a holder a step's group is
+// read from (one session, a group or a few) is well within a page; a
+// longer file (a watcher's long queue, garbage) is cut without padding.
+const holderPage = 4096
+
+// afterHolderWrite is called between SetHolder's write and its cut of
+// the file (named path): where a kill -9 leaves the padded holder, for
+// the tests.
+var afterHolderWrite = func(path string) {}
 
 // alive reports whether the process pid may be running. A pid not
 // known (0: no holder written yet) counts as alive: a run is never taken
@@ -255,25 +312,28 @@ func alive(pid int) bool {
 const holderLimit = 1 << 20
 
 // readHolder reads the holder a lock file names, through the file held
-// open; zero for anything but a regular file of at most holderLimit
-// bytes holding one.
-func readHolder(f *os.File) Holder {
+// open, and the file's length; zero for anything but a regular file of at
+// most holderLimit bytes holding one.
+func readHolder(f *os.File) (Holder, int64) {
 	var st unix.Stat_t
-	if unix.Fstat(int(f.Fd()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > holderLimit || st.Size == 0 {
-		return Holder{}
+	if unix.Fstat(int(f.Fd()), &st) != nil {
+		return Holder{}, 0
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > holderLimit || st.Size == 0 {
+		return Holder{}, st.Size
 	}
 	content := make([]byte, st.Size)
 	n, err := f.ReadAt(content, 0)
 	if err != nil && n < len(content) {
-		return Holder{}
+		return Holder{}, st.Size
 	}
 	// A file that is not one (JSON of other types) leaves what it did
 	// fill: none of it is a holder.
 	h, err := parseHolder(content)
 	if err != nil {
-		return Holder{}
+		return Holder{}, st.Size
 	}
-	return h
+	return h, st.Size
 }
 
 // Holder reads who holds (or last held) a key's lock.
@@ -361,17 +421,50 @@ func (l *Lock) Release() error {
 // WaitLock takes a lock of the session, on its file named file, waiting
 // while another open file holds it (a lock of its own, apart from the
 // key's: it orders the writers of a session's requests against its
-// runner's end). release gives it back; the lock goes with the process
-// too.
-func (x *Session) WaitLock(file string) (release func() error, err error) {
+// runner's end). With create false, a file that is not there is not made,
+// and release (a no-op then) comes back with ErrNotExist. release gives
+// it back; the lock goes with the process too.
+func (x *Session) WaitLock(file string, create bool) (release func() error, err error) {
 	if err := name(file); err != nil {
 		return nil, err
 	}
-	f, err := x.store.openFile(x.rel+"/"+file, unix.O_RDWR|unix.O_CREAT, 0o600)
+	flag := unix.O_RDWR
+	if create {
+		flag |= unix.O_CREAT
+	}
+	f, err := x.store.openFile(x.rel+"/"+file, flag, 0o600)
+	if err != nil {
+		return func() error { return nil }, err
+	}
+	if err := waitLock(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
+	}
+	return f.Close, nil
+}
+
+// WaitFolderLock takes the lock of the session's folder itself (an flock
+// of it: no file is made for it), waiting while another open file of the
+// folder holds it. Nothing else locks a session's folder once it has its
+// name (mkdirOwned and sweepNew lock .new- folders, before it). release
+// gives it back; the lock goes with the process too.
+func (x *Session) WaitFolderLock() (release func() error, err error) {
+	f, err := x.store.openFile(x.rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, err
 	}
-	if err := waitLock(f); err != nil {
+	conn, err := f.SyscallConn()
+	if err == nil {
+		ctlErr := conn.Control(func(fd uintptr) {
+			for {
+				if err = unix.Flock(int(fd), unix.LOCK_EX); err != unix.EINTR {
+					return
+				}
+			}
+		})
+		err = errors.Join(err, ctlErr)
+	}
+	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
 	}

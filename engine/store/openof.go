@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // A run asks the index two things of its pipeline and spec (its key):
@@ -208,8 +210,34 @@ func (s *Store) writeDigest(c *digest) {
 	if s.mkdir(keysFolder) != nil {
 		return
 	}
-	s.sweepTemps(keysFolder)
-	_ = s.writeAtomic(digestRel(c.key), append([]byte(head), body.Bytes()...), false)
+	s.sweepTemps(keysFolder) // an older build's
+	_ = s.writeInPlace(digestRel(c.key), append([]byte(head), body.Bytes()...))
+}
+
+// writeInPlace writes content over the file rel (made when it is not
+// there) and cuts it to content's length: no temporary file is made and
+// no inode deleted (on ext4 each deleted one makes the next runs'
+// creations dearer). Only for a cache whose reader checks what it reads
+// (a digest's checksum): a reader at the same moment, or a kill -9
+// between the write and the cut, can see the new head on the old tail,
+// which it must take for none. Anything but a regular file there (a
+// FIFO, a link) is not written.
+func (s *Store) writeInPlace(rel string, content []byte) error {
+	f, err := s.openFile(rel, unix.O_WRONLY|unix.O_CREAT|unix.O_NONBLOCK, 0o600)
+	if err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	if err = unix.Fstat(int(f.Fd()), &st); err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
+		err = fmt.Errorf("%s is not a regular file", f.Name())
+	}
+	if err == nil {
+		_, err = f.WriteAt(content, 0)
+	}
+	if err == nil && st.Size > int64(len(content)) {
+		err = f.Truncate(int64(len(content)))
+	}
+	return errors.Join(err, f.Close())
 }
 
 // readDigest reads the digest of key: the zero digest when there is none
