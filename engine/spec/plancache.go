@@ -503,6 +503,14 @@ var ownBuildID struct {
 }
 
 func readBuildID() string {
+	if id := mappedBuildID(); id != "" {
+		return id
+	}
+	return fileBuildID()
+}
+
+// fileBuildID is the Go build ID read from the executable's file.
+func fileBuildID() string {
 	exe, err := os.Executable()
 	if err != nil {
 		return ""
