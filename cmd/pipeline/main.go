@@ -30,7 +30,6 @@ const (
 var version = "dev"
 
 func main() {
-	growStack()
 	os.Exit(run(os.Args[1:]))
 }
 
@@ -49,6 +48,7 @@ func run(args []string) int {
 	if len(args) == 1 && args[0] == "--version" {
 		return printVersion()
 	}
+	growStack()
 	useWeb()
 	// Off (and costing nothing) unless a session's plan or OTEL_* set an
 	// endpoint; then exported as the command ends, within 2 s.

@@ -6,11 +6,13 @@ package main
 const mainStackFrame = 20 << 10
 
 // growStack grows the main goroutine's stack once, while it holds only
-// this frame and main's. Left to grow by doubling as a run goes deeper,
-// the runtime copies the stack three times (4, 8, 16 then 32 KiB), each
-// copy walking every frame then on it and reading their stack maps from
-// pclntab, pages of the binary that nothing else touches: some 5 % of a
-// run's CPU (perf: runtime.newstack, copystack, getStackMap).
+// this frame, run's and main's. Left to grow by doubling as a run goes
+// deeper, the runtime copies the stack three times (to 8, 16 then 32
+// KiB), each copy walking every frame then on it and reading their stack
+// maps from pclntab, pages of the binary that nothing else touches: 3 %
+// of the CPU of pipeline run of one true step (perf: runtime.newstack,
+// copystack, getStackMap). pipeline --version, which stays shallow, does
+// without: the frame's zeroing costs it 5 page faults.
 //
 //go:noinline
 func growStack() byte {
