@@ -263,10 +263,10 @@ func rootFor(args []string) *cobra.Command {
 
 // rootWithCommand is pipeline with the one command a command line
 // begins with. The root never runs itself then, so it goes without what
-// only it would use: its --version (the build's version, read from its build
-// information) and cobra's completion command, whose four shells' help
-// cobra formats at every start (0.5 % of the CPU of pipeline run of one
-// true step, perf). "pipeline completion" gets the whole tree.
+// only it would use: its --version (the build's version, read from its
+// build information) and cobra's completion command, whose four shells'
+// help cobra formats at every start (0.5 % of the CPU of pipeline run of
+// one true step, perf). "pipeline completion" gets the whole tree.
 func rootWithCommand(cmd *cobra.Command) *cobra.Command {
 	root := newBareRoot()
 	root.CompletionOptions.DisableDefaultCmd = true
