@@ -230,3 +230,23 @@ func firstEncoding(way string) {
 	}
 	fmt.Printf("first encoding: %s\n", time.Since(start))
 }
+
+// EncodeEvent names every event as its type is named and writes
+// encoding/json's bytes, for the events written by hand as for the rest.
+func TestEncodeEventNamesAndWritesEveryEvent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(36, 1))
+	for name, typ := range eventTypes.Get() {
+		for i := range 50 {
+			v := reflect.New(typ).Elem()
+			if i > 0 {
+				fill(rng, v, 0.5)
+			}
+			ev := v.Interface().(Event)
+			want, wantErr := json.Marshal(ev)
+			gotName, got, err := EncodeEvent(ev)
+			if gotName != name || !bytes.Equal(got, want) || (err == nil) != (wantErr == nil) {
+				t.Fatalf("EncodeEvent of a %s (value %d): %s %s, %v; want %s %s, %v", name, i, gotName, got, err, name, want, wantErr)
+			}
+		}
+	}
+}

@@ -20,19 +20,41 @@ var eventTypes = lazy.Value[map[string]reflect.Type]{New: func() map[string]refl
 	return types
 }}
 
-// jsonAppender is a type that writes its JSON by hand (appendjson.go).
+// jsonAppender is a type that writes its JSON by hand (appendjson.go);
+// EncodeEvent knows the events among them by their types.
 type jsonAppender interface {
 	AppendJSON(b []byte) ([]byte, error)
 }
 
 // EncodeEvent returns an event's type name and its JSON.
 func EncodeEvent(ev Event) (string, []byte, error) {
-	if a, ok := ev.(jsonAppender); ok {
-		payload, err := a.AppendJSON(nil)
-		return reflect.TypeOf(ev).Name(), payload, err
+	// The events every run records are told by their types, not by an
+	// assertion to jsonAppender (whose first use in a process builds the
+	// type's itab, reading its method tables: 0.3 % of the CPU of pipeline
+	// run of one true step, perf), and named without reflection.
+	var (
+		name    string
+		payload []byte
+		err     error
+	)
+	switch e := ev.(type) {
+	case Started:
+		name = "Started"
+		payload, err = e.AppendJSON(nil)
+	case StepFinished:
+		name = "StepFinished"
+		payload, err = e.AppendJSON(nil)
+	case Completed:
+		name = "Completed"
+		payload, err = e.AppendJSON(nil)
+	case Checkpointed:
+		name = "Checkpointed"
+		payload, err = e.AppendJSON(nil)
+	default:
+		name = reflect.TypeOf(ev).Name()
+		payload, err = json.Marshal(ev)
 	}
-	payload, err := json.Marshal(ev)
-	return reflect.TypeOf(ev).Name(), payload, err
+	return name, payload, err
 }
 
 // DecodeEvent reads an event written by EncodeEvent.

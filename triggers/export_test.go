@@ -1,6 +1,9 @@
 package triggers
 
-import "reflect"
+import (
+	"fmt"
+	"reflect"
+)
 
 // CountExprTags counts the expr-tagged fields of Env.
 func CountExprTags() int {
@@ -12,4 +15,42 @@ func CountExprTags() int {
 		}
 	}
 	return n
+}
+
+// CompileWithExpr is Compile without its short cut for a bare boolean
+// variable.
+func CompileWithExpr(source string, kind Kind) (*Expression, error) {
+	return compileWithExpr(source, kind)
+}
+
+// SameCompiled tells whether two expressions are the same but for their
+// expr programs, and why not.
+func SameCompiled(a, b *Expression) (bool, string) {
+	if (a == nil) != (b == nil) {
+		return false, "one is nil"
+	}
+	if a == nil {
+		return true, ""
+	}
+	ac, bc := *a, *b
+	ac.program, bc.program = nil, nil
+	if !reflect.DeepEqual(ac, bc) {
+		return false, fmt.Sprintf("%+v != %+v", ac, bc)
+	}
+	return true, ""
+}
+
+// BoolFields are the short cut's fields of Env by name.
+var BoolFields = map[string]int{"timed_out": timedOutField, "checkpoint": checkpointField}
+
+// BoolFieldByReflection is 1 + the index of Env's boolean field name,
+// found by reflection, or 0.
+func BoolFieldByReflection(name string) int {
+	env := reflect.TypeFor[Env]()
+	for i := range env.NumField() {
+		if f := env.Field(i); f.Tag.Get("expr") == name && f.Type.Kind() == reflect.Bool {
+			return i + 1
+		}
+	}
+	return 0
 }

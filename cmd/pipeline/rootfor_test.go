@@ -47,7 +47,8 @@ func TestCommandsAreListedUnderTheirNames(t *testing.T) {
 // A command built alone parses and answers as in the whole tree: its
 // help is the same text, and --version says the same line.
 func TestACommandAloneAnswersAsInTheWholeTree(t *testing.T) {
-	for _, args := range [][]string{{"run", "--help"}, {"status", "--help"}, {"memory", "--help"}, {"--version"}} {
+	for _, args := range [][]string{{"run", "--help"}, {"status", "--help"}, {"memory", "--help"}, {"--version"},
+		{"run", "--version"}, {"status", "completion"}} {
 		alone, whole := execute(rootFor(args), args), execute(rootCommand(), args)
 		if alone != whole {
 			t.Errorf("pipeline %q built alone says:\n%s\nin the whole tree:\n%s", args, alone, whole)
@@ -75,4 +76,19 @@ func names(cmds []*cobra.Command) []string {
 		out = append(out, c.Name())
 	}
 	return out
+}
+
+// A command built alone runs without the root's --version and cobra's
+// completion command, which only the whole tree needs.
+func TestACommandAloneGoesWithoutTheRootsOwn(t *testing.T) {
+	tree := rootFor([]string{"status", "--help"})
+	execute(tree, []string{"status", "--help"})
+	for _, name := range names(tree.Commands()) {
+		if name != "status" && name != "help" {
+			t.Errorf("after pipeline status --help, the tree holds %s", name)
+		}
+	}
+	if tree.Version != "" {
+		t.Errorf("the root of a command alone has the version %q", tree.Version)
+	}
 }

@@ -3,7 +3,9 @@
 package main
 
 import (
+	"context"
 	"os"
+	"sync"
 
 	"github.com/pipeline-dev/pipeline/internal/web"
 	"github.com/pipeline-dev/pipeline/internal/web/relay"
@@ -15,16 +17,41 @@ import (
 // run that uses them a few milliseconds and every other start of
 // pipeline nothing. run sets it up (an init function would cost every
 // start a page of code read in).
-func useWeb() { web.Use(fleetWeb()) }
+func useWeb() { web.Use(&firstUseWeb{environ: os.Environ()}) }
 
 // fleetWeb is the relay to pipeline-temporal.
-func fleetWeb() relay.Client {
+func fleetWeb() relay.Client { return relayWith(os.Environ()) }
+
+// relayWith is the relay to pipeline-temporal in the environment
+// environ.
+func relayWith(environ []string) relay.Client {
 	self, _ := os.Executable()
 	return relay.Client{Binary: fleetBinary, Find: findFleetBinary,
 		// Marked as handed over to, so that a copy of this build under
 		// that name says so instead of starting again.
-		Env: append(os.Environ(), handedOffEnv+"="+self)}
+		Env: append(environ, handedOffEnv+"="+self)}
 }
+
+// firstUseWeb is the relay made at its first use, in the environment of
+// the start: its path of this binary (os.Executable, a readlink of
+// /proc/self/exe) cost every run 0.5 % of its CPU (perf), and few runs
+// post anything.
+type firstUseWeb struct {
+	environ []string
+	once    sync.Once
+	relay   relay.Client
+}
+
+func (w *firstUseWeb) client() relay.Client {
+	w.once.Do(func() { w.relay = relayWith(w.environ) })
+	return w.relay
+}
+
+func (w *firstUseWeb) Post(ctx context.Context, r web.Request) (web.Response, error) {
+	return w.client().Post(ctx, r)
+}
+
+func (w *firstUseWeb) Refuse(body string) (string, func(), error) { return w.client().Refuse(body) }
 
 // serveWeb is pipeline-temporal's: this build answers no relay.
 func serveWeb([]string) (int, bool) { return 0, false }

@@ -57,8 +57,17 @@ func TestLeanPostGoesThroughPipelineTemporal(t *testing.T) {
 		io.WriteString(w, "made it")
 	}))
 	defer srv.Close()
-	resp, err := fleetWeb().Post(context.Background(), web.Request{URL: srv.URL + "/hook",
+	// As run sets it up: the relay is made at the first POST.
+	first := &firstUseWeb{environ: os.Environ()}
+	if first.relay.Env != nil {
+		t.Fatal("the relay was made before its first use")
+	}
+	resp, err := first.Post(context.Background(), web.Request{URL: srv.URL + "/hook",
 		Header: [][2]string{{"X-Test", "yes"}}, Body: []byte("hello"), Keep: 4})
+	self, _ := os.Executable()
+	if env := first.relay.Env; len(env) != len(os.Environ())+1 || env[len(env)-1] != handedOffEnv+"="+self {
+		t.Errorf("the relay's environment is %d variables ending %q, want the start's and %s=%s", len(env), env[max(0, len(env)-1):], handedOffEnv, self)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if err != nil || resp.StatusCode != http.StatusCreated || string(resp.Body) != "made" || gotBody != "hello" || gotHeader != "yes" {

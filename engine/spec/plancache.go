@@ -5,13 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"hash"
 	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -269,8 +269,14 @@ func keyHash(path, specPath, base string) hash.Hash {
 		return nil
 	}
 	h := sha256.New()
+	// Each part as "%d %s\n" would write it, without fmt, whose look at
+	// h and at its arguments' methods builds itabs at a process's first
+	// use.
+	var line []byte
 	for _, part := range []string{cacheMagic, id, path, specPath, base} {
-		fmt.Fprintf(h, "%d %s\n", len(part), part)
+		line = strconv.AppendInt(line[:0], int64(len(part)), 10)
+		line = append(append(append(line, ' '), part...), '\n')
+		h.Write(line)
 	}
 	return h
 }
@@ -434,13 +440,22 @@ var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return 
 func readChecked(r io.Reader, n int, sum uint32) (string, bool) {
 	var b strings.Builder
 	b.Grow(n)
-	crc := crc32.NewIEEE()
 	buf := copyBuffers.Get().(*[]byte)
 	defer copyBuffers.Put(buf)
-	if read, err := io.CopyBuffer(io.MultiWriter(&b, crc), io.LimitReader(r, int64(n)), *buf); err != nil || read != int64(n) {
-		return "", false
+	// A chunk at a time into the string and the checksum, without
+	// io.MultiWriter and io.CopyBuffer, whose interfaces built itabs at
+	// a process's first use.
+	var crc uint32
+	for left := n; left > 0; {
+		chunk := (*buf)[:min(left, len(*buf))]
+		if _, err := io.ReadFull(r, chunk); err != nil {
+			return "", false
+		}
+		crc = crc32.Update(crc, crc32.IEEETable, chunk)
+		b.Write(chunk)
+		left -= len(chunk)
 	}
-	return b.String(), crc.Sum32() == sum
+	return b.String(), crc == sum
 }
 
 // evictSlack is how many entries past maxCacheEntries a cache folder may
@@ -503,6 +518,14 @@ var ownBuildID struct {
 }
 
 func readBuildID() string {
+	if id := mappedBuildID(); id != "" {
+		return id
+	}
+	return fileBuildID()
+}
+
+// fileBuildID is the Go build ID read from the executable's file.
+func fileBuildID() string {
 	exe, err := os.Executable()
 	if err != nil {
 		return ""
