@@ -68,12 +68,12 @@ func startupFigures(pipeline, against, work string, runs int) {
 
 	trueBin, err := exec.LookPath("true")
 	check(err)
-	places := runPlaces(work)
-	fmt.Printf("2. pipeline run of one step (run: \"true\") against %s, %d runs each, all in turn; the sessions stay in the store, as a project's do\n", trueBin, runs)
 	binaries := []string{pipeline}
 	if against != "" {
 		binaries = append(binaries, against)
 	}
+	places := runPlaces(work, len(binaries))
+	fmt.Printf("2. pipeline run of one step (run: \"true\") against %s, %d runs each, all in turn; the sessions stay in the store, as a project's do, each binary's in a store of its own\n", trueBin, runs)
 	fmt.Println("   a. each binary's pages dropped from the cache, then read in by its first run's exec")
 	runFigure(sideBySide(runs, runCommands(trueBin, places, binaries)...), trueBin, places, len(binaries))
 	fmt.Println("   b. each binary a copy written with write(2) (as after go build, cp, install(1) or a package manager)")
@@ -95,8 +95,8 @@ func startupFigures(pipeline, against, work string, runs int) {
 func runCommands(trueBin string, places []runPlace, binaries []string) [][]string {
 	commands := [][]string{{trueBin}}
 	for _, p := range places {
-		for _, b := range binaries {
-			commands = append(commands, []string{b, "run", filepath.Join(p.dir, "phases.yaml")})
+		for i, b := range binaries {
+			commands = append(commands, []string{b, "run", filepath.Join(p.dirs[i], "phases.yaml")})
 		}
 	}
 	return commands
@@ -165,30 +165,40 @@ func writtenCopy(work, path string) string {
 	return f.Name()
 }
 
-// runPlace is a folder where the run figure runs pipeline.
+// runPlace is a kind of folder where the run figure runs pipeline: one
+// folder of that kind for each binary measured, so that each has a store
+// of its own. (On ext4 without a journal, making an inode costs time in
+// proportion to the inodes freed lately near it: binaries that shared a
+// store would slow each other's runs by what they delete.)
 type runPlace struct {
-	label, dir string
-	cleanup    func()
+	label   string
+	dirs    []string
+	cleanup func()
 }
 
-// runPlaces makes the folders of the run figure: on work's disk and in
-// memory (/dev/shm, where an fsync costs nothing), a folder as it is (no
-// git work tree, or one that git ignores: one git process) and a git
-// work tree of one commit (checkpoints at the start and at the end, a
-// snapshot of the tree before the step and after it).
-func runPlaces(work string) []runPlace {
+// runPlaces makes the folders of the run figure for binaries binaries: on
+// work's disk and in memory (/dev/shm, where an fsync costs nothing), a
+// folder as it is (no git work tree, or one that git ignores: one git
+// process) and a git work tree of one commit (checkpoints at the start
+// and at the end, a snapshot of the tree before the step and after it).
+func runPlaces(work string, binaries int) []runPlace {
 	var places []runPlace
 	add := func(where, base string, cleanup func()) {
-		plain := filepath.Join(base, "startup")
 		label := where + ", no git work tree"
 		if exec.Command("git", "-C", base, "rev-parse", "--is-inside-work-tree").Run() == nil {
 			label = where + ", a folder git ignores"
 		}
-		places = append(places, runPlace{label: label, dir: plain, cleanup: cleanup})
-		places = append(places, runPlace{label: where + ", a git work tree", dir: filepath.Join(base, "startup-git")})
-		check(os.MkdirAll(plain, 0o755))
-		check(os.WriteFile(filepath.Join(plain, "phases.yaml"), []byte(startupYAML), 0o644))
-		gitTree(filepath.Join(base, "startup-git"))
+		plain := runPlace{label: label, cleanup: cleanup}
+		tree := runPlace{label: where + ", a git work tree"}
+		for i := range binaries {
+			dir := filepath.Join(base, fmt.Sprint("startup-", i))
+			check(os.MkdirAll(dir, 0o755))
+			check(os.WriteFile(filepath.Join(dir, "phases.yaml"), []byte(startupYAML), 0o644))
+			plain.dirs = append(plain.dirs, dir)
+			tree.dirs = append(tree.dirs, filepath.Join(base, fmt.Sprint("startup-git-", i)))
+			gitTree(tree.dirs[i])
+		}
+		places = append(places, plain, tree)
 	}
 	add("disk", work, nil)
 	if info, err := os.Stat("/dev/shm"); err == nil && info.IsDir() && !strings.HasPrefix(work, "/dev/shm") {
