@@ -343,12 +343,36 @@ func (s *Store) Holder(key string) (Holder, error) {
 	if err != nil {
 		return h, err
 	}
-	content, err := s.readSmall(rel, holderLimit)
-	if err != nil {
-		return h, err
+	// The runner rewrites its holder in place (at each step's start and
+	// end), and a read is not atomic with a write: one that meets the
+	// file grown by the write, or the write's copy half done, is torn.
+	// A write is done within microseconds (unless its thread is
+	// preempted); what still reads as no holder after holderRereads is
+	// none.
+	var deadline time.Time
+	for {
+		content, err := s.readSmall(rel, holderLimit)
+		if err != nil {
+			return Holder{}, err
+		}
+		if h, err = parseHolder(content); err == nil {
+			return h, nil
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(holderRereads)
+		} else if time.Now().After(deadline) {
+			return h, err
+		}
+		time.Sleep(holderReread)
 	}
-	return parseHolder(content)
 }
+
+// holderRereads is how long Holder reads again a lock file that does not
+// read as a holder, holderReread apart, before it says so.
+const (
+	holderRereads = 20 * time.Millisecond
+	holderReread  = 100 * time.Microsecond
+)
 
 // Held reports whether a live process holds a key's lock. A lock that
 // cannot be queried counts as held: a run is never taken for dead on a
