@@ -115,7 +115,8 @@ func lockRel(key string) (string, error) {
 	return "locks/" + key + ".lock", nil
 }
 
-// openLock opens a key's lock file with flag.
+// openLock opens a key's lock file with flag. A reader opens it with
+// O_NONBLOCK: a FIFO planted in its place would block the open for ever.
 func (s *Store) openLock(key string, flag int) (*os.File, error) {
 	rel, err := lockRel(key)
 	if err != nil {
@@ -378,7 +379,7 @@ const (
 // cannot be queried counts as held: a run is never taken for dead on a
 // doubt.
 func (s *Store) Held(key string) bool {
-	f, err := s.openLock(key, unix.O_RDONLY)
+	f, err := s.openLock(key, unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
 		return false
 	}
@@ -405,7 +406,7 @@ func (s *Store) WaitReleased(key string, timeout time.Duration) bool {
 // waitReleased is WaitReleased; stillHeld is called each time a query
 // finds the lock held, which lets a test release it at a known point.
 func (s *Store) waitReleased(key string, timeout time.Duration, stillHeld func()) bool {
-	f, err := s.openLock(key, unix.O_RDONLY)
+	f, err := s.openLock(key, unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
 		return true
 	}
