@@ -82,6 +82,15 @@ func (e *LockedError) Error() string {
 	if h.Host != "" && h.Host != thisHost() {
 		on = " on " + h.Host
 	}
+	if h.Session == "" {
+		// Taken a moment ago, by a run that has not named its session
+		// yet (or a holder that cannot be read): no id to give.
+		by := ""
+		if h.PID > 0 {
+			by = fmt.Sprintf(" (pid %d%s, started %s)", h.PID, on, h.Started.Local().Format("2006-01-02 15:04:05"))
+		}
+		return fmt.Sprintf("another run of this pipeline and spec is starting%s; wait for it, or stop it with: pipeline pause", by)
+	}
 	return fmt.Sprintf("session %s of this pipeline and spec is already running (pid %d%s, started %s); wait for it, or stop it with: pipeline pause %s",
 		h.Session, h.PID, on, h.Started.Local().Format("2006-01-02 15:04:05"), h.Session)
 }
