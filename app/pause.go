@@ -42,9 +42,16 @@ func Pause(ctx context.Context, req PauseRequest) (*Result, error) {
 	id := f.ID()
 	if f.Running() {
 		err := f.RequestPause(ctx, req.Notes, req.Wait)
-		f.Close()
 		if err != nil {
+			f.Close()
 			return nil, err
+		}
+		// A run that was ending as the signal came ends as it would
+		// have (it drops a signal after its last step): say how.
+		s, _, err := f.State()
+		f.Close()
+		if err == nil && s.Status != engine.StatusPaused && s.Status != engine.StatusRunning && s.Status != "" {
+			return &Result{Session: id, Result: string(s.Status)}, nil
 		}
 		return &Result{Session: id, Result: "paused"}, nil
 	}

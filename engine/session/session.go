@@ -324,9 +324,10 @@ func (s *Session) takeLock(st *store.Store, now time.Time, say func(string, ...a
 // now that the lock, which proves them dead, is ours: the process groups
 // its record names, and what carries the mark of their sessions (the
 // session opened, when its runner died while it ran; the last holder's,
-// when it is another and did not end it cleanly). A folder this process
-// has just made holds no pause request, no step process and no memory
-// request of an earlier runner.
+// when it is another and did not end it cleanly; those whose groups the
+// last holder handed on, for a holder killed before it named its
+// session). A folder this process has just made holds no pause request,
+// no step process and no memory request of an earlier runner.
 func (s *Session) sweep(st *store.Store, previous store.Holder, say func(string, ...any)) error {
 	sweepGroups(previous.Steps, say)
 	x := s.X
@@ -338,19 +339,36 @@ func (s *Session) sweep(st *store.Store, previous store.Holder, say func(string,
 			return err
 		}
 	}
-	// Whoever held the key last: if it is not the session opened now (run
-	// --new), what its steps left running is swept too. A holder that
-	// ended its session cleanly left nothing to sweep: its session is not
-	// read again (a third of the open of a short run's).
-	if previous.Session == "" || previous.Ended || previous.Session == x.Meta.ID || CheckID(previous.Session) != nil {
-		return nil
+	var errs []error
+	for _, id := range othersToSweep(previous, x.Meta.ID) {
+		prev, err := st.Session(id)
+		if err != nil {
+			continue
+		}
+		err = sweepOrphans(prev, hasGroup(previous.Steps, id), lastStatus(s.Plan, prev) == engine.StatusRunning, say)
+		errs = append(errs, err, prev.Close())
 	}
-	prev, err := st.Session(previous.Session)
-	if err != nil {
-		return nil
+	return errors.Join(errs...)
+}
+
+// othersToSweep are the sessions other than opened whose steps may have
+// left something running: the last holder's, unless it ended it cleanly
+// (then it is not read again: a third of the open of a short run's), and
+// those of the step groups it handed on.
+func othersToSweep(previous store.Holder, opened string) []string {
+	var ids []string
+	add := func(id string) {
+		if id != "" && id != opened && CheckID(id) == nil && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
 	}
-	err = sweepOrphans(prev, hasGroup(previous.Steps, prev.Meta.ID), lastStatus(s.Plan, prev) == engine.StatusRunning, say)
-	return errors.Join(err, prev.Close())
+	if !previous.Ended {
+		add(previous.Session)
+	}
+	for _, g := range previous.Steps {
+		add(g.Session)
+	}
+	return ids
 }
 
 // earlyGit is GitFor of a pipeline's folder, asked while the session

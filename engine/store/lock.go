@@ -82,6 +82,15 @@ func (e *LockedError) Error() string {
 	if h.Host != "" && h.Host != thisHost() {
 		on = " on " + h.Host
 	}
+	if h.Session == "" {
+		// Taken a moment ago, by a run that has not named its session
+		// yet (or a holder that cannot be read): no id to give.
+		by := ""
+		if h.PID > 0 {
+			by = fmt.Sprintf(" (pid %d%s, started %s)", h.PID, on, h.Started.Local().Format("2006-01-02 15:04:05"))
+		}
+		return fmt.Sprintf("another run of this pipeline and spec is starting%s; wait for it, or stop it with: pipeline pause", by)
+	}
 	return fmt.Sprintf("session %s of this pipeline and spec is already running (pid %d%s, started %s); wait for it, or stop it with: pipeline pause %s",
 		h.Session, h.PID, on, h.Started.Local().Format("2006-01-02 15:04:05"), h.Session)
 }
@@ -115,7 +124,8 @@ func lockRel(key string) (string, error) {
 	return "locks/" + key + ".lock", nil
 }
 
-// openLock opens a key's lock file with flag.
+// openLock opens a key's lock file with flag. A reader opens it with
+// O_NONBLOCK: a FIFO planted in its place would block the open for ever.
 func (s *Store) openLock(key string, flag int) (*os.File, error) {
 	rel, err := lockRel(key)
 	if err != nil {
@@ -343,18 +353,42 @@ func (s *Store) Holder(key string) (Holder, error) {
 	if err != nil {
 		return h, err
 	}
-	content, err := s.readSmall(rel, holderLimit)
-	if err != nil {
-		return h, err
+	// The runner rewrites its holder in place (at each step's start and
+	// end), and a read is not atomic with a write: one that meets the
+	// file grown by the write, or the write's copy half done, is torn.
+	// A write is done within microseconds (unless its thread is
+	// preempted); what still reads as no holder after holderRereads is
+	// none.
+	var deadline time.Time
+	for {
+		content, err := s.readSmall(rel, holderLimit)
+		if err != nil {
+			return Holder{}, err
+		}
+		if h, err = parseHolder(content); err == nil {
+			return h, nil
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(holderRereads)
+		} else if time.Now().After(deadline) {
+			return h, err
+		}
+		time.Sleep(holderReread)
 	}
-	return parseHolder(content)
 }
+
+// holderRereads is how long Holder reads again a lock file that does not
+// read as a holder, holderReread apart, before it says so.
+const (
+	holderRereads = 20 * time.Millisecond
+	holderReread  = 100 * time.Microsecond
+)
 
 // Held reports whether a live process holds a key's lock. A lock that
 // cannot be queried counts as held: a run is never taken for dead on a
 // doubt.
 func (s *Store) Held(key string) bool {
-	f, err := s.openLock(key, unix.O_RDONLY)
+	f, err := s.openLock(key, unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
 		return false
 	}
@@ -381,7 +415,7 @@ func (s *Store) WaitReleased(key string, timeout time.Duration) bool {
 // waitReleased is WaitReleased; stillHeld is called each time a query
 // finds the lock held, which lets a test release it at a known point.
 func (s *Store) waitReleased(key string, timeout time.Duration, stillHeld func()) bool {
-	f, err := s.openLock(key, unix.O_RDONLY)
+	f, err := s.openLock(key, unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
 		return true
 	}
