@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -120,4 +121,31 @@ func deepCopy(t *testing.T, st engine.State) engine.State {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// LoadState of a session of a few events: from a snapshot that holds
+// them all, and from the log alone (the session a stop recorded without
+// a snapshot leaves): what a reader would pay were a short run to stop
+// without a snapshot.
+func BenchmarkLoadStateFewEvents(b *testing.B) {
+	for _, n := range []int{4, 8, 16, 32, 64} {
+		for _, snapshot := range []bool{true, false} {
+			name := fmt.Sprintf("%d/replay", n)
+			if snapshot {
+				name = fmt.Sprintf("%d/snapshot", n)
+			}
+			b.Run(name, func(b *testing.B) {
+				x, want := recordLoop(b, n, snapshot)
+				defer x.Close()
+				plan := planOf(b, loopPlan)
+				b.ReportAllocs()
+				for b.Loop() {
+					s, err := session.LoadState(plan, x)
+					if err != nil || s.Attempt != want.Attempt {
+						b.Fatalf("attempt %d, %v", s.Attempt, err)
+					}
+				}
+			})
+		}
+	}
 }
