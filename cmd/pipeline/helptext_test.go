@@ -38,3 +38,19 @@ func TestEveryHelpFileIsAShownHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpTextIsNotCopiedTwice: a help text costs the file's name, the
+// file embed opens and ReadFile's copy, not a second copy made a string (run's help is 2.5
+// KB: a size class of heap each pipeline run touched for it).
+func TestHelpTextIsNotCopiedTwice(t *testing.T) {
+	want, err := helpFiles.ReadFile("help/run.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := helpText("run"); got != strings.TrimSuffix(string(want), "\n") {
+		t.Fatalf("helpText(run) is not help/run.txt without its last line break:\n%q", got)
+	}
+	if allocs := testing.AllocsPerRun(20, func() { _ = helpText("run") }); allocs > 3 {
+		t.Errorf("helpText(run) makes %v allocations, want at most 3 (the name, the open file, ReadFile's copy)", allocs)
+	}
+}

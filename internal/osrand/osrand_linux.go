@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -14,7 +15,7 @@ import (
 // ends the program.
 func Read(b []byte) {
 	for len(b) > 0 {
-		n, err := unix.Getrandom(b, 0)
+		n, err := getrandom(b)
 		switch {
 		case errors.Is(err, unix.EINTR):
 			continue
@@ -37,4 +38,17 @@ func readURandom(b []byte) {
 	if err != nil {
 		panic("osrand: no getrandom(2), and /dev/urandom: " + err.Error())
 	}
+}
+
+// getrandom is the system call itself. unix.Getrandom (and crypto/rand)
+// go through the vDSO's getrandom, whose first call in a process maps
+// and fills the state of a generator per thread: page faults that a
+// short command, which asks for a few dozen random bytes, pays for
+// nothing.
+func getrandom(b []byte) (int, error) {
+	n, _, errno := unix.Syscall(unix.SYS_GETRANDOM, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
 }
