@@ -87,3 +87,28 @@ func (p *project) run() (string, engine.State) {
 	}
 	return sess.ID(), s
 }
+
+// started opens a new session of the pipeline in process, as a runner
+// would, and records its start: the session holds its lock and is
+// running until the test ends or closes it.
+func (p *project) started() *session.Session {
+	p.t.Helper()
+	plan, err := spec.Load(p.file, "")
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	st, err := p.pipeline().Open()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Cleanup(func() { st.Close() })
+	sess, err := session.Open(context.Background(), st, session.Options{File: p.file, Plan: plan, Create: session.Always})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Cleanup(func() { sess.Close() })
+	if _, err := sess.Apply(sess.Start(time.Now())); err != nil {
+		p.t.Fatal(err)
+	}
+	return sess
+}

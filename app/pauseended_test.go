@@ -11,8 +11,6 @@ import (
 
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine"
-	"github.com/pipeline-dev/pipeline/engine/session"
-	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/internal/testwait"
 )
 
@@ -22,22 +20,7 @@ import (
 // the signal comes, and lets its lock go.
 func TestAPauseMeetingTheRunsEndSaysHowItEnded(t *testing.T) {
 	p := newProject(t, "version: 1\nphases:\n  - name: one\n    steps: [{run: 'true'}]\n")
-	plan, err := spec.Load(p.file, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := p.pipeline().Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	sess, err := session.Open(context.Background(), st, session.Options{File: p.file, Plan: plan, Create: session.Always})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sess.Apply(sess.Start(time.Now())); err != nil {
-		t.Fatal(err)
-	}
+	sess := p.started()
 	terms := make(chan os.Signal, 1)
 	signal.Notify(terms, syscall.SIGTERM)
 	defer signal.Stop(terms)

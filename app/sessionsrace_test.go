@@ -7,8 +7,6 @@ import (
 
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine"
-	"github.com/pipeline-dev/pipeline/engine/session"
-	"github.com/pipeline-dev/pipeline/engine/spec"
 )
 
 // A runner that paused and let go of its lock between the read of the
@@ -16,25 +14,6 @@ import (
 // it paused at a checkpoint.
 func TestSessionsOfARunnerEndingWhileListedIsNotDied(t *testing.T) {
 	p := newProject(t, "version: 1\nphases: [{name: one, steps: [{run: 'true'}]}]\n")
-	plan, err := spec.Load(p.file, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := p.pipeline().Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	open := func() *session.Session {
-		s, err := session.Open(context.Background(), st, session.Options{File: p.file, Plan: plan, Create: session.Always})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Apply(s.Start(time.Now())); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
 	statusOf := func(id string) app.SessionLine {
 		list, err := app.Sessions(context.Background(), app.SessionsRequest{Pipeline: p.pipeline()})
 		if err != nil {
@@ -49,7 +28,7 @@ func TestSessionsOfARunnerEndingWhileListedIsNotDied(t *testing.T) {
 		return app.SessionLine{}
 	}
 
-	runner := open()
+	runner := p.started()
 	ended := false
 	*app.BetweenListAndLock = func() {
 		if ended {
@@ -78,9 +57,8 @@ func TestSessionsOfARunnerEndingWhileListedIsNotDied(t *testing.T) {
 
 	// Another session started in the same store is listed running while its runner
 	// holds the lock.
-	live := open()
+	live := p.started()
 	if got := statusOf(live.ID()); got.Status != string(engine.StatusRunning) {
 		t.Errorf("a session whose runner holds its lock is listed %s (%s)", got.Status, got.PauseReason)
 	}
-	live.Close()
 }
