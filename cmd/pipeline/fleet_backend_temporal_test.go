@@ -226,6 +226,11 @@ phases:
 	if built, _ := os.ReadFile(filepath.Join(dir, "built")); string(built) != "built\n" {
 		t.Fatalf("the phase that had completed ran again: %q", built)
 	}
+	// The new run asked for the workflow's changes in its input, as a new
+	// session does: it records no version marker (and no upsert with it).
+	if markers := versionMarkers(t, fleetClient(t, s), id); markers != 0 {
+		t.Errorf("the resumed run recorded %d version markers; want none", markers)
+	}
 }
 
 // pipeline watch --backend temporal is the watch driver with the fleet

@@ -486,6 +486,24 @@ func awaitLines(t *testing.T, path string, n int, why string) []string {
 	return lines[:len(lines)-1]
 }
 
+// versionMarkers counts the version markers of the history of session
+// id's current run.
+func versionMarkers(t *testing.T, c *temporal.Client, id string) int {
+	t.Helper()
+	n := 0
+	it := c.C.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatalf("history of %s: %v", id, err)
+		}
+		if ev.GetMarkerRecordedEventAttributes().GetMarkerName() == "Version" {
+			n++
+		}
+	}
+	return n
+}
+
 // activityAttempt is one activity of a session as its history holds it:
 // the poller (worker identity) that started it and how it ended.
 type activityAttempt struct {

@@ -662,8 +662,11 @@ func (c *Client) Restart(ctx context.Context, h *History, plan PlanSource, notes
 	if err != nil {
 		return err
 	}
+	// Changes, as a new session's: a worker that knows them records no
+	// version marker for the new run.
 	in := SessionInput{SessionID: h.ID, Plan: plan, State: *h.Result, Created: h.Input.Created, Options: h.Input.Options,
-		Events: []EventRecord{MustRecord(engine.Resumed{At: now.UTC(), Notes: notes, Phase: phase, Plan: p.Digest})}}
+		Changes: SessionChanges,
+		Events:  []EventRecord{MustRecord(engine.Resumed{At: now.UTC(), Notes: notes, Phase: phase, Plan: p.Digest})}}
 	if h.Result.PlanDigest != p.Digest {
 		in.Events = append([]EventRecord{MustRecord(engine.PlanChanged{At: now.UTC(), Plan: p.Digest})}, in.Events...)
 	}
