@@ -84,22 +84,10 @@ func TestARunningStepHasOnlyItsReaders(t *testing.T) {
 	}
 }
 
-// goroutines are the stacks of all the goroutines of this process.
-func goroutines() [][]byte {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			return bytes.Split(buf[:n], []byte("\n\n"))
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-}
-
 // parkedReaders counts the executor's readers waiting for output.
 func parkedReaders() int {
 	n := 0
-	for _, g := range goroutines() {
+	for _, g := range testwait.Goroutines() {
 		if bytes.Contains(g, []byte("[IO wait")) && bytes.Contains(g, []byte("steps.(*Running).read")) {
 			n++
 		}
@@ -111,7 +99,7 @@ func parkedReaders() int {
 // started (its tests' own aside).
 func startedBySteps() [][]byte {
 	var started [][]byte
-	for _, g := range goroutines() {
+	for _, g := range testwait.Goroutines() {
 		_, creator, ok := bytes.Cut(g, []byte("\ncreated by "))
 		if ok && bytes.HasPrefix(creator, []byte("github.com/pipeline-dev/pipeline/steps.")) &&
 			!bytes.Contains(creator[:bytes.IndexByte(append(creator, '\n'), '\n')], []byte("Test")) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pipeline-dev/pipeline/internal/testwait"
 )
 
 // TestWaitingStepsHoldNoThreads checks that steps being waited for are
@@ -45,9 +47,8 @@ func TestWaitingStepsHoldNoThreads(t *testing.T) {
 // parkedWaits counts the goroutines in waitChild that wait in the
 // network poller.
 func parkedWaits() int {
-	buf := make([]byte, 1<<20)
 	n := 0
-	for _, g := range bytes.Split(buf[:runtime.Stack(buf, true)], []byte("\n\n")) {
+	for _, g := range testwait.Goroutines() {
 		if bytes.Contains(g, []byte("[IO wait")) && bytes.Contains(g, []byte("steps.waitChild")) {
 			n++
 		}

@@ -57,21 +57,9 @@ phases: [{name: one, steps: [{run: 'read _ < go.fifo'}]}]
 	}
 }
 
-// goroutines are the stacks of all the goroutines of this process.
-func goroutines() [][]byte {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			return bytes.Split(buf[:n], []byte("\n\n"))
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-}
-
 // stepReading reports whether the executor waits for the step's output.
 func stepReading() bool {
-	for _, g := range goroutines() {
+	for _, g := range testwait.Goroutines() {
 		if bytes.Contains(g, []byte("[IO wait")) && bytes.Contains(g, []byte("steps.(*Running).read")) {
 			return true
 		}
@@ -83,7 +71,7 @@ func stepReading() bool {
 // started.
 func startedByTheRun() [][]byte {
 	var started [][]byte
-	for _, g := range goroutines() {
+	for _, g := range testwait.Goroutines() {
 		_, creator, _ := bytes.Cut(g, []byte("\ncreated by "))
 		if bytes.HasPrefix(creator, []byte("github.com/pipeline-dev/pipeline/engine/local.")) ||
 			bytes.HasPrefix(creator, []byte("github.com/pipeline-dev/pipeline/steps.")) {
