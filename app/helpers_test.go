@@ -64,19 +64,7 @@ func (p *project) pipeline() app.Pipeline { return app.Pipeline{File: p.file} }
 // gives its id and how it ended.
 func (p *project) run() (string, engine.State) {
 	p.t.Helper()
-	plan, err := spec.Load(p.file, "")
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	st, err := p.pipeline().Open()
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	defer st.Close()
-	sess, err := session.Open(context.Background(), st, session.Options{File: p.file, Plan: plan, Create: session.Always})
-	if err != nil {
-		p.t.Fatal(err)
-	}
+	sess := p.opened()
 	driver := &local.Driver{View: local.Discard, Clock: clock.Real{}, Grace: time.Second}
 	s, err := driver.Run(context.Background(), sess, sess.Start(time.Now()))
 	if closeErr := sess.Close(); err == nil {
@@ -93,6 +81,17 @@ func (p *project) run() (string, engine.State) {
 // running until the test ends or closes it.
 func (p *project) started() *session.Session {
 	p.t.Helper()
+	sess := p.opened()
+	if _, err := sess.Apply(sess.Start(time.Now())); err != nil {
+		p.t.Fatal(err)
+	}
+	return sess
+}
+
+// opened opens a new session of the pipeline in process, as a runner
+// would; it and its store are closed when the test ends, if not before.
+func (p *project) opened() *session.Session {
+	p.t.Helper()
 	plan, err := spec.Load(p.file, "")
 	if err != nil {
 		p.t.Fatal(err)
@@ -107,8 +106,5 @@ func (p *project) started() *session.Session {
 		p.t.Fatal(err)
 	}
 	p.t.Cleanup(func() { sess.Close() })
-	if _, err := sess.Apply(sess.Start(time.Now())); err != nil {
-		p.t.Fatal(err)
-	}
 	return sess
 }
