@@ -18,11 +18,7 @@ func TestAHeldFolderMovedAwayTakesNoWrite(t *testing.T) {
 	for _, where := range []string{"out of the store", "to another session's name"} {
 		t.Run(where, func(t *testing.T) {
 			st := newStore(t)
-			x, err := st.Create(Meta{ID: "s1", Key: "k"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer x.Close()
+			x := newSession(t, st)
 			if err := x.WriteFile("before", []byte("x")); err != nil {
 				t.Fatal(err)
 			}
@@ -33,7 +29,7 @@ func TestAHeldFolderMovedAwayTakesNoWrite(t *testing.T) {
 			if err := os.Rename(x.Dir, moved); err != nil {
 				t.Fatal(err)
 			}
-			err = x.WriteFile("after", []byte("x"))
+			err := x.WriteFile("after", []byte("x"))
 			if _, statErr := os.Lstat(filepath.Join(moved, "after")); statErr == nil {
 				t.Errorf("a write of s1 landed in the folder moved to %s (WriteFile: %v)", moved, err)
 			}
@@ -49,11 +45,7 @@ func TestAHeldFolderMovedAwayTakesNoWrite(t *testing.T) {
 // away nor where the link points.
 func TestAHeldFolderSwappedForALinkIsRefused(t *testing.T) {
 	st := newStore(t)
-	x, err := st.Create(Meta{ID: "s1", Key: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
+	x := newSession(t, st)
 	outside := t.TempDir()
 	moved := filepath.Join(filepath.Dir(st.Root), "moved")
 	if err := os.Rename(x.Dir, moved); err != nil {
@@ -62,7 +54,7 @@ func TestAHeldFolderSwappedForALinkIsRefused(t *testing.T) {
 	if err := os.Symlink(outside, x.Dir); err != nil {
 		t.Fatal(err)
 	}
-	err = x.WriteFile("after", []byte("x"))
+	err := x.WriteFile("after", []byte("x"))
 	if !errors.Is(err, ErrSymlink) {
 		t.Errorf("WriteFile through a link: %v, want ErrSymlink", err)
 	}
@@ -78,11 +70,7 @@ func TestAHeldFolderSwappedForALinkIsRefused(t *testing.T) {
 // folder at the name.
 func TestAHeldFolderReplacedWritesToTheOneAtItsName(t *testing.T) {
 	st := newStore(t)
-	x, err := st.Create(Meta{ID: "s1", Key: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
+	x := newSession(t, st)
 	aside := st.sessionDir(removedPrefix + "s1")
 	if err := os.Rename(x.Dir, aside); err != nil {
 		t.Fatal(err)

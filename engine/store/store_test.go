@@ -20,6 +20,17 @@ func newStore(t testing.TB) *Store {
 	return st
 }
 
+// newSession is a new session s1 of st, closed when the test ends.
+func newSession(t testing.TB, st *Store) *Session {
+	t.Helper()
+	x, err := st.Create(Meta{ID: "s1", Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	return x
+}
+
 func TestEventsSurviveATornLastLine(t *testing.T) {
 	st := newStore(t)
 	x, err := st.Create(Meta{ID: "s1", Key: "k"})

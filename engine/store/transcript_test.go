@@ -16,11 +16,7 @@ import (
 // given, asked its size and closed without a byte makes none.
 func TestATranscriptWithoutAByteLeavesNoFile(t *testing.T) {
 	st := newStore(t)
-	x, err := st.Create(Meta{ID: "s1", Key: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
+	x := newSession(t, st)
 	f, err := x.CreateTranscript("build", 1, "run")
 	if err != nil {
 		t.Fatal(err)
@@ -49,11 +45,7 @@ func TestATranscriptWithoutAByteLeavesNoFile(t *testing.T) {
 // then tells what a run before wrote (markRunAgain's question).
 func TestATranscriptIsMadeAtItsFirstByte(t *testing.T) {
 	st := newStore(t)
-	x, err := st.Create(Meta{ID: "s1", Key: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
+	x := newSession(t, st)
 	f, err := x.CreateTranscript("build", 1, "run")
 	if err != nil {
 		t.Fatal(err)
@@ -134,11 +126,7 @@ func TestWritersRacingOnATranscriptsFirstByteMakeOneFile(t *testing.T) {
 // store's rule for a held folder), and the write says so.
 func TestATranscriptOfASessionMovedAwayIsNotMade(t *testing.T) {
 	st := newStore(t)
-	x, err := st.Create(Meta{ID: "s1", Key: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
+	x := newSession(t, st)
 	f, err := x.CreateTranscript("build", 1, "run")
 	if err != nil {
 		t.Fatal(err)
@@ -162,11 +150,7 @@ func TestATranscriptOfASessionMovedAwayIsNotMade(t *testing.T) {
 // out of the session's folder is refused when the transcript is given.
 func TestATranscriptOfABadNameIsRefused(t *testing.T) {
 	st := newStore(t)
-	x, err := st.Create(Meta{ID: "s1", Key: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
+	x := newSession(t, st)
 	for _, c := range [][2]string{{"..", "run"}, {"build", "a/b"}, {"", "run"}} {
 		if _, err := x.CreateTranscript(c[0], 1, c[1]); err == nil {
 			t.Errorf("CreateTranscript(%q, 1, %q) was given", c[0], c[1])
