@@ -223,6 +223,10 @@ type DriveOptions struct {
 	// Signals: Ctrl+C and SIGTERM pause the run (a second Ctrl+C kills
 	// the step at once).
 	Signals bool
+	// KeepSignals leaves the signals caught when the run ends, for a
+	// process that ends with its run and asks nothing after it (see
+	// local.KeepSignalsCaught): a signal after the run is dropped.
+	KeepSignals bool
 	// Verbose says each trigger that fired, with its values.
 	Verbose bool
 }
@@ -231,6 +235,9 @@ type DriveOptions struct {
 // until it pauses, fails or completes. A replay goes on past the points
 // where its original was resumed by a human, with what they gave.
 func Drive(ctx context.Context, sess *session.Session, events []engine.Event, o DriveOptions) (engine.State, error) {
+	if o.Signals && o.KeepSignals {
+		local.KeepSignalsCaught()
+	}
 	driver := &local.Driver{View: o.View, Clock: clock.Real{}, Grace: o.Grace, Signals: o.Signals, Verbose: o.Verbose}
 	state, err := driver.Run(ctx, sess, events...)
 	for err == nil && sess.StoreFailed() == nil &&

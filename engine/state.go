@@ -63,6 +63,15 @@ const (
 // StepFailure is how a step failed (see State.Failed).
 type StepFailure = spec.StepFailure
 
+// StepAt is the name of the step s stands at in its phase; "" when it is
+// past the phase's steps.
+func StepAt(plan *spec.Plan, s State) string {
+	if steps := plan.Phases[s.Phase].Steps; s.Step >= 0 && s.Step < len(steps) {
+		return steps[s.Step].Name
+	}
+	return ""
+}
+
 // RunnerDied is how a session whose runner died shows: paused, reason
 // runner-died. It changes nothing stored.
 func RunnerDied(s State) State {

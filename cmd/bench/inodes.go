@@ -47,13 +47,14 @@ func inodesFigures(pipeline, against, work string, runs int) {
 			}
 		}
 		trace := filepath.Join(dir, "..", fmt.Sprintf("inodes-%d.strace", i))
-		runIn(dir, "strace", "-f", "-y", "-qq", "-o", trace, "-e", "trace=openat,mkdirat,renameat,renameat2,unlinkat",
+		runIn(dir, "strace", "-f", "-y", "-qq", "-o", trace, "-e", "trace=openat,mkdirat,renameat,renameat2,unlinkat,fsync,fdatasync",
 			"-e", "status=successful", binary, "run", "phases.yaml")
 		content, err := os.ReadFile(trace)
 		check(err)
 		os.Remove(trace)
 		made, deleted := inodeChurn(content, before)
-		fmt.Printf("%s: %d inodes made, %d deleted\n", binary, len(made), len(deleted))
+		syncs := strings.Count(string(content), " fsync(") + strings.Count(string(content), " fdatasync(")
+		fmt.Printf("%s: %d inodes made, %d deleted, %d fsyncs\n", binary, len(made), len(deleted), syncs)
 		fmt.Printf("   made: %s\n   deleted: %s\n", strings.Join(relTo(dir, made), ", "), strings.Join(relTo(dir, deleted), ", "))
 		check(os.RemoveAll(dir))
 	}
@@ -63,10 +64,10 @@ func inodesFigures(pipeline, against, work string, runs int) {
 }
 
 // apartFigure times runs of pipeline and against in turns, each with
-// stores of its own (the -startup figure runs both in one store, where
-// the one's deleted inodes cost the other's creations as much as its
-// own). Each binary runs in two folders, in the order A B B A within a
-// turn, and each binary's figure pools its two folders' runs.
+// stores of its own (as -startup does; a store shared would let the one's
+// deleted inodes cost the other's creations as much as its own). Each
+// binary runs in two folders, in the order A B B A within a turn, and
+// each binary's figure pools its two folders' runs.
 func apartFigure(pipeline, against, work string, runs int) {
 	trueBin, err := exec.LookPath("true")
 	check(err)

@@ -84,12 +84,11 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	if !l.quiet {
 		view = termview.WithRedactor(newView(viewOut, l.ci), sess.Redactor())
 	}
-	if !l.watchNext && !l.asks() {
-		// The process ends with this run, asking nothing after it: the
-		// signals need not be given back (a signal after it is dropped).
-		local.KeepSignalsCaught()
-	}
-	state, runErr := app.Drive(context.Background(), sess, events, app.DriveOptions{View: view, Grace: l.grace, Signals: true, Verbose: l.verbose})
+	// The process ends with this run unless it watches or asks after it:
+	// then the signals need not be given back.
+	keep := !l.watchNext && !l.asks()
+	state, runErr := app.Drive(context.Background(), sess, events,
+		app.DriveOptions{View: view, Grace: l.grace, Signals: true, KeepSignals: keep, Verbose: l.verbose})
 	// The run has stopped listening for signals: a closed output or
 	// terminal must not kill the process now (exit 141 or 129) before the
 	// session is closed and the exit status says it paused.

@@ -17,33 +17,29 @@ import (
 // run that uses them a few milliseconds and every other start of
 // pipeline nothing. run sets it up (an init function would cost every
 // start a page of code read in).
-func useWeb() { web.Use(&firstUseWeb{environ: os.Environ()}) }
+func useWeb() { web.Use(&firstUseWeb{}) }
 
 // fleetWeb is the relay to pipeline-temporal.
-func fleetWeb() relay.Client { return relayWith(os.Environ()) }
-
-// relayWith is the relay to pipeline-temporal in the environment
-// environ.
-func relayWith(environ []string) relay.Client {
+func fleetWeb() relay.Client {
 	self, _ := os.Executable()
 	return relay.Client{Binary: fleetBinary, Find: findFleetBinary,
 		// Marked as handed over to, so that a copy of this build under
 		// that name says so instead of starting again.
-		Env: append(environ, handedOffEnv+"="+self)}
+		Env: append(os.Environ(), handedOffEnv+"="+self)}
 }
 
-// firstUseWeb is the relay made at its first use, in the environment of
-// the start: its path of this binary (os.Executable, a readlink of
-// /proc/self/exe) cost every run 0.5 % of its CPU (perf), and few runs
-// post anything.
+// firstUseWeb is the relay made at its first use: its path of this binary
+// (os.Executable, a readlink of /proc/self/exe) and its copy of the
+// environment cost every run 0.5 % of its CPU (perf), and few runs post
+// anything. Nothing changes the environment after start-up (the init of
+// fleet.go), so the first use's is the start's.
 type firstUseWeb struct {
-	environ []string
-	once    sync.Once
-	relay   relay.Client
+	once  sync.Once
+	relay relay.Client
 }
 
 func (w *firstUseWeb) client() relay.Client {
-	w.once.Do(func() { w.relay = relayWith(w.environ) })
+	w.once.Do(func() { w.relay = fleetWeb() })
 	return w.relay
 }
 

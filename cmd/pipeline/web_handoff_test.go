@@ -58,7 +58,7 @@ func TestLeanPostGoesThroughPipelineTemporal(t *testing.T) {
 	}))
 	defer srv.Close()
 	// As run sets it up: the relay is made at the first POST.
-	first := &firstUseWeb{environ: os.Environ()}
+	first := &firstUseWeb{}
 	if first.relay.Env != nil {
 		t.Fatal("the relay was made before its first use")
 	}

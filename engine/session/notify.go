@@ -74,7 +74,7 @@ func (s *Session) lastErrorLine(st engine.State) string {
 		return ""
 	}
 	root := filepath.Join(s.X.Dir, "transcripts")
-	last := store.StandingTranscript(root, s.Plan.Phases[st.Phase].Name, st.Attempt, stepName(s.Plan, st))
+	last := store.StandingTranscript(root, s.Plan.Phases[st.Phase].Name, st.Attempt, engine.StepAt(s.Plan, st))
 	if last == "" {
 		return ""
 	}
@@ -89,15 +89,6 @@ func (s *Session) lastErrorLine(st engine.State) string {
 		if l := strings.TrimSpace(lines[len(lines)-1]); l != "" {
 			return l
 		}
-	}
-	return ""
-}
-
-// stepName is the name of the step st stands at; "" when it is past the
-// phase's steps.
-func stepName(plan *spec.Plan, st engine.State) string {
-	if steps := plan.Phases[st.Phase].Steps; st.Step >= 0 && st.Step < len(steps) {
-		return steps[st.Step].Name
 	}
 	return ""
 }

@@ -33,11 +33,7 @@ func FailureTail(plan *spec.Plan, s engine.State, transcripts string, safe func(
 	if code := codes[len(codes)-1]; !(s.Status == engine.StatusFailed && code != 0) && !(s.Status == engine.StatusPaused && code > 0) {
 		return nil
 	}
-	step := ""
-	if steps := plan.Phases[s.Phase].Steps; s.Step >= 0 && s.Step < len(steps) {
-		step = steps[s.Step].Name
-	}
-	last := store.StandingTranscript(transcripts, plan.Phases[s.Phase].Name, s.Attempt, step)
+	last := store.StandingTranscript(transcripts, plan.Phases[s.Phase].Name, s.Attempt, engine.StepAt(plan, s))
 	if last == "" {
 		return nil
 	}

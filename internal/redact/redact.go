@@ -851,8 +851,8 @@ func buildRedactMatcher(secs []secretLiteral) *redactMatcher {
 // byte scanOf picks of its rule, each secret through its rarest byte or
 // a byte already swept for, and the first bytes of escapes.
 func buildPasses(lits []redactLiteral, nsecrets int, enc *encodedMatcher, scanOf func(*redactRule) byte) []redactPass {
-	// At most a pass a literal and an escape's byte: a pass holds two
-	// 256-byte tables, and growing the slice copied them over and over.
+	// At most a pass a literal and an escape's byte: made once, not
+	// grown by copies.
 	most := len(lits)
 	if enc != nil {
 		most += len(enc.anchors)
