@@ -50,8 +50,9 @@ func TestSessionsOfARunnerEndingWhileListedIsNotDied(t *testing.T) {
 	if got.Status != string(engine.StatusPaused) || got.PauseReason == engine.ReasonRunnerDied {
 		t.Errorf("listed %s (%s); want paused at its checkpoint, not runner-died", got.Status, got.PauseReason)
 	}
-	if states := app.SessionStates(p.dir + "/.pipeline"); states[runner.ID()].PauseReason == engine.ReasonRunnerDied {
-		t.Errorf("SessionStates: %+v", states[runner.ID()])
+	runner, ended = p.started(), false
+	if states := app.SessionStates(p.dir + "/.pipeline"); !ended || states[runner.ID()].PauseReason == engine.ReasonRunnerDied {
+		t.Errorf("SessionStates (runner ended between: %v): %+v", ended, states[runner.ID()])
 	}
 	*app.BetweenListAndLock = nil
 

@@ -87,7 +87,7 @@ func Tail(_ context.Context, req TailRequest) (*TailResponse, error) {
 		}
 		return a.ModTime.Compare(b.ModTime)
 	})
-	if len(files) == 0 && stepsRan(ref) {
+	if len(files) == 0 && stepsRan(ref, req.Phase, req.Attempt) {
 		// Its steps wrote nothing: a transcript is made at its first
 		// byte, and an empty one has no end to show.
 		r := redacted(session.NewRedactor(ref.Plan), *out)
@@ -119,10 +119,18 @@ func Tail(_ context.Context, req TailRequest) (*TailResponse, error) {
 }
 
 // stepsRan reports whether a step of the session started (and may have
-// written nothing).
-func stepsRan(ref *session.Ref) bool {
+// written nothing), in phase and attempt when they are given.
+func stepsRan(ref *session.Ref, phase string, attempt int) bool {
 	s, _, err := ref.State()
-	return err == nil && s.Execution > 0
+	if err != nil || s.Execution == 0 {
+		return false
+	}
+	for _, ph := range s.Phases {
+		if (phase == "" || ph.Name == phase) && ph.Attempts >= max(attempt, 1) {
+			return true
+		}
+	}
+	return false
 }
 
 // tailCaps are the lines and bytes a Tail reads at most.

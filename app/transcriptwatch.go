@@ -79,7 +79,7 @@ func (t *transcriptWatch) stopWaiting() {
 // phase's), and reports whether it did: the files in it may have been
 // written before the watch began, so the reader must look at them now.
 func (t *transcriptWatch) folderMade(ev fsnotify.Event) bool {
-	if !t.inTranscripts(ev) {
+	if !ev.Has(fsnotify.Create) || !t.inTranscripts(ev) {
 		return false
 	}
 	info, err := os.Stat(ev.Name)

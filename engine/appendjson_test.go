@@ -18,6 +18,12 @@ import (
 
 // The types written by hand, each with AppendJSON: the events every run
 // records and the snapshot's state.
+// jsonAppender is a type that writes its JSON by hand (appendjson.go);
+// EncodeEvent knows the events among them by their types.
+type jsonAppender interface {
+	AppendJSON(b []byte) ([]byte, error)
+}
+
 var appendedTypes = []jsonAppender{Started{}, StepFinished{}, Completed{}, Checkpointed{}, State{}}
 
 // Every type written by hand gives encoding/json's bytes: for its zero

@@ -20,12 +20,6 @@ var eventTypes = lazy.Value[map[string]reflect.Type]{New: func() map[string]refl
 	return types
 }}
 
-// jsonAppender is a type that writes its JSON by hand (appendjson.go);
-// EncodeEvent knows the events among them by their types.
-type jsonAppender interface {
-	AppendJSON(b []byte) ([]byte, error)
-}
-
 // EncodeEvent returns an event's type name and its JSON.
 func EncodeEvent(ev Event) (string, []byte, error) {
 	// The events every run records are told by their types, not by an

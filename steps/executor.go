@@ -203,9 +203,12 @@ func (x *Executor) Execute(ctx context.Context, step Step, obs Observer) (Result
 		}}
 	}
 	obs.Started(r)
-	readers := newReaders(1)
+	n := int32(1)
 	if proc.Stderr != nil {
-		readers = newReaders(2)
+		n = 2
+	}
+	readers := newReaders(n)
+	if proc.Stderr != nil {
 		go r.read(1, proc.Stderr, errChunkSize, readers)
 	}
 	go r.read(0, proc.Stdout, chunkSize, readers)

@@ -45,12 +45,4 @@ var BoolFields = map[string]int{"timed_out": timedOutField, "checkpoint": checkp
 
 // BoolFieldByReflection is 1 + the index of Env's boolean field name,
 // found by reflection, or 0.
-func BoolFieldByReflection(name string) int {
-	env := reflect.TypeFor[Env]()
-	for i := range env.NumField() {
-		if f := env.Field(i); f.Tag.Get("expr") == name && f.Type.Kind() == reflect.Bool {
-			return i + 1
-		}
-	}
-	return 0
-}
+var BoolFieldByReflection = boolFieldNamed

@@ -246,9 +246,14 @@ func boolField(node ast.Node) int {
 	if !ok {
 		return 0
 	}
+	return boolFieldNamed(ident.Value)
+}
+
+// boolFieldNamed is 1 + the index in Env of the boolean field name, or 0.
+func boolFieldNamed(name string) int {
 	env := reflect.TypeFor[Env]()
 	for i := range env.NumField() {
-		if f := env.Field(i); f.Tag.Get("expr") == ident.Value && f.Type.Kind() == reflect.Bool {
+		if f := env.Field(i); f.Tag.Get("expr") == name && f.Type.Kind() == reflect.Bool {
 			return i + 1
 		}
 	}

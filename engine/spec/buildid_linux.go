@@ -112,7 +112,7 @@ func inLoadedSegment(phdrs []elf64Phdr, seg elf64Phdr) bool {
 // each padded to 4 bytes.
 func goBuildIDNote(notes []byte) string {
 	for len(notes) >= 12 {
-		namesz, descsz, typ := le32(notes), le32(notes[4:]), le32(notes[8:])
+		namesz, descsz, typ := binary.NativeEndian.Uint32(notes), binary.NativeEndian.Uint32(notes[4:]), binary.NativeEndian.Uint32(notes[8:])
 		name, desc := 12, 12+pad4(namesz)
 		end := desc + pad4(descsz)
 		if end > len(notes) || end < desc {
@@ -124,10 +124,6 @@ func goBuildIDNote(notes []byte) string {
 		notes = notes[end:]
 	}
 	return ""
-}
-
-func le32(b []byte) uint32 {
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
 
 func pad4(n uint32) int { return (int(n) + 3) &^ 3 }

@@ -576,19 +576,34 @@ func (s *Store) mkdirOwned(rel string) (*os.File, error) {
 // awaitSweep waits until no sweep holds the folder rel (sweepNew holds
 // its flock while it removes it); at once when it is gone already.
 func (s *Store) awaitSweep(rel string) {
+	if f, err := s.lockFolder(rel); err == nil {
+		f.Close()
+	}
+}
+
+// lockFolder opens the folder rel and takes its flock, waiting while
+// another open file of it holds it; the lock goes with the file.
+func (s *Store) lockFolder(rel string) (*os.File, error) {
 	f, err := s.openFile(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
-		return
+		return nil, err
 	}
-	defer f.Close()
 	conn, err := f.SyscallConn()
-	if err != nil {
-		return
+	if err == nil {
+		ctlErr := conn.Control(func(fd uintptr) {
+			for {
+				if err = unix.Flock(int(fd), unix.LOCK_EX); err != unix.EINTR {
+					return
+				}
+			}
+		})
+		err = errors.Join(err, ctlErr)
 	}
-	_ = conn.Control(func(fd uintptr) {
-		for unix.Flock(int(fd), unix.LOCK_EX) == unix.EINTR {
-		}
-	})
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
+	}
+	return f, nil
 }
 
 // sweepNew removes the session folders being made (.new-*: a session

@@ -47,10 +47,10 @@ type StepGroup struct {
 }
 
 // thisHost is the name of this machine, "" when it has none.
-func thisHost() string {
+var thisHost = sync.OnceValue(func() string {
 	name, _ := os.Hostname()
 	return name
-}
+})
 
 // ended reports whether the holder's process is known to have ended: it
 // ran on this machine (or the holder does not say), and no process has
@@ -105,8 +105,6 @@ type Lock struct {
 	previous Holder
 	// size is the lock file's length as this process last left it.
 	size int64
-	// host is thisHost, asked once.
-	host string
 }
 
 // Previous is the holder the lock file named when this process took the
@@ -131,7 +129,7 @@ func (s *Store) openLock(key string, flag int) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.openFile(rel, flag, 0o600)
+	return s.openFile(rel, flag|unix.O_NONBLOCK, 0o600)
 }
 
 // orphanWait is how long Lock waits for a lock whose recorded holder has
@@ -271,10 +269,7 @@ func (h Holder) ours() bool {
 // done whole or not at all by a kill -9.
 func (l *Lock) SetHolder(holder Holder) error {
 	if holder.Host == "" {
-		if l.host == "" {
-			l.host = thisHost()
-		}
-		holder.Host = l.host
+		holder.Host = thisHost()
 	}
 	content, err := holderJSON(holder)
 	if err != nil {
@@ -388,7 +383,7 @@ const (
 // cannot be queried counts as held: a run is never taken for dead on a
 // doubt.
 func (s *Store) Held(key string) bool {
-	f, err := s.openLock(key, unix.O_RDONLY|unix.O_NONBLOCK)
+	f, err := s.openLock(key, unix.O_RDONLY)
 	if err != nil {
 		return false
 	}
@@ -415,7 +410,7 @@ func (s *Store) WaitReleased(key string, timeout time.Duration) bool {
 // waitReleased is WaitReleased; stillHeld is called each time a query
 // finds the lock held, which lets a test release it at a known point.
 func (s *Store) waitReleased(key string, timeout time.Duration, stillHeld func()) bool {
-	f, err := s.openLock(key, unix.O_RDONLY|unix.O_NONBLOCK)
+	f, err := s.openLock(key, unix.O_RDONLY)
 	if err != nil {
 		return true
 	}
@@ -483,24 +478,9 @@ func (x *Session) WaitLock(file string, create bool) (release func() error, err 
 // name (mkdirOwned and sweepNew lock .new- folders, before it). release
 // gives it back; the lock goes with the process too.
 func (x *Session) WaitFolderLock() (release func() error, err error) {
-	f, err := x.store.openFile(x.rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	f, err := x.store.lockFolder(x.rel)
 	if err != nil {
 		return nil, err
-	}
-	conn, err := f.SyscallConn()
-	if err == nil {
-		ctlErr := conn.Control(func(fd uintptr) {
-			for {
-				if err = unix.Flock(int(fd), unix.LOCK_EX); err != unix.EINTR {
-					return
-				}
-			}
-		})
-		err = errors.Join(err, ctlErr)
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
 	}
 	return f.Close, nil
 }
