@@ -44,7 +44,8 @@ func (t *Telemetry) startTicker(every time.Duration) *ticker {
 
 // Finish exports what is left, within ExportTimeout, and stops the
 // periodic export: the end of the command. Spans of sessions still open
-// end now.
+// end now. An export of the ticker on its way is let end first (within
+// its own ExportTimeout), so Finish takes at most twice ExportTimeout.
 func (t *Telemetry) Finish() {
 	t.mu.Lock()
 	if !t.on {

@@ -57,7 +57,8 @@ func run(args []string) int {
 	stackgrow.To32K()
 	useWeb()
 	// Off (and costing nothing) unless a session's plan or OTEL_* set an
-	// endpoint; then exported as the command ends, within 2 s.
+	// endpoint; then exported as the command ends, within 2 s (4 s when a
+	// periodic export is on its way then).
 	defer telemetry.Install(version, os.Stderr).Finish()
 	root := rootFor(args)
 	root.SetArgs(args)
