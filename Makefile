@@ -240,7 +240,7 @@ DARWIN_PKGS = $(sort $(patsubst %/,./%,$(dir $(shell grep -lE '^//go:build .*(!l
 lint: lint-src vet vet-darwin staticcheck
 
 lint-src:
-	@$(STAGE) "disk: free space for the build cache and temporary files" scripts/diskcheck.sh 2 8
+	@$(STAGE) "disk: free space for the build cache and temporary files" scripts/diskcheck.sh 2 12
 	@$(STAGE) "lint: gofmt" sh -c 'out=$$(gofmt -l $$(git ls-files "*.go" 2>/dev/null || find . -name "*.go")); \
 		if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi'
 	@$(STAGE) "lint: go mod tidy -diff" sh -c '$(GO) mod tidy -diff && $(GO) -C $(GEN) mod tidy -diff'

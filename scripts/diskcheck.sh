@@ -8,7 +8,7 @@
 # less than MIN_GIB free, and says so under WARN_GIB.
 set -uo pipefail
 min=${1:-2}
-warn=${2:-8}
+warn=${2:-12}
 gocache=$(go env GOCACHE 2>/dev/null || true)
 tmp=${TMPDIR:-/tmp}
 code=0
