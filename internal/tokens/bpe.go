@@ -6,16 +6,18 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/pipeline-dev/pipeline/internal/lazy"
+	"github.com/pipeline-dev/pipeline/internal/tokens/internal/vocabindex"
 )
 
 // Why not the tiktoken-go library, whose counts these are: linking it links
 // the regexp2 engine, whose package initialisation (character classes,
 // Unicode category tables) every start of pipeline paid, some 0.1 ms of
-// CPU and 40 kB of heap, though most runs count no token. Its vocabulary is
-// taken from it by go generate, and tests check this tokenizer against it.
+// CPU and 40 kB of heap, though most runs count no token; and its first
+// count built a map of the vocabulary, 12-20 ms and 3.5 MB. The vocabulary
+// is taken from it by go generate, and tests check this tokenizer against
+// it.
 
-//go:generate go run ./internal/genvocab cl100k_base.bin
+//go:generate go run ./internal/genvocab cl100k_base.bin cl100k_base.idx
 
 // cl100kBase is cl100k_base's vocabulary: for each rank from 0 up, one byte
 // of length and the token's bytes.
@@ -23,19 +25,34 @@ import (
 //go:embed cl100k_base.bin
 var cl100kBase string
 
-// vocabulary maps each token to its rank, built on first use: some 100k
-// entries, whose building process start-up should not pay. Its keys are
-// slices of cl100kBase, so building copies no token.
-var vocabulary = lazy.Value[map[string]uint32]{New: buildVocabulary}
+// cl100kIndex is the index of cl100kBase, little-endian uint32s: the
+// offset of each rank's token, then vocabindex's hash table, each slot 0
+// or a rank plus one. It is read in place: counting builds nothing.
+//
+//go:embed cl100k_base.idx
+var cl100kIndex string
 
-func buildVocabulary() map[string]uint32 {
-	ranks := make(map[string]uint32, 100256)
-	for i, rank := 0, uint32(0); i < len(cl100kBase); rank++ {
-		n := int(cl100kBase[i])
-		ranks[cl100kBase[i+1:i+1+n]] = rank
-		i += 1 + n
+// vocabularySize is cl100k_base's count of ordinary tokens (its special
+// tokens are counted as the plain text they are made of).
+const vocabularySize = 100256
+
+func indexWord(i int) uint32 {
+	w := cl100kIndex[4*i : 4*i+4]
+	return uint32(w[0]) | uint32(w[1])<<8 | uint32(w[2])<<16 | uint32(w[3])<<24
+}
+
+// rankOf returns the rank of token, false if it is not in the vocabulary.
+func rankOf(token string) (uint32, bool) {
+	for s := vocabindex.Hash(token); ; s = (s + 1) % vocabindex.Slots {
+		v := indexWord(vocabularySize + int(s))
+		if v == 0 {
+			return 0, false
+		}
+		off := int(indexWord(int(v - 1)))
+		if n := int(cl100kBase[off]); n == len(token) && cl100kBase[off+1:off+1+n] == token {
+			return v - 1, true
+		}
 	}
-	return ranks
 }
 
 // countText is the number of cl100k_base tokens of text, as the
@@ -53,7 +70,6 @@ func eachToken(text string, yield func(token string)) {
 		// byte that is not part of valid UTF-8 becomes a U+FFFD.
 		text = string([]rune(text))
 	}
-	ranks := vocabulary.Get()
 	var parts []int
 	for i := 0; i < len(text); {
 		end := pieceEnd(text, i)
@@ -66,11 +82,11 @@ func eachToken(text string, yield func(token string)) {
 		}
 		piece := text[i:end]
 		i = end
-		if _, ok := ranks[piece]; ok {
+		if _, ok := rankOf(piece); ok {
 			yield(piece)
 			continue
 		}
-		parts = mergePairs(ranks, piece, parts[:0])
+		parts = mergePairs(piece, parts[:0])
 		for k := 0; k+1 < len(parts); k++ {
 			yield(piece[parts[k]:parts[k+1]])
 		}
@@ -248,9 +264,9 @@ const noRank = math.MaxUint32
 // into tokens, piece's length last, appended to parts: it merges, again and
 // again, the leftmost of the adjacent pairs whose joined bytes are the
 // token of lowest rank.
-func mergePairs(ranks map[string]uint32, piece string, parts []int) []int {
+func mergePairs(piece string, parts []int) []int {
 	if len(piece) >= mergeHeapFrom {
-		return mergePairsHeap(ranks, piece, parts)
+		return mergePairsHeap(piece, parts)
 	}
 	type part struct {
 		offset int
@@ -260,7 +276,7 @@ func mergePairs(ranks map[string]uint32, piece string, parts []int) []int {
 	ps := buf[:len(piece)+1]
 	rankOf := func(i int) uint32 {
 		if i+2 < len(ps) {
-			if rank, ok := ranks[piece[ps[i].offset:ps[i+2].offset]]; ok {
+			if rank, ok := rankOf(piece[ps[i].offset:ps[i+2].offset]); ok {
 				return rank
 			}
 		}
@@ -304,7 +320,7 @@ const mergeHeapFrom = 96
 // then offset, so that the leftmost of the lowest rank comes first. A
 // candidate whose pair has changed since it was pushed is stale, and
 // skipped.
-func mergePairsHeap(ranks map[string]uint32, piece string, parts []int) []int {
+func mergePairsHeap(piece string, parts []int) []int {
 	n := int32(len(piece))
 	next := make([]int32, n+1)
 	prev := make([]int32, n+1)
@@ -318,7 +334,7 @@ func mergePairsHeap(ranks map[string]uint32, piece string, parts []int) []int {
 		if j < 0 || next[j] < 0 {
 			return noRank
 		}
-		if r, ok := ranks[piece[i:next[j]]]; ok {
+		if r, ok := rankOf(piece[i:next[j]]); ok {
 			return r
 		}
 		return noRank

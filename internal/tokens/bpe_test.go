@@ -9,6 +9,8 @@ import (
 	"unicode"
 
 	"github.com/tiktoken-go/tokenizer/codec"
+
+	"github.com/pipeline-dev/pipeline/internal/tokens/internal/vocabindex"
 )
 
 // The tokenizer of this package replaces the tiktoken-go library's, which
@@ -55,18 +57,32 @@ func shorten(s string) string {
 	return s
 }
 
-// TestVocabularyIsTheLibrarys checks the embedded vocabulary, token by
-// token, against the library's: a library upgrade that changes it fails
-// here until go generate is run again.
+// TestVocabularyIsTheLibrarys checks the embedded vocabulary and its index,
+// token by token, against the library's: a library upgrade that changes it
+// fails here until go generate is run again.
 func TestVocabularyIsTheLibrarys(t *testing.T) {
-	ranks := vocabulary.Get()
-	if len(ranks) != 100256 {
-		t.Fatalf("vocabulary of %d tokens, want 100256", len(ranks))
+	if got := (len(cl100kIndex) - 4*vocabindex.Slots) / 4; got != vocabularySize {
+		t.Fatalf("index of %d tokens, want %d", got, vocabularySize)
 	}
-	for token, rank := range ranks {
-		want, err := library().Decode([]uint{uint(rank)})
-		if err != nil || want != token {
-			t.Fatalf("rank %d: token %q, library %q (%v)", rank, token, want, err)
+	for rank := range uint32(vocabularySize) {
+		token, err := library().Decode([]uint{uint(rank)})
+		if err != nil {
+			t.Fatalf("rank %d: library: %v", rank, err)
+		}
+		if got, ok := rankOf(token); !ok || got != rank {
+			t.Fatalf("token %q: rank %d (found %v), library %d", token, got, ok, rank)
+		}
+		off := int(indexWord(int(rank)))
+		if n := int(cl100kBase[off]); cl100kBase[off+1:off+1+n] != token {
+			t.Fatalf("rank %d: token %q, library %q", rank, cl100kBase[off+1:off+1+n], token)
+		}
+	}
+	if _, err := library().Decode([]uint{vocabularySize}); err == nil {
+		t.Fatalf("the library has an ordinary token of rank %d: its vocabulary grew", vocabularySize)
+	}
+	for _, absent := range []string{"", "<|endoftext|>", strings.Repeat("x", 256)} {
+		if rank, ok := rankOf(absent); ok {
+			t.Errorf("%q found at rank %d: not in the vocabulary", absent, rank)
 		}
 	}
 }

@@ -1,24 +1,32 @@
 // Command genvocab writes cl100k_base's vocabulary, as the tiktoken-go
-// library holds it, in the form package tokens embeds: for each rank from 0
-// up, one byte of length and the token's bytes. go generate in
-// internal/tokens runs it; TestVocabularyIsTheLibrarys checks the file.
+// library holds it, in the two files package tokens embeds: the tokens
+// (for each rank from 0 up, one byte of length and the token's bytes) and
+// their index (the offset of each rank's token, then a hash table from
+// tokens to ranks). go generate in internal/tokens runs it;
+// TestVocabularyIsTheLibrarys checks both files.
 package main
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 
 	"github.com/tiktoken-go/tokenizer/codec"
+
+	"github.com/pipeline-dev/pipeline/internal/tokens/internal/vocabindex"
 )
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: genvocab OUTPUT")
+	if len(os.Args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: genvocab TOKENS INDEX")
 		os.Exit(2)
 	}
-	out, err := encode(codec.NewCl100kBase())
+	tokens, err := vocabulary(codec.NewCl100kBase())
 	if err == nil {
-		err = os.WriteFile(os.Args[1], out, 0o644)
+		err = os.WriteFile(os.Args[1], tokens, 0o644)
+	}
+	if err == nil {
+		err = os.WriteFile(os.Args[2], index(tokens), 0o644)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "genvocab:", err)
@@ -31,7 +39,7 @@ func main() {
 // out.
 const ranks = 100256
 
-func encode(c *codec.Codec) ([]byte, error) {
+func vocabulary(c *codec.Codec) ([]byte, error) {
 	var out []byte
 	for rank := range uint(ranks) {
 		token, err := c.Decode([]uint{rank})
@@ -48,4 +56,28 @@ func encode(c *codec.Codec) ([]byte, error) {
 		return nil, fmt.Errorf("rank %d is an ordinary token: the vocabulary grew", ranks)
 	}
 	return out, nil
+}
+
+// index is the offset of each rank's token in tokens, then the hash
+// table: vocabindex.Slots slots, each 0 or a rank plus one, a token at the
+// first free slot from its hash on.
+func index(tokens []byte) []byte {
+	var offsets []uint32
+	slots := make([]uint32, vocabindex.Slots)
+	for i := 0; i < len(tokens); {
+		n := int(tokens[i])
+		rank := uint32(len(offsets))
+		offsets = append(offsets, uint32(i))
+		s := vocabindex.Hash(string(tokens[i+1 : i+1+n]))
+		for slots[s] != 0 {
+			s = (s + 1) % vocabindex.Slots
+		}
+		slots[s] = rank + 1
+		i += 1 + n
+	}
+	out := make([]byte, 0, 4*(len(offsets)+len(slots)))
+	for _, v := range append(offsets, slots...) {
+		out = binary.LittleEndian.AppendUint32(out, v)
+	}
+	return out
 }
