@@ -285,12 +285,13 @@ KILLS ?= 1000
 soak: build
 	$(GO) run ./cmd/soak -pipeline $(BIN) -kills $(KILLS)
 
-# Longer fuzzing of the parsers, by hand: make fuzz FUZZTIME=5m
+# Longer fuzzing of the parsers and the tokenizer, by hand: make fuzz FUZZTIME=5m
 fuzz:
 	$(GO) test ./engine/spec -run '^$$' -fuzz FuzzParsePipeline -fuzztime $(FUZZTIME)
 	$(GO) test ./engine/spec -run '^$$' -fuzz FuzzParseSpec -fuzztime $(FUZZTIME)
 	$(GO) test ./engine/search -run '^$$' -fuzz FuzzQuery -fuzztime $(FUZZTIME)
 	$(GO) test ./engine/search -run '^$$' -fuzz FuzzLineText -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/tokens -run '^$$' -fuzz FuzzTokensAreTheLibrarys -fuzztime $(FUZZTIME)
 
 schema:
 	$(GO) generate ./schemas

@@ -8,10 +8,6 @@ import (
 	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/tiktoken-go/tokenizer/codec"
-
-	"github.com/pipeline-dev/pipeline/internal/lazy"
 )
 
 // Encoding names the byte-pair encoding that Count and
@@ -19,18 +15,11 @@ import (
 // never touches the network.
 const Encoding = "cl100k_base"
 
-// encoder builds the cl100k_base codec on first use: building its 100k-entry
-// vocabulary takes some 20 ms, which process start-up should not pay.
-var encoder = lazy.Value[*codec.Codec]{New: codec.NewCl100kBase}
-
 // Count returns the number of cl100k_base tokens in text. Special
 // tokens such as "<|endoftext|>" are counted as the plain text they are made
 // of, and bytes that are not valid UTF-8 are tokenized as U+FFFD.
 func Count(text string) int {
-	// Count fails only in the codec's strict UTF-8 mode or on a regular
-	// expression time-out, and neither is enabled.
-	n, _ := encoder.Get().Count(text)
-	return n
+	return countText(text)
 }
 
 func countBytes(b []byte) int64 {
