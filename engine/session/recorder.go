@@ -125,19 +125,26 @@ func (r *Recorder) Transcript(phase string, attempt int, step string) (io.WriteC
 
 // Record appends the event and snapshots the state when it is due. An
 // event that stops the session whose snapshot cannot be written is taken
-// back out of the log: the session is left as it was before it.
+// back out of the log: the session is left as it was before it. A stop
+// of a short session carries its snapshot in the log (recordStop).
 func (r *Recorder) Record(ev engine.Event, s engine.State) error {
 	typ, payload, err := engine.EncodeEvent(ev)
 	if err != nil {
 		return err
 	}
-	seq, err := r.Session.Append(typ, []byte(r.Redact(string(payload))))
+	payload = []byte(r.Redact(string(payload)))
+	stops := s.Status != engine.StatusRunning
+	if stops {
+		if done, err := r.recordStop(typ, payload, s); done {
+			return err
+		}
+	}
+	seq, err := r.Session.Append(typ, payload)
 	if err != nil {
 		return err
 	}
 	prev, prevSeq, prevDirty := r.last, r.lastSeq, r.dirty
 	r.last, r.lastSeq, r.dirty = s, seq, true
-	stops := s.Status != engine.StatusRunning
 	if !stops && time.Since(r.lastSnapshot) < r.SnapshotEvery {
 		return nil
 	}
@@ -154,6 +161,36 @@ func (r *Recorder) Record(ev engine.Event, s engine.State) error {
 		r.last, r.lastSeq, r.dirty = prev, prevSeq, prevDirty
 	}
 	return err
+}
+
+// recordStop records an event that stops the session with the state it
+// leaves on one line of the log, synced (store.Session.AppendState), when
+// the log is short and the session has no state.json: the snapshot
+// without a file of its own. done false leaves the stop to Record's
+// snapshot. A stop that fails is not in the log: AppendState took it back.
+func (r *Recorder) recordStop(typ string, payload []byte, s engine.State) (done bool, err error) {
+	raw, err := s.AppendJSON(nil)
+	if err != nil {
+		return true, err
+	}
+	raw = []byte(r.Redact(string(raw)))
+	if !r.Session.TakesState(len(raw) + len(payload)) {
+		return false, nil
+	}
+	seq, err := r.Session.AppendState(typ, payload, raw)
+	if err != nil {
+		return true, err
+	}
+	r.last, r.lastSeq, r.dirty, r.lastSnapshot = s, seq, false, time.Now()
+	sum := Summarize(r.Plan, r.Session.Meta, s, time.Now())
+	if err := r.Session.WriteIndex(sum); err != nil {
+		// Only the listing is behind: the files say what happened, and
+		// the next snapshot, or Close, tries again.
+		r.unlisted = &sum
+		return true, nil
+	}
+	r.unlisted = nil
+	return true, nil
 }
 
 // Snapshot writes the state as of the last event.
@@ -189,9 +226,10 @@ func (r *Recorder) relist() error {
 	return nil
 }
 
-// UpToDate tells whether the snapshot written holds every event of the
-// session's log: none is left to write, and none was appended but
-// through this recorder.
+// UpToDate tells whether the snapshot written (state.json, or the state
+// a stop carried into the log, synced) holds every event of the session's
+// log: none is left to write, and none was appended but through this
+// recorder.
 func (r *Recorder) UpToDate() bool {
 	return !r.dirty && r.lastSeq > 0 && r.lastSeq == r.Session.Seq()
 }
