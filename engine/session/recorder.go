@@ -47,7 +47,8 @@ func LoadState(plan *spec.Plan, x *store.Session) (engine.State, error) {
 
 // lastStatus is the status LoadState gives the session, read from its
 // snapshot alone when no event follows it (a runner that ended wrote its
-// last snapshot after its last event): no replay, and no decoder of the
+// last snapshot as of its last event, in state.json or on that event's
+// line of the log): no replay, and no decoder of the
 // whole State built by reflection for the one field that the sweep of
 // the previous session's leftovers, at the start of every run, reads.
 // Unlike LoadState, a plan whose phases are no longer the session's does
@@ -91,9 +92,10 @@ func Summarize(plan *spec.Plan, meta store.Meta, s engine.State, now time.Time) 
 // Recorder records a run into a session of the store: each event
 // appended as it happens (a kill -9 loses nothing recorded), the snapshot
 // written at most every SnapshotEvery, at the end, and with every event
-// that leaves the session not running (a pause, the end): a run says it
-// paused or completed only once its files say so. Everything written
-// passes through Redact first.
+// that leaves the session not running (a pause, the end), on that event's
+// line of the log when the session is short (recordStop): a run says it
+// paused or completed only once its files say so, synced. Everything
+// written passes through Redact first.
 type Recorder struct {
 	Session       *store.Session
 	Plan          *spec.Plan

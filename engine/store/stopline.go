@@ -117,6 +117,22 @@ func (x *Session) loggedSnapshot() (int64, []byte, error) {
 	return l.Seq, l.State, nil
 }
 
+// checkStateLine refuses a line of the log whose stop's state this
+// pipeline would not read (of another format); other lines pass.
+func checkStateLine(line []byte) error {
+	if !isStateLine(line) {
+		return nil
+	}
+	var l stateLine
+	if err := json.Unmarshal(line, &l); err != nil {
+		return err
+	}
+	if l.Format < OldestFormat || l.Format > Format {
+		return fmt.Errorf("its state is in format %d; this pipeline reads formats %d to %d", l.Format, OldestFormat, Format)
+	}
+	return nil
+}
+
 // TakesState tells whether a stop whose state is stateLen bytes goes into
 // the log (AppendState) rather than state.json: the log is short, and the
 // session has no state.json, which once written stays the snapshot its
@@ -181,7 +197,9 @@ func (x *Session) syncStop() error {
 
 // syncLog writes the log's content to the disk; a variable, for the
 // tests of a sync that fails.
-var syncLog = func(f *os.File) error {
+var syncLog = fdatasyncLog
+
+func fdatasyncLog(f *os.File) error {
 	for {
 		err := unix.Fdatasync(int(f.Fd()))
 		if err != unix.EINTR {
