@@ -507,16 +507,16 @@ phases:
 	return dir
 }
 
-// sessionState reads the state file of the only session under dir.
+// sessionState reads the snapshot of the only session under dir.
 func sessionState(t *testing.T, dir string) engine.State {
 	t.Helper()
-	paths, _ := filepath.Glob(filepath.Join(dir, ".pipeline", "sessions", "*", "state.json"))
+	paths, _ := filepath.Glob(filepath.Join(dir, ".pipeline", "sessions", "2*"))
 	if len(paths) != 1 {
-		t.Fatalf("%d state files under %s", len(paths), dir)
+		t.Fatalf("%d sessions under %s", len(paths), dir)
 	}
-	content, err := os.ReadFile(paths[0])
-	if err != nil {
-		t.Fatal(err)
+	content, ok := snapshotOf(t, paths[0])
+	if !ok {
+		t.Fatalf("%s has no snapshot", paths[0])
 	}
 	var snap struct {
 		State engine.State `json:"state"`

@@ -440,8 +440,9 @@ func TestAFormat1StoreKeepsWorking(t *testing.T) {
 		old = append(old, strings.Join(f[:11], "\t"))
 	}
 	write(t, root, "index.tsv", strings.Join(old, "\n")+"\n")
-	state := filepath.Join(root, "sessions", id, "state.json")
-	content, _ = os.ReadFile(state)
+	// Format 1 kept every snapshot in state.json.
+	content, _ = snapshotOf(t, filepath.Join(root, "sessions", id))
+	stripStates(t, filepath.Join(root, "sessions", id))
 	write(t, root, "sessions/"+id+"/state.json", strings.Replace(string(content), `"format":2`, `"format":1`, 1))
 
 	if s := status(t, dir); s.ID != id || s.Status != "paused" {

@@ -318,12 +318,16 @@ func TestOtherFormatRefused(t *testing.T) {
 	if r := pipeline(t, dir, "run"); r.code != 0 {
 		t.Fatalf("run: %d %s", r.code, r.stderr)
 	}
-	states, _ := filepath.Glob(filepath.Join(dir, ".pipeline", "sessions", "*", "state.json"))
-	if len(states) != 1 {
-		t.Fatalf("state files %v", states)
+	// A short run's stop carries its snapshot in the log.
+	logs, _ := filepath.Glob(filepath.Join(dir, ".pipeline", "sessions", "*", "events.jsonl"))
+	if len(logs) != 1 {
+		t.Fatalf("event logs %v", logs)
 	}
-	content, _ := os.ReadFile(states[0])
-	os.WriteFile(states[0], bytes.Replace(content, []byte(`"format":2`), []byte(`"format":9`), 1), 0o600)
+	content, _ := os.ReadFile(logs[0])
+	if !bytes.Contains(content, []byte(`"format":2,"state":`)) {
+		t.Fatalf("the log holds no snapshot: %s", content)
+	}
+	os.WriteFile(logs[0], bytes.Replace(content, []byte(`"format":2`), []byte(`"format":9`), 1), 0o600)
 	r := pipeline(t, dir, "status")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "format 9") || !strings.Contains(r.stderr, "reads formats 1 to 2") {
 		t.Fatalf("status of a format-9 session: exit %d, %s", r.code, r.stderr)
@@ -676,16 +680,19 @@ func completedWithALaggingSnapshot(t *testing.T, dir string, runFlags ...string)
 		t.Fatalf("run: exit %d, %s", r.code, r.stderr)
 	}
 	id := status(t, dir).ID
-	statePath := filepath.Join(dir, ".pipeline", "sessions", id, "state.json")
-	atPause, err := os.ReadFile(statePath)
-	if err != nil {
-		t.Fatal(err)
+	folder := filepath.Join(dir, ".pipeline", "sessions", id)
+	atPause, ok := snapshotOf(t, folder)
+	if !ok {
+		t.Fatal("the paused session has no snapshot")
 	}
 	write(t, dir, "phases.yaml", "version: 1\nphases: [{name: one, steps: [{run: 'true'}]}, {name: two, steps: [{run: 'true'}]}]\n")
 	if r := pipeline(t, dir, "resume"); r.code != 0 {
 		t.Fatalf("resume: exit %d, %s", r.code, r.stderr)
 	}
-	if err := os.WriteFile(statePath, atPause, 0o600); err != nil {
+	// A long session's stops are written to state.json after the event:
+	// its log has no states, its state.json is the pause's.
+	stripStates(t, folder)
+	if err := os.WriteFile(filepath.Join(folder, "state.json"), atPause, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return id

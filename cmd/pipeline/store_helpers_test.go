@@ -46,8 +46,8 @@ func eventsOf(t *testing.T, root, id string) []byte {
 }
 
 // indexMatchesFolders checks the index against the session folders: each
-// folder is listed once, with the status its state.json says (running,
-// with no state.json yet), and nothing is listed that has no folder.
+// folder is listed once, with the status its snapshot says (running,
+// with none yet), and nothing is listed that has no folder.
 func indexMatchesFolders(t *testing.T, dir, state string) {
 	t.Helper()
 	r := pipeline(t, dir, "sessions", "-o", "json", "--state-dir", state)
@@ -83,14 +83,14 @@ func indexMatchesFolders(t *testing.T, dir, state string) {
 			continue
 		}
 		want := "running"
-		if content, err := os.ReadFile(filepath.Join(f, "state.json")); err == nil {
+		if content, ok := snapshotOf(t, f); ok {
 			var snap struct {
 				State struct {
 					Status string `json:"status"`
 				} `json:"state"`
 			}
 			if err := json.Unmarshal(content, &snap); err != nil {
-				t.Errorf("%s/state.json: %v", id, err)
+				t.Errorf("%s's snapshot: %v", id, err)
 			}
 			want = snap.State.Status
 		}
@@ -98,7 +98,7 @@ func indexMatchesFolders(t *testing.T, dir, state string) {
 			t.Errorf("%s (%s) is listed %d times", id, want, seen[id])
 		}
 		if index[id] != want {
-			t.Errorf("%s is listed %q, its state.json says %q", id, index[id], want)
+			t.Errorf("%s is listed %q, its snapshot says %q", id, index[id], want)
 		}
 	}
 }

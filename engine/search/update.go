@@ -349,7 +349,7 @@ func (ix *Index) changedFiles(ctx context.Context, id string, known map[string]k
 	if err != nil {
 		return nil, nil, skipGone(err)
 	}
-	state, err := ix.st.StatSessionFile(id, store.StateFile)
+	state, err := ix.st.StatSnapshot(id)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -943,19 +943,12 @@ func stateDocs(content []byte) ([]stateDoc, error) {
 // nothing, until it changes.
 func (s *shard) indexState(ctx context.Context, session string) (Stats, error) {
 	var stats Stats
-	f, err := s.st.OpenSessionFile(session, store.StateFile)
+	// state.json, or the log whose last stop carries the state.
+	file, content, err := s.st.ReadSnapshotFile(session)
 	if err != nil {
 		return stats, err
 	}
-	defer f.Close()
-	size, mtime, inode, err := statOf(f)
-	if err != nil {
-		return stats, err
-	}
-	content, err := io.ReadAll(f)
-	if err != nil {
-		return stats, err
-	}
+	size, mtime, inode := file.Size, file.ModTime.UnixNano(), file.Inode
 	docs, _ := stateDocs(content)
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		row, err := fileRowTx(ctx, tx, session, store.StateFile)

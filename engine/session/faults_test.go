@@ -70,6 +70,11 @@ func TestARecordThatFailsPausesWithStoreErrorAndWritesNothingMore(t *testing.T) 
 	if err != nil || len(actions) == 0 {
 		t.Fatalf("start: %v %v", actions, err)
 	}
+	// A log longer than a stop's state may go into (store.StateInLogMost):
+	// the stop's snapshot is a state.json.
+	if _, err := s.Apply(engine.Noted{At: now, Notes: strings.Repeat("n", store.StateInLogMost)}); err != nil {
+		t.Fatal(err)
+	}
 	log := filepath.Join(s.X.Dir, "events.jsonl")
 	before, _ := os.ReadFile(log)
 	// A folder where state.json goes: the snapshot of the next event

@@ -16,11 +16,12 @@ import (
 )
 
 // mostInodesOfARun is what the session side of a run of one step that
-// prints nothing makes: the session's folder, meta.json, events.jsonl and
-// state.json (its transcripts are made at their first byte). On a disk such as
+// prints nothing makes: the session's folder, meta.json and events.jsonl
+// (its stop's snapshot is in its log; its transcripts are made at their
+// first byte). On a disk such as
 // ext4, each inode made costs time in proportion to those deleted lately
 // near it, and each one deleted makes the next runs' dearer.
-const mostInodesOfARun = 4
+const mostInodesOfARun = 3
 
 // inodes lists every file and folder under root by inode.
 func inodes(t *testing.T, root string) map[uint64]string {

@@ -47,7 +47,8 @@ func LoadState(plan *spec.Plan, x *store.Session) (engine.State, error) {
 
 // lastStatus is the status LoadState gives the session, read from its
 // snapshot alone when no event follows it (a runner that ended wrote its
-// last snapshot after its last event): no replay, and no decoder of the
+// last snapshot as of its last event, in state.json or on that event's
+// line of the log): no replay, and no decoder of the
 // whole State built by reflection for the one field that the sweep of
 // the previous session's leftovers, at the start of every run, reads.
 // Unlike LoadState, a plan whose phases are no longer the session's does
@@ -91,9 +92,10 @@ func Summarize(plan *spec.Plan, meta store.Meta, s engine.State, now time.Time) 
 // Recorder records a run into a session of the store: each event
 // appended as it happens (a kill -9 loses nothing recorded), the snapshot
 // written at most every SnapshotEvery, at the end, and with every event
-// that leaves the session not running (a pause, the end): a run says it
-// paused or completed only once its files say so. Everything written
-// passes through Redact first.
+// that leaves the session not running (a pause, the end), on that event's
+// line of the log when the session is short (recordStop): a run says it
+// paused or completed only once its files say so, synced. Everything
+// written passes through Redact first.
 type Recorder struct {
 	Session       *store.Session
 	Plan          *spec.Plan
@@ -125,19 +127,26 @@ func (r *Recorder) Transcript(phase string, attempt int, step string) (io.WriteC
 
 // Record appends the event and snapshots the state when it is due. An
 // event that stops the session whose snapshot cannot be written is taken
-// back out of the log: the session is left as it was before it.
+// back out of the log: the session is left as it was before it. A stop
+// of a short session carries its snapshot in the log (recordStop).
 func (r *Recorder) Record(ev engine.Event, s engine.State) error {
 	typ, payload, err := engine.EncodeEvent(ev)
 	if err != nil {
 		return err
 	}
-	seq, err := r.Session.Append(typ, []byte(r.Redact(string(payload))))
+	payload = []byte(r.Redact(string(payload)))
+	stops := s.Status != engine.StatusRunning
+	if stops {
+		if done, err := r.recordStop(typ, payload, s); done {
+			return err
+		}
+	}
+	seq, err := r.Session.Append(typ, payload)
 	if err != nil {
 		return err
 	}
 	prev, prevSeq, prevDirty := r.last, r.lastSeq, r.dirty
 	r.last, r.lastSeq, r.dirty = s, seq, true
-	stops := s.Status != engine.StatusRunning
 	if !stops && time.Since(r.lastSnapshot) < r.SnapshotEvery {
 		return nil
 	}
@@ -154,6 +163,36 @@ func (r *Recorder) Record(ev engine.Event, s engine.State) error {
 		r.last, r.lastSeq, r.dirty = prev, prevSeq, prevDirty
 	}
 	return err
+}
+
+// recordStop records an event that stops the session with the state it
+// leaves on one line of the log, synced (store.Session.AppendState), when
+// the log is short and the session has no state.json: the snapshot
+// without a file of its own. done false leaves the stop to Record's
+// snapshot. A stop that fails is not in the log: AppendState took it back.
+func (r *Recorder) recordStop(typ string, payload []byte, s engine.State) (done bool, err error) {
+	raw, err := s.AppendJSON(nil)
+	if err != nil {
+		return true, err
+	}
+	raw = []byte(r.Redact(string(raw)))
+	if !r.Session.TakesState(len(raw) + len(payload)) {
+		return false, nil
+	}
+	seq, err := r.Session.AppendState(typ, payload, raw)
+	if err != nil {
+		return true, err
+	}
+	r.last, r.lastSeq, r.dirty, r.lastSnapshot = s, seq, false, time.Now()
+	sum := Summarize(r.Plan, r.Session.Meta, s, time.Now())
+	if err := r.Session.WriteIndex(sum); err != nil {
+		// Only the listing is behind: the files say what happened, and
+		// the next snapshot, or Close, tries again.
+		r.unlisted = &sum
+		return true, nil
+	}
+	r.unlisted = nil
+	return true, nil
 }
 
 // Snapshot writes the state as of the last event.
@@ -189,9 +228,10 @@ func (r *Recorder) relist() error {
 	return nil
 }
 
-// UpToDate tells whether the snapshot written holds every event of the
-// session's log: none is left to write, and none was appended but
-// through this recorder.
+// UpToDate tells whether the snapshot written (state.json, or the state
+// a stop carried into the log, synced) holds every event of the session's
+// log: none is left to write, and none was appended but through this
+// recorder.
 func (r *Recorder) UpToDate() bool {
 	return !r.dirty && r.lastSeq > 0 && r.lastSeq == r.Session.Seq()
 }

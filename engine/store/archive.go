@@ -788,6 +788,9 @@ func (s *Store) checkImportedLog(tmp string) error {
 			if seq != last+1 || !json.Valid(line) {
 				return archiveErrorf("%s line %d is not event %d of a log", eventsName, last+1, last+1)
 			}
+			if err := checkStateLine(line); err != nil {
+				return archiveErrorf("%s line %d: %v", eventsName, seq, err)
+			}
 			last = seq
 			return nil
 		})

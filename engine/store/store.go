@@ -485,15 +485,18 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 	}
 	// The log was made empty in the folder before its rename: nothing to
 	// scan, no torn tail, no temporary file of a dead writer.
-	x := &Session{Dir: s.sessionDir(meta.ID), Meta: meta, store: s, rel: sessionRel(meta.ID), events: events}
+	// Its folder is synced with it (syncCreated), and it has no state.json.
+	x := &Session{Dir: s.sessionDir(meta.ID), Meta: meta, store: s, rel: sessionRel(meta.ID), events: events,
+		stateFileKnown: true, folderSynced: true}
 	x.hold()
 	s.syncCreated(x, metaFile)
 	return x, nil
 }
 
 // syncCreated syncs the new session x to disk: its meta.json (metaFile,
-// closed once synced) and the sessions folder; x.created delivers the
-// result.
+// closed once synced), its folder (the names meta.json and events.jsonl,
+// which a stop recorded by the log alone relies on) and the sessions
+// folder; x.created delivers the result.
 func (s *Store) syncCreated(x *Session, metaFile *os.File) {
 	// Syncing the new session to disk (meta.json, the sessions folder)
 	// goes on while the first step starts; the snapshot waits for it. A
@@ -503,10 +506,12 @@ func (s *Store) syncCreated(x *Session, metaFile *os.File) {
 	// rename was made before either (as ever: a snapshot written after
 	// both is what makes the session whole), and syncs given to the disk
 	// together are written in one commit of its journal, where a short
-	// run waited for three one after the other.
+	// run waited for three one after the other. The session's folder is
+	// synced after meta.json, on its thread: a new file's fsync on ext4
+	// without a journal writes its folder too, leaving that sync little.
 	x.created = make(chan error, 1)
 	metaSynced := make(chan error, 1)
-	go func() { metaSynced <- errors.Join(metaFile.Sync(), metaFile.Close()) }()
+	go func() { metaSynced <- errors.Join(metaFile.Sync(), metaFile.Close(), s.syncFile(x.rel)) }()
 	go func() {
 		err := s.syncFile("sessions")
 		x.created <- errors.Join(<-metaSynced, err)
@@ -663,8 +668,9 @@ func (s *Store) open(meta Meta, readOnly bool) (*Session, error) {
 	if readOnly {
 		// A session cut short before its first event has no log: it has
 		// no events, and reading it must not make one.
-		_, err := x.scan(func(seq int64, _ []byte) error {
+		_, err := x.scan(func(seq int64, line []byte) error {
 			x.seq = seq
+			x.noteState(seq, line)
 			return nil
 		})
 		return x, err
@@ -682,8 +688,9 @@ func (s *Store) open(meta Meta, readOnly bool) (*Session, error) {
 	// left: opened for writing, the session is its runner's now.
 	s.sweepTemps(x.rel)
 	// The next sequence number follows the last whole line of the log.
-	end, err := x.scan(func(seq int64, _ []byte) error {
+	end, err := x.scan(func(seq int64, line []byte) error {
 		x.seq = seq
+		x.noteState(seq, line)
 		return nil
 	})
 	if err == nil {
@@ -801,6 +808,14 @@ type Session struct {
 	created chan error
 	// held: the store keeps the folder open for this Session (hold).
 	held bool
+	// stateSeq and stateLine are the log's last line that carries a
+	// stop's state (AppendState), if any.
+	stateSeq  int64
+	stateLine []byte
+	// hasStateFile tells whether the session has a state.json, once
+	// stateFileKnown; folderSynced, that its folder was synced since
+	// its log was made (TakesState, AppendState).
+	hasStateFile, stateFileKnown, folderSynced bool
 }
 
 // hold has the store keep the session's folder open until Close.
@@ -857,11 +872,17 @@ func (x *Session) Append(typ string, payload []byte) (int64, error) {
 	if x.readOnly {
 		return 0, fmt.Errorf("session %s was opened for reading", x.Meta.ID)
 	}
-	if err := x.linked(); err != nil {
-		return 0, err
-	}
 	line, err := eventLineJSON(x.seq+1, typ, payload)
 	if err != nil {
+		return 0, err
+	}
+	return x.appendLine(line)
+}
+
+// appendLine writes the line of the next event and its newline, in one
+// write (see Append).
+func (x *Session) appendLine(line []byte) (int64, error) {
+	if err := x.linked(); err != nil {
 		return 0, err
 	}
 	n, err := x.events.Write(append(line, '\n'))
@@ -906,6 +927,11 @@ func (x *Session) Unappend() error {
 	}
 	x.size = x.before
 	x.seq--
+	if x.stateSeq > x.seq {
+		// Not AppendState's (which takes its own back): no earlier state
+		// line is known, and none of a line gone may be read.
+		x.stateSeq, x.stateLine = 0, nil
+	}
 	return nil
 }
 
@@ -967,6 +993,7 @@ func (x *Session) WriteSnapshot(seq int64, state []byte, summary Summary) error 
 	if err != nil {
 		return err
 	}
+	x.hasStateFile, x.stateFileKnown = true, true
 	return x.WriteIndex(summary)
 }
 
@@ -979,11 +1006,13 @@ func (x *Session) WriteIndex(summary Summary) error {
 }
 
 // ReadSnapshot returns the last snapshot: the state and the sequence
-// number of the last event it includes. A session without one gives nil.
+// number of the last event it includes, from state.json or from the
+// log's last line with a stop's state (AppendState), whichever is later.
+// A session without one gives nil.
 func (x *Session) ReadSnapshot() (int64, []byte, error) {
 	content, err := x.store.readFile(x.rel + "/state.json")
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil, nil
+		return x.loggedSnapshot()
 	}
 	if err != nil {
 		return 0, nil, err
@@ -994,6 +1023,9 @@ func (x *Session) ReadSnapshot() (int64, []byte, error) {
 	}
 	if snap.Format < OldestFormat || snap.Format > Format {
 		return 0, nil, formatError(x.Meta.ID, snap.Format)
+	}
+	if x.stateSeq > snap.Seq {
+		return x.loggedSnapshot()
 	}
 	return snap.Seq, snap.State, nil
 }

@@ -355,11 +355,11 @@ func snapshotAttempts(st *store.Store, id string) int {
 	if st == nil {
 		return 0
 	}
-	f, err := st.OpenSessionFile(id, "state.json")
+	// state.json, or the log whose last stop carries the state.
+	_, content, err := st.ReadSnapshotFile(id)
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
 	var snap struct {
 		State struct {
 			Phases []struct {
@@ -367,7 +367,7 @@ func snapshotAttempts(st *store.Store, id string) int {
 			} `json:"phases"`
 		} `json:"state"`
 	}
-	if json.NewDecoder(f).Decode(&snap) != nil {
+	if json.Unmarshal(content, &snap) != nil {
 		return 0
 	}
 	n := 0
