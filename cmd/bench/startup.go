@@ -69,6 +69,11 @@ func startupFigures(pipeline, against, work string, runs int) {
 		againstCopy = writtenCopy(work, against)
 	}
 	versionFigure(inTurns(runs, versionCommands(writtenCopy(work, cobra), writtenCopy(work, pipeline), againstCopy)...))
+	fmt.Println("   " + stateCopied)
+	if against != "" {
+		againstCopy = cpCopy(work, against)
+	}
+	versionFigure(inTurns(runs, versionCommands(cpCopy(work, cobra), cpCopy(work, pipeline), againstCopy)...))
 	fmt.Println()
 
 	trueBin, err := exec.LookPath("true")
@@ -111,6 +116,7 @@ func startupFigures(pipeline, against, work string, runs int) {
 const (
 	stateReadByExec = "a. each binary's pages dropped from the cache, then read in by its first run's exec (4 KiB folios: as go build and go install leave a binary, and as it is once the cache has let its pages go)"
 	stateWritten    = "b. each binary a copy written by one write(2) (2 MiB folios: as make build and make install leave it)"
+	stateCopied     = "c. each binary a copy made by cp (64 KiB folios here: as cp and install(1) leave it)"
 )
 
 // firstRuns prints the wall time of the first run of each program of
@@ -204,11 +210,24 @@ func writtenCopy(work, path string) string {
 	return f.Name()
 }
 
-// writtenCopies are the copies writtenCopy made, 19-60 MB each: removed
-// at the end, so that bench runs do not fill the disk.
+// cpCopy copies a binary into work with cp(1) and returns the copy, its
+// pages in the cache as cp left them (see stateCopied).
+func cpCopy(work, path string) string {
+	f, err := os.CreateTemp(work, filepath.Base(path)+"-cp-")
+	check(err)
+	writtenCopies = append(writtenCopies, f.Name())
+	check(errors.Join(f.Chmod(0o755), f.Close()))
+	if out, err := exec.Command("cp", path, f.Name()).CombinedOutput(); err != nil {
+		check(fmt.Errorf("cp %s: %v\n%s", path, err, out))
+	}
+	return f.Name()
+}
+
+// writtenCopies are the copies writtenCopy and cpCopy made, 19-60 MB
+// each: removed at the end, so that bench runs do not fill the disk.
 var writtenCopies []string
 
-// removeWrittenCopies removes the copies writtenCopy made.
+// removeWrittenCopies removes the copies writtenCopy and cpCopy made.
 func removeWrittenCopies() {
 	for _, c := range writtenCopies {
 		os.Remove(c)
