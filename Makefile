@@ -53,8 +53,9 @@ install:
 # (through a memory map: go build, go install) leave 4 KiB folios, mapped
 # 16 at a fault and each counted in and out (cp and install(1) leave
 # 64 KiB ones). 1.1 ms off pipeline --version, 1.6 ms off a one-step run
-# here, until the cache lets the pages go (README, Start-up). GNU dd.
-settle = dd if=$(1) of=$(1).settle bs=8M status=none && chmod 755 $(1).settle && mv -f $(1).settle $(1)
+# here, until the cache lets the pages go (README, Start-up). Linux only.
+settle = if [ "$$(uname -s)" = Linux ]; then dd if=$(1) of=$(1).settle bs=8M status=none && \
+	chmod 755 $(1).settle && mv -f $(1).settle $(1); fi
 
 # The offline quickstart, in a fresh copy under bin/ (a git repository of
 # its own, so that it keeps checkpoints) so that it can run again: a
