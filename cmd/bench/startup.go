@@ -56,7 +56,6 @@ func startupFigures(pipeline, against, work string, runs int) {
 	fmt.Println()
 	cobra := buildCobraOnly(work)
 
-	defer removeWrittenCopies()
 	fmt.Printf("1. pipeline --version against a Go binary of cobra alone (CGO_ENABLED=0), %d runs each\n", runs)
 	fmt.Println("   " + stateReadByExec)
 	commands := versionCommands(cobra, pipeline, against)
@@ -103,7 +102,7 @@ func startupFigures(pipeline, against, work string, runs int) {
 	fmt.Printf("load average after: %s\n", loadAverage())
 }
 
-// The two states of a binary's pages in the page cache that -startup
+// The states of a binary's pages in the page cache that -startup
 // measures. The kernel (6.18, ext4) keeps a file's pages in folios as
 // large as the writes or the reads that brought them in: exec's faults
 // read a binary in 4 KiB folios, which each later start maps 16 at a
@@ -111,8 +110,8 @@ func startupFigures(pipeline, against, work string, runs int) {
 // leaves 2 MiB folios, each mapped by one fault (a PMD; FilePmdMapped in
 // smaps) — 100 faults and 1.1-1.6 ms a start less here. The Go linker
 // writes through a memory map, so go build and go install leave 4 KiB
-// folios too; cp and install(1) leave 64 KiB ones (fewer folios, as many
-// faults: about two thirds of the way to b's time).
+// folios too; cp and install(1) leave 64 KiB ones (16 times fewer
+// folios, as many faults: about three quarters of the way to b's time).
 const (
 	stateReadByExec = "a. each binary's pages dropped from the cache, then read in by its first run's exec (4 KiB folios: as go build and go install leave a binary, and as it is once the cache has let its pages go)"
 	stateWritten    = "b. each binary a copy written by one write(2) (2 MiB folios: as make build and make install leave it)"
@@ -198,13 +197,11 @@ func versionFigure(t turns) {
 
 // writtenCopy copies a binary into work by one write(2) and returns the
 // copy, its pages in the cache in 2 MiB folios (see stateWritten).
-// removeWrittenCopies removes the copies.
 func writtenCopy(work, path string) string {
 	content, err := os.ReadFile(path)
 	check(err)
 	f, err := os.CreateTemp(work, filepath.Base(path)+"-copy-")
 	check(err)
-	writtenCopies = append(writtenCopies, f.Name())
 	_, err = f.Write(content)
 	check(errors.Join(err, f.Chmod(0o755), f.Close()))
 	return f.Name()
@@ -215,24 +212,11 @@ func writtenCopy(work, path string) string {
 func cpCopy(work, path string) string {
 	f, err := os.CreateTemp(work, filepath.Base(path)+"-cp-")
 	check(err)
-	writtenCopies = append(writtenCopies, f.Name())
 	check(errors.Join(f.Chmod(0o755), f.Close()))
 	if out, err := exec.Command("cp", path, f.Name()).CombinedOutput(); err != nil {
 		check(fmt.Errorf("cp %s: %v\n%s", path, err, out))
 	}
 	return f.Name()
-}
-
-// writtenCopies are the copies writtenCopy and cpCopy made, 19-60 MB
-// each: removed at the end, so that bench runs do not fill the disk.
-var writtenCopies []string
-
-// removeWrittenCopies removes the copies writtenCopy and cpCopy made.
-func removeWrittenCopies() {
-	for _, c := range writtenCopies {
-		os.Remove(c)
-	}
-	writtenCopies = nil
 }
 
 // runPlace is a kind of folder where the run figure runs pipeline: one
