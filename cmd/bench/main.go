@@ -128,6 +128,10 @@ func main() {
 		checkpointFigures(pipeline, absOrEmpty(*checkpointAt), self, work, *latencyN)
 		return
 	}
+	if *threadsOnly {
+		threadsFigures(pipeline, againstBinary(), work, *startupN)
+		return
+	}
 	if *switchesOnly {
 		switchesFigures(pipeline, againstBinary(), work, *startupN)
 		return

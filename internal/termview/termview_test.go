@@ -14,6 +14,7 @@ import (
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
 	"github.com/pipeline-dev/pipeline/internal/redact"
+	"github.com/pipeline-dev/pipeline/internal/testwait"
 )
 
 // The views' own escape sequences, which the text they show is wrapped in.
@@ -228,6 +229,52 @@ func TestQueuedKeepsOrderAndCopies(t *testing.T) {
 	if got := strings.Join(inner.calls, "\n"); got != strings.Join(want, "\n") {
 		t.Errorf("calls:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
 	}
+}
+
+// Until a step prints something, the queued view writes in its caller
+// and starts no goroutine: a step's start and the engine's lines are shown
+// when their call returns, from callers that may run at once (the race
+// detector sees an unordered pair); the first chunk of output starts the
+// goroutine, and what comes after it is shown after it.
+func TestQueuedWritesInlineUntilTheFirstOutput(t *testing.T) {
+	inner := &recordingView{}
+	q := NewQueued(inner)
+	q.StepStarted(local.StepInfo{Step: "build"})
+	if len(inner.calls) != 1 || queuedGoroutines() != 0 {
+		t.Fatalf("after StepStarted: calls %q, %d goroutines of the view; want it shown, none started", inner.calls, queuedGoroutines())
+	}
+	said := make(chan struct{})
+	go func() {
+		defer close(said)
+		q.Say("from the loop")
+	}()
+	q.Progress(local.Progress{Tokens: 1})
+	<-said
+	if len(inner.calls) != 3 || queuedGoroutines() != 0 {
+		t.Fatalf("after Say and Progress: calls %q, %d goroutines of the view; want both shown, none started", inner.calls, queuedGoroutines())
+	}
+	q.Output([]byte("printed"))
+	if n := queuedGoroutines(); n != 1 {
+		t.Errorf("after the first output: %d goroutines of the view, want 1", n)
+	}
+	q.StepFinished(local.StepInfo{Step: "build"}, engine.StepResult{})
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(inner.calls[3:], "|"); got != "output printed|finished build 0|closed" {
+		t.Errorf("after the output: %q, want it, then the step's end, then the close", got)
+	}
+}
+
+// queuedGoroutines counts the goroutines a queued view started.
+func queuedGoroutines() int {
+	n := 0
+	for _, g := range testwait.Goroutines() {
+		if bytes.Contains(g, []byte("created by github.com/pipeline-dev/pipeline/internal/termview.")) {
+			n++
+		}
+	}
+	return n
 }
 
 // bracketMarkers writes its markers as lines of their own.
