@@ -225,7 +225,8 @@ func (s *Store) StatSnapshot(id string) (SessionFile, error) {
 // ({"format":F,"seq":N,"state":{...}}), from state.json or from its log
 // (see StatSnapshot), with the file it came from as it was before it was
 // read: a change after it shows at the next stat. A session without a
-// snapshot is fs.ErrNotExist.
+// snapshot is fs.ErrNotExist; a state line that cannot be read is given
+// as it is.
 func (s *Store) ReadSnapshotFile(id string) (SessionFile, []byte, error) {
 	file, err := s.StatSessionFile(id, StateFile)
 	if err == nil {
@@ -246,12 +247,16 @@ func (s *Store) ReadSnapshotFile(id string) (SessionFile, []byte, error) {
 		return SessionFile{}, nil, err
 	}
 	defer x.Close()
-	seq, state, err := x.ReadSnapshot()
-	if err == nil && state == nil {
-		err = &fs.PathError{Op: "read", Path: x.Dir + "/" + StateFile, Err: fs.ErrNotExist}
+	if x.stateLine == nil {
+		return SessionFile{}, nil, &fs.PathError{Op: "read", Path: x.Dir + "/" + StateFile, Err: fs.ErrNotExist}
 	}
+	seq, state, err := x.loggedSnapshot()
 	if err != nil {
-		return SessionFile{}, nil, err
+		// Unreadable (another format, a line garbled by a power cut), it
+		// is given as it is, as an unreadable state.json is: its readers
+		// (search, the dashboard) make nothing of it until it changes,
+		// rather than fail for every session.
+		return file, x.stateLine, nil
 	}
 	content, err := snapshotJSON(seq, state)
 	return file, content, err
