@@ -104,3 +104,31 @@ func TestImportRefusesForgedStateLines(t *testing.T) {
 		})
 	}
 }
+
+// A state.json as of the same event as the log's last state line was
+// written after it by a reader that rebuilt the state (an older build,
+// which knows no state line, replays the log through the phases.yaml of
+// now: `pipeline complete` of main before the change, run on a session
+// paused by a gate whose phases.yaml then changed, wrote the replay's
+// "running" beside the stop's "paused: phase-complete"). The line is
+// what the run decided, and is read.
+func TestAStateLineIsReadBeforeAStateJSONOfTheSameEvent(t *testing.T) {
+	st := newStore(t)
+	stoppedSession(t, st, `{"status":"paused"}`)
+	other, err := st.Session("s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.WriteSnapshot(2, []byte(`{"status":"running"}`), Summary{ID: "s1", Key: "k", Status: "running"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.ReadSession("s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if seq, state, err := r.ReadSnapshot(); err != nil || seq != 2 || string(state) != `{"status":"paused"}` {
+		t.Errorf("ReadSnapshot: %d %s %v; want the stop's own state, of event 2", seq, state, err)
+	}
+}
