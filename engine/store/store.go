@@ -928,8 +928,9 @@ func (x *Session) Unappend() error {
 	x.size = x.before
 	x.seq--
 	if x.stateSeq > x.seq {
-		// Not AppendState's (which takes its own back): no earlier state
-		// line is known, and none of a line gone may be read.
+		// A state line taken back after AppendState returned (its
+		// session removed before its index line): no earlier state line
+		// is known, and none of a line gone may be read.
 		x.stateSeq, x.stateLine = 0, nil
 	}
 	return nil
