@@ -183,15 +183,20 @@ func (r *Recorder) recordStop(typ string, payload []byte, s engine.State) (done 
 	if err != nil {
 		return true, err
 	}
-	r.last, r.lastSeq, r.dirty, r.lastSnapshot = s, seq, false, time.Now()
 	sum := Summarize(r.Plan, r.Session.Meta, s, time.Now())
-	if err := r.Session.WriteIndex(sum); err != nil {
+	err = r.Session.WriteIndex(sum)
+	if errors.Is(err, store.ErrRemoved) {
+		// Deleted (pipeline clean) since the line was written: the stop
+		// fails as one whose state.json finds no folder does.
+		return true, errors.Join(err, r.Session.Unappend())
+	}
+	r.last, r.lastSeq, r.dirty, r.lastSnapshot = s, seq, false, time.Now()
+	r.unlisted = nil
+	if err != nil {
 		// Only the listing is behind: the files say what happened, and
 		// the next snapshot, or Close, tries again.
 		r.unlisted = &sum
-		return true, nil
 	}
-	r.unlisted = nil
 	return true, nil
 }
 

@@ -779,12 +779,18 @@ func isAbs(p string) bool {
 // checkImportedLog reads the imported event log: whole lines, numbered
 // from 1 in order, each a JSON object; and the snapshot, if any.
 func (s *Store) checkImportedLog(tmp string) error {
+	// lastState: the log's last stop carrying its state, which must not
+	// follow state.json's (see ReadSnapshotFile).
+	var lastState int64
 	f, err := s.openFile(tmp+"/"+eventsName, unix.O_RDONLY, 0)
 	if err == nil {
 		defer f.Close()
 		x := &Session{store: s, rel: tmp, Meta: Meta{ID: "in the archive"}, readOnly: true}
 		var last int64
 		end, err := x.scan(func(seq int64, line []byte) error {
+			if isStateLine(line) {
+				lastState = seq
+			}
 			if seq != last+1 || !json.Valid(line) {
 				return archiveErrorf("%s line %d is not event %d of a log", eventsName, last+1, last+1)
 			}
@@ -820,6 +826,9 @@ func (s *Store) checkImportedLog(tmp string) error {
 	}
 	if snap.Format < OldestFormat || snap.Format > Format {
 		return archiveErrorf("%s is in format %d; this pipeline reads formats %d to %d", stateName, snap.Format, OldestFormat, Format)
+	}
+	if lastState > snap.Seq {
+		return archiveErrorf("%s line %d carries a stop's state later than %s's (event %d): no pipeline writes that", eventsName, lastState, stateName, snap.Seq)
 	}
 	return nil
 }

@@ -102,35 +102,54 @@ func (x *Session) noteState(seq int64, line []byte) {
 }
 
 // loggedSnapshot is the state of the log's last state line, as
-// ReadSnapshot gives it; none gives nil.
+// ReadSnapshot gives it, as of the line's place in the log (the seq the
+// scan read first: JSON would take the last of a seq given twice); none
+// gives nil.
 func (x *Session) loggedSnapshot() (int64, []byte, error) {
 	if x.stateLine == nil {
 		return 0, nil, nil
 	}
-	var l stateLine
-	if err := json.Unmarshal(x.stateLine, &l); err != nil {
-		return 0, nil, fmt.Errorf("session %s: the state of event %d in events.jsonl is not readable: %w", x.Meta.ID, x.stateSeq, err)
-	}
-	if l.Format < OldestFormat || l.Format > Format {
+	l, err := parseStateLine(x.stateLine)
+	if errors.Is(err, errFormat) {
 		return 0, nil, formatError(x.Meta.ID, l.Format)
 	}
-	return l.Seq, l.State, nil
+	if err != nil {
+		return 0, nil, fmt.Errorf("session %s: the state of event %d in events.jsonl is not readable: %w", x.Meta.ID, x.stateSeq, err)
+	}
+	return x.stateSeq, l.State, nil
+}
+
+// errFormat is a state line of a format this pipeline does not read.
+var errFormat = errors.New("a format this pipeline does not read")
+
+// parseStateLine decodes a state line, refusing one of another format
+// (errFormat) or without a state, which read would be a snapshot of an
+// empty state as of the line: every event before it skipped.
+func parseStateLine(line []byte) (stateLine, error) {
+	var l stateLine
+	if err := json.Unmarshal(line, &l); err != nil {
+		return l, err
+	}
+	if l.Format < OldestFormat || l.Format > Format {
+		return l, errFormat
+	}
+	if len(l.State) == 0 || string(l.State) == "null" {
+		return l, errors.New("it carries no state")
+	}
+	return l, nil
 }
 
 // checkStateLine refuses a line of the log whose stop's state this
-// pipeline would not read (of another format); other lines pass.
+// pipeline would not read (of another format, or none); other lines pass.
 func checkStateLine(line []byte) error {
 	if !isStateLine(line) {
 		return nil
 	}
-	var l stateLine
-	if err := json.Unmarshal(line, &l); err != nil {
-		return err
-	}
-	if l.Format < OldestFormat || l.Format > Format {
+	l, err := parseStateLine(line)
+	if errors.Is(err, errFormat) {
 		return fmt.Errorf("its state is in format %d; this pipeline reads formats %d to %d", l.Format, OldestFormat, Format)
 	}
-	return nil
+	return err
 }
 
 // TakesState tells whether a stop whose state is stateLen bytes goes into
@@ -225,7 +244,8 @@ func (s *Store) StatSnapshot(id string) (SessionFile, error) {
 // ({"format":F,"seq":N,"state":{...}}), from state.json or from its log
 // (see StatSnapshot), with the file it came from as it was before it was
 // read: a change after it shows at the next stat. A session without a
-// snapshot is fs.ErrNotExist.
+// snapshot is fs.ErrNotExist; a state line that cannot be read is given
+// as it is.
 func (s *Store) ReadSnapshotFile(id string) (SessionFile, []byte, error) {
 	file, err := s.StatSessionFile(id, StateFile)
 	if err == nil {
@@ -246,12 +266,16 @@ func (s *Store) ReadSnapshotFile(id string) (SessionFile, []byte, error) {
 		return SessionFile{}, nil, err
 	}
 	defer x.Close()
-	seq, state, err := x.ReadSnapshot()
-	if err == nil && state == nil {
-		err = &fs.PathError{Op: "read", Path: x.Dir + "/" + StateFile, Err: fs.ErrNotExist}
+	if x.stateLine == nil {
+		return SessionFile{}, nil, &fs.PathError{Op: "read", Path: x.Dir + "/" + StateFile, Err: fs.ErrNotExist}
 	}
+	seq, state, err := x.loggedSnapshot()
 	if err != nil {
-		return SessionFile{}, nil, err
+		// Unreadable (another format, a line garbled by a power cut), it
+		// is given as it is, as an unreadable state.json is: its readers
+		// (search, the dashboard) make nothing of it until it changes,
+		// rather than fail for every session.
+		return file, x.stateLine, nil
 	}
 	content, err := snapshotJSON(seq, state)
 	return file, content, err

@@ -928,8 +928,9 @@ func (x *Session) Unappend() error {
 	x.size = x.before
 	x.seq--
 	if x.stateSeq > x.seq {
-		// Not AppendState's (which takes its own back): no earlier state
-		// line is known, and none of a line gone may be read.
+		// A state line taken back after AppendState returned (its
+		// session removed before its index line): no earlier state line
+		// is known, and none of a line gone may be read.
 		x.stateSeq, x.stateLine = 0, nil
 	}
 	return nil
@@ -1007,8 +1008,8 @@ func (x *Session) WriteIndex(summary Summary) error {
 
 // ReadSnapshot returns the last snapshot: the state and the sequence
 // number of the last event it includes, from state.json or from the
-// log's last line with a stop's state (AppendState), whichever is later.
-// A session without one gives nil.
+// log's last line with a stop's state (AppendState), whichever is later
+// (the line, of the same event). A session without one gives nil.
 func (x *Session) ReadSnapshot() (int64, []byte, error) {
 	content, err := x.store.readFile(x.rel + "/state.json")
 	if errors.Is(err, fs.ErrNotExist) {
@@ -1024,7 +1025,11 @@ func (x *Session) ReadSnapshot() (int64, []byte, error) {
 	if snap.Format < OldestFormat || snap.Format > Format {
 		return 0, nil, formatError(x.Meta.ID, snap.Format)
 	}
-	if x.stateSeq > snap.Seq {
+	if x.stateLine != nil && x.stateSeq >= snap.Seq {
+		// Of the same event, state.json was written after the line by a
+		// reader that rebuilt the state (this build's from the line; an
+		// older build's by a replay through the phases.yaml of now): the
+		// line is what the run decided.
 		return x.loggedSnapshot()
 	}
 	return snap.Seq, snap.State, nil
