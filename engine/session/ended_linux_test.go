@@ -12,7 +12,6 @@ import (
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/session"
-	"github.com/pipeline-dev/pipeline/internal/testwait"
 )
 
 // A runner that ends its session cleanly says so in the lock's holder,
@@ -66,8 +65,5 @@ func TestTheHolderSaysWhetherItsSessionEndedCleanly(t *testing.T) {
 	}
 	next := p.mustOpen(session.Options{Create: session.Always})
 	defer next.Close()
-	if n, err := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, int(testwait.Failsafe.Milliseconds())); err != nil || n != 1 {
-		t.Fatalf("what the last holder's step left is still running after the next Open (%d, %v)", n, err)
-	}
-
+	awaitGone(t, pidfd, "what the last holder's step left, after the next Open,")
 }

@@ -46,8 +46,18 @@ func leftGroup(t *testing.T) (pgid, pidfd int) {
 // awaitGone waits for the process of pidfd to end.
 func awaitGone(t *testing.T, pidfd int, what string) {
 	t.Helper()
-	if n, err := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, int(testwait.Failsafe.Milliseconds())); err != nil || n != 1 {
-		t.Fatalf("%s is still running (%d, %v)", what, n, err)
+	deadline := time.Now().Add(testwait.Failsafe)
+	for {
+		// The runtime's own signals (preemption, SIGCHLD) interrupt
+		// the poll: that is no answer, so it polls again.
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, int(time.Until(deadline).Milliseconds()))
+		if err == unix.EINTR && time.Now().Before(deadline) {
+			continue
+		}
+		if err != nil || n != 1 {
+			t.Fatalf("%s is still running (%d, %v)", what, n, err)
+		}
+		return
 	}
 }
 

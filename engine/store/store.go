@@ -838,6 +838,13 @@ func (x *Session) waitCreated() error {
 	}
 	err := <-x.created
 	x.created = nil
+	if errors.Is(err, fs.ErrNotExist) && x.events != nil {
+		// The folder went (pipeline clean) before its sync: say so as
+		// every other write to a removed session does.
+		if gone := x.linked(); errors.Is(gone, ErrRemoved) {
+			return errors.Join(gone, err)
+		}
+	}
 	return err
 }
 
