@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -217,15 +216,6 @@ func (x *Session) syncStop() error {
 // syncLog writes the log's content to the disk; a variable, for the
 // tests of a sync that fails.
 var syncLog = fdatasyncLog
-
-func fdatasyncLog(f *os.File) error {
-	for {
-		err := unix.Fdatasync(int(f.Fd()))
-		if err != unix.EINTR {
-			return err
-		}
-	}
-}
 
 // StatSnapshot stats the file that holds session id's snapshot, named
 // StateFile whichever it is: state.json, or without one the log, whose
