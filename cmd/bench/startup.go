@@ -85,6 +85,9 @@ func startupFigures(pipeline, against, work string, runs int) {
 	fmt.Printf("2. pipeline run of one step (run: \"true\") against %s, %d runs each, all in turn; the sessions stay in the store, as a project's do, each binary's in a store of its own\n", trueBin, runs)
 	fmt.Println("   " + stateReadByExec)
 	commands = runCommands(trueBin, places, binaries)
+	// One run in each place first, so that the first run after the drop
+	// reads the binary from disk but does not also make its store.
+	inTurns(0, commands...)
 	t = sideBySide(runs, commands...)
 	runFigure(t, trueBin, places, len(binaries))
 	firstRuns(t, commands)

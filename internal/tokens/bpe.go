@@ -193,27 +193,26 @@ func symbolsEnd(text string, i int) int {
 // spaceEnd returns the end of the whitespace piece at text[i:], i if text[i]
 // is not whitespace.
 func spaceEnd(text string, i int) int {
-	end, firstBreak := i, -1
+	end := i
 	for end < len(text) {
 		r, n := utf8.DecodeRuneInString(text[end:])
+		if r == '\r' || r == '\n' {
+			// \s*[\r\n]+, ended at the first run of line breaks: the
+			// whitespace after it is the next piece's, so it is not
+			// scanned (scanning it made " \n" repeated quadratic).
+			for end < len(text) && (text[end] == '\r' || text[end] == '\n') {
+				end++
+			}
+			return end
+		}
 		if !unicode.IsSpace(r) {
 			break
-		}
-		if firstBreak < 0 && (r == '\r' || r == '\n') {
-			firstBreak = end
 		}
 		end += n
 	}
 	switch {
 	case end == i:
 		return i
-	case firstBreak >= 0:
-		// \s*[\r\n]+
-		k := firstBreak
-		for k < len(text) && (text[k] == '\r' || text[k] == '\n') {
-			k++
-		}
-		return k
 	case end == len(text):
 		// \s+(?!\S) to the end of the text
 		return end
