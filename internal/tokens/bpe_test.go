@@ -141,15 +141,7 @@ func TestEveryRuneClassIsTheLibrarys(t *testing.T) {
 
 // FuzzTokensAreTheLibrarys compares the tokens of any text.
 func FuzzTokensAreTheLibrarys(f *testing.F) {
-	for _, s := range []string{
-		"hello world\nnext line\n",
-		"a.\n\nB  c\t d\r\nE\v\n F",
-		"x \n  y\n\n\nz 's 't 'LL 'Re",
-		"12345 678\n9 abc",
-		"über  Ärger\n日本 語\u00a0x\u2028y\u3000z\n\u0085a",
-		"}\n  {\"a\": 1}\n\t- b\n-c\x7f",
-		"\xff\n\xfe a \xe3\x81 b\n",
-	} {
+	for _, s := range fuzzSeeds {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
