@@ -62,3 +62,37 @@ func TestAnUnreadableStateInTheLogDoesNotStopTheSearch(t *testing.T) {
 		t.Errorf("an update with nothing changed: %v", err)
 	}
 }
+
+// A session whose log carries no stop's state (running, or killed before
+// its first snapshot) is read for its snapshot once, not at every
+// update: its log is scanned again only when it changes.
+func TestALogWithoutAStopIsReadOnceForItsSnapshot(t *testing.T) {
+	p := newProject(t)
+	x, err := p.st.Create(store.Meta{ID: "s1", Key: "k-s1", Pipeline: "p", Created: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.Append("Started", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.WriteIndex(store.Summary{ID: "s1", Key: x.Meta.Key, Pipeline: "p", Status: "paused"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ix := p.open()
+	update(t, ix)
+	ctx := context.Background()
+	known, load, err := ix.knownFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := p.st.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, snapshots, err := ix.plan(ctx, list, known, load); err != nil || len(snapshots) != 0 {
+		t.Errorf("after an update, the next plans %d snapshots to read (%v), want none", len(snapshots), err)
+	}
+}

@@ -171,6 +171,10 @@ func (r *Recorder) Record(ev engine.Event, s engine.State) error {
 // without a file of its own. done false leaves the stop to Record's
 // snapshot. A stop that fails is not in the log: AppendState took it back.
 func (r *Recorder) recordStop(typ string, payload []byte, s engine.State) (done bool, err error) {
+	if !r.Session.TakesState(len(payload)) {
+		// A long log, or a state.json: Snapshot encodes the state, once.
+		return false, nil
+	}
 	raw, err := s.AppendJSON(nil)
 	if err != nil {
 		return true, err

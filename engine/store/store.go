@@ -485,9 +485,8 @@ func (s *Store) Create(meta Meta) (*Session, error) {
 	}
 	// The log was made empty in the folder before its rename: nothing to
 	// scan, no torn tail, no temporary file of a dead writer.
-	// Its folder is synced with it (syncCreated), and it has no state.json.
-	x := &Session{Dir: s.sessionDir(meta.ID), Meta: meta, store: s, rel: sessionRel(meta.ID), events: events,
-		stateFileKnown: true, folderSynced: true}
+	// Its folder is synced with it (syncCreated).
+	x := &Session{Dir: s.sessionDir(meta.ID), Meta: meta, store: s, rel: sessionRel(meta.ID), events: events, folderSynced: true}
 	x.hold()
 	s.syncCreated(x, metaFile)
 	return x, nil
@@ -812,10 +811,9 @@ type Session struct {
 	// stop's state (AppendState), if any.
 	stateSeq  int64
 	stateLine []byte
-	// hasStateFile tells whether the session has a state.json, once
-	// stateFileKnown; folderSynced, that its folder was synced since
-	// its log was made (TakesState, AppendState).
-	hasStateFile, stateFileKnown, folderSynced bool
+	// folderSynced: the session's folder was synced since its log was
+	// made (AppendState).
+	folderSynced bool
 }
 
 // hold has the store keep the session's folder open until Close.
@@ -1001,7 +999,6 @@ func (x *Session) WriteSnapshot(seq int64, state []byte, summary Summary) error 
 	if err != nil {
 		return err
 	}
-	x.hasStateFile, x.stateFileKnown = true, true
 	return x.WriteIndex(summary)
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/local"
 	"github.com/pipeline-dev/pipeline/internal/redact"
-	"github.com/pipeline-dev/pipeline/internal/testwait"
 )
 
 // The views' own escape sequences, which the text they show is wrapped in.
@@ -232,7 +231,8 @@ func TestQueuedKeepsOrderAndCopies(t *testing.T) {
 }
 
 // Until a step prints something, the queued view writes in its caller
-// and starts no goroutine: a step's start and the engine's lines are shown
+// and starts no goroutine (no queue made; a goroutine count would see
+// the one of the test before, which may still be ending after its Close): a step's start and the engine's lines are shown
 // when their call returns, from callers that may run at once (the race
 // detector sees an unordered pair); the first chunk of output starts the
 // goroutine, and what comes after it is shown after it.
@@ -240,8 +240,8 @@ func TestQueuedWritesInlineUntilTheFirstOutput(t *testing.T) {
 	inner := &recordingView{}
 	q := NewQueued(inner)
 	q.StepStarted(local.StepInfo{Step: "build"})
-	if len(inner.calls) != 1 || queuedGoroutines() != 0 {
-		t.Fatalf("after StepStarted: calls %q, %d goroutines of the view; want it shown, none started", inner.calls, queuedGoroutines())
+	if len(inner.calls) != 1 || q.queued() {
+		t.Fatalf("after StepStarted: calls %q, queue started %v; want it shown, none started", inner.calls, q.queued())
 	}
 	said := make(chan struct{})
 	go func() {
@@ -250,12 +250,12 @@ func TestQueuedWritesInlineUntilTheFirstOutput(t *testing.T) {
 	}()
 	q.Progress(local.Progress{Tokens: 1})
 	<-said
-	if len(inner.calls) != 3 || queuedGoroutines() != 0 {
-		t.Fatalf("after Say and Progress: calls %q, %d goroutines of the view; want both shown, none started", inner.calls, queuedGoroutines())
+	if len(inner.calls) != 3 || q.queued() {
+		t.Fatalf("after Say and Progress: calls %q, queue started %v; want both shown, none started", inner.calls, q.queued())
 	}
 	q.Output([]byte("printed"))
-	if n := queuedGoroutines(); n != 1 {
-		t.Errorf("after the first output: %d goroutines of the view, want 1", n)
+	if !q.queued() {
+		t.Error("after the first output: no queue, want its goroutine started")
 	}
 	q.StepFinished(local.StepInfo{Step: "build"}, engine.StepResult{})
 	if err := q.Close(); err != nil {
@@ -266,15 +266,11 @@ func TestQueuedWritesInlineUntilTheFirstOutput(t *testing.T) {
 	}
 }
 
-// queuedGoroutines counts the goroutines a queued view started.
-func queuedGoroutines() int {
-	n := 0
-	for _, g := range testwait.Goroutines() {
-		if bytes.Contains(g, []byte("created by github.com/pipeline-dev/pipeline/internal/termview.")) {
-			n++
-		}
-	}
-	return n
+// queued tells whether the view started its queue and its goroutine.
+func (q *Queued) queued() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.ops != nil
 }
 
 // bracketMarkers writes its markers as lines of their own.
