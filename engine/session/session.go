@@ -130,11 +130,19 @@ type Session struct {
 	closed   bool
 	// broken is the error that stopped the recording.
 	broken error
-	// live is what SetLive last wrote (live.go).
-	liveMu sync.Mutex
-	live   Live
+	// live is what SetLive last wrote (live.go); liveKept: a live file
+	// may be in the session's folder. A folder Open made holds none until
+	// SetLive writes one (no step's end removes a file never made); one
+	// opened again may hold a dead runner's.
+	liveMu   sync.Mutex
+	live     Live
+	liveKept bool
 	// say reports what the session did beyond its events (Options.Say).
 	say func(format string, args ...any)
+	// listed is what the index said of the key's sessions when Open
+	// looked for one to continue (Listed).
+	listed []store.Brief
+	looked bool
 	// forceSpec completes the spec whatever its checklist says
 	// (pipeline complete --force).
 	forceSpec bool
@@ -195,21 +203,25 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 		key = KeyOf(st, o.File, plan)
 	}
 	git := startGitFor(st, o.File)
+	early := buildRedactor(plan)
 	now := time.Now()
 	lock, err := st.Lock(key, store.Holder{PID: os.Getpid(), Started: now})
 	var locked *store.LockedError
 	if errors.As(err, &locked) {
 		git.wait("")
+		early.wait(nil)
 		return nil, refused("%v", err)
 	}
 	if err != nil {
 		git.wait("")
+		early.wait(nil)
 		return nil, storeRefused(st, err)
 	}
 	s := &Session{Store: st, Plan: plan, Key: key, lock: lock, memoryLocked: o.memoryLocked, say: say}
 	var x *store.Session
 	fail := func(err error) (*Session, error) {
 		git.wait("")
+		early.wait(nil)
 		if x != nil {
 			x.Close()
 		}
@@ -230,9 +242,10 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	} else if o.Create != Always {
 		// Looked up under the lock: no other runner can start or end a
 		// session of this key meanwhile.
-		if x, s.state, err = latestOpen(st, plan, key, o.Statuses, o.Create == IfNone, say); err != nil {
+		if x, s.state, s.listed, err = latestOpen(st, plan, key, o.Statuses, o.Create == IfNone, say); err != nil {
 			return fail(err)
 		}
+		s.looked = true
 		if x == nil && o.Create == Never {
 			what := "no session"
 			if len(o.Statuses) > 0 {
@@ -278,11 +291,11 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	if !s.Created && x.Meta.OnFleet() == nil {
 		s.Crashed = s.state.Status == engine.StatusRunning || s.state.Status == ""
 	}
-	s.X = x
+	s.X, s.liveKept = x, !s.Created
 	if err := s.takeLock(st, now, say); err != nil {
 		return fail(storeRefused(st, err))
 	}
-	s.redactor.Store(NewRedactor(plan))
+	s.redactor.Store(early.wait(plan))
 	s.recorder = NewRecorder(x, plan, func(text string) string { return s.Redactor().String(text) })
 	s.git = git.wait(s.Dir())
 	if s.Created {
@@ -371,6 +384,42 @@ func othersToSweep(previous store.Holder, opened string) []string {
 	return ids
 }
 
+// earlyRedactor is NewRedactor of the plan a run was given, built on a
+// goroutine of its own while the session opens: the first build of a
+// process (its key patterns) is some 100 µs of CPU that need nothing of
+// the session, and would otherwise be on the way to the step.
+type earlyRedactor struct {
+	plan *spec.Plan
+	done chan *redact.Redactor // nil when none was started, or once taken
+	r    *redact.Redactor
+}
+
+// buildRedactor starts NewRedactor(plan) (none for a nil plan: a session
+// named by its id, whose plan is read under its lock).
+func buildRedactor(plan *spec.Plan) *earlyRedactor {
+	e := &earlyRedactor{plan: plan}
+	if plan != nil {
+		e.done = make(chan *redact.Redactor, 1)
+		go func() { e.done <- NewRedactor(plan) }()
+	}
+	return e
+}
+
+// wait is NewRedactor(plan): the one started, when it was of plan. An
+// Open that fails waits too (plan nil), so that no build outlives it.
+func (e *earlyRedactor) wait(plan *spec.Plan) *redact.Redactor {
+	if e.done != nil {
+		e.r, e.done = <-e.done, nil
+	}
+	if plan == nil {
+		return nil
+	}
+	if plan == e.plan {
+		return e.r
+	}
+	return NewRedactor(plan)
+}
+
 // earlyGit is GitFor of a pipeline's folder, asked while the session
 // opens (its lock, its folder): of a run of one short step, a tenth of
 // what the run spends beyond the step, and it needs nothing of the
@@ -420,10 +469,10 @@ func (e *earlyGit) wait(dir string) *Git {
 // brought up to date and is passed over. With newest, only the newest
 // session of key is taken, and an older one with one of the statuses
 // passed over is said.
-func latestOpen(st *store.Store, plan *spec.Plan, key string, statuses []engine.Status, newest bool, say func(string, ...any)) (*store.Session, engine.State, error) {
+func latestOpen(st *store.Store, plan *spec.Plan, key string, statuses []engine.Status, newest bool, say func(string, ...any)) (*store.Session, engine.State, []store.Brief, error) {
 	list, err := sessionsWith(st, key, statuses)
 	if err != nil {
-		return nil, engine.State{}, storeRefused(st, err)
+		return nil, engine.State{}, nil, storeRefused(st, err)
 	}
 	var newestSeen *store.Brief
 	for i := range list {
@@ -448,29 +497,29 @@ func latestOpen(st *store.Store, plan *spec.Plan, key string, statuses []engine.
 			continue // removed since the index was read
 		}
 		if err != nil {
-			return nil, engine.State{}, refused("%v", err)
+			return nil, engine.State{}, nil, refused("%v", err)
 		}
 		state, err := LoadState(plan, x)
 		if err != nil {
 			x.Close()
-			return nil, engine.State{}, refused("%v", err)
+			return nil, engine.State{}, nil, refused("%v", err)
 		}
 		now := engine.Status(state.Status)
 		if len(statuses) == 0 || slices.Contains(statuses, now) || now == "" {
-			return x, state, nil
+			return x, state, list, nil
 		}
 		// Listed as one of statuses, it is now something else: the
 		// listing catches up, and the search goes on.
 		err = WriteSnapshot(plan, x, state, NewRedactor(plan).String)
 		x.Close()
 		if err != nil {
-			return nil, engine.State{}, storeRefused(st, err)
+			return nil, engine.State{}, nil, storeRefused(st, err)
 		}
 		if newest {
 			newestSeen.Status = string(now)
 		}
 	}
-	return nil, engine.State{}, nil
+	return nil, engine.State{}, list, nil
 }
 
 // sweepOrphans stops what the steps of a runner killed while it ran x
@@ -506,8 +555,14 @@ func sweepOrphans(x *store.Session, recorded, crashed bool, say func(string, ...
 }
 
 // sweepGroups stops what stayed in the process groups of steps a dead
-// holder recorded, those of this machine and boot.
+// holder recorded, those of this machine and boot. The boot is read only
+// when there is a group to sweep: a run that opens after a clean end
+// reads it when its step starts (StepProcess), while the step's program
+// loads, not on the way to it.
 func sweepGroups(groups []store.StepGroup, say func(string, ...any)) {
+	if len(groups) == 0 {
+		return
+	}
 	machine := thisMachine()
 	for _, g := range groups {
 		if g.Boot == machine && steps.KillOrphans(g.Group) {
@@ -549,6 +604,16 @@ func StepMark(id string) string { return "PIPELINE_SESSION=" + id }
 
 // ID is the session's id.
 func (s *Session) ID() string { return s.X.Meta.ID }
+
+// Listed is what the index listed of the session's key (its pipeline and
+// spec) as Open looked, under the key's lock, for a session to continue:
+// the newest first, those not completed and the two newest whatever their
+// status (Store.OpenOf); looked is false when Open did not look (a
+// session named, or made whatever there was). The lock is held until Close: no other runner
+// can start or end a session of the key meanwhile, so the list stays
+// true of the sessions before this one (one may be removed meanwhile:
+// pipeline rm, clean).
+func (s *Session) Listed() (list []store.Brief, looked bool) { return s.listed, s.looked }
 
 // Dir is where the session's steps run: the folder of its phases.yaml.
 func (s *Session) Dir() string { return filepath.Dir(s.X.Meta.File) }
