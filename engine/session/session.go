@@ -203,25 +203,21 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 		key = KeyOf(st, o.File, plan)
 	}
 	git := startGitFor(st, o.File)
-	early := buildRedactor(plan)
 	now := time.Now()
 	lock, err := st.Lock(key, store.Holder{PID: os.Getpid(), Started: now})
 	var locked *store.LockedError
 	if errors.As(err, &locked) {
 		git.wait("")
-		early.wait(nil)
 		return nil, refused("%v", err)
 	}
 	if err != nil {
 		git.wait("")
-		early.wait(nil)
 		return nil, storeRefused(st, err)
 	}
 	s := &Session{Store: st, Plan: plan, Key: key, lock: lock, memoryLocked: o.memoryLocked, say: say}
 	var x *store.Session
 	fail := func(err error) (*Session, error) {
 		git.wait("")
-		early.wait(nil)
 		if x != nil {
 			x.Close()
 		}
@@ -295,7 +291,7 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	if err := s.takeLock(st, now, say); err != nil {
 		return fail(storeRefused(st, err))
 	}
-	s.redactor.Store(early.wait(plan))
+	s.redactor.Store(NewRedactor(plan))
 	s.recorder = NewRecorder(x, plan, func(text string) string { return s.Redactor().String(text) })
 	s.git = git.wait(s.Dir())
 	if s.Created {
@@ -382,42 +378,6 @@ func othersToSweep(previous store.Holder, opened string) []string {
 		add(g.Session)
 	}
 	return ids
-}
-
-// earlyRedactor is NewRedactor of the plan a run was given, built on a
-// goroutine of its own while the session opens: the first build of a
-// process (its key patterns) is some 100 µs of CPU that need nothing of
-// the session, and would otherwise be on the way to the step.
-type earlyRedactor struct {
-	plan *spec.Plan
-	done chan *redact.Redactor // nil when none was started, or once taken
-	r    *redact.Redactor
-}
-
-// buildRedactor starts NewRedactor(plan) (none for a nil plan: a session
-// named by its id, whose plan is read under its lock).
-func buildRedactor(plan *spec.Plan) *earlyRedactor {
-	e := &earlyRedactor{plan: plan}
-	if plan != nil {
-		e.done = make(chan *redact.Redactor, 1)
-		go func() { e.done <- NewRedactor(plan) }()
-	}
-	return e
-}
-
-// wait is NewRedactor(plan): the one started, when it was of plan. An
-// Open that fails waits too (plan nil), so that no build outlives it.
-func (e *earlyRedactor) wait(plan *spec.Plan) *redact.Redactor {
-	if e.done != nil {
-		e.r, e.done = <-e.done, nil
-	}
-	if plan == nil {
-		return nil
-	}
-	if plan == e.plan {
-		return e.r
-	}
-	return NewRedactor(plan)
 }
 
 // earlyGit is GitFor of a pipeline's folder, asked while the session
