@@ -121,10 +121,15 @@ func OpenRun(ctx context.Context, req RunRequest, plan *spec.Plan) (*Opened, err
 // failedBefore is the session before sess of its pipeline and spec, when
 // it failed.
 func failedBefore(st *store.Store, sess *session.Session) *store.Summary {
-	// The two newest are all it needs: OpenOf keeps them.
-	list, err := st.OpenOf(sess.Key)
-	if err != nil {
-		return nil
+	// The two newest are all it needs: OpenOf keeps them. Open listed
+	// them as it looked for a session to continue (the one before sess
+	// is the newest of that list): the index is not read again.
+	list, looked := sess.Listed()
+	if !looked {
+		var err error
+		if list, err = st.OpenOf(sess.Key); err != nil {
+			return nil
+		}
 	}
 	for _, b := range list {
 		if b.ID == sess.ID() {

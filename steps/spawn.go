@@ -152,11 +152,14 @@ func devNull() (*os.File, error) {
 	sharedDevNull.Lock()
 	defer sharedDevNull.Unlock()
 	if sharedDevNull.f == nil {
-		f, err := os.Open(os.DevNull)
+		// Opened bare: os.Open would make it non-blocking, offer it to
+		// the poller (which refuses a character device of this kind) and
+		// make it blocking again, four calls more on the way to the step.
+		fd, err := syscall.Open(os.DevNull, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 		if err != nil {
-			return nil, err
+			return nil, &os.PathError{Op: "open", Path: os.DevNull, Err: err}
 		}
-		sharedDevNull.f = f
+		sharedDevNull.f = os.NewFile(uintptr(fd), os.DevNull)
 	}
 	return sharedDevNull.f, nil
 }

@@ -33,7 +33,9 @@ func (s *Session) SetLive(l Live) {
 	defer s.liveMu.Unlock()
 	if l == (Live{}) {
 		s.live = Live{}
-		s.X.RemoveFile(liveFile)
+		if s.liveKept && s.X.RemoveFile(liveFile) == nil {
+			s.liveKept = false
+		}
 		return
 	}
 	same := l.Phase == s.live.Phase && l.Step == s.live.Step && l.Attempt == s.live.Attempt
@@ -45,6 +47,7 @@ func (s *Session) SetLive(l Live) {
 		return
 	}
 	// No sync: a live file lost to a crash is of no use anyway.
+	s.liveKept = true // a write that failed may have left one
 	if s.X.WriteFileNoSync(liveFile, content) == nil {
 		s.live = l
 	}

@@ -130,11 +130,19 @@ type Session struct {
 	closed   bool
 	// broken is the error that stopped the recording.
 	broken error
-	// live is what SetLive last wrote (live.go).
-	liveMu sync.Mutex
-	live   Live
+	// live is what SetLive last wrote (live.go); liveKept: a live file
+	// may be in the session's folder. A folder Open made holds none until
+	// SetLive writes one (no step's end removes a file never made); one
+	// opened again may hold a dead runner's.
+	liveMu   sync.Mutex
+	live     Live
+	liveKept bool
 	// say reports what the session did beyond its events (Options.Say).
 	say func(format string, args ...any)
+	// listed is what the index said of the key's sessions when Open
+	// looked for one to continue (Listed).
+	listed []store.Brief
+	looked bool
 	// forceSpec completes the spec whatever its checklist says
 	// (pipeline complete --force).
 	forceSpec bool
@@ -230,9 +238,10 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	} else if o.Create != Always {
 		// Looked up under the lock: no other runner can start or end a
 		// session of this key meanwhile.
-		if x, s.state, err = latestOpen(st, plan, key, o.Statuses, o.Create == IfNone, say); err != nil {
+		if x, s.state, s.listed, err = latestOpen(st, plan, key, o.Statuses, o.Create == IfNone, say); err != nil {
 			return fail(err)
 		}
+		s.looked = true
 		if x == nil && o.Create == Never {
 			what := "no session"
 			if len(o.Statuses) > 0 {
@@ -278,7 +287,7 @@ func Open(ctx context.Context, st *store.Store, o Options) (*Session, error) {
 	if !s.Created && x.Meta.OnFleet() == nil {
 		s.Crashed = s.state.Status == engine.StatusRunning || s.state.Status == ""
 	}
-	s.X = x
+	s.X, s.liveKept = x, !s.Created
 	if err := s.takeLock(st, now, say); err != nil {
 		return fail(storeRefused(st, err))
 	}
@@ -420,10 +429,10 @@ func (e *earlyGit) wait(dir string) *Git {
 // brought up to date and is passed over. With newest, only the newest
 // session of key is taken, and an older one with one of the statuses
 // passed over is said.
-func latestOpen(st *store.Store, plan *spec.Plan, key string, statuses []engine.Status, newest bool, say func(string, ...any)) (*store.Session, engine.State, error) {
+func latestOpen(st *store.Store, plan *spec.Plan, key string, statuses []engine.Status, newest bool, say func(string, ...any)) (*store.Session, engine.State, []store.Brief, error) {
 	list, err := sessionsWith(st, key, statuses)
 	if err != nil {
-		return nil, engine.State{}, storeRefused(st, err)
+		return nil, engine.State{}, nil, storeRefused(st, err)
 	}
 	var newestSeen *store.Brief
 	for i := range list {
@@ -448,29 +457,29 @@ func latestOpen(st *store.Store, plan *spec.Plan, key string, statuses []engine.
 			continue // removed since the index was read
 		}
 		if err != nil {
-			return nil, engine.State{}, refused("%v", err)
+			return nil, engine.State{}, nil, refused("%v", err)
 		}
 		state, err := LoadState(plan, x)
 		if err != nil {
 			x.Close()
-			return nil, engine.State{}, refused("%v", err)
+			return nil, engine.State{}, nil, refused("%v", err)
 		}
 		now := engine.Status(state.Status)
 		if len(statuses) == 0 || slices.Contains(statuses, now) || now == "" {
-			return x, state, nil
+			return x, state, list, nil
 		}
 		// Listed as one of statuses, it is now something else: the
 		// listing catches up, and the search goes on.
 		err = WriteSnapshot(plan, x, state, NewRedactor(plan).String)
 		x.Close()
 		if err != nil {
-			return nil, engine.State{}, storeRefused(st, err)
+			return nil, engine.State{}, nil, storeRefused(st, err)
 		}
 		if newest {
 			newestSeen.Status = string(now)
 		}
 	}
-	return nil, engine.State{}, nil
+	return nil, engine.State{}, list, nil
 }
 
 // sweepOrphans stops what the steps of a runner killed while it ran x
@@ -506,8 +515,14 @@ func sweepOrphans(x *store.Session, recorded, crashed bool, say func(string, ...
 }
 
 // sweepGroups stops what stayed in the process groups of steps a dead
-// holder recorded, those of this machine and boot.
+// holder recorded, those of this machine and boot. The boot is read only
+// when there is a group to sweep: a run that opens after a clean end
+// reads it when its step starts (StepProcess), while the step's program
+// loads, not on the way to it.
 func sweepGroups(groups []store.StepGroup, say func(string, ...any)) {
+	if len(groups) == 0 {
+		return
+	}
 	machine := thisMachine()
 	for _, g := range groups {
 		if g.Boot == machine && steps.KillOrphans(g.Group) {
@@ -549,6 +564,16 @@ func StepMark(id string) string { return "PIPELINE_SESSION=" + id }
 
 // ID is the session's id.
 func (s *Session) ID() string { return s.X.Meta.ID }
+
+// Listed is what the index listed of the session's key (its pipeline and
+// spec) as Open looked, under the key's lock, for a session to continue:
+// the newest first, those not completed and the two newest whatever their
+// status (Store.OpenOf); looked is false when Open did not look (a
+// session named, or made whatever there was). The lock is held until Close: no other runner
+// can start or end a session of the key meanwhile, so the list stays
+// true of the sessions before this one (one may be removed meanwhile:
+// pipeline rm, clean).
+func (s *Session) Listed() (list []store.Brief, looked bool) { return s.listed, s.looked }
 
 // Dir is where the session's steps run: the folder of its phases.yaml.
 func (s *Session) Dir() string { return filepath.Dir(s.X.Meta.File) }
