@@ -475,9 +475,8 @@ func latestOpen(st *store.Store, plan *spec.Plan, key string, statuses []engine.
 		if err != nil {
 			return nil, engine.State{}, nil, storeRefused(st, err)
 		}
-		if newest {
-			newestSeen.Status = string(now)
-		}
+		// The list is given on (Listed): it says what the index now says.
+		list[i].Status = string(now)
 	}
 	return nil, engine.State{}, list, nil
 }
