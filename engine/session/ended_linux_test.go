@@ -1,14 +1,8 @@
 package session_test
 
 import (
-	"os/exec"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/pipeline-dev/pipeline/engine"
 	"github.com/pipeline-dev/pipeline/engine/session"
@@ -38,25 +32,10 @@ func TestTheHolderSaysWhetherItsSessionEndedCleanly(t *testing.T) {
 
 	// A step's process group left recorded, its leader dead and a child
 	// of it running: not ended, and swept.
-	group := exec.Command("sh", "-c", "sleep 600 >/dev/null 2>&1 & echo $!")
-	group.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := group.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	child, err := strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil {
-		t.Fatalf("the child's pid: %q", out)
-	}
-	pidfd, err := unix.PidfdOpen(child, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(pidfd)
-	t.Cleanup(func() { unix.Kill(child, unix.SIGKILL) })
+	pgid, pidfd := leftGroup(t)
 	s = p.mustOpen(session.Options{Create: session.Always})
 	pause(s)
-	s.StepProcess(group.Process.Pid)
+	s.StepProcess(pgid)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
