@@ -79,9 +79,10 @@ func main() {
 	if info, err := os.Stat("/dev/shm"); tmp == "" && err == nil && info.IsDir() {
 		tmp = "/dev/shm"
 	}
+	recentRemoval(tmp)
 	work, err := os.MkdirTemp(tmp, "pipeline-bench-")
 	check(err)
-	defer os.RemoveAll(work)
+	defer removeWork(tmp, work)
 	// One mode a run: each is a file of its own (its flags, its figures,
 	// a loadLine before and after each figure), called from one if here.
 	if *watchOnly {
