@@ -109,7 +109,7 @@ TEST_TIMEOUT := 30m
 TESTBIN := $(CURDIR)/bin/test
 # The packages whose tests run an installed program; the others' tests
 # start at once.
-TOOL_PKGS := cmd/pipeline steps internal/temporaltest engine/temporal internal/ui internal/jaegertest
+TOOL_PKGS := cmd/pipeline steps internal/temporaltest engine/temporal internal/ui internal/browsertest internal/jaegertest
 # cmd/pipeline's tests in its files under the build tag $(1), as a pattern
 # of test names for -test.run and -test.skip.
 tests_under = ^($(shell sed -n 's/^func \(Test[A-Za-z0-9_]*\).*/\1/p' $$(grep -l '^//go:build $(1)$$' cmd/pipeline/*_test.go) | paste -sd'|' -))$$
@@ -175,8 +175,8 @@ test-engine-temporal: test-build-race temporal
 # The dashboard: its API against the pipeline the tests run, and its pages
 # in headless Chromium; each page's screenshot goes to bin/ui-screenshots.
 test-ui: test-build chromium
-	@$(STAGE) "tests: internal/ui (the dashboard, in Chromium)" env PIPELINE_TEST_BINARY=$(TESTBIN)/pipeline \
-		$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -tags $(TAGS) ./internal/ui
+	@$(STAGE) "tests: internal/ui (the dashboard, in Chromium) and internal/browsertest" env PIPELINE_TEST_BINARY=$(TESTBIN)/pipeline \
+		$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -tags $(TAGS) ./internal/ui ./internal/browsertest
 
 test-gen: | test-build-race
 	@$(STAGE) "tests: schemas/gen (the schemas are fresh)" $(GO) -C $(GEN) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...

@@ -24,6 +24,7 @@ import (
 
 	"github.com/pipeline-dev/pipeline/app"
 	"github.com/pipeline-dev/pipeline/engine/store"
+	"github.com/pipeline-dev/pipeline/internal/browsertest"
 )
 
 var (
@@ -83,11 +84,7 @@ func uiFigures(pipeline, work string) {
 	if *uiStore != "" {
 		return
 	}
-	exe := os.Getenv("PIPELINE_CHROMIUM")
-	if exe == "" {
-		exe = "/usr/bin/chromium"
-	}
-	ctx, stop := uiBrowser(exe)
+	ctx, stop := uiBrowser()
 	defer stop()
 	servers := []uiServer{startUIServer("this", pipeline, dir)}
 	if *uiAgainst != "" {
@@ -195,14 +192,18 @@ func (t uiTemplate) copyAs(st *store.Store, created time.Time, i int) {
 	check(x.Close())
 }
 
-// uiBrowser is a headless Chromium tab.
-func uiBrowser(exe string) (context.Context, func()) {
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.WindowSize(1280, 800), chromedp.Flag("disable-dev-shm-usage", true))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	tab, cancelTab := chromedp.NewContext(allocCtx)
-	check(chromedp.Do(tab))
-	return tab, func() { cancelTab(); cancelAlloc() }
+// uiBrowser is a headless Chromium tab; stop closes the browser (see
+// browsertest.Start: it leaves no folder in the temp folder).
+func uiBrowser() (tab context.Context, stop func()) {
+	exe, err := browsertest.Exe()
+	check(err)
+	b, err := browsertest.Start(exe, chromedp.WindowSize(1280, 800))
+	check(err)
+	return b.Tab, func() {
+		if err := b.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+		}
+	}
 }
 
 // startUIServer runs binary's pipeline ui over dir.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/pipeline-dev/pipeline/internal/browsertest"
 	"github.com/pipeline-dev/pipeline/internal/jaegertest"
 	"github.com/pipeline-dev/pipeline/internal/testwait"
 )
@@ -37,20 +38,7 @@ func screenshotTraces(t *testing.T, traces ...jaegertest.Trace) {
 		fmt.Fprint(w, page)
 	}))
 	defer srv.Close()
-	exe := os.Getenv("PIPELINE_CHROMIUM")
-	if exe == "" {
-		exe = "/usr/bin/chromium"
-	}
-	if _, err := os.Stat(exe); err != nil {
-		t.Fatalf("no Chromium at %s (%v): install it with scripts/install-chromium.sh, or name one in PIPELINE_CHROMIUM", exe, err)
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.WindowSize(1280, 700), chromedp.Flag("disable-dev-shm-usage", true))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	tab, cancelTab := chromedp.NewContext(allocCtx)
-	defer cancelTab()
-	ctx, cancel := context.WithTimeout(tab, testwait.Failsafe)
+	ctx, cancel := context.WithTimeout(browsertest.New(t, chromedp.WindowSize(1280, 700)), testwait.Failsafe)
 	defer cancel()
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL), chromedp.WaitVisible(chromedp.CSS(".span"))); err != nil {
 		t.Fatal(err)

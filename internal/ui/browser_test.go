@@ -22,6 +22,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/pipeline-dev/pipeline/internal/browsertest"
 	"github.com/pipeline-dev/pipeline/internal/testwait"
 )
 
@@ -56,31 +57,11 @@ func startUI(t *testing.T, dir string) string {
 	return strings.TrimSuffix(url, "/")
 }
 
-// browser is a headless Chromium tab, closed when the test ends; each
-// wait in it ends at testwait.Failsafe.
+// browser is a headless Chromium tab, closed when the test ends (see
+// browsertest.New); each wait in it ends at testwait.Failsafe.
 func browser(t *testing.T) context.Context {
 	t.Helper()
-	exe := os.Getenv("PIPELINE_CHROMIUM")
-	if exe == "" {
-		exe = "/usr/bin/chromium"
-	}
-	if _, err := os.Stat(exe); err != nil {
-		t.Fatalf("no Chromium at %s (%v): install it with scripts/install-chromium.sh, or name one in PIPELINE_CHROMIUM", exe, err)
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.WindowSize(1280, 800), chromedp.Flag("disable-dev-shm-usage", true))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	tab, cancelTab := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() {
-		cancelTab()
-		cancelAlloc()
-	})
-	// The first action starts the browser, which lives as long as its
-	// context: that one has no timeout.
-	if err := chromedp.Do(tab); err != nil {
-		t.Fatalf("starting %s: %v", exe, err)
-	}
-	ctx, cancel := context.WithTimeout(tab, testwait.Failsafe)
+	ctx, cancel := context.WithTimeout(browsertest.New(t, chromedp.WindowSize(1280, 800)), testwait.Failsafe)
 	t.Cleanup(cancel)
 	return ctx
 }
