@@ -74,14 +74,25 @@ func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Voi
 	}
 }
 
-// text is the text of the element sel.
+// text is the visible text of the element sel, once there is one. It is
+// found and read in one call in the page: chromedp.Text finds the node,
+// then reads it by its id in a second call, and a page that redraws in
+// between (the sessions' summary does, on each change the UI streams)
+// failed it with "No node with given id found".
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	const read = `(sel) => {
+		const el = document.querySelector(sel);
+		if (!el) return null;
+		const shown = el.offsetWidth || el.offsetHeight || el.getClientRects().length;
+		return {text: shown ? el.innerText : ""};
+	}`
+	found, err := chromedp.Run(ctx, chromedp.PollFunction[struct{ Text string }](read,
+		chromedp.WithPollingArgs(sel), chromedp.WithPollingTimeout(0)))
 	if err != nil {
 		t.Fatalf("the text of %s: %v", sel, err)
 	}
-	return s
+	return found.Text
 }
 
 // eval is what the script returns.
