@@ -205,8 +205,10 @@ jaeger:
 # the shown output to /dev/null, then on the project's disk with the shown
 # output to a pipe. Then, on the project's disk: start-up (pipeline
 # --version beside a binary of cobra alone, pipeline run of one true step
-# beside /bin/true); pipeline watch (spec written to resumed step, beside
-# go-task's task --watch, built once into .cache/bin; idle cost); pipeline
+# beside /bin/true; a process's exit by the threads and memory it holds,
+# and what pipeline run and --version hold at theirs); pipeline watch
+# (spec written to resumed step, beside go-task's task --watch, built
+# once into .cache/bin; idle cost); pipeline
 # search (indexing 1 GB of transcripts, queries over it, beside grep -r);
 # the dashboard (10,000 sessions: the sessions page in Chromium, a change
 # reaching an open page);
@@ -225,6 +227,7 @@ bench: build agent-clis temporal chromium
 	$(GO) run ./cmd/bench -pipeline $(BIN)
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -pipe
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -startup
+	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -exitcost -startup-runs 300
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -run-store -startup-runs 100
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -status
 	$(GO) run ./cmd/bench -pipeline $(BIN) -dir $(CURDIR)/bin -sessions

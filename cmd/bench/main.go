@@ -141,6 +141,10 @@ func main() {
 		runStoreFigures(pipeline, againstBinary(), work, *startupN, *runStoreSessions)
 		return
 	}
+	if *exitCostOnly {
+		exitCostFigures(pipeline, work, *startupN)
+		return
+	}
 	if *inodesOnly {
 		inodesFigures(pipeline, absOrEmpty(*startupAgainst), work, *startupN)
 		return
