@@ -150,7 +150,7 @@ func main() {
 		return
 	}
 	if *pairsOnly {
-		pairsFigures(pipeline, againstBinary(), work, *startupN, *pairsRounds)
+		pairsFigures(pipeline, againstBinary(), work, *startupN, *pairsRounds, *pairsSessions)
 		return
 	}
 	if *startupOnly {
