@@ -150,7 +150,7 @@ func main() {
 		return
 	}
 	if *pairsOnly {
-		pairsFigures(pipeline, againstBinary(), work, *startupN, *pairsRounds, *pairsSessions)
+		pairsFigures(pipeline, againstBinary(), work, *startupN, *pairsRounds)
 		return
 	}
 	if *startupOnly {

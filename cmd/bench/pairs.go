@@ -11,9 +11,8 @@ import (
 )
 
 var (
-	pairsOnly     = flag.Bool("pairs", false, "pipeline run of one true step, -pipeline and -startup-against in pairs whose order alternates (-startup-runs pairs a round): wall p25/p50/p75 and CPU p50 of each, and the difference, each round with its load")
-	pairsRounds   = flag.Int("pairs-rounds", 3, "rounds of -pairs")
-	pairsSessions = flag.Int("pairs-sessions", 0, "sessions the stores of -pairs keep before it is measured (made by -startup-against's build, copied into each store)")
+	pairsOnly   = flag.Bool("pairs", false, "pipeline run of one true step, -pipeline and -startup-against in pairs whose order alternates (-startup-runs pairs a round): wall p25/p50/p75 and CPU p50 of each, and the difference, each round with its load")
+	pairsRounds = flag.Int("pairs-rounds", 3, "rounds of -pairs")
 )
 
 // pairsFigures times pipeline run of one true step by pipeline and
@@ -22,29 +21,18 @@ var (
 // in turns of a fixed order, as -startup's, leans by a tenth of a
 // millisecond or two towards one of them). Each binary is a copy written
 // by one write(2) (stateWritten), each with a store of its own on the
-// same disk, warmed by three runs; with sessions, both stores start as
-// copies of one that keeps that many sessions of the pipeline.
-func pairsFigures(pipeline, against, work string, runs, rounds, sessions int) {
+// same disk, warmed by three runs.
+func pairsFigures(pipeline, against, work string, runs, rounds int) {
 	if against == "" {
 		check(fmt.Errorf("-pairs needs -startup-against, the build to compare with"))
 	}
 	fmt.Printf("pipeline bench -pairs: pipeline run of one step (run: \"true\"), %d pairs a round, files in %s\n", runs, work)
 	binaries := []string{writtenCopy(work, pipeline), writtenCopy(work, against)}
-	template := filepath.Join(work, "pairs-store")
-	check(os.MkdirAll(template, 0o755))
-	check(os.WriteFile(filepath.Join(template, "phases.yaml"), []byte(startupYAML), 0o644))
-	for range sessions {
-		runIn(template, binaries[1], "run", "phases.yaml")
-	}
-	if sessions > 0 {
-		fmt.Printf("   each store starts with %d sessions of the pipeline\n", sessions)
-	}
 	dirs := make([]string, len(binaries))
 	for i, binary := range binaries {
 		dirs[i] = filepath.Join(work, fmt.Sprintf("pairs-%d", i))
-		if out, err := exec.Command("cp", "-a", template, dirs[i]).CombinedOutput(); err != nil {
-			check(fmt.Errorf("cp -a %s %s: %v\n%s", template, dirs[i], err, out))
-		}
+		check(os.MkdirAll(dirs[i], 0o755))
+		check(os.WriteFile(filepath.Join(dirs[i], "phases.yaml"), []byte(startupYAML), 0o644))
 		for range 3 {
 			runIn(dirs[i], binary, "run", "phases.yaml")
 		}
