@@ -149,10 +149,6 @@ func main() {
 		inodesFigures(pipeline, absOrEmpty(*startupAgainst), work, *startupN)
 		return
 	}
-	if *pairsOnly {
-		pairsFigures(pipeline, againstBinary(), work, *startupN, *pairsRounds)
-		return
-	}
 	if *startupOnly {
 		against := *startupAgainst
 		if against != "" {
