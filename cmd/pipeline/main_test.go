@@ -9,10 +9,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/pipeline-dev/pipeline/app"
@@ -73,6 +75,13 @@ func TestMain(m *testing.M) {
 	}
 	// The plan cache and the git-ignored cache of the pipelines the tests
 	// run are theirs, not the user's.
+	// The tests send the pipelines they start SIGINT and SIGHUP: those
+	// start with them at their default action (the runtime resets what
+	// it catches in a child) even where the harness started the tests
+	// with them ignored, which a run would leave ignored.
+	if signal.Ignored(syscall.SIGINT) || signal.Ignored(syscall.SIGHUP) {
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGINT, syscall.SIGHUP)
+	}
 	cleanCache, err := cachetest.Isolate()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

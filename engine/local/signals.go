@@ -38,8 +38,31 @@ func (d *Driver) interrupts(sess *session.Session) (in *interrupts, stop func())
 	return in, func() { signal.Stop(in.signals) }
 }
 
-// caughtSignals are the signals a run catches (Driver.Signals).
-var caughtSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE}
+// caughtSignals are the signals a run catches (Driver.Signals), but
+// SIGINT and SIGHUP only when the process did not start with them ignored
+// (nohup, trap "" INT, a script's job in the background): its parent
+// meant the run to go on through them. Caught, they would pause it, and
+// the step's process would start with them at their default action (the
+// runtime resets the signals it catches in a child), where they were
+// meant ignored. The runtime itself leaves the others' default action in
+// place: those are always caught.
+var caughtSignals = notIgnored(runSignals...)
+
+// runSignals are the signals a run asks to pause or to end its step.
+var runSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE}
+
+// notIgnored are those of sigs not ignored now: at the package's
+// initialisation, before anything catches them, those the process
+// started with ignored.
+func notIgnored(sigs ...os.Signal) []os.Signal {
+	var caught []os.Signal
+	for _, sig := range sigs {
+		if !signal.Ignored(sig) {
+			caught = append(caught, sig)
+		}
+	}
+	return caught
+}
 
 // kept is the catching of the signals that outlives the runs, once
 // KeepSignalsCaught asked for it.
