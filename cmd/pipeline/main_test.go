@@ -73,8 +73,6 @@ func TestMain(m *testing.M) {
 	for _, name := range outerCI {
 		os.Unsetenv(name)
 	}
-	// The plan cache and the git-ignored cache of the pipelines the tests
-	// run are theirs, not the user's.
 	// The tests send the pipelines they start SIGINT and SIGHUP: those
 	// start with them at their default action (the runtime resets what
 	// it catches in a child) even where the harness started the tests
@@ -82,6 +80,8 @@ func TestMain(m *testing.M) {
 	if signal.Ignored(syscall.SIGINT) || signal.Ignored(syscall.SIGHUP) {
 		signal.Notify(make(chan os.Signal, 1), syscall.SIGINT, syscall.SIGHUP)
 	}
+	// The plan cache and the git-ignored cache of the pipelines the tests
+	// run are theirs, not the user's.
 	cleanCache, err := cachetest.Isolate()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

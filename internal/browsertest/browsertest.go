@@ -119,9 +119,9 @@ func (b *Browser) Close() error {
 	return errors.Join(errs...)
 }
 
-// New starts a browser for t (see Start), closes it when t ends, and returns its first tab; t fails when the
-// browser cannot start, does not close cleanly or leaves its singleton
-// folder.
+// New starts a browser for t (see Start), closes it when t ends, and
+// returns its first tab; t fails when the browser cannot start, does not
+// close cleanly or leaves its singleton folder.
 func New(t testing.TB, opts ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	exe, err := Exe()
