@@ -71,7 +71,7 @@ func TestBrowserSessionsPageColumnsAndPages(t *testing.T) {
 	if pageOf := text(t, ctx, `#page-of`); pageOf != "1–2 of 3" {
 		t.Errorf("the pager says %q", pageOf)
 	}
-	do(t, ctx, chromedp.Click(chromedp.CSS(`#older`)), visible(fmt.Sprintf(`tr[data-id=%q]`, retried)))
+	do(t, ctx, click(`#older`), visible(fmt.Sprintf(`tr[data-id=%q]`, retried)))
 	row := fmt.Sprintf(`tr[data-id=%q]`, retried)
 	if attempts, phase := text(t, ctx, row+" td.attempts"), text(t, ctx, row+" td.phase"); attempts != "3" || !strings.Contains(phase, "build (2 of 2)") {
 		t.Errorf("the retried session's attempts %q and phase %q: want 3, build (2 of 2)", attempts, phase)
@@ -116,12 +116,12 @@ func TestBrowserActionsFromThePage(t *testing.T) {
 	ctx := browser(t)
 	do(t, ctx, chromedp.Navigate(url+"/session/"+id), visible(`body[data-status="paused"]`),
 		chromedp.SendKeys(chromedp.CSS(`#fact`), "the greeting is in English"),
-		chromedp.Click(chromedp.CSS(`#pin`)),
+		click(`#pin`),
 		visible(`ul[data-list="pinned facts"] li`),
 		chromedp.SendKeys(chromedp.CSS(`#task`), "check the spelling"),
-		chromedp.Click(chromedp.CSS(`#add-task`)),
+		click(`#add-task`),
 		visible(`ul[data-list="open tasks"] li button[data-done]`),
-		chromedp.Click(chromedp.CSS(`ul[data-list="open tasks"] li button[data-done]`)),
+		click(`ul[data-list="open tasks"] li button[data-done]`),
 		visible(`ul[data-list="done tasks"] li`))
 	if facts := text(t, ctx, `ul[data-list="pinned facts"]`); !strings.Contains(facts, "the greeting is in English") {
 		t.Errorf("pinned facts shown: %q", facts)
@@ -130,12 +130,12 @@ func TestBrowserActionsFromThePage(t *testing.T) {
 		t.Errorf("done tasks shown: %q", done)
 	}
 	do(t, ctx, chromedp.SetValue(chromedp.CSS(`#phase-select`), "design"),
-		chromedp.Click(chromedp.CSS(`#fork`)), visible(`#error`))
+		click(`#fork`), visible(`#error`))
 	if msg := text(t, ctx, `#error`); !strings.Contains(msg, "where it would not be listed") {
 		t.Errorf("the fork's refusal shown: %q", msg)
 	}
 	do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#notes`), "mind the exclamation mark"),
-		chromedp.Click(chromedp.CSS(`#pause`)))
+		click(`#pause`))
 	// The pause's answer, not the task's still shown.
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("result").textContent.startsWith("pause")`)); err != nil {
 		t.Fatalf("waiting for the pause's answer: %v", err)
@@ -144,14 +144,14 @@ func TestBrowserActionsFromThePage(t *testing.T) {
 	// pause, not from the resume.
 	eval[bool](t, ctx, `document.getElementById("notes").value = "", true`)
 	do(t, ctx, chromedp.SetValue(chromedp.CSS(`#phase-select`), "build"),
-		chromedp.Click(chromedp.CSS(`#resume-at`)),
+		click(`#resume-at`),
 		visible(`body[data-status="completed"]`))
 	prompts, _ := os.ReadFile(filepath.Join(dir, "prompts.txt"))
 	last := string(prompts)[strings.LastIndex(strings.TrimSuffix(string(prompts), "---\n"), "---\n")+4:]
 	if !strings.Contains(last, "Build the greeting") || !strings.Contains(last, "mind the exclamation mark") {
 		t.Errorf("the prompt of the resume at build:\n%s\nwant build's, with the pause's notes", last)
 	}
-	do(t, ctx, chromedp.Click(chromedp.CSS(`#resume`)), visible(`#error`))
+	do(t, ctx, click(`#resume`), visible(`#error`))
 	if msg := text(t, ctx, `#error`); !strings.Contains(msg, "is completed: there is nothing to resume") {
 		t.Errorf("the resume's refusal shown: %q", msg)
 	}

@@ -105,6 +105,22 @@ func eval[T any](t *testing.T, ctx context.Context, script string, opts ...chrom
 	return v
 }
 
+// click clicks the element sel once there is one, found and clicked in
+// one call in the page. chromedp.Click finds the node, then clicks where
+// it was: a list the page redrew in between (on the change the previous
+// action streams back) took the click elsewhere, and
+// TestBrowserActionsFromThePage waited for its result until the failsafe
+// (once, in make test beside the other stages).
+func click(sel string) chromedp.Action[chromedp.Void] {
+	const clickIt = `(sel) => {
+		const el = document.querySelector(sel);
+		if (!el) return false;
+		el.click();
+		return true;
+	}`
+	return chromedp.PollFunction[chromedp.Void](clickIt, chromedp.WithPollingArgs(sel), chromedp.WithPollingTimeout(0))
+}
+
 // visible waits for the element sel.
 func visible(sel string) chromedp.Action[chromedp.Void] {
 	return chromedp.WaitVisible(chromedp.CSS(sel))
@@ -167,7 +183,7 @@ func TestBrowserResumeWithANoteCompletes(t *testing.T) {
 	do(t, ctx, chromedp.Navigate(url+"/session/"+id),
 		visible(`body[data-status="paused"]`),
 		chromedp.SendKeys(chromedp.CSS(`#notes`), "keep it under ten words"),
-		chromedp.Click(chromedp.CSS(`#resume`)),
+		click(`#resume`),
 		// The page follows /api/events: the session's completion shows
 		// without a reload.
 		visible(`body[data-status="completed"]`))
@@ -230,7 +246,7 @@ func TestBrowserRewindAndAddATask(t *testing.T) {
 	do(t, ctx, chromedp.Navigate(url+"/session/"+id),
 		visible(`body[data-status="completed"]`),
 		chromedp.SetValue(chromedp.CSS(`#phase-select`), "build"),
-		chromedp.Click(chromedp.CSS(`#rewind`)),
+		click(`#rewind`),
 		// The answer shows; the session's change may come first, by the
 		// event stream.
 		visible(`#result`),
@@ -242,7 +258,7 @@ func TestBrowserRewindAndAddATask(t *testing.T) {
 		t.Errorf("the result shown: %q", result)
 	}
 	do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#task`), "translate the greeting"),
-		chromedp.Click(chromedp.CSS(`#add-task`)),
+		click(`#add-task`),
 		visible(`ul[data-list="open tasks"] li button[data-done]`))
 	if task := text(t, ctx, `ul[data-list="open tasks"] li`); !strings.Contains(task, "translate the greeting") {
 		t.Errorf("the open task shown: %q", task)
@@ -272,7 +288,7 @@ func TestBrowserSessionsFilterAndSearch(t *testing.T) {
 		t.Errorf("rows of pipeline other: %q, want %s only", rows, other)
 	}
 	do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#search`), "drafting"),
-		chromedp.Click(chromedp.CSS(`#search-form button`)),
+		click(`#search-form button`),
 		visible(`#search-results li[data-session] mark`))
 	hits := eval[[]string](t, ctx, `[...document.querySelectorAll("#hits li[data-session]")].map(li => li.dataset.session)`)
 	if len(hits) == 0 || strings.Join(hits, ",") != strings.Repeat(other+",", len(hits)-1)+other {
@@ -282,7 +298,7 @@ func TestBrowserSessionsFilterAndSearch(t *testing.T) {
 		t.Errorf("the match shown: %q", mark)
 	}
 	screenshot(t, ctx, "sessions-search")
-	do(t, ctx, chromedp.Click(chromedp.CSS(`#hits li[data-session] a`)),
+	do(t, ctx, click(`#hits li[data-session] a`),
 		visible(`body[data-loaded] #gantt svg`))
 	if shown := text(t, ctx, `#session-id`); shown != other {
 		t.Errorf("the hit's link opened session %q, want %s", shown, other)
@@ -296,10 +312,10 @@ func TestBrowserDiffDrawsBothSessions(t *testing.T) {
 	url := startUI(t, dir)
 	ctx := browser(t)
 	do(t, ctx, chromedp.Navigate(url+"/session/"+paused), visible(`body[data-loaded]`),
-		chromedp.Click(chromedp.CSS(`#diff-link`)),
+		click(`#diff-link`),
 		chromedp.WaitReady(chromedp.CSS(fmt.Sprintf(`#b option[value=%q]`, completed))),
 		chromedp.SetValue(chromedp.CSS(`#b`), completed),
-		chromedp.Click(chromedp.CSS(`#pick button`)),
+		click(`#pick button`),
 		visible(`#diff-chart svg`))
 	sides := eval[[]string](t, ctx, `[...document.querySelectorAll("#diff-chart rect.bar")].map(r => r.dataset.phase + ":" + r.dataset.side + ":" + r.classList[2])`)
 	if strings.Join(sides, ",") != "design:a:paused,design:b:completed,build:a:pending,build:b:completed" {
@@ -321,7 +337,7 @@ func TestBrowserAnalyticsDrawsTheCharts(t *testing.T) {
 	url := startUI(t, dir)
 	ctx := browser(t)
 	do(t, ctx, chromedp.Navigate(url+"/"), visible(`body[data-loaded]`),
-		chromedp.Click(chromedp.CSS(`a[href="/analytics"]`)),
+		click(`a[href="/analytics"]`),
 		visible(`#chart-cost svg circle.point`))
 	for chart, want := range map[string]string{
 		"chart-time":    "demo · design,demo · build",
