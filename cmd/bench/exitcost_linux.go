@@ -131,9 +131,9 @@ func exitCostFigures(pipeline, work string, runs int) {
 	for i, h := range holding {
 		t := times[i]
 		fmt.Printf("   exit of a Go program holding %2d threads, %4d KiB of anonymous memory, %5d KiB of files mapped%s: p50 %4.0f µs (p25 %4.0f, p75 %4.0f)\n",
-			h.threads, h.anonKB, h.fileKB, labels[i], centileF(t, 50), centileF(t, 25), centileF(t, 75))
+			h.threads, h.anonKB, h.fileKB, labels[i], centile(t, 50), centile(t, 25), centile(t, 75))
 	}
-	more := func(i int, of int) float64 { return (centileF(times[i], 50) - centileF(times[0], 50)) / float64(of) }
+	more := func(i int, of int) float64 { return (centile(times[i], 50) - centile(times[0], 50)) / float64(of) }
 	fmt.Printf("   a thread more: %+.1f µs; a MiB more of anonymous memory: %+.0f µs; of pipeline's binary mapped, (b) %+.1f µs, (a) %+.1f µs\n",
 		more(2, holding[2].threads-holding[0].threads), 1024*more(4, holding[4].anonKB-holding[0].anonKB),
 		1024*more(5, holding[5].fileKB-holding[0].fileKB), 1024*more(6, holding[6].fileKB-holding[0].fileKB))
@@ -270,34 +270,9 @@ func procStatus(pid int, field string) int {
 	return 0
 }
 
-// buildHelper writes the Go program source into a folder of this module
-// (for its go.mod and go.sum; a leading _ keeps it out of ./...), builds
-// it into work as make build builds pipeline and removes the source.
-func buildHelper(work, name, source string) string {
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
-	check(err)
-	root := filepath.Dir(strings.TrimSpace(string(gomod)))
-	check(os.MkdirAll(filepath.Join(root, "bin"), 0o755))
-	src, err := os.MkdirTemp(filepath.Join(root, "bin"), "_"+name+"-")
-	check(err)
-	defer os.RemoveAll(src)
-	check(os.WriteFile(filepath.Join(src, "main.go"), []byte(source), 0o644))
-	out := filepath.Join(work, name)
-	build := exec.Command("go", "build", "-o", out, "./"+filepath.Join("bin", filepath.Base(src)))
-	build.Dir, build.Stderr = root, os.Stderr
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	check(build.Run())
-	return out
-}
-
 // monotonicNow is CLOCK_MONOTONIC in nanoseconds, the helper's clock.
 func monotonicNow() int64 {
 	var now unix.Timespec
 	check(unix.ClockGettime(unix.CLOCK_MONOTONIC, &now))
 	return now.Nano()
-}
-
-// centileF is the p-th centile of sorted.
-func centileF(sorted []float64, p int) float64 {
-	return sorted[(len(sorted)-1)*p/100]
 }

@@ -79,6 +79,9 @@ func main() {
 	if info, err := os.Stat("/dev/shm"); tmp == "" && err == nil && info.IsDir() {
 		tmp = "/dev/shm"
 	}
+	if tmp == "" {
+		tmp = os.TempDir()
+	}
 	recentRemoval(tmp)
 	work, err := os.MkdirTemp(tmp, "pipeline-bench-")
 	check(err)

@@ -21,9 +21,6 @@ const deletionWindow = 6 * time.Minute
 // of a thousand sessions or more) in dir less than deletionWindow ago: the
 // figures on disk then read high, by 0.5-2 ms a run here.
 func recentRemoval(dir string) {
-	if dir == "" {
-		dir = os.TempDir()
-	}
 	info, err := os.Stat(filepath.Join(dir, removedStamp))
 	if err != nil {
 		return
@@ -37,9 +34,6 @@ func recentRemoval(dir string) {
 // removeWork removes the work folder and stamps the time it did.
 func removeWork(dir, work string) {
 	os.RemoveAll(work)
-	if dir == "" {
-		dir = os.TempDir()
-	}
 	if f, err := os.Create(filepath.Join(dir, removedStamp)); err == nil {
 		f.Close()
 	}

@@ -283,19 +283,22 @@ func gitTree(dir string) {
 	}
 }
 
-// buildCobraOnly writes cobraOnly into a folder of this module (for its
-// go.mod and go.sum; a leading _ keeps it out of ./...), builds it into
-// work and removes the source.
-func buildCobraOnly(work string) string {
+// buildCobraOnly builds cobraOnly into work (buildHelper).
+func buildCobraOnly(work string) string { return buildHelper(work, "cobra-only", cobraOnly) }
+
+// buildHelper writes the Go program source into a folder of this module
+// (for its go.mod and go.sum; a leading _ keeps it out of ./...), builds
+// it into work as make build builds pipeline and removes the source.
+func buildHelper(work, name, source string) string {
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()
 	check(err)
 	root := filepath.Dir(strings.TrimSpace(string(gomod)))
 	check(os.MkdirAll(filepath.Join(root, "bin"), 0o755))
-	src, err := os.MkdirTemp(filepath.Join(root, "bin"), "_cobra-only-")
+	src, err := os.MkdirTemp(filepath.Join(root, "bin"), "_"+name+"-")
 	check(err)
 	defer os.RemoveAll(src)
-	check(os.WriteFile(filepath.Join(src, "main.go"), []byte(cobraOnly), 0o644))
-	out := filepath.Join(work, "cobra-only")
+	check(os.WriteFile(filepath.Join(src, "main.go"), []byte(source), 0o644))
+	out := filepath.Join(work, name)
 	build := exec.Command("go", "build", "-o", out, "./"+filepath.Join("bin", filepath.Base(src)))
 	build.Dir, build.Stderr = root, os.Stderr
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"flag"
 	"fmt"
 	"os"
@@ -85,7 +86,7 @@ func tracedThreads(dir, binary string) (threads, futex, naps int) {
 func median(v []int) int { return centile(v, 50) }
 
 // centile is the p-th centile of v (sorted in place).
-func centile(v []int, p int) int {
+func centile[T cmp.Ordered](v []T, p int) T {
 	slices.Sort(v)
 	return v[len(v)*p/100]
 }

@@ -207,6 +207,28 @@ phases:
 	return dir, gate
 }
 
+// liveBlock is a block of the live view as drawn: its status line and
+// its output line.
+var liveBlock = regexp.MustCompile(`\x1b\[J(?:\x1b\[1m)?(\[1/1 [^\n]*)\n(?:\x1b\[2m)?(  start [^\n]*)\n`)
+
+// fittingBlock tells whether shown holds a block whose lines are all
+// narrower than cols; tooWide says those of the last block that are not.
+func fittingBlock(shown string, cols int) (fits bool, tooWide []string) {
+	for _, m := range liveBlock.FindAllStringSubmatch(shown, -1) {
+		tooWide = nil
+		for _, line := range m[1:] {
+			line = viewSequences.ReplaceAllString(strings.TrimRight(line, "\r"), "")
+			if n := utf8.RuneCountInString(line); n >= cols {
+				tooWide = append(tooWide, fmt.Sprintf("a line of %d columns on a terminal of %d: %q", n, cols, line))
+			}
+		}
+		if len(tooWide) == 0 {
+			return true, nil
+		}
+	}
+	return false, tooWide
+}
+
 // After a resize (SIGWINCH) the block is drawn to the new width.
 func TestLiveViewFitsTheTerminalWhenResized(t *testing.T) {
 	dir, gate := widePhaseProject(t)
@@ -216,26 +238,12 @@ func TestLiveViewFitsTheTerminalWhenResized(t *testing.T) {
 	if err := pty.Setsize(term.pty, &pty.Winsize{Rows: 40, Cols: 40}); err != nil {
 		t.Fatal(err)
 	}
-	// A block drawn after the resize: its status line and output line.
-	// One drawn at the old width may still come after the resize, before
+	// A block drawn at the old width may still come after the resize, before
 	// the view hears of it (the clock's redraw): the view must draw one
 	// that fits, and the test fails when none comes.
-	block := regexp.MustCompile(`\x1b\[J(?:\x1b\[1m)?(\[1/1 [^\n]*)\n(?:\x1b\[2m)?(  start [^\n]*)\n`)
 	deadline := time.After(failsafe)
-	for fits := false; !fits; {
-		var tooWide []string
-		for _, m := range block.FindAllStringSubmatch(term.shown()[from:], -1) {
-			tooWide = tooWide[:0]
-			for _, line := range m[1:] {
-				line = viewSequences.ReplaceAllString(strings.TrimRight(line, "\r"), "")
-				if n := utf8.RuneCountInString(line); n >= 40 {
-					tooWide = append(tooWide, fmt.Sprintf("a line of %d columns on a terminal of 40: %q", n, line))
-				}
-			}
-			if fits = len(tooWide) == 0; fits {
-				break
-			}
-		}
+	for {
+		fits, tooWide := fittingBlock(term.shown()[from:], 40)
 		if fits {
 			break
 		}
