@@ -111,7 +111,7 @@ type held struct{ threads, anonKB, fileKB int }
 // timed runs: the (a) copy is read in by the first of those.)
 func exitCostFigures(pipeline, work string, runs int) {
 	fmt.Printf("pipeline bench -exitcost: %d cores, %d runs of each in turns, files in %s\n", numCPU(), runs, work)
-	helper := buildHelper(work, "exit-helper", exitHelper)
+	helper := buildHelper(work, "exit-helper", exitHelper, builtWithExperiments(pipeline))
 	// pipeline's binary mapped and read whole, its pages in the cache in
 	// 2 MiB folios (b: written by one write(2)) and in 4 KiB folios (a:
 	// read in by the helper's faults, as exec reads a binary in).
@@ -193,7 +193,7 @@ func heldAtExit(pipeline, work string, runs int) {
 	readIn := writtenCopy(work, pipeline)
 	dropCached(readIn)
 	pipeline = writtenCopy(work, pipeline)
-	cobra := writtenCopy(work, buildCobraOnly(work))
+	cobra := writtenCopy(work, buildCobraOnly(work, pipeline))
 	commands := [][]string{{pipeline, "run", "phases.yaml"}, {readIn, "run", "phases.yaml"}, {pipeline, "--version"}, {cobra, "--version"}}
 	labels := []string{" (b)", " (a)", "", ""}
 	counts := make([][3][]int, len(commands))

@@ -14,7 +14,7 @@ import (
 // comes after.
 func TestTracedExitReadsWhatTheHelperHoldsAsItExits(t *testing.T) {
 	work := t.TempDir()
-	helper := buildHelper(work, "exit-helper", exitHelper)
+	helper := buildHelper(work, "exit-helper", exitHelper, "")
 	exitStamp(work)
 	bare := tracedExit(work, exitShape{}.env(work), []string{helper})
 	more := tracedExit(work, exitShape{6, 2048, helper}.env(work), []string{helper})

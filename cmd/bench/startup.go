@@ -1,6 +1,7 @@
 package main
 
 import (
+	"debug/buildinfo"
 	"errors"
 	"flag"
 	"fmt"
@@ -55,7 +56,7 @@ func startupFigures(pipeline, against, work string, runs int) {
 		fmt.Printf("note: %s is linked dynamically (%s): built with cgo, it starts ~1-2 ms slower than make build's CGO_ENABLED=0 binary\n", pipeline, dynamic)
 	}
 	fmt.Println()
-	cobra := buildCobraOnly(work)
+	cobra := buildCobraOnly(work, pipeline)
 
 	fmt.Printf("1. pipeline --version against a Go binary of cobra alone (CGO_ENABLED=0), %d runs each\n", runs)
 	fmt.Println("   " + stateReadByExec)
@@ -283,13 +284,33 @@ func gitTree(dir string) {
 	}
 }
 
-// buildCobraOnly builds cobraOnly into work (buildHelper).
-func buildCobraOnly(work string) string { return buildHelper(work, "cobra-only", cobraOnly) }
+// buildCobraOnly builds cobraOnly into work, with the Go experiments
+// pipeline (the binary it is compared with) was built with: make build
+// builds it with the classic garbage collector (Makefile, LEAN_GC).
+func buildCobraOnly(work, pipeline string) string {
+	return buildHelper(work, "cobra-only", cobraOnly, builtWithExperiments(pipeline))
+}
+
+// builtWithExperiments is the GOEXPERIMENT the Go binary at path was
+// built with, "" for the toolchain's defaults or a binary that says none.
+func builtWithExperiments(path string) string {
+	info, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	for _, setting := range info.Settings {
+		if setting.Key == "GOEXPERIMENT" {
+			return setting.Value
+		}
+	}
+	return ""
+}
 
 // buildHelper writes the Go program source into a folder of this module
 // (for its go.mod and go.sum; a leading _ keeps it out of ./...), builds
-// it into work as make build builds pipeline and removes the source.
-func buildHelper(work, name, source string) string {
+// it into work as make build builds pipeline (CGO_ENABLED=0, with the
+// given GOEXPERIMENT) and removes the source.
+func buildHelper(work, name, source, experiments string) string {
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()
 	check(err)
 	root := filepath.Dir(strings.TrimSpace(string(gomod)))
@@ -301,7 +322,7 @@ func buildHelper(work, name, source string) string {
 	out := filepath.Join(work, name)
 	build := exec.Command("go", "build", "-o", out, "./"+filepath.Join("bin", filepath.Base(src)))
 	build.Dir, build.Stderr = root, os.Stderr
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOEXPERIMENT="+experiments)
 	check(build.Run())
 	return out
 }
