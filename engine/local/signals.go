@@ -70,6 +70,12 @@ var kept struct {
 	sync.Mutex
 	asked   bool
 	signals chan os.Signal
+	// ahead is closed once the catching CatchSignalsAhead started is
+	// done; nil when it was not asked for.
+	ahead chan struct{}
+	// taken: a run received from signals; before that, the signals
+	// caught ahead are still the process's (see LetSignalsAheadGo).
+	taken bool
 }
 
 // KeepSignalsCaught has the runs of this process that catch signals
@@ -97,9 +103,13 @@ func keptSignals() chan os.Signal {
 	if !kept.asked {
 		return nil
 	}
+	if kept.ahead != nil {
+		<-kept.ahead
+	}
 	if kept.signals == nil {
 		kept.signals = make(chan os.Signal, 4)
 	}
+	kept.taken = true
 	signal.Notify(kept.signals, caughtSignals...)
 	return kept.signals
 }
