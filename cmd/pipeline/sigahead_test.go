@@ -23,7 +23,7 @@ type fifoFile struct{ name, content string }
 // startBlockedOn starts pipeline with args in dir, where files are FIFOs,
 // read in their order: the command waits in its read of the first until
 // feed writes them, each as the command opens it, and puts regular files
-// in their place for the commands after it. It returns once the command
+// in their place for what opens them again. It returns once the command
 // has opened the first.
 func startBlockedOn(t *testing.T, dir string, files []fifoFile, args ...string) (run *started, feed func()) {
 	t.Helper()
@@ -52,11 +52,13 @@ func startBlockedOn(t *testing.T, dir string, files []fifoFile, args ...string) 
 			if _, err := w.WriteString(f.content); err != nil {
 				t.Fatal(err)
 			}
-			w.Close()
-			if err := os.Remove(path); err != nil {
+			// A regular file takes the FIFO's place before the command
+			// reads its end: if it opens the file again, it reads that.
+			write(t, dir, f.name+".new", f.content)
+			if err := os.Rename(path+".new", path); err != nil {
 				t.Fatal(err)
 			}
-			write(t, dir, f.name, f.content)
+			w.Close()
 		}
 	}
 }
@@ -228,4 +230,39 @@ func TestCtrlCBeforeAWatchedRunEndsTheProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	run.killedBy(t, syscall.SIGINT)
+}
+
+// resume catches the signals from its first instant too: a SIGINT while
+// it reads the pipeline's file stops the step it resumes as it starts,
+// and the session is paused again.
+func TestSignalBeforeTheResumedRunPausesIt(t *testing.T) {
+	dir := t.TempDir()
+	run, feed := startBlockedOnPlan(t, dir, waitingStep)
+	awaitSignalsCaught(t, run.cmd.Process.Pid)
+	if err := run.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	feed()
+	if code := run.exit(t); code != exitPaused {
+		t.Fatalf("run: exit %d; stderr: %s", code, run.stderr.String())
+	}
+	id := status(t, dir).ID
+	if err := os.Remove(filepath.Join(dir, "phases.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	resume, feed := startBlockedOn(t, dir, []fifoFile{{"phases.yaml", waitingStep}}, "resume")
+	awaitSignalsCaught(t, resume.cmd.Process.Pid)
+	if err := resume.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	feed()
+	if code := resume.exit(t); code != exitPaused {
+		t.Fatalf("resume: exit %d, want %d (paused); stderr: %s", code, exitPaused, resume.stderr.String())
+	}
+	if out := resume.output(); !strings.Contains(out, "interrupted (SIGINT): stopping the step, then pausing") {
+		t.Errorf("output: %s", out)
+	}
+	if s := status(t, dir); s.ID != id || s.Status != "paused" || s.PauseReason != "interrupted" {
+		t.Fatalf("status %+v", s)
+	}
 }

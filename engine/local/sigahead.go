@@ -32,7 +32,10 @@ func CatchSignalsAhead() {
 	}
 	kept.asked = true
 	if kept.signals == nil {
-		kept.signals = make(chan os.Signal, 4)
+		// Nothing takes from it until the run, which may be a while
+		// (a plan read from a slow disk): a full channel drops the
+		// signal, and a Ctrl+C must not be lost behind stray SIGPIPEs.
+		kept.signals = make(chan os.Signal, 32)
 	}
 	kept.ahead = make(chan struct{})
 	go func(signals chan os.Signal, done chan struct{}) {
