@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -264,5 +265,46 @@ func TestSignalBeforeTheResumedRunPausesIt(t *testing.T) {
 	}
 	if s := status(t, dir); s.ID != id || s.Status != "paused" || s.PauseReason != "interrupted" {
 		t.Fatalf("status %+v", s)
+	}
+}
+
+// A write to a closed standard error before the run raises a SIGPIPE,
+// which the signals caught ahead take where it used to end the process.
+// A command that then ends without a run (here: none of the specs has the
+// status asked for, said on the closed standard error) still ends by
+// SIGPIPE, as it did, and not with exit 0.
+func TestClosedOutputBeforeARunThatNeverStartsEndsTheProcessBySIGPIPE(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "phases.yaml", waitingStep)
+	for _, name := range []string{"a.md", "b.md"} {
+		if err := syscall.Mkfifo(filepath.Join(dir, name), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	cmd := exec.Command(binary, "run", "phases.yaml", "--spec", "a.md", "--spec", "b.md", "--status", "planned")
+	cmd.Dir, cmd.Env, cmd.Stderr = dir, append(os.Environ(), "CI=true"), w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	awaitSignalsCaught(t, cmd.Process.Pid)
+	for _, name := range []string{"a.md", "b.md"} {
+		// Each open waits for the command to open the spec for reading.
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString("---\nstatus: done\n---\n")
+		f.Close()
+	}
+	err = cmd.Wait()
+	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGPIPE {
+		t.Fatalf("wait status %v (%v), want killed by SIGPIPE", ws, err)
 	}
 }
