@@ -3,6 +3,7 @@ package local
 import (
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -17,11 +18,13 @@ import (
 // the plan loads and the session opens, rather than between the session's
 // open and its first step.
 //
-// A signal that comes before the run waits in the channel for it: the
-// run starts its first step and, at once, stops it and pauses, as for a
-// Ctrl+C at the step's start (the same rules: fromSignal). A process that
-// turns out to end without that run, or to do something else than end
-// with it (watch, ask at a pause, follow a fleet), calls
+// Until the run takes them (keptSignals), a signal does what it did
+// before anything caught it: the goroutine gives the signals back and
+// raises it again at once, so a Ctrl+C ends a process held before its run
+// (phases.yaml a FIFO, a hung file system) as it always has, and the
+// head start changes when the signals are caught, never what one does. A
+// process that turns out to end without that run, or to do something
+// else than end with it (watch, ask at a pause, follow a fleet), calls
 // LetSignalsAheadGo, which gives the signals back.
 func CatchSignalsAhead() {
 	kept.Lock()
@@ -31,20 +34,76 @@ func CatchSignalsAhead() {
 	}
 	kept.asked = true
 	if kept.signals == nil {
-		// Nothing takes from it until the run, which may be a while
-		// (a plan read from a slow disk): a full channel drops the
-		// signal, and a Ctrl+C must not be lost behind stray SIGPIPEs.
-		kept.signals = make(chan os.Signal, 32)
+		kept.signals = make(chan os.Signal, 4)
 	}
 	kept.ahead = make(chan struct{})
-	go func(signals chan os.Signal, done chan struct{}) {
+	kept.watch = &aheadWatch{handover: make(chan struct{}), done: make(chan struct{})}
+	go func(signals chan os.Signal, caught chan struct{}, w *aheadWatch) {
 		signal.Notify(signals, caughtSignals...)
-		close(done)
-	}(kept.signals, kept.ahead)
+		close(caught)
+		w.watch(signals)
+	}(kept.signals, kept.ahead, kept.watch)
+}
+
+// aheadWatch is the goroutine that holds the signals caught ahead until
+// the run takes them or they are given back, whichever comes first: the
+// one that moves owner from watching decides.
+type aheadWatch struct {
+	owner    atomic.Int32
+	handover chan struct{} // closed by whoever takes the signals from it
+	done     chan struct{} // closed when the goroutine has left
+}
+
+const (
+	watching int32 = iota
+	runOwns
+	givenBack
+)
+
+// watch raises again each request signal that comes before the run
+// takes them. It never takes kept's lock: its holder may wait on done.
+func (w *aheadWatch) watch(signals chan os.Signal) {
+	defer close(w.done)
+	for {
+		select {
+		case <-w.handover:
+			return
+		case sig := <-signals:
+			if sig == syscall.SIGPIPE && !OutputClosed() {
+				continue // a stray SIGPIPE asks for nothing, caught or not
+			}
+			if !w.owner.CompareAndSwap(watching, givenBack) {
+				// Taken meanwhile: the signal is its new owner's.
+				select {
+				case signals <- sig:
+				default:
+				}
+				return
+			}
+			signal.Stop(signals)
+			redo(sig)
+			return
+		}
+	}
+}
+
+// take moves the signals from the goroutine to to (runOwns or
+// givenBack), once it has caught them; false when the goroutine gave
+// them back first. It returns once the goroutine has left when wait is
+// set; otherwise it may still be handing over a signal it received.
+func (w *aheadWatch) take(to int32, wait bool) bool {
+	taken := w.owner.CompareAndSwap(watching, to)
+	if taken {
+		close(w.handover)
+	}
+	if wait || !taken {
+		<-w.done
+	}
+	return taken
 }
 
 // LetSignalsAheadGo gives back the signals CatchSignalsAhead caught when
-// no run took them: each that came in the meantime is raised again and
+// no run took them: one that came in the meantime is raised again and
 // does what it would have done uncaught (Ctrl+C ends the process, before
 // this returns). After a run took them, or without CatchSignalsAhead, it
 // does nothing.
@@ -55,21 +114,34 @@ func LetSignalsAheadGo() {
 		return
 	}
 	<-kept.ahead
+	given := kept.watch.take(givenBack, true)
+	kept.asked, kept.ahead, kept.watch = false, nil, nil
+	if !given {
+		return // the goroutine gave them back itself
+	}
 	// When Stop returns, no signal is on its way to the channel: those
 	// that came are in it.
 	signal.Stop(kept.signals)
-	kept.asked, kept.ahead = false, nil
 	for {
 		select {
 		case sig := <-kept.signals:
-			if sig == syscall.SIGPIPE {
-				writeToClosedOutput()
-			} else {
-				raise(sig.(syscall.Signal))
+			if sig != syscall.SIGPIPE || OutputClosed() {
+				redo(sig)
 			}
 		default:
 			return
 		}
+	}
+}
+
+// redo does what sig did before it was caught, once given back: a
+// SIGPIPE from a closed output is redone by a write to it, any other is
+// raised again.
+func redo(sig os.Signal) {
+	if sig == syscall.SIGPIPE {
+		writeToClosedOutput()
+	} else {
+		raise(sig.(syscall.Signal))
 	}
 }
 

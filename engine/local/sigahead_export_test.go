@@ -3,12 +3,11 @@ package local
 import "os/signal"
 
 // AwaitSignalsCaughtAhead waits until the signals CatchSignalsAhead
-// catches are caught, and reports whether one came and waits for a run.
-func AwaitSignalsCaughtAhead() (pending bool) {
+// catches are caught.
+func AwaitSignalsCaughtAhead() {
 	kept.Lock()
 	defer kept.Unlock()
 	<-kept.ahead
-	return len(kept.signals) > 0
 }
 
 // ForgetKeptSignals gives the kept signals back without raising any, so
@@ -16,8 +15,11 @@ func AwaitSignalsCaughtAhead() (pending bool) {
 func ForgetKeptSignals() {
 	kept.Lock()
 	defer kept.Unlock()
+	if kept.watch != nil {
+		kept.watch.take(givenBack, true)
+	}
 	if kept.signals != nil {
 		signal.Stop(kept.signals)
 	}
-	kept.asked, kept.signals, kept.ahead, kept.taken = false, nil, nil, false
+	kept.asked, kept.signals, kept.ahead, kept.watch, kept.taken = false, nil, nil, nil, false
 }

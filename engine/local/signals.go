@@ -73,8 +73,10 @@ var kept struct {
 	// ahead is closed once the catching CatchSignalsAhead started is
 	// done; nil when it was not asked for.
 	ahead chan struct{}
-	// taken: a run received from signals; before that, the signals
-	// caught ahead are still the process's (see LetSignalsAheadGo).
+	// watch holds the signals caught ahead until a run takes them.
+	watch *aheadWatch
+	// taken: a run took the signals; before that, those caught ahead
+	// are still the process's (see CatchSignalsAhead).
 	taken bool
 }
 
@@ -105,6 +107,12 @@ func keptSignals() chan os.Signal {
 	}
 	if kept.ahead != nil {
 		<-kept.ahead
+	}
+	if kept.watch != nil {
+		// A signal from now on is the run's; one the goroutine gave
+		// back before has ended the process.
+		kept.watch.take(runOwns, false)
+		kept.watch = nil
 	}
 	if kept.signals == nil {
 		kept.signals = make(chan os.Signal, 4)
