@@ -71,19 +71,6 @@ func startBlockedOnPlan(t *testing.T, dir, plan string, args ...string) (run *st
 	return startBlockedOn(t, dir, []fifoFile{{"phases.yaml", plan}}, append([]string{"run", "phases.yaml"}, args...)...)
 }
 
-// output is what the run printed, once it has ended (exit).
-func (s *started) output() string {
-	var lines []string
-	for {
-		select {
-		case line := <-s.lines:
-			lines = append(lines, line)
-		default:
-			return strings.Join(lines, "\n")
-		}
-	}
-}
-
 // runSignals are the signals a run catches, as bits of a /proc mask.
 const runSignals = 1<<(syscall.SIGHUP-1) | 1<<(syscall.SIGINT-1) | 1<<(syscall.SIGQUIT-1) |
 	1<<(syscall.SIGPIPE-1) | 1<<(syscall.SIGTERM-1)
