@@ -230,8 +230,11 @@ type shard struct {
 //     whether it was the last: two searches never make it at once (SQLite
 //     said "table meta already exists" to the second), nor move aside the
 //     one the other just made; the second waits, then reads it;
-//   - index.users: held shared by every search that has the index open;
-//     one that can take it alone, under index.lock, knows it is alone;
+//   - index.users: held shared by every search that has the index open
+//     (until its databases are closed: SQLite's last checkpoint is
+//     done); one that can take it alone, under index.lock, knows it is
+//     alone, and only then looks at the databases' files by themselves
+//     (see shard.open);
 //   - index.dirty: made when the index is opened, removed by the last
 //     search to close it. Found by a search that is alone, it says the
 //     last one did not close it (kill -9, a crash, a power cut): the index
