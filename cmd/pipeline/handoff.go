@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/app"
+	"github.com/pipeline-dev/pipeline/engine/local"
 )
 
 // withTemporal: this build has the Temporal backend.
@@ -102,6 +103,8 @@ func handOff(what string) error {
 	}
 	self, _ := os.Executable()
 	env := append(os.Environ(), handedOffEnv+"="+self)
+	// A signal caught ahead would be lost with this process's image.
+	local.LetSignalsAheadGo()
 	if err := execFleet(path, append([]string{path}, os.Args[1:]...), env); err != nil {
 		return fmt.Errorf("%s: %s cannot run: %w", what, path, err)
 	}

@@ -75,6 +75,10 @@ type launch struct {
 	noPrompt, noHumanGates bool
 }
 
+// endsWithRun: the process ends with this run unless it watches or asks
+// after it; then the signals need not be given back.
+func (l *launch) endsWithRun() bool { return !l.watchNext && !l.asks() }
+
 func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	viewOut := l.cmd.OutOrStdout()
 	if l.json {
@@ -84,11 +88,8 @@ func (l *launch) run(sess *session.Session, events ...engine.Event) error {
 	if !l.quiet {
 		view = termview.WithRedactor(newView(viewOut, l.ci), sess.Redactor())
 	}
-	// The process ends with this run unless it watches or asks after it:
-	// then the signals need not be given back.
-	keep := !l.watchNext && !l.asks()
 	state, runErr := app.Drive(context.Background(), sess, events,
-		app.DriveOptions{View: view, Grace: l.grace, Signals: true, KeepSignals: keep, Verbose: l.verbose})
+		app.DriveOptions{View: view, Grace: l.grace, Signals: true, KeepSignals: l.endsWithRun(), Verbose: l.verbose})
 	// The run has stopped listening for signals: a closed output or
 	// terminal must not kill the process now (exit 141 or 129) before the
 	// session is closed and the exit status says it paused.

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/app"
+	"github.com/pipeline-dev/pipeline/engine/local"
 	"github.com/pipeline-dev/pipeline/engine/spec"
 	"github.com/pipeline-dev/pipeline/internal/profile"
 	"github.com/pipeline-dev/pipeline/internal/stackgrow"
@@ -41,6 +42,9 @@ func run(args []string) int {
 	if done, err := handOffCompanion(args); done {
 		return failed(nil, args, err)
 	}
+	if runsAndEndsHere(args) {
+		local.CatchSignalsAhead()
+	}
 	if path := os.Getenv("PIPELINE_CPUPROFILE"); path != "" {
 		defer profile.StartCPU(path, os.Stderr)()
 	}
@@ -63,6 +67,9 @@ func run(args []string) int {
 	root := rootFor(args)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()
+	// A command that ended without the run the signals were caught for
+	// gives them back: one that came does now what it would have done.
+	local.LetSignalsAheadGo()
 	if err == nil {
 		return exitCompleted
 	}

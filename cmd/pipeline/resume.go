@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipeline-dev/pipeline/app"
+	"github.com/pipeline-dev/pipeline/engine/local"
 	"github.com/pipeline-dev/pipeline/internal/termsafe"
 )
 
@@ -51,6 +52,11 @@ func (o *resumeOptions) run(cmd *cobra.Command, args []string) error {
 	if len(args) == 1 {
 		id = args[0]
 	}
+	if o.dryRun || !o.endsWithRun(cmd) {
+		// main caught the signals ahead (runsAndEndsHere): a dry run and
+		// the prompt at a pause take them as they always have.
+		local.LetSignalsAheadGo()
+	}
 	if o.grace < 0 {
 		return usagef("--grace %s is negative: give the time a stopped step gets before it is killed, 0 to kill it at once", o.grace)
 	}
@@ -60,6 +66,10 @@ func (o *resumeOptions) run(cmd *cobra.Command, args []string) error {
 	fl, err := o.bf.resolve(o.flags.file, nil)
 	if err != nil {
 		return err
+	}
+	if fl != nil {
+		// Followed on a fleet: Ctrl+C ends the following, as before.
+		local.LetSignalsAheadGo()
 	}
 	be, err := fl.chosen(cmd, "dry-run", "session-file", "junit", "no-human-gates", "state-dir")
 	if err != nil {
@@ -82,6 +92,14 @@ func (o *resumeOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	return be.Resume(cmd.Context(), app.ResumeRequest{Pipeline: o.flags.pipeline(sayTo(cmd)), Session: id,
 		Notes: o.notes, Phase: o.phase, NoHumanGates: o.cf.noHumanGates}, &resumeView{o: o, cmd: cmd})
+}
+
+// endsWithRun: this process resumes the session here and ends with its
+// run (no prompt at a pause), so the signals main caught ahead are its
+// run's.
+func (o *resumeOptions) endsWithRun(cmd *cobra.Command) bool {
+	p := o.flags.pipeline(func(string, ...any) {})
+	return o.cf.launch(&launch{cmd: cmd, json: o.output.json(), pipeline: &p}).endsWithRun()
 }
 
 // resumeView is what resume shows of the session its backend resumed.

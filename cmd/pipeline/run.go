@@ -64,6 +64,11 @@ func runCommand() *cobra.Command {
 }
 
 func (o *runOptions) run(cmd *cobra.Command, args []string) error {
+	if !o.endsWithRun(cmd) {
+		// main caught the signals ahead (runsAndEndsHere): --watch and
+		// the prompt at a pause take them as they always have.
+		local.LetSignalsAheadGo()
+	}
 	if err := o.bf.handOffChosenFleet(); err != nil {
 		return err
 	}
@@ -97,6 +102,10 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
+	if fl != nil {
+		// Followed on a fleet: Ctrl+C ends the following, as before.
+		local.LetSignalsAheadGo()
+	}
 	if err := o.output.check(); err != nil {
 		return err
 	}
@@ -107,6 +116,14 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	defer be.Close()
 	req.Plan = plan
 	return be.Start(cmd.Context(), req, &runView{o: o, cmd: cmd})
+}
+
+// endsWithRun: this process runs one session here and ends with it (no
+// --watch, no prompt at a pause), so the signals main caught ahead are
+// its run's.
+func (o *runOptions) endsWithRun(cmd *cobra.Command) bool {
+	p := o.flags.pipeline(func(string, ...any) {})
+	return o.cf.launch(&launch{cmd: cmd, json: o.output.json(), watchNext: o.keepOn, pipeline: &p}).endsWithRun()
 }
 
 // request is the run of the pipeline with specPath ("": the spec
@@ -144,6 +161,9 @@ func (o *runOptions) manySpecs(cmd *cobra.Command) (many bool, err error) {
 		o.flags.spec = kept[0]
 		return false, nil
 	}
+	// Many sessions, each with its own run: the process catches the
+	// signals for them all (app.RunMany).
+	local.LetSignalsAheadGo()
 	return true, o.runMany(cmd, kept)
 }
 

@@ -70,6 +70,14 @@ var kept struct {
 	sync.Mutex
 	asked   bool
 	signals chan os.Signal
+	// ahead is closed once the catching CatchSignalsAhead started is
+	// done; nil when it was not asked for.
+	ahead chan struct{}
+	// watch holds the signals caught ahead until a run takes them.
+	watch *aheadWatch
+	// taken: a run took the signals; before that, those caught ahead
+	// are still the process's (see CatchSignalsAhead).
+	taken bool
 }
 
 // KeepSignalsCaught has the runs of this process that catch signals
@@ -97,9 +105,19 @@ func keptSignals() chan os.Signal {
 	if !kept.asked {
 		return nil
 	}
+	if kept.ahead != nil {
+		<-kept.ahead
+	}
+	if kept.watch != nil {
+		// A signal from now on is the run's; one the goroutine gave
+		// back before has ended the process.
+		kept.watch.take(runOwns, false)
+		kept.watch = nil
+	}
 	if kept.signals == nil {
 		kept.signals = make(chan os.Signal, 4)
 	}
+	kept.taken = true
 	signal.Notify(kept.signals, caughtSignals...)
 	return kept.signals
 }

@@ -26,8 +26,9 @@
 //     text (about a third of the transcripts' size); a hit's text is read
 //     again from its transcript, at the offset the index keeps, and
 //     highlighted by FTS5 in a table in memory;
-//   - corruption is detected (the file's header, its schema version, the
-//     errors SQLite reports), and the database is then moved aside and
+//   - corruption is detected (the file's header, when no other search
+//     has it open: see shard.open; its schema version, the errors SQLite
+//     reports), and the database is then moved aside and
 //     rebuilt from the sessions, which remain the record (the other's
 //     files are whole in it, and kept);
 //   - no cgo: go test ./... runs with Go alone, and the static binary

@@ -230,8 +230,11 @@ type shard struct {
 //     whether it was the last: two searches never make it at once (SQLite
 //     said "table meta already exists" to the second), nor move aside the
 //     one the other just made; the second waits, then reads it;
-//   - index.users: held shared by every search that has the index open;
-//     one that can take it alone, under index.lock, knows it is alone;
+//   - index.users: held shared by every search that has the index open
+//     (until its databases are closed: SQLite's last checkpoint is
+//     done); one that can take it alone, under index.lock, knows it is
+//     alone, and only then looks at the databases' files by themselves
+//     (see shard.open);
 //   - index.dirty: made when the index is opened, removed by the last
 //     search to close it. Found by a search that is alone, it says the
 //     last one did not close it (kill -9, a crash, a power cut): the index
@@ -275,12 +278,12 @@ func Open(st *store.Store, o Options) (*Index, error) {
 		return nil, err
 	}
 	defer unlock()
-	uncleanClose, err := ix.join()
+	alone, uncleanClose, err := ix.join()
 	if err != nil {
 		return nil, err
 	}
 	ix.times.done("locks")
-	if err := ix.openShards(uncleanClose); err != nil {
+	if err := ix.openShards(alone, uncleanClose); err != nil {
 		ix.closeShards()
 		ix.leave()
 		return nil, err
@@ -290,11 +293,13 @@ func Open(st *store.Store, o Options) (*Index, error) {
 }
 
 // openShards opens the databases of the index at once, and rebuilds one
-// that cannot be used; uncleanClose: each is checked whole first.
-func (ix *Index) openShards(uncleanClose bool) error {
+// that cannot be used; uncleanClose: each is checked whole first. alone:
+// no other search has the index open (see join), and the files of a
+// database may be looked at by themselves (see shard.open).
+func (ix *Index) openShards(alone, uncleanClose bool) error {
 	problems := make([]string, len(ix.shards))
 	err := ix.eachShard(func(i int, s *shard) error {
-		problem, err := s.open()
+		problem, err := s.open(alone)
 		if err == nil && problem == "" && uncleanClose {
 			problem = s.checkWhole()
 		}
@@ -339,15 +344,16 @@ func (ix *Index) lock() (unlock func(), err error) {
 }
 
 // join counts this search among the index's users, under index.lock; it
-// reports whether the index was left open by a search that ended without
-// closing it.
-func (ix *Index) join() (uncleanClose bool, err error) {
+// reports whether it is alone (no other search has the index open: none
+// can open it before index.lock is let go), and whether the index was
+// left open by a search that ended without closing it.
+func (ix *Index) join() (alone, uncleanClose bool, err error) {
 	dir := ix.dir
 	users, err := os.OpenFile(filepath.Join(dir, usersName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return false, fmt.Errorf("the search index's users: %w", err)
+		return false, false, fmt.Errorf("the search index's users: %w", err)
 	}
-	alone := flock(users, unix.LOCK_EX|unix.LOCK_NB) == nil
+	alone = flock(users, unix.LOCK_EX|unix.LOCK_NB) == nil
 	dirty := filepath.Join(dir, dirtyName)
 	if _, err := os.Lstat(dirty); err == nil && alone {
 		_, statErr := os.Lstat(ix.shards[0].path)
@@ -360,10 +366,10 @@ func (ix *Index) join() (uncleanClose bool, err error) {
 	// other search looks between the two.)
 	if err := flock(users, unix.LOCK_SH); err != nil {
 		users.Close()
-		return false, fmt.Errorf("locking %s: %w", users.Name(), err)
+		return false, false, fmt.Errorf("locking %s: %w", users.Name(), err)
 	}
 	ix.users = users
-	return uncleanClose, nil
+	return alone, uncleanClose, nil
 }
 
 // leave stops counting this search among the users; the last one removes
@@ -400,7 +406,18 @@ func flock(f *os.File, how int) error {
 
 // open opens the database at s.path; problem is why it cannot be used
 // as it is (then it is closed).
-func (s *shard) open() (problem string, err error) {
+//
+// Its file is looked at by itself (headerProblem) only when it is the
+// whole database: alone (no other search has it open) and no
+// write-ahead log holding pages beside it. Another search's SQLite
+// writes the file as it checkpoints, its first page (which says how
+// many there are) before the pages it adds: looked at then, a whole
+// index seemed cut short, and was moved aside from under the search
+// filling it (issue: six searches at once on a new store). A log left
+// by a search killed in a checkpoint holds the pages its file lacks.
+// Either is read through SQLite, which reads the log too; a search
+// killed leaves index.dirty, and the next one alone checks it whole.
+func (s *shard) open(alone bool) (problem string, err error) {
 	info, err := os.Lstat(s.path)
 	existed := err == nil
 	switch {
@@ -410,6 +427,9 @@ func (s *shard) open() (problem string, err error) {
 		// SQLite would follow a link: the store follows none.
 		return "", fmt.Errorf("the search index %s is not a regular file (a link, a folder?): remove it, and the next search builds it again", s.path)
 	case existed:
+		if !alone || walHoldsFrames(s.path) {
+			break // the file is not the whole database: see above
+		}
 		if problem := headerProblem(s.path, info.Size()); problem != "" {
 			return problem, nil
 		}
@@ -554,6 +574,19 @@ func headerProblem(path string, size int64) string {
 	return ""
 }
 
+// walHoldsFrames tells whether the write-ahead log of the database at
+// path holds pages (frames, after its 32-byte header): pages the
+// database's file may not have yet. An error but "not there" counts as
+// holding them: the file is then not judged by itself.
+func walHoldsFrames(path string) bool {
+	const walHeaderBytes = 32
+	info, err := os.Lstat(path + "-wal")
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	return err != nil || info.Size() > walHeaderBytes
+}
+
 // corrupt tells whether err is SQLite finding the file is not (or no
 // longer) a whole database.
 //
@@ -629,7 +662,9 @@ func (ix *Index) rebuildShard(s *shard, why string) error {
 	}
 	ix.Rebuilt = why
 	s.inode = 0
-	problem, err := s.open()
+	// What is there now is made here, or was by another search that
+	// rebuilt it first and may be filling it: not judged by its file.
+	problem, err := s.open(false)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,9 @@ func TestMain(m *testing.M) {
 	if root := os.Getenv(killChildEnv); root != "" {
 		os.Exit(indexAsChild(root))
 	}
+	if root := os.Getenv(holdChildEnv); root != "" {
+		os.Exit(holdAsChild(root))
+	}
 	os.Exit(m.Run())
 }
 
