@@ -37,7 +37,7 @@ all: build
 # toolchain still offers it (LEAN_GC): a local command mostly ends before
 # any collection, and the Green Tea collector (Go 1.26's default) sets up
 # mark bits at the end of every span of small objects as it is first
-# allocated in, faulting in a page more of each: 45 of the 520 page faults
+# allocated in, faulting in a page more of each: 40-45 of the ~520 faults
 # of pipeline run of one true step (README, Start-up). pipeline-temporal,
 # the servers' build, keeps the default.
 build:

@@ -58,7 +58,11 @@ func startupFigures(pipeline, against, work string, runs int) {
 	fmt.Println()
 	cobra := buildCobraOnly(work, pipeline)
 
-	fmt.Printf("1. pipeline --version against a Go binary of cobra alone (CGO_ENABLED=0), %d runs each\n", runs)
+	built := "CGO_ENABLED=0"
+	if experiments := builtWithExperiments(pipeline); experiments != "" {
+		built += ", GOEXPERIMENT=" + experiments + " as pipeline"
+	}
+	fmt.Printf("1. pipeline --version against a Go binary of cobra alone (%s), %d runs each\n", built, runs)
 	fmt.Println("   " + stateReadByExec)
 	commands := versionCommands(cobra, pipeline, against)
 	t := sideBySide(runs, commands...)
