@@ -5,6 +5,7 @@
 package cachetest
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -26,12 +27,23 @@ func Main(m *testing.M) int {
 	return m.Run()
 }
 
+// ownerEnv names the folder Isolate made, in the environment of the
+// programs the tests start: a test binary started again as a child of
+// its tests (a helper process, which may end by a signal or be killed
+// and never remove anything) uses its parent's folder, which the parent
+// removes, rather than leave one of its own in the temporary folder.
+const ownerEnv = "PIPELINE_TEST_CACHE_HOME"
+
 // Isolate points $XDG_CACHE_HOME, for this process and the programs it
 // starts, at a new temporary folder, and returns what removes it. The Go
 // build cache, which is under the same folder unless GOCACHE says
 // otherwise, stays where it was: a go build or go list that a test runs
-// is not made from nothing.
+// is not made from nothing. In a process started by tests that isolated
+// theirs, it keeps their folder, and cleanup leaves it to them.
 func Isolate() (cleanup func(), err error) {
+	if inherited := os.Getenv(ownerEnv); inherited != "" && inherited == os.Getenv("XDG_CACHE_HOME") {
+		return func() {}, nil
+	}
 	if os.Getenv("GOCACHE") == "" {
 		if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
 			if gocache := strings.TrimSpace(string(out)); gocache != "" && gocache != "off" {
@@ -43,7 +55,7 @@ func Isolate() (cleanup func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Setenv("XDG_CACHE_HOME", dir); err != nil {
+	if err := errors.Join(os.Setenv("XDG_CACHE_HOME", dir), os.Setenv(ownerEnv, dir)); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
