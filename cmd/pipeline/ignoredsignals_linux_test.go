@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// A run started with SIGINT and SIGHUP ignored (nohup, trap ” INT, a
+// A run started with SIGINT and SIGHUP ignored (nohup, trap "" INT, a
 // script's job in the background) leaves them ignored: its parent meant
 // it to go on through them. A SIGINT then does not pause it, and its
 // step's process starts with both ignored, as any program's child does.

@@ -85,6 +85,16 @@ func awaitSignalsCaught(t *testing.T, pid int) {
 	awaitCaught(t, pid, runSignals)
 }
 
+// signalOnceCaught sends sig to the process once it catches the run's
+// signals (awaitSignalsCaught).
+func (r *started) signalOnceCaught(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	awaitSignalsCaught(t, r.cmd.Process.Pid)
+	if err := r.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // awaitCaught waits until the process catches the signals of mask (bits
 // of a /proc mask), as awaitSignalsCaught.
 func awaitCaught(t *testing.T, pid int, mask uint64) {
@@ -140,10 +150,7 @@ func TestSignalBeforeTheRunDoesWhatItDidUncaught(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			run, _ := startBlockedOnPlan(t, dir, waitingStep)
-			awaitSignalsCaught(t, run.cmd.Process.Pid)
-			if err := run.cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
+			run.signalOnceCaught(t, sig)
 			if sig == syscall.SIGQUIT {
 				if code := run.exit(t); code != 2 || !strings.Contains(run.stderr.String(), "SIGQUIT") {
 					t.Fatalf("exit %d, want 2 and a dump; stderr: %s", code, run.stderr.String())
@@ -187,10 +194,7 @@ func TestSignalsToAProcessHeldBeforeItsRunEndIt(t *testing.T) {
 func TestCtrlCBeforeARunOfNoStepEndsTheProcess(t *testing.T) {
 	dir := t.TempDir()
 	run, _ := startBlockedOnPlan(t, dir, "version: 1\nphases: [{name: one, when: \"false\", steps: [{run: \"true\"}]}]\n")
-	awaitSignalsCaught(t, run.cmd.Process.Pid)
-	if err := run.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
+	run.signalOnceCaught(t, syscall.SIGINT)
 	run.killedBy(t, syscall.SIGINT)
 }
 
@@ -199,10 +203,7 @@ func TestCtrlCBeforeARunOfNoStepEndsTheProcess(t *testing.T) {
 func TestStraySIGPIPEBeforeTheRunIsIgnored(t *testing.T) {
 	dir := t.TempDir()
 	run, feed := startBlockedOnPlan(t, dir, "version: 1\nphases: [{name: one, steps: [{run: \"touch started\"}]}]\n")
-	awaitSignalsCaught(t, run.cmd.Process.Pid)
-	if err := run.cmd.Process.Signal(syscall.SIGPIPE); err != nil {
-		t.Fatal(err)
-	}
+	run.signalOnceCaught(t, syscall.SIGPIPE)
 	feed()
 	if code := run.exit(t); code != 0 {
 		t.Fatalf("exit %d, want 0; stderr: %s", code, run.stderr.String())
@@ -218,10 +219,7 @@ func TestStraySIGPIPEBeforeTheRunIsIgnored(t *testing.T) {
 func TestCtrlCBeforeARunThatNeverStartsEndsTheProcess(t *testing.T) {
 	dir := t.TempDir()
 	run, _ := startBlockedOnPlan(t, dir, "version: 1\nphases: [{name: one, steps: [{}]}]\n")
-	awaitSignalsCaught(t, run.cmd.Process.Pid)
-	if err := run.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
+	run.signalOnceCaught(t, syscall.SIGINT)
 	run.killedBy(t, syscall.SIGINT)
 }
 
@@ -234,10 +232,7 @@ func TestCtrlCBeforeManySpecsRunEndsTheProcess(t *testing.T) {
 	planned := "---\nstatus: planned\n---\n# spec\n"
 	run, _ := startBlockedOn(t, dir, []fifoFile{{"a.md", planned}, {"b.md", planned}},
 		"run", "phases.yaml", "--spec", "a.md", "--spec", "b.md", "--status", "planned")
-	awaitSignalsCaught(t, run.cmd.Process.Pid)
-	if err := run.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
+	run.signalOnceCaught(t, syscall.SIGINT)
 	run.killedBy(t, syscall.SIGINT)
 	if _, err := os.Stat(filepath.Join(dir, ".pipeline")); err == nil {
 		t.Error("a session was started")
@@ -271,10 +266,7 @@ func TestSignalBeforeTheResumedRunEndsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	resume, _ := startBlockedOn(t, dir, []fifoFile{{"phases.yaml", plan}}, "resume")
-	awaitSignalsCaught(t, resume.cmd.Process.Pid)
-	if err := resume.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
+	resume.signalOnceCaught(t, syscall.SIGINT)
 	resume.killedBy(t, syscall.SIGINT)
 	write(t, dir, "phases.yaml.new", plan)
 	if err := os.Rename(filepath.Join(dir, "phases.yaml.new"), filepath.Join(dir, "phases.yaml")); err != nil {
