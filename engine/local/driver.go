@@ -167,6 +167,15 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts *interrup
 	// whether the run has ended.
 	handle := func(ev engine.Event) bool {
 		before := r.sess.State()
+		// now is the work tree as a snapshot just taken shows it, handed
+		// on to the checkpoint or the step that would take it again (see
+		// session.WorkTree): the one the step that just ended was last
+		// looked at with, then what each checkpoint kept; dropped by
+		// anything of the session's that may write the work tree.
+		var now seenTree
+		if finished, ok := ev.(engine.StepFinished); ok {
+			now = r.steps.leftBy(finished.Execution)
+		}
 		state, actions := engine.Decide(r.plan, before, ev)
 		// Stopping a step cannot wait for the record: it is the latency
 		// from a trigger to the interrupt.
@@ -187,7 +196,13 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts *interrup
 		r.saySkipped(before, state)
 		for _, a := range actions {
 			switch a := a.(type) {
-			case engine.Checkpoint, engine.TakeMemory, engine.RunHooks:
+			case engine.Checkpoint:
+				var err error
+				if now, err = r.checkpoint(a, now); err != nil {
+					return recordFailed(err)
+				}
+				state = r.sess.State()
+			case engine.TakeMemory, engine.RunHooks:
 				if err := r.effect(a); err != nil {
 					return recordFailed(err)
 				}
@@ -197,9 +212,10 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts *interrup
 					r.say("done_when is false (%s): phase %s runs again (attempt %d)",
 						done.Value.Source, r.plan.Phases[a.Phase].Name, a.Attempt)
 				}
-				r.current = r.steps.Start(ctx, a, state, func(res engine.StepResult) {
+				r.current = r.steps.StartFrom(ctx, a, state, now.still(r.sess), func(res engine.StepResult) {
 					r.events <- engine.StepFinished{At: r.clock.Now(), Result: res, Execution: a.Execution}
 				})
+				now = seenTree{}
 			case engine.Sleep:
 				r.say("retrying in %s (attempt %d)", a.Duration, state.Attempt)
 				if w, ok := r.d.View.(WaitView); ok {
@@ -208,6 +224,7 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts *interrup
 				stopSleep = r.clock.AfterFunc(a.Duration, func() { r.events <- engine.TimerExpired{At: r.clock.Now()} })
 			case engine.Compact:
 				r.current = r.steps.Compact(ctx, a, state, func(ev engine.Compacted) { r.events <- ev })
+				now = seenTree{}
 			case engine.DropSession:
 				r.say("restart: the agent's session %s is dropped; the next attempt starts fresh", a.Key)
 			case engine.Pause:
@@ -408,9 +425,7 @@ func doneWhenFalse(ev engine.Event, before, after engine.State, a engine.StartSt
 // effect carries out an effect Decide asked for; it comes before the
 // step that follows, in the order Decide gave. An error is the record's.
 func (r *run) effect(a engine.Action) error {
-	switch a := a.(type) {
-	case engine.Checkpoint:
-		return r.checkpoint(a)
+	switch a.(type) {
 	case engine.TakeMemory:
 		return r.takeMemory()
 	case engine.RunHooks:
@@ -422,34 +437,42 @@ func (r *run) effect(a engine.Action) error {
 }
 
 // checkpoint keeps the work tree in git as a asks (checkpoint: in
-// phases.yaml), and records it as a Checkpointed event. A checkpoint git
-// could not make is said, and the run goes on without it; an error is
-// the record's.
-func (r *run) checkpoint(a engine.Checkpoint) error {
+// phases.yaml), and records it as a Checkpointed event. now, when not
+// zero, is a snapshot of the work tree as it is; the checkpoint returns
+// the snapshot it kept, for what follows it. A checkpoint git could not
+// make is said, and the run goes on without it; an error is the
+// record's.
+func (r *run) checkpoint(a engine.Checkpoint, now seenTree) (seenTree, error) {
 	git := r.sess.Git()
 	if git == nil {
 		if a.Kind == engine.CheckpointStart {
 			r.say("pipeline: %s is not in a git work tree (or git ignores it): this session keeps no checkpoints (rewind and fork need them)", r.sess.Dir())
 		}
-		return nil
+		return seenTree{}, nil
 	}
-	commit, err := TakeCheckpoint(git, r.sess.ID(), a)
+	kept := seenTree{writes: r.sess.WorkTreeWrites()}
+	commit, tree, err := TakeCheckpoint(git, r.sess.ID(), a, now.still(r.sess))
+	kept.now = tree
 	if err != nil {
 		r.say("pipeline: no checkpoint %s: %v", a.Name, err)
-		return nil
+		return kept, nil
 	}
 	_, err = r.sess.Apply(engine.Checkpointed{At: r.clock.Now(), Kind: a.Kind, Phase: a.Phase, Commit: commit})
-	return err
+	return kept, err
 }
 
 // TakeCheckpoint makes the commit a asks for in git, for session id: on
-// the branch (a.Commit), or under refs/pipeline/<session>/. Every driver
-// takes checkpoints with it: the local loop, and the fleet's worker.
-func TakeCheckpoint(git *session.Git, id string, a engine.Checkpoint) (string, error) {
+// the branch (a.Commit), or under refs/pipeline/<session>/, of now when
+// now is a snapshot of the work tree as it is. It returns the snapshot
+// the checkpoint kept (zero after a commit on the branch, which moved
+// HEAD). Every driver takes checkpoints with it: the local loop, and the
+// fleet's worker.
+func TakeCheckpoint(git *session.Git, id string, a engine.Checkpoint, now session.WorkTree) (string, session.WorkTree, error) {
 	if a.Commit {
-		return git.Commit(a.Message(id))
+		commit, err := git.Commit(a.Message(id))
+		return commit, session.WorkTree{}, err
 	}
-	return git.Checkpoint(session.CheckpointRef(id, a.Name), a.Message(id))
+	return git.CheckpointOf(session.CheckpointRef(id, a.Name), a.Message(id), now)
 }
 
 // takeMemory records the changes to the working set a human left while

@@ -30,25 +30,27 @@ func (r *StepRunner) scope(phase *spec.PhasePlan, git *session.Git) []string {
 
 // checkScope returns the files the step changed outside its phase's
 // writes globs, since stepTree (the work tree when the step started), and
-// whether on_out_of_scope: revert put them back.
-func (r *StepRunner) checkScope(git *session.Git, stepTree string, phase *spec.PhasePlan, step string) ([]string, bool) {
+// whether on_out_of_scope: revert put them back; now is the snapshot of
+// the work tree it judged, zero when it took none or put files back.
+func (r *StepRunner) checkScope(git *session.Git, stepTree string, phase *spec.PhasePlan, step string) (files []string, reverted bool, now session.WorkTree) {
 	if stepTree == "" {
 		r.say("pipeline: git could not keep the work tree before step %s: its write scope is not checked", step)
-		return nil, false
+		return nil, false, now
 	}
-	files, ok := git.OutOfScope(stepTree, phase.Writes.Value)
+	files, ok, now := git.OutOfScopeNow(stepTree, phase.Writes.Value)
 	if !ok {
 		r.say("pipeline: git could not compare the work tree with the one before step %s: its write scope is not checked", step)
-		return nil, false
+		return nil, false, now
 	}
 	if len(files) == 0 || phase.OnOutOfScope.Value != spec.OutOfScopeRevert {
-		return files, false
+		return files, false, now
 	}
 	if err := git.Revert(stepTree, files); err != nil {
+		// Some may have been put back.
 		r.say("pipeline: putting back the files step %s changed outside writes: %v", step, err)
-		return files, false
+		return files, false, session.WorkTree{}
 	}
 	r.say("pipeline: step %s changed %d file(s) outside writes; put back as they were before the step (on_out_of_scope: revert): %s",
 		step, len(files), strings.Join(files, ", "))
-	return files, true
+	return files, true, session.WorkTree{}
 }

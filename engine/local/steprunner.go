@@ -49,6 +49,52 @@ type StepRunner struct {
 	// scopeUnchecked: the runner said once that the work folder is not in
 	// a git work tree, so that writes: cannot be checked.
 	scopeUnchecked bool
+	// left is the work tree as the step of execution leftBy left it:
+	// the snapshot its files_changed was counted against (leftBy).
+	leftMu        sync.Mutex
+	left          seenTree
+	leftExecution int
+}
+
+// seenTree is a snapshot of the work tree, and the count of the
+// session's own writes to the work tree (session.WorkTreeWrites) before
+// it was taken: while the count stays, nothing of the session's wrote
+// the work tree since, and a snapshot taken now would be the same tree
+// (see session.WorkTree).
+type seenTree struct {
+	now    session.WorkTree
+	writes int64
+}
+
+// still is the snapshot, or zero when the session wrote the work tree
+// since it was taken.
+func (s seenTree) still(sess *session.Session) session.WorkTree {
+	if s.now.Tree == "" || sess.WorkTreeWrites() != s.writes {
+		return session.WorkTree{}
+	}
+	return s.now
+}
+
+// leave keeps the snapshot the step of execution was last looked at
+// with, for leftBy.
+func (r *StepRunner) leave(execution int, left seenTree) {
+	r.leftMu.Lock()
+	r.left, r.leftExecution = left, execution
+	r.leftMu.Unlock()
+}
+
+// leftBy is the snapshot of the work tree the step of execution was
+// last looked at with (zero when none was taken, or another step ran
+// since), once.
+func (r *StepRunner) leftBy(execution int) seenTree {
+	r.leftMu.Lock()
+	defer r.leftMu.Unlock()
+	left, by := r.left, r.leftExecution
+	r.left, r.leftExecution = seenTree{}, 0
+	if execution == 0 || by != execution {
+		return seenTree{}
+	}
+	return left
 }
 
 func (r *StepRunner) say(format string, args ...any) { r.View.Say(format, args...) }
@@ -322,6 +368,15 @@ func shellNotFound(args []string, res steps.Result) string {
 // that asked; finished gets its result (from another goroutine, unless
 // the step could not start: then at once, and Start returns nil).
 func (r *StepRunner) Start(ctx context.Context, a engine.StartStep, s engine.State, finished func(engine.StepResult)) *StepRun {
+	return r.StartFrom(ctx, a, s, session.WorkTree{}, finished)
+}
+
+// StartFrom is Start where now, when not zero, is a snapshot of the
+// work tree as it is (the checkpoint, or the step, just before): the
+// phase's first step counts its files_changed from it, and a step with
+// a write scope judges its own changes against it, rather than each
+// writing the same tree again.
+func (r *StepRunner) StartFrom(ctx context.Context, a engine.StartStep, s engine.State, now session.WorkTree, finished func(engine.StepResult)) *StepRun {
 	phase := &r.Plan.Phases[a.Phase]
 	step := &phase.Steps[a.Step]
 	timeLimit, tokenLimit := Limits(phase, step)
@@ -377,12 +432,13 @@ func (r *StepRunner) Start(ctx context.Context, a engine.StartStep, s engine.Sta
 			// as it is now, files already changed included. Taken before
 			// the step's process starts, so that none of its writes is
 			// taken for the tree before it.
-			headBefore, treeBefore = git.Snapshot()
+			now = git.SnapshotOr(now)
+			headBefore, treeBefore = now.Head, now.Tree
 			stepTree = treeBefore
 		}
 		if scope != nil && stepTree == "" {
 			// The write scope judges the step's own changes.
-			_, stepTree = git.Snapshot()
+			stepTree = git.SnapshotOr(now).Tree
 		}
 		res, err := r.Executor.Execute(stepCtx, run, obs)
 		notStarted := ""
@@ -408,14 +464,16 @@ func (r *StepRunner) Start(ctx context.Context, a engine.StartStep, s engine.Sta
 		for _, l := range res.Leftovers {
 			result.Leftovers = append(result.Leftovers, l.String())
 		}
+		left := seenTree{writes: r.Session.WorkTreeWrites()}
 		if scope != nil {
 			// Before files_changed is counted: a revert undoes the change.
-			result.OutOfScope, result.Reverted = r.checkScope(git, stepTree, phase, step.Name)
+			result.OutOfScope, result.Reverted, left.now = r.checkScope(git, stepTree, phase, step.Name)
 		}
 		if git != nil {
 			result.HeadBefore, result.TreeBefore = headBefore, treeBefore
-			result.Head, result.Files = git.Changed(headBefore, treeBefore)
+			result.Head, result.Files, left.now = git.ChangedNow(headBefore, treeBefore, left.now)
 			result.FilesChanged = len(result.Files)
+			r.leave(a.Execution, left)
 		}
 		r.View.StepFinished(info, result)
 		finished(result)

@@ -192,6 +192,27 @@ func (g *Git) snapshotTree(head func() string) string {
 	return tree
 }
 
+// WorkTree is a snapshot of the work tree (see Snapshot): HEAD and the
+// tree object written; the zero WorkTree is none.
+//
+// A snapshot costs two git processes (add -A, write-tree; 2 ms each
+// here), and a run used to take the same one twice in a row: the phase's
+// checkpoint wrote again the tree its step's last look had just written,
+// and a phase's first step the tree of the checkpoint just before it. The
+// local driver hands the one it has on (engine/local), only to what
+// follows it at once with nothing of the session's in between that
+// writes the work tree (a step, a hook, the spec's status, a commit).
+type WorkTree struct{ Head, Tree string }
+
+// SnapshotOr is known when it is a snapshot, else a new snapshot.
+func (g *Git) SnapshotOr(known WorkTree) WorkTree {
+	if known.Tree != "" {
+		return known
+	}
+	head, tree := g.Snapshot()
+	return WorkTree{Head: head, Tree: tree}
+}
+
 // Changed returns HEAD and the files under the folder (named from the
 // repository's root) that differ between the snapshot tree and the work
 // tree now: what was changed, added or deleted since the snapshot,
@@ -201,22 +222,33 @@ func (g *Git) snapshotTree(head func() string) string {
 // files are those changed since the commit base and every uncommitted
 // one.
 func (g *Git) Changed(base, tree string) (string, []string) {
+	head, files, _ := g.ChangedNow(base, tree, WorkTree{})
+	return head, files
+}
+
+// ChangedNow is Changed with the work tree as it is now already
+// snapshot when now is not zero; it returns the snapshot it compared
+// with (zero when it took none).
+func (g *Git) ChangedNow(base, tree string, now WorkTree) (string, []string, WorkTree) {
 	if tree == "" {
-		return g.changedSinceCommit(base)
+		head, files := g.changedSinceCommit(base)
+		return head, files, WorkTree{}
 	}
-	head, now := g.Snapshot()
-	if now == "" {
-		return g.changedSinceCommit(base)
+	now = g.SnapshotOr(now)
+	if now.Tree == "" {
+		head, files := g.changedSinceCommit(base)
+		return head, files, WorkTree{}
 	}
-	if now == tree {
-		return head, nil
+	if now.Tree == tree {
+		return now.Head, nil, now
 	}
-	out, ok := g.run(nil, "diff", "--name-only", "--no-renames", "-z", tree, now, "--", ".")
+	out, ok := g.run(nil, "diff", "--name-only", "--no-renames", "-z", tree, now.Tree, "--", ".")
 	if !ok {
 		// The snapshot is gone (git gc pruned it): what git still knows.
-		return g.changedSinceCommit(base)
+		head, files := g.changedSinceCommit(base)
+		return head, files, now
 	}
-	return head, splitNames(out)
+	return now.Head, splitNames(out), now
 }
 
 func (g *Git) changedSinceCommit(base string) (string, []string) {
@@ -272,22 +304,30 @@ func CheckpointName(i int, phase string) string { return engine.CheckpointName(i
 // parent is HEAD, and points ref at it: HEAD, the branch, the user's
 // index and the stash stay as they were. It returns the commit.
 func (g *Git) Checkpoint(ref, message string) (string, error) {
-	head, tree := g.Snapshot()
-	if tree == "" {
-		return "", fmt.Errorf("git could not snapshot the work tree of %s", g.dir)
+	commit, _, err := g.CheckpointOf(ref, message, WorkTree{})
+	return commit, err
+}
+
+// CheckpointOf is Checkpoint of now, the work tree as it is, when now is
+// not zero: a snapshot just taken. It returns the commit and the
+// snapshot it kept.
+func (g *Git) CheckpointOf(ref, message string, now WorkTree) (string, WorkTree, error) {
+	now = g.SnapshotOr(now)
+	if now.Tree == "" {
+		return "", WorkTree{}, fmt.Errorf("git could not snapshot the work tree of %s", g.dir)
 	}
-	args := []string{"commit-tree", tree, "-m", message}
-	if head != "" {
-		args = append(args, "-p", head)
+	args := []string{"commit-tree", now.Tree, "-m", message}
+	if now.Head != "" {
+		args = append(args, "-p", now.Head)
 	}
 	commit, err := g.mustAsSomeone(args...)
 	if err != nil {
-		return "", err
+		return "", now, err
 	}
 	if _, err := g.must(nil, "update-ref", "-m", "pipeline checkpoint", ref, commit); err != nil {
-		return "", err
+		return "", now, err
 	}
-	return commit, nil
+	return commit, now, nil
 }
 
 // Commit commits the work tree under the folder on the current branch

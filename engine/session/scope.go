@@ -17,26 +17,33 @@ import (
 // folder of phases.yaml). An empty writes (a read-only phase) matches
 // nothing. ok is false when git could not tell.
 func (g *Git) OutOfScope(tree string, writes []string) (files []string, ok bool) {
+	files, ok, _ = g.OutOfScopeNow(tree, writes)
+	return files, ok
+}
+
+// OutOfScopeNow is OutOfScope, which also returns the snapshot of the
+// work tree it compared with (zero when it took none).
+func (g *Git) OutOfScopeNow(tree string, writes []string) (files []string, ok bool, now WorkTree) {
 	if tree == "" {
-		return nil, false
+		return nil, false, WorkTree{}
 	}
-	_, now := g.Snapshot()
-	if now == "" {
-		return nil, false
+	now = g.SnapshotOr(WorkTree{})
+	if now.Tree == "" {
+		return nil, false, WorkTree{}
 	}
-	if now == tree {
-		return nil, true
+	if now.Tree == tree {
+		return nil, true, now
 	}
-	out, ok := g.run(nil, "diff", "--name-only", "--no-renames", "--relative", "-z", tree, now, "--", ".")
+	out, ok := g.run(nil, "diff", "--name-only", "--no-renames", "--relative", "-z", tree, now.Tree, "--", ".")
 	if !ok {
-		return nil, false
+		return nil, false, now
 	}
 	for _, name := range splitNames(out) {
 		if !inScope(name, writes) {
 			files = append(files, name)
 		}
 	}
-	return files, true
+	return files, true, now
 }
 
 func inScope(name string, writes []string) bool {

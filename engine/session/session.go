@@ -127,7 +127,10 @@ type Session struct {
 	redactor atomic.Pointer[redact.Redactor]
 	recorder *Recorder
 	git      *Git
-	closed   bool
+	// specWrites counts the writes of the spec's status (followSpec):
+	// the session's own writes to the work tree (WorkTreeWrites).
+	specWrites atomic.Int64
+	closed     bool
 	// broken is the error that stopped the recording.
 	broken error
 	// live is what SetLive last wrote (live.go); liveKept: a live file
@@ -804,6 +807,11 @@ func (s *Session) SetPlan(now time.Time, plan *spec.Plan) error {
 // the files changed since one; nil when the folder is not in a git work
 // tree.
 func (s *Session) Git() *Git { return s.git }
+
+// WorkTreeWrites counts the files the session itself wrote in the work
+// tree (its spec's LeanSpec status): a snapshot of the work tree taken
+// before the count moved is not the work tree any more.
+func (s *Session) WorkTreeWrites() int64 { return s.specWrites.Load() }
 
 // StepProcess keeps the process group of the running step (0: none) in
 // the lock's holder, so that what a killed runner left behind can be

@@ -86,6 +86,7 @@ func (s *Session) writeSpecStatus(to string, now time.Time) (change *engine.Spec
 			return err
 		})
 	}
+	s.specWrites.Add(1) // even a write that failed may have replaced the file
 	if err != nil {
 		change.To, change.Held = change.From, "the spec could not be written: "+err.Error()
 		return change, ""

@@ -89,7 +89,7 @@ func (a *Activities) Checkpoint(ctx context.Context, in CheckpointInput) (Checkp
 	if git == nil {
 		return CheckpointOutput{NoGit: true}, nil
 	}
-	commit, err := local.TakeCheckpoint(git, in.SessionID, in.Checkpoint)
+	commit, _, err := local.TakeCheckpoint(git, in.SessionID, in.Checkpoint, session.WorkTree{})
 	if err != nil {
 		return CheckpointOutput{Problem: err.Error()}, nil
 	}
