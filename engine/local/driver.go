@@ -167,11 +167,10 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts *interrup
 	// whether the run has ended.
 	handle := func(ev engine.Event) bool {
 		before := r.sess.State()
-		// now is the work tree as a snapshot just taken shows it, handed
-		// on to the checkpoint or the step that would take it again (see
-		// session.WorkTree): the one the step that just ended was last
-		// looked at with, then what each checkpoint kept; dropped by
-		// anything of the session's that may write the work tree.
+		// now is the work tree as the step that just ended left it: the
+		// snapshot of its last look, handed on to the checkpoints that
+		// follow it (see session.WorkTree), unless the session itself
+		// wrote the work tree since (its spec's status).
 		var now seenTree
 		if finished, ok := ev.(engine.StepFinished); ok {
 			now = r.steps.leftBy(finished.Execution)
@@ -212,10 +211,9 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts *interrup
 					r.say("done_when is false (%s): phase %s runs again (attempt %d)",
 						done.Value.Source, r.plan.Phases[a.Phase].Name, a.Attempt)
 				}
-				r.current = r.steps.StartFrom(ctx, a, state, now.still(r.sess), func(res engine.StepResult) {
+				r.current = r.steps.Start(ctx, a, state, func(res engine.StepResult) {
 					r.events <- engine.StepFinished{At: r.clock.Now(), Result: res, Execution: a.Execution}
 				})
-				now = seenTree{}
 			case engine.Sleep:
 				r.say("retrying in %s (attempt %d)", a.Duration, state.Attempt)
 				if w, ok := r.d.View.(WaitView); ok {
@@ -224,7 +222,6 @@ func (r *run) loop(ctx context.Context, first engine.Event, interrupts *interrup
 				stopSleep = r.clock.AfterFunc(a.Duration, func() { r.events <- engine.TimerExpired{At: r.clock.Now()} })
 			case engine.Compact:
 				r.current = r.steps.Compact(ctx, a, state, func(ev engine.Compacted) { r.events <- ev })
-				now = seenTree{}
 			case engine.DropSession:
 				r.say("restart: the agent's session %s is dropped; the next attempt starts fresh", a.Key)
 			case engine.Pause:

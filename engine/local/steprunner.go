@@ -368,15 +368,6 @@ func shellNotFound(args []string, res steps.Result) string {
 // that asked; finished gets its result (from another goroutine, unless
 // the step could not start: then at once, and Start returns nil).
 func (r *StepRunner) Start(ctx context.Context, a engine.StartStep, s engine.State, finished func(engine.StepResult)) *StepRun {
-	return r.StartFrom(ctx, a, s, session.WorkTree{}, finished)
-}
-
-// StartFrom is Start where now, when not zero, is a snapshot of the
-// work tree as it is (the checkpoint, or the step, just before): the
-// phase's first step counts its files_changed from it, and a step with
-// a write scope judges its own changes against it, rather than each
-// writing the same tree again.
-func (r *StepRunner) StartFrom(ctx context.Context, a engine.StartStep, s engine.State, now session.WorkTree, finished func(engine.StepResult)) *StepRun {
 	phase := &r.Plan.Phases[a.Phase]
 	step := &phase.Steps[a.Step]
 	timeLimit, tokenLimit := Limits(phase, step)
@@ -431,14 +422,16 @@ func (r *StepRunner) StartFrom(ctx context.Context, a engine.StartStep, s engine
 			// The phase starts: files_changed counts from the work tree
 			// as it is now, files already changed included. Taken before
 			// the step's process starts, so that none of its writes is
-			// taken for the tree before it.
-			now = git.SnapshotOr(now)
-			headBefore, treeBefore = now.Head, now.Tree
+			// taken for the tree before it. Always a new look, never one
+			// handed on (the checkpoint's just before): a file written
+			// by someone else in between is no change of the step's
+			// (its write scope would put it back).
+			headBefore, treeBefore = git.Snapshot()
 			stepTree = treeBefore
 		}
 		if scope != nil && stepTree == "" {
 			// The write scope judges the step's own changes.
-			stepTree = git.SnapshotOr(now).Tree
+			_, stepTree = git.Snapshot()
 		}
 		res, err := r.Executor.Execute(stepCtx, run, obs)
 		notStarted := ""

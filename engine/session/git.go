@@ -196,16 +196,19 @@ func (g *Git) snapshotTree(head func() string) string {
 // tree object written; the zero WorkTree is none.
 //
 // A snapshot costs two git processes (add -A, write-tree; 2 ms each
-// here), and a run used to take the same one twice in a row: the phase's
-// checkpoint wrote again the tree its step's last look had just written,
-// and a phase's first step the tree of the checkpoint just before it. The
-// local driver hands the one it has on (engine/local), only to what
-// follows it at once with nothing of the session's in between that
-// writes the work tree (a step, a hook, the spec's status, a commit).
+// here), and the phase's checkpoint used to write again the tree its
+// step's last look (files_changed's, or the write scope's) had just
+// written. The local driver hands that look on to the checkpoints that
+// follow the step (engine/local), unless the session wrote the work tree
+// in between (its spec's status): a phase's checkpoint is the work tree
+// as its step left it. Nothing is handed the other way, to a step: what
+// a step is judged against is looked at as it starts, so that a file
+// written by someone else after the checkpoint is not taken for the
+// step's.
 type WorkTree struct{ Head, Tree string }
 
-// SnapshotOr is known when it is a snapshot, else a new snapshot.
-func (g *Git) SnapshotOr(known WorkTree) WorkTree {
+// snapshotOr is known when it is a snapshot, else a new snapshot.
+func (g *Git) snapshotOr(known WorkTree) WorkTree {
 	if known.Tree != "" {
 		return known
 	}
@@ -234,7 +237,7 @@ func (g *Git) ChangedNow(base, tree string, now WorkTree) (string, []string, Wor
 		head, files := g.changedSinceCommit(base)
 		return head, files, WorkTree{}
 	}
-	now = g.SnapshotOr(now)
+	now = g.snapshotOr(now)
 	if now.Tree == "" {
 		head, files := g.changedSinceCommit(base)
 		return head, files, WorkTree{}
@@ -312,7 +315,7 @@ func (g *Git) Checkpoint(ref, message string) (string, error) {
 // not zero: a snapshot just taken. It returns the commit and the
 // snapshot it kept.
 func (g *Git) CheckpointOf(ref, message string, now WorkTree) (string, WorkTree, error) {
-	now = g.SnapshotOr(now)
+	now = g.snapshotOr(now)
 	if now.Tree == "" {
 		return "", WorkTree{}, fmt.Errorf("git could not snapshot the work tree of %s", g.dir)
 	}

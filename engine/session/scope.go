@@ -27,7 +27,7 @@ func (g *Git) OutOfScopeNow(tree string, writes []string) (files []string, ok bo
 	if tree == "" {
 		return nil, false, WorkTree{}
 	}
-	now = g.SnapshotOr(WorkTree{})
+	now = g.snapshotOr(WorkTree{})
 	if now.Tree == "" {
 		return nil, false, WorkTree{}
 	}
