@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -29,20 +30,28 @@ func TestByteSetIsASetOfBytes(t *testing.T) {
 // TestDefaultMatcherBuildAllocatesLittle: the matcher every run builds
 // (no secrets, the rules' anchors) costs at most 12 KB of heap (8.7 KB
 // now); with two [256]bool a pass it cost 24 KB, pages each run touched
-// for the first time.
+// for the first time. The heap's counts are the process's: a goroutine an
+// earlier test of the package left allocating adds to them (seen under
+// -race: 14.4 KB in 61 allocations where the build made 54), so the
+// least of a few builds is the build's own.
 func TestDefaultMatcherBuildAllocatesLittle(t *testing.T) {
 	buildRedactMatcher(nil) // the rules and tables built once, outside the count
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	m := buildRedactMatcher(nil)
-	runtime.ReadMemStats(&after)
-	runtime.KeepAlive(m)
-	if len(m.passes) == 0 {
-		t.Fatal("the default matcher has no passes")
+	least, allocs := uint64(math.MaxUint64), uint64(0)
+	for range 5 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		m := buildRedactMatcher(nil)
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(m)
+		if len(m.passes) == 0 {
+			t.Fatal("the default matcher has no passes")
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; got < least {
+			least, allocs = got, after.Mallocs-before.Mallocs
+		}
 	}
-	got := after.TotalAlloc - before.TotalAlloc
-	t.Logf("building the default matcher: %d bytes, %d allocations", got, after.Mallocs-before.Mallocs)
-	if got > 12<<10 {
-		t.Errorf("building the default matcher allocated %d bytes, want at most 12 KB", got)
+	t.Logf("building the default matcher: %d bytes, %d allocations", least, allocs)
+	if least > 12<<10 {
+		t.Errorf("building the default matcher allocated %d bytes, want at most 12 KB", least)
 	}
 }
