@@ -387,9 +387,15 @@ func othersToSweep(previous store.Holder, opened string) []string {
 // opens (its lock, its folder): of a run of one short step, a tenth of
 // what the run spends beyond the step, and it needs nothing of the
 // session but the folder, known from the file before.
+//
+// It is asked on a goroutine, but that goroutine often gets no thread of
+// its own before the session's opening is done (the run queue's next
+// goroutine is the last one started, and the new session's syncs start
+// after it): then wait, rather than queue behind them, asks itself, and
+// the goroutine, when it runs, finds the answer there.
 type earlyGit struct {
 	dir  string
-	done chan *Git // nil when none was started, or once taken
+	find func() *Git // GitFor(dir), once; nil when none was started, or once taken
 	git  *Git
 }
 
@@ -399,16 +405,17 @@ func startGitFor(st *store.Store, file string) *earlyGit {
 	if file == "" {
 		return &earlyGit{}
 	}
-	e := &earlyGit{dir: filepath.Dir(st.Abs(st.Rel(file))), done: make(chan *Git, 1)}
-	go func() { e.done <- GitFor(e.dir) }()
+	dir := filepath.Dir(st.Abs(st.Rel(file)))
+	e := &earlyGit{dir: dir, find: sync.OnceValue(func() *Git { return GitFor(dir) })}
+	go e.find()
 	return e
 }
 
 // wait is GitFor(dir): the one started, when it was of dir. An Open that
 // fails waits too (dir ""), so that no git it started outlives it.
 func (e *earlyGit) wait(dir string) *Git {
-	if e.done != nil {
-		e.git, e.done = <-e.done, nil
+	if e.find != nil {
+		e.git, e.find = e.find(), nil
 	}
 	if dir != "" && dir == e.dir {
 		return e.git
