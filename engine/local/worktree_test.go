@@ -162,6 +162,25 @@ func treeOf(t *testing.T, dir, commit string) string {
 	return gitIn(t, dir, "rev-parse", commit+"^{tree}")
 }
 
+// completed runs the harness's session to its end, which must be a
+// completion.
+func completed(t *testing.T, h *harness) engine.State {
+	t.Helper()
+	s := h.await(h.start())
+	if s.Status != engine.StatusCompleted {
+		t.Fatalf("status %s\n%s", s.Status, h.view.saidText())
+	}
+	return s
+}
+
+// isTheWorkTree checks that a checkpoint holds the work tree as it is.
+func isTheWorkTree(t *testing.T, h *harness, checkpoint string) {
+	t.Helper()
+	if got, now := treeOf(t, h.dir, checkpoint), workTreeNow(t, h.dir); got != now {
+		t.Errorf("checkpoint %s holds tree %s, the work tree is %s\n%s", checkpoint, got, now, h.view.saidText())
+	}
+}
+
 // wantFiles checks a phase's files_changed.
 func wantFiles(t *testing.T, s engine.State, phase string, files ...string) {
 	t.Helper()
@@ -205,10 +224,7 @@ phases:
     steps: [{run: 'echo two > b.txt'}]
 `})
 	log := gitLogged(t)
-	s := h.await(h.start())
-	if s.Status != engine.StatusCompleted {
-		t.Fatalf("status %s\n%s", s.Status, h.view.saidText())
-	}
+	s := completed(t, h)
 	if n := treesWritten(t, log); n != 5 {
 		b, _ := os.ReadFile(log)
 		t.Fatalf("%d trees written, want 5:\n%s", n, b)
@@ -226,54 +242,33 @@ phases:
 		}
 	}
 	phasesStartFromTheirCheckpoints(t, h, s)
-	if last := treeOf(t, h.dir, "refs/pipeline/"+id+"/02-second"); last != workTreeNow(t, h.dir) {
-		t.Errorf("the last checkpoint is not the work tree")
-	}
+	isTheWorkTree(t, h, "refs/pipeline/"+id+"/02-second")
 }
 
 // TestTheLastCheckpointHoldsTheSpecsStatus: the session writes its
 // spec's status as it completes, after the step's last look at the work
 // tree: the phase's checkpoint is the work tree with that write, not the
-// tree the step left.
+// tree the step left. A status held at in-progress by an unchecked item
+// is not written, and the checkpoint is the tree the step left.
 func TestTheLastCheckpointHoldsTheSpecsStatus(t *testing.T) {
-	h, _ := gitRepoWith(t, map[string]string{
-		"spec.md":     "---\nstatus: planned\n---\n# Greeting\n",
-		"phases.yaml": "version: 1\nspec: spec.md\nphases: [{name: build, steps: [{run: 'echo hi > out.txt'}]}]\n",
-	})
-	s := h.await(h.start())
-	if s.Status != engine.StatusCompleted {
-		t.Fatalf("status %s\n%s", s.Status, h.view.saidText())
-	}
-	id := h.sess.ID()
-	for ref, want := range map[string]string{"00-start": "status: in-progress", "01-build": "status: complete"} {
-		text := gitIn(t, h.dir, "show", "refs/pipeline/"+id+"/"+ref+":spec.md")
-		if !strings.Contains(text, want+"\n") {
-			t.Errorf("checkpoint %s keeps the spec\n%s\nwant %q in it", ref, text, want)
-		}
-	}
-	if last := treeOf(t, h.dir, "refs/pipeline/"+id+"/01-build"); last != workTreeNow(t, h.dir) {
-		t.Errorf("the last checkpoint is not the work tree")
-	}
-}
-
-// TestAHeldSpecStatusIsNotWritten: the spec held at in-progress by an
-// unchecked item is not written as the session completes, and the last
-// checkpoint is the work tree as the step left it, spec and all.
-func TestAHeldSpecStatusIsNotWritten(t *testing.T) {
-	h, _ := gitRepoWith(t, map[string]string{
-		"spec.md":     "---\nstatus: planned\n---\n# Spec\n\n- [ ] not yet\n",
-		"phases.yaml": "version: 1\nspec: spec.md\nphases:\n  - name: one\n    steps: [{run: 'echo a > a.txt'}]\n  - name: two\n    steps: [{run: 'echo b > b.txt'}]\n",
-	})
-	s := h.await(h.start())
-	if s.Status != engine.StatusCompleted {
-		t.Fatalf("status %s\n%s", s.Status, h.view.saidText())
-	}
-	phasesStartFromTheirCheckpoints(t, h, s)
-	if last := treeOf(t, h.dir, s.Phases[1].Checkpoint); last != workTreeNow(t, h.dir) {
-		t.Errorf("the last checkpoint holds %s, the work tree is %s\n%s", last, workTreeNow(t, h.dir), h.view.saidText())
-	}
-	if text := gitIn(t, h.dir, "show", s.Phases[1].Checkpoint+":spec.md"); !strings.Contains(text, "status: in-progress") {
-		t.Errorf("the last checkpoint keeps the spec as\n%s", text)
+	for _, c := range []struct{ name, spec, start, last string }{
+		{"completed", "---\nstatus: planned\n---\n# Greeting\n", "status: in-progress", "status: complete"},
+		{"held", "---\nstatus: planned\n---\n# Spec\n\n- [ ] not yet\n", "status: in-progress", "status: in-progress"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, _ := gitRepoWith(t, map[string]string{
+				"spec.md":     c.spec,
+				"phases.yaml": "version: 1\nspec: spec.md\nphases:\n  - name: one\n    steps: [{run: 'echo a > a.txt'}]\n  - name: two\n    steps: [{run: 'echo b > b.txt'}]\n",
+			})
+			s := completed(t, h)
+			phasesStartFromTheirCheckpoints(t, h, s)
+			for commit, want := range map[string]string{s.StartCheckpoint: c.start, s.Phases[1].Checkpoint: c.last} {
+				if text := gitIn(t, h.dir, "show", commit+":spec.md"); !strings.Contains(text, want+"\n") {
+					t.Errorf("checkpoint %s keeps the spec\n%s\nwant %q in it", commit, text, want)
+				}
+			}
+			isTheWorkTree(t, h, s.Phases[1].Checkpoint)
+		})
 	}
 }
 
@@ -291,10 +286,7 @@ phases:
     steps: [{run: 'mkdir -p docs && echo new > docs/a.md && echo changed > keep.txt'}]
 `,
 	})
-	s := h.await(h.start())
-	if s.Status != engine.StatusCompleted {
-		t.Fatalf("status %s\n%s", s.Status, h.view.saidText())
-	}
+	s := completed(t, h)
 	wantFiles(t, s, "docs", "docs/a.md")
 	ref := "refs/pipeline/" + h.sess.ID() + "/01-docs"
 	if text := gitIn(t, h.dir, "show", ref+":keep.txt"); text != "as committed" {
@@ -330,10 +322,7 @@ phases:
 			}
 		}
 	}
-	s := h.await(h.start())
-	if s.Status != engine.StatusCompleted {
-		t.Fatalf("status %s\n%s", s.Status, h.view.saidText())
-	}
+	s := completed(t, h)
 	if _, err := os.Stat(late); err != nil {
 		t.Errorf("late.txt, written before phase second started, was put back by its write scope: %v\n%s", err, h.view.saidText())
 	}
@@ -379,10 +368,7 @@ func runManyPhases(t *testing.T, checkpoint string) (*harness, engine.State) {
 		"spec.md":     "---\nstatus: planned\n---\n# Spec\n",
 		"phases.yaml": "version: 1\nspec: spec.md\ncheckpoint: " + checkpoint + "\nphases:" + manyPhases,
 	})
-	s := h.await(h.start())
-	if s.Status != engine.StatusCompleted {
-		t.Fatalf("status %s\n%s", s.Status, h.view.saidText())
-	}
+	s := completed(t, h)
 	wantFiles(t, s, "p1", "a.txt", "b.txt")
 	wantFiles(t, s, "p2", "docs/x.md", "docs/y.md")
 	return h, s
@@ -394,9 +380,7 @@ func TestManyPhasesCheckpointRefs(t *testing.T) {
 	wantFiles(t, s, "p6", "f.txt")
 	phasesStartFromTheirCheckpoints(t, h, s)
 	id := h.sess.ID()
-	if last := treeOf(t, h.dir, "refs/pipeline/"+id+"/06-p6"); last != workTreeNow(t, h.dir) {
-		t.Errorf("the last checkpoint holds %s, the work tree is %s", last, workTreeNow(t, h.dir))
-	}
+	isTheWorkTree(t, h, "refs/pipeline/"+id+"/06-p6")
 	if text := gitIn(t, h.dir, "show", "refs/pipeline/"+id+"/02-p2:keep.txt"); text != "as committed" {
 		t.Errorf("p2's checkpoint keeps keep.txt as %q", text)
 	}
@@ -442,10 +426,7 @@ phases:
   - name: last
     steps: [{name: z, run: 'echo z > z.txt'}]
 `})
-	s := h.await(h.start())
-	if s.Status != engine.StatusCompleted {
-		t.Fatalf("status %s\n%s", s.Status, h.view.saidText())
-	}
+	s := completed(t, h)
 	phasesStartFromTheirCheckpoints(t, h, s)
 	for _, st := range v.steps() {
 		if st.Step == "try" || st.Step == "work" {
@@ -482,9 +463,7 @@ phases:
 	if s.Status != engine.StatusPaused || s.PauseCheckpoint == "" {
 		t.Fatalf("status %s, pause checkpoint %q\n%s", s.Status, s.PauseCheckpoint, h.view.saidText())
 	}
-	if got, now := treeOf(t, h.dir, s.PauseCheckpoint), workTreeNow(t, h.dir); got != now {
-		t.Errorf("the pause checkpoint holds %s, the work tree is %s", got, now)
-	}
+	isTheWorkTree(t, h, s.PauseCheckpoint)
 	if err := os.WriteFile(filepath.Join(h.dir, "human.txt"), []byte("by hand\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
