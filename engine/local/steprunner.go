@@ -49,7 +49,7 @@ type StepRunner struct {
 	// scopeUnchecked: the runner said once that the work folder is not in
 	// a git work tree, so that writes: cannot be checked.
 	scopeUnchecked bool
-	// left is the work tree as the step of execution leftBy left it:
+	// left is the work tree as the step of leftExecution left it:
 	// the snapshot its files_changed was counted against (leftBy).
 	leftMu        sync.Mutex
 	left          seenTree

@@ -27,7 +27,8 @@ func (g *Git) OutOfScopeNow(tree string, writes []string) (files []string, ok bo
 	if tree == "" {
 		return nil, false, WorkTree{}
 	}
-	now = g.snapshotOr(WorkTree{})
+	head, snapshot := g.Snapshot()
+	now = WorkTree{Head: head, Tree: snapshot}
 	if now.Tree == "" {
 		return nil, false, WorkTree{}
 	}
