@@ -38,7 +38,9 @@ func Follow(ctx context.Context, req FollowRequest, w io.Writer) error {
 		req.Following()
 	}
 	if !f.Running() {
-		return nil
+		// It stopped since the offsets were taken: what it printed
+		// meanwhile is still from the moment the follow began.
+		return r.catchUp()
 	}
 	return r.follow(ctx, f.Running)
 }

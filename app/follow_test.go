@@ -18,10 +18,12 @@ import (
 	"github.com/pipeline-dev/pipeline/internal/testwait"
 )
 
-// Follow (the local backend's) writes what a running step prints from
-// the moment it starts following, not what it printed before, and ends
-// when the session stops running.
-func TestFollowPrintsTheRunningStepFromNowOn(t *testing.T) {
+// waitingStep starts a session whose one step prints "before", waits
+// for a file named go in the project, then prints "after"; it returns
+// the project, the session's id and the run's end, once "before" is in
+// the step's transcript.
+func waitingStep(t *testing.T) (*project, string, <-chan error) {
+	t.Helper()
 	p := newProject(t, `version: 1
 phases:
   - name: build
@@ -35,7 +37,7 @@ phases:
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	ctx := context.Background()
 	sess, err := session.Open(ctx, st, session.Options{File: p.file, Plan: plan, Create: session.Always})
 	if err != nil {
@@ -59,16 +61,38 @@ phases:
 		text, _ := os.ReadFile(paths[0])
 		return strings.Contains(string(text), "before")
 	})
+	return p, id, ran
+}
+
+// letGo writes the file the waiting step waits for.
+func letGo(t *testing.T, p *project) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(p.dir, "go"), nil, 0o600); err != nil {
+		t.Error(err)
+	}
+}
+
+// wantAfterOnly checks that Follow wrote the line printed after it began.
+func wantAfterOnly(t *testing.T, out *syncbuf.Buffer) {
+	t.Helper()
+	if got := out.String(); !strings.Contains(got, "after") || strings.Contains(got, "before") {
+		t.Fatalf("followed %q, want the line printed after it began (after) and not the one before", got)
+	}
+}
+
+// Follow (the local backend's) writes what a running step prints from
+// the moment it starts following, not what it printed before, and ends
+// when the session stops running.
+func TestFollowPrintsTheRunningStepFromNowOn(t *testing.T) {
+	p, id, ran := waitingStep(t)
 	var out syncbuf.Buffer
 	following := make(chan struct{})
 	followed := make(chan error, 1)
 	go func() {
-		followed <- app.Local{}.Follow(ctx, app.FollowRequest{Pipeline: p.pipeline(), Session: id, Following: func() { close(following) }}, &out)
+		followed <- app.Local{}.Follow(context.Background(), app.FollowRequest{Pipeline: p.pipeline(), Session: id, Following: func() { close(following) }}, &out)
 	}()
 	<-following
-	if err := os.WriteFile(filepath.Join(p.dir, "go"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	letGo(t, p)
 	if err := <-ran; err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +104,24 @@ phases:
 	case <-time.After(testwait.Failsafe):
 		t.Fatal("Follow did not end when the session stopped running")
 	}
-	if got := out.String(); !strings.Contains(got, "after") || strings.Contains(got, "before") {
-		t.Fatalf("followed %q, want the line printed after it began (after) and not the one before", got)
+	wantAfterOnly(t, &out)
+}
+
+// A session that stops in the instant Follow begins (here: the step is
+// let go, and ends, before Follow looks at whether it runs) still gives
+// what its step printed from that instant on: Follow caught up with the
+// transcripts' ends, then found the session stopped, and wrote nothing.
+func TestFollowOfASessionThatStopsAsItBeginsPrintsWhatCame(t *testing.T) {
+	p, id, ran := waitingStep(t)
+	var out syncbuf.Buffer
+	err := app.Local{}.Follow(context.Background(), app.FollowRequest{Pipeline: p.pipeline(), Session: id, Following: func() {
+		letGo(t, p)
+		if err := <-ran; err != nil {
+			t.Error(err)
+		}
+	}}, &out)
+	if err != nil {
+		t.Fatal(err)
 	}
+	wantAfterOnly(t, &out)
 }
