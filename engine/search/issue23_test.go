@@ -14,14 +14,7 @@ import (
 // quokkas makes a project of n sessions whose transcripts say quokka.
 func quokkas(t *testing.T, n int) *project {
 	p := newProject(t)
-	for i := range n {
-		x := p.session(fmt.Sprintf("s%02d", i), "completed", nil)
-		var b strings.Builder
-		for j := range 60 {
-			fmt.Fprintf(&b, "session %d line %d quokka\n", i, j)
-		}
-		p.write(x, "build", 1, "agent", false, b.String())
-	}
+	p.completedSessions(n, 60, func(i, j int) string { return fmt.Sprintf("session %d line %d quokka\n", i, j) })
 	return p
 }
 

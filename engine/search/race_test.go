@@ -234,14 +234,9 @@ func searchBesideACheckpoint(t *testing.T, killOther, aPartOfPage2 bool) {
 func TestKilledSearchesIndexCutShortIsRebuilt(t *testing.T) {
 	databases(t, 2)
 	p := newProject(t)
-	for i := range 6 {
-		x := p.session(fmt.Sprintf("s%02d", i), "completed", nil)
-		var b strings.Builder
-		for j := range 3000 {
-			fmt.Fprintf(&b, "session %d line %d quokka and words to fill pages %d\n", i, j, j*i)
-		}
-		p.write(x, "build", 1, "agent", false, b.String())
-	}
+	p.completedSessions(6, 3000, func(i, j int) string {
+		return fmt.Sprintf("session %d line %d quokka and words to fill pages %d\n", i, j, j*i)
+	})
 	query := Query{Text: "quokka", Limit: 40}
 	want, err := Search(context.Background(), p.st, query, Options{})
 	if err != nil {

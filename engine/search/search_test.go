@@ -96,6 +96,24 @@ func (p *project) write(x *store.Session, phase string, attempt int, step string
 	}
 }
 
+// completedSessions makes n completed sessions, s00 to s<n-1>, each with
+// one build transcript of lines lines, line(i, j) the j-th of the i-th
+// session's; it returns the bytes written.
+func (p *project) completedSessions(n, lines int, line func(i, j int) string) int64 {
+	p.t.Helper()
+	var total int64
+	for i := range n {
+		x := p.session(fmt.Sprintf("s%02d", i), "completed", nil)
+		var b strings.Builder
+		for j := range lines {
+			b.WriteString(line(i, j))
+		}
+		p.write(x, "build", 1, "agent", false, b.String())
+		total += int64(b.Len())
+	}
+	return total
+}
+
 func (p *project) open() *Index {
 	p.t.Helper()
 	ix, err := Open(p.st, Options{})
@@ -494,14 +512,9 @@ func FuzzQuery(f *testing.F) {
 func TestIndexDeletedOrCorruptIsRebuilt(t *testing.T) {
 	databases(t, 2)
 	p := newProject(t)
-	for i := range 12 {
-		x := p.session(fmt.Sprintf("s%02d", i), "completed", nil)
-		var b strings.Builder
-		for j := range 120 {
-			fmt.Fprintf(&b, `{"type":"text","text":"session %d line %d quokka %s"}`+"\n", i, j, strings.Repeat("filler words ", j%7))
-		}
-		p.write(x, "build", 1, "agent", false, b.String())
-	}
+	p.completedSessions(12, 120, func(i, j int) string {
+		return fmt.Sprintf(`{"type":"text","text":"session %d line %d quokka %s"}`+"\n", i, j, strings.Repeat("filler words ", j%7))
+	})
 	search := func() (Result, string) {
 		t.Helper()
 		var warn bytes.Buffer
@@ -610,16 +623,7 @@ func sameHits(a, b []Hit) bool {
 // leave it whole.
 func TestTwoUpdatesAtOnce(t *testing.T) {
 	p := newProject(t)
-	var total int64
-	for i := range 20 {
-		x := p.session(fmt.Sprintf("s%02d", i), "completed", nil)
-		var b strings.Builder
-		for j := range 300 {
-			fmt.Fprintf(&b, "session %d line %d wombat\n", i, j)
-		}
-		p.write(x, "build", 1, "agent", false, b.String())
-		total += int64(b.Len())
-	}
+	total := p.completedSessions(20, 300, func(i, j int) string { return fmt.Sprintf("session %d line %d wombat\n", i, j) })
 	a, b := p.open(), p.open()
 	var wg sync.WaitGroup
 	stats := make([]Stats, 2)
