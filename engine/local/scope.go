@@ -37,7 +37,7 @@ func (r *StepRunner) checkScope(git *session.Git, stepTree string, phase *spec.P
 		r.say("pipeline: git could not keep the work tree before step %s: its write scope is not checked", step)
 		return nil, false, now
 	}
-	files, ok, now := git.OutOfScopeNow(stepTree, phase.Writes.Value)
+	files, ok, now := git.OutOfScope(stepTree, phase.Writes.Value)
 	if !ok {
 		r.say("pipeline: git could not compare the work tree with the one before step %s: its write scope is not checked", step)
 		return nil, false, now

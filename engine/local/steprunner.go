@@ -464,7 +464,7 @@ func (r *StepRunner) Start(ctx context.Context, a engine.StartStep, s engine.Sta
 		}
 		if git != nil {
 			result.HeadBefore, result.TreeBefore = headBefore, treeBefore
-			result.Head, result.Files, left.now = git.ChangedNow(headBefore, treeBefore, left.now)
+			result.Head, result.Files, left.now = git.Changed(headBefore, treeBefore, left.now)
 			result.FilesChanged = len(result.Files)
 			r.leave(a.Execution, left)
 		}

@@ -224,15 +224,11 @@ func (g *Git) snapshotOr(known WorkTree) WorkTree {
 // recorded before snapshots were kept, or git could not write one) the
 // files are those changed since the commit base and every uncommitted
 // one.
-func (g *Git) Changed(base, tree string) (string, []string) {
-	head, files, _ := g.ChangedNow(base, tree, WorkTree{})
-	return head, files
-}
-
-// ChangedNow is Changed with the work tree as it is now already
-// snapshot when now is not zero; it returns the snapshot it compared
-// with (zero when it took none).
-func (g *Git) ChangedNow(base, tree string, now WorkTree) (string, []string, WorkTree) {
+//
+// now, when not zero, is the work tree as it is, already snapshot (the
+// write scope's look); the snapshot compared with is returned (zero when
+// none was taken).
+func (g *Git) Changed(base, tree string, now WorkTree) (string, []string, WorkTree) {
 	if tree == "" {
 		head, files := g.changedSinceCommit(base)
 		return head, files, WorkTree{}

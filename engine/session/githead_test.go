@@ -116,13 +116,13 @@ func TestCheckpointParentIsHeadAndNoChangeListsNoFile(t *testing.T) {
 	if before != head || tree == "" {
 		t.Fatalf("snapshot: head %q tree %q", before, tree)
 	}
-	if _, files := g.Changed(before, tree); len(files) != 0 {
+	if _, files, _ := g.Changed(before, tree, WorkTree{}); len(files) != 0 {
 		t.Errorf("nothing changed, yet %v", files)
 	}
 	if err := os.WriteFile(filepath.Join(repo, "b.txt"), []byte("b\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, files := g.Changed(before, tree); len(files) != 1 || files[0] != "b.txt" {
+	if _, files, _ := g.Changed(before, tree, WorkTree{}); len(files) != 1 || files[0] != "b.txt" {
 		t.Errorf("b.txt added, yet the files changed are %v", files)
 	}
 }

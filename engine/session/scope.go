@@ -16,14 +16,10 @@ import (
 // phase's write scope. Names and globs are relative to the folder (the
 // folder of phases.yaml). An empty writes (a read-only phase) matches
 // nothing. ok is false when git could not tell.
-func (g *Git) OutOfScope(tree string, writes []string) (files []string, ok bool) {
-	files, ok, _ = g.OutOfScopeNow(tree, writes)
-	return files, ok
-}
-
-// OutOfScopeNow is OutOfScope, which also returns the snapshot of the
-// work tree it compared with (zero when it took none).
-func (g *Git) OutOfScopeNow(tree string, writes []string) (files []string, ok bool, now WorkTree) {
+//
+// now is the snapshot of the work tree it compared with (zero when it
+// took none).
+func (g *Git) OutOfScope(tree string, writes []string) (files []string, ok bool, now WorkTree) {
 	if tree == "" {
 		return nil, false, WorkTree{}
 	}

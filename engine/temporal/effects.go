@@ -89,6 +89,9 @@ func (a *Activities) Checkpoint(ctx context.Context, in CheckpointInput) (Checkp
 	if git == nil {
 		return CheckpointOutput{NoGit: true}, nil
 	}
+	// The work tree is looked at anew: this activity has no step's last
+	// look at hand (the local driver hands its step's on, two git
+	// processes fewer; the tree is the same).
 	commit, _, err := local.TakeCheckpoint(git, in.SessionID, in.Checkpoint, session.WorkTree{})
 	if err != nil {
 		return CheckpointOutput{Problem: err.Error()}, nil
